@@ -1,0 +1,33 @@
+//! Chinese remaindering of two NTT results into the exact signed integer.
+//!
+//! Saber (q1 = 3329, q2 = 7681) and CTRU-Light decryption (q1 = 769,
+//! q2 = 3329) multiply in two NTT rings and need the true product
+//! coefficient, which is known to satisfy |x| < q1·q2 / 2. The schemes assert
+//! their worst case with [`crt_bound_holds`] in a `const` block.
+
+use crate::modulus::{inv_mod, Modulus};
+
+/// q1^{-1} mod q2, compile time.
+pub const fn crt_inverse(q1: u16, q2: u16) -> u16 {
+    inv_mod(q1 as u32 % q2 as u32, q2 as u32) as u16
+}
+
+/// True iff every integer with |x| ≤ `max_abs` is recovered exactly by
+/// [`crt_lift`] for moduli `q1`, `q2`: max_abs ≤ (q1·q2 − 1) / 2.
+pub const fn crt_bound_holds(max_abs: u32, q1: u16, q2: u16) -> bool {
+    (max_abs as u64) * 2 < q1 as u64 * q2 as u64
+}
+
+/// Lifts x mod q1 (`r1`) and x mod q2 (`r2`), any |r| < 2^15, to the unique
+/// x ≡ r1 (mod q1), x ≡ r2 (mod q2) with |x| ≤ (q1·q2 − 1)/2.
+///
+/// x = r1 + q1·u with u = (r2 − r1)·q1^{-1} mod q2, both parts centred, so no
+/// final correction is needed. Branch-free, division-free.
+#[inline]
+pub fn crt_lift<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
+    let inv = crt_inverse(M1::Q, M2::Q) as i32;
+    let r1 = M1::center(r1) as i32;
+    let r2 = M2::center(r2) as i32;
+    let u = M2::center_wide((r2 - r1) * inv) as i32;
+    r1 + M1::Q as i32 * u
+}

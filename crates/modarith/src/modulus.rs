@@ -1,0 +1,154 @@
+//! Prime moduli of the form q = k·2^m + 1 and every constant derived from them.
+//!
+//! Each modulus is a zero-sized type; its constants are computed by `const fn`
+//! from `Q` alone and checked by `const` assertions, so a wrong constant is a
+//! compile error, not a test failure.
+
+/// `base^exp mod q`, for compile-time tables (never used on secret data).
+pub const fn pow_mod(base: u32, mut exp: u32, q: u32) -> u32 {
+    let mut result = 1u64;
+    let mut b = (base % q) as u64;
+    let q = q as u64;
+    while exp > 0 {
+        if exp & 1 == 1 {
+            result = result * b % q;
+        }
+        b = b * b % q;
+        exp >>= 1;
+    }
+    result as u32
+}
+
+/// Multiplicative inverse of `a` modulo the prime `q` (Fermat), compile time only.
+pub const fn inv_mod(a: u32, q: u32) -> u32 {
+    pow_mod(a, q - 2, q)
+}
+
+/// `q^{-1} mod 2^16` by Newton iteration (q odd).
+const fn inv_mod_2_16(q: u32) -> u16 {
+    let mut x: u32 = q; // correct to 3 bits for odd q
+    let mut i = 0;
+    while i < 4 {
+        x = x.wrapping_mul(2u32.wrapping_sub(q.wrapping_mul(x)));
+        i += 1;
+    }
+    x as u16
+}
+
+/// The exponent m of the largest power of two dividing q − 1.
+const fn two_adicity(q: u32) -> u32 {
+    (q - 1).trailing_zeros()
+}
+
+/// The smallest g with g^(order/2) ≡ −1 (mod q), i.e. a primitive `order`-th
+/// root of unity for a power-of-two `order`. Compile time only.
+pub const fn smallest_root_of_unity(q: u32, order: u32) -> u32 {
+    let mut g = 2;
+    while g < q {
+        if pow_mod(g, order / 2, q) == q - 1 {
+            return g;
+        }
+        g += 1;
+    }
+    panic!("no root of unity of this order")
+}
+
+/// A prime modulus q = k·2^m + 1 with everything the reductions need.
+///
+/// Only `Q` is given by an implementation; every other constant has a
+/// default derived from it. Overriding them is never needed.
+pub trait Modulus: 'static + Copy + Default {
+    /// The prime modulus.
+    const Q: u16;
+    /// Human-readable name, used by benchmarks and tests.
+    const NAME: &'static str;
+
+    /// m: the two-adicity of q − 1.
+    const M: u32 = two_adicity(Self::Q as u32);
+    /// k = (q − 1) / 2^m, odd.
+    const K: u16 = ((Self::Q as u32 - 1) >> Self::M) as u16;
+    /// q^{-1} mod 2^16 (Montgomery with R = 2^16).
+    const QINV: u16 = inv_mod_2_16(Self::Q as u32);
+    /// R mod q with R = 2^16.
+    const R_MOD_Q: u16 = ((1u32 << 16) % Self::Q as u32) as u16;
+    /// R² mod q with R = 2^16.
+    const R2_MOD_Q: u16 = pow_mod(Self::R_MOD_Q as u32, 2, Self::Q as u32) as u16;
+    /// Barrett constant for 16-bit inputs: round(2^24 / q) (2^24 keeps
+    /// v·a inside 32 bits for every i16 a and every q here).
+    const BARRETT16_V: i32 = ((1i64 << 24) + Self::Q as i64 / 2).div_euclid(Self::Q as i64) as i32;
+    /// Barrett constant for 32-bit inputs: round(2^40 / q).
+    const BARRETT32_V: i64 = ((1i64 << 40) + Self::Q as i64 / 2).div_euclid(Self::Q as i64);
+    /// k^{-1} mod q (K-RED twiddle scaling).
+    const K_INV: u16 = inv_mod(Self::K as u32, Self::Q as u32) as u16;
+    /// (q − 1) / 2: the bound of a centred representative.
+    const HALF: i16 = ((Self::Q - 1) / 2) as i16;
+
+    /// Centred representative of a 16-bit value: the result lies in
+    /// [−(q−1)/2, (q−1)/2] and is congruent to `a`. Constant time.
+    #[inline(always)]
+    fn center(a: i16) -> i16 {
+        let t = ((Self::BARRETT16_V * a as i32 + (1 << 23)) >> 24) as i16;
+        let r = a.wrapping_sub(t.wrapping_mul(Self::Q as i16));
+        Self::center_fixup(r)
+    }
+
+    /// Centred representative of a 32-bit value with |a| < 2^30. Constant time.
+    #[inline(always)]
+    fn center_wide(a: i32) -> i16 {
+        let t = ((Self::BARRETT32_V * a as i64 + (1i64 << 39)) >> 40) as i32;
+        let r = a.wrapping_sub(t.wrapping_mul(Self::Q as i32)) as i16;
+        Self::center_fixup(r)
+    }
+
+    /// Moves a value in (−q, q) into [−(q−1)/2, (q−1)/2] with masks, no branch.
+    #[inline(always)]
+    fn center_fixup(mut r: i16) -> i16 {
+        r = r.wrapping_sub(Self::Q as i16 & (Self::HALF.wrapping_sub(r) >> 15));
+        r.wrapping_add(Self::Q as i16 & (r.wrapping_add(Self::HALF) >> 15))
+    }
+
+    /// The canonical representative in [0, q) of a centred value. Constant time.
+    #[inline(always)]
+    fn to_unsigned(a: i16) -> u16 {
+        let c = Self::center(a);
+        (c + (Self::Q as i16 & (c >> 15))) as u16
+    }
+}
+
+/// Checks every derived constant of a modulus at compile time.
+macro_rules! modulus {
+    ($(#[$doc:meta])* $name:ident = $q:literal, k = $k:literal, m = $m:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $name;
+        impl Modulus for $name {
+            const Q: u16 = $q;
+            const NAME: &'static str = stringify!($q);
+        }
+        const _: () = {
+            let q = $name::Q as u32;
+            assert!($name::K as u32 == $k && $name::M == $m, "q = k·2^m + 1 as documented");
+            assert!(($name::K as u32) << $name::M == q - 1);
+            assert!(q.wrapping_mul($name::QINV as u32) & 0xFFFF == 1, "q·q^-1 ≡ 1 mod 2^16");
+            assert!(($name::R_MOD_Q as u32 * $name::R_MOD_Q as u32) % q == $name::R2_MOD_Q as u32);
+            assert!(($name::K as u32 * $name::K_INV as u32) % q == 1);
+            // NTT-friendly Montgomery: q^-1 ≡ 1 − k·2^m (mod 2^16) needs 2m ≥ 16.
+            assert!(2 * $name::M >= 16);
+            assert!((1u32.wrapping_sub(($name::K as u32) << $name::M)) & 0xFFFF == $name::QINV as u32);
+            assert!(q < (1 << 14), "centred coefficients and sums of two fit an i16");
+        };
+    };
+}
+
+modulus!(
+    /// q = 769 = 3·2^8 + 1, CTRU-Light's modulus.
+    Q769 = 769, k = 3, m = 8
+);
+modulus!(
+    /// q = 3329 = 13·2^8 + 1, Kyber's modulus (also CTRU-Light's and Saber's second NTT prime).
+    Q3329 = 3329, k = 13, m = 8
+);
+modulus!(
+    /// q = 7681 = 15·2^9 + 1, Saber's second NTT prime.
+    Q7681 = 7681, k = 15, m = 9
+);
