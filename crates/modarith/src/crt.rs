@@ -5,12 +5,9 @@
 //! coefficient, which is known to satisfy |x| < q1·q2 / 2. The schemes assert
 //! their worst case with [`crt_bound_holds`] in a `const` block.
 
-use crate::modulus::{inv_mod, Modulus};
+use crate::modulus::Modulus;
 
-/// q1^{-1} mod q2, compile time.
-pub const fn crt_inverse(q1: u16, q2: u16) -> u16 {
-    inv_mod(q1 as u32 % q2 as u32, q2 as u32) as u16
-}
+pub use crate::consts::crt_inverse;
 
 /// True iff every integer with |x| ≤ `max_abs` is recovered exactly by
 /// [`crt_lift`] for moduli `q1`, `q2`: max_abs ≤ (q1·q2 − 1) / 2.

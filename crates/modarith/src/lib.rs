@@ -28,6 +28,7 @@
 //! assert_eq!(c[2], 1); // x · x = x²
 //! ```
 
+mod consts;
 pub mod crt;
 pub mod modulus;
 pub mod ntt;

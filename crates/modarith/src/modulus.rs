@@ -4,54 +4,8 @@
 //! from `Q` alone and checked by `const` assertions, so a wrong constant is a
 //! compile error, not a test failure.
 
-/// `base^exp mod q`, for compile-time tables (never used on secret data).
-pub const fn pow_mod(base: u32, mut exp: u32, q: u32) -> u32 {
-    let mut result = 1u64;
-    let mut b = (base % q) as u64;
-    let q = q as u64;
-    while exp > 0 {
-        if exp & 1 == 1 {
-            result = result * b % q;
-        }
-        b = b * b % q;
-        exp >>= 1;
-    }
-    result as u32
-}
-
-/// Multiplicative inverse of `a` modulo the prime `q` (Fermat), compile time only.
-pub const fn inv_mod(a: u32, q: u32) -> u32 {
-    pow_mod(a, q - 2, q)
-}
-
-/// `q^{-1} mod 2^16` by Newton iteration (q odd).
-const fn inv_mod_2_16(q: u32) -> u16 {
-    let mut x: u32 = q; // correct to 3 bits for odd q
-    let mut i = 0;
-    while i < 4 {
-        x = x.wrapping_mul(2u32.wrapping_sub(q.wrapping_mul(x)));
-        i += 1;
-    }
-    x as u16
-}
-
-/// The exponent m of the largest power of two dividing q − 1.
-const fn two_adicity(q: u32) -> u32 {
-    (q - 1).trailing_zeros()
-}
-
-/// The smallest g with g^(order/2) ≡ −1 (mod q), i.e. a primitive `order`-th
-/// root of unity for a power-of-two `order`. Compile time only.
-pub const fn smallest_root_of_unity(q: u32, order: u32) -> u32 {
-    let mut g = 2;
-    while g < q {
-        if pow_mod(g, order / 2, q) == q - 1 {
-            return g;
-        }
-        g += 1;
-    }
-    panic!("no root of unity of this order")
-}
+pub use crate::consts::{inv_mod, pow_mod, smallest_root_of_unity};
+use crate::consts::{inv_mod_2_16, round_div, two_adicity};
 
 /// A prime modulus q = k·2^m + 1 with everything the reductions need.
 ///
@@ -70,18 +24,20 @@ pub trait Modulus: 'static + Copy + Default {
     /// q^{-1} mod 2^16 (Montgomery with R = 2^16).
     const QINV: u16 = inv_mod_2_16(Self::Q as u32);
     /// R mod q with R = 2^16.
-    const R_MOD_Q: u16 = ((1u32 << 16) % Self::Q as u32) as u16;
+    const R_MOD_Q: u16 = pow_mod(2, 16, Self::Q as u32) as u16;
     /// R² mod q with R = 2^16.
     const R2_MOD_Q: u16 = pow_mod(Self::R_MOD_Q as u32, 2, Self::Q as u32) as u16;
     /// Barrett constant for 16-bit inputs: round(2^24 / q) (2^24 keeps
     /// v·a inside 32 bits for every i16 a and every q here).
-    const BARRETT16_V: i32 = ((1i64 << 24) + Self::Q as i64 / 2).div_euclid(Self::Q as i64) as i32;
+    const BARRETT16_V: i32 = round_div(1 << 24, Self::Q as i64) as i32;
     /// Barrett constant for 32-bit inputs: round(2^40 / q).
-    const BARRETT32_V: i64 = ((1i64 << 40) + Self::Q as i64 / 2).div_euclid(Self::Q as i64);
+    const BARRETT32_V: i64 = round_div(1 << 40, Self::Q as i64);
+    /// NTT-friendly Barrett constant: round(2^(24+m) / q).
+    const BARRETT_NTT_V: i64 = round_div(1 << (24 + Self::M), Self::Q as i64);
     /// k^{-1} mod q (K-RED twiddle scaling).
     const K_INV: u16 = inv_mod(Self::K as u32, Self::Q as u32) as u16;
     /// (q − 1) / 2: the bound of a centred representative.
-    const HALF: i16 = ((Self::Q - 1) / 2) as i16;
+    const HALF: i16 = ((Self::Q - 1) >> 1) as i16;
 
     /// Centred representative of a 16-bit value: the result lies in
     /// [−(q−1)/2, (q−1)/2] and is congruent to `a`. Constant time.
@@ -130,8 +86,8 @@ macro_rules! modulus {
             assert!($name::K as u32 == $k && $name::M == $m, "q = k·2^m + 1 as documented");
             assert!(($name::K as u32) << $name::M == q - 1);
             assert!(q.wrapping_mul($name::QINV as u32) & 0xFFFF == 1, "q·q^-1 ≡ 1 mod 2^16");
-            assert!(($name::R_MOD_Q as u32 * $name::R_MOD_Q as u32) % q == $name::R2_MOD_Q as u32);
-            assert!(($name::K as u32 * $name::K_INV as u32) % q == 1);
+            assert!(pow_mod($name::R_MOD_Q as u32, 2, q) == $name::R2_MOD_Q as u32);
+            assert!(pow_mod($name::K as u32 * $name::K_INV as u32, 1, q) == 1);
             // NTT-friendly Montgomery: q^-1 ≡ 1 − k·2^m (mod 2^16) needs 2m ≥ 16.
             assert!(2 * $name::M >= 16);
             assert!((1u32.wrapping_sub(($name::K as u32) << $name::M)) & 0xFFFF == $name::QINV as u32);

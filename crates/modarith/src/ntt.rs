@@ -22,8 +22,9 @@ use core::marker::PhantomData;
 
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::modulus::{inv_mod, pow_mod, smallest_root_of_unity, Modulus};
-use crate::reduce::{prescale, Reduction};
+use crate::consts::{inv_mod, pow_mod, prescale, smallest_root_of_unity};
+use crate::modulus::Modulus;
+use crate::reduce::Reduction;
 
 /// Largest twiddle table any ring needs (2^8 entries).
 pub const MAX_TWIDDLES: usize = 256;
@@ -124,7 +125,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
         let () = Self::CHECKS;
         let mut bound = Self::Q as i32;
         let mut k = 1;
-        let mut len = N / 2;
+        let mut len = N >> 1;
         while len >= Self::BASE_DEGREE {
             if !Self::layer_fits(bound) {
                 Self::reduce(a);
@@ -153,13 +154,13 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
         let () = Self::CHECKS;
         let mut bound = Self::Q as i32;
         let mut len = Self::BASE_DEGREE;
-        while len <= N / 2 {
+        while len <= N >> 1 {
             let doubled = 2 * bound - 1;
             if !(doubled <= 1 << 15 && (doubled - 1) * Self::HALF < R::INPUT_BOUND) {
                 Self::reduce(a);
                 bound = Self::HALF + 1;
             }
-            let mut k = N / (2 * len);
+            let mut k = N >> (len.trailing_zeros() + 1);
             let mut start = 0;
             while start < N {
                 let zeta_inv = Self::ZETAS_INV[k];
@@ -189,7 +190,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// γ_i·S² for block i.
     #[inline(always)]
     fn gamma_s2(block: usize) -> i16 {
-        let g = Self::GAMMAS_S2[Self::BLOCKS / 2 + block / 2];
+        let g = Self::GAMMAS_S2[(Self::BLOCKS >> 1) + (block >> 1)];
         // Odd blocks use −γ; `block` is a public loop index.
         if block & 1 == 0 {
             g

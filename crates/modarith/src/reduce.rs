@@ -12,7 +12,8 @@
 
 use core::marker::PhantomData;
 
-use crate::modulus::{inv_mod, Modulus};
+use crate::consts::pow_mod;
+use crate::modulus::Modulus;
 
 /// A reduction of a signed 32-bit product modulo `Self::Modulus`.
 pub trait Reduction: 'static + Copy + Default {
@@ -37,13 +38,7 @@ pub trait Reduction: 'static + Copy + Default {
     }
 }
 
-/// Pre-scales a constant `c` (any residue) for reduction `R`: returns the
-/// centred representative of c·S mod q. Compile-time use.
-pub const fn prescale(c: u32, scale: u16, q: u16) -> i16 {
-    let v = (c as u64 * scale as u64 % q as u64) as i32;
-    let half = (q as i32 - 1) / 2;
-    (if v > half { v - q as i32 } else { v }) as i16
-}
+pub use crate::consts::prescale;
 
 /// Plain signed Montgomery reduction with R = 2^16 (input |a| < q·2^15).
 ///
@@ -78,8 +73,7 @@ pub fn barrett<M: Modulus>(a: i32) -> i16 {
 /// The estimate may be one off, hence the wider output range.
 #[inline(always)]
 pub fn barrett_ntt_friendly<M: Modulus>(a: i32) -> i16 {
-    let v = ((1i64 << (24 + M::M)) + M::Q as i64 / 2).div_euclid(M::Q as i64);
-    let t = (((a >> M::M) as i64 * v + (1 << 23)) >> 24) as i32;
+    let t = (((a >> M::M) as i64 * M::BARRETT_NTT_V + (1 << 23)) >> 24) as i32;
     (a - t * M::Q as i32) as i16
 }
 
@@ -141,12 +135,12 @@ reduction!(
 reduction!(
     /// Signed Barrett: |a| < q·2^15 → |r| ≤ (q−1)/2 + 1, r ≡ a.
     Barrett, "Barrett", scale = 1,
-    input = q::<M>() << 15, output = q::<M>() / 2 + 2, barrett::<M>
+    input = q::<M>() << 15, output = (q::<M>() >> 1) + 2, barrett::<M>
 );
 reduction!(
     /// NTT-friendly Barrett (low m bits dropped first): |a| < q·2^15 → |r| < 3q/2, r ≡ a.
     NttFriendlyBarrett, "NTT-friendly Barrett", scale = 1,
-    input = q::<M>() << 15, output = 3 * q::<M>() / 2, barrett_ntt_friendly::<M>
+    input = q::<M>() << 15, output = (3 * q::<M>()) >> 1, barrett_ntt_friendly::<M>
 );
 reduction!(
     /// K-RED: |a| < 2^(m+14) → |r| < k·2^m + 2^14, r ≡ k·a.
@@ -158,7 +152,7 @@ reduction!(
     /// K-RED2X: |a| < 2^(2m+13) → |r| < (k²+k)·2^m + 2^13, r ≡ k²·a.
     /// Fits 16 bits only for small k (q = 769); [`crate::ntt::Ntt`] rejects
     /// other moduli at compile time.
-    KRed2x, "K-RED2X", scale = inv_mod((M::K as u32 * M::K as u32) % M::Q as u32, M::Q as u32) as u16,
+    KRed2x, "K-RED2X", scale = pow_mod(M::K_INV as u32, 2, M::Q as u32) as u16,
     input = 1 << (2 * M::M + 13),
     output = (((M::K as i32) * (M::K as i32) + M::K as i32) << M::M) + (1 << 13),
     |a| kred2x::<M>(a) as i16
