@@ -1,0 +1,131 @@
+//! NIST `.rsp` known-answer files: `count`, `seed`, `pk`, `sk`, `ct`, `ss`
+//! in upper-case hex, records separated by a blank line, after an optional
+//! `# name` header.
+
+use std::fmt::Write;
+
+/// One KAT record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Record index.
+    pub count: usize,
+    /// The 48-byte DRBG seed.
+    pub seed: Vec<u8>,
+    /// Public key.
+    pub pk: Vec<u8>,
+    /// Secret key.
+    pub sk: Vec<u8>,
+    /// Ciphertext.
+    pub ct: Vec<u8>,
+    /// Shared secret.
+    pub ss: Vec<u8>,
+}
+
+/// Upper-case hex, as NIST writes it.
+pub fn hex_upper(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+        let _ = write!(s, "{b:02X}");
+        s
+    })
+}
+
+/// Decodes hex (either case); a typed error names the bad input.
+pub fn hex_decode(s: &str) -> Result<Vec<u8>, String> {
+    if s.len() % 2 != 0 {
+        return Err(format!("odd-length hex ({} digits)", s.len()));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            s.get(i..i + 2)
+                .and_then(|d| u8::from_str_radix(d, 16).ok())
+                .ok_or_else(|| format!("bad hex digit near offset {i}"))
+        })
+        .collect()
+}
+
+/// The file body without its `#` header line and the blank line after it:
+/// what two KAT files of the same scheme must agree on byte for byte.
+pub fn body(text: &str) -> &str {
+    let mut rest = text;
+    while rest.starts_with('#') {
+        rest = rest.find('\n').map_or("", |i| &rest[i + 1..]);
+    }
+    rest.trim_start_matches('\n')
+}
+
+/// Parses every record. Unknown keys and malformed lines are errors, never panics.
+pub fn parse(text: &str) -> Result<Vec<Record>, String> {
+    let mut records = Vec::new();
+    let mut current: Option<Record> = None;
+    for (n, line) in body(text).lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.is_empty() {
+            continue;
+        }
+        let (key, value) = line.split_once(" = ").ok_or_else(|| format!("line {}: expected `key = value`", n + 1))?;
+        if key == "count" {
+            if let Some(r) = current.take() {
+                records.push(r);
+            }
+            let count = value.parse().map_err(|_| format!("line {}: bad count", n + 1))?;
+            current = Some(Record { count, seed: vec![], pk: vec![], sk: vec![], ct: vec![], ss: vec![] });
+            continue;
+        }
+        let r = current.as_mut().ok_or_else(|| format!("line {}: `{key}` before `count`", n + 1))?;
+        let bytes = hex_decode(value).map_err(|e| format!("line {}: {e}", n + 1))?;
+        match key {
+            "seed" => r.seed = bytes,
+            "pk" => r.pk = bytes,
+            "sk" => r.sk = bytes,
+            "ct" => r.ct = bytes,
+            "ss" => r.ss = bytes,
+            other => return Err(format!("line {}: unknown key `{other}`", n + 1)),
+        }
+    }
+    records.extend(current);
+    Ok(records)
+}
+
+/// Writes records in NIST's layout, after a `# header` line and a blank line.
+pub fn write(header: &str, records: &[Record]) -> String {
+    let mut out = format!("# {header}\n\n");
+    for r in records {
+        let _ = write!(
+            out,
+            "count = {}\nseed = {}\npk = {}\nsk = {}\nct = {}\nss = {}\n\n",
+            r.count,
+            hex_upper(&r.seed),
+            hex_upper(&r.pk),
+            hex_upper(&r.sk),
+            hex_upper(&r.ct),
+            hex_upper(&r.ss)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let r = Record { count: 0, seed: vec![1; 48], pk: vec![0xAB], sk: vec![0xCD, 1], ct: vec![], ss: vec![9] };
+        let text = write("T", &[r.clone(), Record { count: 1, ..r.clone() }]);
+        let parsed = parse(&text).unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed[0], r);
+        assert_eq!(body(&text), &text[5..]);
+    }
+
+    #[test]
+    fn malformed_input_is_an_error() {
+        assert!(parse("count = x\n").is_err());
+        assert!(parse("seed = 00\n").is_err());
+        assert!(parse("count = 0\nseed = 0G\n").is_err());
+        assert!(parse("count = 0\nseed = 000\n").is_err());
+        assert!(parse("count = 0\nfoo = 00\n").is_err());
+        assert!(parse("count = 0\nnonsense\n").is_err());
+    }
+}
