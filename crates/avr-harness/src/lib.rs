@@ -1,0 +1,2 @@
+#![no_std]
+//! AVR harness (work in progress).

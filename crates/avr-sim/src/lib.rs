@@ -1,0 +1,443 @@
+//! Run AVR firmware in [simavr](https://github.com/buserror/simavr) from Rust.
+//!
+//! A small C shim (`csrc/shim.c`) drives libsimavr one instruction at a time
+//! and records what a benchmark needs:
+//! - UART0 output bytes, and UART0 input fed only while the firmware's
+//!   receiver asks for data (simavr's XON/XOFF signals; bytes sent while RX
+//!   is off would be dropped);
+//! - cycle-stamped writes to a marker register (GPIOR0 by default): the
+//!   firmware writes an id before a measured window and `id | 0x80` after;
+//! - the lowest stack pointer inside each window, skipping the transient SP
+//!   value between the two halves of an `out SPH` … `out SPL` update;
+//! - a clean stop when the firmware executes `cli; sleep`, and a cycle limit
+//!   as a safety net.
+//!
+//! ```no_run
+//! let mut sim = avr_sim::Sim::load("firmware.elf", "atmega1284p")?;
+//! sim.send(&[0x00, 0x00, 0x00]);
+//! let reply = sim.run_until_output(3, 10_000_000)?;
+//! # Ok::<(), avr_sim::Error>(())
+//! ```
+
+use std::ffi::{c_char, c_int, CString};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The clock every benchmark assumes (the published figures use 20 MHz).
+pub const DEFAULT_FREQUENCY: u32 = 20_000_000;
+/// GPIOR0 in data space on classic megaAVR parts (I/O 0x1E + 0x20).
+pub const GPIOR0_CLASSIC: u16 = 0x3E;
+
+#[repr(C)]
+struct ShimT {
+    _private: [u8; 0],
+}
+
+extern "C" {
+    fn shim_new(elf: *const c_char, mcu: *const c_char, freq: u32, marker: u16, out: *mut *mut ShimT) -> c_int;
+    fn shim_free(s: *mut ShimT);
+    fn shim_push_input(s: *mut ShimT, data: *const u8, len: usize) -> c_int;
+    fn shim_pending_input(s: *const ShimT) -> usize;
+    fn shim_output_len(s: *const ShimT) -> usize;
+    fn shim_take_output(s: *mut ShimT, buf: *mut u8, cap: usize) -> usize;
+    fn shim_event_count(s: *const ShimT) -> usize;
+    fn shim_event(s: *const ShimT, i: usize, id: *mut u8, cycle: *mut u64, sp: *mut u16, min_sp: *mut u16);
+    fn shim_clear_events(s: *mut ShimT);
+    fn shim_cycle(s: *const ShimT) -> u64;
+    fn shim_pc(s: *const ShimT) -> u32;
+    fn shim_sp(s: *const ShimT) -> u16;
+    fn shim_run(s: *mut ShimT, cycle_limit: u64, want_out: usize) -> c_int;
+}
+
+/// Everything that can go wrong loading or running firmware.
+#[derive(Debug)]
+pub enum Error {
+    /// The firmware file could not be read.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not a 32-bit AVR ELF executable.
+    BadElf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// simavr has no model of this MCU.
+    UnknownMcu(String),
+    /// simavr could not initialise the core or load the firmware.
+    Load(&'static str),
+    /// The simulated MCU has no UART0 (the harness protocol needs it).
+    NoUart,
+    /// The cycle limit was reached before the firmware finished.
+    CycleLimit {
+        /// The limit, in absolute cycles.
+        limit: u64,
+        /// Program counter (byte address) when it was hit.
+        pc: u32,
+        /// Bytes of input the firmware had not consumed yet.
+        pending_input: usize,
+        /// Output bytes collected so far.
+        output_len: usize,
+    },
+    /// simavr reported a crash (bad opcode, watchdog, …).
+    Crashed {
+        /// Program counter (byte address).
+        pc: u32,
+        /// Cycle of the crash.
+        cycle: u64,
+    },
+    /// The firmware stopped (`cli; sleep`) while output was still expected.
+    Exited {
+        /// Cycle at which it stopped.
+        cycle: u64,
+        /// Output bytes collected (fewer than expected).
+        output_len: usize,
+    },
+    /// Marker writes do not pair up as `id`, `id | 0x80`.
+    UnpairedMarker {
+        /// The offending marker value.
+        id: u8,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            Error::BadElf { path, reason } => write!(f, "{} is not AVR firmware: {reason}", path.display()),
+            Error::UnknownMcu(m) => write!(f, "simavr has no model of MCU `{m}`"),
+            Error::Load(what) => write!(f, "simavr: {what}"),
+            Error::NoUart => write!(f, "the simulated MCU has no UART0"),
+            Error::CycleLimit {
+                limit,
+                pc,
+                pending_input,
+                output_len,
+            } => write!(
+                f,
+                "cycle limit {limit} reached (pc 0x{pc:05x}, {pending_input} input bytes unread, \
+                 {output_len} output bytes): firmware hung or the limit is too low"
+            ),
+            Error::Crashed { pc, cycle } => write!(f, "firmware crashed at pc 0x{pc:05x}, cycle {cycle}"),
+            Error::Exited { cycle, output_len } => {
+                write!(
+                    f,
+                    "firmware stopped at cycle {cycle} after {output_len} output bytes, more were expected"
+                )
+            }
+            Error::UnpairedMarker { id } => write!(f, "marker 0x{id:02x} does not close an open window"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// One write to the marker register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Marker {
+    /// The value written (`id`, or `id | 0x80` to close).
+    pub id: u8,
+    /// The cycle counter at the write.
+    pub cycle: u64,
+    /// SP at the write.
+    pub sp: u16,
+    /// Lowest SP since the last opening marker (inclusive).
+    pub min_sp: u16,
+}
+
+/// A measured window: the span between `id` and `id | 0x80`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The window id (bit 7 clear).
+    pub id: u8,
+    /// Cycles between the two marker writes.
+    pub cycles: u64,
+    /// Stack bytes used below the SP at the opening marker.
+    pub stack_bytes: u16,
+}
+
+/// Pairs marker writes into windows. Windows must not nest.
+pub fn windows(markers: &[Marker]) -> Result<Vec<Window>, Error> {
+    let mut out = Vec::new();
+    let mut open: Option<&Marker> = None;
+    for m in markers {
+        if m.id & 0x80 == 0 {
+            if open.is_some() {
+                return Err(Error::UnpairedMarker { id: m.id });
+            }
+            open = Some(m);
+        } else {
+            match open.take() {
+                Some(o) if o.id == m.id & 0x7F => out.push(Window {
+                    id: o.id,
+                    cycles: m.cycle - o.cycle,
+                    stack_bytes: o.sp.saturating_sub(m.min_sp),
+                }),
+                _ => return Err(Error::UnpairedMarker { id: m.id }),
+            }
+        }
+    }
+    match open {
+        Some(o) => Err(Error::UnpairedMarker { id: o.id }),
+        None => Ok(out),
+    }
+}
+
+/// Checks that `bytes` start like a 32-bit little-endian AVR ELF executable.
+fn check_elf(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let bad = |reason| Error::BadElf {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if bytes.len() < 52 {
+        return Err(bad("too short for an ELF header"));
+    }
+    if &bytes[..4] != b"\x7fELF" {
+        return Err(bad("no ELF magic"));
+    }
+    if bytes[4] != 1 || bytes[5] != 1 {
+        return Err(bad("not a 32-bit little-endian ELF"));
+    }
+    const EM_AVR: u16 = 83;
+    if u16::from_le_bytes([bytes[18], bytes[19]]) != EM_AVR {
+        return Err(bad("ELF machine is not AVR"));
+    }
+    Ok(())
+}
+
+/// A simulated MCU running one firmware image.
+pub struct Sim {
+    raw: *mut ShimT,
+    mcu: String,
+    frequency: u32,
+}
+
+impl fmt::Debug for Sim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sim")
+            .field("mcu", &self.mcu)
+            .field("frequency", &self.frequency)
+            .field("cycle", &self.cycle())
+            .finish()
+    }
+}
+
+impl Sim {
+    /// Loads `elf` into a fresh `mcu` (simavr name, e.g. `"atmega1284p"`) at 20 MHz,
+    /// with markers on GPIOR0.
+    pub fn load(elf: impl AsRef<Path>, mcu: &str) -> Result<Sim, Error> {
+        Sim::load_with(elf, mcu, DEFAULT_FREQUENCY, GPIOR0_CLASSIC)
+    }
+
+    /// Like [`Sim::load`] with an explicit clock and marker register (data-space address).
+    pub fn load_with(elf: impl AsRef<Path>, mcu: &str, frequency: u32, marker_addr: u16) -> Result<Sim, Error> {
+        let path = elf.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        check_elf(path, &bytes)?;
+        let bad = |reason| Error::BadElf {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| bad("path contains NUL"))?;
+        let c_mcu = CString::new(mcu).map_err(|_| Error::UnknownMcu(mcu.to_string()))?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: both strings are NUL-terminated and outlive the call; `raw` is an out-pointer.
+        let rc = unsafe { shim_new(c_path.as_ptr(), c_mcu.as_ptr(), frequency, marker_addr, &mut raw) };
+        match rc {
+            0 if !raw.is_null() => Ok(Sim {
+                raw,
+                mcu: mcu.to_string(),
+                frequency,
+            }),
+            -1 => Err(Error::UnknownMcu(mcu.to_string())),
+            -2 => Err(bad("simavr could not load it")),
+            -4 => Err(Error::Load("out of memory")),
+            -5 => Err(Error::NoUart),
+            _ => Err(Error::Load("core initialisation failed")),
+        }
+    }
+
+    /// The MCU name.
+    pub fn mcu(&self) -> &str {
+        &self.mcu
+    }
+
+    /// The simulated clock in Hz.
+    pub fn frequency(&self) -> u32 {
+        self.frequency
+    }
+
+    /// Cycles simulated so far.
+    pub fn cycle(&self) -> u64 {
+        // SAFETY: `raw` is valid for the life of `self`.
+        unsafe { shim_cycle(self.raw) }
+    }
+
+    /// Current program counter (byte address).
+    pub fn pc(&self) -> u32 {
+        // SAFETY: as above.
+        unsafe { shim_pc(self.raw) }
+    }
+
+    /// Current stack pointer.
+    pub fn sp(&self) -> u16 {
+        // SAFETY: as above.
+        unsafe { shim_sp(self.raw) }
+    }
+
+    /// Queues bytes for UART0; they are delivered as the firmware's receiver accepts them.
+    pub fn send(&mut self, bytes: &[u8]) {
+        // SAFETY: `bytes` is a valid slice; the shim copies it.
+        let rc = unsafe { shim_push_input(self.raw, bytes.as_ptr(), bytes.len()) };
+        assert_eq!(rc, 0, "out of memory queueing UART input");
+    }
+
+    /// Input bytes not yet delivered to the firmware.
+    pub fn pending_input(&self) -> usize {
+        // SAFETY: as above.
+        unsafe { shim_pending_input(self.raw) }
+    }
+
+    /// Output bytes collected and not yet taken.
+    pub fn output_len(&self) -> usize {
+        // SAFETY: as above.
+        unsafe { shim_output_len(self.raw) }
+    }
+
+    /// Takes all collected UART0 output.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        self.take_output_n(self.output_len())
+    }
+
+    fn take_output_n(&mut self, n: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; n];
+        // SAFETY: `buf` has room for `n` bytes.
+        let got = unsafe { shim_take_output(self.raw, buf.as_mut_ptr(), n) };
+        buf.truncate(got);
+        buf
+    }
+
+    /// Takes the marker writes recorded so far.
+    pub fn take_markers(&mut self) -> Vec<Marker> {
+        // SAFETY: indices are below the count; out-pointers are valid locals.
+        unsafe {
+            let n = shim_event_count(self.raw);
+            let mut v = Vec::with_capacity(n);
+            for i in 0..n {
+                let mut m = Marker {
+                    id: 0,
+                    cycle: 0,
+                    sp: 0,
+                    min_sp: 0,
+                };
+                shim_event(self.raw, i, &mut m.id, &mut m.cycle, &mut m.sp, &mut m.min_sp);
+                v.push(m);
+            }
+            shim_clear_events(self.raw);
+            v
+        }
+    }
+
+    fn run(&mut self, budget: u64, want_out: usize) -> Result<i32, Error> {
+        let limit = self.cycle().saturating_add(budget);
+        // SAFETY: `raw` is valid; the shim only touches its own state.
+        let rc = unsafe { shim_run(self.raw, limit, want_out) };
+        match rc {
+            0 | 1 => Ok(rc),
+            2 => Err(Error::Crashed {
+                pc: self.pc(),
+                cycle: self.cycle(),
+            }),
+            _ => Err(Error::CycleLimit {
+                limit,
+                pc: self.pc(),
+                pending_input: self.pending_input(),
+                output_len: self.output_len(),
+            }),
+        }
+    }
+
+    /// Runs until `n` output bytes are available and returns exactly those
+    /// (later bytes stay queued). At most `budget` more cycles are simulated.
+    pub fn run_until_output(&mut self, n: usize, budget: u64) -> Result<Vec<u8>, Error> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        match self.run(budget, n)? {
+            0 => Ok(self.take_output_n(n)),
+            _ => Err(Error::Exited {
+                cycle: self.cycle(),
+                output_len: self.output_len(),
+            }),
+        }
+    }
+
+    /// Runs until the firmware stops with `cli; sleep` (at most `budget` more cycles).
+    pub fn run_to_exit(&mut self, budget: u64) -> Result<(), Error> {
+        self.run(budget, 0).map(|_| ())
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from `shim_new` and is freed exactly once.
+        unsafe { shim_free(self.raw) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_windows() {
+        let m = |id, cycle, sp, min_sp| Marker { id, cycle, sp, min_sp };
+        let w = windows(&[m(3, 100, 0x4000, 0x4000), m(0x83, 250, 0x4000, 0x3F00)]).unwrap();
+        assert_eq!(
+            w,
+            vec![Window {
+                id: 3,
+                cycles: 150,
+                stack_bytes: 0x100
+            }]
+        );
+        assert!(windows(&[m(0x83, 1, 0, 0)]).is_err());
+        assert!(windows(&[m(3, 1, 0, 0), m(0x84, 2, 0, 0)]).is_err());
+        assert!(windows(&[m(3, 1, 0, 0)]).is_err());
+    }
+
+    #[test]
+    fn rejects_bad_files() {
+        let dir = std::env::temp_dir().join(format!("avr-sim-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let junk = dir.join("junk.elf");
+        std::fs::write(
+            &junk,
+            b"definitely not an ELF file, but long enough to have a header......",
+        )
+        .unwrap();
+        assert!(matches!(Sim::load(&junk, "atmega1284p"), Err(Error::BadElf { .. })));
+        assert!(matches!(
+            Sim::load(dir.join("missing.elf"), "atmega1284p"),
+            Err(Error::Io { .. })
+        ));
+        // A host ELF is an ELF, but not for AVR.
+        let host = std::env::current_exe().unwrap();
+        assert!(matches!(Sim::load(host, "atmega1284p"), Err(Error::BadElf { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

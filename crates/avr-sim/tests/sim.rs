@@ -1,0 +1,87 @@
+//! End-to-end tests of the simulator binding with a C fixture built by avr-gcc.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use avr_sim::{windows, Sim};
+
+/// Builds tests/fixture.c; `None` (test skipped) when avr-gcc is absent.
+fn fixture() -> Option<PathBuf> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixture.c");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("avr-sim-fixture.elf");
+    let status = Command::new("avr-gcc")
+        .args(["-mmcu=atmega1284p", "-Os", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status();
+    match status {
+        Ok(s) if s.success() => Some(out),
+        Ok(s) => panic!("avr-gcc failed: {s}"),
+        Err(_) => {
+            eprintln!("avr-gcc not found: skipping (run `cargo xtask setup`)");
+            None
+        }
+    }
+}
+
+#[test]
+fn uart_markers_stack_and_speed() {
+    let Some(elf) = fixture() else { return };
+    let mut sim = Sim::load(&elf, "atmega1284p").unwrap();
+
+    // Input queued before the firmware enabled RX must still arrive.
+    let msg: Vec<u8> = (0..200u16).map(|i| (i * 7) as u8).collect();
+    sim.send(&[msg.len() as u8]);
+    sim.send(&msg);
+    let echo = sim.run_until_output(msg.len(), 10_000_000).unwrap();
+    assert_eq!(echo, msg.iter().map(|b| b.wrapping_add(1)).collect::<Vec<_>>());
+
+    sim.send(&[5]);
+    assert_eq!(sim.run_until_output(1, 1_000_000).unwrap(), vec![5 + 5]);
+
+    let count: u32 = 600_000;
+    sim.send(&count.to_le_bytes());
+    let start = Instant::now();
+    let c0 = sim.cycle();
+    assert_eq!(sim.run_until_output(1, 100_000_000).unwrap(), b"!");
+    let secs = start.elapsed().as_secs_f64();
+    let rate = (sim.cycle() - c0) as f64 / secs;
+    println!(
+        "simulated {} cycles in {secs:.3} s: {:.1} M cycles/s",
+        sim.cycle() - c0,
+        rate / 1e6
+    );
+    sim.run_to_exit(1_000_000).unwrap();
+
+    let w = windows(&sim.take_markers()).unwrap();
+    assert_eq!(w.iter().map(|w| w.id).collect::<Vec<_>>(), vec![7, 9, 11]);
+    assert_eq!(w[0].stack_bytes, 0);
+    assert!(w[0].cycles <= 2, "empty window costs {} cycles", w[0].cycles);
+    // 64-byte buffer + return address + saved frame pointer at least.
+    assert!(
+        (68..100).contains(&w[1].stack_bytes),
+        "deep() used {} bytes",
+        w[1].stack_bytes
+    );
+    assert!(w[2].cycles > 10 * count as u64);
+    // Loose floor: the machine may be busy; xtask bench reports the real rate.
+    assert!(rate > 2e6, "simulator too slow: {rate:.0} cycles/s");
+}
+
+#[test]
+fn cycle_limit_is_an_error() {
+    let Some(elf) = fixture() else { return };
+    let mut sim = Sim::load(&elf, "atmega1284p").unwrap();
+    // No input: the firmware waits for its first byte forever.
+    let err = sim.run_until_output(1, 200_000).unwrap_err();
+    assert!(matches!(err, avr_sim::Error::CycleLimit { .. }), "{err}");
+    assert!(err.to_string().contains("cycle limit"));
+}
+
+#[test]
+fn unknown_mcu_is_an_error() {
+    let Some(elf) = fixture() else { return };
+    let err = Sim::load(&elf, "atmega9999").unwrap_err();
+    assert!(matches!(err, avr_sim::Error::UnknownMcu(_)), "{err}");
+}

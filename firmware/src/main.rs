@@ -1,0 +1,2 @@
+//! AVR firmware (work in progress).
+fn main() {}
