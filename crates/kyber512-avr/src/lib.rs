@@ -1,3 +1,85 @@
 #![no_std]
 #![forbid(unsafe_code)]
-//! Placeholder: this crate is filled by its own issue; see the workspace README.
+#![deny(missing_docs)]
+#![warn(clippy::integer_division_remainder_used)]
+//! ML-KEM-512 (FIPS 203) and round-3 Kyber512 for 8-bit AVR sensor nodes.
+//!
+//! - [`ml_kem_512`]: FIPS 203 with its input checks, plus the byte-level
+//!   [`ml_kem_512::hazmat`] functions for conformance suites;
+//! - [`kyber512_r3`]: round-3 Kyber512, the version published AVR work measured.
+//!
+//! Both are `no_std`, allocate nothing, use no secret-dependent branch,
+//! index or division, zeroize secrets, and reproduce the NIST KAT files
+//! (see `tests/`). Arithmetic comes from `modarith`, hashing from `fips202`.
+//!
+//! Module map (FIPS 203): `params` §8, `encode` §4.2.1, `sampling` §4.2.2,
+//! `poly` §4.3, `kpke` §5, `kem` §6–7.
+
+mod encode;
+mod kem;
+mod kpke;
+pub mod kyber512_r3;
+pub mod ml_kem_512;
+pub mod params;
+mod poly;
+mod sampling;
+
+pub use kem::{SharedSecret, Variant};
+
+/// Errors of the public API. Malformed input is always an error, never a panic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A key or ciphertext of the wrong length.
+    InvalidLength {
+        /// Length the type requires.
+        expected: usize,
+        /// Length given.
+        got: usize,
+    },
+    /// An encapsulation key with a coefficient ≥ q (FIPS 203 §7.2).
+    EncapsulationKeyNotReduced,
+    /// A decapsulation key whose H(ek) does not match its ek (FIPS 203 §7.3).
+    DecapsulationKeyHashMismatch,
+    /// The random number generator failed.
+    Rng,
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::InvalidLength { expected, got } => write!(f, "invalid length: expected {expected} bytes, got {got}"),
+            Error::EncapsulationKeyNotReduced => f.write_str("encapsulation key has a coefficient not reduced mod q"),
+            Error::DecapsulationKeyHashMismatch => f.write_str("decapsulation key hash check failed"),
+            Error::Rng => f.write_str("random number generator failed"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// A deterministic RNG for the documentation examples only (not secure).
+#[doc(hidden)]
+pub fn doc_rng() -> impl rand_core::RngCore + rand_core::CryptoRng {
+    struct Counter(u64);
+    impl rand_core::RngCore for Counter {
+        fn next_u32(&mut self) -> u32 {
+            self.next_u64() as u32
+        }
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0
+        }
+        fn fill_bytes(&mut self, dest: &mut [u8]) {
+            rand_core::impls::fill_bytes_via_next(self, dest)
+        }
+        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+            self.fill_bytes(dest);
+            Ok(())
+        }
+    }
+    impl rand_core::CryptoRng for Counter {}
+    Counter(1)
+}

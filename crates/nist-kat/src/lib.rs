@@ -9,6 +9,7 @@
 //! - [`generate`]: drive a KEM through the `PQCgenKAT_kem` procedure.
 
 pub mod rsp;
+pub mod schemes;
 
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::Aes256;
@@ -26,7 +27,10 @@ pub struct NistDrbg {
 impl NistDrbg {
     /// `randombytes_init(entropy, NULL, 256)`.
     pub fn new(entropy: &[u8; 48]) -> Self {
-        let mut drbg = NistDrbg { key: [0; 32], v: [0; 16] };
+        let mut drbg = NistDrbg {
+            key: [0; 32],
+            v: [0; 16],
+        };
         drbg.update(Some(entropy));
         drbg
     }
@@ -103,9 +107,12 @@ pub const DEFAULT_MASTER_SEED: [u8; 48] = {
     s
 };
 
+/// What one KEM run outputs: (pk, sk, ct, ss).
+pub type KemOutput = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// One KEM run from a record's DRBG: returns (pk, sk, ct, ss) and must
 /// itself check that decapsulation agrees (returning an error otherwise).
-pub type KemRun<'a> = dyn FnMut(&mut NistDrbg) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>), String> + 'a;
+pub type KemRun<'a> = dyn FnMut(&mut NistDrbg) -> Result<KemOutput, String> + 'a;
 
 /// The `PQCgenKAT_kem` procedure: the master DRBG draws one 48-byte seed per
 /// record; each record's DRBG, seeded with it, feeds `run`.
@@ -124,7 +131,14 @@ pub fn generate(master_seed: &[u8; 48], count: usize, run: &mut KemRun<'_>) -> R
         .map(|(count, seed)| {
             let mut drbg = NistDrbg::new(seed);
             let (pk, sk, ct, ss) = run(&mut drbg).map_err(|e| format!("record {count}: {e}"))?;
-            Ok(Record { count, seed: seed.to_vec(), pk, sk, ct, ss })
+            Ok(Record {
+                count,
+                seed: seed.to_vec(),
+                pk,
+                sk,
+                ct,
+                ss,
+            })
         })
         .collect()
 }

@@ -63,16 +63,27 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
         if line.is_empty() {
             continue;
         }
-        let (key, value) = line.split_once(" = ").ok_or_else(|| format!("line {}: expected `key = value`", n + 1))?;
+        let (key, value) = line
+            .split_once(" = ")
+            .ok_or_else(|| format!("line {}: expected `key = value`", n + 1))?;
         if key == "count" {
             if let Some(r) = current.take() {
                 records.push(r);
             }
             let count = value.parse().map_err(|_| format!("line {}: bad count", n + 1))?;
-            current = Some(Record { count, seed: vec![], pk: vec![], sk: vec![], ct: vec![], ss: vec![] });
+            current = Some(Record {
+                count,
+                seed: vec![],
+                pk: vec![],
+                sk: vec![],
+                ct: vec![],
+                ss: vec![],
+            });
             continue;
         }
-        let r = current.as_mut().ok_or_else(|| format!("line {}: `{key}` before `count`", n + 1))?;
+        let r = current
+            .as_mut()
+            .ok_or_else(|| format!("line {}: `{key}` before `count`", n + 1))?;
         let bytes = hex_decode(value).map_err(|e| format!("line {}: {e}", n + 1))?;
         match key {
             "seed" => r.seed = bytes,
@@ -111,7 +122,14 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let r = Record { count: 0, seed: vec![1; 48], pk: vec![0xAB], sk: vec![0xCD, 1], ct: vec![], ss: vec![9] };
+        let r = Record {
+            count: 0,
+            seed: vec![1; 48],
+            pk: vec![0xAB],
+            sk: vec![0xCD, 1],
+            ct: vec![],
+            ss: vec![9],
+        };
         let text = write("T", &[r.clone(), Record { count: 1, ..r.clone() }]);
         let parsed = parse(&text).unwrap();
         assert_eq!(parsed.len(), 2);

@@ -1,0 +1,200 @@
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! SHA-3 and SHAKE (FIPS 202) as small incremental sponges.
+//!
+//! Every KEM of the workspace hashes through this crate, so the
+//! Keccak-f[1600] permutation is a single swap point: the portable
+//! [`keccak::f1600`] today, the AVR assembly backend beside it later. The
+//! state is 200 bytes plus a position; no other buffer is kept, which
+//! matters on a 6 KB-SRAM MCU.
+//!
+//! ```
+//! let digest = fips202::sha3_256(&[b"abc"]);
+//! assert_eq!(digest[0], 0x3a);
+//! let mut xof = fips202::Sponge::shake256();
+//! xof.absorb(b"seed");
+//! xof.finalize();
+//! let mut out = [0u8; 64];
+//! xof.squeeze(&mut out);
+//! ```
+
+use zeroize::Zeroize;
+
+/// Rate of SHAKE128 in bytes.
+pub const SHAKE128_RATE: usize = 168;
+/// Rate of SHAKE256 in bytes.
+pub const SHAKE256_RATE: usize = 136;
+/// Rate of SHA3-256 in bytes.
+pub const SHA3_256_RATE: usize = 136;
+/// Rate of SHA3-512 in bytes.
+pub const SHA3_512_RATE: usize = 72;
+
+const SHA3_PAD: u8 = 0x06;
+const SHAKE_PAD: u8 = 0x1F;
+
+/// The Keccak-f[1600] permutation every sponge here uses.
+#[inline]
+pub fn permute(state: &mut [u64; 25]) {
+    keccak::f1600(state);
+}
+
+/// A Keccak sponge: absorb, [`Sponge::finalize`] once, then squeeze.
+/// Zeroized on drop (the state holds secret seeds in every KEM).
+#[derive(Clone)]
+pub struct Sponge {
+    state: [u64; 25],
+    rate: u8,
+    pad: u8,
+    pos: u8,
+}
+
+impl Sponge {
+    const fn new(rate: usize, pad: u8) -> Self {
+        Sponge {
+            state: [0; 25],
+            rate: rate as u8,
+            pad,
+            pos: 0,
+        }
+    }
+    /// SHAKE128.
+    pub const fn shake128() -> Self {
+        Self::new(SHAKE128_RATE, SHAKE_PAD)
+    }
+    /// SHAKE256.
+    pub const fn shake256() -> Self {
+        Self::new(SHAKE256_RATE, SHAKE_PAD)
+    }
+    /// SHA3-256 (squeeze 32 bytes after finalize).
+    pub const fn sha3_256() -> Self {
+        Self::new(SHA3_256_RATE, SHA3_PAD)
+    }
+    /// SHA3-512 (squeeze 64 bytes after finalize).
+    pub const fn sha3_512() -> Self {
+        Self::new(SHA3_512_RATE, SHA3_PAD)
+    }
+
+    #[inline]
+    fn xor_byte(&mut self, i: usize, b: u8) {
+        self.state[i >> 3] ^= (b as u64) << (8 * (i & 7));
+    }
+
+    #[inline]
+    fn byte(&self, i: usize) -> u8 {
+        (self.state[i >> 3] >> (8 * (i & 7))) as u8
+    }
+
+    /// Absorbs more input (before [`Sponge::finalize`]).
+    pub fn absorb(&mut self, data: &[u8]) {
+        for &b in data {
+            self.xor_byte(self.pos as usize, b);
+            self.pos += 1;
+            if self.pos == self.rate {
+                permute(&mut self.state);
+                self.pos = 0;
+            }
+        }
+    }
+
+    /// Pads and switches to squeezing.
+    pub fn finalize(&mut self) {
+        self.xor_byte(self.pos as usize, self.pad);
+        self.xor_byte(self.rate as usize - 1, 0x80);
+        permute(&mut self.state);
+        self.pos = 0;
+    }
+
+    /// Squeezes output bytes (after [`Sponge::finalize`]); may be called repeatedly.
+    pub fn squeeze(&mut self, out: &mut [u8]) {
+        for o in out {
+            if self.pos == self.rate {
+                permute(&mut self.state);
+                self.pos = 0;
+            }
+            *o = self.byte(self.pos as usize);
+            self.pos += 1;
+        }
+    }
+}
+
+impl Drop for Sponge {
+    fn drop(&mut self) {
+        self.state.zeroize();
+    }
+}
+
+fn oneshot<const OUT: usize>(mut sponge: Sponge, parts: &[&[u8]]) -> [u8; OUT] {
+    for p in parts {
+        sponge.absorb(p);
+    }
+    sponge.finalize();
+    let mut out = [0u8; OUT];
+    sponge.squeeze(&mut out);
+    out
+}
+
+/// SHA3-256 of the concatenation of `parts`.
+pub fn sha3_256(parts: &[&[u8]]) -> [u8; 32] {
+    oneshot(Sponge::sha3_256(), parts)
+}
+
+/// SHA3-512 of the concatenation of `parts`.
+pub fn sha3_512(parts: &[&[u8]]) -> [u8; 64] {
+    oneshot(Sponge::sha3_512(), parts)
+}
+
+/// SHAKE256 of the concatenation of `parts`, `OUT` bytes.
+pub fn shake256<const OUT: usize>(parts: &[&[u8]]) -> [u8; OUT] {
+    oneshot(Sponge::shake256(), parts)
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use sha3::digest::{Digest, ExtendableOutput, Update, XofReader};
+    use std::vec::Vec;
+
+    fn input(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + 3) as u8).collect()
+    }
+
+    /// Agreement with RustCrypto's sha3 around every rate boundary.
+    #[test]
+    fn matches_sha3_crate() {
+        for len in [0, 1, 71, 72, 73, 135, 136, 137, 167, 168, 169, 500] {
+            let m = input(len);
+            assert_eq!(
+                sha3_256(&[&m]).as_slice(),
+                sha3::Sha3_256::digest(&m).as_slice(),
+                "len {len}"
+            );
+            assert_eq!(
+                sha3_512(&[&m[..len / 2], &m[len / 2..]]).as_slice(),
+                sha3::Sha3_512::digest(&m).as_slice()
+            );
+            for (ours, theirs_len, rate) in [(Sponge::shake128(), 400, 168), (Sponge::shake256(), 300, 136)] {
+                let mut s = ours;
+                s.absorb(&m);
+                s.finalize();
+                let mut out = std::vec![0u8; theirs_len];
+                // Squeeze in uneven pieces to cross block boundaries.
+                let (a, b) = out.split_at_mut(rate - 1);
+                s.squeeze(a);
+                s.squeeze(b);
+                let mut expected = std::vec![0u8; theirs_len];
+                if rate == 168 {
+                    let mut h = sha3::Shake128::default();
+                    h.update(&m);
+                    h.finalize_xof().read(&mut expected);
+                } else {
+                    let mut h = sha3::Shake256::default();
+                    h.update(&m);
+                    h.finalize_xof().read(&mut expected);
+                }
+                assert_eq!(out, expected, "shake rate {rate}, len {len}");
+            }
+        }
+    }
+}

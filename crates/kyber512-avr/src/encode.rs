@@ -1,0 +1,113 @@
+//! Encodings and compression (FIPS 203 §4.2.1).
+//!
+//! Compress_d divides by q; on secret data that division must not be a
+//! variable-time instruction (KyberSlash), so it is a multiplication by a
+//! precomputed reciprocal and a shift, proven exact for every input by a test.
+
+use modarith::{Modulus, Q3329};
+
+use crate::params::{N, Q};
+use crate::poly::Poly;
+
+/// ceil(2^35 / q): floor(a / q) = (a·M) ≫ 35 for every a < 2^23.
+const RECIP_Q: u64 = (1u64 << 35).div_ceil(Q as u64);
+
+/// Compress_d(x) = round(2^d·x / q) mod 2^d for x ∈ [0, q) (Eq. 4.7), constant time.
+#[inline]
+pub fn compress(x: u16, d: u32) -> u16 {
+    let a = ((x as u64) << d) + (Q as u64 >> 1);
+    (((a * RECIP_Q) >> 35) as u16) & ((1 << d) - 1)
+}
+
+/// Decompress_d(y) = round(q·y / 2^d) (Eq. 4.8).
+#[inline]
+pub fn decompress(y: u16, d: u32) -> u16 {
+    ((y as u32 * Q as u32 + (1 << (d - 1))) >> d) as u16
+}
+
+/// ByteEncode_d of 256 d-bit values produced by `value(i)` (Algorithm 5), into `out` (32·d bytes).
+pub fn byte_encode(d: u32, out: &mut [u8], mut value: impl FnMut(usize) -> u16) {
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    let mut pos = 0;
+    for i in 0..N {
+        acc |= (value(i) as u32) << bits;
+        bits += d;
+        while bits >= 8 {
+            out[pos] = acc as u8;
+            pos += 1;
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+}
+
+/// ByteDecode_d (Algorithm 6): calls `sink(i, value)` for the 256 d-bit values of `input` (32·d bytes).
+pub fn byte_decode(d: u32, input: &[u8], mut sink: impl FnMut(usize, u16)) {
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    let mut bytes = input.iter();
+    for i in 0..N {
+        while bits < d {
+            acc |= (*bytes.next().unwrap_or(&0) as u32) << bits;
+            bits += 8;
+        }
+        sink(i, (acc & ((1 << d) - 1)) as u16);
+        acc >>= d;
+        bits -= d;
+    }
+}
+
+/// ByteEncode_12 of a polynomial's canonical coefficients.
+pub fn encode12(p: &Poly, out: &mut [u8]) {
+    byte_encode(12, out, |i| Q3329::to_unsigned(p.0[i]));
+}
+
+/// ByteDecode_12 into a polynomial (values mod q, centred). Returns whether
+/// every 12-bit value was already below q (the FIPS 203 §7.2 modulus check).
+pub fn decode12(input: &[u8], p: &mut Poly) -> bool {
+    let mut reduced = true;
+    byte_decode(12, input, |i, v| {
+        reduced &= v < Q;
+        p.0[i] = Q3329::center(v as i16);
+    });
+    reduced
+}
+
+/// Compress_d and ByteEncode_d of a polynomial.
+pub fn compress_encode(p: &Poly, d: u32, out: &mut [u8]) {
+    byte_encode(d, out, |i| compress(Q3329::to_unsigned(p.0[i]), d));
+}
+
+/// ByteDecode_d and Decompress_d into a polynomial.
+pub fn decode_decompress(input: &[u8], d: u32, p: &mut Poly) {
+    byte_decode(d, input, |i, v| p.0[i] = Q3329::center(decompress(v, d) as i16));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The multiply-shift equals the exact rounded division for every input.
+    #[test]
+    fn compress_is_exact_for_all_inputs() {
+        for d in 1..=11 {
+            for x in 0..Q as u32 {
+                let exact = ((x << d) + (Q as u32 >> 1)).div_euclid(Q as u32) & ((1 << d) - 1);
+                assert_eq!(compress(x as u16, d) as u32, exact, "d = {d}, x = {x}");
+            }
+        }
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        for d in [1, 4, 10, 11, 12] {
+            let values: [u16; N] = core::array::from_fn(|i| ((i * 2654435761) as u16) & ((1 << d) - 1));
+            let mut bytes = [0u8; 384];
+            byte_encode(d, &mut bytes[..32 * d as usize], |i| values[i]);
+            let mut back = [0u16; N];
+            byte_decode(d, &bytes[..32 * d as usize], |i, v| back[i] = v);
+            assert_eq!(back, values, "d = {d}");
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! The KEM layer shared by ML-KEM-512 (FIPS 203 §6–7) and round-3 Kyber512:
+//! the two differ only in how seeds are drawn and hashed, captured by
+//! [`Variant`]. Keys and ciphertexts are typed; secrets zeroize on drop.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use rand_core::{CryptoRng, RngCore};
+use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
+use zeroize::Zeroize;
+
+use crate::encode::decode12;
+use crate::kpke;
+use crate::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, SS_BYTES};
+use crate::poly::Poly;
+use crate::Error;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// How a parameter set draws and hashes its seeds. Sealed: implemented by
+/// [`crate::ml_kem_512::MlKem512`] and [`crate::kyber512_r3::Kyber512R3`].
+pub trait Variant: sealed::Sealed + 'static {
+    /// Name used in KAT headers and benchmark tables.
+    const NAME: &'static str;
+    /// Whether keys are checked on import (FIPS 203 §7.2, §7.3).
+    const CHECK_KEYS: bool;
+    /// Draws (d, z) in the reference order.
+    fn draw_keygen_seeds(rng: &mut (impl RngCore + CryptoRng)) -> Result<([u8; 32], [u8; 32]), Error>;
+    /// (ρ, σ) from d.
+    fn expand_seed(d: &[u8; 32]) -> [u8; 64];
+    /// The message m from the encapsulation draw.
+    fn draw_message(rng: &mut (impl RngCore + CryptoRng)) -> Result<[u8; 32], Error>;
+    /// The shared secret from K̄ (or z on rejection) and the ciphertext.
+    fn derive_key(kbar: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32];
+    /// The shared secret of a rejected ciphertext: from z and the ciphertext.
+    fn reject_key(z: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32];
+}
+
+pub(crate) use sealed::Sealed;
+
+pub(crate) fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
+    rng.try_fill_bytes(out).map_err(|_| Error::Rng)
+}
+
+fn check_len(got: usize, expected: usize) -> Result<(), Error> {
+    if got == expected {
+        Ok(())
+    } else {
+        Err(Error::InvalidLength { expected, got })
+    }
+}
+
+/// An encapsulation (public) key, validated on import for ML-KEM.
+#[derive(Clone, PartialEq, Eq)]
+pub struct EncapsulationKey<V> {
+    bytes: [u8; EK_BYTES],
+    _v: PhantomData<V>,
+}
+
+/// A decapsulation (secret) key: dk_pke ‖ ek ‖ H(ek) ‖ z. Zeroized on drop.
+#[derive(Clone)]
+pub struct DecapsulationKey<V> {
+    bytes: [u8; DK_BYTES],
+    _v: PhantomData<V>,
+}
+
+/// A ciphertext.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Ciphertext<V> {
+    bytes: [u8; CT_BYTES],
+    _v: PhantomData<V>,
+}
+
+/// A 32-byte shared secret. Zeroized on drop; compared in constant time.
+#[derive(Clone)]
+pub struct SharedSecret([u8; SS_BYTES]);
+
+impl SharedSecret {
+    /// The secret bytes.
+    pub fn as_bytes(&self) -> &[u8; SS_BYTES] {
+        &self.0
+    }
+}
+
+impl ConstantTimeEq for SharedSecret {
+    fn ct_eq(&self, other: &Self) -> Choice {
+        self.0.ct_eq(&other.0)
+    }
+}
+
+impl PartialEq for SharedSecret {
+    fn eq(&self, other: &Self) -> bool {
+        self.ct_eq(other).into()
+    }
+}
+
+impl Eq for SharedSecret {}
+
+impl Drop for SharedSecret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+impl zeroize::ZeroizeOnDrop for SharedSecret {}
+
+impl fmt::Debug for SharedSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedSecret(..)")
+    }
+}
+
+/// FIPS 203 §7.2 modulus check: every 12-bit value of the encoded t̂ is below q.
+fn modulus_check(ek: &[u8; EK_BYTES]) -> bool {
+    let mut scratch = Poly::zero();
+    (0..K).all(|i| decode12(&ek[i * POLY_BYTES..(i + 1) * POLY_BYTES], &mut scratch))
+}
+
+impl<V: Variant> EncapsulationKey<V> {
+    /// Encoded length.
+    pub const LEN: usize = EK_BYTES;
+
+    /// Imports a key. For ML-KEM-512 the §7.2 modulus check applies.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        check_len(bytes.len(), EK_BYTES)?;
+        let mut ek = [0u8; EK_BYTES];
+        ek.copy_from_slice(bytes);
+        if V::CHECK_KEYS && !modulus_check(&ek) {
+            return Err(Error::EncapsulationKeyNotReduced);
+        }
+        Ok(EncapsulationKey {
+            bytes: ek,
+            _v: PhantomData,
+        })
+    }
+
+    /// The encoded key.
+    pub fn as_bytes(&self) -> &[u8; EK_BYTES] {
+        &self.bytes
+    }
+}
+
+impl<V> fmt::Debug for EncapsulationKey<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EncapsulationKey({:02x?}..)", &self.bytes[..8])
+    }
+}
+
+impl<V: Variant> DecapsulationKey<V> {
+    /// Encoded length.
+    pub const LEN: usize = DK_BYTES;
+
+    /// Imports a key. For ML-KEM-512 the §7.3 hash check applies
+    /// (and the embedded ek's modulus check).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        check_len(bytes.len(), DK_BYTES)?;
+        let mut dk = [0u8; DK_BYTES];
+        dk.copy_from_slice(bytes);
+        let key = DecapsulationKey {
+            bytes: dk,
+            _v: PhantomData,
+        };
+        if V::CHECK_KEYS {
+            let h = fips202::sha3_256(&[key.ek_bytes()]);
+            if !bool::from(h.ct_eq(key.h())) {
+                return Err(Error::DecapsulationKeyHashMismatch);
+            }
+        }
+        Ok(key)
+    }
+
+    /// The encoded key (secret: handle with care).
+    pub fn as_bytes(&self) -> &[u8; DK_BYTES] {
+        &self.bytes
+    }
+
+    /// The matching encapsulation key.
+    pub fn encapsulation_key(&self) -> EncapsulationKey<V> {
+        let mut bytes = [0u8; EK_BYTES];
+        bytes.copy_from_slice(self.ek_bytes());
+        EncapsulationKey { bytes, _v: PhantomData }
+    }
+
+    fn ek_bytes(&self) -> &[u8] {
+        &self.bytes[DK_PKE_BYTES..DK_PKE_BYTES + EK_BYTES]
+    }
+    fn h(&self) -> &[u8] {
+        &self.bytes[DK_PKE_BYTES + EK_BYTES..DK_BYTES - 32]
+    }
+    fn z(&self) -> [u8; 32] {
+        let mut z = [0u8; 32];
+        z.copy_from_slice(&self.bytes[DK_BYTES - 32..]);
+        z
+    }
+}
+
+impl<V> Drop for DecapsulationKey<V> {
+    fn drop(&mut self) {
+        self.bytes.zeroize();
+    }
+}
+
+impl<V> zeroize::ZeroizeOnDrop for DecapsulationKey<V> {}
+
+impl<V> fmt::Debug for DecapsulationKey<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DecapsulationKey(..)")
+    }
+}
+
+impl<V: Variant> Ciphertext<V> {
+    /// Encoded length.
+    pub const LEN: usize = CT_BYTES;
+
+    /// Imports a ciphertext (any bytes of the right length are a ciphertext).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        check_len(bytes.len(), CT_BYTES)?;
+        let mut ct = [0u8; CT_BYTES];
+        ct.copy_from_slice(bytes);
+        Ok(Ciphertext {
+            bytes: ct,
+            _v: PhantomData,
+        })
+    }
+
+    /// The encoded ciphertext.
+    pub fn as_bytes(&self) -> &[u8; CT_BYTES] {
+        &self.bytes
+    }
+}
+
+impl<V> fmt::Debug for Ciphertext<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ciphertext({:02x?}..)", &self.bytes[..8])
+    }
+}
+
+/// KeyGen_internal (Algorithm 16) from d and z.
+pub(crate) fn keygen_internal<V: Variant>(d: &[u8; 32], z: &[u8; 32]) -> (EncapsulationKey<V>, DecapsulationKey<V>) {
+    let mut rho_sigma = V::expand_seed(d);
+    let mut rho = [0u8; 32];
+    let mut sigma = [0u8; 32];
+    rho.copy_from_slice(&rho_sigma[..32]);
+    sigma.copy_from_slice(&rho_sigma[32..]);
+    let mut ek = [0u8; EK_BYTES];
+    let mut dk = [0u8; DK_BYTES];
+    {
+        let (dk_pke, rest) = dk.split_at_mut(DK_PKE_BYTES);
+        let dk_pke: &mut [u8; DK_PKE_BYTES] = dk_pke.try_into().unwrap_or_else(|_| unreachable!());
+        kpke::keygen(&rho, &sigma, &mut ek, dk_pke);
+        rest[..EK_BYTES].copy_from_slice(&ek);
+        rest[EK_BYTES..EK_BYTES + 32].copy_from_slice(&fips202::sha3_256(&[&ek]));
+        rest[EK_BYTES + 32..].copy_from_slice(z);
+    }
+    sigma.zeroize();
+    rho_sigma.zeroize();
+    (
+        EncapsulationKey {
+            bytes: ek,
+            _v: PhantomData,
+        },
+        DecapsulationKey {
+            bytes: dk,
+            _v: PhantomData,
+        },
+    )
+}
+
+/// Encaps_internal (Algorithm 17) with message m (after the variant's hashing).
+pub(crate) fn encaps_internal<V: Variant>(ek: &EncapsulationKey<V>, m: &[u8; 32]) -> (Ciphertext<V>, SharedSecret) {
+    let h = fips202::sha3_256(&[&ek.bytes]);
+    let mut kr = fips202::sha3_512(&[m, &h]);
+    let (mut kbar, mut r) = split(&kr);
+    let mut ct = [0u8; CT_BYTES];
+    kpke::encrypt(&ek.bytes, m, &r, &mut ct);
+    let ss = V::derive_key(&kbar, &ct);
+    kr.zeroize();
+    kbar.zeroize();
+    r.zeroize();
+    (
+        Ciphertext {
+            bytes: ct,
+            _v: PhantomData,
+        },
+        SharedSecret(ss),
+    )
+}
+
+/// Decaps_internal (Algorithm 18): re-encrypts and selects, in constant time,
+/// between the derived key and the implicit-rejection key.
+pub(crate) fn decaps_internal<V: Variant>(dk: &DecapsulationKey<V>, ct: &Ciphertext<V>) -> SharedSecret {
+    let mut m = kpke::decrypt(&dk.bytes[..DK_PKE_BYTES], &ct.bytes);
+    let mut h = [0u8; 32];
+    h.copy_from_slice(dk.h());
+    let mut kr = fips202::sha3_512(&[&m, &h]);
+    let (mut kbar, mut r) = split(&kr);
+    let mut ek = [0u8; EK_BYTES];
+    ek.copy_from_slice(dk.ek_bytes());
+    let mut ct2 = [0u8; CT_BYTES];
+    kpke::encrypt(&ek, &m, &r, &mut ct2);
+    let same = ct.bytes.ct_eq(&ct2);
+    let mut z = dk.z();
+    let mut good = V::derive_key(&kbar, &ct.bytes);
+    let mut bad = V::reject_key(&z, &ct.bytes);
+    let mut ss = [0u8; 32];
+    for ((o, g), b) in ss.iter_mut().zip(&good).zip(&bad) {
+        *o = u8::conditional_select(b, g, same);
+    }
+    for secret in [&mut m, &mut kbar, &mut r, &mut z, &mut good, &mut bad] {
+        secret.zeroize();
+    }
+    kr.zeroize();
+    (SharedSecret(ss), ct2.zeroize()).0
+}
+
+fn split(kr: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
+    let mut a = [0u8; 32];
+    let mut b = [0u8; 32];
+    a.copy_from_slice(&kr[..32]);
+    b.copy_from_slice(&kr[32..]);
+    (a, b)
+}
+
+/// Implements the public API of one parameter set.
+macro_rules! kem_api {
+    ($variant:ty) => {
+        /// Encapsulation (public) key of this parameter set.
+        pub type EncapsulationKey = $crate::kem::EncapsulationKey<$variant>;
+        /// Decapsulation (secret) key of this parameter set.
+        pub type DecapsulationKey = $crate::kem::DecapsulationKey<$variant>;
+        /// Ciphertext of this parameter set.
+        pub type Ciphertext = $crate::kem::Ciphertext<$variant>;
+        pub use $crate::kem::SharedSecret;
+
+        /// Generates a key pair, drawing randomness in the reference order.
+        pub fn keygen(
+            rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+        ) -> Result<(EncapsulationKey, DecapsulationKey), $crate::Error> {
+            use $crate::kem::Variant;
+            let (mut d, mut z) = <$variant>::draw_keygen_seeds(rng)?;
+            let keys = $crate::kem::keygen_internal::<$variant>(&d, &z);
+            zeroize::Zeroize::zeroize(&mut d);
+            zeroize::Zeroize::zeroize(&mut z);
+            Ok(keys)
+        }
+
+        /// Encapsulates a fresh shared secret to `ek`.
+        pub fn encapsulate(
+            ek: &EncapsulationKey,
+            rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+        ) -> Result<(Ciphertext, SharedSecret), $crate::Error> {
+            use $crate::kem::Variant;
+            let mut m = <$variant>::draw_message(rng)?;
+            let out = $crate::kem::encaps_internal(ek, &m);
+            zeroize::Zeroize::zeroize(&mut m);
+            Ok(out)
+        }
+
+        /// Decapsulates `ct`. Never fails: an invalid ciphertext yields the
+        /// implicit-rejection key, indistinguishably and in constant time.
+        pub fn decapsulate(dk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
+            $crate::kem::decaps_internal(dk, ct)
+        }
+    };
+}
+pub(crate) use kem_api;

@@ -1,0 +1,103 @@
+//! K-PKE, the CPA-secure encryption scheme inside ML-KEM (FIPS 203 §5),
+//! written to keep few polynomials alive: matrix entries are sampled on the
+//! fly, ŝ stays in its encoded form, t̂ is decoded row by row.
+
+use zeroize::Zeroize;
+
+use crate::encode::{compress_encode, decode12, decode_decompress, encode12};
+use crate::params::{C1_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
+use crate::poly::Poly;
+use crate::sampling::{sample_cbd, sample_ntt};
+
+/// K-PKE.KeyGen (Algorithm 13) from the 64 bytes (ρ, σ) = G(…), writing
+/// ek = ByteEncode12(t̂) ‖ ρ and dk_pke = ByteEncode12(ŝ).
+pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke: &mut [u8; DK_PKE_BYTES]) {
+    let mut s = Poly::zero();
+    for j in 0..K {
+        sample_cbd(ETA1, sigma, j as u8, &mut s);
+        s.ntt();
+        encode12(&s, &mut dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES]);
+    }
+    let mut a = Poly::zero();
+    for i in 0..K {
+        // t̂_i = Σ_j Â[i][j] ∘ ŝ_j + NTT(e_i)
+        let mut t = Poly::zero();
+        for j in 0..K {
+            sample_ntt(rho, j as u8, i as u8, &mut a);
+            decode12(&dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES], &mut s);
+            t.base_mul_acc(&a, &s);
+        }
+        sample_cbd(ETA1, sigma, (K + i) as u8, &mut s);
+        s.ntt();
+        t.add(&s);
+        encode12(&t, &mut ek[i * POLY_BYTES..(i + 1) * POLY_BYTES]);
+    }
+    ek[K * POLY_BYTES..].copy_from_slice(rho);
+    s.zeroize();
+}
+
+/// K-PKE.Encrypt (Algorithm 14) of message `m` with randomness `r`.
+/// `ek` must already have passed the modulus check where the caller requires it.
+pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], ct: &mut [u8]) {
+    let mut rho = [0u8; 32];
+    rho.copy_from_slice(&ek[K * POLY_BYTES..]);
+    let mut r_hat = [Poly::zero(); K];
+    for (j, rj) in r_hat.iter_mut().enumerate() {
+        sample_cbd(ETA1, r, j as u8, rj);
+        rj.ntt();
+    }
+    let mut a = Poly::zero();
+    let mut noise = Poly::zero();
+    // u_i = NTT^{-1}(Σ_j Â[j][i] ∘ r̂_j) + e1_i
+    for i in 0..K {
+        let mut acc = Poly::zero();
+        for (j, rj) in r_hat.iter().enumerate() {
+            sample_ntt(&rho, i as u8, j as u8, &mut a);
+            acc.base_mul_acc(&a, rj);
+        }
+        acc.inv_ntt();
+        sample_cbd(ETA2, r, (K + i) as u8, &mut noise);
+        acc.add(&noise);
+        let width = 32 * DU as usize;
+        compress_encode(&acc, DU, &mut ct[i * width..(i + 1) * width]);
+        acc.zeroize();
+    }
+    // v = NTT^{-1}(t̂ ∘ r̂) + e2 + Decompress_1(m)
+    let mut acc = Poly::zero();
+    for (j, rj) in r_hat.iter().enumerate() {
+        decode12(&ek[j * POLY_BYTES..(j + 1) * POLY_BYTES], &mut a);
+        acc.base_mul_acc(&a, rj);
+    }
+    acc.inv_ntt();
+    sample_cbd(ETA2, r, (2 * K) as u8, &mut noise);
+    acc.add(&noise);
+    decode_decompress(m, 1, &mut noise);
+    acc.add(&noise);
+    compress_encode(&acc, DV, &mut ct[C1_BYTES..]);
+    r_hat.iter_mut().for_each(Zeroize::zeroize);
+    acc.zeroize();
+    noise.zeroize();
+}
+
+/// K-PKE.Decrypt (Algorithm 15): m = Compress_1(v − NTT^{-1}(ŝ ∘ NTT(u))).
+pub fn decrypt(dk_pke: &[u8], ct: &[u8]) -> [u8; 32] {
+    let mut acc = Poly::zero();
+    let mut u = Poly::zero();
+    let mut s = Poly::zero();
+    for i in 0..K {
+        let width = 32 * DU as usize;
+        decode_decompress(&ct[i * width..(i + 1) * width], DU, &mut u);
+        u.ntt();
+        decode12(&dk_pke[i * POLY_BYTES..(i + 1) * POLY_BYTES], &mut s);
+        acc.base_mul_acc(&u, &s);
+    }
+    acc.inv_ntt();
+    decode_decompress(&ct[C1_BYTES..], DV, &mut u);
+    u.sub(&acc);
+    let mut m = [0u8; 32];
+    compress_encode(&u, 1, &mut m);
+    acc.zeroize();
+    u.zeroize();
+    s.zeroize();
+    m
+}

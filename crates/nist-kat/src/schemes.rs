@@ -1,0 +1,64 @@
+//! Every KEM of the workspace as a KAT runner: one `PQCgenKAT_kem` record
+//! (keypair, enc, dec with the decapsulated secret checked) from a DRBG.
+
+use crate::{KemOutput, NistDrbg, Record};
+
+/// A scheme the KAT tooling knows.
+#[derive(Clone, Copy, Debug)]
+pub struct Scheme {
+    /// Command-line name (`cargo xtask kat --scheme NAME`).
+    pub name: &'static str,
+    /// Header line of the `.rsp` file.
+    pub header: &'static str,
+    /// The official file under `kat-vectors/`.
+    pub reference_file: &'static str,
+    run: fn(&mut NistDrbg) -> Result<KemOutput, String>,
+}
+
+impl Scheme {
+    /// Generates `count` records from the master seed.
+    pub fn generate(&self, master_seed: &[u8; 48], count: usize) -> Result<Vec<Record>, String> {
+        let mut run = self.run;
+        crate::generate(master_seed, count, &mut run)
+    }
+}
+
+macro_rules! kyber_runner {
+    ($module:path) => {{
+        use $module as kem;
+        |rng: &mut NistDrbg| {
+            let (ek, dk) = kem::keygen(rng).map_err(|e| e.to_string())?;
+            let (ct, ss) = kem::encapsulate(&ek, rng).map_err(|e| e.to_string())?;
+            if kem::decapsulate(&dk, &ct) != ss {
+                return Err("decapsulation disagrees with encapsulation".into());
+            }
+            Ok((
+                ek.as_bytes().to_vec(),
+                dk.as_bytes().to_vec(),
+                ct.as_bytes().to_vec(),
+                ss.as_bytes().to_vec(),
+            ))
+        }
+    }};
+}
+
+/// All schemes, in the order `--help` lists them.
+pub const ALL: &[Scheme] = &[
+    Scheme {
+        name: "ml-kem-512",
+        header: "ML-KEM-512",
+        reference_file: "ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp",
+        run: kyber_runner!(kyber512_avr::ml_kem_512),
+    },
+    Scheme {
+        name: "kyber512-r3",
+        header: "Kyber512",
+        reference_file: "kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp",
+        run: kyber_runner!(kyber512_avr::kyber512_r3),
+    },
+];
+
+/// Looks a scheme up by its command-line name.
+pub fn find(name: &str) -> Option<&'static Scheme> {
+    ALL.iter().find(|s| s.name == name)
+}
