@@ -33,6 +33,7 @@ struct ShimT {
     _private: [u8; 0],
 }
 
+#[cfg(not(no_simavr))]
 extern "C" {
     fn shim_new(elf: *const c_char, mcu: *const c_char, freq: u32, marker: u16, out: *mut *mut ShimT) -> c_int;
     fn shim_free(s: *mut ShimT);
@@ -48,6 +49,54 @@ extern "C" {
     fn shim_sp(s: *const ShimT) -> u16;
     fn shim_run(s: *mut ShimT, cycle_limit: u64, want_out: usize) -> c_int;
 }
+
+/// Stand-ins when the crate was built without libsimavr: `shim_new` fails, so
+/// no [`Sim`] exists and the others are never called.
+#[cfg(no_simavr)]
+#[allow(clippy::missing_safety_doc)]
+mod stub {
+    use super::{c_char, c_int, ShimT};
+    pub unsafe fn shim_new(_: *const c_char, _: *const c_char, _: u32, _: u16, _: *mut *mut ShimT) -> c_int {
+        -6
+    }
+    pub unsafe fn shim_free(_: *mut ShimT) {}
+    pub unsafe fn shim_push_input(_: *mut ShimT, _: *const u8, _: usize) -> c_int {
+        unreachable!()
+    }
+    pub unsafe fn shim_pending_input(_: *const ShimT) -> usize {
+        unreachable!()
+    }
+    pub unsafe fn shim_output_len(_: *const ShimT) -> usize {
+        unreachable!()
+    }
+    pub unsafe fn shim_take_output(_: *mut ShimT, _: *mut u8, _: usize) -> usize {
+        unreachable!()
+    }
+    pub unsafe fn shim_event_count(_: *const ShimT) -> usize {
+        unreachable!()
+    }
+    pub unsafe fn shim_event(_: *const ShimT, _: usize, _: *mut u8, _: *mut u64, _: *mut u16, _: *mut u16) {
+        unreachable!()
+    }
+    pub unsafe fn shim_clear_events(_: *mut ShimT) {}
+    pub unsafe fn shim_cycle(_: *const ShimT) -> u64 {
+        unreachable!()
+    }
+    pub unsafe fn shim_pc(_: *const ShimT) -> u32 {
+        unreachable!()
+    }
+    pub unsafe fn shim_sp(_: *const ShimT) -> u16 {
+        unreachable!()
+    }
+    pub unsafe fn shim_run(_: *mut ShimT, _: u64, _: usize) -> c_int {
+        unreachable!()
+    }
+}
+#[cfg(no_simavr)]
+use stub::*;
+
+/// Whether this build can simulate (false when libsimavr-dev was missing at build time).
+pub const AVAILABLE: bool = !cfg!(no_simavr);
 
 /// Everything that can go wrong loading or running firmware.
 #[derive(Debug)]
@@ -72,6 +121,8 @@ pub enum Error {
     Load(&'static str),
     /// The simulated MCU has no UART0 (the harness protocol needs it).
     NoUart,
+    /// avr-sim was built without libsimavr (install libsimavr-dev libelf-dev and rebuild).
+    Unavailable,
     /// The cycle limit was reached before the firmware finished.
     CycleLimit {
         /// The limit, in absolute cycles.
@@ -112,6 +163,12 @@ impl fmt::Display for Error {
             Error::UnknownMcu(m) => write!(f, "simavr has no model of MCU `{m}`"),
             Error::Load(what) => write!(f, "simavr: {what}"),
             Error::NoUart => write!(f, "the simulated MCU has no UART0"),
+            Error::Unavailable => {
+                write!(
+                    f,
+                    "avr-sim was built without libsimavr: run `cargo xtask setup`, then rebuild"
+                )
+            }
             Error::CycleLimit {
                 limit,
                 pc,
@@ -267,6 +324,7 @@ impl Sim {
             -2 => Err(bad("simavr could not load it")),
             -4 => Err(Error::Load("out of memory")),
             -5 => Err(Error::NoUart),
+            -6 => Err(Error::Unavailable),
             _ => Err(Error::Load("core initialisation failed")),
         }
     }

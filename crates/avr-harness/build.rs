@@ -1,0 +1,30 @@
+//! Picks the peripheral layout from `-C target-cpu=…` (classic megaAVR by
+//! default; `avr_mega0` for the megaAVR-0 series such as the ATmega4808).
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(avr_mega0)");
+    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let cpu = flags
+        .split('\x1f')
+        .zip(flags.split('\x1f').skip(1).chain(std::iter::once("")))
+        .find_map(|(a, b)| {
+            a.strip_prefix("-Ctarget-cpu=")
+                .or_else(|| a.strip_prefix("target-cpu="))
+                .or_else(|| if a == "-C" { b.strip_prefix("target-cpu=") } else { None })
+        })
+        .unwrap_or("");
+    let mega0 = [
+        "atmega808",
+        "atmega809",
+        "atmega1608",
+        "atmega1609",
+        "atmega3208",
+        "atmega3209",
+        "atmega4808",
+        "atmega4809",
+    ];
+    if mega0.contains(&cpu) {
+        println!("cargo:rustc-cfg=avr_mega0");
+    }
+}

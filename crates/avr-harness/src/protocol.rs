@@ -1,0 +1,310 @@
+//! The framed command protocol, independent of hardware (host-testable).
+//!
+//! Request `[op u8][len u16 le][payload]`, reply `[status u8][len u16 le][payload]`.
+//! Multi-byte values are little-endian; polynomials travel as `i16` LE.
+//!
+//! Built-in operations (ids below [`FIRST_USER_OP`]):
+//! - [`OP_PING`]: reply = protocol version, then the ids of every registered op;
+//! - [`OP_EMPTY`]: an empty marker window (id [`EMPTY_WINDOW`]), for calibration;
+//! - [`OP_STACK`]: reply = painted-stack bytes of the last measured window (u16);
+//! - [`OP_ECHO`]: reply = the request payload;
+//! - [`OP_EXIT`]: empty reply, then the MCU stops (`cli; sleep`).
+
+/// Protocol version reported by [`OP_PING`].
+pub const VERSION: u8 = 1;
+/// Size of both headers.
+pub const HEADER_LEN: usize = 3;
+/// Liveness check and op list.
+pub const OP_PING: u8 = 0x00;
+/// Empty measured window.
+pub const OP_EMPTY: u8 = 0x01;
+/// Painted-stack measure of the last window.
+pub const OP_STACK: u8 = 0x02;
+/// Echo the payload.
+pub const OP_ECHO: u8 = 0x03;
+/// Stop the MCU.
+pub const OP_EXIT: u8 = 0x7F;
+/// Smallest id firmware may register.
+pub const FIRST_USER_OP: u8 = 0x10;
+/// Marker id of [`OP_EMPTY`]'s window.
+pub const EMPTY_WINDOW: u8 = 0x01;
+
+/// Reply status byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Status {
+    /// Success; the payload follows.
+    Ok = 0,
+    /// No such operation (payload discarded).
+    UnknownOp = 1,
+    /// The request length does not match the operation (payload discarded).
+    BadLength = 2,
+}
+
+impl Status {
+    /// Decodes a status byte.
+    pub fn from_u8(b: u8) -> Option<Status> {
+        match b {
+            0 => Some(Status::Ok),
+            1 => Some(Status::UnknownOp),
+            2 => Some(Status::BadLength),
+            _ => None,
+        }
+    }
+}
+
+/// Encodes a request or reply header.
+pub const fn encode_header(first: u8, len: u16) -> [u8; HEADER_LEN] {
+    let l = len.to_le_bytes();
+    [first, l[0], l[1]]
+}
+
+/// Decodes a header into (op or status, payload length).
+pub const fn decode_header(h: [u8; HEADER_LEN]) -> (u8, u16) {
+    (h[0], u16::from_le_bytes([h[1], h[2]]))
+}
+
+/// A blocking byte channel (the UART on the device, a buffer in tests).
+pub trait Io {
+    /// Waits for and returns the next input byte.
+    fn read_byte(&mut self) -> u8;
+    /// Sends one byte.
+    fn write_byte(&mut self, b: u8);
+
+    /// Reads a little-endian u16.
+    fn read_u16(&mut self) -> u16 {
+        let lo = self.read_byte();
+        u16::from_le_bytes([lo, self.read_byte()])
+    }
+    /// Writes a little-endian u16.
+    fn write_u16(&mut self, v: u16) {
+        let [lo, hi] = v.to_le_bytes();
+        self.write_byte(lo);
+        self.write_byte(hi);
+    }
+    /// Fills `out` with little-endian i16 values.
+    fn read_i16s(&mut self, out: &mut [i16]) {
+        for x in out.iter_mut() {
+            *x = self.read_u16() as i16;
+        }
+    }
+    /// Writes `v` as little-endian i16 values.
+    fn write_i16s(&mut self, v: &[i16]) {
+        for x in v {
+            self.write_u16(*x as u16);
+        }
+    }
+    /// Discards `n` input bytes.
+    fn skip(&mut self, n: u16) {
+        for _ in 0..n {
+            self.read_byte();
+        }
+    }
+    /// Writes a reply header.
+    fn reply(&mut self, status: Status, len: u16) {
+        for b in encode_header(status as u8, len) {
+            self.write_byte(b);
+        }
+    }
+    /// Waits until every written byte has left (before the MCU stops).
+    fn flush(&mut self) {}
+}
+
+/// A registered operation.
+///
+/// `run` is called after the header was checked: it must read exactly
+/// `request_len` bytes, then write the reply header (`io.reply(Status::Ok,
+/// reply_len)`) and exactly `reply_len` payload bytes.
+pub struct Op<I> {
+    /// Request id (≥ [`FIRST_USER_OP`], ≠ [`OP_EXIT`]); also its marker window id.
+    pub id: u8,
+    /// Exact request payload length.
+    pub request_len: u16,
+    /// Reply payload length.
+    pub reply_len: u16,
+    /// The handler.
+    pub run: fn(&mut I),
+}
+
+impl<I> Clone for Op<I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<I> Copy for Op<I> {}
+
+/// What the server loop does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep serving.
+    Continue,
+    /// Stop the MCU.
+    Exit,
+}
+
+/// Reads and answers one request.
+pub fn serve_one<I: Io>(io: &mut I, ops: &[Op<I>], last_stack: fn() -> u16) -> Flow {
+    let mut h = [0u8; HEADER_LEN];
+    for b in h.iter_mut() {
+        *b = io.read_byte();
+    }
+    let (op, len) = decode_header(h);
+    let mut flow = Flow::Continue;
+    match op {
+        OP_PING => {
+            io.skip(len);
+            io.reply(Status::Ok, 1 + ops.len() as u16);
+            io.write_byte(VERSION);
+            for o in ops {
+                io.write_byte(o.id);
+            }
+        }
+        OP_EMPTY => {
+            io.skip(len);
+            crate::measure(EMPTY_WINDOW, || ());
+            io.reply(Status::Ok, 0);
+        }
+        OP_STACK => {
+            io.skip(len);
+            io.reply(Status::Ok, 2);
+            io.write_u16(last_stack());
+        }
+        OP_ECHO => {
+            io.reply(Status::Ok, len);
+            for _ in 0..len {
+                let b = io.read_byte();
+                io.write_byte(b);
+            }
+        }
+        OP_EXIT => {
+            io.skip(len);
+            io.reply(Status::Ok, 0);
+            flow = Flow::Exit;
+        }
+        _ => match ops.iter().find(|o| o.id == op) {
+            None => {
+                io.skip(len);
+                io.reply(Status::UnknownOp, 0);
+            }
+            Some(o) if o.request_len != len => {
+                io.skip(len);
+                io.reply(Status::BadLength, 0);
+            }
+            Some(o) => (o.run)(io),
+        },
+    }
+    if flow == Flow::Exit {
+        io.flush();
+    }
+    flow
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+    use std::vec::Vec;
+
+    struct Buf {
+        input: VecDeque<u8>,
+        output: Vec<u8>,
+    }
+
+    impl Io for Buf {
+        fn read_byte(&mut self) -> u8 {
+            self.input.pop_front().expect("read past the end of the request")
+        }
+        fn write_byte(&mut self, b: u8) {
+            self.output.push(b);
+        }
+    }
+
+    fn request(op: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = encode_header(op, payload.len() as u16).to_vec();
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// Negates two i16 values.
+    fn negate(io: &mut Buf) {
+        let mut a = [0i16; 2];
+        io.read_i16s(&mut a);
+        io.reply(Status::Ok, 4);
+        io.write_i16s(&[-a[0], -a[1]]);
+    }
+
+    const OPS: &[Op<Buf>] = &[Op {
+        id: 0x10,
+        request_len: 4,
+        reply_len: 4,
+        run: negate,
+    }];
+
+    fn run(reqs: &[Vec<u8>]) -> (Vec<u8>, Vec<Flow>) {
+        let mut io = Buf {
+            input: reqs.concat().into(),
+            output: Vec::new(),
+        };
+        let flows = reqs.iter().map(|_| serve_one(&mut io, OPS, || 42)).collect();
+        assert!(io.input.is_empty(), "request not fully consumed");
+        (io.output, flows)
+    }
+
+    #[test]
+    fn header_round_trip() {
+        for len in [0u16, 1, 255, 256, 1024, u16::MAX] {
+            assert_eq!(decode_header(encode_header(0x42, len)), (0x42, len));
+        }
+        assert_eq!(encode_header(1, 0x0203), [1, 3, 2]);
+        for s in [Status::Ok, Status::UnknownOp, Status::BadLength] {
+            assert_eq!(Status::from_u8(s as u8), Some(s));
+        }
+        assert_eq!(Status::from_u8(9), None);
+    }
+
+    #[test]
+    fn registered_op() {
+        let (out, flows) = run(&[request(0x10, &[1, 0, 0xFF, 0x7F])]);
+        assert_eq!(out, [0, 4, 0, 0xFF, 0xFF, 0x01, 0x80]);
+        assert_eq!(flows, [Flow::Continue]);
+    }
+
+    #[test]
+    fn errors_discard_the_payload() {
+        let (out, _) = run(&[
+            request(0x55, &[9, 9, 9]),
+            request(0x10, &[1, 2]),
+            request(0x10, &[0; 4]),
+        ]);
+        assert_eq!(out, [1, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn builtins() {
+        let (out, flows) = run(&[
+            request(OP_PING, &[]),
+            request(OP_ECHO, &[7, 8]),
+            request(OP_EMPTY, &[]),
+            request(OP_STACK, &[]),
+            request(OP_EXIT, &[]),
+        ]);
+        assert_eq!(
+            out,
+            [0, 2, 0, VERSION, 0x10, 0, 2, 0, 7, 8, 0, 0, 0, 0, 2, 0, 42, 0, 0, 0, 0]
+        );
+        assert_eq!(flows.last(), Some(&Flow::Exit));
+    }
+
+    #[test]
+    fn i16_io() {
+        let mut io = Buf {
+            input: VecDeque::from(std::vec![0x00, 0x80, 0xFF, 0x7F, 0x34, 0x12]),
+            output: Vec::new(),
+        };
+        let mut a = [0i16; 3];
+        io.read_i16s(&mut a);
+        assert_eq!(a, [i16::MIN, i16::MAX, 0x1234]);
+        io.write_i16s(&a);
+        assert_eq!(io.output, [0x00, 0x80, 0xFF, 0x7F, 0x34, 0x12]);
+    }
+}
