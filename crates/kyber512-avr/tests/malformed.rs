@@ -1,0 +1,110 @@
+//! Malformed input gets a typed error, never a panic.
+
+use kyber512_avr::{kyber512_r3, ml_kem_512, ml_kem_512::hazmat, Error};
+
+fn keys() -> ([u8; 800], [u8; 1632]) {
+    hazmat::key_gen_internal(&[7; 32], &[9; 32])
+}
+
+#[test]
+fn wrong_lengths() {
+    let (ek, dk) = keys();
+    for len in [0, 1, 799, 801] {
+        let v = vec![0u8; len];
+        assert_eq!(
+            ml_kem_512::EncapsulationKey::from_bytes(&v).unwrap_err(),
+            Error::InvalidLength {
+                expected: 800,
+                got: len
+            }
+        );
+        assert!(kyber512_r3::EncapsulationKey::from_bytes(&v).is_err());
+    }
+    assert_eq!(
+        ml_kem_512::DecapsulationKey::from_bytes(&dk[..1631]).unwrap_err(),
+        Error::InvalidLength {
+            expected: 1632,
+            got: 1631
+        }
+    );
+    assert_eq!(
+        ml_kem_512::Ciphertext::from_bytes(&[0u8; 767]).unwrap_err(),
+        Error::InvalidLength {
+            expected: 768,
+            got: 767
+        }
+    );
+    assert!(ml_kem_512::EncapsulationKey::from_bytes(&ek).is_ok());
+}
+
+/// FIPS 203 §7.2: a 12-bit value ≥ q anywhere in t̂ fails the modulus check.
+#[test]
+fn unreduced_encapsulation_key() {
+    let (ek, _) = keys();
+    for coefficient in [0usize, 1, 255, 256, 511] {
+        let mut bad = ek;
+        // Set the 12-bit value of this coefficient to 3329 (= q) or 4095.
+        for value in [3329u16, 4095] {
+            let byte = coefficient / 2 * 3;
+            if coefficient % 2 == 0 {
+                bad[byte] = value as u8;
+                bad[byte + 1] = (bad[byte + 1] & 0xF0) | (value >> 8) as u8;
+            } else {
+                bad[byte + 1] = (bad[byte + 1] & 0x0F) | ((value as u8 & 0x0F) << 4);
+                bad[byte + 2] = (value >> 4) as u8;
+            }
+            assert_eq!(
+                ml_kem_512::EncapsulationKey::from_bytes(&bad).unwrap_err(),
+                Error::EncapsulationKeyNotReduced,
+                "coefficient {coefficient}, value {value}"
+            );
+            assert_eq!(
+                hazmat::encaps_internal(&bad, &[0; 32]).unwrap_err(),
+                Error::EncapsulationKeyNotReduced
+            );
+            // Round 3 has no such check.
+            assert!(kyber512_r3::EncapsulationKey::from_bytes(&bad).is_ok());
+        }
+    }
+    // ρ is not checked: any 32 bytes are fine.
+    let mut rho_changed = ek;
+    rho_changed[799] ^= 0xFF;
+    assert!(ml_kem_512::EncapsulationKey::from_bytes(&rho_changed).is_ok());
+}
+
+/// FIPS 203 §7.3: corrupting ek or H(ek) inside dk fails the hash check.
+#[test]
+fn corrupted_decapsulation_key_hash() {
+    let (_, dk) = keys();
+    for pos in [768, 1000, 1567, 1568, 1599] {
+        let mut bad = dk;
+        bad[pos] ^= 0x01;
+        assert_eq!(
+            ml_kem_512::DecapsulationKey::from_bytes(&bad).unwrap_err(),
+            Error::DecapsulationKeyHashMismatch
+        );
+        assert_eq!(
+            hazmat::decaps(&bad, &[0; 768]).unwrap_err(),
+            Error::DecapsulationKeyHashMismatch
+        );
+    }
+    // dk_pke and z are not covered by the hash: the key imports.
+    let mut other = dk;
+    other[0] ^= 1;
+    other[1631] ^= 1;
+    assert!(ml_kem_512::DecapsulationKey::from_bytes(&other).is_ok());
+}
+
+#[test]
+fn round_trip_both_variants() {
+    let mut rng = kyber512_avr::doc_rng();
+    let (ek, dk) = kyber512_r3::keygen(&mut rng).unwrap();
+    let (ct, ss) = kyber512_r3::encapsulate(&ek, &mut rng).unwrap();
+    assert_eq!(kyber512_r3::decapsulate(&dk, &ct), ss);
+    assert_eq!(dk.encapsulation_key(), ek);
+    let ek2 = kyber512_r3::EncapsulationKey::from_bytes(ek.as_bytes()).unwrap();
+    let ct2 = kyber512_r3::Ciphertext::from_bytes(ct.as_bytes()).unwrap();
+    let (_, ss2) = kyber512_r3::encapsulate(&ek2, &mut rng).unwrap();
+    assert_ne!(ss, ss2);
+    assert_eq!(kyber512_r3::decapsulate(&dk, &ct2), ss);
+}
