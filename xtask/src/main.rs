@@ -2,13 +2,34 @@
 
 use std::process::{Command, ExitCode};
 
+mod avr;
+mod bench;
+mod device;
+mod hosteval;
+mod mega0;
+mod opts;
+mod published;
+mod simtest;
 mod util;
+
+pub use opts::Opts;
 
 const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  ci        fmt check, clippy (warnings denied) and every test — what CI runs
+  ci        fmt check, clippy (warnings denied), every test, the AVR builds and
+            the simulated differential test — what CI runs
+  setup     install the missing Debian packages of the AVR pipeline (as root)
+  build-avr [--mcu atmega1284p|atmega4808]
+            cross-build the firmware, report flash and static RAM
+  sim-test  [--mcu M] [--trials N] [--seed S] [--filter S] [--no-build]
+            randomized differential test: firmware in simavr vs modarith on the host
+  bench     [--mcu M] [--filter S] [--no-build]
+            cycles, stack and code size of every operation in simavr; writes
+            benchmarks/<mcu>/<scheme>.json, benchmarks/latest.json,
+            docs/benchmarks.md and docs/benchmarks.svg
+  report    regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
   help      this text
 ";
 
@@ -16,6 +37,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("setup") => avr::setup(),
+        Some("build-avr") => avr::build_cmd(&args[1..]),
+        Some("sim-test") => simtest::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
+        Some("report") => bench::regenerate(),
         None | Some("help") | Some("--help") | Some("-h") => {
             print!("{USAGE}");
             Ok(())
@@ -31,10 +57,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Everything CI checks on the host.
+/// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 fn ci() -> Result<(), String> {
     util::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
     util::run(Command::new("cargo").args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     util::run(Command::new("cargo").args(["test", "--workspace"]))?;
+    for mcu in avr::MCUS {
+        avr::build(*mcu)?;
+    }
+    simtest::run(&["--no-build".to_string()])?;
     Ok(())
 }

@@ -176,7 +176,9 @@ pub fn paint_stack() {
     }
 }
 
-/// Stack bytes used below `sp` since [`paint_stack`]: `sp` minus the lowest overwritten byte.
+/// Stack bytes used since [`paint_stack`] by code running below `sp` (the SP
+/// before the call): AVR pushes post-decrement, so a window that pushed down
+/// to address `p` used the bytes `p ..= sp`.
 #[inline(never)]
 pub fn stack_used_since(sp: u16) -> u16 {
     let mut p = heap_start();
@@ -186,7 +188,12 @@ pub fn stack_used_since(sp: u16) -> u16 {
             p = p.add(1);
         }
     }
-    sp.saturating_sub(p as usize as u16)
+    let low = p as usize as u16;
+    if low >= sp {
+        0
+    } else {
+        sp - low + 1
+    }
 }
 
 /// Stops the MCU for good: `cli; sleep` with sleep enabled (the simulator ends the run).

@@ -1,0 +1,379 @@
+//! `setup` and `build-avr`: Debian packages, the AVR cross build, sizes.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util;
+
+/// Debian packages the AVR pipeline needs.
+pub const PACKAGES: &[&str] = &[
+    "rustc-web",
+    "cargo-web",
+    "rust-web-src",
+    "gcc-avr",
+    "avr-libc",
+    "binutils-avr",
+    "simavr",
+    "libsimavr-dev",
+    "libelf-dev",
+    "pkg-config",
+];
+
+/// The AVR compiler and cargo from Debian's rustc-web/cargo-web (the rustup host toolchain stays untouched).
+const AVR_RUSTC: &str = "/usr/bin/rustc";
+const AVR_CARGO: &str = "/usr/bin/cargo";
+
+/// An MCU the firmware can be built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mcu {
+    /// LLVM/avr-gcc name.
+    pub name: &'static str,
+    /// Flash bytes.
+    pub flash: u32,
+    /// SRAM bytes.
+    pub sram: u32,
+    /// Whether simavr can run it.
+    pub simulated: bool,
+}
+
+/// Supported MCUs.
+pub const MCUS: &[Mcu] = &[
+    Mcu {
+        name: "atmega1284p",
+        flash: 128 * 1024,
+        sram: 16 * 1024,
+        simulated: true,
+    },
+    Mcu {
+        name: "atmega4808",
+        flash: 48 * 1024,
+        sram: 6 * 1024,
+        simulated: false,
+    },
+];
+
+/// SRAM we want left for the stack after .data and .bss.
+const MIN_STACK_RESERVE: u32 = 1024;
+
+/// Looks up `--mcu`.
+pub fn mcu(name: &str) -> Result<Mcu, String> {
+    MCUS.iter().copied().find(|m| m.name == name).ok_or_else(|| {
+        let known: Vec<_> = MCUS.iter().map(|m| m.name).collect();
+        format!("unknown MCU `{name}` (supported: {})", known.join(", "))
+    })
+}
+
+fn installed(pkg: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", pkg])
+        .output()
+        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// `cargo xtask setup`: installs the missing Debian packages (idempotent).
+pub fn setup() -> Result<(), String> {
+    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
+    if missing.is_empty() {
+        eprintln!("xtask: all {} AVR packages are installed", PACKAGES.len());
+        return Ok(());
+    }
+    let cmd = format!("apt-get install -y --no-install-recommends {}", missing.join(" "));
+    if !is_root() {
+        return Err(format!(
+            "missing packages: {}\nrun as root:\n  apt-get update && {cmd}",
+            missing.join(" ")
+        ));
+    }
+    eprintln!("xtask: installing {}", missing.join(" "));
+    let install = || {
+        util::run(
+            Command::new("apt-get")
+                .args(["install", "-y", "--no-install-recommends"])
+                .args(&missing)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )
+    };
+    if install().is_err() {
+        util::run(Command::new("apt-get").arg("update"))?;
+        install()?;
+    }
+    let still: Vec<&str> = missing.iter().copied().filter(|p| !installed(p)).collect();
+    if !still.is_empty() {
+        return Err(format!("still missing after apt-get: {}", still.join(" ")));
+    }
+    Ok(())
+}
+
+/// A built firmware image and its sizes.
+#[derive(Clone, Debug)]
+pub struct Build {
+    /// The MCU.
+    pub mcu: Mcu,
+    /// The ELF file.
+    pub elf: PathBuf,
+    /// .text bytes (code and, on megaAVR-0, read-only data).
+    pub text: u32,
+    /// .data bytes (initialised RAM; its image also occupies flash).
+    pub data: u32,
+    /// .bss (+ .noinit) bytes.
+    pub bss: u32,
+    /// .rodata bytes kept in flash (megaAVR-0 only).
+    pub rodata: u32,
+}
+
+impl Build {
+    /// Flash bytes: code plus the .data image (plus flash-mapped .rodata).
+    pub fn flash(&self) -> u32 {
+        self.text + self.data + self.rodata
+    }
+    /// Static RAM: .data + .bss.
+    pub fn ram(&self) -> u32 {
+        self.data + self.bss
+    }
+}
+
+/// The target directory of one MCU (never shared with host builds).
+pub fn target_dir(mcu: Mcu) -> PathBuf {
+    util::workspace_root().join("target").join(format!("avr-{}", mcu.name))
+}
+
+fn require_tools() -> Result<(), String> {
+    for tool in [AVR_RUSTC, AVR_CARGO] {
+        if !Path::new(tool).exists() {
+            return Err(format!(
+                "{tool} not found: run `cargo xtask setup` (Debian rustc-web, cargo-web)"
+            ));
+        }
+    }
+    for tool in ["avr-gcc", "avr-size", "avr-objdump", "avr-nm"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            return Err(format!(
+                "{tool} not found: run `cargo xtask setup` (gcc-avr, binutils-avr)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Cross-builds the firmware for `mcu` and checks that it fits.
+pub fn build(mcu: Mcu) -> Result<Build, String> {
+    require_tools()?;
+    let root = util::workspace_root();
+    let target = target_dir(mcu);
+    let mut rustflags = format!("-C target-cpu={}", mcu.name);
+    if mcu.name == "atmega4808" {
+        let linker = crate::mega0::prepare(&root, &target)?;
+        rustflags.push_str(&format!(" -C linker={}", linker.display()));
+    }
+    let mut cmd = Command::new(AVR_CARGO);
+    // Whatever the outer (rustup) cargo exported must not leak into the AVR build.
+    for var in [
+        "RUSTUP_TOOLCHAIN",
+        "CARGO",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTDOC",
+        "CARGO_MAKEFLAGS",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.current_dir(&root)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTC", AVR_RUSTC)
+        .env("RUSTFLAGS", &rustflags)
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "avr-none",
+            "-Zbuild-std=core",
+            "-p",
+            "firmware",
+            "--target-dir",
+        ])
+        .arg(&target);
+    util::run(&mut cmd)?;
+    let elf = target.join("avr-none/release/firmware.elf");
+    let b = sizes(mcu, &elf)?;
+    report(&b)?;
+    Ok(b)
+}
+
+/// Reads section sizes with `avr-size -A`.
+pub fn sizes(mcu: Mcu, elf: &Path) -> Result<Build, String> {
+    let out = crate::opts::output(Command::new("avr-size").arg("-A").arg(elf))?;
+    let mut b = Build {
+        mcu,
+        elf: elf.to_path_buf(),
+        text: 0,
+        data: 0,
+        bss: 0,
+        rodata: 0,
+    };
+    for line in out.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(name), Some(size)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(size) = size.parse::<u32>() else { continue };
+        match name {
+            ".text" => b.text += size,
+            ".data" => b.data += size,
+            ".bss" | ".noinit" => b.bss += size,
+            ".rodata" => b.rodata += size,
+            _ => {}
+        }
+    }
+    if b.text == 0 {
+        return Err(format!("avr-size found no .text in {}", elf.display()));
+    }
+    Ok(b)
+}
+
+fn report(b: &Build) -> Result<(), String> {
+    let m = b.mcu;
+    eprintln!(
+        "xtask: {}: flash {} B of {} (text {}, data image {}, rodata {}), static RAM {} B of {} (data {}, bss {})",
+        m.name,
+        b.flash(),
+        m.flash,
+        b.text,
+        b.data,
+        b.rodata,
+        b.ram(),
+        m.sram,
+        b.data,
+        b.bss
+    );
+    if b.flash() > m.flash {
+        return Err(format!(
+            "firmware does not fit {}: {} B flash > {} B",
+            m.name,
+            b.flash(),
+            m.flash
+        ));
+    }
+    if b.ram() + MIN_STACK_RESERVE > m.sram {
+        return Err(format!(
+            "firmware does not fit {}: {} B static RAM leaves less than {} B of {} B for the stack",
+            m.name,
+            b.ram(),
+            MIN_STACK_RESERVE,
+            m.sram
+        ));
+    }
+    Ok(())
+}
+
+/// Function sizes and static call graph of an ELF, from `avr-nm` and `avr-objdump`.
+pub struct CallGraph {
+    size: HashMap<String, u32>,
+    calls: HashMap<String, HashSet<String>>,
+}
+
+impl CallGraph {
+    /// Reads `elf`.
+    pub fn load(elf: &Path) -> Result<CallGraph, String> {
+        let nm = crate::opts::output(Command::new("avr-nm").args(["-S"]).arg(elf))?;
+        let mut size = HashMap::new();
+        for line in nm.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() == 4 && matches!(f[2], "t" | "T" | "w" | "W") {
+                if let Ok(s) = u32::from_str_radix(f[1], 16) {
+                    size.insert(f[3].to_string(), s);
+                }
+            }
+        }
+        let dis = crate::opts::output(Command::new("avr-objdump").arg("-d").arg(elf))?;
+        let mut calls: HashMap<String, HashSet<String>> = HashMap::new();
+        let mut current = String::new();
+        for line in dis.lines() {
+            if let Some(rest) = line.strip_suffix(">:") {
+                if let Some(i) = rest.find(" <") {
+                    current = rest[i + 2..].to_string();
+                }
+                continue;
+            }
+            let is_branch = ["call\t", "rcall\t", "jmp\t", "rjmp\t"]
+                .iter()
+                .any(|m| line.contains(m));
+            if !is_branch {
+                continue;
+            }
+            if let (Some(a), Some(b)) = (line.rfind('<'), line.rfind('>')) {
+                if a < b {
+                    let target = &line[a + 1..b];
+                    // `name+0x12` is a jump inside a function.
+                    if !target.contains('+') && target != current {
+                        calls.entry(current.clone()).or_default().insert(target.to_string());
+                    }
+                }
+            }
+        }
+        Ok(CallGraph { size, calls })
+    }
+
+    /// The symbol whose mangled name contains `module` then `function` (v0 and legacy mangling).
+    pub fn find(&self, module: &str, function: &str) -> Option<&str> {
+        let key = format!("{}{module}{}{function}", module.len(), function.len());
+        let mut hits: Vec<&str> = self
+            .size
+            .keys()
+            .filter(|s| s.contains(&key))
+            .map(String::as_str)
+            .collect();
+        hits.sort();
+        hits.first().copied()
+    }
+
+    /// Bytes of `root` and every function reachable from it.
+    pub fn reachable_size(&self, root: &str) -> u32 {
+        let mut seen = HashSet::new();
+        let mut stack = vec![root.to_string()];
+        let mut total = 0;
+        while let Some(f) = stack.pop() {
+            if !seen.insert(f.clone()) {
+                continue;
+            }
+            total += self.size.get(&f).copied().unwrap_or(0);
+            if let Some(c) = self.calls.get(&f) {
+                stack.extend(c.iter().cloned());
+            }
+        }
+        total
+    }
+}
+
+/// `cargo xtask build-avr [--mcu M]`.
+pub fn build_cmd(args: &[String]) -> Result<(), String> {
+    let opts = crate::Opts::parse(args, &["--mcu"], &[])?;
+    let names: Vec<String> = match opts.value("--mcu") {
+        Some(m) => vec![m.to_string()],
+        None => vec!["atmega1284p".to_string()],
+    };
+    for n in names {
+        let b = build(mcu(&n)?)?;
+        println!(
+            "{}: {} (flash {} B, static RAM {} B)",
+            n,
+            b.elf.display(),
+            b.flash(),
+            b.ram()
+        );
+    }
+    Ok(())
+}

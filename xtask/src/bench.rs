@@ -1,0 +1,483 @@
+//! `cargo xtask bench`: cycles, stack and code size of every firmware operation
+//! in simavr, beside the published figures; JSON results and generated docs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use avr_harness::protocol::{EMPTY_WINDOW, OP_EMPTY, OP_STACK};
+use avr_sim::windows;
+use firmware::{op_id, Ring};
+use serde::{Deserialize, Serialize};
+
+use crate::avr::{self, CallGraph};
+use crate::device::{encode, Device};
+use crate::opts::{output, Opts, Rng};
+use crate::{published, simtest, util};
+
+/// The scheme name of the NTT-arithmetic benchmarks.
+pub const SCHEME: &str = "modarith";
+
+/// One benchmark result, as stored in `benchmarks/<mcu>/<scheme>.json`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    /// MCU.
+    pub mcu: String,
+    /// Scheme (crate) benchmarked.
+    pub scheme: String,
+    /// Variant (the ring, with its default reduction).
+    pub variant: String,
+    /// Operation.
+    pub operation: String,
+    /// Cycles, the empty marker window's cost subtracted.
+    pub cycles: u64,
+    /// Stack bytes (simulator SP tracking).
+    pub stack_bytes: u32,
+    /// Stack bytes (painted-stack scan by the firmware).
+    #[serde(default)]
+    pub stack_bytes_painted: Option<u32>,
+    /// Code bytes: the measured function and everything it calls.
+    pub code_bytes: u32,
+    /// Compiler and profile.
+    pub toolchain: String,
+    /// `git describe` of the measured tree.
+    pub git_revision: String,
+    /// Simulator and clock.
+    #[serde(default)]
+    pub simulator: String,
+    /// The published figure compared with, if any.
+    #[serde(default)]
+    pub published_cycles: Option<u64>,
+    /// Which published row that is.
+    #[serde(default)]
+    pub published_reference: Option<String>,
+}
+
+fn toolchain() -> String {
+    let rustc = output(Command::new("/usr/bin/rustc").arg("--version")).unwrap_or_else(|_| "rustc ?".into());
+    let cargo_toml = std::fs::read_to_string(util::workspace_root().join("Cargo.toml")).unwrap_or_default();
+    let mut in_release = false;
+    let mut opt = String::from("?");
+    for line in cargo_toml.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_release = l == "[profile.release]";
+        } else if in_release && l.starts_with("opt-level") {
+            opt = l.split('=').nth(1).unwrap_or("?").trim().trim_matches('"').to_string();
+        }
+    }
+    format!("{}, avr-none, opt-level {opt}, lto", rustc.trim())
+}
+
+fn git_revision() -> String {
+    let root = util::workspace_root();
+    let rev = output(
+        Command::new("git")
+            .arg("-C")
+            .arg(&root)
+            .args(["rev-parse", "--short=12", "HEAD"]),
+    )
+    .map(|s| s.trim().to_string())
+    .unwrap_or_else(|_| "unknown".into());
+    let dirty =
+        output(
+            Command::new("git")
+                .arg("-C")
+                .arg(&root)
+                .args(["status", "--porcelain", "--", "crates", "firmware"]),
+        )
+        .map(|s| !s.trim().is_empty())
+        .unwrap_or(false);
+    if dirty {
+        format!("{rev}-dirty")
+    } else {
+        rev
+    }
+}
+
+/// Runs `op` on `inputs` and returns (cycles including the marker overhead, sim stack, painted stack).
+fn measure(dev: &mut Device, id: u8, payload: &[u8]) -> Result<(u64, u32, u32), String> {
+    dev.take_markers();
+    dev.call(id, payload)?;
+    let w = windows(&dev.take_markers()).map_err(|e| e.to_string())?;
+    let [w] = w.as_slice() else {
+        return Err(format!("op 0x{id:02x}: expected one marker window, got {w:?}"));
+    };
+    if w.id != id {
+        return Err(format!("op 0x{id:02x}: marker window {} instead", w.id));
+    }
+    let painted = dev.call(OP_STACK, &[])?;
+    let painted = u16::from_le_bytes([painted[0], painted[1]]) as u32;
+    Ok((w.cycles, w.stack_bytes as u32, painted))
+}
+
+/// `cargo xtask bench [--mcu M] [--filter S] [--no-build]`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let o = Opts::parse(args, &["--mcu", "--filter"], &["--no-build"])?;
+    let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
+    if !mcu.simulated {
+        return Err(format!(
+            "{} cannot be simulated with simavr (no megaAVR-0 model)",
+            mcu.name
+        ));
+    }
+    let filter = o.value("--filter").unwrap_or("").to_lowercase();
+    let elf = if o.flag("--no-build") {
+        avr::target_dir(mcu).join("avr-none/release/firmware.elf")
+    } else {
+        avr::build(mcu)?.elf
+    };
+    let graph = CallGraph::load(&elf)?;
+    let (toolchain, revision) = (toolchain(), git_revision());
+    let simulator = format!(
+        "simavr {} @ {} MHz (libsimavr, avr-sim)",
+        mcu.name,
+        avr_sim::DEFAULT_FREQUENCY / 1_000_000
+    );
+
+    let start = Instant::now();
+    let mut dev = Device::open(&elf, mcu.name)?;
+    // The cost of an empty marker window: subtracted from every measurement.
+    let mut empty = u64::MAX;
+    for _ in 0..3 {
+        dev.take_markers();
+        dev.call(OP_EMPTY, &[])?;
+        let w = windows(&dev.take_markers()).map_err(|e| e.to_string())?;
+        match w.as_slice() {
+            [w] if w.id == EMPTY_WINDOW => empty = empty.min(w.cycles),
+            other => return Err(format!("empty window: unexpected markers {other:?}")),
+        }
+    }
+
+    let mut rng = Rng::new(0xBE_4C4);
+    let mut records = Vec::new();
+    for (ring, kind) in firmware::ops() {
+        let name = format!("{}.{}", ring.name(), kind.name());
+        if !name.to_lowercase().contains(&filter) {
+            continue;
+        }
+        let id = op_id(ring, kind);
+        // Two random inputs: the figures must not depend on the data.
+        let mut runs = Vec::new();
+        for t in [4, 5] {
+            let payload = encode(&simtest::inputs(ring, kind, t, &mut rng));
+            runs.push(measure(&mut dev, id, &payload)?);
+        }
+        if runs[0].0 != runs[1].0 {
+            eprintln!(
+                "xtask: warning: {name} took {} and {} cycles on two inputs",
+                runs[0].0, runs[1].0
+            );
+        }
+        let cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
+        let stack = runs.iter().map(|r| r.1).max().unwrap_or(0);
+        let painted = runs.iter().map(|r| r.2).max().unwrap_or(0);
+        // Saber3329 is the same type as Kyber: the linker may fold its functions into Kyber's.
+        let module = ring.name().to_lowercase();
+        let function = format!("k_{}", kind.name());
+        let found = graph.find(&module, &function).or_else(|| match ring {
+            Ring::Saber3329 => graph.find("kyber", &function),
+            _ => None,
+        });
+        let code = match found {
+            Some(sym) => graph.reachable_size(sym),
+            None => {
+                eprintln!("xtask: warning: no symbol for {module}::k_{}", kind.name());
+                0
+            }
+        };
+        let published = published::cycles(ring, kind);
+        records.push(Record {
+            mcu: mcu.name.into(),
+            scheme: SCHEME.into(),
+            variant: ring.name().into(),
+            operation: kind.name().into(),
+            cycles,
+            stack_bytes: stack,
+            stack_bytes_painted: Some(painted),
+            code_bytes: code,
+            toolchain: toolchain.clone(),
+            git_revision: revision.clone(),
+            simulator: simulator.clone(),
+            published_cycles: published,
+            published_reference: published.map(|_| published::label(ring)),
+        });
+    }
+    let simulated = dev.cycle();
+    dev.close()?;
+    let secs = start.elapsed().as_secs_f64();
+    if records.is_empty() {
+        return Err(format!("no operation matches --filter `{filter}`"));
+    }
+
+    print!("{}", markdown_table(&records));
+    println!();
+    println!(
+        "empty window: {empty} cycles (subtracted); simulated {simulated} cycles in {secs:.2} s = {:.1} M cycles/s",
+        simulated as f64 / secs / 1e6
+    );
+
+    save(mcu.name, &records, !filter.is_empty())?;
+    regenerate()
+}
+
+fn ratio(ours: u64, theirs: Option<u64>) -> String {
+    theirs
+        .map(|t| format!("{:.2}", ours as f64 / t as f64))
+        .unwrap_or_default()
+}
+
+fn kcycles(c: Option<u64>) -> String {
+    c.map(|c| format!("{:.1}", c as f64 / 1000.0)).unwrap_or_default()
+}
+
+/// The Markdown table of `records`.
+pub fn markdown_table(records: &[Record]) -> String {
+    let mut s = String::from(
+        "| operation | cycles | k-cycles | stack B | code B | published k-cycles | ours/published |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in records {
+        let _ = writeln!(
+            s,
+            "| {}.{} | {} | {} | {} | {} | {} | {} |",
+            r.variant,
+            r.operation,
+            r.cycles,
+            kcycles(Some(r.cycles)),
+            r.stack_bytes,
+            r.code_bytes,
+            kcycles(r.published_cycles),
+            ratio(r.cycles, r.published_cycles)
+        );
+    }
+    s
+}
+
+fn bench_dir() -> std::path::PathBuf {
+    util::workspace_root().join("benchmarks")
+}
+
+fn write(path: &Path, contents: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("xtask: wrote {}", path.display());
+    Ok(())
+}
+
+/// Writes `benchmarks/<mcu>/<scheme>.json`; with `merge`, keeps the records not re-measured.
+fn save(mcu: &str, records: &[Record], merge: bool) -> Result<(), String> {
+    let path = bench_dir().join(mcu).join(format!("{SCHEME}.json"));
+    let mut all: Vec<Record> = if merge && path.exists() {
+        read_records(&path)?
+    } else {
+        Vec::new()
+    };
+    for r in records {
+        match all
+            .iter_mut()
+            .find(|a| a.variant == r.variant && a.operation == r.operation)
+        {
+            Some(a) => *a = r.clone(),
+            None => all.push(r.clone()),
+        }
+    }
+    let json = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
+    write(&path, &(json + "\n"))
+}
+
+fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Every stored record: `benchmarks/<mcu>/*.json`, sorted by MCU and file.
+fn all_records() -> Result<Vec<Record>, String> {
+    let mut files = Vec::new();
+    let Ok(mcus) = std::fs::read_dir(bench_dir()) else {
+        return Ok(Vec::new());
+    };
+    for d in mcus.flatten().filter(|d| d.path().is_dir()) {
+        for f in std::fs::read_dir(d.path()).map_err(|e| e.to_string())?.flatten() {
+            if f.path().extension().is_some_and(|e| e == "json") {
+                files.push(f.path());
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        out.extend(read_records(&f)?);
+    }
+    Ok(out)
+}
+
+/// `cargo xtask report`: regenerates `benchmarks/latest.json`, `docs/benchmarks.md` and the SVG chart.
+pub fn regenerate() -> Result<(), String> {
+    let records = all_records()?;
+    let json = serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?;
+    write(&bench_dir().join("latest.json"), &(json + "\n"))?;
+    let docs = util::workspace_root().join("docs");
+    write(&docs.join("benchmarks.md"), &docs_markdown(&records))?;
+    write(&docs.join("benchmarks.svg"), &svg_chart(&records))
+}
+
+fn docs_markdown(records: &[Record]) -> String {
+    let mut s = String::from(
+        "<!-- Generated by `cargo xtask bench` / `cargo xtask report` from benchmarks/*/*.json. Do not edit. -->\n\
+         # Benchmarks\n\n\
+         Cycles are measured in simavr (cycle-accurate for the classic AVR core) between two\n\
+         GPIOR0 marker writes around an `#[inline(never)]` call, minus the cost of an empty\n\
+         window. Stack is the lowest SP inside the window (simulator), cross-checked by a\n\
+         painted-stack scan in the firmware. Code is the measured function plus everything it\n\
+         calls (static call graph). On the ATmega1284p our twiddle tables live in SRAM (`.data`).\n\n\
+         Published figures: CTRU-Light paper artifact, ATmega1284p @ 20 MHz, avr-gcc 14.1 -O3\n\
+         († tables in flash, ‡ in SRAM); ratio < 1 means we are faster.\n\n",
+    );
+    let mut by_mcu: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        by_mcu.entry(&r.mcu).or_default().push(r);
+    }
+    for (mcu, rs) in by_mcu {
+        let _ = writeln!(s, "## {mcu}\n");
+        if let Some(r) = rs.first() {
+            let _ = writeln!(
+                s,
+                "Toolchain: {} · revision `{}` · {}\n",
+                r.toolchain, r.git_revision, r.simulator
+            );
+        }
+        s.push_str("| scheme | variant | operation | cycles | stack B (sim / painted) | code B | published k-cycles | reference | ours/published |\n");
+        s.push_str("|---|---|---|---:|---:|---:|---:|---|---:|\n");
+        for r in rs {
+            let painted = r
+                .stack_bytes_painted
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "–".into());
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |",
+                r.scheme,
+                r.variant,
+                r.operation,
+                r.cycles,
+                r.stack_bytes,
+                painted,
+                r.code_bytes,
+                kcycles(r.published_cycles),
+                r.published_reference.as_deref().unwrap_or(""),
+                ratio(r.cycles, r.published_cycles)
+            );
+        }
+        s.push('\n');
+    }
+    s.push_str("![ours vs published](benchmarks.svg)\n\n## Published NTT table (embedded in the xtask)\n\n");
+    s.push_str("| ring | implementation | NTT | iNTT | base mult | base inv |\n|---|---|---:|---:|---:|---:|\n");
+    for r in published::NTT_TABLE {
+        let mark = match r.tables {
+            published::Tables::Flash => "†",
+            published::Tables::Sram => "‡",
+        };
+        let k: Vec<String> = r
+            .kcycles
+            .iter()
+            .map(|c| c.map(|c| format!("{c:.1}")).unwrap_or("–".into()))
+            .collect();
+        let _ = writeln!(s, "| {} | {}{mark} | {} |", r.ring, r.implementation, k.join(" | "));
+    }
+    s
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// A horizontal bar chart, ours vs published, of every record with a published figure.
+fn svg_chart(records: &[Record]) -> String {
+    let rows: Vec<&Record> = records.iter().filter(|r| r.published_cycles.is_some()).collect();
+    let max = rows
+        .iter()
+        .map(|r| r.cycles.max(r.published_cycles.unwrap_or(0)))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let (label_w, bar_w, row_h, top) = (260.0, 560.0, 30.0, 40.0);
+    let height = top + row_h * rows.len() as f64 + 20.0;
+    let width = label_w + bar_w + 120.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <!-- Generated by cargo xtask; do not edit. -->\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"10\" y=\"18\" font-size=\"14\">k-cycles, ours (blue) vs published (grey)</text>\n"
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + row_h * i as f64;
+        let ours = r.cycles as f64 / max * bar_w;
+        let theirs = r.published_cycles.unwrap_or(0) as f64 / max * bar_w;
+        let label = xml_escape(&format!("{} {}.{}", r.mcu, r.variant, r.operation));
+        let _ = write!(
+            s,
+            "<text x=\"{x}\" y=\"{ty}\" text-anchor=\"end\">{label}</text>\n\
+             <rect x=\"{lx}\" y=\"{y}\" width=\"{ours:.1}\" height=\"11\" fill=\"#3366cc\"/>\n\
+             <text x=\"{ox:.1}\" y=\"{oy}\" font-size=\"10\">{ok:.1}</text>\n\
+             <rect x=\"{lx}\" y=\"{y2}\" width=\"{theirs:.1}\" height=\"11\" fill=\"#999999\"/>\n\
+             <text x=\"{px:.1}\" y=\"{py}\" font-size=\"10\">{pk:.1}</text>\n",
+            x = label_w - 8.0,
+            ty = y + 16.0,
+            lx = label_w,
+            ox = label_w + ours + 4.0,
+            oy = y + 10.0,
+            ok = r.cycles as f64 / 1000.0,
+            y2 = y + 12.0,
+            px = label_w + theirs + 4.0,
+            py = y + 22.0,
+            pk = r.published_cycles.unwrap_or(0) as f64 / 1000.0,
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(op: &str, cycles: u64, published: Option<u64>) -> Record {
+        Record {
+            mcu: "atmega1284p".into(),
+            scheme: SCHEME.into(),
+            variant: "Kyber".into(),
+            operation: op.into(),
+            cycles,
+            stack_bytes: 10,
+            stack_bytes_painted: Some(10),
+            code_bytes: 100,
+            toolchain: "t".into(),
+            git_revision: "r".into(),
+            simulator: "s".into(),
+            published_cycles: published,
+            published_reference: published.map(|_| "ref".into()),
+        }
+    }
+
+    #[test]
+    fn reports_render() {
+        let rs = [rec("forward", 50_000, Some(58_100)), rec("base_mul_acc", 1000, None)];
+        let t = markdown_table(&rs);
+        assert!(
+            t.contains("| Kyber.forward | 50000 | 50.0 | 10 | 100 | 58.1 | 0.86 |"),
+            "{t}"
+        );
+        let svg = svg_chart(&rs);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<rect").count(), 1 + 2);
+        let md = docs_markdown(&rs);
+        assert!(md.contains("Do not edit") && md.contains("## atmega1284p"));
+        let json = serde_json::to_string(&rs).unwrap();
+        assert_eq!(serde_json::from_str::<Vec<Record>>(&json).unwrap(), rs);
+    }
+}
