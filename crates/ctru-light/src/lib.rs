@@ -1,3 +1,146 @@
 #![no_std]
 #![forbid(unsafe_code)]
-//! Placeholder: this crate is filled by its own issue; see the workspace README.
+#![deny(missing_docs)]
+#![warn(clippy::integer_division_remainder_used)]
+//! CTRU-Light: the lightweight NTRU-type KEM for 8-bit AVR sensor nodes
+//! (Dong, Kim, Zheng, Liang, Fang, Seo, O'Neill, Zhao; TCHES 2026,
+//! ePrint 2026/248), with SHA3 and Ascon back-ends.
+//!
+//! **Parameters as published; encodings are revision 0 of this project's
+//! definition; not yet cross-checked against the authors' artifact.** The
+//! authors' code and byte-level vectors are not public: the encodings, FO
+//! hash calls and symmetric mapping follow `specs/ctru-light.md` of this
+//! project, and the KATs under `kat-vectors/ctru-light/` come from an
+//! independent model of that text.
+//!
+//! n = 512, q = 769, q2 = 256, B1 noise; pk 640, sk 864, ct 512, ss 32 bytes.
+//!
+//! ```
+//! # fn main() -> Result<(), ctru_light::Error> {
+//! use ctru_light::CtruLightAscon;
+//! # let mut rng = ctru_light::doc_rng();
+//! let (pk, sk) = CtruLightAscon::keygen(&mut rng)?;
+//! let (ct, ss) = CtruLightAscon::encapsulate(&pk, &mut rng)?;
+//! assert_eq!(CtruLightAscon::decapsulate(&sk, &ct), ss);
+//! # Ok(()) }
+//! ```
+//!
+//! Module map (definition sections): `params` §1, `encode` §2, `pke` §3,
+//! `kem` §4, `symmetric` §5, `arith` §6.
+
+pub mod arith;
+mod encode;
+pub mod kem;
+pub mod params;
+mod pke;
+pub mod symmetric;
+
+pub use arith::{Arithmetic, Kred2x, MontgomeryOpt, MontgomeryPlain};
+pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
+pub use symmetric::{Ascon, Backend, Sha3};
+
+/// CTRU-Light with the SHA-3 back-end (K-RED2X arithmetic).
+pub type CtruLightSha3 = CtruLight<Sha3>;
+/// CTRU-Light with the Ascon back-end (K-RED2X arithmetic), the paper's best.
+pub type CtruLightAscon = CtruLight<Ascon>;
+
+use subtle::{Choice, ConstantTimeEq};
+use zeroize::Zeroize;
+
+/// A 32-byte shared secret. Zeroized on drop; compared in constant time.
+#[derive(Clone)]
+pub struct SharedSecret([u8; params::SS_BYTES]);
+
+impl SharedSecret {
+    pub(crate) fn new(bytes: [u8; params::SS_BYTES]) -> Self {
+        SharedSecret(bytes)
+    }
+    /// The secret bytes.
+    pub fn as_bytes(&self) -> &[u8; params::SS_BYTES] {
+        &self.0
+    }
+}
+
+impl ConstantTimeEq for SharedSecret {
+    fn ct_eq(&self, other: &Self) -> Choice {
+        self.0.ct_eq(&other.0)
+    }
+}
+impl PartialEq for SharedSecret {
+    fn eq(&self, other: &Self) -> bool {
+        self.ct_eq(other).into()
+    }
+}
+impl Eq for SharedSecret {}
+impl Drop for SharedSecret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+impl zeroize::ZeroizeOnDrop for SharedSecret {}
+impl core::fmt::Debug for SharedSecret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("SharedSecret(..)")
+    }
+}
+
+/// Errors of the public API. Malformed input is always an error, never a panic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A key or ciphertext of the wrong length.
+    InvalidLength {
+        /// Length the type requires.
+        expected: usize,
+        /// Length given.
+        got: usize,
+    },
+    /// A public key (or the one inside a secret key) with a 10-bit value ≥ q.
+    PublicKeyNotReduced,
+    /// A secret key whose packed f holds a 3-bit value above 5.
+    SecretKeyMalformed,
+    /// Key generation found no invertible f in the allowed attempts (a broken RNG).
+    KeyGenExhausted,
+    /// The random number generator failed.
+    Rng,
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::InvalidLength { expected, got } => write!(f, "invalid length: expected {expected} bytes, got {got}"),
+            Error::PublicKeyNotReduced => f.write_str("public key has a coefficient not below q"),
+            Error::SecretKeyMalformed => f.write_str("secret key holds an out-of-range coefficient"),
+            Error::KeyGenExhausted => f.write_str("no invertible key found; the RNG is broken"),
+            Error::Rng => f.write_str("random number generator failed"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// A deterministic RNG for the documentation examples only (not secure).
+#[doc(hidden)]
+pub fn doc_rng() -> impl rand_core::RngCore + rand_core::CryptoRng {
+    struct Counter(u64);
+    impl rand_core::RngCore for Counter {
+        fn next_u32(&mut self) -> u32 {
+            self.next_u64() as u32
+        }
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0
+        }
+        fn fill_bytes(&mut self, dest: &mut [u8]) {
+            rand_core::impls::fill_bytes_via_next(self, dest)
+        }
+        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+            self.fill_bytes(dest);
+            Ok(())
+        }
+    }
+    impl rand_core::CryptoRng for Counter {}
+    Counter(1)
+}

@@ -231,6 +231,18 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
         }
     }
 
+    /// Base multiplication in place: `a = a ∘ b` (|a_i|, |b_i| < q), saving a buffer.
+    pub fn base_mul_assign(a: &mut [i16; N], b: &[i16; N]) {
+        let () = Self::CHECKS;
+        let d = Self::BASE_DEGREE;
+        let mut block = [0i16; 4];
+        for i in 0..Self::BLOCKS {
+            let r = i * d..(i + 1) * d;
+            block[..d].copy_from_slice(&a[r.clone()]);
+            Self::base_mul_block(&block[..d], &b[r.clone()], i, &mut a[r]);
+        }
+    }
+
     /// Base multiplication with accumulation: `out += a ∘ b` (|out_i| < q on entry), centred.
     pub fn base_mul_acc(a: &[i16; N], b: &[i16; N], out: &mut [i16; N]) {
         let () = Self::CHECKS;

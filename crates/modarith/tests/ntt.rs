@@ -43,6 +43,12 @@ fn check_ring<R: Reduction, const N: usize, const L: u32>(seed: u64, with_invers
             R::NAME
         );
 
+        // In place: the same product.
+        let mut in_place = fa;
+        Ntt::<R, N, L>::base_mul_assign(&mut in_place, &fb);
+        Ntt::<R, N, L>::inverse(&mut in_place);
+        assert_eq!(in_place, c, "{} base_mul_assign", R::NAME);
+
         // Accumulation: a·b + b·b.
         let mut acc = [0i16; N];
         Ntt::<R, N, L>::base_mul_acc(&fa, &fb, &mut acc);

@@ -42,6 +42,25 @@ macro_rules! kyber_runner {
     }};
 }
 
+macro_rules! ctru_runner {
+    ($kem:ty) => {{
+        type Kem = $kem;
+        |rng: &mut NistDrbg| {
+            let (pk, sk) = Kem::keygen(rng).map_err(|e| e.to_string())?;
+            let (ct, ss) = Kem::encapsulate(&pk, rng).map_err(|e| e.to_string())?;
+            if Kem::decapsulate(&sk, &ct) != ss {
+                return Err("decapsulation disagrees with encapsulation".into());
+            }
+            Ok((
+                pk.as_bytes().to_vec(),
+                sk.as_bytes().to_vec(),
+                ct.as_bytes().to_vec(),
+                ss.as_bytes().to_vec(),
+            ))
+        }
+    }};
+}
+
 /// All schemes, in the order `--help` lists them.
 pub const ALL: &[Scheme] = &[
     Scheme {
@@ -55,6 +74,18 @@ pub const ALL: &[Scheme] = &[
         header: "Kyber512",
         reference_file: "kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp",
         run: kyber_runner!(kyber512_avr::kyber512_r3),
+    },
+    Scheme {
+        name: "ctru-light-sha3",
+        header: "CTRU-Light rev 0, sha3 back-end (see ../../specs/ctru-light.md)",
+        reference_file: "ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp",
+        run: ctru_runner!(ctru_light::CtruLightSha3),
+    },
+    Scheme {
+        name: "ctru-light-ascon",
+        header: "CTRU-Light rev 0, ascon back-end (see ../../specs/ctru-light.md)",
+        reference_file: "ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp",
+        run: ctru_runner!(ctru_light::CtruLightAscon),
     },
 ];
 

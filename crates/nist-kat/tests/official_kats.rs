@@ -30,3 +30,13 @@ fn ml_kem_512_matches_nist_kat() {
 fn kyber512_r3_matches_nist_kat() {
     check("kyber512-r3");
 }
+
+#[test]
+fn ctru_light_sha3_matches_kat() {
+    check("ctru-light-sha3");
+}
+
+#[test]
+fn ctru_light_ascon_matches_kat() {
+    check("ctru-light-ascon");
+}

@@ -1,0 +1,180 @@
+//! Sampling and encodings (CTRU-Light definition §2), all constant time.
+
+use crate::params::{N, PK_BYTES, Q, SK_PKE_BYTES};
+
+/// CBD1 (§2): byte i gives coefficients 4i..4i+3, coefficient 4i+j = bit(2j) − bit(2j+1).
+pub fn cbd1(buf: &[u8], out: &mut [i16; N]) {
+    debug_assert_eq!(buf.len(), N >> 2);
+    for (four, &byte) in out.chunks_exact_mut(4).zip(buf.iter()) {
+        for (j, c) in four.iter_mut().enumerate() {
+            *c = ((byte >> (2 * j)) & 1) as i16 - ((byte >> (2 * j + 1)) & 1) as i16;
+        }
+    }
+}
+
+/// Pack10 (§2): canonical h_i ∈ [0, q) as a little-endian stream of 10-bit values.
+pub fn pack10(h: &[i16; N], out: &mut [u8; PK_BYTES]) {
+    for (five, four) in out.chunks_exact_mut(5).zip(h.chunks_exact(4)) {
+        let v = four.iter().rev().fold(0u64, |acc, &x| (acc << 10) | x as u16 as u64);
+        for (k, b) in five.iter_mut().enumerate() {
+            *b = (v >> (8 * k)) as u8;
+        }
+    }
+}
+
+/// Unpack10 (§2): the raw 10-bit values (possibly ≥ q).
+pub fn unpack10(pk: &[u8], out: &mut [i16; N]) {
+    for (four, five) in out.chunks_exact_mut(4).zip(pk.chunks_exact(5)) {
+        let v = five.iter().rev().fold(0u64, |acc, &b| (acc << 8) | b as u64);
+        for (k, c) in four.iter_mut().enumerate() {
+            *c = ((v >> (10 * k)) & 0x3FF) as i16;
+        }
+    }
+}
+
+/// Whether every 10-bit value of an encoded public key is below q.
+pub fn pk_is_canonical(pk: &[u8]) -> bool {
+    let mut h = [0i16; N];
+    unpack10(pk, &mut h);
+    // Accumulate without short-circuit: pk may be embedded in a secret key.
+    h.iter().fold(0i16, |bad, &x| bad | ((Q as i16 - 1 - x) >> 15)) == 0
+}
+
+/// PackSK (§2): 3 − f_i ∈ [0, 5] as little-endian 3-bit values.
+pub fn pack_sk(f: &[i16; N], out: &mut [u8; SK_PKE_BYTES]) {
+    for (three, eight) in out.chunks_exact_mut(3).zip(f.chunks_exact(8)) {
+        let v = eight.iter().rev().fold(0u32, |acc, &x| (acc << 3) | (3 - x) as u32);
+        for (k, b) in three.iter_mut().enumerate() {
+            *b = (v >> (8 * k)) as u8;
+        }
+    }
+}
+
+/// UnpackSK (§2): f_i = 3 − v_i. Returns whether every v_i ≤ 5 (computed
+/// without an early exit: the values are secret).
+pub fn unpack_sk(sk: &[u8], f: &mut [i16; N]) -> bool {
+    let mut bad = 0i16;
+    for (eight, three) in f.chunks_exact_mut(8).zip(sk.chunks_exact(3)) {
+        let v = three.iter().rev().fold(0u32, |acc, &b| (acc << 8) | b as u32);
+        for (k, c) in eight.iter_mut().enumerate() {
+            let x = ((v >> (3 * k)) & 7) as i16;
+            bad |= (5 - x) >> 15;
+            *c = 3 - x;
+        }
+    }
+    bad == 0
+}
+
+/// E8 codeword (§2) of message block `b`: byte b/2 gives block b's 4-bit
+/// value (low nibble for even b); bit j of the codeword belongs to
+/// coefficient 8b + j. Computed with masks, no table lookup by secret value.
+pub fn e8_codeword(m: &[u8; 32], b: usize) -> u8 {
+    let v = (m[b >> 1] >> (4 * (b & 1))) & 0x0F;
+    let bit = |i: u8| ((v >> i) & 1).wrapping_neg(); // 0x00 or 0xFF
+    (bit(1) & 0x0F) ^ (bit(2) & 0x3C) ^ (bit(3) & 0xF0) ^ (bit(0) & 0x55)
+}
+
+/// `a` if `choose` is all ones, `b` if it is zero.
+#[inline(always)]
+fn select(choose: u32, a: u32, b: u32) -> u32 {
+    (a & choose) | (b & !choose)
+}
+
+/// All ones iff `x < y`, by the sign of the wrapping difference (|x − y| < 2^31).
+#[inline(always)]
+fn less(x: u32, y: u32) -> u32 {
+    (x.wrapping_sub(y) >> 31).wrapping_neg()
+}
+
+/// E8 decoding (§2) of one block v_0..v_7 ∈ [0, 256) to a 4-bit value.
+/// Branch-free and index-free on the (secret) block.
+pub fn e8_decode_block(v: &[u8]) -> u8 {
+    let mut cost0 = [0u32; 8];
+    let mut cost1 = [0u32; 8];
+    for j in 0..8 {
+        let x = v[j] as u32;
+        let far = less(256, 2 * x); // 2·v > 256
+        let a = select(far, 256 - x, x);
+        cost0[j] = a * a;
+        let d = x.wrapping_sub(128);
+        cost1[j] = d.wrapping_mul(d);
+    }
+    let mut cost = [0u32; 2];
+    let mut pattern = [0u32; 2];
+    for k in 0..2 {
+        let mut total = 0u32;
+        let mut min_diff = 1u32 << 30;
+        let mut min_idx = 0u32;
+        let mut parity = 0u32;
+        let mut bits = 0u32;
+        for i in 0..4 {
+            let (c0, c1) = if k == 0 {
+                (cost0[2 * i] + cost0[2 * i + 1], cost1[2 * i] + cost1[2 * i + 1])
+            } else {
+                (cost1[2 * i] + cost0[2 * i + 1], cost0[2 * i] + cost1[2 * i + 1])
+            };
+            let b = less(c1, c0);
+            total += select(b, c1, c0);
+            let diff = select(b, c0.wrapping_sub(c1), c1.wrapping_sub(c0));
+            let smaller = less(diff, min_diff);
+            min_diff = select(smaller, diff, min_diff);
+            min_idx = select(smaller, i as u32, min_idx);
+            bits |= (b & 1) << i;
+            parity ^= b & 1;
+        }
+        let odd = parity.wrapping_neg();
+        // Flip bit min_idx with a mask built by comparing it with every
+        // candidate index: no secret index, no secret shift amount.
+        let mut flip = 0u32;
+        for i in 0..4u32 {
+            let hit = ((min_idx ^ i).wrapping_sub(1) >> 31).wrapping_neg(); // min_idx == i
+            flip |= hit & (1 << i);
+        }
+        bits ^= flip & odd;
+        total += min_diff & odd;
+        cost[k] = total;
+        pattern[k] = bits;
+    }
+    let r = less(cost[1], cost[0]);
+    let res = select(r, pattern[1], pattern[0]);
+    (((((res ^ (res << 1)) & 3) | ((res >> 1) & 4)) << 1) | (r & 1)) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e8_codewords_match_the_definition() {
+        let expected = [0, 85, 15, 90, 60, 105, 51, 102, 240, 165, 255, 170, 204, 153, 195, 150];
+        for (v, &cw) in expected.iter().enumerate() {
+            let mut m = [0u8; 32];
+            m[0] = v as u8;
+            m[1] = (v as u8) << 4;
+            assert_eq!(e8_codeword(&m, 0), cw, "v = {v}");
+            assert_eq!(e8_codeword(&m, 3), cw, "v = {v}, high nibble");
+            // Noiseless decoding of the scaled codeword returns v.
+            let block: [u8; 8] = core::array::from_fn(|j| ((cw >> j) & 1) * 128);
+            assert_eq!(e8_decode_block(&block), v as u8);
+        }
+    }
+
+    #[test]
+    fn pack_round_trips() {
+        let h: [i16; N] = core::array::from_fn(|i| ((i * 7919) % 769) as i16);
+        let mut pk = [0u8; PK_BYTES];
+        pack10(&h, &mut pk);
+        let mut back = [0i16; N];
+        unpack10(&pk, &mut back);
+        assert_eq!(back, h);
+        assert!(pk_is_canonical(&pk));
+        let f: [i16; N] = core::array::from_fn(|i| [-2, 0, 2, -1, 1, 3][i % 6]);
+        let mut sk = [0u8; SK_PKE_BYTES];
+        pack_sk(&f, &mut sk);
+        let mut fb = [0i16; N];
+        assert!(unpack_sk(&sk, &mut fb));
+        assert_eq!(fb, f);
+        sk[0] |= 7; // v_0 = 7 > 5
+        assert!(!unpack_sk(&sk, &mut fb));
+    }
+}

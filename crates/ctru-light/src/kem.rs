@@ -1,0 +1,268 @@
+//! The CTRU-Light KEM (definition §4): FO transform with implicit rejection.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use rand_core::{CryptoRng, RngCore};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+use zeroize::Zeroize;
+
+use crate::arith::{Arithmetic, Kred2x};
+use crate::encode::pk_is_canonical;
+use crate::params::{CT_BYTES, ID_BYTES, KEYGEN_ATTEMPTS, PK_BYTES, SK_BYTES, SK_PKE_BYTES};
+use crate::pke;
+use crate::symmetric::Backend;
+use crate::{Error, SharedSecret};
+
+fn exact<const L: usize>(bytes: &[u8]) -> Result<[u8; L], Error> {
+    bytes.try_into().map_err(|_| Error::InvalidLength {
+        expected: L,
+        got: bytes.len(),
+    })
+}
+
+/// A public key: 512 coefficients below q, 10 bits each. Validated on import.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PublicKey<B> {
+    bytes: [u8; PK_BYTES],
+    _b: PhantomData<B>,
+}
+
+/// A secret key: PackSK(f) ‖ pk ‖ z. Validated on import; zeroized on drop.
+#[derive(Clone)]
+pub struct SecretKey<B> {
+    bytes: [u8; SK_BYTES],
+    _b: PhantomData<B>,
+}
+
+/// A ciphertext: 512 bytes, any value valid.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Ciphertext<B> {
+    bytes: [u8; CT_BYTES],
+    _b: PhantomData<B>,
+}
+
+impl<B: Backend> PublicKey<B> {
+    /// Encoded length.
+    pub const LEN: usize = PK_BYTES;
+    /// Imports a public key; a 10-bit value ≥ q is rejected
+    /// ([`Error::PublicKeyNotReduced`]), although the KAT arithmetic would reduce it.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let bytes = exact::<PK_BYTES>(bytes)?;
+        if !pk_is_canonical(&bytes) {
+            return Err(Error::PublicKeyNotReduced);
+        }
+        Ok(PublicKey { bytes, _b: PhantomData })
+    }
+    /// The encoded key.
+    pub fn as_bytes(&self) -> &[u8; PK_BYTES] {
+        &self.bytes
+    }
+}
+
+impl<B: Backend> SecretKey<B> {
+    /// Encoded length.
+    pub const LEN: usize = SK_BYTES;
+    /// Imports a secret key: the packed f must hold values 0..=5 and the
+    /// embedded public key must be reduced.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let bytes = exact::<SK_BYTES>(bytes)?;
+        let mut f = [0i16; crate::params::N];
+        let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f);
+        f.zeroize();
+        if !f_ok {
+            return Err(Error::SecretKeyMalformed);
+        }
+        if !pk_is_canonical(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]) {
+            return Err(Error::PublicKeyNotReduced);
+        }
+        Ok(SecretKey { bytes, _b: PhantomData })
+    }
+    /// The encoded key (secret).
+    pub fn as_bytes(&self) -> &[u8; SK_BYTES] {
+        &self.bytes
+    }
+    /// The matching public key.
+    pub fn public_key(&self) -> PublicKey<B> {
+        let mut bytes = [0u8; PK_BYTES];
+        bytes.copy_from_slice(self.pk());
+        PublicKey { bytes, _b: PhantomData }
+    }
+    fn pk(&self) -> &[u8] {
+        &self.bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]
+    }
+}
+
+impl<B> Drop for SecretKey<B> {
+    fn drop(&mut self) {
+        self.bytes.zeroize();
+    }
+}
+impl<B> zeroize::ZeroizeOnDrop for SecretKey<B> {}
+
+impl<B: Backend> Ciphertext<B> {
+    /// Encoded length.
+    pub const LEN: usize = CT_BYTES;
+    /// Imports a ciphertext (only the length is checked: every byte string is one).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        Ok(Ciphertext {
+            bytes: exact::<CT_BYTES>(bytes)?,
+            _b: PhantomData,
+        })
+    }
+    /// The encoded ciphertext.
+    pub fn as_bytes(&self) -> &[u8; CT_BYTES] {
+        &self.bytes
+    }
+}
+
+impl<B> fmt::Debug for PublicKey<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PublicKey({:02x?}..)", &self.bytes[..8])
+    }
+}
+impl<B> fmt::Debug for SecretKey<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretKey(..)")
+    }
+}
+impl<B> fmt::Debug for Ciphertext<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ciphertext({:02x?}..)", &self.bytes[..8])
+    }
+}
+
+/// CTRU-Light with symmetric back-end `B` and arithmetic variant `A`
+/// (the variant never changes a byte of the output).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CtruLight<B, A = Kred2x>(PhantomData<(B, A)>);
+
+fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
+    rng.try_fill_bytes(out).map_err(|_| Error::Rng)
+}
+
+impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
+    /// KEM.KeyGen (§4): draws d until f is invertible (at most
+    /// [`KEYGEN_ATTEMPTS`] times; each retry is public), then z.
+    pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey<B>, SecretKey<B>), Error> {
+        let mut sk = [0u8; SK_BYTES];
+        let mut pk = [0u8; PK_BYTES];
+        let mut found = false;
+        for _ in 0..KEYGEN_ATTEMPTS {
+            let mut d = [0u8; 32];
+            fill(rng, &mut d)?;
+            let mut coins = [0u8; 256];
+            B::xof(&[&d], &mut coins);
+            let sk_pke: &mut [u8; SK_PKE_BYTES] = (&mut sk[..SK_PKE_BYTES]).try_into().map_err(|_| Error::Rng)?;
+            let ok = pke::keygen::<A>(&coins, &mut pk, sk_pke);
+            d.zeroize();
+            coins.zeroize();
+            // Retrying on a non-invertible f is public (it excludes the key).
+            if bool::from(ok) {
+                found = true;
+                break;
+            }
+        }
+        if !found {
+            sk.zeroize();
+            return Err(Error::KeyGenExhausted);
+        }
+        let mut z = [0u8; 32];
+        fill(rng, &mut z)?;
+        sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES].copy_from_slice(&pk);
+        sk[SK_PKE_BYTES + PK_BYTES..].copy_from_slice(&z);
+        z.zeroize();
+        Ok((
+            PublicKey {
+                bytes: pk,
+                _b: PhantomData,
+            },
+            SecretKey {
+                bytes: sk,
+                _b: PhantomData,
+            },
+        ))
+    }
+
+    /// KEM.Encaps (§4).
+    pub fn encapsulate(
+        pk: &PublicKey<B>,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(Ciphertext<B>, SharedSecret), Error> {
+        let mut mu = [0u8; 32];
+        fill(rng, &mut mu)?;
+        let mut m = [0u8; 32];
+        B::xof(&[&mu], &mut m);
+        mu.zeroize();
+        let mut ct = [0u8; CT_BYTES];
+        let ss = Self::encrypt_derive(&pk.bytes, &m, &mut ct);
+        m.zeroize();
+        Ok((
+            Ciphertext {
+                bytes: ct,
+                _b: PhantomData,
+            },
+            ss,
+        ))
+    }
+
+    /// G = Hg(ID(pk) ‖ m); ct = Enc(pk, m, XOF(G[32..64], 128)); K = G[0..32].
+    fn encrypt_derive(pk: &[u8], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
+        let mut g = B::hg(&[&pk[..ID_BYTES], m]);
+        let mut coins = [0u8; 128];
+        B::xof(&[&g[32..]], &mut coins);
+        pke::encrypt::<A>(pk, m, &coins, ct);
+        let mut k = [0u8; 32];
+        k.copy_from_slice(&g[..32]);
+        g.zeroize();
+        coins.zeroize();
+        SharedSecret::new(k)
+    }
+
+    /// KEM.Decaps (§4): re-encrypts and selects K or Hrej(ct ‖ z) in
+    /// constant time. Never fails: a bad ciphertext yields the rejection key.
+    pub fn decapsulate(sk: &SecretKey<B>, ct: &Ciphertext<B>) -> SharedSecret {
+        let mut m = [0u8; 32];
+        // sk was validated on import, so the returned validity flag is true.
+        let _ = pke::decrypt::<A>(&sk.bytes[..SK_PKE_BYTES], &ct.bytes, &mut m);
+        let mut ct2 = [0u8; CT_BYTES];
+        let good = Self::encrypt_derive(sk.pk(), &m, &mut ct2);
+        let same = ct.bytes.ct_eq(&ct2);
+        let bad = B::hrej(&[&ct.bytes, &sk.bytes[SK_BYTES - 32..]]);
+        let mut k = [0u8; 32];
+        for ((o, g), b) in k.iter_mut().zip(good.as_bytes()).zip(&bad) {
+            *o = u8::conditional_select(b, g, same);
+        }
+        m.zeroize();
+        ct2.zeroize();
+        SharedSecret::new(k)
+    }
+}
+
+/// Byte-level PKE and KEM functions for tests and the firmware harness:
+/// deterministic given their coins.
+pub mod hazmat {
+    use super::*;
+
+    /// PKE.KeyGen from 256 coin bytes: (pk, sk_pke, invertible).
+    pub fn pke_keygen<A: Arithmetic>(coins: &[u8; 256]) -> ([u8; PK_BYTES], [u8; SK_PKE_BYTES], bool) {
+        let mut pk = [0u8; PK_BYTES];
+        let mut sk = [0u8; SK_PKE_BYTES];
+        let ok = pke::keygen::<A>(coins, &mut pk, &mut sk);
+        (pk, sk, ok.into())
+    }
+
+    /// PKE.Enc.
+    pub fn pke_encrypt<A: Arithmetic>(pk: &[u8; PK_BYTES], m: &[u8; 32], coins: &[u8; 128]) -> [u8; CT_BYTES] {
+        let mut ct = [0u8; CT_BYTES];
+        pke::encrypt::<A>(pk, m, coins, &mut ct);
+        ct
+    }
+
+    /// PKE.Dec.
+    pub fn pke_decrypt<A: Arithmetic>(sk_pke: &[u8; SK_PKE_BYTES], ct: &[u8; CT_BYTES]) -> [u8; 32] {
+        let mut m = [0u8; 32];
+        let _ = pke::decrypt::<A>(sk_pke, ct, &mut m);
+        m
+    }
+}

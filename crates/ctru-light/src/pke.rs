@@ -1,0 +1,130 @@
+//! The CTRU-Light PKE (definition §3).
+
+use modarith::crt::{crt_bound_holds, crt_lift};
+use modarith::{Modulus, Q769};
+use subtle::Choice;
+use zeroize::Zeroize;
+
+use crate::arith::{Arithmetic, Ring3329, Ring769};
+use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10, unpack_sk};
+use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
+
+// Decryption lifts c·f exactly: |c_i| ≤ 128 and |f_i| ≤ 4 even for a
+// malformed secret key (3-bit values 6 and 7), over 512 terms.
+const _: () = assert!(crt_bound_holds(128 * 4 * N as u32, 769, 3329));
+
+/// PKE.KeyGen (§3) from 256 coin bytes. Writes pk and sk_pke; returns
+/// whether f was invertible (decided in constant time by modarith).
+pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke: &mut [u8; SK_PKE_BYTES]) -> Choice {
+    let (f_coins, g_coins) = coins.split_at(128);
+    let mut f = [0i16; N];
+    cbd1(f_coins, &mut f);
+    for x in f.iter_mut() {
+        *x *= 2;
+    }
+    f[0] += 1;
+    pack_sk(&f, sk_pke);
+    Ring769::<A>::forward(&mut f);
+    let invertible = Ring769::<A>::base_inv(&mut f);
+    let mut g = [0i16; N];
+    cbd1(g_coins, &mut g);
+    Ring769::<A>::forward(&mut g);
+    Ring769::<A>::base_mul_assign(&mut g, &f);
+    Ring769::<A>::inverse(&mut g);
+    for x in g.iter_mut() {
+        *x = Q769::to_unsigned(*x) as i16;
+    }
+    pack10(&g, pk);
+    f.zeroize();
+    g.zeroize();
+    invertible
+}
+
+/// ⌊a / 769⌋ for a < 2^19 as (a·M) ≫ 32, M = ⌈2^32 / 769⌉: no divide instruction.
+const RECIP_Q: u64 = (1u64 << 32).div_ceil(Q as u64);
+
+/// c = ⌊((σ + b·385)·256 + 384) / 769⌋ mod 256 (§3 Enc), constant time.
+#[inline]
+pub fn compress(sigma: u16, bit: u8) -> u8 {
+    let a = ((sigma as u64 + bit as u64 * 385) << 8) + 384;
+    ((a * RECIP_Q) >> 32) as u8
+}
+
+/// PKE.Enc (§3): ct from pk, message and 128 coin bytes.
+pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], ct: &mut [u8; CT_BYTES]) {
+    let mut sigma = [0i16; N];
+    unpack10(pk, &mut sigma);
+    for x in sigma.iter_mut() {
+        *x = Q769::center(*x); // raw 10-bit values may be ≥ q
+    }
+    let mut r = [0i16; N];
+    cbd1(coins, &mut r);
+    Ring769::<A>::forward(&mut sigma);
+    Ring769::<A>::forward(&mut r);
+    Ring769::<A>::base_mul_assign(&mut sigma, &r);
+    Ring769::<A>::inverse(&mut sigma);
+    // E8 bits block by block: no 512-byte bit buffer.
+    for (b, (out, s)) in ct.chunks_exact_mut(8).zip(sigma.chunks_exact(8)).enumerate() {
+        let codeword = e8_codeword(m, b);
+        for (j, (c, &x)) in out.iter_mut().zip(s).enumerate() {
+            *c = compress(Q769::to_unsigned(x), (codeword >> j) & 1);
+        }
+    }
+    sigma.zeroize();
+    r.zeroize();
+}
+
+/// c·f mod q in the ring `R`, into `acc` (c centred from the ciphertext bytes).
+macro_rules! product_mod {
+    ($ring:ty, $ct:expr, $f:expr, $acc:expr) => {{
+        for (a, &c) in $acc.iter_mut().zip($ct.iter()) {
+            *a = c as i8 as i16;
+        }
+        <$ring>::forward($acc);
+        <$ring>::forward($f);
+        <$ring>::base_mul_assign($acc, $f);
+        <$ring>::inverse($acc);
+    }};
+}
+
+/// PKE.Dec (§3): w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769
+/// and mod 3329 and a CRT lift; then E8-decode each block. Returns false
+/// (with m still computed) if sk_pke holds a 3-bit value above 5.
+pub fn decrypt<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
+    let mut f = [0i16; N];
+    let mut w769 = [0i16; N];
+    let mut w3329 = [0i16; N];
+    let mut valid = unpack_sk(sk_pke, &mut f);
+    product_mod!(Ring769<A>, ct, &mut f, &mut w769);
+    valid &= unpack_sk(sk_pke, &mut f);
+    product_mod!(Ring3329<A>, ct, &mut f, &mut w3329);
+    m.fill(0);
+    for (b, (x, y)) in w769.chunks_exact(8).zip(w3329.chunks_exact(8)).enumerate() {
+        let block: [u8; 8] = core::array::from_fn(|j| crt_lift::<Q769, modarith::Q3329>(x[j], y[j]) as u8);
+        m[b >> 1] |= e8_decode_block(&block) << (4 * (b & 1));
+    }
+    f.zeroize();
+    w769.zeroize();
+    w3329.zeroize();
+    valid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The multiply-shift equals the exact division for every input (§3).
+    #[test]
+    fn compress_division_identity_holds_for_all_inputs() {
+        for sigma in 0..Q as u64 {
+            for bit in 0..2u64 {
+                let exact = ((((sigma + bit * 385) * 256) + 384).div_euclid(769)) % 256;
+                assert_eq!(
+                    compress(sigma as u16, bit as u8) as u64,
+                    exact,
+                    "σ = {sigma}, b = {bit}"
+                );
+            }
+        }
+    }
+}

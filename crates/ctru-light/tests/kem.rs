@@ -1,0 +1,123 @@
+//! CTRU-Light behaviour beyond the KATs: arithmetic variants agree, PKE
+//! round trips, implicit rejection, malformed input.
+
+use ctru_light::kem::hazmat;
+use ctru_light::symmetric::Backend;
+use ctru_light::*;
+
+struct Rng(u64);
+impl Rng {
+    fn bytes<const L: usize>(&mut self) -> [u8; L] {
+        core::array::from_fn(|_| {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) as u8
+        })
+    }
+}
+
+/// The three arithmetic variants never change a byte (definition §6).
+#[test]
+fn arithmetic_variants_agree_and_pke_round_trips() {
+    let mut rng = Rng(1);
+    let mut round_trips = 0;
+    for _ in 0..40 {
+        let coins: [u8; 256] = rng.bytes();
+        let (pk, sk, ok) = hazmat::pke_keygen::<Kred2x>(&coins);
+        assert_eq!((pk, sk, ok), hazmat::pke_keygen::<MontgomeryOpt>(&coins));
+        assert_eq!((pk, sk, ok), hazmat::pke_keygen::<MontgomeryPlain>(&coins));
+        assert!(ok, "f is invertible with overwhelming probability");
+        let m: [u8; 32] = rng.bytes();
+        let enc_coins: [u8; 128] = rng.bytes();
+        let ct = hazmat::pke_encrypt::<Kred2x>(&pk, &m, &enc_coins);
+        assert_eq!(ct, hazmat::pke_encrypt::<MontgomeryOpt>(&pk, &m, &enc_coins));
+        assert_eq!(ct, hazmat::pke_encrypt::<MontgomeryPlain>(&pk, &m, &enc_coins));
+        let back = hazmat::pke_decrypt::<Kred2x>(&sk, &ct);
+        assert_eq!(back, hazmat::pke_decrypt::<MontgomeryOpt>(&sk, &ct));
+        assert_eq!(back, hazmat::pke_decrypt::<MontgomeryPlain>(&sk, &ct));
+        assert_eq!(back, m);
+        round_trips += 1;
+    }
+    assert_eq!(round_trips, 40);
+}
+
+/// Every modified ciphertext decapsulates to Hrej(ct ‖ z).
+fn implicit_rejection<B: Backend>() {
+    let mut rng = doc_rng();
+    let (pk, sk) = CtruLight::<B>::keygen(&mut rng).unwrap();
+    let (ct, ss) = CtruLight::<B>::encapsulate(&pk, &mut rng).unwrap();
+    assert_eq!(CtruLight::<B>::decapsulate(&sk, &ct), ss);
+    let z = &sk.as_bytes()[864 - 32..];
+    for pos in [0, 1, 100, 255, 256, 511] {
+        for flip in [0x01u8, 0x80, 0xFF] {
+            let mut bad = *ct.as_bytes();
+            bad[pos] ^= flip;
+            let bad = Ciphertext::<B>::from_bytes(&bad).unwrap();
+            let k = CtruLight::<B>::decapsulate(&sk, &bad);
+            assert_eq!(k.as_bytes(), &B::hrej(&[bad.as_bytes(), z]), "{} pos {pos}", B::NAME);
+            assert_ne!(k, ss);
+        }
+    }
+}
+
+#[test]
+fn implicit_rejection_sha3() {
+    implicit_rejection::<Sha3>();
+}
+
+#[test]
+fn implicit_rejection_ascon() {
+    implicit_rejection::<Ascon>();
+}
+
+#[test]
+fn malformed_input_is_a_typed_error() {
+    let mut rng = doc_rng();
+    let (pk, sk) = CtruLightSha3::keygen(&mut rng).unwrap();
+    assert_eq!(
+        PublicKey::<Sha3>::from_bytes(&pk.as_bytes()[..639]).unwrap_err(),
+        Error::InvalidLength {
+            expected: 640,
+            got: 639
+        }
+    );
+    assert_eq!(
+        SecretKey::<Sha3>::from_bytes(&[0u8; 865]).unwrap_err(),
+        Error::InvalidLength {
+            expected: 864,
+            got: 865
+        }
+    );
+    assert_eq!(
+        Ciphertext::<Sha3>::from_bytes(&[]).unwrap_err(),
+        Error::InvalidLength { expected: 512, got: 0 }
+    );
+    // A 10-bit value of 1023 ≥ q in the public key.
+    let mut bad_pk = *pk.as_bytes();
+    bad_pk[0] = 0xFF;
+    bad_pk[1] |= 0x03;
+    assert_eq!(
+        PublicKey::<Sha3>::from_bytes(&bad_pk).unwrap_err(),
+        Error::PublicKeyNotReduced
+    );
+    // ... and inside a secret key.
+    let mut bad_sk = *sk.as_bytes();
+    bad_sk[192] = 0xFF;
+    bad_sk[193] |= 0x03;
+    assert_eq!(
+        SecretKey::<Sha3>::from_bytes(&bad_sk).unwrap_err(),
+        Error::PublicKeyNotReduced
+    );
+    // A packed f value of 7 > 5.
+    let mut bad_f = *sk.as_bytes();
+    bad_f[0] |= 0x07;
+    assert_eq!(
+        SecretKey::<Sha3>::from_bytes(&bad_f).unwrap_err(),
+        Error::SecretKeyMalformed
+    );
+    // Round trips through bytes.
+    assert_eq!(PublicKey::<Sha3>::from_bytes(pk.as_bytes()).unwrap(), pk);
+    assert_eq!(SecretKey::<Sha3>::from_bytes(sk.as_bytes()).unwrap().public_key(), pk);
+}
