@@ -35,6 +35,8 @@ pub struct Mcu {
     pub sram: u32,
     /// Whether simavr can run it.
     pub simulated: bool,
+    /// Overrides the release profile's opt-level (the 4808's 48 KB flash needs "s").
+    pub opt_level: Option<&'static str>,
 }
 
 /// Supported MCUs.
@@ -44,12 +46,14 @@ pub const MCUS: &[Mcu] = &[
         flash: 128 * 1024,
         sram: 16 * 1024,
         simulated: true,
+        opt_level: None,
     },
     Mcu {
         name: "atmega4808",
         flash: 48 * 1024,
         sram: 6 * 1024,
         simulated: false,
+        opt_level: Some("s"),
     },
 ];
 
@@ -206,6 +210,9 @@ pub fn build(mcu: Mcu) -> Result<Build, String> {
             "--target-dir",
         ])
         .arg(&target);
+    if let Some(level) = mcu.opt_level {
+        cmd.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
+    }
     util::run(&mut cmd)?;
     let elf = target.join("avr-none/release/firmware.elf");
     let b = sizes(mcu, &elf)?;
