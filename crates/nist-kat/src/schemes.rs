@@ -23,7 +23,8 @@ impl Scheme {
     }
 }
 
-macro_rules! kyber_runner {
+/// A KEM module with free `keygen`/`encapsulate`/`decapsulate` functions.
+macro_rules! module_runner {
     ($module:path) => {{
         use $module as kem;
         |rng: &mut NistDrbg| {
@@ -67,13 +68,19 @@ pub const ALL: &[Scheme] = &[
         name: "ml-kem-512",
         header: "ML-KEM-512",
         reference_file: "ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp",
-        run: kyber_runner!(kyber512_avr::ml_kem_512),
+        run: module_runner!(kyber512_avr::ml_kem_512),
     },
     Scheme {
         name: "kyber512-r3",
         header: "Kyber512",
         reference_file: "kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp",
-        run: kyber_runner!(kyber512_avr::kyber512_r3),
+        run: module_runner!(kyber512_avr::kyber512_r3),
+    },
+    Scheme {
+        name: "lightsaber",
+        header: "LightSaber",
+        reference_file: "lightsaber/LightSaber_PQCkemKAT_1568.rsp",
+        run: module_runner!(lightsaber_avr),
     },
     Scheme {
         name: "ctru-light-sha3",

@@ -40,3 +40,8 @@ fn ctru_light_sha3_matches_kat() {
 fn ctru_light_ascon_matches_kat() {
     check("ctru-light-ascon");
 }
+
+#[test]
+fn lightsaber_matches_kat() {
+    check("lightsaber");
+}

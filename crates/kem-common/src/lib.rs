@@ -1,0 +1,154 @@
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! What the KEM crates of this workspace share, so each fact lives once:
+//! little-endian bit packing, the [`SharedSecret`] type, RNG plumbing.
+
+use core::fmt;
+
+use rand_core::{CryptoRng, RngCore};
+use subtle::{Choice, ConstantTimeEq};
+use zeroize::Zeroize;
+
+/// Packs `count` values of `d` bits (1 ≤ d ≤ 16; upper bits ignored) as a
+/// little-endian bit stream into `out` (count·d/8 bytes).
+pub fn pack_bits(d: u32, count: usize, out: &mut [u8], mut value: impl FnMut(usize) -> u16) {
+    let mask = (1u32 << d) - 1;
+    let (mut acc, mut bits) = (0u32, 0);
+    let mut bytes = out.iter_mut();
+    for i in 0..count {
+        acc |= (value(i) as u32 & mask) << bits;
+        bits += d;
+        while bits >= 8 {
+            if let Some(b) = bytes.next() {
+                *b = acc as u8;
+            }
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+}
+
+/// Unpacks `count` values of `d` bits from a little-endian bit stream,
+/// calling `sink(i, value)`; missing input bytes read as zero.
+pub fn unpack_bits(d: u32, count: usize, input: &[u8], mut sink: impl FnMut(usize, u16)) {
+    let mask = (1u32 << d) - 1;
+    let (mut acc, mut bits) = (0u32, 0);
+    let mut bytes = input.iter();
+    for i in 0..count {
+        while bits < d {
+            acc |= (*bytes.next().unwrap_or(&0) as u32) << bits;
+            bits += 8;
+        }
+        sink(i, (acc & mask) as u16);
+        acc >>= d;
+        bits -= d;
+    }
+}
+
+/// A 32-byte shared secret. Zeroized on drop; compared in constant time.
+#[derive(Clone)]
+pub struct SharedSecret([u8; 32]);
+
+impl SharedSecret {
+    /// Wraps secret bytes.
+    pub fn new(bytes: [u8; 32]) -> Self {
+        SharedSecret(bytes)
+    }
+    /// The secret bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl ConstantTimeEq for SharedSecret {
+    fn ct_eq(&self, other: &Self) -> Choice {
+        self.0.ct_eq(&other.0)
+    }
+}
+impl PartialEq for SharedSecret {
+    fn eq(&self, other: &Self) -> bool {
+        self.ct_eq(other).into()
+    }
+}
+impl Eq for SharedSecret {}
+impl Drop for SharedSecret {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+impl zeroize::ZeroizeOnDrop for SharedSecret {}
+impl fmt::Debug for SharedSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SharedSecret(..)")
+    }
+}
+
+/// The RNG failed (a KEM crate maps this into its own error type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RngError;
+
+/// One `randombytes(out.len())` call: KATs depend on the call boundaries.
+pub fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), RngError> {
+    rng.try_fill_bytes(out).map_err(|_| RngError)
+}
+
+/// Selects `b` where `choice` is set, else `a`, byte by byte in constant time.
+pub fn select_bytes<const L: usize>(a: &[u8; L], b: &[u8; L], choice: Choice) -> [u8; L] {
+    use subtle::ConditionallySelectable;
+    core::array::from_fn(|i| u8::conditional_select(&a[i], &b[i], choice))
+}
+
+/// A deterministic, insecure RNG for documentation examples and tests only.
+#[doc(hidden)]
+pub fn doc_rng() -> impl RngCore + CryptoRng {
+    struct Lcg(u64);
+    impl RngCore for Lcg {
+        fn next_u32(&mut self) -> u32 {
+            self.next_u64() as u32
+        }
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0
+        }
+        fn fill_bytes(&mut self, dest: &mut [u8]) {
+            rand_core::impls::fill_bytes_via_next(self, dest)
+        }
+        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+            self.fill_bytes(dest);
+            Ok(())
+        }
+    }
+    impl CryptoRng for Lcg {}
+    Lcg(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_packing_round_trips_for_every_width() {
+        for d in 1..=16u32 {
+            let count = 64;
+            let values: [u16; 64] =
+                core::array::from_fn(|i| ((i as u32).wrapping_mul(2654435761) >> 7) as u16 & ((1u32 << d) - 1) as u16);
+            let mut bytes = [0u8; 128];
+            let len = count * d as usize / 8;
+            pack_bits(d, count, &mut bytes[..len], |i| values[i]);
+            let mut back = [0u16; 64];
+            unpack_bits(d, count, &bytes[..len], |i, v| back[i] = v);
+            assert_eq!(back, values, "d = {d}");
+        }
+    }
+
+    #[test]
+    fn little_endian_order() {
+        let mut out = [0u8; 5];
+        pack_bits(10, 4, &mut out, |i| [0x3FF, 0, 1, 0x200][i]);
+        assert_eq!(out, [0xFF, 0x03, 0x10, 0x00, 0x80]);
+    }
+}

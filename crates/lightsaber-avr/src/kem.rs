@@ -1,0 +1,186 @@
+//! Saber.KEM (round-3 specification Algorithms 20–22 / reference `kem.c`):
+//! FO transform with implicit rejection, the reference's RNG draw order.
+
+use core::fmt;
+
+use kem_common::{fill, select_bytes, SharedSecret};
+use rand_core::{CryptoRng, RngCore};
+use subtle::ConstantTimeEq;
+use zeroize::Zeroize;
+
+use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
+use crate::pke;
+use crate::Error;
+
+fn exact<const LEN: usize>(bytes: &[u8]) -> Result<[u8; LEN], Error> {
+    bytes.try_into().map_err(|_| Error::InvalidLength {
+        expected: LEN,
+        got: bytes.len(),
+    })
+}
+
+/// A public key: b ‖ seed_A (any bytes of the right length are valid).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PublicKey([u8; PK_BYTES]);
+
+/// A secret key: s ‖ pk ‖ H(pk) ‖ z. Validated on import; zeroized on drop.
+#[derive(Clone)]
+pub struct SecretKey([u8; SK_BYTES]);
+
+/// A ciphertext: b' ‖ c_m.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Ciphertext([u8; CT_BYTES]);
+
+impl PublicKey {
+    /// Encoded length.
+    pub const LEN: usize = PK_BYTES;
+    /// Imports a public key.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        Ok(PublicKey(exact(bytes)?))
+    }
+    /// The encoded key.
+    pub fn as_bytes(&self) -> &[u8; PK_BYTES] {
+        &self.0
+    }
+}
+
+impl SecretKey {
+    /// Encoded length.
+    pub const LEN: usize = SK_BYTES;
+    /// Imports a secret key: every secret coefficient must be in [−5, 5]
+    /// and H(pk) must match the embedded pk.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let key = SecretKey(exact(bytes)?);
+        if !pke::secret_in_range(&key.0[..SK_PKE_BYTES]) {
+            return Err(Error::SecretKeyMalformed);
+        }
+        if !bool::from(fips202::sha3_256(&[key.pk()]).ct_eq(key.hpk())) {
+            return Err(Error::SecretKeyHashMismatch);
+        }
+        Ok(key)
+    }
+    /// The encoded key (secret).
+    pub fn as_bytes(&self) -> &[u8; SK_BYTES] {
+        &self.0
+    }
+    /// The matching public key.
+    pub fn public_key(&self) -> PublicKey {
+        let mut pk = [0u8; PK_BYTES];
+        pk.copy_from_slice(self.pk());
+        PublicKey(pk)
+    }
+    fn pk(&self) -> &[u8] {
+        &self.0[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]
+    }
+    fn hpk(&self) -> &[u8] {
+        &self.0[SK_BYTES - 64..SK_BYTES - 32]
+    }
+}
+
+impl Drop for SecretKey {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+impl zeroize::ZeroizeOnDrop for SecretKey {}
+
+impl Ciphertext {
+    /// Encoded length.
+    pub const LEN: usize = CT_BYTES;
+    /// Imports a ciphertext (only the length is checked).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        Ok(Ciphertext(exact(bytes)?))
+    }
+    /// The encoded ciphertext.
+    pub fn as_bytes(&self) -> &[u8; CT_BYTES] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PublicKey({:02x?}..)", &self.0[..8])
+    }
+}
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretKey(..)")
+    }
+}
+impl fmt::Debug for Ciphertext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ciphertext({:02x?}..)", &self.0[..8])
+    }
+}
+
+/// KeyGen: seed_A ← SHAKE128(randombytes(32), 32), seed_s ← randombytes(32),
+/// z ← randombytes(32).
+pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey, SecretKey), Error> {
+    let mut raw = [0u8; SEED_BYTES];
+    fill(rng, &mut raw)?;
+    let mut xof = fips202::Sponge::shake128();
+    xof.absorb(&raw);
+    xof.finalize();
+    let mut seed_a = [0u8; SEED_BYTES];
+    xof.squeeze(&mut seed_a);
+    let mut seed_s = [0u8; SEED_BYTES];
+    fill(rng, &mut seed_s)?;
+    let mut pk = [0u8; PK_BYTES];
+    let mut sk = [0u8; SK_BYTES];
+    let sk_pke: &mut [u8; SK_PKE_BYTES] = (&mut sk[..SK_PKE_BYTES]).try_into().map_err(|_| Error::Rng)?;
+    pke::keygen(&seed_a, &seed_s, &mut pk, sk_pke);
+    sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES].copy_from_slice(&pk);
+    sk[SK_BYTES - 64..SK_BYTES - 32].copy_from_slice(&fips202::sha3_256(&[&pk]));
+    fill(rng, &mut sk[SK_BYTES - 32..])?;
+    raw.zeroize();
+    seed_s.zeroize();
+    Ok((PublicKey(pk), SecretKey(sk)))
+}
+
+/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r). Returns K̄ (the caller hashes
+/// it with H of the ciphertext it received or sent).
+fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], ct: &mut [u8; CT_BYTES]) -> [u8; 32] {
+    let mut kr = fips202::sha3_512(&[m, hpk]);
+    let mut r = [0u8; 32];
+    r.copy_from_slice(&kr[32..]);
+    pke::encrypt(m, &r, pk, ct);
+    let mut kbar = [0u8; 32];
+    kbar.copy_from_slice(&kr[..32]);
+    r.zeroize();
+    kr.zeroize();
+    kbar
+}
+
+/// Encapsulation: m = H(randombytes(32)).
+pub fn encapsulate(pk: &PublicKey, rng: &mut (impl RngCore + CryptoRng)) -> Result<(Ciphertext, SharedSecret), Error> {
+    let mut raw = [0u8; 32];
+    fill(rng, &mut raw)?;
+    let mut m = fips202::sha3_256(&[&raw]);
+    let hpk = fips202::sha3_256(&[&pk.0]);
+    let mut ct = [0u8; CT_BYTES];
+    let mut kbar = encrypt_derive(&m, &hpk, &pk.0, &mut ct);
+    let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[&ct])]));
+    raw.zeroize();
+    m.zeroize();
+    kbar.zeroize();
+    Ok((Ciphertext(ct), ss))
+}
+
+/// Decapsulation: never fails; a bad ciphertext yields H(z ‖ H(ct)),
+/// selected in constant time.
+pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> SharedSecret {
+    let mut m = [0u8; 32];
+    pke::decrypt(&sk.0[..SK_PKE_BYTES], &ct.0, &mut m);
+    let mut ct2 = [0u8; CT_BYTES];
+    let mut kbar = encrypt_derive(&m, sk.hpk(), sk.pk(), &mut ct2);
+    let fail = !ct.0.ct_eq(&ct2);
+    let mut z = [0u8; 32];
+    z.copy_from_slice(&sk.0[SK_BYTES - 32..]);
+    // The reference hashes the received ciphertext, valid or not.
+    let mut chosen = select_bytes(&kbar, &z, fail);
+    let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[&ct.0])]));
+    for secret in [&mut m[..], &mut chosen[..], &mut z[..], &mut kbar[..], &mut ct2[..]] {
+        secret.zeroize();
+    }
+    ss
+}

@@ -1,0 +1,52 @@
+//! GenMatrix and GenSecret (Saber round-3 specification §2.4, reference
+//! code `GenMatrix`, `GenSecret`, `cbd`), streamed from SHAKE128 so no full
+//! matrix buffer is ever held.
+
+use fips202::Sponge;
+use kem_common::unpack_bits;
+
+use crate::params::{EQ, L, MU, N, POLY_Q_BYTES, SEED_BYTES};
+use crate::poly::{centre, Secret};
+
+/// The matrix A as a stream of its entries in row-major order
+/// (SHAKE128(seed_A), 13-bit little-endian coefficients).
+pub struct MatrixStream(Sponge);
+
+impl MatrixStream {
+    /// Starts the stream for `seed_a`.
+    pub fn new(seed_a: &[u8]) -> Self {
+        let mut s = Sponge::shake128();
+        s.absorb(seed_a);
+        s.finalize();
+        MatrixStream(s)
+    }
+
+    /// The next entry A[i][j], centred (|a| ≤ 2^12).
+    pub fn next_entry(&mut self, out: &mut [i16; N]) {
+        let mut bytes = [0u8; POLY_Q_BYTES];
+        self.0.squeeze(&mut bytes);
+        unpack_bits(EQ, N, &bytes, |i, v| out[i] = centre(v, EQ));
+    }
+}
+
+/// GenSecret: l secrets from SHAKE128(seed), centred binomial with μ = 10.
+pub fn gen_secret(seed: &[u8; SEED_BYTES], s: &mut [Secret; L]) {
+    let mut xof = Sponge::shake128();
+    xof.absorb(seed);
+    xof.finalize();
+    let mut five = [0u8; MU >> 1];
+    for poly in s.iter_mut() {
+        for four in poly.chunks_exact_mut(4) {
+            xof.squeeze(&mut five);
+            let t = five.iter().rev().fold(0u64, |acc, &b| (acc << 8) | b as u64);
+            // Count the ones of each 5-bit group at once.
+            let d = (0..5).fold(0u64, |acc, j| acc + ((t >> j) & 0x08_4210_8421));
+            for (k, c) in four.iter_mut().enumerate() {
+                let a = (d >> (10 * k)) & 0x1F;
+                let b = (d >> (10 * k + 5)) & 0x1F;
+                *c = a as i8 - b as i8;
+            }
+        }
+    }
+    five.iter_mut().for_each(|b| *b = 0);
+}

@@ -1,0 +1,56 @@
+//! LightSaber behaviour beyond the KAT: implicit rejection, malformed input.
+
+use lightsaber_avr::*;
+
+#[test]
+fn implicit_rejection_and_round_trip() {
+    let mut rng = kem_common::doc_rng();
+    let (pk, sk) = keygen(&mut rng).unwrap();
+    let (ct, ss) = encapsulate(&pk, &mut rng).unwrap();
+    assert_eq!(decapsulate(&sk, &ct), ss);
+    let z = &sk.as_bytes()[1568 - 32..];
+    for pos in [0, 319, 640, 735] {
+        let mut bad = *ct.as_bytes();
+        bad[pos] ^= 0x10;
+        let k = decapsulate(&sk, &Ciphertext::from_bytes(&bad).unwrap());
+        // H(z ‖ H(ct)) as in the reference kem.c.
+        let expected = fips202::sha3_256(&[z, &fips202::sha3_256(&[&bad])]);
+        assert_eq!(k.as_bytes(), &expected, "pos {pos}");
+    }
+    assert_eq!(sk.public_key(), pk);
+    assert_eq!(PublicKey::from_bytes(pk.as_bytes()).unwrap(), pk);
+}
+
+#[test]
+fn malformed_input_is_a_typed_error() {
+    let mut rng = kem_common::doc_rng();
+    let (_, sk) = keygen(&mut rng).unwrap();
+    assert_eq!(
+        PublicKey::from_bytes(&[0; 671]).unwrap_err(),
+        Error::InvalidLength {
+            expected: 672,
+            got: 671
+        }
+    );
+    assert_eq!(
+        Ciphertext::from_bytes(&[0; 737]).unwrap_err(),
+        Error::InvalidLength {
+            expected: 736,
+            got: 737
+        }
+    );
+    assert_eq!(
+        SecretKey::from_bytes(&[0; 3]).unwrap_err(),
+        Error::InvalidLength { expected: 1568, got: 3 }
+    );
+    assert!(SecretKey::from_bytes(sk.as_bytes()).is_ok());
+    // A secret coefficient of 6 (13-bit value 6 in the first slot).
+    let mut bad = *sk.as_bytes();
+    bad[0] = 6;
+    bad[1] &= 0xE0;
+    assert_eq!(SecretKey::from_bytes(&bad).unwrap_err(), Error::SecretKeyMalformed);
+    // A corrupted embedded pk no longer matches H(pk).
+    let mut bad = *sk.as_bytes();
+    bad[832 + 5] ^= 1;
+    assert_eq!(SecretKey::from_bytes(&bad).unwrap_err(), Error::SecretKeyHashMismatch);
+}
