@@ -1,5 +1,7 @@
 //! Sampling and encodings (CTRU-Light definition §2), all constant time.
 
+use kem_common::{pack_bits, unpack_bits};
+
 use crate::params::{N, PK_BYTES, Q, SK_PKE_BYTES};
 
 /// CBD1 (§2): byte i gives coefficients 4i..4i+3, coefficient 4i+j = bit(2j) − bit(2j+1).
@@ -14,22 +16,12 @@ pub fn cbd1(buf: &[u8], out: &mut [i16; N]) {
 
 /// Pack10 (§2): canonical h_i ∈ [0, q) as a little-endian stream of 10-bit values.
 pub fn pack10(h: &[i16; N], out: &mut [u8; PK_BYTES]) {
-    for (five, four) in out.chunks_exact_mut(5).zip(h.chunks_exact(4)) {
-        let v = four.iter().rev().fold(0u64, |acc, &x| (acc << 10) | x as u16 as u64);
-        for (k, b) in five.iter_mut().enumerate() {
-            *b = (v >> (8 * k)) as u8;
-        }
-    }
+    pack_bits(10, N, out, |i| h[i] as u16);
 }
 
 /// Unpack10 (§2): the raw 10-bit values (possibly ≥ q).
 pub fn unpack10(pk: &[u8], out: &mut [i16; N]) {
-    for (four, five) in out.chunks_exact_mut(4).zip(pk.chunks_exact(5)) {
-        let v = five.iter().rev().fold(0u64, |acc, &b| (acc << 8) | b as u64);
-        for (k, c) in four.iter_mut().enumerate() {
-            *c = ((v >> (10 * k)) & 0x3FF) as i16;
-        }
-    }
+    unpack_bits(10, N, pk, |i, v| out[i] = v as i16);
 }
 
 /// Whether every 10-bit value of an encoded public key is below q.
@@ -42,26 +34,17 @@ pub fn pk_is_canonical(pk: &[u8]) -> bool {
 
 /// PackSK (§2): 3 − f_i ∈ [0, 5] as little-endian 3-bit values.
 pub fn pack_sk(f: &[i16; N], out: &mut [u8; SK_PKE_BYTES]) {
-    for (three, eight) in out.chunks_exact_mut(3).zip(f.chunks_exact(8)) {
-        let v = eight.iter().rev().fold(0u32, |acc, &x| (acc << 3) | (3 - x) as u32);
-        for (k, b) in three.iter_mut().enumerate() {
-            *b = (v >> (8 * k)) as u8;
-        }
-    }
+    pack_bits(3, N, out, |i| (3 - f[i]) as u16);
 }
 
 /// UnpackSK (§2): f_i = 3 − v_i. Returns whether every v_i ≤ 5 (computed
 /// without an early exit: the values are secret).
 pub fn unpack_sk(sk: &[u8], f: &mut [i16; N]) -> bool {
     let mut bad = 0i16;
-    for (eight, three) in f.chunks_exact_mut(8).zip(sk.chunks_exact(3)) {
-        let v = three.iter().rev().fold(0u32, |acc, &b| (acc << 8) | b as u32);
-        for (k, c) in eight.iter_mut().enumerate() {
-            let x = ((v >> (3 * k)) & 7) as i16;
-            bad |= (5 - x) >> 15;
-            *c = 3 - x;
-        }
-    }
+    unpack_bits(3, N, sk, |i, v| {
+        bad |= (5 - v as i16) >> 15;
+        f[i] = 3 - v as i16;
+    });
     bad == 0
 }
 

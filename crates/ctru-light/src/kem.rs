@@ -4,7 +4,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use rand_core::{CryptoRng, RngCore};
-use subtle::{ConditionallySelectable, ConstantTimeEq};
+use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use crate::arith::{Arithmetic, Kred2x};
@@ -138,7 +138,7 @@ impl<B> fmt::Debug for Ciphertext<B> {
 pub struct CtruLight<B, A = Kred2x>(PhantomData<(B, A)>);
 
 fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
-    rng.try_fill_bytes(out).map_err(|_| Error::Rng)
+    kem_common::fill(rng, out).map_err(|_| Error::Rng)
 }
 
 impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
@@ -229,10 +229,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         let good = Self::encrypt_derive(sk.pk(), &m, &mut ct2);
         let same = ct.bytes.ct_eq(&ct2);
         let bad = B::hrej(&[&ct.bytes, &sk.bytes[SK_BYTES - 32..]]);
-        let mut k = [0u8; 32];
-        for ((o, g), b) in k.iter_mut().zip(good.as_bytes()).zip(&bad) {
-            *o = u8::conditional_select(b, g, same);
-        }
+        let k = kem_common::select_bytes(&bad, good.as_bytes(), same);
         m.zeroize();
         ct2.zeroize();
         SharedSecret::new(k)

@@ -44,45 +44,7 @@ pub type CtruLightSha3 = CtruLight<Sha3>;
 /// CTRU-Light with the Ascon back-end (K-RED2X arithmetic), the paper's best.
 pub type CtruLightAscon = CtruLight<Ascon>;
 
-use subtle::{Choice, ConstantTimeEq};
-use zeroize::Zeroize;
-
-/// A 32-byte shared secret. Zeroized on drop; compared in constant time.
-#[derive(Clone)]
-pub struct SharedSecret([u8; params::SS_BYTES]);
-
-impl SharedSecret {
-    pub(crate) fn new(bytes: [u8; params::SS_BYTES]) -> Self {
-        SharedSecret(bytes)
-    }
-    /// The secret bytes.
-    pub fn as_bytes(&self) -> &[u8; params::SS_BYTES] {
-        &self.0
-    }
-}
-
-impl ConstantTimeEq for SharedSecret {
-    fn ct_eq(&self, other: &Self) -> Choice {
-        self.0.ct_eq(&other.0)
-    }
-}
-impl PartialEq for SharedSecret {
-    fn eq(&self, other: &Self) -> bool {
-        self.ct_eq(other).into()
-    }
-}
-impl Eq for SharedSecret {}
-impl Drop for SharedSecret {
-    fn drop(&mut self) {
-        self.0.zeroize();
-    }
-}
-impl zeroize::ZeroizeOnDrop for SharedSecret {}
-impl core::fmt::Debug for SharedSecret {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("SharedSecret(..)")
-    }
-}
+pub use kem_common::SharedSecret;
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,29 +80,5 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// A deterministic RNG for the documentation examples only (not secure).
 #[doc(hidden)]
-pub fn doc_rng() -> impl rand_core::RngCore + rand_core::CryptoRng {
-    struct Counter(u64);
-    impl rand_core::RngCore for Counter {
-        fn next_u32(&mut self) -> u32 {
-            self.next_u64() as u32
-        }
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0
-        }
-        fn fill_bytes(&mut self, dest: &mut [u8]) {
-            rand_core::impls::fill_bytes_via_next(self, dest)
-        }
-        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-            self.fill_bytes(dest);
-            Ok(())
-        }
-    }
-    impl rand_core::CryptoRng for Counter {}
-    Counter(1)
-}
+pub use kem_common::doc_rng;

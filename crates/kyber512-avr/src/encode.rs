@@ -25,37 +25,14 @@ pub fn decompress(y: u16, d: u32) -> u16 {
     ((y as u32 * Q as u32 + (1 << (d - 1))) >> d) as u16
 }
 
-/// ByteEncode_d of 256 d-bit values produced by `value(i)` (Algorithm 5), into `out` (32·d bytes).
-pub fn byte_encode(d: u32, out: &mut [u8], mut value: impl FnMut(usize) -> u16) {
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    let mut pos = 0;
-    for i in 0..N {
-        acc |= (value(i) as u32) << bits;
-        bits += d;
-        while bits >= 8 {
-            out[pos] = acc as u8;
-            pos += 1;
-            acc >>= 8;
-            bits -= 8;
-        }
-    }
+/// ByteEncode_d (Algorithm 5) of 256 d-bit values produced by `value(i)`, into 32·d bytes.
+pub fn byte_encode(d: u32, out: &mut [u8], value: impl FnMut(usize) -> u16) {
+    kem_common::pack_bits(d, N, out, value);
 }
 
-/// ByteDecode_d (Algorithm 6): calls `sink(i, value)` for the 256 d-bit values of `input` (32·d bytes).
-pub fn byte_decode(d: u32, input: &[u8], mut sink: impl FnMut(usize, u16)) {
-    let mut acc: u32 = 0;
-    let mut bits = 0;
-    let mut bytes = input.iter();
-    for i in 0..N {
-        while bits < d {
-            acc |= (*bytes.next().unwrap_or(&0) as u32) << bits;
-            bits += 8;
-        }
-        sink(i, (acc & ((1 << d) - 1)) as u16);
-        acc >>= d;
-        bits -= d;
-    }
+/// ByteDecode_d (Algorithm 6): calls `sink(i, value)` for the 256 d-bit values of 32·d bytes.
+pub fn byte_decode(d: u32, input: &[u8], sink: impl FnMut(usize, u16)) {
+    kem_common::unpack_bits(d, N, input, sink);
 }
 
 /// ByteEncode_12 of a polynomial's canonical coefficients.

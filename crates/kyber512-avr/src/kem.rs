@@ -5,13 +5,14 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use kem_common::SharedSecret;
 use rand_core::{CryptoRng, RngCore};
-use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
+use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use crate::encode::decode12;
 use crate::kpke;
-use crate::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, SS_BYTES};
+use crate::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES};
 use crate::poly::Poly;
 use crate::Error;
 
@@ -41,7 +42,7 @@ pub trait Variant: sealed::Sealed + 'static {
 pub(crate) use sealed::Sealed;
 
 pub(crate) fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
-    rng.try_fill_bytes(out).map_err(|_| Error::Rng)
+    kem_common::fill(rng, out).map_err(|_| Error::Rng)
 }
 
 fn check_len(got: usize, expected: usize) -> Result<(), Error> {
@@ -71,45 +72,6 @@ pub struct DecapsulationKey<V> {
 pub struct Ciphertext<V> {
     bytes: [u8; CT_BYTES],
     _v: PhantomData<V>,
-}
-
-/// A 32-byte shared secret. Zeroized on drop; compared in constant time.
-#[derive(Clone)]
-pub struct SharedSecret([u8; SS_BYTES]);
-
-impl SharedSecret {
-    /// The secret bytes.
-    pub fn as_bytes(&self) -> &[u8; SS_BYTES] {
-        &self.0
-    }
-}
-
-impl ConstantTimeEq for SharedSecret {
-    fn ct_eq(&self, other: &Self) -> Choice {
-        self.0.ct_eq(&other.0)
-    }
-}
-
-impl PartialEq for SharedSecret {
-    fn eq(&self, other: &Self) -> bool {
-        self.ct_eq(other).into()
-    }
-}
-
-impl Eq for SharedSecret {}
-
-impl Drop for SharedSecret {
-    fn drop(&mut self) {
-        self.0.zeroize();
-    }
-}
-
-impl zeroize::ZeroizeOnDrop for SharedSecret {}
-
-impl fmt::Debug for SharedSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SharedSecret(..)")
-    }
 }
 
 /// FIPS 203 §7.2 modulus check: every 12-bit value of the encoded t̂ is below q.
@@ -284,7 +246,7 @@ pub(crate) fn encaps_internal<V: Variant>(ek: &EncapsulationKey<V>, m: &[u8; 32]
             bytes: ct,
             _v: PhantomData,
         },
-        SharedSecret(ss),
+        SharedSecret::new(ss),
     )
 }
 
@@ -304,15 +266,12 @@ pub(crate) fn decaps_internal<V: Variant>(dk: &DecapsulationKey<V>, ct: &Ciphert
     let mut z = dk.z();
     let mut good = V::derive_key(&kbar, &ct.bytes);
     let mut bad = V::reject_key(&z, &ct.bytes);
-    let mut ss = [0u8; 32];
-    for ((o, g), b) in ss.iter_mut().zip(&good).zip(&bad) {
-        *o = u8::conditional_select(b, g, same);
-    }
+    let ss = kem_common::select_bytes(&bad, &good, same);
     for secret in [&mut m, &mut kbar, &mut r, &mut z, &mut good, &mut bad] {
         secret.zeroize();
     }
     kr.zeroize();
-    (SharedSecret(ss), ct2.zeroize()).0
+    (SharedSecret::new(ss), ct2.zeroize()).0
 }
 
 fn split(kr: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
@@ -332,7 +291,7 @@ macro_rules! kem_api {
         pub type DecapsulationKey = $crate::kem::DecapsulationKey<$variant>;
         /// Ciphertext of this parameter set.
         pub type Ciphertext = $crate::kem::Ciphertext<$variant>;
-        pub use $crate::kem::SharedSecret;
+        pub use kem_common::SharedSecret;
 
         /// Generates a key pair, drawing randomness in the reference order.
         pub fn keygen(

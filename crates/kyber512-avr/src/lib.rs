@@ -24,7 +24,8 @@ pub mod params;
 mod poly;
 mod sampling;
 
-pub use kem::{SharedSecret, Variant};
+pub use kem::Variant;
+pub use kem_common::SharedSecret;
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,29 +58,5 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// A deterministic RNG for the documentation examples only (not secure).
 #[doc(hidden)]
-pub fn doc_rng() -> impl rand_core::RngCore + rand_core::CryptoRng {
-    struct Counter(u64);
-    impl rand_core::RngCore for Counter {
-        fn next_u32(&mut self) -> u32 {
-            self.next_u64() as u32
-        }
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0
-        }
-        fn fill_bytes(&mut self, dest: &mut [u8]) {
-            rand_core::impls::fill_bytes_via_next(self, dest)
-        }
-        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-            self.fill_bytes(dest);
-            Ok(())
-        }
-    }
-    impl rand_core::CryptoRng for Counter {}
-    Counter(1)
-}
+pub use kem_common::doc_rng;
