@@ -6,6 +6,7 @@ mod avr;
 mod bench;
 mod device;
 mod hosteval;
+mod kat;
 mod mega0;
 mod opts;
 mod published;
@@ -29,6 +30,9 @@ commands:
             cycles, stack and code size of every operation in simavr; writes
             benchmarks/<mcu>/<scheme>.json, benchmarks/latest.json,
             docs/benchmarks.md and docs/benchmarks.svg
+  kat       --scheme ml-kem-512|kyber512-r3|lightsaber|ctru-light-sha3|ctru-light-ascon
+            [--master-seed HEX48] [--count N] [--write FILE] [--check]
+            NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
   report    regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
   help      this text
 ";
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
         Some("sim-test") => simtest::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("report") => bench::regenerate(),
+        Some("kat") => kat::run(&args[1..]),
         None | Some("help") | Some("--help") | Some("-h") => {
             print!("{USAGE}");
             Ok(())
