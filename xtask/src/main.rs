@@ -5,6 +5,7 @@ use std::process::{Command, ExitCode};
 mod avr;
 mod bench;
 mod device;
+mod dfr;
 mod hosteval;
 mod kat;
 mod mega0;
@@ -33,6 +34,7 @@ commands:
   kat       --scheme ml-kem-512|kyber512-r3|lightsaber|ctru-light-sha3|ctru-light-ascon
             [--master-seed HEX48] [--count N] [--write FILE] [--check]
             NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
+  dfr       CTRU-Light decryption-failure rate by convolution of its noise model
   report    regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
   help      this text
 ";
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("report") => bench::regenerate(),
         Some("kat") => kat::run(&args[1..]),
+        Some("dfr") => dfr::run(&args[1..]),
         None | Some("help") | Some("--help") | Some("-h") => {
             print!("{USAGE}");
             Ok(())

@@ -256,6 +256,19 @@ pub mod hazmat {
         ct
     }
 
+    /// The exact decryption product w = c·f mod 256 that PKE.Dec decodes
+    /// (for noise measurements).
+    pub fn pke_decrypt_product<A: Arithmetic>(sk_pke: &[u8; SK_PKE_BYTES], ct: &[u8; CT_BYTES]) -> [u8; CT_BYTES] {
+        let mut w = [0u8; CT_BYTES];
+        let _ = pke::product_blocks::<A>(sk_pke, ct, |b, block| w[8 * b..8 * b + 8].copy_from_slice(block));
+        w
+    }
+
+    /// The E8 codeword bits of message `m` (bit j of block b is coefficient 8b + j).
+    pub fn e8_bits(m: &[u8; 32]) -> [u8; CT_BYTES] {
+        core::array::from_fn(|k| (crate::encode::e8_codeword(m, k >> 3) >> (k & 7)) & 1)
+    }
+
     /// PKE.Dec.
     pub fn pke_decrypt<A: Arithmetic>(sk_pke: &[u8; SK_PKE_BYTES], ct: &[u8; CT_BYTES]) -> [u8; 32] {
         let mut m = [0u8; 32];

@@ -87,10 +87,10 @@ macro_rules! product_mod {
     }};
 }
 
-/// PKE.Dec (§3): w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769
-/// and mod 3329 and a CRT lift; then E8-decode each block. Returns false
-/// (with m still computed) if sk_pke holds a 3-bit value above 5.
-pub fn decrypt<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
+/// w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769 and mod 3329
+/// and a CRT lift; `sink(b, block)` receives each 8-coefficient block.
+/// Returns false if sk_pke holds a 3-bit value above 5.
+pub fn product_blocks<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], mut sink: impl FnMut(usize, &[u8; 8])) -> bool {
     let mut f = [0i16; N];
     let mut w769 = [0i16; N];
     let mut w3329 = [0i16; N];
@@ -98,15 +98,22 @@ pub fn decrypt<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 3
     product_mod!(Ring769<A>, ct, &mut f, &mut w769);
     valid &= unpack_sk(sk_pke, &mut f);
     product_mod!(Ring3329<A>, ct, &mut f, &mut w3329);
-    m.fill(0);
     for (b, (x, y)) in w769.chunks_exact(8).zip(w3329.chunks_exact(8)).enumerate() {
-        let block: [u8; 8] = core::array::from_fn(|j| crt_lift::<Q769, modarith::Q3329>(x[j], y[j]) as u8);
-        m[b >> 1] |= e8_decode_block(&block) << (4 * (b & 1));
+        let mut block: [u8; 8] = core::array::from_fn(|j| crt_lift::<Q769, modarith::Q3329>(x[j], y[j]) as u8);
+        sink(b, &block);
+        block.zeroize();
     }
     f.zeroize();
     w769.zeroize();
     w3329.zeroize();
     valid
+}
+
+/// PKE.Dec (§3): E8-decode each block of w = c·f. Returns false (with m
+/// still computed) if sk_pke holds a 3-bit value above 5.
+pub fn decrypt<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
+    m.fill(0);
+    product_blocks::<A>(sk_pke, ct, |b, block| m[b >> 1] |= e8_decode_block(block) << (4 * (b & 1)))
 }
 
 #[cfg(test)]
