@@ -90,7 +90,11 @@ macro_rules! product_mod {
 /// w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769 and mod 3329
 /// and a CRT lift; `sink(b, block)` receives each 8-coefficient block.
 /// Returns false if sk_pke holds a 3-bit value above 5.
-pub fn product_blocks<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], mut sink: impl FnMut(usize, &[u8; 8])) -> bool {
+pub fn product_blocks<A: Arithmetic>(
+    sk_pke: &[u8],
+    ct: &[u8; CT_BYTES],
+    mut sink: impl FnMut(usize, &[u8; 8]),
+) -> bool {
     let mut f = [0i16; N];
     let mut w769 = [0i16; N];
     let mut w3329 = [0i16; N];
@@ -113,7 +117,9 @@ pub fn product_blocks<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], mut sin
 /// still computed) if sk_pke holds a 3-bit value above 5.
 pub fn decrypt<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
     m.fill(0);
-    product_blocks::<A>(sk_pke, ct, |b, block| m[b >> 1] |= e8_decode_block(block) << (4 * (b & 1)))
+    product_blocks::<A>(sk_pke, ct, |b, block| {
+        m[b >> 1] |= e8_decode_block(block) << (4 * (b & 1))
+    })
 }
 
 #[cfg(test)]

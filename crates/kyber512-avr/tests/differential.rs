@@ -6,19 +6,7 @@ use kyber512_avr::ml_kem_512::hazmat;
 use ml_kem::kem::Decapsulate;
 use ml_kem::{EncapsulateDeterministic, EncodedSizeUser, KemCore, MlKem512, B32};
 
-/// SplitMix64 for test inputs.
-struct Rng(u64);
-impl Rng {
-    fn bytes<const L: usize>(&mut self) -> [u8; L] {
-        core::array::from_fn(|_| {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            (z ^ (z >> 31)) as u8
-        })
-    }
-}
+use kem_common::TestRng as Rng;
 
 #[test]
 fn agrees_with_rustcrypto_ml_kem() {
