@@ -276,3 +276,7 @@ pub mod hazmat {
         m
     }
 }
+
+kem_common::impl_serde_hex!([B: Backend] PublicKey<B>, PK_BYTES);
+kem_common::impl_serde_hex!([B: Backend] SecretKey<B>, SK_BYTES);
+kem_common::impl_serde_hex!([B: Backend] Ciphertext<B>, CT_BYTES);

@@ -126,6 +126,82 @@ pub fn doc_rng() -> impl RngCore + CryptoRng {
     Lcg(1)
 }
 
+/// Hex-string serde support for fixed-size byte types (feature `serde`).
+#[cfg(feature = "serde")]
+pub mod hex_serde {
+    use core::fmt;
+
+    pub use serde;
+    use serde::de::{Error, Visitor};
+
+    struct Hex<'a>(&'a [u8]);
+
+    impl fmt::Display for Hex<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        }
+    }
+
+    /// Serializes bytes as a lower-case hex string.
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&Hex(bytes))
+    }
+
+    struct ArrayVisitor<const N: usize>;
+
+    impl<const N: usize> Visitor<'_> for ArrayVisitor<N> {
+        type Value = [u8; N];
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "a hex string of {N} bytes")
+        }
+        fn visit_str<E: Error>(self, v: &str) -> Result<[u8; N], E> {
+            if v.len() != 2 * N {
+                return Err(E::invalid_length(v.len() / 2, &self));
+            }
+            let mut out = [0u8; N];
+            for (o, pair) in out.iter_mut().zip(v.as_bytes().chunks_exact(2)) {
+                let digit = |c: u8| (c as char).to_digit(16).ok_or_else(|| E::custom("invalid hex digit"));
+                *o = (digit(pair[0])? << 4 | digit(pair[1])?) as u8;
+            }
+            Ok(out)
+        }
+    }
+
+    /// Deserializes a hex string of exactly `N` bytes.
+    pub fn deserialize<'de, D: serde::Deserializer<'de>, const N: usize>(d: D) -> Result<[u8; N], D::Error> {
+        d.deserialize_str(ArrayVisitor::<N>)
+    }
+}
+
+/// Implements hex-string `Serialize`/`Deserialize` for a key or ciphertext
+/// type with `as_bytes()` and a validating `from_bytes()`. Expands to
+/// nothing unless kem-common's `serde` feature is on (the KEM crates'
+/// `serde` features turn it on).
+#[cfg(feature = "serde")]
+#[macro_export]
+macro_rules! impl_serde_hex {
+    ([$($generics:tt)*] $ty:ty, $len:expr) => {
+        impl<$($generics)*> $crate::hex_serde::serde::Serialize for $ty {
+            fn serialize<S: $crate::hex_serde::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                $crate::hex_serde::serialize(self.as_bytes(), s)
+            }
+        }
+        impl<'de, $($generics)*> $crate::hex_serde::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: $crate::hex_serde::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let bytes = $crate::hex_serde::deserialize::<D, { $len }>(d)?;
+                <$ty>::from_bytes(&bytes).map_err(<D::Error as $crate::hex_serde::serde::de::Error>::custom)
+            }
+        }
+    };
+}
+
+/// Without the `serde` feature: nothing to implement.
+#[cfg(not(feature = "serde"))]
+#[macro_export]
+macro_rules! impl_serde_hex {
+    ($($anything:tt)*) => {};
+}
+
 /// SplitMix64: a deterministic generator of test inputs (not for keys).
 #[doc(hidden)]
 pub struct TestRng(pub u64);

@@ -325,3 +325,7 @@ macro_rules! kem_api {
     };
 }
 pub(crate) use kem_api;
+
+kem_common::impl_serde_hex!([V: Variant] EncapsulationKey<V>, EK_BYTES);
+kem_common::impl_serde_hex!([V: Variant] DecapsulationKey<V>, DK_BYTES);
+kem_common::impl_serde_hex!([V: Variant] Ciphertext<V>, CT_BYTES);

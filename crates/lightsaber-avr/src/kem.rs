@@ -184,3 +184,7 @@ pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> SharedSecret {
     }
     ss
 }
+
+kem_common::impl_serde_hex!([] PublicKey, PK_BYTES);
+kem_common::impl_serde_hex!([] SecretKey, SK_BYTES);
+kem_common::impl_serde_hex!([] Ciphertext, CT_BYTES);
