@@ -1,0 +1,478 @@
+//! The three-flight handshake as type-state machines (each step consumes its state).
+
+use rand_core::{CryptoRng, RngCore};
+use subtle::ConstantTimeEq;
+use x25519_dalek::{x25519, X25519_BASEPOINT_BYTES};
+use zeroize::Zeroize;
+
+use crate::kem::{self, KemFail};
+use crate::record::{DirectionKeys, Role, Session};
+use crate::suite::{Family, KemId, Suite, SuiteSet, MAX_SK_LEN};
+use crate::sym::{kdf, kdf32, Secret32, Xof};
+use crate::{Error, MAC_LEN, MAX_CLIENT_ID_LEN, MSG_BROKER_HELLO, MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, VERSION};
+
+/// Length of the nonces of both hellos.
+pub const NONCE_LEN: usize = 32;
+/// Length of an X25519 share.
+pub const X25519_LEN: usize = 32;
+
+/// Whether `id` is a valid client id: 1..=64 bytes of `[A-Za-z0-9._-]`
+/// (it becomes a topic level in topic mode).
+pub fn valid_client_id(id: &[u8]) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_CLIENT_ID_LEN
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The sensor's long-term material for one suite's KEM.
+#[derive(Clone, Copy)]
+pub struct SensorCredentials<'a> {
+    /// The MQTT client id, registered with the broker.
+    pub client_id: &'a [u8],
+    /// The sensor's static KEM secret key (the suite's KEM).
+    pub kem_sk: &'a [u8],
+    /// The sensor's static X25519 secret key (hybrid suites).
+    pub x25519_sk: Option<&'a [u8; 32]>,
+    /// The broker's static KEM public key.
+    pub broker_kem_pk: &'a [u8],
+    /// The broker's static X25519 public key (hybrid suites).
+    pub broker_x25519_pk: Option<&'a [u8; 32]>,
+}
+
+/// A registry entry: what the broker knows about one client.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientEntry<'a> {
+    /// The KEM of the client's static key.
+    pub kem: KemId,
+    /// The client's static KEM public key.
+    pub kem_pk: &'a [u8],
+    /// The client's static X25519 public key (required for hybrid suites).
+    pub x25519_pk: Option<[u8; 32]>,
+    /// The suites this client may use (the downgrade policy).
+    pub allowed: SuiteSet,
+}
+
+/// The broker's long-term material and client registry.
+pub trait BrokerKeys {
+    /// The broker's static secret key for `kem`, if it has one.
+    fn kem_secret_key(&self, kem: KemId) -> Option<&[u8]>;
+    /// The broker's static X25519 secret key, if it has one.
+    fn x25519_secret_key(&self) -> Option<&[u8; 32]>;
+    /// The registry entry of `client_id`.
+    fn client(&self, client_id: &[u8]) -> Option<ClientEntry<'_>>;
+}
+
+fn x25519_public(sk: &[u8; 32]) -> [u8; 32] {
+    x25519(*sk, X25519_BASEPOINT_BYTES)
+}
+
+fn x25519_shared(sk: &[u8; 32], pk: &[u8; 32]) -> Result<Secret32, Error> {
+    let s = Secret32(x25519(*sk, *pk));
+    if bool::from(s.0.ct_eq(&[0u8; 32])) {
+        return Err(Error::X25519NonContributory);
+    }
+    Ok(s)
+}
+
+fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
+    rng.try_fill_bytes(out).map_err(|_| Error::Rng)
+}
+
+fn array32(bytes: &[u8]) -> [u8; 32] {
+    let mut a = [0u8; 32];
+    for (o, b) in a.iter_mut().zip(bytes) {
+        *o = *b;
+    }
+    a
+}
+
+// ---------------------------------------------------------------- key schedule
+
+fn early_secret(f: Family, ss_s: &[u8], dh_ss: Option<&Secret32>) -> Secret32 {
+    match dh_ss {
+        Some(d) => kdf32(f, b"es", &[ss_s, &d.0]),
+        None => kdf32(f, b"es", &[ss_s]),
+    }
+}
+
+fn handshake_secret(f: Family, es: &Secret32, ss_e: &[u8], dh_ee: Option<&Secret32>, th1: &[u8; 32]) -> Secret32 {
+    match dh_ee {
+        Some(d) => kdf32(f, b"hs", &[&es.0, ss_e, &d.0, th1]),
+        None => kdf32(f, b"hs", &[&es.0, ss_e, th1]),
+    }
+}
+
+fn master_secret(f: Family, hs: &Secret32, ss_c: &[u8], th2: &[u8; 32]) -> Secret32 {
+    kdf32(f, b"ms", &[&hs.0, ss_c, th2])
+}
+
+fn finished_mac(f: Family, ms: &Secret32, key_label: &[u8], th: &[u8; 32]) -> Secret32 {
+    let fk = kdf32(f, key_label, &[&ms.0]);
+    kdf32(f, b"finished", &[&fk.0, th])
+}
+
+fn traffic_keys(f: Family, ms: &Secret32, th3: &[u8; 32]) -> (DirectionKeys, DirectionKeys) {
+    let mut c2b = DirectionKeys {
+        key: [0; 16],
+        iv: [0; 16],
+    };
+    let mut b2c = c2b.clone();
+    kdf(f, b"c2b key", &[&ms.0, th3], &mut c2b.key);
+    kdf(f, b"c2b iv", &[&ms.0, th3], &mut c2b.iv);
+    kdf(f, b"b2c key", &[&ms.0, th3], &mut b2c.key);
+    kdf(f, b"b2c iv", &[&ms.0, th3], &mut b2c.iv);
+    (c2b, b2c)
+}
+
+/// Checks the 2-byte header and the exact length of a fixed-length message.
+fn check_header(msg: &[u8], kind: u8, expected_len: usize) -> Result<(), Error> {
+    match msg {
+        [] | [_] => {
+            return Err(Error::Truncated {
+                expected: expected_len,
+                got: msg.len(),
+            })
+        }
+        [v, ..] if *v != VERSION => return Err(Error::UnsupportedVersion(*v)),
+        [_, t, ..] if *t != kind => {
+            return Err(Error::UnexpectedMessage {
+                expected: kind,
+                got: *t,
+            })
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_len(msg: &[u8], expected: usize) -> Result<(), Error> {
+    let got = msg.len();
+    if got < expected {
+        Err(Error::Truncated { expected, got })
+    } else if got > expected {
+        Err(Error::Oversized { expected, got })
+    } else {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- sensor
+
+/// Sensor side, first step: builds the ClientHello.
+pub struct SensorHandshake;
+
+impl SensorHandshake {
+    /// Writes the ClientHello for `suite` into `out` and returns the state
+    /// awaiting the BrokerHello together with the ClientHello's length.
+    ///
+    /// Work: one KEM key generation, one encapsulation; hybrid: one X25519
+    /// key generation and the static-static X25519.
+    pub fn start<'a>(
+        suite: Suite,
+        creds: SensorCredentials<'a>,
+        rng: &mut (impl RngCore + CryptoRng),
+        out: &mut [u8],
+    ) -> Result<(AwaitBrokerHello<'a>, usize), Error> {
+        let kem = suite.kem();
+        let f = suite.family();
+        if !valid_client_id(creds.client_id) {
+            return Err(Error::InvalidClientId);
+        }
+        if creds.kem_sk.len() != kem.sk_len() || creds.broker_kem_pk.len() != kem.pk_len() {
+            return Err(Error::InvalidKey);
+        }
+        let statics = match (suite.is_hybrid(), creds.x25519_sk, creds.broker_x25519_pk) {
+            (false, _, _) => None,
+            (true, Some(sk), Some(pk)) => Some((sk, pk)),
+            (true, _, _) => return Err(Error::InvalidKey),
+        };
+        let total = suite.client_hello_len(creds.client_id.len());
+        let out = out.get_mut(..total).ok_or(Error::BufferTooSmall { needed: total })?;
+
+        let mut state = AwaitBrokerHello {
+            suite,
+            creds,
+            sk_e: [0; MAX_SK_LEN],
+            x_e: [0; 32],
+            es: Secret32([0; 32]),
+            transcript: Xof::transcript(f),
+        };
+        let (header, rest) = out.split_at_mut(4);
+        header.copy_from_slice(&[VERSION, MSG_CLIENT_HELLO, suite.id(), creds.client_id.len() as u8]);
+        let (id, rest) = rest.split_at_mut(creds.client_id.len());
+        id.copy_from_slice(creds.client_id);
+        let (nonce, rest) = rest.split_at_mut(NONCE_LEN);
+        fill(rng, nonce)?;
+        let (pk_e, rest) = rest.split_at_mut(kem.pk_len());
+        let sk_e = state.sk_e.get_mut(..kem.sk_len()).ok_or(Error::InvalidKey)?;
+        kem::keygen(kem, rng, pk_e, sk_e).map_err(|_| Error::Rng)?;
+        let (ct_s, share) = rest.split_at_mut(kem.ct_len());
+        let ss_s = kem::encapsulate(kem, creds.broker_kem_pk, rng, ct_s).map_err(|e| match e {
+            KemFail::Rng => Error::Rng,
+            _ => Error::InvalidKey,
+        })?;
+        let dh_ss = match statics {
+            Some((sk, pk)) => {
+                fill(rng, &mut state.x_e)?;
+                share.copy_from_slice(&x25519_public(&state.x_e));
+                Some(x25519_shared(sk, pk)?)
+            }
+            None => None,
+        };
+        state.es = early_secret(f, ss_s.as_bytes(), dh_ss.as_ref());
+        state.transcript.absorb(out);
+        Ok((state, total))
+    }
+}
+
+/// Sensor state after the ClientHello: holds the ephemeral secrets.
+pub struct AwaitBrokerHello<'a> {
+    suite: Suite,
+    creds: SensorCredentials<'a>,
+    sk_e: [u8; MAX_SK_LEN],
+    x_e: [u8; 32],
+    es: Secret32,
+    transcript: Xof,
+}
+
+impl Drop for AwaitBrokerHello<'_> {
+    fn drop(&mut self) {
+        self.sk_e.zeroize();
+        self.x_e.zeroize();
+    }
+}
+
+impl AwaitBrokerHello<'_> {
+    /// The suite offered.
+    pub fn suite(&self) -> Suite {
+        self.suite
+    }
+
+    /// Processes the BrokerHello: checks BrokerFinished in constant time,
+    /// writes the ClientFinished into `out` and returns the session and its
+    /// length. Work: two decapsulations; hybrid: one X25519.
+    pub fn receive_broker_hello(mut self, msg: &[u8], out: &mut [u8]) -> Result<(Session, usize), Error> {
+        let suite = self.suite;
+        let kem = suite.kem();
+        let f = suite.family();
+        let expected = suite.broker_hello_len();
+        check_header(msg, MSG_BROKER_HELLO, expected)?;
+        match msg.get(2) {
+            None => {
+                return Err(Error::Truncated {
+                    expected,
+                    got: msg.len(),
+                })
+            }
+            Some(&id) if id != suite.id() => {
+                return Err(Error::SuiteMismatch {
+                    offered: suite.id(),
+                    answered: id,
+                })
+            }
+            Some(_) => {}
+        }
+        check_len(msg, expected)?;
+        let cf_len = suite.client_finished_len();
+        let out = out.get_mut(..cf_len).ok_or(Error::BufferTooSmall { needed: cf_len })?;
+
+        let (body, bf) = msg.split_at(expected - MAC_LEN);
+        let rest = body.get(3 + NONCE_LEN..).unwrap_or(&[]);
+        let (ct_e, rest) = rest.split_at(kem.ct_len());
+        let (ct_c, share) = rest.split_at(kem.ct_len());
+
+        let sk_e = self.sk_e.get(..kem.sk_len()).unwrap_or(&[]);
+        let ss_e = kem::decapsulate(kem, sk_e, ct_e).map_err(|_| Error::InvalidKey)?;
+        let dh_ee = if suite.is_hybrid() {
+            Some(x25519_shared(&self.x_e, &array32(share))?)
+        } else {
+            None
+        };
+        let th1 = self.transcript.snapshot();
+        let hs = handshake_secret(f, &self.es, ss_e.as_bytes(), dh_ee.as_ref(), &th1);
+        drop(ss_e);
+        let ss_c = kem::decapsulate(kem, self.creds.kem_sk, ct_c).map_err(|_| Error::InvalidKey)?;
+        self.transcript.absorb(body);
+        let th2 = self.transcript.snapshot();
+        let ms = master_secret(f, &hs, ss_c.as_bytes(), &th2);
+        let expected_bf = finished_mac(f, &ms, b"b finished", &th2);
+        if !bool::from(expected_bf.0.ct_eq(bf)) {
+            return Err(Error::BrokerFinishedInvalid);
+        }
+        self.transcript.absorb(bf);
+        let th3 = self.transcript.snapshot();
+        let cf = finished_mac(f, &ms, b"c finished", &th3);
+        let (header, mac) = out.split_at_mut(2);
+        header.copy_from_slice(&[VERSION, MSG_CLIENT_FINISHED]);
+        mac.copy_from_slice(&cf.0);
+        let (c2b, b2c) = traffic_keys(f, &ms, &th3);
+        Ok((Session::new(Role::Sensor, c2b, b2c), cf_len))
+    }
+}
+
+// ---------------------------------------------------------------- broker
+
+/// Broker side, first step: answers a ClientHello.
+pub struct BrokerHandshake;
+
+impl BrokerHandshake {
+    /// Parses and checks a ClientHello (version, suite, client id, policy,
+    /// exact length), writes the BrokerHello into `out` and returns the state
+    /// awaiting the ClientFinished together with the BrokerHello's length.
+    pub fn accept<K: BrokerKeys + ?Sized>(
+        keys: &K,
+        msg: &[u8],
+        rng: &mut (impl RngCore + CryptoRng),
+        out: &mut [u8],
+    ) -> Result<(AwaitClientFinished, usize), Error> {
+        let (version, kind, suite_id, id_len) = match msg {
+            [v, t, s, n, ..] => (*v, *t, *s, *n as usize),
+            _ => {
+                return Err(Error::Truncated {
+                    expected: 4,
+                    got: msg.len(),
+                })
+            }
+        };
+        if version != VERSION {
+            return Err(Error::UnsupportedVersion(version));
+        }
+        if kind != MSG_CLIENT_HELLO {
+            return Err(Error::UnexpectedMessage {
+                expected: MSG_CLIENT_HELLO,
+                got: kind,
+            });
+        }
+        let suite = Suite::from_id(suite_id)?;
+        if id_len == 0 || id_len > MAX_CLIENT_ID_LEN {
+            return Err(Error::InvalidClientId);
+        }
+        check_len(msg, suite.client_hello_len(id_len))?;
+        let kem = suite.kem();
+        let f = suite.family();
+        let rest = msg.get(4..).unwrap_or(&[]);
+        let (client_id, rest) = rest.split_at(id_len);
+        if !valid_client_id(client_id) {
+            return Err(Error::InvalidClientId);
+        }
+        let entry = keys.client(client_id).ok_or(Error::UnknownClient)?;
+        if !entry.allowed.contains(suite) || entry.kem != kem {
+            return Err(Error::SuiteNotAllowed(suite_id));
+        }
+        let sk_b = keys.kem_secret_key(kem).ok_or(Error::SuiteNotSupported(suite_id))?;
+        let statics = if suite.is_hybrid() {
+            let sk = keys.x25519_secret_key().ok_or(Error::SuiteNotSupported(suite_id))?;
+            let pk = entry.x25519_pk.ok_or(Error::SuiteNotAllowed(suite_id))?;
+            Some((sk, pk))
+        } else {
+            None
+        };
+        let total = suite.broker_hello_len();
+        let out = out.get_mut(..total).ok_or(Error::BufferTooSmall { needed: total })?;
+
+        let (_nonce_c, rest) = rest.split_at(NONCE_LEN);
+        let (pk_e, rest) = rest.split_at(kem.pk_len());
+        let (ct_s, share_c) = rest.split_at(kem.ct_len());
+        kem::check_public_key(kem, pk_e).map_err(|_| Error::InvalidEphemeralKey)?;
+
+        let mut transcript = Xof::transcript(f);
+        transcript.absorb(msg);
+        let th1 = transcript.snapshot();
+        let ss_s = kem::decapsulate(kem, sk_b, ct_s).map_err(|_| Error::InvalidKey)?;
+        let dh_ss = match statics {
+            Some((sk, pk)) => Some(x25519_shared(sk, &pk)?),
+            None => None,
+        };
+        let es = early_secret(f, ss_s.as_bytes(), dh_ss.as_ref());
+        drop(ss_s);
+
+        let (header, rest) = out.split_at_mut(3);
+        header.copy_from_slice(&[VERSION, MSG_BROKER_HELLO, suite.id()]);
+        let (nonce_b, rest) = rest.split_at_mut(NONCE_LEN);
+        fill(rng, nonce_b)?;
+        let (ct_e, rest) = rest.split_at_mut(kem.ct_len());
+        let ss_e = kem::encapsulate(kem, pk_e, rng, ct_e).map_err(|e| match e {
+            KemFail::Rng => Error::Rng,
+            _ => Error::InvalidEphemeralKey,
+        })?;
+        let (ct_c, rest) = rest.split_at_mut(kem.ct_len());
+        let ss_c = kem::encapsulate(kem, entry.kem_pk, rng, ct_c).map_err(|e| match e {
+            KemFail::Rng => Error::Rng,
+            _ => Error::InvalidKey,
+        })?;
+        let (share_b, _bf) = rest.split_at_mut(rest.len() - MAC_LEN);
+        let dh_ee = if suite.is_hybrid() {
+            let mut y = [0u8; 32];
+            fill(rng, &mut y)?;
+            share_b.copy_from_slice(&x25519_public(&y));
+            let s = x25519_shared(&y, &array32(share_c));
+            y.zeroize();
+            Some(s?)
+        } else {
+            None
+        };
+        let hs = handshake_secret(f, &es, ss_e.as_bytes(), dh_ee.as_ref(), &th1);
+        drop(ss_e);
+        let body_len = total - MAC_LEN;
+        transcript.absorb(out.get(..body_len).unwrap_or(&[]));
+        let th2 = transcript.snapshot();
+        let ms = master_secret(f, &hs, ss_c.as_bytes(), &th2);
+        let bf = finished_mac(f, &ms, b"b finished", &th2);
+        if let Some(o) = out.get_mut(body_len..) {
+            o.copy_from_slice(&bf.0);
+        }
+        transcript.absorb(&bf.0);
+        let th3 = transcript.snapshot();
+        let cf = finished_mac(f, &ms, b"c finished", &th3);
+        let (c2b, b2c) = traffic_keys(f, &ms, &th3);
+        let mut id = [0u8; MAX_CLIENT_ID_LEN];
+        id.get_mut(..id_len).unwrap_or(&mut []).copy_from_slice(client_id);
+        Ok((
+            AwaitClientFinished {
+                suite,
+                client_id: id,
+                client_id_len: id_len as u8,
+                expected_cf: cf,
+                c2b,
+                b2c,
+            },
+            total,
+        ))
+    }
+}
+
+/// Broker state after the BrokerHello: the keys wait for a valid ClientFinished.
+pub struct AwaitClientFinished {
+    suite: Suite,
+    client_id: [u8; MAX_CLIENT_ID_LEN],
+    client_id_len: u8,
+    expected_cf: Secret32,
+    c2b: DirectionKeys,
+    b2c: DirectionKeys,
+}
+
+impl AwaitClientFinished {
+    /// The negotiated suite.
+    pub fn suite(&self) -> Suite {
+        self.suite
+    }
+
+    /// The client id of the ClientHello (already checked against the registry).
+    pub fn client_id(&self) -> &[u8] {
+        self.client_id.get(..self.client_id_len as usize).unwrap_or(&[])
+    }
+
+    /// Checks the ClientFinished in constant time and releases the session.
+    pub fn receive_client_finished(self, msg: &[u8]) -> Result<Session, Error> {
+        let expected = self.suite.client_finished_len();
+        check_header(msg, MSG_CLIENT_FINISHED, expected)?;
+        check_len(msg, expected)?;
+        let mac = msg.get(2..).unwrap_or(&[]);
+        if !bool::from(self.expected_cf.0.ct_eq(mac)) {
+            return Err(Error::ClientFinishedInvalid);
+        }
+        Ok(Session::new(Role::Broker, self.c2b.clone(), self.b2c.clone()))
+    }
+}

@@ -1,0 +1,160 @@
+//! Byte-level dispatch over the workspace's KEM crates.
+
+use kem_common::SharedSecret;
+use rand_core::{CryptoRng, RngCore};
+
+use crate::suite::KemId;
+use crate::Error;
+
+/// Which key a KEM call failed to import (mapped to a typed [`Error`] by the caller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KemFail {
+    PublicKey,
+    SecretKey,
+    Rng,
+}
+
+macro_rules! dispatch {
+    ($kem:expr, $m:ident => $body:expr) => {
+        match $kem {
+            KemId::CtruLightAscon => {
+                use ctru_light_ascon as $m;
+                $body
+            }
+            KemId::CtruLightSha3 => {
+                use ctru_light_sha3 as $m;
+                $body
+            }
+            KemId::MlKem512 => {
+                use ml_kem_512 as $m;
+                $body
+            }
+            KemId::Kyber512R3 => {
+                use kyber512_r3 as $m;
+                $body
+            }
+            KemId::LightSaber => {
+                use lightsaber as $m;
+                $body
+            }
+        }
+    };
+}
+
+/// CTRU-Light behind the same free-function interface as the other KEM crates.
+macro_rules! ctru_module {
+    ($name:ident, $backend:ty) => {
+        mod $name {
+            use rand_core::{CryptoRng, RngCore};
+            type K = ctru_light::CtruLight<$backend>;
+            pub type PublicKey = ctru_light::PublicKey<$backend>;
+            pub type SecretKey = ctru_light::SecretKey<$backend>;
+            pub type Ciphertext = ctru_light::Ciphertext<$backend>;
+            pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey, SecretKey), ctru_light::Error> {
+                K::keygen(rng)
+            }
+            pub fn encapsulate(
+                pk: &PublicKey,
+                rng: &mut (impl RngCore + CryptoRng),
+            ) -> Result<(Ciphertext, kem_common::SharedSecret), ctru_light::Error> {
+                K::encapsulate(pk, rng)
+            }
+            pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> kem_common::SharedSecret {
+                K::decapsulate(sk, ct)
+            }
+            pub fn public_of(sk: &SecretKey) -> PublicKey {
+                sk.public_key()
+            }
+        }
+    };
+}
+ctru_module!(ctru_light_ascon, ctru_light::Ascon);
+ctru_module!(ctru_light_sha3, ctru_light::Sha3);
+
+macro_rules! kyber_module {
+    ($name:ident, $path:path) => {
+        mod $name {
+            pub use k::{
+                decapsulate, encapsulate, keygen, Ciphertext, DecapsulationKey as SecretKey,
+                EncapsulationKey as PublicKey,
+            };
+            use $path as k;
+            pub fn public_of(sk: &SecretKey) -> PublicKey {
+                sk.encapsulation_key()
+            }
+        }
+    };
+}
+kyber_module!(ml_kem_512, kyber512_avr::ml_kem_512);
+kyber_module!(kyber512_r3, kyber512_avr::kyber512_r3);
+
+mod lightsaber {
+    pub use lightsaber_avr::{decapsulate, encapsulate, keygen, Ciphertext, PublicKey, SecretKey};
+    pub fn public_of(sk: &SecretKey) -> PublicKey {
+        sk.public_key()
+    }
+}
+
+/// Generates a key pair into `pk_out` (exactly `pk_len`) and `sk_out` (exactly `sk_len`).
+pub(crate) fn keygen(
+    kem: KemId,
+    rng: &mut (impl RngCore + CryptoRng),
+    pk_out: &mut [u8],
+    sk_out: &mut [u8],
+) -> Result<(), KemFail> {
+    dispatch!(kem, m => {
+        let (pk, sk) = m::keygen(rng).map_err(|_| KemFail::Rng)?;
+        copy(pk_out, pk.as_bytes());
+        copy(sk_out, sk.as_bytes());
+        Ok(())
+    })
+}
+
+/// Encapsulates to `pk`, writing the ciphertext to `ct_out` (exactly `ct_len`).
+pub(crate) fn encapsulate(
+    kem: KemId,
+    pk: &[u8],
+    rng: &mut (impl RngCore + CryptoRng),
+    ct_out: &mut [u8],
+) -> Result<SharedSecret, KemFail> {
+    dispatch!(kem, m => {
+        let pk = m::PublicKey::from_bytes(pk).map_err(|_| KemFail::PublicKey)?;
+        let (ct, ss) = m::encapsulate(&pk, rng).map_err(|_| KemFail::Rng)?;
+        copy(ct_out, ct.as_bytes());
+        Ok(ss)
+    })
+}
+
+/// Decapsulates `ct` with `sk`.
+pub(crate) fn decapsulate(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
+    dispatch!(kem, m => {
+        let sk = m::SecretKey::from_bytes(sk).map_err(|_| KemFail::SecretKey)?;
+        let ct = m::Ciphertext::from_bytes(ct).map_err(|_| KemFail::PublicKey)?;
+        Ok(m::decapsulate(&sk, &ct))
+    })
+}
+
+/// Checks that `pk` is a valid public key of `kem`.
+pub fn check_public_key(kem: KemId, pk: &[u8]) -> Result<(), Error> {
+    dispatch!(kem, m => {
+        m::PublicKey::from_bytes(pk).map(|_| ()).map_err(|_| Error::InvalidKey)
+    })
+}
+
+/// Checks that `sk` is a valid secret key of `kem` and returns its public key into `pk_out`.
+pub fn public_key_of(kem: KemId, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Error> {
+    if pk_out.len() != kem.pk_len() {
+        return Err(Error::BufferTooSmall { needed: kem.pk_len() });
+    }
+    dispatch!(kem, m => {
+        let sk = m::SecretKey::from_bytes(sk).map_err(|_| Error::InvalidKey)?;
+        copy(pk_out, m::public_of(&sk).as_bytes());
+        Ok(())
+    })
+}
+
+fn copy(out: &mut [u8], src: &[u8]) {
+    for (o, s) in out.iter_mut().zip(src) {
+        *o = *s;
+    }
+}
