@@ -1,1 +1,89 @@
-//! placeholder
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! KEM-MQTT/1 on hosts: the `std` layers on top of the `kem-mqtt` core.
+//!
+//! - [`keys`]: versioned JSON key files and the client registry (hex keys);
+//! - [`provision`]: broker key generation and sensor enrolment;
+//! - [`mqtt`]: a minimal MQTT v5 codec with enhanced authentication;
+//! - [`sensor`]: the sensor (MQTT client) in topic mode and AUTH mode;
+//! - [`gateway`]: the topic-mode gateway service;
+//! - [`broker`]: an embedded broker on 127.0.0.1 for demos and tests.
+//!
+//! Topic mode uses `kem-mqtt/hs/<client id>/c2b` (ClientHello, ClientFinished),
+//! `kem-mqtt/hs/<client id>/b2c` (BrokerHello) and carries records on
+//! `kem-mqtt/data/<client id>/c2b` and `…/b2c`.
+
+pub mod broker;
+pub mod gateway;
+pub mod keys;
+pub mod mqtt;
+pub mod provision;
+pub mod sensor;
+
+/// Errors of the host layers.
+#[derive(Debug)]
+pub enum HostError {
+    /// Network or file I/O.
+    Io(std::io::Error),
+    /// The protocol core refused something.
+    Protocol(kem_mqtt::Error),
+    /// The broker refused the connection with this CONNACK reason code.
+    Refused(u8),
+    /// Key material.
+    Keys(keys::KeyError),
+    /// Nothing arrived in time.
+    Timeout,
+    /// A packet the state did not expect.
+    Unexpected(String),
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostError::Io(e) => write!(f, "i/o: {e}"),
+            HostError::Protocol(e) => write!(f, "protocol: {e}"),
+            HostError::Refused(r) => write!(f, "connection refused, reason code {r:#04x}"),
+            HostError::Keys(e) => write!(f, "keys: {e}"),
+            HostError::Timeout => f.write_str("timed out"),
+            HostError::Unexpected(s) => write!(f, "unexpected: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+impl From<std::io::Error> for HostError {
+    fn from(e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => HostError::Timeout,
+            _ => HostError::Io(e),
+        }
+    }
+}
+impl From<kem_mqtt::Error> for HostError {
+    fn from(e: kem_mqtt::Error) -> Self {
+        HostError::Protocol(e)
+    }
+}
+impl From<keys::KeyError> for HostError {
+    fn from(e: keys::KeyError) -> Self {
+        HostError::Keys(e)
+    }
+}
+
+/// Handshake topic, sensor → gateway.
+pub fn hs_c2b(client_id: &str) -> String {
+    format!("kem-mqtt/hs/{client_id}/c2b")
+}
+/// Handshake topic, gateway → sensor.
+pub fn hs_b2c(client_id: &str) -> String {
+    format!("kem-mqtt/hs/{client_id}/b2c")
+}
+/// Record topic, sensor → gateway.
+pub fn data_c2b(client_id: &str) -> String {
+    format!("kem-mqtt/data/{client_id}/c2b")
+}
+/// Record topic, gateway → sensor.
+pub fn data_b2c(client_id: &str) -> String {
+    format!("kem-mqtt/data/{client_id}/b2c")
+}

@@ -158,3 +158,20 @@ fn copy(out: &mut [u8], src: &[u8]) {
         *o = *s;
     }
 }
+
+/// Generates a static key pair of `kem` into `pk_out` (`kem.pk_len()` bytes)
+/// and `sk_out` (`kem.sk_len()` bytes), e.g. for provisioning.
+pub fn generate_keypair(
+    kem: KemId,
+    rng: &mut (impl RngCore + CryptoRng),
+    pk_out: &mut [u8],
+    sk_out: &mut [u8],
+) -> Result<(), Error> {
+    if pk_out.len() != kem.pk_len() {
+        return Err(Error::BufferTooSmall { needed: kem.pk_len() });
+    }
+    if sk_out.len() != kem.sk_len() {
+        return Err(Error::BufferTooSmall { needed: kem.sk_len() });
+    }
+    keygen(kem, rng, pk_out, sk_out).map_err(|_| Error::Rng)
+}

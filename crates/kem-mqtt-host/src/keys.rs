@@ -1,0 +1,473 @@
+//! Key files and the client registry: versioned JSON with hex-encoded keys.
+//!
+//! | file | `format` | contents |
+//! |---|---|---|
+//! | sensor key file | `kem-mqtt/sensor-key` | client id, suite, the sensor's static KEM and X25519 key pairs, the broker's public keys |
+//! | broker key file | `kem-mqtt/broker-key` | one static KEM key pair per KEM, one X25519 key pair |
+//! | registry | `kem-mqtt/registry` | per client id: KEM, KEM public key, X25519 public key, allowed suites (the policy) |
+//!
+//! Every file carries `"version": 1`; another version is refused. Keys are
+//! validated on load (lengths, reduced coefficients, secret key ↔ public key).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kem_mqtt::{BrokerKeys, ClientEntry, KemId, Suite, SuiteSet};
+use serde::{Deserialize, Serialize};
+use zeroize::Zeroizing;
+
+/// Version of all three file formats.
+pub const FORMAT_VERSION: u32 = 1;
+/// `format` of a sensor key file.
+pub const SENSOR_FORMAT: &str = "kem-mqtt/sensor-key";
+/// `format` of a broker key file.
+pub const BROKER_FORMAT: &str = "kem-mqtt/broker-key";
+/// `format` of a registry.
+pub const REGISTRY_FORMAT: &str = "kem-mqtt/registry";
+
+/// Errors of loading, validating and saving key material.
+#[derive(Debug)]
+pub enum KeyError {
+    /// Reading or writing a file failed.
+    Io(std::io::Error),
+    /// The JSON does not parse.
+    Json(serde_json::Error),
+    /// A wrong `format` or `version`.
+    Format(String),
+    /// A malformed field.
+    Invalid(String),
+}
+
+impl std::fmt::Display for KeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyError::Io(e) => write!(f, "i/o: {e}"),
+            KeyError::Json(e) => write!(f, "json: {e}"),
+            KeyError::Format(s) => write!(f, "format: {s}"),
+            KeyError::Invalid(s) => write!(f, "invalid: {s}"),
+        }
+    }
+}
+impl std::error::Error for KeyError {}
+impl From<std::io::Error> for KeyError {
+    fn from(e: std::io::Error) -> Self {
+        KeyError::Io(e)
+    }
+}
+impl From<serde_json::Error> for KeyError {
+    fn from(e: serde_json::Error) -> Self {
+        KeyError::Json(e)
+    }
+}
+
+fn unhex(field: &str, s: &str, len: usize) -> Result<Vec<u8>, KeyError> {
+    let v = hex::decode(s).map_err(|e| KeyError::Invalid(format!("{field}: {e}")))?;
+    if v.len() != len {
+        return Err(KeyError::Invalid(format!("{field}: {} bytes, expected {len}", v.len())));
+    }
+    Ok(v)
+}
+
+fn unhex32(field: &str, s: &str) -> Result<[u8; 32], KeyError> {
+    let v = unhex(field, s, 32)?;
+    let mut a = [0u8; 32];
+    a.copy_from_slice(&v);
+    Ok(a)
+}
+
+fn kem_by_name(name: &str) -> Result<KemId, KeyError> {
+    KemId::from_name(name).ok_or_else(|| KeyError::Invalid(format!("unknown KEM {name:?}")))
+}
+
+fn suite_by_name(name: &str) -> Result<Suite, KeyError> {
+    Suite::from_name(name).ok_or_else(|| KeyError::Invalid(format!("unknown suite {name:?}")))
+}
+
+fn check_format(format: &str, version: u32, expected: &str) -> Result<(), KeyError> {
+    if format != expected {
+        return Err(KeyError::Format(format!("format {format:?}, expected {expected:?}")));
+    }
+    if version != FORMAT_VERSION {
+        return Err(KeyError::Format(format!(
+            "version {version}, this build reads {FORMAT_VERSION}"
+        )));
+    }
+    Ok(())
+}
+
+fn check_pair(kem: KemId, sk: &[u8], pk: &[u8], what: &str) -> Result<(), KeyError> {
+    let mut derived = vec![0u8; kem.pk_len()];
+    kem_mqtt::public_key_of(kem, sk, &mut derived).map_err(|e| KeyError::Invalid(format!("{what} secret key: {e}")))?;
+    if derived != pk {
+        return Err(KeyError::Invalid(format!(
+            "{what}: public key does not match the secret key"
+        )));
+    }
+    Ok(())
+}
+
+fn check_x25519(sk: &[u8; 32], pk: &[u8; 32], what: &str) -> Result<(), KeyError> {
+    if x25519_dalek::x25519(*sk, x25519_dalek::X25519_BASEPOINT_BYTES) != *pk {
+        return Err(KeyError::Invalid(format!("{what}: X25519 public key does not match")));
+    }
+    Ok(())
+}
+
+fn load_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyError> {
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+}
+
+fn save_json<T: Serialize>(value: &T, path: &Path) -> Result<(), KeyError> {
+    let mut s = serde_json::to_string_pretty(value)?;
+    s.push('\n');
+    std::fs::write(path, s)?;
+    Ok(())
+}
+
+/// A sensor key file (serialized form).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SensorKeyFile {
+    /// Always [`SENSOR_FORMAT`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`].
+    pub version: u32,
+    /// MQTT client id.
+    pub client_id: String,
+    /// Suite name (e.g. `ctru-light-ascon+x25519`).
+    pub suite: String,
+    /// Static KEM secret key, hex.
+    pub kem_sk: String,
+    /// Static KEM public key, hex.
+    pub kem_pk: String,
+    /// Static X25519 secret key, hex.
+    pub x25519_sk: String,
+    /// Static X25519 public key, hex.
+    pub x25519_pk: String,
+    /// The broker's static KEM public key, hex.
+    pub broker_kem_pk: String,
+    /// The broker's static X25519 public key, hex.
+    pub broker_x25519_pk: String,
+}
+
+/// A validated sensor identity.
+#[derive(Clone)]
+pub struct SensorKeys {
+    /// MQTT client id.
+    pub client_id: String,
+    /// The suite this sensor uses.
+    pub suite: Suite,
+    /// Static KEM secret key.
+    pub kem_sk: Zeroizing<Vec<u8>>,
+    /// Static KEM public key.
+    pub kem_pk: Vec<u8>,
+    /// Static X25519 secret key.
+    pub x25519_sk: Zeroizing<[u8; 32]>,
+    /// Static X25519 public key.
+    pub x25519_pk: [u8; 32],
+    /// Broker's KEM public key.
+    pub broker_kem_pk: Vec<u8>,
+    /// Broker's X25519 public key.
+    pub broker_x25519_pk: [u8; 32],
+}
+
+impl SensorKeys {
+    /// Validates a parsed file.
+    pub fn from_file(f: &SensorKeyFile) -> Result<Self, KeyError> {
+        check_format(&f.format, f.version, SENSOR_FORMAT)?;
+        if !kem_mqtt::valid_client_id(f.client_id.as_bytes()) {
+            return Err(KeyError::Invalid(format!("client id {:?}", f.client_id)));
+        }
+        let suite = suite_by_name(&f.suite)?;
+        let kem = suite.kem();
+        let kem_sk = Zeroizing::new(unhex("kem_sk", &f.kem_sk, kem.sk_len())?);
+        let kem_pk = unhex("kem_pk", &f.kem_pk, kem.pk_len())?;
+        check_pair(kem, &kem_sk, &kem_pk, "sensor")?;
+        let x25519_sk = Zeroizing::new(unhex32("x25519_sk", &f.x25519_sk)?);
+        let x25519_pk = unhex32("x25519_pk", &f.x25519_pk)?;
+        check_x25519(&x25519_sk, &x25519_pk, "sensor")?;
+        let broker_kem_pk = unhex("broker_kem_pk", &f.broker_kem_pk, kem.pk_len())?;
+        kem_mqtt::check_public_key(kem, &broker_kem_pk)
+            .map_err(|e| KeyError::Invalid(format!("broker_kem_pk: {e}")))?;
+        Ok(SensorKeys {
+            client_id: f.client_id.clone(),
+            suite,
+            kem_sk,
+            kem_pk,
+            x25519_sk,
+            x25519_pk,
+            broker_kem_pk,
+            broker_x25519_pk: unhex32("broker_x25519_pk", &f.broker_x25519_pk)?,
+        })
+    }
+
+    /// The serialized form.
+    pub fn to_file(&self) -> SensorKeyFile {
+        SensorKeyFile {
+            format: SENSOR_FORMAT.into(),
+            version: FORMAT_VERSION,
+            client_id: self.client_id.clone(),
+            suite: self.suite.name().into(),
+            kem_sk: hex::encode(&*self.kem_sk),
+            kem_pk: hex::encode(&self.kem_pk),
+            x25519_sk: hex::encode(*self.x25519_sk),
+            x25519_pk: hex::encode(self.x25519_pk),
+            broker_kem_pk: hex::encode(&self.broker_kem_pk),
+            broker_x25519_pk: hex::encode(self.broker_x25519_pk),
+        }
+    }
+
+    /// Loads and validates a sensor key file.
+    pub fn load(path: &Path) -> Result<Self, KeyError> {
+        Self::from_file(&load_json(path)?)
+    }
+
+    /// Writes the key file.
+    pub fn save(&self, path: &Path) -> Result<(), KeyError> {
+        save_json(&self.to_file(), path)
+    }
+
+    /// Credentials for the protocol core.
+    pub fn credentials(&self) -> kem_mqtt::SensorCredentials<'_> {
+        kem_mqtt::SensorCredentials {
+            client_id: self.client_id.as_bytes(),
+            kem_sk: &self.kem_sk,
+            x25519_sk: Some(&self.x25519_sk),
+            broker_kem_pk: &self.broker_kem_pk,
+            broker_x25519_pk: Some(&self.broker_x25519_pk),
+        }
+    }
+}
+
+/// One KEM key pair in the broker key file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BrokerKemEntry {
+    /// KEM name.
+    pub kem: String,
+    /// Secret key, hex.
+    pub sk: String,
+    /// Public key, hex.
+    pub pk: String,
+}
+
+/// A broker key file (serialized form).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BrokerKeyFile {
+    /// Always [`BROKER_FORMAT`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`].
+    pub version: u32,
+    /// One key pair per KEM.
+    pub kems: Vec<BrokerKemEntry>,
+    /// Static X25519 secret key, hex.
+    pub x25519_sk: String,
+    /// Static X25519 public key, hex.
+    pub x25519_pk: String,
+}
+
+/// The broker's validated static keys.
+#[derive(Clone)]
+pub struct BrokerSecrets {
+    /// KEM → (secret key, public key).
+    pub kems: BTreeMap<KemId, (Zeroizing<Vec<u8>>, Vec<u8>)>,
+    /// X25519 secret key.
+    pub x25519_sk: Zeroizing<[u8; 32]>,
+    /// X25519 public key.
+    pub x25519_pk: [u8; 32],
+}
+
+impl BrokerSecrets {
+    /// Validates a parsed file.
+    pub fn from_file(f: &BrokerKeyFile) -> Result<Self, KeyError> {
+        check_format(&f.format, f.version, BROKER_FORMAT)?;
+        let mut kems = BTreeMap::new();
+        for e in &f.kems {
+            let kem = kem_by_name(&e.kem)?;
+            let sk = Zeroizing::new(unhex("sk", &e.sk, kem.sk_len())?);
+            let pk = unhex("pk", &e.pk, kem.pk_len())?;
+            check_pair(kem, &sk, &pk, kem.name())?;
+            if kems.insert(kem, (sk, pk)).is_some() {
+                return Err(KeyError::Invalid(format!("two keys for {}", kem.name())));
+            }
+        }
+        let x25519_sk = Zeroizing::new(unhex32("x25519_sk", &f.x25519_sk)?);
+        let x25519_pk = unhex32("x25519_pk", &f.x25519_pk)?;
+        check_x25519(&x25519_sk, &x25519_pk, "broker")?;
+        Ok(BrokerSecrets {
+            kems,
+            x25519_sk,
+            x25519_pk,
+        })
+    }
+
+    /// The serialized form.
+    pub fn to_file(&self) -> BrokerKeyFile {
+        BrokerKeyFile {
+            format: BROKER_FORMAT.into(),
+            version: FORMAT_VERSION,
+            kems: self
+                .kems
+                .iter()
+                .map(|(k, (sk, pk))| BrokerKemEntry {
+                    kem: k.name().into(),
+                    sk: hex::encode(&**sk),
+                    pk: hex::encode(pk),
+                })
+                .collect(),
+            x25519_sk: hex::encode(*self.x25519_sk),
+            x25519_pk: hex::encode(self.x25519_pk),
+        }
+    }
+
+    /// Loads and validates a broker key file.
+    pub fn load(path: &Path) -> Result<Self, KeyError> {
+        Self::from_file(&load_json(path)?)
+    }
+
+    /// Writes the key file.
+    pub fn save(&self, path: &Path) -> Result<(), KeyError> {
+        save_json(&self.to_file(), path)
+    }
+}
+
+/// One registry entry (serialized form).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RegistryEntry {
+    /// MQTT client id.
+    pub client_id: String,
+    /// KEM name.
+    pub kem: String,
+    /// Static KEM public key, hex.
+    pub kem_pk: String,
+    /// Static X25519 public key, hex.
+    pub x25519_pk: String,
+    /// Suite names this client may use.
+    pub allowed_suites: Vec<String>,
+}
+
+/// The registry file (serialized form).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RegistryFile {
+    /// Always [`REGISTRY_FORMAT`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`].
+    pub version: u32,
+    /// The clients.
+    pub clients: Vec<RegistryEntry>,
+}
+
+/// A validated registry entry.
+#[derive(Clone, Debug)]
+pub struct Client {
+    /// KEM of the static key.
+    pub kem: KemId,
+    /// Static KEM public key.
+    pub kem_pk: Vec<u8>,
+    /// Static X25519 public key.
+    pub x25519_pk: [u8; 32],
+    /// Allowed suites.
+    pub allowed: SuiteSet,
+}
+
+/// The validated registry: client id → client.
+#[derive(Clone, Debug, Default)]
+pub struct Registry {
+    /// Clients by id.
+    pub clients: BTreeMap<String, Client>,
+}
+
+impl Registry {
+    /// Validates a parsed file.
+    pub fn from_file(f: &RegistryFile) -> Result<Self, KeyError> {
+        check_format(&f.format, f.version, REGISTRY_FORMAT)?;
+        let mut clients = BTreeMap::new();
+        for e in &f.clients {
+            if !kem_mqtt::valid_client_id(e.client_id.as_bytes()) {
+                return Err(KeyError::Invalid(format!("client id {:?}", e.client_id)));
+            }
+            let kem = kem_by_name(&e.kem)?;
+            let kem_pk = unhex("kem_pk", &e.kem_pk, kem.pk_len())?;
+            kem_mqtt::check_public_key(kem, &kem_pk)
+                .map_err(|err| KeyError::Invalid(format!("{}: kem_pk: {err}", e.client_id)))?;
+            let mut allowed = SuiteSet::EMPTY;
+            for name in &e.allowed_suites {
+                let s = suite_by_name(name)?;
+                if s.kem() != kem {
+                    return Err(KeyError::Invalid(format!(
+                        "{}: suite {name} does not use {}",
+                        e.client_id, e.kem
+                    )));
+                }
+                allowed = allowed.with(s);
+            }
+            let client = Client {
+                kem,
+                kem_pk,
+                x25519_pk: unhex32("x25519_pk", &e.x25519_pk)?,
+                allowed,
+            };
+            if clients.insert(e.client_id.clone(), client).is_some() {
+                return Err(KeyError::Invalid(format!("duplicate client id {:?}", e.client_id)));
+            }
+        }
+        Ok(Registry { clients })
+    }
+
+    /// The serialized form.
+    pub fn to_file(&self) -> RegistryFile {
+        RegistryFile {
+            format: REGISTRY_FORMAT.into(),
+            version: FORMAT_VERSION,
+            clients: self
+                .clients
+                .iter()
+                .map(|(id, c)| RegistryEntry {
+                    client_id: id.clone(),
+                    kem: c.kem.name().into(),
+                    kem_pk: hex::encode(&c.kem_pk),
+                    x25519_pk: hex::encode(c.x25519_pk),
+                    allowed_suites: c.allowed.iter().map(|s| s.name().to_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Loads and validates a registry; a missing file is an empty registry.
+    pub fn load_or_empty(path: &Path) -> Result<Self, KeyError> {
+        if !path.exists() {
+            return Ok(Registry::default());
+        }
+        Self::from_file(&load_json(path)?)
+    }
+
+    /// Writes the registry.
+    pub fn save(&self, path: &Path) -> Result<(), KeyError> {
+        save_json(&self.to_file(), path)
+    }
+}
+
+/// Broker keys and registry together: what [`kem_mqtt::BrokerHandshake`] needs.
+#[derive(Clone)]
+pub struct BrokerState {
+    /// Static keys.
+    pub secrets: BrokerSecrets,
+    /// Registered clients.
+    pub registry: Registry,
+}
+
+impl BrokerKeys for BrokerState {
+    fn kem_secret_key(&self, kem: KemId) -> Option<&[u8]> {
+        self.secrets.kems.get(&kem).map(|(sk, _)| sk.as_slice())
+    }
+    fn x25519_secret_key(&self) -> Option<&[u8; 32]> {
+        Some(&self.secrets.x25519_sk)
+    }
+    fn client(&self, client_id: &[u8]) -> Option<ClientEntry<'_>> {
+        let id = std::str::from_utf8(client_id).ok()?;
+        self.registry.clients.get(id).map(|c| ClientEntry {
+            kem: c.kem,
+            kem_pk: &c.kem_pk,
+            x25519_pk: Some(c.x25519_pk),
+            allowed: c.allowed,
+        })
+    }
+}

@@ -1,0 +1,211 @@
+//! The sensor side over MQTT: topic mode and AUTH mode (MQTT v5 enhanced authentication).
+
+use std::time::{Duration, Instant};
+
+use kem_mqtt::{SensorHandshake, Session, Suite, AUTH_METHOD, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD};
+use rand_core::OsRng;
+
+use crate::keys::SensorKeys;
+use crate::mqtt::{self, Connection, Packet};
+use crate::{data_b2c, data_c2b, hs_b2c, hs_c2b, HostError};
+
+/// What one handshake cost.
+#[derive(Clone, Copy, Debug)]
+pub struct HandshakeStats {
+    /// The suite.
+    pub suite: Suite,
+    /// ClientHello bytes.
+    pub client_hello: usize,
+    /// BrokerHello bytes.
+    pub broker_hello: usize,
+    /// ClientFinished bytes.
+    pub client_finished: usize,
+    /// Time the sensor spent computing (both of its steps).
+    pub sensor_compute: Duration,
+    /// Wall time from the first byte sent to the established session.
+    pub total: Duration,
+}
+
+/// A sensor with an established session.
+pub struct SensorClient {
+    conn: Connection,
+    session: Session,
+    client_id: String,
+    /// Handshake sizes and timings.
+    pub stats: HandshakeStats,
+}
+
+impl std::fmt::Debug for SensorClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SensorClient")
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SensorClient {
+    /// Topic mode: plain MQTT CONNECT, then the three flights as PUBLISH
+    /// payloads on `kem-mqtt/hs/<id>/…`, answered by a gateway.
+    pub fn connect_topic_mode(addr: &str, keys: &SensorKeys, timeout: Duration) -> Result<Self, HostError> {
+        let mut conn = Connection::connect(addr)?;
+        conn.set_timeout(Some(timeout))?;
+        conn.mqtt_connect(&keys.client_id)?;
+        conn.subscribe(1, &[&hs_b2c(&keys.client_id), &data_b2c(&keys.client_id)])?;
+        let start = Instant::now();
+        let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
+        let t = Instant::now();
+        let (state, ch) = SensorHandshake::start(keys.suite, keys.credentials(), &mut OsRng, &mut buf)?;
+        let mut compute = t.elapsed();
+        conn.publish(&hs_c2b(&keys.client_id), &buf[..ch])?;
+        let bh = loop {
+            match conn.recv()? {
+                Packet::Publish { topic, payload } if topic == hs_b2c(&keys.client_id) => break payload,
+                Packet::Publish { .. } | Packet::PingResp => {}
+                other => return Err(HostError::Unexpected(format!("{other:?}"))),
+            }
+        };
+        let t = Instant::now();
+        let (session, cf) = state.receive_broker_hello(&bh, &mut buf)?;
+        compute += t.elapsed();
+        conn.publish(&hs_c2b(&keys.client_id), &buf[..cf])?;
+        Ok(SensorClient {
+            conn,
+            session,
+            client_id: keys.client_id.clone(),
+            stats: HandshakeStats {
+                suite: keys.suite,
+                client_hello: ch,
+                broker_hello: bh.len(),
+                client_finished: cf,
+                sensor_compute: compute,
+                total: start.elapsed(),
+            },
+        })
+    }
+
+    /// AUTH mode: CONNECT carries the ClientHello as Authentication Data,
+    /// AUTH (0x18) the BrokerHello and the ClientFinished; CONNACK 0x00
+    /// establishes the session, any other reason code is [`HostError::Refused`].
+    pub fn connect_auth_mode(addr: &str, keys: &SensorKeys, timeout: Duration) -> Result<Self, HostError> {
+        Self::connect_auth_mode_with(addr, keys, timeout, |_, _| {})
+    }
+
+    /// [`SensorClient::connect_auth_mode`] with a hook that may modify each
+    /// outgoing flight (1 and 3) — for negative tests.
+    pub fn connect_auth_mode_with(
+        addr: &str,
+        keys: &SensorKeys,
+        timeout: Duration,
+        mut tamper: impl FnMut(u8, &mut Vec<u8>),
+    ) -> Result<Self, HostError> {
+        let mut conn = Connection::connect(addr)?;
+        conn.set_timeout(Some(timeout))?;
+        let start = Instant::now();
+        let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
+        let t = Instant::now();
+        let (state, ch) = SensorHandshake::start(keys.suite, keys.credentials(), &mut OsRng, &mut buf)?;
+        let mut compute = t.elapsed();
+        let mut flight1 = buf[..ch].to_vec();
+        tamper(1, &mut flight1);
+        conn.send(&Packet::Connect {
+            client_id: keys.client_id.clone(),
+            keep_alive: 60,
+            auth_method: Some(AUTH_METHOD.into()),
+            auth_data: Some(flight1),
+        })?;
+        let bh = match conn.recv()? {
+            Packet::Auth {
+                reason: mqtt::CONTINUE_AUTHENTICATION,
+                auth_data: Some(d),
+                ..
+            } => d,
+            Packet::ConnAck { reason, .. } => return Err(HostError::Refused(reason)),
+            other => return Err(HostError::Unexpected(format!("{other:?}"))),
+        };
+        let t = Instant::now();
+        let (session, cf) = state.receive_broker_hello(&bh, &mut buf)?;
+        compute += t.elapsed();
+        let mut flight3 = buf[..cf].to_vec();
+        tamper(3, &mut flight3);
+        conn.send(&Packet::Auth {
+            reason: mqtt::CONTINUE_AUTHENTICATION,
+            auth_method: Some(AUTH_METHOD.into()),
+            auth_data: Some(flight3),
+        })?;
+        match conn.recv()? {
+            Packet::ConnAck {
+                reason: mqtt::SUCCESS, ..
+            } => {}
+            Packet::ConnAck { reason, .. } => return Err(HostError::Refused(reason)),
+            other => return Err(HostError::Unexpected(format!("{other:?}"))),
+        }
+        Ok(SensorClient {
+            conn,
+            session,
+            client_id: keys.client_id.clone(),
+            stats: HandshakeStats {
+                suite: keys.suite,
+                client_hello: ch,
+                broker_hello: bh.len(),
+                client_finished: cf,
+                sensor_compute: compute,
+                total: start.elapsed(),
+            },
+        })
+    }
+
+    /// Seals `payload` as a record bound to `topic` and publishes it there.
+    pub fn publish_record(&mut self, topic: &str, payload: &[u8]) -> Result<usize, HostError> {
+        let mut rec = vec![0u8; payload.len() + RECORD_OVERHEAD];
+        let n = self.session.seal(topic.as_bytes(), payload, &mut rec)?;
+        self.conn.publish(topic, &rec[..n])?;
+        Ok(n)
+    }
+
+    /// Sends `payload` to the gateway on `kem-mqtt/data/<id>/c2b`; returns the record size.
+    pub fn send(&mut self, payload: &[u8]) -> Result<usize, HostError> {
+        let topic = data_c2b(&self.client_id);
+        self.publish_record(&topic, payload)
+    }
+
+    /// Subscribes to more topics.
+    pub fn subscribe(&mut self, filters: &[&str]) -> Result<(), HostError> {
+        Ok(self.conn.subscribe(2, filters)?)
+    }
+
+    /// Waits for the next PUBLISH on any subscribed topic: (topic, raw payload).
+    pub fn recv_raw(&mut self) -> Result<(String, Vec<u8>), HostError> {
+        loop {
+            match self.conn.recv()? {
+                Packet::Publish { topic, payload } => return Ok((topic, payload)),
+                Packet::PingResp => {}
+                other => return Err(HostError::Unexpected(format!("{other:?}"))),
+            }
+        }
+    }
+
+    /// Waits for the next record from the gateway and opens it.
+    pub fn recv(&mut self) -> Result<Vec<u8>, HostError> {
+        let want = data_b2c(&self.client_id);
+        loop {
+            let (topic, payload) = self.recv_raw()?;
+            if topic != want {
+                continue;
+            }
+            let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
+            let n = self.session.open(topic.as_bytes(), &payload, &mut pt)?;
+            pt.truncate(n);
+            return Ok(pt);
+        }
+    }
+
+    /// Opens a record received on `topic` with this session (AUTH mode tests).
+    pub fn session(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    /// Sends DISCONNECT.
+    pub fn disconnect(mut self) -> Result<(), HostError> {
+        Ok(self.conn.send(&Packet::Disconnect { reason: 0 })?)
+    }
+}
