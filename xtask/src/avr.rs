@@ -84,8 +84,31 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// `cargo xtask setup`: installs the missing Debian packages (idempotent).
-pub fn setup() -> Result<(), String> {
+/// `cargo xtask setup [--yasimavr]`: installs the missing Debian packages
+/// (idempotent); with `--yasimavr`, also yasimavr (PyPI) into `.venv` for the
+/// ATmega4808 smoke test.
+pub fn setup(args: &[String]) -> Result<(), String> {
+    let opts = crate::Opts::parse(args, &[], &["--yasimavr"])?;
+    setup_debian()?;
+    if opts.flag("--yasimavr") {
+        let venv = util::workspace_root().join(".venv");
+        let python = venv.join("bin/python");
+        if !python.exists() {
+            util::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        }
+        let have = Command::new(&python)
+            .args(["-c", "import yasimavr"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !have {
+            util::run(Command::new(&python).args(["-m", "pip", "install", "-q", "yasimavr"]))?;
+        }
+        eprintln!("xtask: yasimavr available in {}", venv.display());
+    }
+    Ok(())
+}
+
+fn setup_debian() -> Result<(), String> {
     let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
     if missing.is_empty() {
         eprintln!("xtask: all {} AVR packages are installed", PACKAGES.len());

@@ -22,7 +22,9 @@ usage: cargo xtask <command> [options]
 commands:
   ci        fmt check, clippy (warnings denied), every test, the AVR builds and
             the simulated differential test — what CI runs
-  setup     install the missing Debian packages of the AVR pipeline (as root)
+  setup     [--yasimavr]
+            install the missing Debian packages of the AVR pipeline (as root);
+            --yasimavr: also yasimavr into .venv (ATmega4808 smoke test)
   build-avr [--mcu atmega1284p|atmega4808]
             cross-build the firmware, report flash and static RAM
   sim-test  [--mcu M] [--trials N] [--seed S] [--filter S] [--no-build]
@@ -43,7 +45,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("setup") => avr::setup(),
+        Some("setup") => avr::setup(&args[1..]),
         Some("build-avr") => avr::build_cmd(&args[1..]),
         Some("sim-test") => simtest::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
@@ -74,5 +76,8 @@ fn ci() -> Result<(), String> {
         avr::build(*mcu)?;
     }
     simtest::run(&["--no-build".to_string()])?;
+    if util::workspace_root().join(".venv/bin/python").exists() {
+        simtest::run(&["--mcu".into(), "atmega4808".into(), "--no-build".into()])?;
+    }
     Ok(())
 }
