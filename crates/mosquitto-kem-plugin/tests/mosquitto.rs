@@ -1,0 +1,165 @@
+//! Runs Debian's `/usr/sbin/mosquitto` with this plugin on a free loopback
+//! port and performs the AUTH-mode handshake for every suite.
+//! Needs the Debian packages `mosquitto` and `mosquitto-dev`.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kem_mqtt::{Suite, SuiteSet};
+use kem_mqtt_host::keys::Registry;
+use kem_mqtt_host::mqtt::{self, Connection, Packet};
+use kem_mqtt_host::provision::{generate_broker, provision_sensor};
+use kem_mqtt_host::sensor::SensorClient;
+use kem_mqtt_host::HostError;
+use rand_core::OsRng;
+
+const MOSQUITTO: &str = "/usr/sbin/mosquitto";
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Stops the broker by its PID when dropped.
+struct Broker {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn plugin_path() -> PathBuf {
+    // target/<profile>/deps/<test> → target/<profile>/libmosquitto_kem_plugin.so
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("libmosquitto_kem_plugin.so");
+    assert!(path.exists(), "plugin not built at {}", path.display());
+    path
+}
+
+fn start_broker(dir: &Path) -> (Broker, String) {
+    assert!(
+        Path::new(MOSQUITTO).exists(),
+        "{MOSQUITTO} is missing: install the Debian packages `mosquitto` and `mosquitto-dev` (cargo xtask setup)"
+    );
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let conf = dir.join("mosquitto.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "user root\nper_listener_settings false\nallow_anonymous true\nlistener {port} 127.0.0.1\n\
+             plugin {}\nplugin_opt_keys_dir {}\nlog_dest stderr\n",
+            plugin_path().display(),
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(MOSQUITTO)
+        .arg("-c")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mosquitto");
+    let broker = Broker {
+        child,
+        dir: dir.to_path_buf(),
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let t = Instant::now();
+    while TcpStream::connect(&addr).is_err() {
+        assert!(t.elapsed() < TIMEOUT, "mosquitto did not listen on {addr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (broker, addr)
+}
+
+#[test]
+fn auth_mode_through_mosquitto_for_every_suite() {
+    let dir = std::env::temp_dir().join(format!("kem-mqtt-mosquitto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let secrets = generate_broker(&kem_mqtt::KemId::ALL, &mut OsRng);
+    let mut registry = Registry::default();
+    let sensors: Vec<_> = Suite::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            provision_sensor(
+                &secrets,
+                &mut registry,
+                &format!("s{i}"),
+                s,
+                SuiteSet::EMPTY.with(s),
+                &mut OsRng,
+            )
+            .unwrap()
+        })
+        .collect();
+    // A separate identity for the subscriber (a second CONNECT with a used id takes the session over).
+    let watcher = provision_sensor(
+        &secrets,
+        &mut registry,
+        "watcher",
+        Suite::ALL[1],
+        SuiteSet::EMPTY.with(Suite::ALL[1]),
+        &mut OsRng,
+    )
+    .unwrap();
+    secrets.save(&dir.join("broker-key.json")).unwrap();
+    registry.save(&dir.join("registry.json")).unwrap();
+    let (_broker, addr) = start_broker(&dir);
+
+    let mut sub = SensorClient::connect_auth_mode(&addr, &watcher, TIMEOUT).unwrap();
+    sub.subscribe(&["sensors/#"]).unwrap();
+    for keys in &sensors {
+        let mut c = SensorClient::connect_auth_mode(&addr, keys, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{}: {e}", keys.suite.name()));
+        assert_eq!(c.stats.broker_hello, keys.suite.broker_hello_len());
+        let topic = format!("sensors/{}/t", keys.client_id);
+        let n = c.publish_record(&topic, b"21.5").unwrap();
+        let (got_topic, payload) = sub.recv_raw().unwrap();
+        assert_eq!((got_topic, payload.len()), (topic, n), "{}", keys.suite.name());
+        c.disconnect().unwrap();
+    }
+
+    // Tampered ClientFinished → 0x87.
+    let err = SensorClient::connect_auth_mode_with(&addr, &sensors[1], TIMEOUT, |f, m| {
+        if f == 3 {
+            m[10] ^= 1;
+        }
+    })
+    .unwrap_err();
+    assert!(matches!(err, HostError::Refused(mqtt::NOT_AUTHORIZED)), "{err}");
+    // Downgrade hybrid → pure against a hybrid-only policy → 0x87.
+    let mut pure = sensors[1].clone();
+    pure.suite = Suite::new(pure.suite.kem(), false);
+    let err = SensorClient::connect_auth_mode(&addr, &pure, TIMEOUT).unwrap_err();
+    assert!(matches!(err, HostError::Refused(mqtt::NOT_AUTHORIZED)), "{err}");
+    // Unknown client → 0x87.
+    let mut stranger = sensors[1].clone();
+    stranger.client_id = "stranger".into();
+    let err = SensorClient::connect_auth_mode(&addr, &stranger, TIMEOUT).unwrap_err();
+    assert!(matches!(err, HostError::Refused(mqtt::NOT_AUTHORIZED)), "{err}");
+    // Another authentication method → 0x8C.
+    let mut conn = Connection::connect(&addr).unwrap();
+    conn.set_timeout(Some(TIMEOUT)).unwrap();
+    conn.send(&Packet::Connect {
+        client_id: "x".into(),
+        keep_alive: 10,
+        auth_method: Some("SCRAM-SHA-1".into()),
+        auth_data: Some(vec![1, 2]),
+    })
+    .unwrap();
+    match conn.recv().unwrap() {
+        Packet::ConnAck { reason, .. } => assert_eq!(reason, mqtt::BAD_AUTHENTICATION_METHOD),
+        p => panic!("{p:?}"),
+    }
+}
