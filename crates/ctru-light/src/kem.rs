@@ -145,16 +145,53 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// KEM.KeyGen (§4): draws d until f is invertible (at most
     /// [`KEYGEN_ATTEMPTS`] times; each retry is public), then z.
     pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey<B>, SecretKey<B>), Error> {
-        let mut sk = [0u8; SK_BYTES];
-        let mut pk = [0u8; PK_BYTES];
+        let mut pk = PublicKey {
+            bytes: [0u8; PK_BYTES],
+            _b: PhantomData,
+        };
+        let mut sk = SecretKey {
+            bytes: [0u8; SK_BYTES],
+            _b: PhantomData,
+        };
+        Self::keygen_into(rng, &mut pk.bytes, &mut sk.bytes)?;
+        Ok((pk, sk))
+    }
+
+    /// KEM.Encaps (§4).
+    pub fn encapsulate(
+        pk: &PublicKey<B>,
+        rng: &mut (impl RngCore + CryptoRng),
+    ) -> Result<(Ciphertext<B>, SharedSecret), Error> {
+        let mut ct = Ciphertext {
+            bytes: [0u8; CT_BYTES],
+            _b: PhantomData,
+        };
+        let ss = Self::encapsulate_unchecked(&pk.bytes, rng, &mut ct.bytes)?;
+        Ok((ct, ss))
+    }
+
+    /// KEM.Decaps (§4): re-encrypts and selects K or Hrej(ct ‖ z) in
+    /// constant time. Never fails: a bad ciphertext yields the rejection key.
+    pub fn decapsulate(sk: &SecretKey<B>, ct: &Ciphertext<B>) -> SharedSecret {
+        Self::decapsulate_into(&sk.bytes, &ct.bytes)
+    }
+
+    /// [`Self::keygen`] into caller buffers (firmware keeps keys in static
+    /// memory, so nothing large is returned on the stack).
+    pub fn keygen_into(
+        rng: &mut (impl RngCore + CryptoRng),
+        pk: &mut [u8; PK_BYTES],
+        sk: &mut [u8; SK_BYTES],
+    ) -> Result<(), Error> {
+        let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
+        let sk_pke: &mut [u8; SK_PKE_BYTES] = sk_pke.try_into().map_err(|_| Error::Rng)?;
         let mut found = false;
         for _ in 0..KEYGEN_ATTEMPTS {
             let mut d = [0u8; 32];
             fill(rng, &mut d)?;
             let mut coins = [0u8; 256];
             B::xof(&[&d], &mut coins);
-            let sk_pke: &mut [u8; SK_PKE_BYTES] = (&mut sk[..SK_PKE_BYTES]).try_into().map_err(|_| Error::Rng)?;
-            let ok = pke::keygen::<A>(&coins, &mut pk, sk_pke);
+            let ok = pke::keygen::<A>(&coins, pk, sk_pke);
             d.zeroize();
             coins.zeroize();
             // Retrying on a non-invertible f is public (it excludes the key).
@@ -164,46 +201,56 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
             }
         }
         if !found {
-            sk.zeroize();
+            sk_pke.zeroize();
             return Err(Error::KeyGenExhausted);
         }
-        let mut z = [0u8; 32];
-        fill(rng, &mut z)?;
-        sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES].copy_from_slice(&pk);
-        sk[SK_PKE_BYTES + PK_BYTES..].copy_from_slice(&z);
-        z.zeroize();
-        Ok((
-            PublicKey {
-                bytes: pk,
-                _b: PhantomData,
-            },
-            SecretKey {
-                bytes: sk,
-                _b: PhantomData,
-            },
-        ))
+        let (pk_part, z) = rest.split_at_mut(PK_BYTES);
+        pk_part.copy_from_slice(pk);
+        fill(rng, z)
     }
 
-    /// KEM.Encaps (§4).
-    pub fn encapsulate(
-        pk: &PublicKey<B>,
+    /// [`Self::encapsulate`] to an encoded public key (checked as on import) into `ct`.
+    pub fn encapsulate_into(
+        pk: &[u8; PK_BYTES],
         rng: &mut (impl RngCore + CryptoRng),
-    ) -> Result<(Ciphertext<B>, SharedSecret), Error> {
+        ct: &mut [u8; CT_BYTES],
+    ) -> Result<SharedSecret, Error> {
+        if !pk_is_canonical(pk) {
+            return Err(Error::PublicKeyNotReduced);
+        }
+        Self::encapsulate_unchecked(pk, rng, ct)
+    }
+
+    fn encapsulate_unchecked(
+        pk: &[u8; PK_BYTES],
+        rng: &mut (impl RngCore + CryptoRng),
+        ct: &mut [u8; CT_BYTES],
+    ) -> Result<SharedSecret, Error> {
         let mut mu = [0u8; 32];
         fill(rng, &mut mu)?;
         let mut m = [0u8; 32];
         B::xof(&[&mu], &mut m);
         mu.zeroize();
-        let mut ct = [0u8; CT_BYTES];
-        let ss = Self::encrypt_derive(&pk.bytes, &m, &mut ct);
+        let ss = Self::encrypt_derive(pk, &m, ct);
         m.zeroize();
-        Ok((
-            Ciphertext {
-                bytes: ct,
-                _b: PhantomData,
-            },
-            ss,
-        ))
+        Ok(ss)
+    }
+
+    /// [`Self::decapsulate`] with an encoded secret key, which must come from
+    /// [`Self::keygen_into`] or have passed [`SecretKey::from_bytes`].
+    pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
+        let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
+        let (pk, z) = rest.split_at(PK_BYTES);
+        let mut m = [0u8; 32];
+        let _ = pke::decrypt::<A>(sk_pke, ct, &mut m);
+        let mut ct2 = [0u8; CT_BYTES];
+        let good = Self::encrypt_derive(pk, &m, &mut ct2);
+        let same = ct.ct_eq(&ct2);
+        let bad = B::hrej(&[ct, z]);
+        let k = kem_common::select_bytes(&bad, good.as_bytes(), same);
+        m.zeroize();
+        ct2.zeroize();
+        SharedSecret::new(k)
     }
 
     /// G = Hg(ID(pk) ‖ m); ct = Enc(pk, m, XOF(G[32..64], 128)); K = G[0..32].
@@ -216,22 +263,6 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         k.copy_from_slice(&g[..32]);
         g.zeroize();
         coins.zeroize();
-        SharedSecret::new(k)
-    }
-
-    /// KEM.Decaps (§4): re-encrypts and selects K or Hrej(ct ‖ z) in
-    /// constant time. Never fails: a bad ciphertext yields the rejection key.
-    pub fn decapsulate(sk: &SecretKey<B>, ct: &Ciphertext<B>) -> SharedSecret {
-        let mut m = [0u8; 32];
-        // sk was validated on import, so the returned validity flag is true.
-        let _ = pke::decrypt::<A>(&sk.bytes[..SK_PKE_BYTES], &ct.bytes, &mut m);
-        let mut ct2 = [0u8; CT_BYTES];
-        let good = Self::encrypt_derive(sk.pk(), &m, &mut ct2);
-        let same = ct.bytes.ct_eq(&ct2);
-        let bad = B::hrej(&[&ct.bytes, &sk.bytes[SK_BYTES - 32..]]);
-        let k = kem_common::select_bytes(&bad, good.as_bytes(), same);
-        m.zeroize();
-        ct2.zeroize();
         SharedSecret::new(k)
     }
 }

@@ -110,3 +110,25 @@ fn malformed_input_is_a_typed_error() {
     assert_eq!(PublicKey::<Sha3>::from_bytes(pk.as_bytes()).unwrap(), pk);
     assert_eq!(SecretKey::<Sha3>::from_bytes(sk.as_bytes()).unwrap().public_key(), pk);
 }
+
+/// The byte-buffer API draws and outputs exactly what the typed API does.
+#[test]
+fn raw_api_equals_typed_api() {
+    let (mut r1, mut r2) = (doc_rng(), doc_rng());
+    let (pk, sk) = CtruLightSha3::keygen(&mut r1).unwrap();
+    let (mut pk2, mut sk2) = ([0u8; 640], [0u8; 864]);
+    CtruLightSha3::keygen_into(&mut r2, &mut pk2, &mut sk2).unwrap();
+    assert_eq!((pk.as_bytes(), sk.as_bytes()), (&pk2, &sk2));
+    let (ct, ss) = CtruLightSha3::encapsulate(&pk, &mut r1).unwrap();
+    let mut ct2 = [0u8; 512];
+    assert_eq!(CtruLightSha3::encapsulate_into(&pk2, &mut r2, &mut ct2).unwrap(), ss);
+    assert_eq!(ct.as_bytes(), &ct2);
+    assert_eq!(CtruLightSha3::decapsulate_into(&sk2, &ct2), ss);
+    let mut bad = pk2;
+    bad[0] = 0xFF;
+    bad[1] |= 0x03;
+    assert_eq!(
+        CtruLightSha3::encapsulate_into(&bad, &mut r2, &mut ct2).unwrap_err(),
+        Error::PublicKeyNotReduced
+    );
+}

@@ -75,7 +75,7 @@ pub struct Ciphertext<V> {
 }
 
 /// FIPS 203 §7.2 modulus check: every 12-bit value of the encoded t̂ is below q.
-fn modulus_check(ek: &[u8; EK_BYTES]) -> bool {
+pub(crate) fn modulus_check(ek: &[u8; EK_BYTES]) -> bool {
     let mut scratch = Poly::zero();
     (0..K).all(|i| decode12(&ek[i * POLY_BYTES..(i + 1) * POLY_BYTES], &mut scratch))
 }
@@ -151,11 +151,6 @@ impl<V: Variant> DecapsulationKey<V> {
     fn h(&self) -> &[u8] {
         &self.bytes[DK_PKE_BYTES + EK_BYTES..DK_BYTES - 32]
     }
-    fn z(&self) -> [u8; 32] {
-        let mut z = [0u8; 32];
-        z.copy_from_slice(&self.bytes[DK_BYTES - 32..]);
-        z
-    }
 }
 
 impl<V> Drop for DecapsulationKey<V> {
@@ -199,81 +194,93 @@ impl<V> fmt::Debug for Ciphertext<V> {
     }
 }
 
-/// KeyGen_internal (Algorithm 16) from d and z.
-pub(crate) fn keygen_internal<V: Variant>(d: &[u8; 32], z: &[u8; 32]) -> (EncapsulationKey<V>, DecapsulationKey<V>) {
+/// KeyGen_internal (Algorithm 16) from d and z, into caller buffers.
+pub(crate) fn keygen_bytes<V: Variant>(d: &[u8; 32], z: &[u8; 32], ek: &mut [u8; EK_BYTES], dk: &mut [u8; DK_BYTES]) {
     let mut rho_sigma = V::expand_seed(d);
-    let mut rho = [0u8; 32];
-    let mut sigma = [0u8; 32];
-    rho.copy_from_slice(&rho_sigma[..32]);
-    sigma.copy_from_slice(&rho_sigma[32..]);
-    let mut ek = [0u8; EK_BYTES];
-    let mut dk = [0u8; DK_BYTES];
-    {
-        let (dk_pke, rest) = dk.split_at_mut(DK_PKE_BYTES);
-        let dk_pke: &mut [u8; DK_PKE_BYTES] = dk_pke.try_into().unwrap_or_else(|_| unreachable!());
-        kpke::keygen(&rho, &sigma, &mut ek, dk_pke);
-        rest[..EK_BYTES].copy_from_slice(&ek);
-        rest[EK_BYTES..EK_BYTES + 32].copy_from_slice(&fips202::sha3_256(&[&ek]));
-        rest[EK_BYTES + 32..].copy_from_slice(z);
+    let (mut rho, mut sigma) = split(&rho_sigma);
+    let (dk_pke, rest) = dk.split_at_mut(DK_PKE_BYTES);
+    if let Ok(dk_pke) = <&mut [u8; DK_PKE_BYTES]>::try_from(dk_pke) {
+        kpke::keygen(&rho, &sigma, ek, dk_pke);
     }
+    rest[..EK_BYTES].copy_from_slice(ek);
+    rest[EK_BYTES..EK_BYTES + 32].copy_from_slice(&fips202::sha3_256(&[ek]));
+    rest[EK_BYTES + 32..].copy_from_slice(z);
+    rho.zeroize();
     sigma.zeroize();
     rho_sigma.zeroize();
-    (
-        EncapsulationKey {
-            bytes: ek,
-            _v: PhantomData,
-        },
-        DecapsulationKey {
-            bytes: dk,
-            _v: PhantomData,
-        },
-    )
 }
 
 /// Encaps_internal (Algorithm 17) with message m (after the variant's hashing).
-pub(crate) fn encaps_internal<V: Variant>(ek: &EncapsulationKey<V>, m: &[u8; 32]) -> (Ciphertext<V>, SharedSecret) {
-    let h = fips202::sha3_256(&[&ek.bytes]);
+pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
+    let h = fips202::sha3_256(&[ek]);
     let mut kr = fips202::sha3_512(&[m, &h]);
     let (mut kbar, mut r) = split(&kr);
-    let mut ct = [0u8; CT_BYTES];
-    kpke::encrypt(&ek.bytes, m, &r, &mut ct);
-    let ss = V::derive_key(&kbar, &ct);
+    kpke::encrypt(ek, m, &r, ct);
+    let ss = V::derive_key(&kbar, ct);
     kr.zeroize();
     kbar.zeroize();
     r.zeroize();
-    (
-        Ciphertext {
-            bytes: ct,
-            _v: PhantomData,
-        },
-        SharedSecret::new(ss),
-    )
+    SharedSecret::new(ss)
 }
 
 /// Decaps_internal (Algorithm 18): re-encrypts and selects, in constant time,
-/// between the derived key and the implicit-rejection key.
-pub(crate) fn decaps_internal<V: Variant>(dk: &DecapsulationKey<V>, ct: &Ciphertext<V>) -> SharedSecret {
-    let mut m = kpke::decrypt(&dk.bytes[..DK_PKE_BYTES], &ct.bytes);
-    let mut h = [0u8; 32];
-    h.copy_from_slice(dk.h());
-    let mut kr = fips202::sha3_512(&[&m, &h]);
+/// between the derived key and the implicit-rejection key. `dk` must be
+/// well-formed (from key generation or a checked import).
+pub(crate) fn decaps_bytes<V: Variant>(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
+    let (dk_pke, rest) = dk.split_at(DK_PKE_BYTES);
+    let (ek, rest) = rest.split_at(EK_BYTES);
+    let (h, z) = rest.split_at(32);
+    let mut m = kpke::decrypt(dk_pke, ct);
+    let mut kr = fips202::sha3_512(&[&m, h]);
     let (mut kbar, mut r) = split(&kr);
-    let mut ek = [0u8; EK_BYTES];
-    ek.copy_from_slice(dk.ek_bytes());
     let mut ct2 = [0u8; CT_BYTES];
-    kpke::encrypt(&ek, &m, &r, &mut ct2);
-    let same = ct.bytes.ct_eq(&ct2);
-    let mut z = dk.z();
-    let mut good = V::derive_key(&kbar, &ct.bytes);
-    let mut bad = V::reject_key(&z, &ct.bytes);
+    if let Ok(ek) = <&[u8; EK_BYTES]>::try_from(ek) {
+        kpke::encrypt(ek, &m, &r, &mut ct2);
+    }
+    let same = ct.ct_eq(&ct2);
+    let mut z_arr = [0u8; 32];
+    z_arr.copy_from_slice(z);
+    let mut good = V::derive_key(&kbar, ct);
+    let mut bad = V::reject_key(&z_arr, ct);
     let ss = kem_common::select_bytes(&bad, &good, same);
-    for secret in [&mut m, &mut kbar, &mut r, &mut z, &mut good, &mut bad] {
+    for secret in [&mut m, &mut kbar, &mut r, &mut z_arr, &mut good, &mut bad] {
         secret.zeroize();
     }
     kr.zeroize();
-    (SharedSecret::new(ss), ct2.zeroize()).0
+    ct2.zeroize();
+    SharedSecret::new(ss)
 }
 
+/// KeyGen_internal into typed keys.
+pub(crate) fn keygen_internal<V: Variant>(d: &[u8; 32], z: &[u8; 32]) -> (EncapsulationKey<V>, DecapsulationKey<V>) {
+    let mut ek = EncapsulationKey {
+        bytes: [0u8; EK_BYTES],
+        _v: PhantomData,
+    };
+    let mut dk = DecapsulationKey {
+        bytes: [0u8; DK_BYTES],
+        _v: PhantomData,
+    };
+    keygen_bytes::<V>(d, z, &mut ek.bytes, &mut dk.bytes);
+    (ek, dk)
+}
+
+/// Encaps_internal on typed keys.
+pub(crate) fn encaps_internal<V: Variant>(ek: &EncapsulationKey<V>, m: &[u8; 32]) -> (Ciphertext<V>, SharedSecret) {
+    let mut ct = Ciphertext {
+        bytes: [0u8; CT_BYTES],
+        _v: PhantomData,
+    };
+    let ss = encaps_bytes::<V>(&ek.bytes, m, &mut ct.bytes);
+    (ct, ss)
+}
+
+/// Decaps_internal on typed keys.
+pub(crate) fn decaps_internal<V: Variant>(dk: &DecapsulationKey<V>, ct: &Ciphertext<V>) -> SharedSecret {
+    decaps_bytes::<V>(&dk.bytes, &ct.bytes)
+}
+
+/// The two 32-byte halves of a 64-byte hash output.
 fn split(kr: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
     let mut a = [0u8; 32];
     let mut b = [0u8; 32];
@@ -321,6 +328,50 @@ macro_rules! kem_api {
         /// implicit-rejection key, indistinguishably and in constant time.
         pub fn decapsulate(dk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
             $crate::kem::decaps_internal(dk, ct)
+        }
+
+        /// The same operations on caller-provided byte buffers, for firmware
+        /// that keeps keys in static memory (nothing large is returned on the
+        /// stack). Same RNG draws and outputs as the typed API.
+        pub mod raw {
+            use super::*;
+            use $crate::params::{CT_BYTES, DK_BYTES, EK_BYTES};
+
+            /// Key generation into `ek` and `dk`.
+            pub fn keygen_into(
+                rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+                ek: &mut [u8; EK_BYTES],
+                dk: &mut [u8; DK_BYTES],
+            ) -> Result<(), $crate::Error> {
+                use $crate::kem::Variant;
+                let (mut d, mut z) = <$variant>::draw_keygen_seeds(rng)?;
+                $crate::kem::keygen_bytes::<$variant>(&d, &z, ek, dk);
+                zeroize::Zeroize::zeroize(&mut d);
+                zeroize::Zeroize::zeroize(&mut z);
+                Ok(())
+            }
+
+            /// Encapsulation to the encoded key `ek` (checked as on import) into `ct`.
+            pub fn encapsulate_into(
+                ek: &[u8; EK_BYTES],
+                rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+                ct: &mut [u8; CT_BYTES],
+            ) -> Result<SharedSecret, $crate::Error> {
+                use $crate::kem::Variant;
+                if <$variant>::CHECK_KEYS && !$crate::kem::modulus_check(ek) {
+                    return Err($crate::Error::EncapsulationKeyNotReduced);
+                }
+                let mut m = <$variant>::draw_message(rng)?;
+                let ss = $crate::kem::encaps_bytes::<$variant>(ek, &m, ct);
+                zeroize::Zeroize::zeroize(&mut m);
+                Ok(ss)
+            }
+
+            /// Decapsulation with the encoded key `dk`, which must come from
+            /// [`keygen_into`] or have passed `DecapsulationKey::from_bytes`.
+            pub fn decapsulate_into(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
+                $crate::kem::decaps_bytes::<$variant>(dk, ct)
+            }
         }
     };
 }

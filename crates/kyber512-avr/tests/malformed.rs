@@ -108,3 +108,26 @@ fn round_trip_both_variants() {
     assert_ne!(ss, ss2);
     assert_eq!(kyber512_r3::decapsulate(&dk, &ct2), ss);
 }
+
+/// The raw byte-buffer API draws and outputs exactly what the typed API does.
+#[test]
+fn raw_api_equals_typed_api() {
+    use kyber512_avr::ml_kem_512::raw;
+    let (mut r1, mut r2) = (kyber512_avr::doc_rng(), kyber512_avr::doc_rng());
+    let (ek, dk) = ml_kem_512::keygen(&mut r1).unwrap();
+    let (mut ek2, mut dk2) = ([0u8; 800], [0u8; 1632]);
+    raw::keygen_into(&mut r2, &mut ek2, &mut dk2).unwrap();
+    assert_eq!((ek.as_bytes(), dk.as_bytes()), (&ek2, &dk2));
+    let (ct, ss) = ml_kem_512::encapsulate(&ek, &mut r1).unwrap();
+    let mut ct2 = [0u8; 768];
+    let ss2 = raw::encapsulate_into(&ek2, &mut r2, &mut ct2).unwrap();
+    assert_eq!((ct.as_bytes(), &ss), (&ct2, &ss2));
+    assert_eq!(raw::decapsulate_into(&dk2, &ct2), ss);
+    let mut bad = ek2;
+    bad[0] = 0xFF;
+    bad[1] |= 0x0F;
+    assert_eq!(
+        raw::encapsulate_into(&bad, &mut r2, &mut ct2).unwrap_err(),
+        Error::EncapsulationKeyNotReduced
+    );
+}

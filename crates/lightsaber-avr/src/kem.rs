@@ -116,6 +116,31 @@ impl fmt::Debug for Ciphertext {
 /// KeyGen: seed_A ← SHAKE128(randombytes(32), 32), seed_s ← randombytes(32),
 /// z ← randombytes(32).
 pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey, SecretKey), Error> {
+    let mut pk = PublicKey([0u8; PK_BYTES]);
+    let mut sk = SecretKey([0u8; SK_BYTES]);
+    keygen_into(rng, &mut pk.0, &mut sk.0)?;
+    Ok((pk, sk))
+}
+
+/// Encapsulation: m = H(randombytes(32)).
+pub fn encapsulate(pk: &PublicKey, rng: &mut (impl RngCore + CryptoRng)) -> Result<(Ciphertext, SharedSecret), Error> {
+    let mut ct = Ciphertext([0u8; CT_BYTES]);
+    let ss = encapsulate_into(&pk.0, rng, &mut ct.0)?;
+    Ok((ct, ss))
+}
+
+/// Decapsulation: never fails; a bad ciphertext yields H(z ‖ H(ct)),
+/// selected in constant time.
+pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> SharedSecret {
+    decapsulate_into(&sk.0, &ct.0)
+}
+
+/// [`keygen`] into caller buffers (firmware keeps keys in static memory).
+pub fn keygen_into(
+    rng: &mut (impl RngCore + CryptoRng),
+    pk: &mut [u8; PK_BYTES],
+    sk: &mut [u8; SK_BYTES],
+) -> Result<(), Error> {
     let mut raw = [0u8; SEED_BYTES];
     fill(rng, &mut raw)?;
     let mut xof = fips202::Sponge::shake128();
@@ -123,18 +148,21 @@ pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey, Secret
     xof.finalize();
     let mut seed_a = [0u8; SEED_BYTES];
     xof.squeeze(&mut seed_a);
+    drop(xof);
     let mut seed_s = [0u8; SEED_BYTES];
     fill(rng, &mut seed_s)?;
-    let mut pk = [0u8; PK_BYTES];
-    let mut sk = [0u8; SK_BYTES];
-    let sk_pke: &mut [u8; SK_PKE_BYTES] = (&mut sk[..SK_PKE_BYTES]).try_into().map_err(|_| Error::Rng)?;
-    pke::keygen(&seed_a, &seed_s, &mut pk, sk_pke);
-    sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES].copy_from_slice(&pk);
-    sk[SK_BYTES - 64..SK_BYTES - 32].copy_from_slice(&fips202::sha3_256(&[&pk]));
-    fill(rng, &mut sk[SK_BYTES - 32..])?;
+    let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
+    if let Ok(sk_pke) = <&mut [u8; SK_PKE_BYTES]>::try_from(sk_pke) {
+        pke::keygen(&seed_a, &seed_s, pk, sk_pke);
+    }
+    let (pk_part, rest) = rest.split_at_mut(PK_BYTES);
+    pk_part.copy_from_slice(pk);
+    let (hpk, z) = rest.split_at_mut(32);
+    hpk.copy_from_slice(&fips202::sha3_256(&[pk]));
     raw.zeroize();
     seed_s.zeroize();
-    Ok((PublicKey(pk), SecretKey(sk)))
+    fill(rng, z)?;
+    Ok(())
 }
 
 /// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r). Returns K̄ (the caller hashes
@@ -151,35 +179,41 @@ fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], ct: &mut [u8; CT_BYTES]) 
     kbar
 }
 
-/// Encapsulation: m = H(randombytes(32)).
-pub fn encapsulate(pk: &PublicKey, rng: &mut (impl RngCore + CryptoRng)) -> Result<(Ciphertext, SharedSecret), Error> {
+/// [`encapsulate`] to an encoded public key, into `ct`.
+pub fn encapsulate_into(
+    pk: &[u8; PK_BYTES],
+    rng: &mut (impl RngCore + CryptoRng),
+    ct: &mut [u8; CT_BYTES],
+) -> Result<SharedSecret, Error> {
     let mut raw = [0u8; 32];
     fill(rng, &mut raw)?;
     let mut m = fips202::sha3_256(&[&raw]);
-    let hpk = fips202::sha3_256(&[&pk.0]);
-    let mut ct = [0u8; CT_BYTES];
-    let mut kbar = encrypt_derive(&m, &hpk, &pk.0, &mut ct);
-    let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[&ct])]));
+    let hpk = fips202::sha3_256(&[pk]);
+    let mut kbar = encrypt_derive(&m, &hpk, pk, ct);
+    let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[ct])]));
     raw.zeroize();
     m.zeroize();
     kbar.zeroize();
-    Ok((Ciphertext(ct), ss))
+    Ok(ss)
 }
 
-/// Decapsulation: never fails; a bad ciphertext yields H(z ‖ H(ct)),
-/// selected in constant time.
-pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> SharedSecret {
+/// [`decapsulate`] with an encoded secret key, which must come from
+/// [`keygen_into`] or have passed [`SecretKey::from_bytes`].
+pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
+    let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
+    let (pk, rest) = rest.split_at(PK_BYTES);
+    let (hpk, z) = rest.split_at(32);
     let mut m = [0u8; 32];
-    pke::decrypt(&sk.0[..SK_PKE_BYTES], &ct.0, &mut m);
+    pke::decrypt(sk_pke, ct, &mut m);
     let mut ct2 = [0u8; CT_BYTES];
-    let mut kbar = encrypt_derive(&m, sk.hpk(), sk.pk(), &mut ct2);
-    let fail = !ct.0.ct_eq(&ct2);
-    let mut z = [0u8; 32];
-    z.copy_from_slice(&sk.0[SK_BYTES - 32..]);
+    let mut kbar = encrypt_derive(&m, hpk, pk, &mut ct2);
+    let fail = !ct.ct_eq(&ct2);
+    let mut z_arr = [0u8; 32];
+    z_arr.copy_from_slice(z);
     // The reference hashes the received ciphertext, valid or not.
-    let mut chosen = select_bytes(&kbar, &z, fail);
-    let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[&ct.0])]));
-    for secret in [&mut m[..], &mut chosen[..], &mut z[..], &mut kbar[..], &mut ct2[..]] {
+    let mut chosen = select_bytes(&kbar, &z_arr, fail);
+    let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[ct])]));
+    for secret in [&mut m[..], &mut chosen[..], &mut z_arr[..], &mut kbar[..], &mut ct2[..]] {
         secret.zeroize();
     }
     ss

@@ -30,7 +30,9 @@ mod pke;
 mod poly;
 mod sampling;
 
-pub use kem::{decapsulate, encapsulate, keygen, Ciphertext, PublicKey, SecretKey};
+pub use kem::{
+    decapsulate, decapsulate_into, encapsulate, encapsulate_into, keygen, keygen_into, Ciphertext, PublicKey, SecretKey,
+};
 pub use kem_common::SharedSecret;
 
 /// Errors of the public API. Malformed input is always an error, never a panic.

@@ -54,3 +54,18 @@ fn malformed_input_is_a_typed_error() {
     bad[832 + 5] ^= 1;
     assert_eq!(SecretKey::from_bytes(&bad).unwrap_err(), Error::SecretKeyHashMismatch);
 }
+
+/// The byte-buffer API draws and outputs exactly what the typed API does.
+#[test]
+fn raw_api_equals_typed_api() {
+    let (mut r1, mut r2) = (kem_common::doc_rng(), kem_common::doc_rng());
+    let (pk, sk) = keygen(&mut r1).unwrap();
+    let (mut pk2, mut sk2) = ([0u8; 672], [0u8; 1568]);
+    keygen_into(&mut r2, &mut pk2, &mut sk2).unwrap();
+    assert_eq!((pk.as_bytes(), sk.as_bytes()), (&pk2, &sk2));
+    let (ct, ss) = encapsulate(&pk, &mut r1).unwrap();
+    let mut ct2 = [0u8; 736];
+    assert_eq!(encapsulate_into(&pk2, &mut r2, &mut ct2).unwrap(), ss);
+    assert_eq!(ct.as_bytes(), &ct2);
+    assert_eq!(decapsulate_into(&sk2, &ct2), ss);
+}
