@@ -18,6 +18,9 @@ pub const PACKAGES: &[&str] = &[
     "libsimavr-dev",
     "libelf-dev",
     "pkg-config",
+    // The KEM-MQTT plugin's integration test runs Debian's broker.
+    "mosquitto",
+    "mosquitto-dev",
 ];
 
 /// The AVR compiler and cargo from Debian's rustc-web/cargo-web (the rustup host toolchain stays untouched).
