@@ -69,6 +69,8 @@ fn main() -> ExitCode {
 
 /// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 fn ci() -> Result<(), String> {
+    // A fresh machine has none of the Debian packages the tests need.
+    avr::setup(&["--yasimavr".to_string()])?;
     util::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
     util::run(Command::new("cargo").args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     util::run(Command::new("cargo").args(["test", "--workspace"]))?;
