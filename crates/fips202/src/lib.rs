@@ -1,13 +1,15 @@
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 //! SHA-3 and SHAKE (FIPS 202) as small incremental sponges.
 //!
 //! Every KEM of the workspace hashes through this crate, so the
-//! Keccak-f[1600] permutation is a single swap point: the portable
-//! [`keccak::f1600`] today, the AVR assembly backend beside it later. The
-//! state is 200 bytes plus a position; no other buffer is kept, which
-//! matters on a 6 KB-SRAM MCU.
+//! Keccak-f[1600] permutation is a single swap point ([`permute`]): on AVR the
+//! hand-written assembly of `asm-avr/keccak_f1600.S` (selected by `build.rs`,
+//! `cfg(keccak_asm)`), elsewhere the portable [`keccak::f1600`], which always
+//! compiles and is the reference the assembly is tested against
+//! (`tests/avr_keccak.rs`, in simavr). The state is 200 bytes plus a
+//! position; no other buffer is kept, which matters on a 6 KB-SRAM MCU.
 //!
 //! ```
 //! let digest = fips202::sha3_256(&[b"abc"]);
@@ -36,7 +38,32 @@ const SHAKE_PAD: u8 = 0x1F;
 /// The Keccak-f[1600] permutation every sponge here uses.
 #[inline]
 pub fn permute(state: &mut [u64; 25]) {
+    #[cfg(keccak_asm)]
+    avr::f1600(state);
+    #[cfg(not(keccak_asm))]
+    permute_portable(state);
+}
+
+/// The portable permutation (RustCrypto `keccak`), on every target.
+#[inline]
+pub fn permute_portable(state: &mut [u64; 25]) {
     keccak::f1600(state);
+}
+
+#[cfg(keccak_asm)]
+#[allow(unsafe_code)]
+mod avr {
+    extern "C" {
+        /// `asm-avr/keccak_f1600.S`: permutes 25 little-endian lanes in place.
+        fn keccak_f1600_avr(state: *mut u64);
+    }
+
+    #[inline]
+    pub fn f1600(state: &mut [u64; 25]) {
+        // SAFETY: the routine reads and writes exactly the 200 bytes of
+        // `state` and follows the avr-gcc ABI (tested in simavr).
+        unsafe { keccak_f1600_avr(state.as_mut_ptr()) }
+    }
 }
 
 /// A Keccak sponge: absorb, [`Sponge::finalize`] once, then squeeze.
