@@ -1,5 +1,9 @@
 //! The firmware's operation catalog, shared with the host.
 //!
+//! Two halves: the modarith ring operations below (cargo feature `rings`)
+//! and the KEM operations of [`kem`] (features `kyber`, `saber`,
+//! `ctru-sha3`, `ctru-ascon`).
+//!
 //! The AVR binary (`src/main.rs`) registers one operation per (ring, kind)
 //! below; the host tools (`cargo xtask sim-test`, `bench`) use the same
 //! catalog to build requests and to compute the expected results with
@@ -12,6 +16,9 @@
 //! - base_inv: `a` → `[invertible u8] ‖ a⁻¹`.
 
 #![no_std]
+
+pub mod kem;
+pub use kem::{decode_kem_op, kem_op_id, kem_ops, Group, Kem, KemOp};
 
 /// The rings of `modarith::rings`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

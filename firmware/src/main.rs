@@ -1,8 +1,15 @@
-//! Benchmark and differential-test firmware: serves every operation of the
-//! catalog (`firmware::ops`) over UART0 with the `avr-harness` protocol.
+//! Benchmark, differential-test and KAT firmware: serves the operations of the
+//! catalog (`firmware::ops`, `firmware::kem_ops`) that its cargo features
+//! select over UART0 with the `avr-harness` protocol.
 //!
-//! Build it for the MCU with `cargo xtask build-avr --mcu atmega1284p`; on the
-//! host this binary only explains that.
+//! - `rings` (default): the 25 modarith NTT operations;
+//! - `kyber` (`ml-kem`, `kyber-r3`), `saber`, `ctru-sha3`, `ctru-ascon`
+//!   (narrowed by `ctru-kred2x` / `ctru-montopt` / `ctru-mont`): keygen,
+//!   encaps and decaps of each KEM, randomness from a host-sent tape, keys
+//!   and ciphertexts in one shared static arena.
+//!
+//! Build it with `cargo xtask build-avr [--mcu M] [--group G]`; on the host
+//! this binary only explains that.
 
 #![cfg_attr(target_arch = "avr", no_std, no_main)]
 
@@ -15,153 +22,489 @@ fn main() {
 
 #[cfg(target_arch = "avr")]
 mod device {
-    use core::hint::black_box;
-    use core::ptr::addr_of_mut;
+    #[cfg(any(feature = "rings", kem))]
+    use avr_harness::Op;
+    use avr_harness::Uart;
 
-    use avr_harness::{measure, Io, Op, Status, Uart};
-    use firmware::{op_id, Kind, Ring};
+    #[cfg(feature = "rings")]
+    mod rings {
+        use core::hint::black_box;
+        use core::ptr::addr_of_mut;
 
-    /// Largest polynomial any ring uses.
-    const MAX_N: usize = 512;
-    static mut BUF_A: [i16; MAX_N] = [0; MAX_N];
-    static mut BUF_B: [i16; MAX_N] = [0; MAX_N];
-    static mut BUF_C: [i16; MAX_N] = [0; MAX_N];
+        use avr_harness::{measure, Io, Op, Status, Uart};
+        use firmware::{op_id, Kind, Ring};
 
-    /// The first `N` coefficients of a buffer as an array.
-    ///
-    /// # Safety
-    /// Single-threaded; each buffer is borrowed once at a time by one handler.
-    unsafe fn buf<const N: usize>(b: *mut [i16; MAX_N]) -> &'static mut [i16; N] {
-        const { assert!(N <= MAX_N) };
-        // SAFETY: N ≤ MAX_N, same element type, exclusive per the caller's contract.
-        unsafe { &mut *(b as *mut [i16; N]) }
+        /// Largest polynomial any ring uses.
+        const MAX_N: usize = 512;
+        static mut BUF_A: [i16; MAX_N] = [0; MAX_N];
+        static mut BUF_B: [i16; MAX_N] = [0; MAX_N];
+        static mut BUF_C: [i16; MAX_N] = [0; MAX_N];
+
+        /// The first `N` coefficients of a buffer as an array.
+        ///
+        /// # Safety
+        /// Single-threaded; each buffer is borrowed once at a time by one handler.
+        unsafe fn buf<const N: usize>(b: *mut [i16; MAX_N]) -> &'static mut [i16; N] {
+            const { assert!(N <= MAX_N) };
+            // SAFETY: N ≤ MAX_N, same element type, exclusive per the caller's contract.
+            unsafe { &mut *(b as *mut [i16; N]) }
+        }
+
+        macro_rules! ring {
+            ($m:ident, $ring:expr, $T:ty) => {
+                pub mod $m {
+                    use super::*;
+                    type T = $T;
+                    const RING: Ring = $ring;
+                    const N: usize = RING.n();
+
+                    #[inline(never)]
+                    fn k_forward(a: &mut [i16; N]) {
+                        T::forward(a)
+                    }
+                    #[inline(never)]
+                    fn k_inverse(a: &mut [i16; N]) {
+                        T::inverse(a)
+                    }
+                    #[inline(never)]
+                    fn k_base_mul(a: &[i16; N], b: &[i16; N], c: &mut [i16; N]) {
+                        T::base_mul(a, b, c)
+                    }
+                    #[inline(never)]
+                    fn k_base_mul_acc(a: &[i16; N], b: &[i16; N], c: &mut [i16; N]) {
+                        T::base_mul_acc(a, b, c)
+                    }
+                    #[inline(never)]
+                    fn k_base_inv(a: &mut [i16; N]) -> u8 {
+                        T::base_inv(a).unwrap_u8()
+                    }
+
+                    fn forward(io: &mut Uart) {
+                        // SAFETY: one borrow per buffer, single-threaded.
+                        let a = unsafe { buf::<N>(addr_of_mut!(BUF_A)) };
+                        io.read_i16s(a);
+                        measure(op_id(RING, Kind::Forward), || k_forward(black_box(a)));
+                        io.reply(Status::Ok, Kind::Forward.reply_len(N));
+                        io.write_i16s(a);
+                    }
+                    fn inverse(io: &mut Uart) {
+                        // SAFETY: as above.
+                        let a = unsafe { buf::<N>(addr_of_mut!(BUF_A)) };
+                        io.read_i16s(a);
+                        measure(op_id(RING, Kind::Inverse), || k_inverse(black_box(a)));
+                        io.reply(Status::Ok, Kind::Inverse.reply_len(N));
+                        io.write_i16s(a);
+                    }
+                    fn base_mul(io: &mut Uart) {
+                        // SAFETY: as above.
+                        let (a, b, c) = unsafe {
+                            (
+                                buf::<N>(addr_of_mut!(BUF_A)),
+                                buf::<N>(addr_of_mut!(BUF_B)),
+                                buf::<N>(addr_of_mut!(BUF_C)),
+                            )
+                        };
+                        io.read_i16s(a);
+                        io.read_i16s(b);
+                        measure(op_id(RING, Kind::BaseMul), || {
+                            k_base_mul(black_box(a), black_box(b), black_box(c))
+                        });
+                        io.reply(Status::Ok, Kind::BaseMul.reply_len(N));
+                        io.write_i16s(c);
+                    }
+                    fn base_mul_acc(io: &mut Uart) {
+                        // SAFETY: as above.
+                        let (a, b, c) = unsafe {
+                            (
+                                buf::<N>(addr_of_mut!(BUF_A)),
+                                buf::<N>(addr_of_mut!(BUF_B)),
+                                buf::<N>(addr_of_mut!(BUF_C)),
+                            )
+                        };
+                        io.read_i16s(a);
+                        io.read_i16s(b);
+                        io.read_i16s(c);
+                        measure(op_id(RING, Kind::BaseMulAcc), || {
+                            k_base_mul_acc(black_box(a), black_box(b), black_box(c))
+                        });
+                        io.reply(Status::Ok, Kind::BaseMulAcc.reply_len(N));
+                        io.write_i16s(c);
+                    }
+                    fn base_inv(io: &mut Uart) {
+                        // SAFETY: as above.
+                        let a = unsafe { buf::<N>(addr_of_mut!(BUF_A)) };
+                        io.read_i16s(a);
+                        let ok = measure(op_id(RING, Kind::BaseInv), || k_base_inv(black_box(a)));
+                        io.reply(Status::Ok, Kind::BaseInv.reply_len(N));
+                        io.write_byte(ok);
+                        io.write_i16s(a);
+                    }
+
+                    const fn op(kind: Kind, run: fn(&mut Uart)) -> Op<Uart> {
+                        Op {
+                            id: op_id(RING, kind),
+                            request_len: kind.request_len(N),
+                            reply_len: kind.reply_len(N),
+                            run,
+                        }
+                    }
+
+                    /// This ring's operations.
+                    pub const OPS: [Op<Uart>; 5] = [
+                        op(Kind::Forward, forward),
+                        op(Kind::Inverse, inverse),
+                        op(Kind::BaseMul, base_mul),
+                        op(Kind::BaseMulAcc, base_mul_acc),
+                        op(Kind::BaseInv, base_inv),
+                    ];
+                }
+            };
+        }
+
+        ring!(ctru769, Ring::Ctru769, modarith::rings::Ctru769);
+        ring!(ctru3329, Ring::Ctru3329, modarith::rings::Ctru3329);
+        ring!(kyber, Ring::Kyber, modarith::rings::Kyber);
+        ring!(saber3329, Ring::Saber3329, modarith::rings::Saber3329);
+        ring!(saber7681, Ring::Saber7681, modarith::rings::Saber7681);
     }
 
-    macro_rules! ring {
-        ($m:ident, $ring:expr, $T:ty) => {
-            mod $m {
-                use super::*;
-                type T = $T;
-                const RING: Ring = $ring;
-                const N: usize = RING.n();
+    #[cfg(kem)]
+    mod kems {
+        use core::hint::black_box;
+        use core::ptr::addr_of_mut;
 
-                #[inline(never)]
-                fn k_forward(a: &mut [i16; N]) {
-                    T::forward(a)
-                }
-                #[inline(never)]
-                fn k_inverse(a: &mut [i16; N]) {
-                    T::inverse(a)
-                }
-                #[inline(never)]
-                fn k_base_mul(a: &[i16; N], b: &[i16; N], c: &mut [i16; N]) {
-                    T::base_mul(a, b, c)
-                }
-                #[inline(never)]
-                fn k_base_mul_acc(a: &[i16; N], b: &[i16; N], c: &mut [i16; N]) {
-                    T::base_mul_acc(a, b, c)
-                }
-                #[inline(never)]
-                fn k_base_inv(a: &mut [i16; N]) -> u8 {
-                    T::base_inv(a).unwrap_u8()
-                }
+        use avr_harness::{measure, Io, Op, Status, Uart};
+        use firmware::kem::{kem_op_id, Kem, KemOp, SS_LEN, TAPE_LEN};
+        use rand_core::{CryptoRng, RngCore};
 
-                fn forward(io: &mut Uart) {
-                    // SAFETY: one borrow per buffer, single-threaded.
-                    let a = unsafe { buf::<N>(addr_of_mut!(BUF_A)) };
-                    io.read_i16s(a);
-                    measure(op_id(RING, Kind::Forward), || k_forward(black_box(a)));
-                    io.reply(Status::Ok, Kind::Forward.reply_len(N));
-                    io.write_i16s(a);
-                }
-                fn inverse(io: &mut Uart) {
-                    // SAFETY: as above.
-                    let a = unsafe { buf::<N>(addr_of_mut!(BUF_A)) };
-                    io.read_i16s(a);
-                    measure(op_id(RING, Kind::Inverse), || k_inverse(black_box(a)));
-                    io.reply(Status::Ok, Kind::Inverse.reply_len(N));
-                    io.write_i16s(a);
-                }
-                fn base_mul(io: &mut Uart) {
-                    // SAFETY: as above.
-                    let (a, b, c) = unsafe {
-                        (
-                            buf::<N>(addr_of_mut!(BUF_A)),
-                            buf::<N>(addr_of_mut!(BUF_B)),
-                            buf::<N>(addr_of_mut!(BUF_C)),
-                        )
-                    };
-                    io.read_i16s(a);
-                    io.read_i16s(b);
-                    measure(op_id(RING, Kind::BaseMul), || {
-                        k_base_mul(black_box(a), black_box(b), black_box(c))
-                    });
-                    io.reply(Status::Ok, Kind::BaseMul.reply_len(N));
-                    io.write_i16s(c);
-                }
-                fn base_mul_acc(io: &mut Uart) {
-                    // SAFETY: as above.
-                    let (a, b, c) = unsafe {
-                        (
-                            buf::<N>(addr_of_mut!(BUF_A)),
-                            buf::<N>(addr_of_mut!(BUF_B)),
-                            buf::<N>(addr_of_mut!(BUF_C)),
-                        )
-                    };
-                    io.read_i16s(a);
-                    io.read_i16s(b);
-                    io.read_i16s(c);
-                    measure(op_id(RING, Kind::BaseMulAcc), || {
-                        k_base_mul_acc(black_box(a), black_box(b), black_box(c))
-                    });
-                    io.reply(Status::Ok, Kind::BaseMulAcc.reply_len(N));
-                    io.write_i16s(c);
-                }
-                fn base_inv(io: &mut Uart) {
-                    // SAFETY: as above.
-                    let a = unsafe { buf::<N>(addr_of_mut!(BUF_A)) };
-                    io.read_i16s(a);
-                    let ok = measure(op_id(RING, Kind::BaseInv), || k_base_inv(black_box(a)));
-                    io.reply(Status::Ok, Kind::BaseInv.reply_len(N));
-                    io.write_byte(ok);
-                    io.write_i16s(a);
-                }
+        /// The KEMs this image serves.
+        const KEMS: &[Kem] = &[
+            #[cfg(feature = "ml-kem")]
+            Kem::MlKem512,
+            #[cfg(feature = "kyber-r3")]
+            Kem::Kyber512R3,
+            #[cfg(feature = "saber")]
+            Kem::LightSaber,
+            #[cfg(ctru_sha3_kred)]
+            Kem::CtruSha3Kred,
+            #[cfg(ctru_sha3_montopt)]
+            Kem::CtruSha3MontOpt,
+            #[cfg(ctru_sha3_mont)]
+            Kem::CtruSha3Mont,
+            #[cfg(ctru_ascon_kred)]
+            Kem::CtruAsconKred,
+            #[cfg(ctru_ascon_montopt)]
+            Kem::CtruAsconMontOpt,
+            #[cfg(ctru_ascon_mont)]
+            Kem::CtruAsconMont,
+        ];
 
-                const fn op(kind: Kind, run: fn(&mut Uart)) -> Op<Uart> {
-                    Op {
-                        id: op_id(RING, kind),
-                        request_len: kind.request_len(N),
-                        reply_len: kind.reply_len(N),
-                        run,
+        /// Bytes of the shared key/ciphertext arena: the largest need of any served KEM.
+        const ARENA_LEN: usize = {
+            let mut m = 0;
+            let mut i = 0;
+            while i < KEMS.len() {
+                if KEMS[i].arena_len() > m {
+                    m = KEMS[i].arena_len();
+                }
+                i += 1;
+            }
+            m
+        };
+
+        /// Keys and ciphertexts of the running operation (one at a time).
+        static mut ARENA: [u8; ARENA_LEN] = [0; ARENA_LEN];
+        /// The randomness tape of the running operation.
+        static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
+        /// The shared secret of the running operation.
+        static mut SS: [u8; SS_LEN] = [0; SS_LEN];
+
+        /// `L` arena bytes from offset `OFF`.
+        ///
+        /// # Safety
+        /// Single-threaded; the regions one handler borrows do not overlap.
+        unsafe fn region<const OFF: usize, const L: usize>() -> &'static mut [u8; L] {
+            const { assert!(OFF + L <= ARENA_LEN) };
+            // SAFETY: in bounds (checked above); exclusive per the caller's contract.
+            unsafe { &mut *(addr_of_mut!(ARENA).cast::<u8>().add(OFF) as *mut [u8; L]) }
+        }
+
+        /// The tape and the shared-secret buffer.
+        ///
+        /// # Safety
+        /// Single-threaded; one borrow at a time.
+        unsafe fn tape_and_ss() -> (&'static mut [u8; TAPE_LEN], &'static mut [u8; SS_LEN]) {
+            // SAFETY: distinct statics, exclusive per the caller's contract.
+            unsafe { (&mut *addr_of_mut!(TAPE), &mut *addr_of_mut!(SS)) }
+        }
+
+        /// An RNG replaying the bytes the host sent, in order; running out is an error.
+        pub struct Tape {
+            bytes: &'static [u8; TAPE_LEN],
+            pos: usize,
+        }
+
+        impl Tape {
+            fn new(bytes: &'static [u8; TAPE_LEN]) -> Tape {
+                Tape { bytes, pos: 0 }
+            }
+        }
+
+        impl RngCore for Tape {
+            fn next_u32(&mut self) -> u32 {
+                rand_core::impls::next_u32_via_fill(self)
+            }
+            fn next_u64(&mut self) -> u64 {
+                rand_core::impls::next_u64_via_fill(self)
+            }
+            fn fill_bytes(&mut self, dest: &mut [u8]) {
+                let _ = self.try_fill_bytes(dest);
+            }
+            fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+                let end = self.pos + dest.len();
+                match self.bytes.get(self.pos..end) {
+                    Some(src) => {
+                        dest.copy_from_slice(src);
+                        self.pos = end;
+                        Ok(())
+                    }
+                    None => {
+                        self.pos = TAPE_LEN;
+                        Err(rand_core::Error::from(core::num::NonZeroU32::MIN))
                     }
                 }
-
-                /// This ring's operations.
-                pub const OPS: [Op<Uart>; 5] = [
-                    op(Kind::Forward, forward),
-                    op(Kind::Inverse, inverse),
-                    op(Kind::BaseMul, base_mul),
-                    op(Kind::BaseMulAcc, base_mul_acc),
-                    op(Kind::BaseInv, base_inv),
-                ];
             }
-        };
+        }
+
+        impl CryptoRng for Tape {}
+
+        fn write_prefix(io: &mut Uart, ok: bool, used: usize) {
+            io.write_byte(u8::from(!ok));
+            io.write_u16(used as u16);
+        }
+
+        macro_rules! kem {
+            ($m:ident, $kem:expr, $keygen:path, $encaps:path, $decaps:path) => {
+                pub mod $m {
+                    use super::*;
+                    const KEM: Kem = $kem;
+                    const PK: usize = KEM.pk_len();
+                    const SK: usize = KEM.sk_len();
+                    const CT: usize = KEM.ct_len();
+
+                    #[inline(never)]
+                    fn k_keygen(rng: &mut Tape, pk: &mut [u8; PK], sk: &mut [u8; SK]) -> bool {
+                        $keygen(rng, pk, sk).is_ok()
+                    }
+                    #[inline(never)]
+                    fn k_encaps(pk: &[u8; PK], rng: &mut Tape, ct: &mut [u8; CT], ss: &mut [u8; SS_LEN]) -> bool {
+                        match $encaps(pk, rng, ct) {
+                            Ok(k) => {
+                                *ss = *k.as_bytes();
+                                true
+                            }
+                            Err(_) => false,
+                        }
+                    }
+                    #[inline(never)]
+                    fn k_decaps(sk: &[u8; SK], ct: &[u8; CT], ss: &mut [u8; SS_LEN]) {
+                        *ss = *$decaps(sk, ct).as_bytes();
+                    }
+
+                    fn keygen(io: &mut Uart) {
+                        // SAFETY: disjoint regions, single-threaded.
+                        let (pk, sk, (tape, _)) = unsafe { (region::<0, PK>(), region::<PK, SK>(), tape_and_ss()) };
+                        io.read_bytes(tape);
+                        let mut rng = Tape::new(tape);
+                        let ok = measure(kem_op_id(KEM, KemOp::Keygen), || {
+                            k_keygen(black_box(&mut rng), black_box(pk), black_box(sk))
+                        });
+                        io.reply(Status::Ok, KEM.reply_len(KemOp::Keygen));
+                        write_prefix(io, ok, rng.pos);
+                        io.write_bytes(pk);
+                        io.write_bytes(sk);
+                    }
+                    fn encaps(io: &mut Uart) {
+                        // SAFETY: as above.
+                        let (pk, ct, (tape, ss)) = unsafe { (region::<0, PK>(), region::<PK, CT>(), tape_and_ss()) };
+                        io.read_bytes(pk);
+                        io.read_bytes(tape);
+                        let mut rng = Tape::new(tape);
+                        let ok = measure(kem_op_id(KEM, KemOp::Encaps), || {
+                            k_encaps(
+                                black_box(pk),
+                                black_box(&mut rng),
+                                black_box(ct),
+                                black_box(ss),
+                            )
+                        });
+                        io.reply(Status::Ok, KEM.reply_len(KemOp::Encaps));
+                        write_prefix(io, ok, rng.pos);
+                        io.write_bytes(ct);
+                        io.write_bytes(ss);
+                    }
+                    fn decaps(io: &mut Uart) {
+                        // SAFETY: as above.
+                        let (sk, ct, (_, ss)) = unsafe { (region::<0, SK>(), region::<SK, CT>(), tape_and_ss()) };
+                        io.read_bytes(sk);
+                        io.read_bytes(ct);
+                        measure(kem_op_id(KEM, KemOp::Decaps), || {
+                            k_decaps(black_box(sk), black_box(ct), black_box(ss))
+                        });
+                        io.reply(Status::Ok, KEM.reply_len(KemOp::Decaps));
+                        io.write_bytes(ss);
+                    }
+
+                    const fn op(o: KemOp, run: fn(&mut Uart)) -> Op<Uart> {
+                        Op {
+                            id: kem_op_id(KEM, o),
+                            request_len: KEM.request_len(o),
+                            reply_len: KEM.reply_len(o),
+                            run,
+                        }
+                    }
+
+                    /// This KEM's operations.
+                    pub const OPS: [Op<Uart>; 3] = [
+                        op(KemOp::Keygen, keygen),
+                        op(KemOp::Encaps, encaps),
+                        op(KemOp::Decaps, decaps),
+                    ];
+                }
+            };
+        }
+
+        #[cfg(feature = "ml-kem")]
+        kem!(
+            ml_kem_512,
+            Kem::MlKem512,
+            kyber512_avr::ml_kem_512::raw::keygen_into,
+            kyber512_avr::ml_kem_512::raw::encapsulate_into,
+            kyber512_avr::ml_kem_512::raw::decapsulate_into
+        );
+        #[cfg(feature = "kyber-r3")]
+        kem!(
+            kyber512_r3,
+            Kem::Kyber512R3,
+            kyber512_avr::kyber512_r3::raw::keygen_into,
+            kyber512_avr::kyber512_r3::raw::encapsulate_into,
+            kyber512_avr::kyber512_r3::raw::decapsulate_into
+        );
+        #[cfg(feature = "saber")]
+        kem!(
+            lightsaber,
+            Kem::LightSaber,
+            lightsaber_avr::keygen_into,
+            lightsaber_avr::encapsulate_into,
+            lightsaber_avr::decapsulate_into
+        );
+
+        #[allow(unused_macros)]
+        macro_rules! ctru {
+            ($m:ident, $kem:expr, $b:ty, $a:ty) => {
+                kem!(
+                    $m,
+                    $kem,
+                    ctru_light::CtruLight::<$b, $a>::keygen_into,
+                    ctru_light::CtruLight::<$b, $a>::encapsulate_into,
+                    ctru_light::CtruLight::<$b, $a>::decapsulate_into
+                );
+            };
+        }
+        #[cfg(ctru_sha3_kred)]
+        ctru!(ctru_sha3_kred, Kem::CtruSha3Kred, ctru_light::Sha3, ctru_light::Kred2x);
+        #[cfg(ctru_sha3_montopt)]
+        ctru!(
+            ctru_sha3_montopt,
+            Kem::CtruSha3MontOpt,
+            ctru_light::Sha3,
+            ctru_light::MontgomeryOpt
+        );
+        #[cfg(ctru_sha3_mont)]
+        ctru!(
+            ctru_sha3_mont,
+            Kem::CtruSha3Mont,
+            ctru_light::Sha3,
+            ctru_light::MontgomeryPlain
+        );
+        #[cfg(ctru_ascon_kred)]
+        ctru!(
+            ctru_ascon_kred,
+            Kem::CtruAsconKred,
+            ctru_light::Ascon,
+            ctru_light::Kred2x
+        );
+        #[cfg(ctru_ascon_montopt)]
+        ctru!(
+            ctru_ascon_montopt,
+            Kem::CtruAsconMontOpt,
+            ctru_light::Ascon,
+            ctru_light::MontgomeryOpt
+        );
+        #[cfg(ctru_ascon_mont)]
+        ctru!(
+            ctru_ascon_mont,
+            Kem::CtruAsconMont,
+            ctru_light::Ascon,
+            ctru_light::MontgomeryPlain
+        );
     }
 
-    ring!(ctru769, Ring::Ctru769, modarith::rings::Ctru769);
-    ring!(ctru3329, Ring::Ctru3329, modarith::rings::Ctru3329);
-    ring!(kyber, Ring::Kyber, modarith::rings::Kyber);
-    ring!(saber3329, Ring::Saber3329, modarith::rings::Saber3329);
-    ring!(saber7681, Ring::Saber7681, modarith::rings::Saber7681);
+    /// Every op group this image serves.
+    const GROUPS: &[&[Op<Uart>]] = &[
+        #[cfg(feature = "rings")]
+        &rings::ctru769::OPS,
+        #[cfg(feature = "rings")]
+        &rings::ctru3329::OPS,
+        #[cfg(feature = "rings")]
+        &rings::kyber::OPS,
+        #[cfg(feature = "rings")]
+        &rings::saber3329::OPS,
+        #[cfg(feature = "rings")]
+        &rings::saber7681::OPS,
+        #[cfg(feature = "ml-kem")]
+        &kems::ml_kem_512::OPS,
+        #[cfg(feature = "kyber-r3")]
+        &kems::kyber512_r3::OPS,
+        #[cfg(feature = "saber")]
+        &kems::lightsaber::OPS,
+        #[cfg(ctru_sha3_kred)]
+        &kems::ctru_sha3_kred::OPS,
+        #[cfg(ctru_sha3_montopt)]
+        &kems::ctru_sha3_montopt::OPS,
+        #[cfg(ctru_sha3_mont)]
+        &kems::ctru_sha3_mont::OPS,
+        #[cfg(ctru_ascon_kred)]
+        &kems::ctru_ascon_kred::OPS,
+        #[cfg(ctru_ascon_montopt)]
+        &kems::ctru_ascon_montopt::OPS,
+        #[cfg(ctru_ascon_mont)]
+        &kems::ctru_ascon_mont::OPS,
+    ];
 
-    const fn all_ops() -> [Op<Uart>; 25] {
-        let groups = [ctru769::OPS, ctru3329::OPS, kyber::OPS, saber3329::OPS, saber7681::OPS];
-        let mut out = [groups[0][0]; 25];
+    const N_OPS: usize = {
+        let mut n = 0;
         let mut g = 0;
-        while g < groups.len() {
+        while g < GROUPS.len() {
+            n += GROUPS[g].len();
+            g += 1;
+        }
+        n
+    };
+
+    const fn all_ops() -> [Op<Uart>; N_OPS] {
+        let mut out = [Op {
+            id: 0,
+            request_len: 0,
+            reply_len: 0,
+            run: |_| {},
+        }; N_OPS];
+        let (mut g, mut i) = (0, 0);
+        while g < GROUPS.len() {
             let mut k = 0;
-            while k < 5 {
-                out[g * 5 + k] = groups[g][k];
+            while k < GROUPS[g].len() {
+                out[i] = GROUPS[g][k];
+                i += 1;
                 k += 1;
             }
             g += 1;
@@ -169,7 +512,7 @@ mod device {
         out
     }
 
-    static OPS: [Op<Uart>; 25] = all_ops();
+    static OPS: [Op<Uart>; N_OPS] = all_ops();
 
     #[no_mangle]
     extern "C" fn main() -> ! {

@@ -4,6 +4,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use firmware::{Group, Kem};
+
 use crate::util;
 
 /// Debian packages the AVR pipeline needs.
@@ -172,9 +174,85 @@ impl Build {
     }
 }
 
-/// The target directory of one MCU (never shared with host builds).
+/// The target directory of one MCU's default (`rings`) image (never shared with host builds).
 pub fn target_dir(mcu: Mcu) -> PathBuf {
     util::workspace_root().join("target").join(format!("avr-{}", mcu.name))
+}
+
+/// One firmware image: a set of the firmware crate's cargo features.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// Short name (`rings`, a group's feature, or a KEM's module name).
+    pub name: String,
+    /// Cargo features (default features off unless this is `rings`).
+    pub features: Vec<&'static str>,
+}
+
+impl Image {
+    /// The default image: the 25 modarith ring operations.
+    pub fn rings() -> Image {
+        Image {
+            name: "rings".into(),
+            features: vec!["rings"],
+        }
+    }
+
+    /// Every KEM of a group (one image on the ATmega1284p).
+    pub fn group(g: Group) -> Image {
+        Image {
+            name: g.feature().into(),
+            features: vec![g.feature()],
+        }
+    }
+
+    /// A single KEM variant (the ATmega4808 images).
+    pub fn kem(k: Kem) -> Image {
+        let features = match k {
+            Kem::MlKem512 => vec!["ml-kem"],
+            Kem::Kyber512R3 => vec!["kyber-r3"],
+            Kem::LightSaber => vec!["saber"],
+            _ => {
+                let variant = match k.variant() {
+                    "kred2x" => "ctru-kred2x",
+                    "montgomery-opt" => "ctru-montopt",
+                    _ => "ctru-mont",
+                };
+                vec![k.group().feature(), variant]
+            }
+        };
+        Image {
+            name: k.module().replace('_', "-"),
+            features,
+        }
+    }
+
+    /// The image's target directory for `mcu`.
+    pub fn target_dir(&self, mcu: Mcu) -> PathBuf {
+        if self.name == "rings" {
+            target_dir(mcu)
+        } else {
+            util::workspace_root()
+                .join("target")
+                .join(format!("avr-{}-{}", mcu.name, self.name))
+        }
+    }
+
+    /// The ELF the build writes.
+    pub fn elf(&self, mcu: Mcu) -> PathBuf {
+        self.target_dir(mcu).join("avr-none/release/firmware.elf")
+    }
+}
+
+/// Every image a default `build-avr --image all` makes for `mcu`: `rings`, then
+/// one per KEM group (1284p) or one per KEM variant (4808, 48 KB flash).
+pub fn all_images(mcu: Mcu) -> Vec<Image> {
+    let mut v = vec![Image::rings()];
+    if mcu.name == "atmega4808" {
+        v.extend(Kem::ALL.into_iter().map(Image::kem));
+    } else {
+        v.extend(Group::ALL.into_iter().map(Image::group));
+    }
+    v
 }
 
 fn require_tools() -> Result<(), String> {
@@ -195,11 +273,23 @@ fn require_tools() -> Result<(), String> {
     Ok(())
 }
 
-/// Cross-builds the firmware for `mcu` and checks that it fits.
+/// Cross-builds the default (`rings`) firmware for `mcu` and checks that it fits.
 pub fn build(mcu: Mcu) -> Result<Build, String> {
+    build_image(mcu, &Image::rings())
+}
+
+/// Cross-builds `image` for `mcu` and checks that it fits.
+pub fn build_image(mcu: Mcu, image: &Image) -> Result<Build, String> {
+    let b = compile(mcu, image)?;
+    report(&b, &image.name)?;
+    Ok(b)
+}
+
+/// Cross-builds `image` for `mcu` and reads its sizes, without the fit check.
+pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     require_tools()?;
     let root = util::workspace_root();
-    let target = target_dir(mcu);
+    let target = image.target_dir(mcu);
     let mut rustflags = format!("-C target-cpu={}", mcu.name);
     if mcu.name == "atmega4808" {
         let linker = crate::mega0::prepare(&root, &target)?;
@@ -233,17 +323,17 @@ pub fn build(mcu: Mcu) -> Result<Build, String> {
             "-Zbuild-std=core",
             "-p",
             "firmware",
-            "--target-dir",
+            "--no-default-features",
+            "--features",
         ])
+        .arg(image.features.join(","))
+        .arg("--target-dir")
         .arg(&target);
     if let Some(level) = mcu.opt_level {
         cmd.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
     }
     util::run(&mut cmd)?;
-    let elf = target.join("avr-none/release/firmware.elf");
-    let b = sizes(mcu, &elf)?;
-    report(&b)?;
-    Ok(b)
+    sizes(mcu, &image.elf(mcu))
 }
 
 /// Reads section sizes with `avr-size -A`.
@@ -277,10 +367,11 @@ pub fn sizes(mcu: Mcu, elf: &Path) -> Result<Build, String> {
     Ok(b)
 }
 
-fn report(b: &Build) -> Result<(), String> {
+/// Prints the sizes of `b` and fails unless it fits its MCU.
+pub fn report(b: &Build, image: &str) -> Result<(), String> {
     let m = b.mcu;
     eprintln!(
-        "xtask: {}: flash {} B of {} (text {}, data image {}, rodata {}), static RAM {} B of {} (data {}, bss {})",
+        "xtask: {} {image}: flash {} B of {} (text {}, data image {}, rodata {}), static RAM {} B of {} (data {}, bss {})",
         m.name,
         b.flash(),
         m.flash,
@@ -391,18 +482,33 @@ impl CallGraph {
     }
 }
 
-/// `cargo xtask build-avr [--mcu M]`.
+/// Looks up `--image`: `rings`, a group feature, a KEM module name (dashes), or `all`.
+pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
+    if name == "all" {
+        return Ok(all_images(mcu));
+    }
+    let mut known: Vec<Image> = vec![Image::rings()];
+    known.extend(Group::ALL.into_iter().map(Image::group));
+    known.extend(Kem::ALL.into_iter().map(Image::kem));
+    match known.iter().find(|i| i.name == name) {
+        Some(i) => Ok(vec![i.clone()]),
+        None => {
+            let names: Vec<_> = known.iter().map(|i| i.name.as_str()).collect();
+            Err(format!("unknown image `{name}` (known: all, {})", names.join(", ")))
+        }
+    }
+}
+
+/// `cargo xtask build-avr [--mcu M] [--image I]`.
 pub fn build_cmd(args: &[String]) -> Result<(), String> {
-    let opts = crate::Opts::parse(args, &["--mcu"], &[])?;
-    let names: Vec<String> = match opts.value("--mcu") {
-        Some(m) => vec![m.to_string()],
-        None => vec!["atmega1284p".to_string()],
-    };
-    for n in names {
-        let b = build(mcu(&n)?)?;
+    let opts = crate::Opts::parse(args, &["--mcu", "--image"], &[])?;
+    let m = mcu(opts.value("--mcu").unwrap_or("atmega1284p"))?;
+    for image in images(m, opts.value("--image").unwrap_or("rings"))? {
+        let b = build_image(m, &image)?;
         println!(
-            "{}: {} (flash {} B, static RAM {} B)",
-            n,
+            "{} {}: {} (flash {} B, static RAM {} B)",
+            m.name,
+            image.name,
             b.elf.display(),
             b.flash(),
             b.ram()

@@ -4,10 +4,12 @@ use std::process::{Command, ExitCode};
 
 mod avr;
 mod bench;
+mod ct;
 mod device;
 mod dfr;
 mod hosteval;
 mod kat;
+mod kems;
 mod mega0;
 mod opts;
 mod published;
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Some("report") => bench::regenerate(),
         Some("kat") => kat::run(&args[1..]),
         Some("dfr") => dfr::run(&args[1..]),
+        Some("ct") => ct::run(&args[1..]),
         None | Some("help") | Some("--help") | Some("-h") => {
             print!("{USAGE}");
             Ok(())

@@ -51,3 +51,8 @@ pub fn prepare(root: &Path, target: &Path) -> Result<PathBuf, String> {
     }
     Ok(wrapper)
 }
+
+/// `sim-test --mcu atmega4808 --kat …`: placeholder until the yasimavr KAT runner exists.
+pub fn kat(_mcu: crate::avr::Mcu, _filter: &str, _no_build: bool) -> Result<(), String> {
+    Err("not yet".into())
+}

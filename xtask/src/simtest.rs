@@ -1,10 +1,13 @@
-//! `cargo xtask sim-test`: randomized differential test, firmware in simavr vs modarith on the host.
+//! `cargo xtask sim-test`: randomized differential test of the ring
+//! operations (firmware in simavr vs modarith on the host), and KAT
+//! reproduction of every KEM variant by the firmware in simavr.
 
-use firmware::{op_id, Kind, Ring};
+use firmware::{op_id, Group, Kem, Kind, Ring};
 
 use crate::avr;
 use crate::device::{encode, Device};
 use crate::hosteval::expected;
+use crate::kems;
 use crate::opts::{Opts, Rng};
 
 /// Input polynomials for trial `t`: the first trials are the extremes, then random.
@@ -86,27 +89,128 @@ fn yasimavr_smoke(mcu: avr::Mcu, no_build: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask sim-test [--mcu M] [--trials N] [--seed S] [--filter S] [--no-build]`.
+/// `cargo xtask sim-test [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build]`.
 pub fn run(args: &[String]) -> Result<(), String> {
-    let o = Opts::parse(args, &["--mcu", "--trials", "--seed", "--filter"], &["--no-build"])?;
+    let o = Opts::parse(
+        args,
+        &["--mcu", "--trials", "--kat", "--seed", "--filter"],
+        &["--no-build"],
+    )?;
     let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
     if !mcu.simulated {
+        if o.value("--kat").is_some() {
+            return crate::mega0::kat(mcu, o.value("--filter").unwrap_or(""), o.flag("--no-build"));
+        }
         return yasimavr_smoke(mcu, o.flag("--no-build"));
     }
-    let trials = o.number("--trials", 12)?.max(1);
+    let trials = o.number("--trials", 12)?;
+    let kat_count = o.number("--kat", 3)? as usize;
     let seed = o.number("--seed", 0x5EED)?;
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
-    let elf = if o.flag("--no-build") {
-        avr::target_dir(mcu).join("avr-none/release/firmware.elf")
+    let no_build = o.flag("--no-build");
+    let (mut passed, mut failed) = (0u32, 0u32);
+    if trials > 0 {
+        let (p, f) = rings(mcu, trials, seed, &filter, no_build)?;
+        passed += p;
+        failed += f;
+    }
+    if kat_count > 0 {
+        for group in firmware::Group::ALL {
+            let (p, f) = kat(mcu, group, kat_count, &filter, no_build)?;
+            passed += p;
+            failed += f;
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        return Err(format!("{failed} simulator test(s) failed"));
+    }
+    if passed == 0 {
+        return Err(format!("no operation matches --filter `{filter}`"));
+    }
+    Ok(())
+}
+
+/// The elf of `image`, built unless `no_build`.
+pub fn image_elf(mcu: avr::Mcu, image: &avr::Image, no_build: bool) -> Result<std::path::PathBuf, String> {
+    if no_build {
+        Ok(image.elf(mcu))
     } else {
-        avr::build(mcu)?.elf
-    };
+        Ok(avr::build_image(mcu, image)?.elf)
+    }
+}
+
+/// KAT reproduction in the simulator: the first `count` records of each KEM
+/// of `group`'s official KAT file, byte for byte (pk, sk, ct, ss), with
+/// decaps checked on the record's ciphertext and on a corrupted one.
+fn kat(mcu: avr::Mcu, group: Group, count: usize, filter: &str, no_build: bool) -> Result<(u32, u32), String> {
+    let kems: Vec<Kem> = Kem::ALL
+        .into_iter()
+        .filter(|k| k.group() == group && k.name().contains(filter))
+        .collect();
+    if kems.is_empty() {
+        return Ok((0, 0));
+    }
+    let elf = image_elf(mcu, &avr::Image::group(group), no_build)?;
+    let mut dev = Device::open(&elf, mcu.name)?;
+    let (mut passed, mut failed) = (0u32, 0u32);
+    for kem in kems {
+        let mut bad = Vec::new();
+        for case in kems::kat_cases(kem, count)? {
+            let r = &case.record;
+            let mut check = |what: &str, ok: bool| {
+                if ok {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                    bad.push(format!("record {} {what}", r.count));
+                }
+            };
+            let kg = kems::dev_keygen(&mut dev, kem, &case.keygen_tape)?;
+            check(
+                "keygen",
+                kg.ok && kg.used == case.keygen_tape.len() && kg.body == [&r.pk[..], &r.sk[..]].concat(),
+            );
+            let en = kems::dev_encaps(&mut dev, kem, &r.pk, &case.encaps_tape)?;
+            check(
+                "encaps",
+                en.ok && en.used == case.encaps_tape.len() && en.body == [&r.ct[..], &r.ss[..]].concat(),
+            );
+            check("decaps", kems::dev_decaps(&mut dev, kem, &r.sk, &r.ct)? == r.ss);
+            let mut forged = r.ct.clone();
+            let at = r.count % forged.len();
+            forged[at] ^= 1;
+            let want = kems::decaps(kem, &r.sk, &forged)?;
+            check(
+                "decaps (corrupted ct)",
+                want != r.ss && kems::dev_decaps(&mut dev, kem, &r.sk, &forged)? == want,
+            );
+        }
+        dev.take_markers();
+        for b in &bad {
+            eprintln!("FAIL {} KAT {b}", kem.name());
+        }
+        println!(
+            "{} {:<32} KAT records 0..{count} (keygen, encaps, decaps, decaps of a corrupted ct)",
+            if bad.is_empty() { "ok  " } else { "FAIL" },
+            kem.name()
+        );
+    }
+    let cycles = dev.cycle();
+    dev.close()?;
+    println!("{}: simulated {cycles} cycles", group.feature());
+    Ok((passed, failed))
+}
+
+/// The randomized differential test of the ring operations.
+fn rings(mcu: avr::Mcu, trials: u64, seed: u64, filter: &str, no_build: bool) -> Result<(u32, u32), String> {
+    let elf = image_elf(mcu, &avr::Image::rings(), no_build)?;
     let mut dev = Device::open(&elf, mcu.name)?;
     let mut rng = Rng::new(seed);
     let (mut passed, mut failed) = (0u32, 0u32);
     for (ring, kind) in firmware::ops() {
         let name = format!("{}.{}", ring.name(), kind.name());
-        if !name.to_lowercase().contains(&filter) {
+        if !name.to_lowercase().contains(filter) {
             continue;
         }
         let id = op_id(ring, kind);
@@ -137,13 +241,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let cycles = dev.cycle();
     dev.close()?;
-    println!("simulated {cycles} cycles");
-    println!("{passed} passed, {failed} failed");
-    if failed > 0 {
-        return Err(format!("{failed} differential test(s) failed"));
-    }
-    if passed == 0 {
-        return Err(format!("no operation matches --filter `{filter}`"));
-    }
-    Ok(())
+    println!("rings: simulated {cycles} cycles");
+    Ok((passed, failed))
 }

@@ -82,6 +82,18 @@ pub trait Io {
         self.write_byte(lo);
         self.write_byte(hi);
     }
+    /// Fills `out` with input bytes.
+    fn read_bytes(&mut self, out: &mut [u8]) {
+        for x in out.iter_mut() {
+            *x = self.read_byte();
+        }
+    }
+    /// Writes every byte of `v`.
+    fn write_bytes(&mut self, v: &[u8]) {
+        for &x in v {
+            self.write_byte(x);
+        }
+    }
     /// Fills `out` with little-endian i16 values.
     fn read_i16s(&mut self, out: &mut [i16]) {
         for x in out.iter_mut() {

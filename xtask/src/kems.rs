@@ -1,0 +1,386 @@
+//! The KEMs on the host (reference results, tapes) and on the device (the
+//! firmware's KEM ops through the harness protocol).
+
+use firmware::kem::{kem_op_id, Kem, KemOp, PREFIX_LEN, SS_LEN, TAPE_LEN};
+use rand_core::{CryptoRng, RngCore};
+
+use crate::device::Device;
+use crate::opts::Rng;
+
+/// Wraps an RNG and records every byte it hands out: the tape the firmware replays.
+pub struct Recorder<R> {
+    inner: R,
+    /// The bytes drawn so far.
+    pub bytes: Vec<u8>,
+}
+
+impl<R> Recorder<R> {
+    /// Starts recording `inner`.
+    pub fn new(inner: R) -> Recorder<R> {
+        Recorder {
+            inner,
+            bytes: Vec::new(),
+        }
+    }
+
+    /// Returns the tape recorded since the last call and starts a new one.
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.bytes)
+    }
+}
+
+impl<R: RngCore> RngCore for Recorder<R> {
+    fn next_u32(&mut self) -> u32 {
+        rand_core::impls::next_u32_via_fill(self)
+    }
+    fn next_u64(&mut self) -> u64 {
+        rand_core::impls::next_u64_via_fill(self)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        self.inner.fill_bytes(dest);
+        self.bytes.extend_from_slice(dest);
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.inner.try_fill_bytes(dest)?;
+        self.bytes.extend_from_slice(dest);
+        Ok(())
+    }
+}
+
+impl<R: CryptoRng> CryptoRng for Recorder<R> {}
+
+/// The xtask's SplitMix64 as an `RngCore` for test inputs (not a CSPRNG: test tooling only).
+pub struct TestRng(pub Rng);
+
+impl RngCore for TestRng {
+    fn next_u32(&mut self) -> u32 {
+        self.0.next_u64() as u32
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        rand_core::impls::fill_bytes_via_next(self, dest)
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+impl CryptoRng for TestRng {}
+
+/// Runs `$m!(keygen_into, encapsulate_into, decapsulate_into)` with the paths of `$kem`.
+macro_rules! each_kem {
+    ($kem:expr, $m:ident) => {{
+        use ctru_light::{Ascon, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, Sha3};
+        use kyber512_avr::{kyber512_r3 as r3, ml_kem_512 as mlkem};
+        match $kem {
+            Kem::MlKem512 => $m!(
+                mlkem::raw::keygen_into,
+                mlkem::raw::encapsulate_into,
+                mlkem::raw::decapsulate_into
+            ),
+            Kem::Kyber512R3 => $m!(
+                r3::raw::keygen_into,
+                r3::raw::encapsulate_into,
+                r3::raw::decapsulate_into
+            ),
+            Kem::LightSaber => $m!(
+                lightsaber_avr::keygen_into,
+                lightsaber_avr::encapsulate_into,
+                lightsaber_avr::decapsulate_into
+            ),
+            Kem::CtruSha3Kred => $m!(
+                CtruLight::<Sha3, Kred2x>::keygen_into,
+                CtruLight::<Sha3, Kred2x>::encapsulate_into,
+                CtruLight::<Sha3, Kred2x>::decapsulate_into
+            ),
+            Kem::CtruSha3MontOpt => $m!(
+                CtruLight::<Sha3, MontgomeryOpt>::keygen_into,
+                CtruLight::<Sha3, MontgomeryOpt>::encapsulate_into,
+                CtruLight::<Sha3, MontgomeryOpt>::decapsulate_into
+            ),
+            Kem::CtruSha3Mont => $m!(
+                CtruLight::<Sha3, MontgomeryPlain>::keygen_into,
+                CtruLight::<Sha3, MontgomeryPlain>::encapsulate_into,
+                CtruLight::<Sha3, MontgomeryPlain>::decapsulate_into
+            ),
+            Kem::CtruAsconKred => $m!(
+                CtruLight::<Ascon, Kred2x>::keygen_into,
+                CtruLight::<Ascon, Kred2x>::encapsulate_into,
+                CtruLight::<Ascon, Kred2x>::decapsulate_into
+            ),
+            Kem::CtruAsconMontOpt => $m!(
+                CtruLight::<Ascon, MontgomeryOpt>::keygen_into,
+                CtruLight::<Ascon, MontgomeryOpt>::encapsulate_into,
+                CtruLight::<Ascon, MontgomeryOpt>::decapsulate_into
+            ),
+            Kem::CtruAsconMont => $m!(
+                CtruLight::<Ascon, MontgomeryPlain>::keygen_into,
+                CtruLight::<Ascon, MontgomeryPlain>::encapsulate_into,
+                CtruLight::<Ascon, MontgomeryPlain>::decapsulate_into
+            ),
+        }
+    }};
+}
+
+fn arr<const L: usize>(v: &[u8]) -> Result<&[u8; L], String> {
+    v.try_into()
+        .map_err(|_| format!("{} bytes where {L} are needed", v.len()))
+}
+
+fn arr_mut<const L: usize>(v: &mut [u8]) -> &mut [u8; L] {
+    let n = v.len();
+    v.try_into()
+        .unwrap_or_else(|_| panic!("{n} bytes where {L} are needed"))
+}
+
+/// Host key generation: (pk, sk).
+pub fn keygen<R: RngCore + CryptoRng>(kem: Kem, rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let (mut pk, mut sk) = (vec![0u8; kem.pk_len()], vec![0u8; kem.sk_len()]);
+    macro_rules! go {
+        ($kg:path, $en:path, $de:path) => {
+            $kg(rng, arr_mut(&mut pk), arr_mut(&mut sk)).map_err(|e| format!("{}: keygen: {e}", kem.name()))?
+        };
+    }
+    each_kem!(kem, go);
+    Ok((pk, sk))
+}
+
+/// Host encapsulation: (ct, ss).
+pub fn encaps<R: RngCore + CryptoRng>(kem: Kem, pk: &[u8], rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let mut ct = vec![0u8; kem.ct_len()];
+    macro_rules! go {
+        ($kg:path, $en:path, $de:path) => {
+            $en(arr(pk)?, rng, arr_mut(&mut ct))
+                .map_err(|e| format!("{}: encaps: {e}", kem.name()))?
+                .as_bytes()
+                .to_vec()
+        };
+    }
+    let ss = each_kem!(kem, go);
+    Ok((ct, ss))
+}
+
+/// Host decapsulation: ss.
+pub fn decaps(kem: Kem, sk: &[u8], ct: &[u8]) -> Result<Vec<u8>, String> {
+    macro_rules! go {
+        ($kg:path, $en:path, $de:path) => {
+            $de(arr(sk)?, arr(ct)?).as_bytes().to_vec()
+        };
+    }
+    Ok(each_kem!(kem, go))
+}
+
+/// What the firmware's keygen or encaps returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The KEM succeeded.
+    pub ok: bool,
+    /// Tape bytes consumed.
+    pub used: usize,
+    /// pk ‖ sk (keygen) or ct ‖ ss (encaps).
+    pub body: Vec<u8>,
+}
+
+fn padded_tape(tape: &[u8]) -> Result<Vec<u8>, String> {
+    if tape.len() > TAPE_LEN {
+        return Err(format!(
+            "tape of {} bytes exceeds the firmware's {TAPE_LEN}",
+            tape.len()
+        ));
+    }
+    let mut t = tape.to_vec();
+    t.resize(TAPE_LEN, 0);
+    Ok(t)
+}
+
+fn parse_reply(raw: Vec<u8>) -> Result<Reply, String> {
+    if raw.len() < PREFIX_LEN {
+        return Err(format!("short reply ({} bytes)", raw.len()));
+    }
+    Ok(Reply {
+        ok: raw[0] == 0,
+        used: u16::from_le_bytes([raw[1], raw[2]]) as usize,
+        body: raw[PREFIX_LEN..].to_vec(),
+    })
+}
+
+/// The request payload of `op` (keygen: tape; encaps: pk, tape; decaps: sk, ct).
+pub fn request(kem: Kem, op: KemOp, key: &[u8], data: &[u8]) -> Result<Vec<u8>, String> {
+    let mut p = match op {
+        KemOp::Keygen => padded_tape(data)?,
+        KemOp::Encaps => [key, &padded_tape(data)?].concat(),
+        KemOp::Decaps => [key, data].concat(),
+    };
+    if p.len() != kem.request_len(op) as usize {
+        p.clear();
+        return Err(format!("{} {}: bad request length", kem.name(), op.name()));
+    }
+    Ok(p)
+}
+
+/// Firmware keygen from `tape`.
+pub fn dev_keygen(dev: &mut Device, kem: Kem, tape: &[u8]) -> Result<Reply, String> {
+    let req = request(kem, KemOp::Keygen, &[], tape)?;
+    parse_reply(dev.call(kem_op_id(kem, KemOp::Keygen), &req)?)
+}
+
+/// Firmware encaps to `pk` from `tape`.
+pub fn dev_encaps(dev: &mut Device, kem: Kem, pk: &[u8], tape: &[u8]) -> Result<Reply, String> {
+    let req = request(kem, KemOp::Encaps, pk, tape)?;
+    parse_reply(dev.call(kem_op_id(kem, KemOp::Encaps), &req)?)
+}
+
+/// Firmware decaps of `ct` with `sk`: ss.
+pub fn dev_decaps(dev: &mut Device, kem: Kem, sk: &[u8], ct: &[u8]) -> Result<Vec<u8>, String> {
+    let req = request(kem, KemOp::Decaps, sk, ct)?;
+    let ss = dev.call(kem_op_id(kem, KemOp::Decaps), &req)?;
+    if ss.len() != SS_LEN {
+        return Err(format!("decaps reply of {} bytes", ss.len()));
+    }
+    Ok(ss)
+}
+
+/// A marker-window measurement of one firmware call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measured {
+    /// Cycles between the markers (the empty window's cost included).
+    pub cycles: u64,
+    /// Stack bytes (simulator SP tracking).
+    pub stack: u32,
+}
+
+/// Runs `call` on `dev` and returns its result with the one marker window `id` it must open.
+pub fn measured<T>(
+    dev: &mut Device,
+    id: u8,
+    call: impl FnOnce(&mut Device) -> Result<T, String>,
+) -> Result<(T, Measured), String> {
+    dev.take_markers();
+    let r = call(dev)?;
+    let w = avr_sim::windows(&dev.take_markers()).map_err(|e| e.to_string())?;
+    match w.as_slice() {
+        [w] if w.id == id => Ok((
+            r,
+            Measured {
+                cycles: w.cycles,
+                stack: w.stack_bytes as u32,
+            },
+        )),
+        other => Err(format!("op 0x{id:02x}: expected one marker window, got {other:?}")),
+    }
+}
+
+/// Tape bytes a key generation draws when it needs no retry.
+pub fn keygen_tape_len(kem: Kem) -> usize {
+    match kem {
+        Kem::LightSaber => 96,
+        _ => 64,
+    }
+}
+
+/// One KAT record with the tapes its keygen and encaps drew from the NIST DRBG.
+#[derive(Clone, Debug)]
+pub struct KatCase {
+    /// The official record.
+    pub record: nist_kat::Record,
+    /// Keygen's randomness.
+    pub keygen_tape: Vec<u8>,
+    /// Encaps' randomness.
+    pub encaps_tape: Vec<u8>,
+}
+
+/// The first `count` records of `kem`'s official KAT file, with the tapes
+/// recorded from the host run of each record's DRBG (which must reproduce the record).
+pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
+    let scheme = nist_kat::schemes::find(kem.scheme()).ok_or_else(|| format!("no KAT scheme {}", kem.scheme()))?;
+    let path = crate::util::workspace_root()
+        .join("kat-vectors")
+        .join(scheme.reference_file);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let records = nist_kat::rsp::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for record in records.into_iter().take(count) {
+        let seed: [u8; 48] = record
+            .seed
+            .as_slice()
+            .try_into()
+            .map_err(|_| "KAT seed is not 48 bytes".to_string())?;
+        let mut rng = Recorder::new(nist_kat::NistDrbg::new(&seed));
+        let (pk, sk) = keygen(kem, &mut rng)?;
+        let keygen_tape = rng.take();
+        let (ct, ss) = encaps(kem, &pk, &mut rng)?;
+        let encaps_tape = rng.take();
+        if (&pk, &sk, &ct, &ss) != (&record.pk, &record.sk, &record.ct, &record.ss) {
+            return Err(format!(
+                "{}: the host does not reproduce KAT record {}",
+                kem.name(),
+                record.count
+            ));
+        }
+        out.push(KatCase {
+            record,
+            keygen_tape,
+            encaps_tape,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_kat_tapes() {
+        for kem in [Kem::MlKem512, Kem::Kyber512R3, Kem::LightSaber, Kem::CtruAsconMont] {
+            let cases = kat_cases(kem, 1).unwrap();
+            let c = &cases[0];
+            assert!(!c.keygen_tape.is_empty() && c.keygen_tape.len() <= TAPE_LEN, "{kem:?}");
+            assert_eq!(c.encaps_tape.len(), 32, "{kem:?}");
+            assert_eq!(decaps(kem, &c.record.sk, &c.record.ct).unwrap(), c.record.ss);
+            // Replaying the tape reproduces the record.
+            let mut replay = Recorder::new(Tape(c.keygen_tape.clone(), 0));
+            assert_eq!(keygen(kem, &mut replay).unwrap().0, c.record.pk);
+        }
+    }
+
+    struct Tape(Vec<u8>, usize);
+    impl RngCore for Tape {
+        fn next_u32(&mut self) -> u32 {
+            unimplemented!()
+        }
+        fn next_u64(&mut self) -> u64 {
+            unimplemented!()
+        }
+        fn fill_bytes(&mut self, d: &mut [u8]) {
+            d.copy_from_slice(&self.0[self.1..self.1 + d.len()]);
+            self.1 += d.len();
+        }
+        fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rand_core::Error> {
+            self.fill_bytes(d);
+            Ok(())
+        }
+    }
+    impl CryptoRng for Tape {}
+
+    #[test]
+    fn requests_have_the_catalog_lengths() {
+        for kem in Kem::ALL {
+            for op in KemOp::ALL {
+                let key = vec![
+                    0u8;
+                    if op == KemOp::Decaps {
+                        kem.sk_len()
+                    } else {
+                        kem.pk_len()
+                    }
+                ];
+                let data = vec![0u8; if op == KemOp::Decaps { kem.ct_len() } else { 32 }];
+                assert!(request(kem, op, &key, &data).is_ok(), "{kem:?} {op:?}");
+            }
+        }
+    }
+}
