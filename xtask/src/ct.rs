@@ -8,7 +8,9 @@
 //! generation retries when f is not invertible; a retry is public (it only
 //! discards a candidate key), so such inputs are detected on the host (their
 //! tape is longer than one attempt's) and excluded from the comparison, and
-//! reported with their cycle counts.
+//! reported with their cycle counts. Every varying operation is explained:
+//! its fastest and slowest inputs run again with the instruction profile on,
+//! and the functions whose instruction counts differ are named.
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -33,28 +35,57 @@ pub struct Stats {
     pub max: u64,
     /// Largest stack (simulator).
     pub stack: u32,
+    /// Request payloads of a fastest and a slowest input (for `--explain`).
+    pub extremes: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Stats {
-    fn add(&mut self, cycles: u64, stack: u32) {
+    fn add(&mut self, cycles: u64, stack: u32, request: &[u8]) {
         if self.n == 0 {
             self.min = cycles;
             self.max = cycles;
+            self.extremes = Some((request.to_vec(), request.to_vec()));
         }
         self.n += 1;
+        if let Some((lo, hi)) = self.extremes.as_mut() {
+            if cycles < self.min {
+                *lo = request.to_vec();
+            }
+            if cycles > self.max {
+                *hi = request.to_vec();
+            }
+        }
         self.min = self.min.min(cycles);
         self.max = self.max.max(cycles);
         self.stack = self.stack.max(stack);
     }
 
     fn merged(&self, o: &Stats) -> Stats {
-        let mut m = self.clone();
-        if o.n > 0 {
-            m.add(o.min, o.stack);
-            m.add(o.max, o.stack);
-            m.n = self.n + o.n;
+        if o.n == 0 {
+            return self.clone();
         }
-        m
+        if self.n == 0 {
+            return o.clone();
+        }
+        let pick = |a: &Stats, b: &Stats, lo: bool| {
+            let (x, y) = (
+                a.extremes.clone().unwrap_or_default(),
+                b.extremes.clone().unwrap_or_default(),
+            );
+            match (lo, a.min <= b.min, a.max >= b.max) {
+                (true, true, _) => x.0,
+                (true, false, _) => y.0,
+                (false, _, true) => x.1,
+                (false, _, false) => y.1,
+            }
+        };
+        Stats {
+            n: self.n + o.n,
+            min: self.min.min(o.min),
+            max: self.max.max(o.max),
+            stack: self.stack.max(o.stack),
+            extremes: Some((pick(self, o, true), pick(self, o, false))),
+        }
     }
 
     /// Constant time: every input took the same number of cycles.
@@ -78,6 +109,8 @@ pub struct KemResult {
     pub retries: Vec<(usize, u64)>,
     /// Outputs that differed from the host.
     pub mismatches: Vec<String>,
+    /// `--explain`: where the fastest and slowest input of each varying operation diverge.
+    pub explanations: Vec<String>,
 }
 
 fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemResult, String> {
@@ -96,7 +129,8 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
             continue;
         }
         let id = kem_op_id(kem, KemOp::Keygen);
-        let (r, m) = measured(dev, id, |d| kems::dev_keygen(d, kem, &tape))?;
+        let req = kems::request(kem, KemOp::Keygen, &[], &tape)?;
+        let (r, m) = measured(dev, id, |d| kems::parse_reply(d.call(id, &req)?))?;
         if !r.ok || r.body != [&pk[..], &sk[..]].concat() {
             res.mismatches.push(format!("keygen input {}", keys.len()));
         }
@@ -104,20 +138,20 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
             res.retries.push((attempts, m.cycles));
             continue;
         }
-        res.keygen.add(m.cycles, m.stack);
+        res.keygen.add(m.cycles, m.stack, &req);
         keys.push((pk, sk));
     }
     // Encapsulation to every key; decapsulation under every key, valid and invalid in turn.
     for (i, (pk, sk)) in keys.iter().enumerate() {
         let (ct, ss) = kems::encaps(kem, pk, &mut rng)?;
         let tape = rng.take();
-        let (r, m) = measured(dev, kem_op_id(kem, KemOp::Encaps), |d| {
-            kems::dev_encaps(d, kem, pk, &tape)
-        })?;
+        let id = kem_op_id(kem, KemOp::Encaps);
+        let req = kems::request(kem, KemOp::Encaps, pk, &tape)?;
+        let (r, m) = measured(dev, id, |d| kems::parse_reply(d.call(id, &req)?))?;
         if !r.ok || r.body != [&ct[..], &ss[..]].concat() {
             res.mismatches.push(format!("encaps input {i}"));
         }
-        res.encaps.add(m.cycles, m.stack);
+        res.encaps.add(m.cycles, m.stack, &req);
         let (ct, want, stats) = if i % 2 == 0 {
             (ct, ss, &mut res.decaps_valid)
         } else {
@@ -127,30 +161,121 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
             let want = kems::decaps(kem, sk, &junk)?;
             (junk, want, &mut res.decaps_invalid)
         };
-        let (got, m) = measured(dev, kem_op_id(kem, KemOp::Decaps), |d| {
-            kems::dev_decaps(d, kem, sk, &ct)
-        })?;
+        let id = kem_op_id(kem, KemOp::Decaps);
+        let req = kems::request(kem, KemOp::Decaps, sk, &ct)?;
+        let (got, m) = measured(dev, id, |d| d.call(id, &req))?;
         if got != want {
             res.mismatches.push(format!("decaps input {i}"));
         }
-        stats.add(m.cycles, m.stack);
+        stats.add(m.cycles, m.stack, &req);
     }
     Ok(res)
+}
+
+/// Function symbols of an ELF: (start byte address, size, demangled name), sorted.
+fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
+    let nm = crate::opts::output(std::process::Command::new("avr-nm").args(["-S", "-C"]).arg(elf))?;
+    let mut v: Vec<(u32, u32, String)> = nm
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(4, ' ');
+            let (a, sz, kind, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
+            if !matches!(kind, "t" | "T" | "w" | "W") {
+                return None;
+            }
+            Some((
+                u32::from_str_radix(a, 16).ok()?,
+                u32::from_str_radix(sz, 16).ok()?,
+                name.to_string(),
+            ))
+        })
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Runs the fastest and slowest request of `op` with the instruction profile on
+/// and names the functions whose instruction counts differ.
+fn explain(
+    dev: &mut Device,
+    (syms, show_pcs): (&[(u32, u32, String)], bool),
+    id: u8,
+    what: &str,
+    st: &Stats,
+) -> Result<String, String> {
+    let Some((lo, hi)) = &st.extremes else {
+        return Ok(String::new());
+    };
+    let mut profile = |req: &[u8]| -> Result<Vec<u32>, String> {
+        dev.set_profiling(true);
+        dev.call(id, req)?;
+        let p = dev.take_profile();
+        dev.set_profiling(false);
+        dev.take_markers();
+        Ok(p)
+    };
+    let (a, b) = (profile(lo)?, profile(hi)?);
+    let mut per_fn: std::collections::BTreeMap<&str, (i64, u64)> = Default::default();
+    let mut pcs = Vec::new();
+    for (w, (x, y)) in a.iter().zip(&b).enumerate() {
+        if x == y {
+            continue;
+        }
+        let addr = 2 * w as u32;
+        pcs.push((addr, *x, *y));
+        let name = syms
+            .iter()
+            .rev()
+            .find(|(s, sz, _)| *s <= addr && addr < s + (*sz).max(2))
+            .map(|(_, _, n)| n.as_str())
+            .unwrap_or("?");
+        let e = per_fn.entry(name).or_default();
+        e.0 += *y as i64 - *x as i64;
+        e.1 += (*y as i64 - *x as i64).unsigned_abs();
+    }
+    let mut v: Vec<_> = per_fn.into_iter().collect();
+    v.sort_by_key(|(_, (_, abs))| std::cmp::Reverse(*abs));
+    let mut s = format!(
+        "{what}: {} vs {} cycles; instructions executed, slowest minus fastest input, by function:\n",
+        st.min, st.max
+    );
+    for (name, (net, abs)) in v.iter().take(8) {
+        let _ = writeln!(s, "    {net:+8} (|Δ| {abs:>6})  {name}");
+    }
+    if show_pcs {
+        for (addr, x, y) in pcs.iter().take(64) {
+            let _ = writeln!(s, "      pc 0x{addr:05x}: {x} → {y}");
+        }
+    }
+    Ok(s)
 }
 
 fn run_group(
     mcu: avr::Mcu,
     group: Group,
     kems: &[Kem],
-    count: usize,
-    seed: u64,
+    (count, seed, explain_varying, show_pcs): (usize, u64, bool, bool),
     no_build: bool,
 ) -> Result<Vec<(Kem, KemResult)>, String> {
     let elf = image_elf(mcu, &avr::Image::group(group), no_build)?;
+    let syms = if explain_varying { symbols(&elf)? } else { Vec::new() };
     let mut dev = Device::open(&elf, mcu.name)?;
     let mut out = Vec::new();
     for &kem in kems {
-        let r = run_kem(&mut dev, kem, count, seed)?;
+        let mut r = run_kem(&mut dev, kem, count, seed)?;
+        if explain_varying {
+            let decaps = r.decaps_valid.merged(&r.decaps_invalid);
+            for (op, what, st) in [
+                (KemOp::Keygen, "keygen", &r.keygen),
+                (KemOp::Encaps, "encaps", &r.encaps),
+                (KemOp::Decaps, "decaps", &decaps),
+            ] {
+                if !st.constant() {
+                    let e = explain(&mut dev, (&syms, show_pcs), kem_op_id(kem, op), what, st)?;
+                    r.explanations.push(e);
+                }
+            }
+        }
         eprintln!("xtask: ct {} done", kem.name());
         out.push((kem, r));
     }
@@ -171,13 +296,20 @@ fn row(s: &mut String, kem: Kem, op: &str, st: &Stats, note: &str) {
     );
 }
 
-/// `cargo xtask ct [--count N] [--mcu M] [--seed S] [--filter S] [--jobs J] [--no-build]`.
+/// `cargo xtask ct [--count N] [--mcu M] [--seed S] [--filter S] [--jobs J] [--explain] [--no-build]`.
+///
+/// Every operation whose cycles vary is re-run on its fastest and slowest
+/// input with the simulator's instruction profile, and the functions whose
+/// instruction counts differ are printed (`--explain`: with the PCs).
 pub fn run(args: &[String]) -> Result<(), String> {
     let o = Opts::parse(
         args,
         &["--count", "--mcu", "--seed", "--filter", "--jobs"],
-        &["--no-build"],
+        &["--no-build", "--explain"],
     )?;
+    // Varying operations are always explained by function; `--explain` adds the PCs.
+    let explain_varying = true;
+    let show_pcs = o.flag("--explain");
     let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
     if !mcu.simulated {
         return Err(format!(
@@ -220,7 +352,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 let Some((g, ks)) = queue.lock().expect("queue").pop() else {
                     break;
                 };
-                let r = run_group(mcu, g, &ks, count, seed, true);
+                let r = run_group(mcu, g, &ks, (count, seed, explain_varying, show_pcs), true);
                 results.lock().expect("results").push((g, r));
             });
         }
@@ -252,6 +384,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 if !st.constant() {
                     failures.push(format!("{} {op}: {}..{} cycles", kem.name(), st.min, st.max));
                 }
+            }
+            for e in &res.explanations {
+                eprint!("{}: {e}", kem.name());
             }
             for m in &res.mismatches {
                 failures.push(format!("{} {m}: firmware output differs from the host", kem.name()));

@@ -53,6 +53,16 @@ impl Device {
         self.sim.take_markers()
     }
 
+    /// Turns the simulator's per-instruction profile of marker windows on or off.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.sim.set_profiling(on)
+    }
+
+    /// Takes the instruction profile (counter per flash word) and zeroes it.
+    pub fn take_profile(&mut self) -> Vec<u32> {
+        self.sim.take_profile()
+    }
+
     /// Cycles simulated so far.
     pub fn cycle(&self) -> u64 {
         self.sim.cycle()

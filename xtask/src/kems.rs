@@ -196,7 +196,8 @@ fn padded_tape(tape: &[u8]) -> Result<Vec<u8>, String> {
     Ok(t)
 }
 
-fn parse_reply(raw: Vec<u8>) -> Result<Reply, String> {
+/// Splits a keygen/encaps reply into status, tape bytes used and body.
+pub fn parse_reply(raw: Vec<u8>) -> Result<Reply, String> {
     if raw.len() < PREFIX_LEN {
         return Err(format!("short reply ({} bytes)", raw.len()));
     }

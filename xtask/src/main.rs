@@ -27,10 +27,16 @@ commands:
   setup     [--yasimavr]
             install the missing Debian packages of the AVR pipeline (as root);
             --yasimavr: also yasimavr into .venv (ATmega4808 smoke test)
-  build-avr [--mcu atmega1284p|atmega4808]
-            cross-build the firmware, report flash and static RAM
-  sim-test  [--mcu M] [--trials N] [--seed S] [--filter S] [--no-build]
-            randomized differential test: firmware in simavr vs modarith on the host
+  build-avr [--mcu atmega1284p|atmega4808] [--image rings|kyber|saber|ctru-sha3|ctru-ascon|<kem>|all]
+            cross-build a firmware image, report flash and static RAM
+  sim-test  [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build]
+            randomized differential test of the ring ops (firmware in simavr vs
+            modarith) and the first N (3) official KAT records of every KEM
+            variant reproduced by the firmware; --mcu atmega4808 --kat 1: KAT
+            record 0 of every KEM that fits, in yasimavr
+  ct        [--count N] [--mcu M] [--filter S] [--seed S] [--jobs J] [--explain] [--no-build]
+            constant-time check in simavr: keygen/encaps/decaps of every KEM
+            variant on N (100) random inputs must take min == max cycles
   bench     [--mcu M] [--filter S] [--no-build]
             cycles, stack and code size of every operation in simavr; writes
             benchmarks/<mcu>/<scheme>.json, benchmarks/latest.json,
@@ -80,7 +86,16 @@ fn ci() -> Result<(), String> {
     for mcu in avr::MCUS {
         avr::build(*mcu)?;
     }
+    // The KEM images of the 1284p (one per group), one build at a time.
+    let m1284 = avr::mcu("atmega1284p")?;
+    for image in avr::all_images(m1284).iter().skip(1) {
+        avr::build_image(m1284, image)?;
+    }
     simtest::run(&["--no-build".to_string()])?;
+    // Advisory until the KEM crates' known timing leaks are fixed (see `cargo xtask ct`).
+    if let Err(e) = ct::run(&["--count".into(), "8".into(), "--no-build".into()]) {
+        eprintln!("xtask: WARNING (not failing CI yet): {e}");
+    }
     if util::workspace_root().join(".venv/bin/python").exists() {
         simtest::run(&["--mcu".into(), "atmega4808".into(), "--no-build".into()])?;
     }

@@ -40,6 +40,9 @@ typedef struct {
 	int sp_pending; /* between `out SPH` and `out SPL` */
 	uint16_t min_sp;
 	uint16_t marker_addr;
+	int window_open;   /* between an opening and a closing marker */
+	uint32_t *prof;    /* per flash word: instructions executed inside windows */
+	size_t prof_len;   /* words; 0 when profiling is off */
 } shim_t;
 
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
@@ -93,6 +96,7 @@ static void on_marker(avr_t *avr, avr_io_addr_t addr, uint8_t v, void *param)
 	uint16_t sp = sp_now(avr);
 	if (!(v & 0x80))
 		s->min_sp = sp; /* a window opens: track from here */
+	s->window_open = !(v & 0x80);
 	if (grow((void **)&s->ev, &s->ev_cap, s->ev_len + 1, sizeof(shim_event_t)) == 0) {
 		shim_event_t *e = &s->ev[s->ev_len++];
 		e->id = v;
@@ -191,7 +195,38 @@ void shim_free(shim_t *s)
 	free(s->in_buf);
 	free(s->out_buf);
 	free(s->ev);
+	free(s->prof);
 	free(s);
+}
+
+/* Turns the per-instruction profile of marker windows on (zeroed) or off. */
+int shim_profile(shim_t *s, int on)
+{
+	free(s->prof);
+	s->prof = NULL;
+	s->prof_len = 0;
+	if (!on)
+		return 0;
+	size_t words = ((size_t)s->avr->flashend + 1) / 2;
+	s->prof = calloc(words, sizeof(uint32_t));
+	if (!s->prof)
+		return -4;
+	s->prof_len = words;
+	return 0;
+}
+
+/* Copies up to cap profile counters into buf, zeroes them; returns how many. */
+size_t shim_profile_take(shim_t *s, uint32_t *buf, size_t cap)
+{
+	size_t n = s->prof_len < cap ? s->prof_len : cap;
+	memcpy(buf, s->prof, n * sizeof(uint32_t));
+	memset(s->prof, 0, s->prof_len * sizeof(uint32_t));
+	return n;
+}
+
+size_t shim_profile_len(const shim_t *s)
+{
+	return s->prof_len;
 }
 
 int shim_push_input(shim_t *s, const uint8_t *data, size_t len)
@@ -281,6 +316,8 @@ int shim_run(shim_t *s, uint64_t cycle_limit, size_t want_out)
 		/* Which instruction runs now: `out SPH`/`out SPL` bracket a
 		 * two-instruction SP update whose middle state is not a real SP. */
 		uint32_t pc = avr->pc;
+		if (s->prof_len && s->window_open && (pc >> 1) < s->prof_len)
+			s->prof[pc >> 1]++;
 		uint16_t op = (uint16_t)(avr->flash[pc] | (avr->flash[pc + 1] << 8));
 		int state = avr_run(avr);
 		if ((op & 0xF800) == 0xB800) {

@@ -48,6 +48,9 @@ extern "C" {
     fn shim_pc(s: *const ShimT) -> u32;
     fn shim_sp(s: *const ShimT) -> u16;
     fn shim_run(s: *mut ShimT, cycle_limit: u64, want_out: usize) -> c_int;
+    fn shim_profile(s: *mut ShimT, on: c_int) -> c_int;
+    fn shim_profile_take(s: *mut ShimT, buf: *mut u32, cap: usize) -> usize;
+    fn shim_profile_len(s: *const ShimT) -> usize;
 }
 
 /// Stand-ins when the crate was built without libsimavr: `shim_new` fails, so
@@ -89,6 +92,15 @@ mod stub {
         unreachable!()
     }
     pub unsafe fn shim_run(_: *mut ShimT, _: u64, _: usize) -> c_int {
+        unreachable!()
+    }
+    pub unsafe fn shim_profile(_: *mut ShimT, _: c_int) -> c_int {
+        unreachable!()
+    }
+    pub unsafe fn shim_profile_take(_: *mut ShimT, _: *mut u32, _: usize) -> usize {
+        unreachable!()
+    }
+    pub unsafe fn shim_profile_len(_: *const ShimT) -> usize {
         unreachable!()
     }
 }
@@ -441,6 +453,29 @@ impl Sim {
                 cycle: self.cycle(),
                 output_len: self.output_len(),
             }),
+        }
+    }
+
+    /// Turns the instruction profile on (counters zeroed) or off. While on,
+    /// every instruction executed inside a marker window increments the
+    /// counter of its flash word: two runs whose profiles differ took
+    /// different paths, and the differing words locate the branch.
+    pub fn set_profiling(&mut self, on: bool) {
+        // SAFETY: `raw` is valid; the shim owns the counters.
+        let rc = unsafe { shim_profile(self.raw, c_int::from(on)) };
+        assert_eq!(rc, 0, "out of memory for the instruction profile");
+    }
+
+    /// Takes the profile (one counter per flash word, byte address = 2 × index) and zeroes it;
+    /// empty when profiling is off.
+    pub fn take_profile(&mut self) -> Vec<u32> {
+        // SAFETY: `buf` has room for `len` counters.
+        unsafe {
+            let len = shim_profile_len(self.raw);
+            let mut buf = vec![0u32; len];
+            let n = shim_profile_take(self.raw, buf.as_mut_ptr(), len);
+            buf.truncate(n);
+            buf
         }
     }
 
