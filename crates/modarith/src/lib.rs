@@ -1,5 +1,5 @@
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::integer_division_remainder_used)]
 //! Modular arithmetic for lattice KEMs on 8-bit AVR.
@@ -28,6 +28,8 @@
 //! assert_eq!(c[2], 1); // x · x = x²
 //! ```
 
+#[cfg(ntt_asm)]
+mod asm;
 mod consts;
 pub mod crt;
 pub mod modulus;

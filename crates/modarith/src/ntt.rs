@@ -123,6 +123,10 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Forward NTT in place (normal order in, blocks in bit-reversed order out).
     pub fn forward(a: &mut [i16; N]) {
         let () = Self::CHECKS;
+        #[cfg(ntt_asm)]
+        if crate::asm::forward::<R, N, LAYERS>(a) {
+            return;
+        }
         let mut bound = Self::Q as i32;
         let mut k = 1;
         let mut len = N >> 1;

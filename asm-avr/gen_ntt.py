@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Generates ntt_forward.S: forward NTTs for AVR with NTT-friendly Montgomery
+arithmetic (q = k·2^8 + 1, R = 2^16), one routine per ring.
+
+    void ntt_fwd_q<q>_n<n>(int16_t a[n], const int16_t zetas[]);
+
+`zetas` is modarith's table for NttFriendlyMontgomery (ζ[k]·2^16 mod q,
+centred): the twiddles are never typed here, they come from the Rust const
+fn. Inputs |a_i| < q; outputs are the canonical centred residues, exactly as
+modarith's portable `Ntt::forward` (the reference it is tested against).
+
+Montgomery product of b and z (|b| < 8q, |z| ≤ (q-1)/2):
+  p = b·z (32-bit); t = p·q⁻¹ mod 2^16 with q⁻¹ = 1 − k·2^8, i.e.
+  t_lo = p0, t_hi = p1 − low8(p0·k); result = p_hi16 − (t·q)_hi16, where
+  t·q = (t·k)·2^8 + t (the low 16 bits of p and t·q agree by construction).
+Final centring: a' = a + (q−1)/2 + 8q ∈ [0, 2^16); t = ((a' ≫ 8)·⌊2^16/q⌋) ≫ 8
+underestimates a'/q by less than one, so a' − t·q ∈ [0, 2q); one masked
+subtraction and the −(q−1)/2 shift give the centred residue (the ranges are
+checked exhaustively by this script before it writes anything).
+"""
+
+RINGS = [(3329, 256), (769, 512), (3329, 512)]
+LAYERS = 7
+
+
+def check_centring(q):
+    k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
+    for a in range(-8 * q + 1, 8 * q):
+        ap = a + h + 8 * q
+        assert 0 <= ap < 65536
+        t = ((ap >> 8) * m) >> 8
+        assert t * k <= 255
+        assert 0 <= ap - t * q < 2 * q, (q, a)
+
+
+def centre(q):
+    """r17:r16 (|x| < 8q) → r23:r22, the centred residue. Clobbers r0, r1, r20, r24, r25."""
+    k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
+    return [f"\tsubi r16, lo8(-{h + 8 * q})", f"\tsbci r17, hi8(-{h + 8 * q})",
+            "\tmul r17, r5", "\tmov r20, r1\t\t; t", "\tmul r20, r21",
+            "\tsub r17, r0", "\tsub r16, r20", "\tsbc r17, r2\t\t; a' − t·q ∈ [0, 2q)",
+            "\tmovw r22, r16", f"\tsubi r22, lo8({q})", f"\tsbci r23, hi8({q})",
+            "\tsbc r24, r24\t\t; all ones if a' − t·q < q", "\tmov r25, r24",
+            f"\tandi r24, lo8({q})", f"\tandi r25, hi8({q})", "\tadd r22, r24", "\tadc r23, r25",
+            f"\tsubi r22, lo8({h})", f"\tsbci r23, hi8({h})"]
+
+
+def routine(q, n):
+    k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
+    check_centring(q)
+    name = f"ntt_fwd_q{q}_n{n}"
+    o = [f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
+    saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
+    o += [f"\tpush {r}" for r in saved]
+    o += ["\tclr r2\t\t\t; zero", f"\tldi r21, {k}\t\t; k", f"\tldi r16, {m}", "\tmov r5, r16\t\t; floor(2^16/q)",
+          "\tmovw r26, r22\t\t; X = zetas", "\tadiw r26, 2\t\t; zetas[0] is unused"]
+    length = n // 2
+    for layer in range(LAYERS):
+        groups = n // (2 * length)
+        lab = f"{name}_l{layer}"
+        o += [f"\t; layer {layer}: {groups} groups of {length} butterflies",
+              "\tmovw r28, r24\t\t; Y = a", f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16",
+              f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z",
+              "\tmovw r30, r28", f"\tsubi r30, lo8(-{2 * length})", f"\tsbci r31, hi8(-{2 * length})\t; Z = Y + len",
+              f"\tldi r16, {length & 0xFF}", "\tmov r4, r16",
+              f"{lab}_b:",
+              "\tld r16, Z", "\tldd r17, Z+1\t\t; b",
+              # p = b·z, signed 16×16 → 32 in r13:r12:r11:r10
+              "\tmuls r17, r19", "\tmovw r12, r0", "\tmul r16, r18", "\tmovw r10, r0",
+              "\tmulsu r17, r18", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
+              "\tmulsu r19, r16", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
+              # t = p·q⁻¹ mod 2^16: t_lo = p0, t_hi = p1 − low8(p0·k)
+              "\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
+              "\tmovw r14, r0", "\tmulsu r20, r21\t\t; A = t_hi·k",
+              "\tadd r15, r0\t\t; c1 = B1 + A0", "\tadc r1, r2\t\t; c2 = A1 + carry",
+              "\tmov r22, r20", "\tlsl r22", "\tsbc r22, r22\t\t; sign of t",
+              "\tadd r14, r20\t\t; carry out of byte 1 of t·q", "\tadc r15, r22", "\tadc r1, r22",
+              "\tsub r12, r15", "\tsbc r13, r1\t\t; mont(b·z)",
+              "\tld r8, Y", "\tldd r9, Y+1\t\t; a",
+              "\tmovw r6, r8", "\tsub r6, r12", "\tsbc r7, r13\t\t; a − t",
+              "\tadd r8, r12", "\tadc r9, r13\t\t; a + t"]
+        if layer < LAYERS - 1:
+            o += ["\tst Z+, r6", "\tst Z+, r7", "\tst Y+, r8", "\tst Y+, r9"]
+        else:
+            # Last layer: centre both outputs in registers before storing.
+            o += ["\tmovw r16, r6"] + centre(q) + ["\tst Z+, r22", "\tst Z+, r23"]
+            o += ["\tmovw r16, r8"] + centre(q) + ["\tst Y+, r22", "\tst Y+, r23"]
+        if layer < LAYERS - 1:
+            o += ["\tdec r4", f"\tbrne {lab}_b"]
+        else:  # the centring makes this body too long for brne
+            o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
+        o += ["\tmovw r28, r30\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
+        length //= 2
+    o += [f"\tpop {r}" for r in reversed(saved)]
+    o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
+    return o
+
+
+out = ["/* Forward NTTs for AVR, NTT-friendly Montgomery arithmetic.",
+       " * GENERATED by asm-avr/gen_ntt.py: do not edit. See the generator for the method.",
+       " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
+       " * Constant time: every loop count is public.",
+       " */", "\t.text"]
+for q, n in RINGS:
+    out += routine(q, n)
+print("\n".join(out))

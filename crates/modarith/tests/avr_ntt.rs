@@ -1,0 +1,84 @@
+//! The AVR assembly forward NTTs (`asm-avr/ntt_forward.S`) against the
+//! portable `Ntt::forward`, in simavr: random inputs and the extremes of the
+//! input range, bit-for-bit equal outputs, and a data-independent cycle count.
+//! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use avr_sim::{windows, Sim};
+use modarith::{Modulus, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q769};
+
+mod common;
+use common::Rng;
+
+fn build_harness() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ntt_harness.elf");
+    let status = Command::new("avr-gcc")
+        .args(["-mmcu=atmega1284p", "-Os", "-o"])
+        .arg(&out)
+        .arg(root.join("tests/avr/harness.c"))
+        .arg(root.join("../../asm-avr/ntt_forward.S"))
+        .status()
+        .expect("avr-gcc is required for this test: run `cargo xtask setup`");
+    assert!(status.success(), "avr-gcc failed to build the NTT harness");
+    out
+}
+
+fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
+    let q = R::Modulus::Q;
+    let zetas = Ntt::<R, N, 7>::ZETAS;
+    let mut rng = Rng::new(seed);
+    let mut inputs: Vec<[i16; N]> = vec![[(q - 1) as i16; N], [1 - q as i16; N], [0; N]];
+    inputs.extend((0..40).map(|_| rng.poly::<N>(q)));
+    for (n, input) in inputs.iter().enumerate() {
+        let mut request = vec![id];
+        request.extend(zetas.iter().flat_map(|z| z.to_le_bytes()));
+        request.extend(input.iter().flat_map(|c| c.to_le_bytes()));
+        sim.send(&request);
+        let reply = sim.run_until_output(2 * N, 50_000_000).expect("harness answers");
+        let got: Vec<i16> = reply
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        let mut expected = *input;
+        Ntt::<R, N, 7>::forward(&mut expected);
+        assert_eq!(got, expected.to_vec(), "ring {id}, input {n}");
+    }
+    windows(&sim.take_markers())
+        .expect("paired markers")
+        .iter()
+        .map(|w| w.cycles)
+        .collect()
+}
+
+#[test]
+fn assembly_forward_ntt_matches_portable_and_is_constant_time() {
+    let elf = build_harness();
+    let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
+    for (id, cycles) in [
+        (0u8, run_ring::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 0, 1)),
+        (1, run_ring::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 1, 2)),
+        (2, run_ring::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 2, 3)),
+    ] {
+        let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
+        println!(
+            "ring {id}: forward NTT {min} cycles (max {max}) over {} inputs",
+            cycles.len()
+        );
+        assert_eq!(min, max, "ring {id}: the cycle count depends on the data");
+    }
+    sim.send(&[0xFF]);
+    sim.run_to_exit(1_000_000).expect("harness stops");
+}
+
+/// The committed assembly is exactly what its generator prints.
+#[test]
+fn assembly_is_generated() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
+    let out = Command::new("python3").arg(root.join("gen_ntt.py")).output().expect("python3 runs the generator");
+    assert!(out.status.success(), "gen_ntt.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let committed = std::fs::read_to_string(root.join("ntt_forward.S")).expect("ntt_forward.S");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), committed.trim_end(), "run asm-avr/gen_ntt.py");
+}
