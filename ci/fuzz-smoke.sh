@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target of fuzz/ for a fixed time (default 10 s each,
+# one after the other: one core). Fails on the first crash, panic, leak,
+# timeout or allocation above the limit; the crashing input is left in
+# fuzz/artifacts/<target>/.
+#
+#   ci/fuzz-smoke.sh            # 10 s per target
+#   FUZZ_SECONDS=600 ci/fuzz-smoke.sh kem_ml_kem_512   # one target, longer
+#
+# Needs the nightly toolchain (rustup toolchain install nightly) and
+# cargo-fuzz (installed from crates.io below if missing).
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+
+SECONDS_PER_TARGET="${FUZZ_SECONDS:-10}"
+# The largest legitimate allocation is an MQTT packet of 256 KiB; anything
+# near this limit is an unbounded allocation driven by the input.
+MALLOC_LIMIT_MB="${FUZZ_MALLOC_LIMIT_MB:-64}"
+
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    cargo install --locked cargo-fuzz
+fi
+
+cargo +nightly fuzz build -O
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(cargo +nightly fuzz list)
+fi
+
+summary=()
+for t in "${targets[@]}"; do
+    mkdir -p "corpus/$t"
+    log="$(mktemp)"
+    echo "== fuzz $t for ${SECONDS_PER_TARGET}s"
+    if ! cargo +nightly fuzz run -O "$t" "corpus/$t" -- \
+        -max_total_time="$SECONDS_PER_TARGET" -malloc_limit_mb="$MALLOC_LIMIT_MB" -rss_limit_mb=2048 \
+        -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+        tail -n 60 "$log"
+        echo "FAIL: fuzz target $t (input in fuzz/artifacts/$t/)"
+        exit 1
+    fi
+    execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+    summary+=("$t: $execs executions in ${SECONDS_PER_TARGET}s")
+    rm -f "$log"
+done
+printf '%s\n' "${summary[@]}"
+echo "${#targets[@]} passed, 0 failed"
