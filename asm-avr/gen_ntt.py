@@ -34,15 +34,28 @@ def check_centring(q):
 
 
 def centre(q):
-    """r17:r16 (|x| < 8q) → r23:r22, the centred residue. Clobbers r0, r1, r20, r24, r25."""
+    """r17:r16 (|x| < 8q) → r23:r22, the centred residue. Clobbers r0, r1, r16, r17, r20."""
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
     return [f"\tsubi r16, lo8(-{h + 8 * q})", f"\tsbci r17, hi8(-{h + 8 * q})",
             "\tmul r17, r5", "\tmov r20, r1\t\t; t", "\tmul r20, r21",
             "\tsub r17, r0", "\tsub r16, r20", "\tsbc r17, r2\t\t; a' − t·q ∈ [0, 2q)",
             "\tmovw r22, r16", f"\tsubi r22, lo8({q})", f"\tsbci r23, hi8({q})",
-            "\tsbc r24, r24\t\t; all ones if a' − t·q < q", "\tmov r25, r24",
-            f"\tandi r24, lo8({q})", f"\tandi r25, hi8({q})", "\tadd r22, r24", "\tadc r23, r25",
+            "\tsbc r16, r16\t\t; all ones if a' − t·q < q", "\tmov r17, r16",
+            f"\tandi r16, lo8({q})", f"\tandi r17, hi8({q})", "\tadd r22, r16", "\tadc r23, r17",
             f"\tsubi r22, lo8({h})", f"\tsbci r23, hi8({h})"]
+
+
+def mont(q):
+    """r13:r12 = mont(r17:r16 · r19:r18) for k in r21, zero in r2. Clobbers r0, r1, r10-r15, r20, r22."""
+    return ["\tmuls r17, r19", "\tmovw r12, r0", "\tmul r16, r18", "\tmovw r10, r0",
+            "\tmulsu r17, r18", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
+            "\tmulsu r19, r16", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
+            "\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
+            "\tmovw r14, r0", "\tmulsu r20, r21\t\t; A = t_hi·k",
+            "\tadd r15, r0\t\t; c1 = B1 + A0", "\tadc r1, r2\t\t; c2 = A1 + carry",
+            "\tmov r22, r20", "\tlsl r22", "\tsbc r22, r22\t\t; sign of t",
+            "\tadd r14, r20\t\t; carry out of byte 1 of t·q", "\tadc r15, r22", "\tadc r1, r22",
+            "\tsub r12, r15", "\tsbc r13, r1\t\t; mont(b·z)"]
 
 
 def routine(q, n):
@@ -65,17 +78,7 @@ def routine(q, n):
               f"\tldi r16, {length & 0xFF}", "\tmov r4, r16",
               f"{lab}_b:",
               "\tld r16, Z", "\tldd r17, Z+1\t\t; b",
-              # p = b·z, signed 16×16 → 32 in r13:r12:r11:r10
-              "\tmuls r17, r19", "\tmovw r12, r0", "\tmul r16, r18", "\tmovw r10, r0",
-              "\tmulsu r17, r18", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
-              "\tmulsu r19, r16", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
-              # t = p·q⁻¹ mod 2^16: t_lo = p0, t_hi = p1 − low8(p0·k)
-              "\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
-              "\tmovw r14, r0", "\tmulsu r20, r21\t\t; A = t_hi·k",
-              "\tadd r15, r0\t\t; c1 = B1 + A0", "\tadc r1, r2\t\t; c2 = A1 + carry",
-              "\tmov r22, r20", "\tlsl r22", "\tsbc r22, r22\t\t; sign of t",
-              "\tadd r14, r20\t\t; carry out of byte 1 of t·q", "\tadc r15, r22", "\tadc r1, r22",
-              "\tsub r12, r15", "\tsbc r13, r1\t\t; mont(b·z)",
+              ] + mont(q) + [
               "\tld r8, Y", "\tldd r9, Y+1\t\t; a",
               "\tmovw r6, r8", "\tsub r6, r12", "\tsbc r7, r13\t\t; a − t",
               "\tadd r8, r12", "\tadc r9, r13\t\t; a + t"]
@@ -96,11 +99,76 @@ def routine(q, n):
     return o
 
 
-out = ["/* Forward NTTs for AVR, NTT-friendly Montgomery arithmetic.",
+def inverse_routine(q, n):
+    """Gentleman–Sande inverse NTT; sums are centred in the layers where the
+    next layer's difference could overflow 16 bits; the final 2^-7 scaling is
+    folded into the last layer: sum·F and difference·ζ⁻¹·F, both by mont."""
+    k, m = (q - 1) >> 8, 65536 // q
+    h = (q - 1) // 2
+    name = f"ntt_inv_q{q}_n{n}"
+    o = [f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
+    saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
+    o += [f"\tpush {r}" for r in saved]
+    o += ["\tmovw r26, r20\t\t; X = [F, ζ⁻¹F]", "\tclr r2\t\t\t; zero", f"\tldi r21, {k}\t\t; k",
+          f"\tldi r16, {m}", "\tmov r5, r16\t\t; floor(2^16/q)", "\tld r16, X+", "\tmov r6, r16", "\tld r16, X+", "\tmov r7, r16",
+          "\tld r16, X+", "\tmov r8, r16", "\tld r16, X", "\tmov r9, r16", "\tpush r6", "\tpush r7", "\tpush r8",
+          "\tpush r9\t\t; kept on the stack for the last layer", "\tmovw r26, r22\t\t; X = zetas_inv"]
+    length = n >> LAYERS
+    bound = q  # exclusive bound on |a_i| entering the layer
+    for layer in range(LAYERS):
+        groups = n // (2 * length)
+        last = layer == LAYERS - 1
+        assert 2 * bound - 1 <= 32768, "a difference would overflow"
+        sums = 2 * bound - 1
+        # Centre this layer's sums if the next layer's difference would
+        # overflow 16 bits, or its sums would leave centre()'s domain (8q).
+        next_sums = 2 * max(sums, q) - 1
+        next_last = layer + 1 == LAYERS - 1
+        centre_sums = not last and (next_sums > 32768 or (not next_last and next_sums > 8 * q))
+        lab = f"{name}_l{layer}"
+        o += [f"\t; layer {layer}: {groups} groups of {length}" + ("; sums centred" if centre_sums else ""),
+              "\tmovw r28, r24\t\t; Y = a"]
+        if layer == 0:
+            o += [f"\tsubi r26, lo8(-{2 * groups})", f"\tsbci r27, hi8(-{2 * groups})\t; X = &zetas_inv[N/(2len)]"]
+        else:  # back from the end of the previous layer's range [2G, 4G) to [G, 2G)
+            o += [f"\tsubi r26, lo8({6 * groups})", f"\tsbci r27, hi8({6 * groups})\t; X = &zetas_inv[N/(2len)]"]
+        o += [f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16",
+              f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; ζ⁻¹",
+              "\tmovw r30, r28", f"\tsubi r30, lo8(-{2 * length})", f"\tsbci r31, hi8(-{2 * length})\t; Z = Y + len",
+              f"\tldi r16, {length & 0xFF}", "\tmov r4, r16", f"{lab}_b:",
+              "\tld r8, Y", "\tldd r9, Y+1\t\t; x", "\tld r6, Z", "\tldd r7, Z+1\t\t; y",
+              "\tmovw r16, r8", "\tsub r16, r6", "\tsbc r17, r7\t\t; x − y",
+              "\tadd r8, r6", "\tadc r9, r7\t\t; x + y"]
+        if not last:
+            o += mont(q) + ["\tst Z+, r12", "\tst Z+, r13"]
+            if centre_sums:
+                o += ["\tmovw r16, r8"] + centre(q) + ["\tst Y+, r22", "\tst Y+, r23"]
+                o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
+            else:
+                o += ["\tst Y+, r8", "\tst Y+, r9", "\tdec r4", f"\tbrne {lab}_b"]
+        else:
+            # difference · ζ⁻¹F, then sum · F; both centred.
+            o += ["\tin r28, 0x3d", "\tin r29, 0x3e", "\tldd r18, Y+2", "\tldd r19, Y+1\t\t; ζ⁻¹F"]
+            o += mont(q) + ["\tmovw r16, r12"] + centre(q) + ["\tst Z+, r22", "\tst Z+, r23"]
+            o += ["\tldd r18, Y+4", "\tldd r19, Y+3\t\t; F", "\tmovw r16, r8"] + mont(q)
+            o += ["\tmovw r16, r12"] + centre(q)
+            o += ["\tmovw r28, r30", f"\tsubi r28, lo8({2 * length + 2})", f"\tsbci r29, hi8({2 * length + 2})",
+                  "\tst Y+, r22", "\tst Y+, r23", "\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
+        o += ["\tmovw r28, r30\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
+        bound = max(h + 1 if centre_sums else sums, q)
+        length *= 2
+    o += ["\tpop r9", "\tpop r8", "\tpop r7", "\tpop r6"]
+    o += [f"\tpop {r}" for r in reversed(saved)]
+    o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
+    return o
+
+
+out = ["/* Forward and inverse NTTs for AVR, NTT-friendly Montgomery arithmetic.",
        " * GENERATED by asm-avr/gen_ntt.py: do not edit. See the generator for the method.",
        " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
        " * Constant time: every loop count is public.",
        " */", "\t.text"]
 for q, n in RINGS:
     out += routine(q, n)
+    out += inverse_routine(q, n)
 print("\n".join(out))

@@ -12,30 +12,52 @@ use crate::modulus::{Q3329, Q769};
 use crate::ntt::{Ntt, MAX_TWIDDLES};
 use crate::reduce::{NttFriendlyMontgomery, Reduction};
 
-type Routine = unsafe extern "C" fn(a: *mut i16, zetas: *const i16);
+type Forward = unsafe extern "C" fn(a: *mut i16, zetas: *const i16);
+type Inverse = unsafe extern "C" fn(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
 
 extern "C" {
     fn ntt_fwd_q3329_n256(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q769_n512(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q3329_n512(a: *mut i16, zetas: *const i16);
+    fn ntt_inv_q3329_n256(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_inv_q769_n512(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_inv_q3329_n512(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
 }
 
-static ZETAS_Q3329: [i16; MAX_TWIDDLES] = Ntt::<NttFriendlyMontgomery<Q3329>, 256, 7>::ZETAS;
-static ZETAS_Q769: [i16; MAX_TWIDDLES] = Ntt::<NttFriendlyMontgomery<Q769>, 512, 7>::ZETAS;
+/// The tables the routines read, one static per ring (the same const values
+/// the portable code uses).
+struct Tables {
+    zetas: [i16; MAX_TWIDDLES],
+    zetas_inv: [i16; MAX_TWIDDLES],
+    last_layer: [i16; 2],
+}
 
-/// The forward-NTT routine for this ring, if there is one. The checks fold
-/// to constants after monomorphization.
-fn forward_routine<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<(Routine, &'static [i16; MAX_TWIDDLES])>
-{
+const fn tables<R: Reduction, const N: usize>() -> Tables {
+    Tables {
+        zetas: Ntt::<R, N, 7>::ZETAS,
+        zetas_inv: Ntt::<R, N, 7>::ZETAS_INV,
+        last_layer: Ntt::<R, N, 7>::INVERSE_LAST_LAYER,
+    }
+}
+
+static Q3329_N256: Tables = tables::<NttFriendlyMontgomery<Q3329>, 256>();
+static Q769_N512: Tables = tables::<NttFriendlyMontgomery<Q769>, 512>();
+static Q3329_N512: Tables = tables::<NttFriendlyMontgomery<Q3329>, 512>();
+
+/// The routines and tables of this ring, if it has them. The checks fold to
+/// constants after monomorphization.
+fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<(Forward, Inverse, &'static Tables)> {
     let r = TypeId::of::<R>();
+    let q3329 = TypeId::of::<NttFriendlyMontgomery<Q3329>>();
+    let q769 = TypeId::of::<NttFriendlyMontgomery<Q769>>();
     if LAYERS != 7 {
         None
-    } else if r == TypeId::of::<NttFriendlyMontgomery<Q3329>>() && N == 256 {
-        Some((ntt_fwd_q3329_n256, &ZETAS_Q3329))
-    } else if r == TypeId::of::<NttFriendlyMontgomery<Q769>>() && N == 512 {
-        Some((ntt_fwd_q769_n512, &ZETAS_Q769))
-    } else if r == TypeId::of::<NttFriendlyMontgomery<Q3329>>() && N == 512 {
-        Some((ntt_fwd_q3329_n512, &ZETAS_Q3329))
+    } else if r == q3329 && N == 256 {
+        Some((ntt_fwd_q3329_n256, ntt_inv_q3329_n256, &Q3329_N256))
+    } else if r == q769 && N == 512 {
+        Some((ntt_fwd_q769_n512, ntt_inv_q769_n512, &Q769_N512))
+    } else if r == q3329 && N == 512 {
+        Some((ntt_fwd_q3329_n512, ntt_inv_q3329_n512, &Q3329_N512))
     } else {
         None
     }
@@ -44,12 +66,26 @@ fn forward_routine<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<
 /// Runs the assembly forward NTT when this ring has one; false otherwise.
 #[inline]
 pub(crate) fn forward<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> bool {
-    match forward_routine::<R, N, LAYERS>() {
-        Some((routine, zetas)) => {
+    match routines::<R, N, LAYERS>() {
+        Some((forward, _, t)) => {
             // SAFETY: the routine transforms exactly N coefficients in place
-            // and reads the 2^LAYERS twiddles of `zetas`; it follows the
+            // and reads the 2^LAYERS twiddles of `t.zetas`; it follows the
             // avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).
-            unsafe { routine(a.as_mut_ptr(), zetas.as_ptr()) };
+            unsafe { forward(a.as_mut_ptr(), t.zetas.as_ptr()) };
+            true
+        }
+        None => false,
+    }
+}
+
+/// Runs the assembly inverse NTT when this ring has one; false otherwise.
+#[inline]
+pub(crate) fn inverse<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> bool {
+    match routines::<R, N, LAYERS>() {
+        Some((_, inverse, t)) => {
+            // SAFETY: as for `forward`; it also reads the two factors of
+            // `t.last_layer`.
+            unsafe { inverse(a.as_mut_ptr(), t.zetas_inv.as_ptr(), t.last_layer.as_ptr()) };
             true
         }
         None => false,

@@ -71,3 +71,8 @@ pub const fn prescale(c: u32, scale: u16, q: u16) -> i16 {
 pub const fn crt_inverse(q1: u16, q2: u16) -> u16 {
     inv_mod(q1 as u32 % q2 as u32, q2 as u32) as u16
 }
+
+/// a·b mod q.
+pub const fn mul_mod(a: u32, b: u32, q: u32) -> u32 {
+    (a as u64 * b as u64 % q as u64) as u32
+}

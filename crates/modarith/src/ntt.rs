@@ -22,7 +22,7 @@ use core::marker::PhantomData;
 
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::consts::{inv_mod, pow_mod, prescale, smallest_root_of_unity};
+use crate::consts::{inv_mod, mul_mod, pow_mod, prescale, smallest_root_of_unity};
 use crate::modulus::Modulus;
 use crate::reduce::Reduction;
 
@@ -86,6 +86,24 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     const S2: i16 = prescale(R::SCALE as u32, R::SCALE, Self::Q);
     /// Final factor of `inverse`: 2^{-LAYERS}·S.
     const INV_SCALE: i16 = prescale(inv_mod(1 << LAYERS, Self::Q as u32), R::SCALE, Self::Q);
+    /// For a backend that folds the final scaling into the last layer:
+    /// [2^{-LAYERS}·S, ζ[1]^{-1}·2^{-LAYERS}·S], the factors of that layer's
+    /// sum and difference outputs.
+    pub const INVERSE_LAST_LAYER: [i16; 2] = [
+        Self::INV_SCALE,
+        prescale(
+            mul_mod(
+                inv_mod(
+                    pow_mod(Self::ROOT as u32, bit_reverse(1, LAYERS) as u32, Self::Q as u32),
+                    Self::Q as u32,
+                ),
+                inv_mod(1 << LAYERS, Self::Q as u32),
+                Self::Q as u32,
+            ),
+            R::SCALE,
+            Self::Q,
+        ),
+    ];
 
     const HALF: i32 = <Q<R>>::HALF as i32;
 
@@ -156,6 +174,10 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// the exact inverse of [`Self::forward`].
     pub fn inverse(a: &mut [i16; N]) {
         let () = Self::CHECKS;
+        #[cfg(ntt_asm)]
+        if crate::asm::inverse::<R, N, LAYERS>(a) {
+            return;
+        }
         let mut bound = Self::Q as i32;
         let mut len = Self::BASE_DEGREE;
         while len <= N >> 1 {

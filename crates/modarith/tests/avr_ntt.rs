@@ -1,5 +1,5 @@
-//! The AVR assembly forward NTTs (`asm-avr/ntt_forward.S`) against the
-//! portable `Ntt::forward`, in simavr: random inputs and the extremes of the
+//! The AVR assembly NTTs (`asm-avr/ntt_forward.S`) against the portable
+//! `Ntt::forward` and `Ntt::inverse`, in simavr: random inputs and the extremes of the
 //! input range, bit-for-bit equal outputs, and a data-independent cycle count.
 //! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
 
@@ -26,15 +26,23 @@ fn build_harness() -> PathBuf {
     out
 }
 
+/// Runs routine `id` (0-2 forward, 3-5 inverse) on random and extreme inputs.
 fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
-    let zetas = Ntt::<R, N, 7>::ZETAS;
+    let inverse = id >= 3;
+    let zetas = if inverse {
+        Ntt::<R, N, 7>::ZETAS_INV
+    } else {
+        Ntt::<R, N, 7>::ZETAS
+    };
+    let last = Ntt::<R, N, 7>::INVERSE_LAST_LAYER;
     let mut rng = Rng::new(seed);
     let mut inputs: Vec<[i16; N]> = vec![[(q - 1) as i16; N], [1 - q as i16; N], [0; N]];
     inputs.extend((0..40).map(|_| rng.poly::<N>(q)));
     for (n, input) in inputs.iter().enumerate() {
         let mut request = vec![id];
         request.extend(zetas.iter().flat_map(|z| z.to_le_bytes()));
+        request.extend(last.iter().flat_map(|z| z.to_le_bytes()));
         request.extend(input.iter().flat_map(|c| c.to_le_bytes()));
         sim.send(&request);
         let reply = sim.run_until_output(2 * N, 50_000_000).expect("harness answers");
@@ -43,8 +51,25 @@ fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> V
             .map(|c| i16::from_le_bytes([c[0], c[1]]))
             .collect();
         let mut expected = *input;
-        Ntt::<R, N, 7>::forward(&mut expected);
-        assert_eq!(got, expected.to_vec(), "ring {id}, input {n}");
+        if inverse {
+            Ntt::<R, N, 7>::inverse(&mut expected);
+        } else {
+            Ntt::<R, N, 7>::forward(&mut expected);
+        }
+        if got != expected.to_vec() {
+            let bad: Vec<(usize, i16, i16)> = got
+                .iter()
+                .zip(expected.iter())
+                .enumerate()
+                .filter(|(_, (a, b))| a != b)
+                .map(|(i, (a, b))| (i, *a, *b))
+                .take(8)
+                .collect();
+            panic!(
+                "ring {id}, input {n}: {} differ, first {bad:?}",
+                got.iter().zip(expected.iter()).filter(|(a, b)| a != b).count()
+            );
+        }
     }
     windows(&sim.take_markers())
         .expect("paired markers")
@@ -54,13 +79,16 @@ fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> V
 }
 
 #[test]
-fn assembly_forward_ntt_matches_portable_and_is_constant_time() {
+fn assembly_ntts_match_portable_and_are_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
     for (id, cycles) in [
         (0u8, run_ring::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 0, 1)),
         (1, run_ring::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 1, 2)),
         (2, run_ring::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 2, 3)),
+        (3, run_ring::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 3, 4)),
+        (4, run_ring::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 4, 5)),
+        (5, run_ring::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 5, 6)),
     ] {
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
         println!(
@@ -77,8 +105,19 @@ fn assembly_forward_ntt_matches_portable_and_is_constant_time() {
 #[test]
 fn assembly_is_generated() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
-    let out = Command::new("python3").arg(root.join("gen_ntt.py")).output().expect("python3 runs the generator");
-    assert!(out.status.success(), "gen_ntt.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("python3")
+        .arg(root.join("gen_ntt.py"))
+        .output()
+        .expect("python3 runs the generator");
+    assert!(
+        out.status.success(),
+        "gen_ntt.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let committed = std::fs::read_to_string(root.join("ntt_forward.S")).expect("ntt_forward.S");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), committed.trim_end(), "run asm-avr/gen_ntt.py");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        committed.trim_end(),
+        "run asm-avr/gen_ntt.py"
+    );
 }

@@ -1,5 +1,6 @@
 /* Simulator harness for the AVR NTT routines (built by ../avr_ntt.rs).
- * Request: ring id (0xFF ends), 256 little-endian twiddles, n coefficients.
+ * Request: routine id (0xFF ends), 256 little-endian twiddles, 2 factors
+ * for the inverse's last layer, n coefficients. Ids 0-2 forward, 3-5 inverse.
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
 #include <avr/io.h>
 #include <avr/interrupt.h>
@@ -9,6 +10,9 @@
 extern void ntt_fwd_q3329_n256(int16_t *a, const int16_t *zetas);
 extern void ntt_fwd_q769_n512(int16_t *a, const int16_t *zetas);
 extern void ntt_fwd_q3329_n512(int16_t *a, const int16_t *zetas);
+extern void ntt_inv_q3329_n256(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_inv_q769_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_inv_q3329_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
 
 static void put(uint8_t c)
 {
@@ -25,6 +29,7 @@ static uint8_t get(void)
 }
 
 static int16_t zetas[256];
+static int16_t last[2];
 static int16_t poly[512];
 
 static void read16(int16_t *dst, uint16_t count)
@@ -42,20 +47,23 @@ int main(void)
 	UCSR0C = _BV(UCSZ01) | _BV(UCSZ00);
 	UCSR0B = _BV(RXEN0) | _BV(TXEN0);
 	for (;;) {
-		uint8_t ring = get();
-		if (ring > 2)
+		uint8_t id = get();
+		if (id > 5)
 			break;
-		uint16_t n = ring == 0 ? 256 : 512;
+		uint16_t n = id % 3 == 0 ? 256 : 512;
 		read16(zetas, 256);
+		read16(last, 2);
 		read16(poly, n);
-		GPIOR0 = 1 + ring;
-		if (ring == 0)
-			ntt_fwd_q3329_n256(poly, zetas);
-		else if (ring == 1)
-			ntt_fwd_q769_n512(poly, zetas);
-		else
-			ntt_fwd_q3329_n512(poly, zetas);
-		GPIOR0 = (1 + ring) | 0x80;
+		GPIOR0 = 1 + id;
+		switch (id) {
+		case 0: ntt_fwd_q3329_n256(poly, zetas); break;
+		case 1: ntt_fwd_q769_n512(poly, zetas); break;
+		case 2: ntt_fwd_q3329_n512(poly, zetas); break;
+		case 3: ntt_inv_q3329_n256(poly, zetas, last); break;
+		case 4: ntt_inv_q769_n512(poly, zetas, last); break;
+		default: ntt_inv_q3329_n512(poly, zetas, last); break;
+		}
+		GPIOR0 = (1 + id) | 0x80;
 		for (uint16_t i = 0; i < n; i++) {
 			put((uint8_t)poly[i]);
 			put((uint8_t)((uint16_t)poly[i] >> 8));
