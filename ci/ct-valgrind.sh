@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Host secret-independence check (ctgrind): builds ct-check/ in release mode
+# with debug info (the workspace's release code generation) and runs it under
+# valgrind memcheck. Every RNG output and the secret parts of every secret key
+# are marked undefined, so memcheck reports any branch or memory index that
+# depends on secret data. Fails if memcheck reports any error that
+# ct-check/ct.supp does not explain.
+#
+#   ci/ct-valgrind.sh            # 8 key pairs per KEM variant, all phases
+#   ci/ct-valgrind.sh 2 decaps   # 2 key pairs, decapsulation only
+#                                # (phases: keygen,encaps,decaps,import or all)
+set -euo pipefail
+cd "$(dirname "$0")/../ct-check"
+
+ITERATIONS="${1:-8}"
+PHASES="${2:-all}"
+
+if ! command -v valgrind >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq valgrind
+fi
+
+cargo build --release --locked
+log="$(mktemp)"
+status=0
+valgrind --tool=memcheck --error-exitcode=99 --error-limit=no --num-callers=40 \
+    --read-inline-info=yes --suppressions=ct.supp --gen-suppressions=no \
+    ./target/release/ct-check "$ITERATIONS" "$PHASES" >"$log" 2>&1 || status=$?
+grep -v '^==[0-9]*== *$' "$log" | grep -E '^(==[0-9]+== (Conditional|Use of|   at|   by|ERROR SUMMARY)|[A-Za-z].*:)' | head -n 400
+rm -f "$log"
+if [ "$status" -ne 0 ]; then
+    echo "FAIL: memcheck reported secret-dependent branches or memory indices (exit $status)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+echo "ct-valgrind: no secret-dependent branch or index"
+echo "1 passed, 0 failed"

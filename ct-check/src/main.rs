@@ -1,0 +1,318 @@
+//! ctgrind-style secret-independence check.
+//!
+//! Every byte the KEMs draw from the RNG is marked *undefined* for valgrind
+//! memcheck (`VALGRIND_MAKE_MEM_UNDEFINED`), and so are the secret parts of
+//! each secret key before decapsulation. Memcheck then reports every
+//! conditional branch ("Conditional jump or move depends on uninitialised
+//! value(s)") and every memory index ("Use of uninitialised value of size
+//! 8") computed from secret data. Values the specification makes public
+//! are declassified (`VALGRIND_MAKE_MEM_DEFINED`) exactly where it makes
+//! them public, each with a comment saying why.
+//!
+//! Run it with `ci/ct-valgrind.sh`. Outside valgrind the client requests
+//! are no-ops and the binary is an ordinary functional test.
+
+use std::process::ExitCode;
+
+use ctru_light::{Arithmetic, Ascon, Backend, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, Sha3};
+
+mod vg {
+    //! Valgrind client requests (`valgrind.h`, `memcheck.h`) for x86-64 Linux.
+
+    const MAKE_MEM_UNDEFINED: usize = 0x4D43_0001; // VG_USERREQ_TOOL_BASE('M','C') + 1
+    const MAKE_MEM_DEFINED: usize = 0x4D43_0002; // VG_USERREQ_TOOL_BASE('M','C') + 2
+    const RUNNING_ON_VALGRIND: usize = 0x1001;
+    const COUNT_ERRORS: usize = 0x1201;
+
+    /// `VALGRIND_DO_CLIENT_REQUEST_EXPR`: the magic rotate sequence (a no-op
+    /// on a real CPU: 3 + 13 + 61 + 51 = 128 bits) followed by
+    /// `xchg rbx, rbx`, with `rax` pointing at the arguments; the result is
+    /// returned in `rdx`, which holds `default` when not under valgrind.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn request(default: usize, req: usize, a1: usize, a2: usize) -> usize {
+        let args: [usize; 6] = [req, a1, a2, 0, 0, 0];
+        let mut result = default;
+        // SAFETY: the instruction sequence changes no register or memory on
+        // a CPU; under valgrind it performs the request on `args`.
+        unsafe {
+            core::arch::asm!(
+                "rol rdi, 3",
+                "rol rdi, 13",
+                "rol rdi, 61",
+                "rol rdi, 51",
+                "xchg rbx, rbx",
+                inout("rdx") result,
+                in("rax") args.as_ptr(),
+                options(nostack),
+            );
+        }
+        core::hint::black_box(&args);
+        result
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    fn request(default: usize, _req: usize, _a1: usize, _a2: usize) -> usize {
+        default
+    }
+
+    /// Marks `bytes` secret: memcheck reports branches and indices on them.
+    pub fn secret(bytes: &[u8]) {
+        request(0, MAKE_MEM_UNDEFINED, bytes.as_ptr() as usize, bytes.len());
+    }
+
+    /// Declassifies `bytes`: the protocol makes them public here.
+    pub fn public(bytes: &[u8]) {
+        request(0, MAKE_MEM_DEFINED, bytes.as_ptr() as usize, bytes.len());
+    }
+
+    /// Whether the process runs under valgrind.
+    pub fn running() -> bool {
+        request(0, RUNNING_ON_VALGRIND, 0, 0) != 0
+    }
+
+    /// Errors memcheck has reported so far.
+    pub fn errors() -> usize {
+        request(0, COUNT_ERRORS, 0, 0)
+    }
+}
+
+/// A deterministic RNG (SplitMix64) whose every output byte is secret
+/// (unless `mark` is off: for phases that only prepare inputs).
+struct SecretRng(kem_common::TestRng, bool);
+
+impl rand_core::RngCore for SecretRng {
+    fn next_u32(&mut self) -> u32 {
+        let mut b = [0u8; 4];
+        self.fill_bytes(&mut b);
+        u32::from_le_bytes(b)
+    }
+    fn next_u64(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        self.fill_bytes(&mut b);
+        u64::from_le_bytes(b)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for d in dest.iter_mut() {
+            *d = self.0.next_u64() as u8;
+        }
+        if self.1 {
+            vg::secret(dest);
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+impl rand_core::CryptoRng for SecretRng {}
+
+/// One KEM through its byte-buffer API.
+trait Kem {
+    const NAME: &'static str;
+    const PK: usize;
+    const SK: usize;
+    const CT: usize;
+    /// Byte ranges of the secret key that are secret (the rest — embedded
+    /// public key, its hash — is public).
+    fn secret_ranges() -> Vec<std::ops::Range<usize>>;
+    fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]);
+    fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32];
+    fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32];
+    /// Import validation of a secret key (typed API).
+    fn import_sk(sk: &[u8]) -> bool;
+}
+
+macro_rules! kyber {
+    ($ty:ident, $name:expr, $m:path) => {
+        struct $ty;
+        impl Kem for $ty {
+            const NAME: &'static str = $name;
+            const PK: usize = kyber512_avr::params::EK_BYTES;
+            const SK: usize = kyber512_avr::params::DK_BYTES;
+            const CT: usize = kyber512_avr::params::CT_BYTES;
+            fn secret_ranges() -> Vec<std::ops::Range<usize>> {
+                use kyber512_avr::params::{DK_BYTES, DK_PKE_BYTES};
+                // dk_pke ‖ ek ‖ H(ek) ‖ z: ŝ and z are secret.
+                vec![0..DK_PKE_BYTES, DK_BYTES - 32..DK_BYTES]
+            }
+            fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]) {
+                use $m as k;
+                k::raw::keygen_into(rng, pk.try_into().unwrap(), sk.try_into().unwrap()).unwrap();
+            }
+            fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32] {
+                use $m as k;
+                *k::raw::encapsulate_into(pk.try_into().unwrap(), rng, ct.try_into().unwrap())
+                    .unwrap()
+                    .as_bytes()
+            }
+            fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32] {
+                use $m as k;
+                *k::raw::decapsulate_into(sk.try_into().unwrap(), ct.try_into().unwrap()).as_bytes()
+            }
+            fn import_sk(sk: &[u8]) -> bool {
+                use $m as k;
+                k::DecapsulationKey::from_bytes(sk).is_ok()
+            }
+        }
+    };
+}
+kyber!(MlKem512, "ML-KEM-512", kyber512_avr::ml_kem_512);
+kyber!(Kyber512R3, "Kyber512 (round 3)", kyber512_avr::kyber512_r3);
+
+struct LightSaber;
+impl Kem for LightSaber {
+    const NAME: &'static str = "LightSaber";
+    const PK: usize = lightsaber_avr::params::PK_BYTES;
+    const SK: usize = lightsaber_avr::params::SK_BYTES;
+    const CT: usize = lightsaber_avr::params::CT_BYTES;
+    fn secret_ranges() -> Vec<std::ops::Range<usize>> {
+        use lightsaber_avr::params::{SK_BYTES, SK_PKE_BYTES};
+        // s ‖ pk ‖ H(pk) ‖ z: s and z are secret.
+        vec![0..SK_PKE_BYTES, SK_BYTES - 32..SK_BYTES]
+    }
+    fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]) {
+        lightsaber_avr::keygen_into(rng, pk.try_into().unwrap(), sk.try_into().unwrap()).unwrap();
+    }
+    fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32] {
+        *lightsaber_avr::encapsulate_into(pk.try_into().unwrap(), rng, ct.try_into().unwrap())
+            .unwrap()
+            .as_bytes()
+    }
+    fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32] {
+        *lightsaber_avr::decapsulate_into(sk.try_into().unwrap(), ct.try_into().unwrap()).as_bytes()
+    }
+    fn import_sk(sk: &[u8]) -> bool {
+        lightsaber_avr::SecretKey::from_bytes(sk).is_ok()
+    }
+}
+
+struct Ctru<B, A>(std::marker::PhantomData<(B, A)>);
+impl<B: Backend, A: Arithmetic> Kem for Ctru<B, A> {
+    const NAME: &'static str = "CTRU-Light";
+    const PK: usize = ctru_light::params::PK_BYTES;
+    const SK: usize = ctru_light::params::SK_BYTES;
+    const CT: usize = ctru_light::params::CT_BYTES;
+    fn secret_ranges() -> Vec<std::ops::Range<usize>> {
+        use ctru_light::params::{SK_BYTES, SK_PKE_BYTES};
+        // f ‖ pk ‖ z: f and z are secret.
+        vec![0..SK_PKE_BYTES, SK_BYTES - 32..SK_BYTES]
+    }
+    fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]) {
+        CtruLight::<B, A>::keygen_into(rng, pk.try_into().unwrap(), sk.try_into().unwrap()).unwrap();
+    }
+    fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32] {
+        *CtruLight::<B, A>::encapsulate_into(pk.try_into().unwrap(), rng, ct.try_into().unwrap())
+            .unwrap()
+            .as_bytes()
+    }
+    fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32] {
+        *CtruLight::<B, A>::decapsulate_into(sk.try_into().unwrap(), ct.try_into().unwrap()).as_bytes()
+    }
+    fn import_sk(sk: &[u8]) -> bool {
+        ctru_light::SecretKey::<B>::from_bytes(sk).is_ok()
+    }
+}
+
+/// Which operations to check (each separately, so a report names its phase).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Keygen,
+    Encaps,
+    Decaps,
+    Import,
+}
+
+/// Runs `iterations` key pairs of `K`; returns the inputs checked.
+fn check<K: Kem>(label: &str, iterations: u64, phases: &[Phase]) -> usize {
+    let mut checked = 0;
+    for i in 0..iterations {
+        let seed = 0xC7C7_0000 + i;
+        let (mut pk, mut sk, mut ct) = (vec![0u8; K::PK], vec![0u8; K::SK], vec![0u8; K::CT]);
+        let mut rng = SecretRng(kem_common::TestRng(seed), phases.contains(&Phase::Keygen));
+        K::keygen(&mut rng, &mut pk, &mut sk);
+        // Declassify: the public key is published (FIPS 203 §7.1 output ek; Saber/CTRU pk).
+        vg::public(&pk);
+        // The secret key's embedded public parts (pk, H(pk)) are public; its
+        // secret parts are marked secret whatever keygen left them as.
+        vg::public(&sk);
+        for r in K::secret_ranges() {
+            vg::secret(&sk[r]);
+        }
+        let mut rng = SecretRng(kem_common::TestRng(!seed), phases.contains(&Phase::Encaps));
+        let ss_enc = K::encaps(&pk, &mut rng, &mut ct);
+        // Declassify: the ciphertext is sent on the wire.
+        vg::public(&ct);
+        if phases.contains(&Phase::Decaps) {
+            let ss_dec = K::decaps(&sk, &ct);
+            // A ciphertext that fails re-encryption takes the implicit-rejection path.
+            let mut bad = ct.clone();
+            bad[(i as usize * 97) % K::CT] ^= 1 << (i % 8);
+            let ss_rej = K::decaps(&sk, &bad);
+            // Declassify (test oracle only, not a protocol step): compare the results.
+            vg::public(&ss_enc);
+            vg::public(&ss_dec);
+            vg::public(&ss_rej);
+            assert_eq!(ss_enc, ss_dec, "{label}: decapsulation disagrees");
+            assert_ne!(ss_dec, ss_rej, "{label}: rejection key equals the real key");
+            checked += 2;
+        }
+        if phases.contains(&Phase::Import) {
+            let ok = K::import_sk(&sk);
+            // Declassify: whether an honest key imports is public (it always does).
+            vg::public(&[ok as u8]);
+            assert!(ok, "{label}: honest secret key refused");
+            checked += 1;
+        }
+        checked += phases.contains(&Phase::Keygen) as usize + phases.contains(&Phase::Encaps) as usize;
+    }
+    checked
+}
+
+fn run_ctru<B: Backend, A: Arithmetic>(iterations: u64, phases: &[Phase]) -> (String, usize) {
+    let label = format!("CTRU-Light<{}, {}>", <B as Backend>::NAME, <A as Arithmetic>::NAME);
+    (label.clone(), check::<Ctru<B, A>>(&label, iterations, phases))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let iterations: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(4);
+    // Phases: `all` (default) or a comma list of keygen,encaps,decaps,import.
+    let phases: Vec<Phase> = match args.get(2).map(String::as_str) {
+        None | Some("all") => vec![Phase::Keygen, Phase::Encaps, Phase::Decaps, Phase::Import],
+        Some(list) => list
+            .split(',')
+            .map(|p| match p {
+                "keygen" => Phase::Keygen,
+                "encaps" => Phase::Encaps,
+                "decaps" => Phase::Decaps,
+                "import" => Phase::Import,
+                other => panic!("unknown phase {other}"),
+            })
+            .collect(),
+    };
+    let mut results = vec![
+        (MlKem512::NAME.to_string(), check::<MlKem512>(MlKem512::NAME, iterations, &phases)),
+        (Kyber512R3::NAME.to_string(), check::<Kyber512R3>(Kyber512R3::NAME, iterations, &phases)),
+        (LightSaber::NAME.to_string(), check::<LightSaber>(LightSaber::NAME, iterations, &phases)),
+    ];
+    results.push(run_ctru::<Sha3, Kred2x>(iterations, &phases));
+    results.push(run_ctru::<Sha3, MontgomeryOpt>(iterations, &phases));
+    results.push(run_ctru::<Sha3, MontgomeryPlain>(iterations, &phases));
+    results.push(run_ctru::<Ascon, Kred2x>(iterations, &phases));
+    results.push(run_ctru::<Ascon, MontgomeryOpt>(iterations, &phases));
+    results.push(run_ctru::<Ascon, MontgomeryPlain>(iterations, &phases));
+    let total: usize = results.iter().map(|r| r.1).sum();
+    for (name, n) in &results {
+        println!("{name}: {n} operations on secret inputs");
+    }
+    let errors = vg::errors();
+    println!(
+        "ct-check: {total} operations, under valgrind: {}, memcheck errors: {errors}",
+        vg::running()
+    );
+    if errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
