@@ -466,8 +466,13 @@ impl CallGraph {
 
     /// Bytes of `root` and every function reachable from it.
     pub fn reachable_size(&self, root: &str) -> u32 {
+        self.reachable_size_union(&[root])
+    }
+
+    /// Bytes of every function reachable from any of `roots`, each counted once.
+    pub fn reachable_size_union(&self, roots: &[&str]) -> u32 {
         let mut seen = HashSet::new();
-        let mut stack = vec![root.to_string()];
+        let mut stack: Vec<String> = roots.iter().map(|r| r.to_string()).collect();
         let mut total = 0;
         while let Some(f) = stack.pop() {
             if !seen.insert(f.clone()) {

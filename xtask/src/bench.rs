@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use avr_harness::protocol::{EMPTY_WINDOW, OP_EMPTY, OP_STACK};
 use avr_sim::windows;
-use firmware::{op_id, Ring};
+use firmware::{kem_op_id, op_id, Group, Kem, KemOp, Ring};
 use serde::{Deserialize, Serialize};
 
 use crate::avr::{self, CallGraph};
 use crate::device::{encode, Device};
 use crate::opts::{output, Opts, Rng};
-use crate::{published, simtest, util};
+use crate::{kems as kemsim, published, simtest, util};
 
 /// The scheme name of the NTT-arithmetic benchmarks.
 pub const SCHEME: &str = "modarith";
@@ -53,6 +53,12 @@ pub struct Record {
     /// Which published row that is.
     #[serde(default)]
     pub published_reference: Option<String>,
+    /// The published row's stack bytes for this operation (KEMs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_stack_bytes: Option<u32>,
+    /// The published row's code bytes (KEMs: the whole scheme).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_code_bytes: Option<u32>,
 }
 
 fn toolchain() -> String {
@@ -113,6 +119,51 @@ fn measure(dev: &mut Device, id: u8, payload: &[u8]) -> Result<(u64, u32, u32), 
     Ok((w.cycles, w.stack_bytes as u32, painted))
 }
 
+/// Context shared by every benchmark of one run.
+struct Ctx {
+    mcu: avr::Mcu,
+    toolchain: String,
+    revision: String,
+    simulator: String,
+}
+
+impl Ctx {
+    fn record(&self, scheme: &str, variant: &str, operation: &str) -> Record {
+        Record {
+            mcu: self.mcu.name.into(),
+            scheme: scheme.into(),
+            variant: variant.into(),
+            operation: operation.into(),
+            cycles: 0,
+            stack_bytes: 0,
+            stack_bytes_painted: None,
+            code_bytes: 0,
+            toolchain: self.toolchain.clone(),
+            git_revision: self.revision.clone(),
+            simulator: self.simulator.clone(),
+            published_cycles: None,
+            published_reference: None,
+            published_stack_bytes: None,
+            published_code_bytes: None,
+        }
+    }
+}
+
+/// The cost of an empty marker window: subtracted from every measurement.
+fn empty_window(dev: &mut Device) -> Result<u64, String> {
+    let mut empty = u64::MAX;
+    for _ in 0..3 {
+        dev.take_markers();
+        dev.call(OP_EMPTY, &[])?;
+        let w = windows(&dev.take_markers()).map_err(|e| e.to_string())?;
+        match w.as_slice() {
+            [w] if w.id == EMPTY_WINDOW => empty = empty.min(w.cycles),
+            other => return Err(format!("empty window: unexpected markers {other:?}")),
+        }
+    }
+    Ok(empty)
+}
+
 /// `cargo xtask bench [--mcu M] [--filter S] [--no-build]`.
 pub fn run(args: &[String]) -> Result<(), String> {
     let o = Opts::parse(args, &["--mcu", "--filter"], &["--no-build"])?;
@@ -124,38 +175,70 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ));
     }
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
-    let elf = if o.flag("--no-build") {
-        avr::target_dir(mcu).join("avr-none/release/firmware.elf")
-    } else {
-        avr::build(mcu)?.elf
+    let no_build = o.flag("--no-build");
+    let ctx = Ctx {
+        mcu,
+        toolchain: toolchain(),
+        revision: git_revision(),
+        simulator: format!(
+            "simavr {} @ {} MHz (libsimavr, avr-sim)",
+            mcu.name,
+            avr_sim::DEFAULT_FREQUENCY / 1_000_000
+        ),
     };
-    let graph = CallGraph::load(&elf)?;
-    let (toolchain, revision) = (toolchain(), git_revision());
-    let simulator = format!(
-        "simavr {} @ {} MHz (libsimavr, avr-sim)",
-        mcu.name,
-        avr_sim::DEFAULT_FREQUENCY / 1_000_000
-    );
-
     let start = Instant::now();
-    let mut dev = Device::open(&elf, mcu.name)?;
-    // The cost of an empty marker window: subtracted from every measurement.
-    let mut empty = u64::MAX;
-    for _ in 0..3 {
-        dev.take_markers();
-        dev.call(OP_EMPTY, &[])?;
-        let w = windows(&dev.take_markers()).map_err(|e| e.to_string())?;
-        match w.as_slice() {
-            [w] if w.id == EMPTY_WINDOW => empty = empty.min(w.cycles),
-            other => return Err(format!("empty window: unexpected markers {other:?}")),
-        }
+    let mut simulated = 0;
+    let mut all = Vec::new();
+    let mut ring_names = firmware::ops().map(|(r, k)| format!("{}.{}", r.name(), k.name()));
+    if ring_names.any(|n| n.to_lowercase().contains(&filter)) {
+        let (records, cycles) = bench_rings(&ctx, &filter, no_build)?;
+        save(mcu.name, SCHEME, &records, !filter.is_empty())?;
+        simulated += cycles;
+        all.extend(records);
     }
+    for group in Group::ALL {
+        let kems: Vec<Kem> = Kem::ALL
+            .into_iter()
+            .filter(|k| k.group() == group && k.name().contains(&filter))
+            .collect();
+        if kems.is_empty() {
+            continue;
+        }
+        let (records, cycles) = bench_kems(&ctx, group, &kems, no_build)?;
+        let mut schemes: Vec<&str> = kems.iter().map(|k| k.scheme()).collect();
+        schemes.dedup();
+        for scheme in schemes {
+            let rs: Vec<Record> = records.iter().filter(|r| r.scheme == scheme).cloned().collect();
+            save(mcu.name, scheme, &rs, true)?;
+        }
+        simulated += cycles;
+        all.extend(records);
+    }
+    if all.is_empty() {
+        return Err(format!("no operation matches --filter `{filter}`"));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    print!("{}", markdown_table(&all));
+    println!();
+    println!(
+        "simulated {simulated} cycles in {secs:.1} s (builds included) = {:.1} M cycles/s",
+        simulated as f64 / secs / 1e6
+    );
+    regenerate()
+}
 
+/// The 25 ring operations of the `rings` image.
+fn bench_rings(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
+    let mcu = ctx.mcu;
+    let elf = simtest::image_elf(mcu, &avr::Image::rings(), no_build)?;
+    let graph = CallGraph::load(&elf)?;
+    let mut dev = Device::open(&elf, mcu.name)?;
+    let empty = empty_window(&mut dev)?;
     let mut rng = Rng::new(0xBE_4C4);
     let mut records = Vec::new();
     for (ring, kind) in firmware::ops() {
         let name = format!("{}.{}", ring.name(), kind.name());
-        if !name.to_lowercase().contains(&filter) {
+        if !name.to_lowercase().contains(filter) {
             continue;
         }
         let id = op_id(ring, kind);
@@ -171,9 +254,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 runs[0].0, runs[1].0
             );
         }
-        let cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
-        let stack = runs.iter().map(|r| r.1).max().unwrap_or(0);
-        let painted = runs.iter().map(|r| r.2).max().unwrap_or(0);
         // Saber3329 is the same type as Kyber: the linker may fold its functions into Kyber's.
         let module = ring.name().to_lowercase();
         let function = format!("k_{}", kind.name());
@@ -189,38 +269,71 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
         };
         let published = published::cycles(ring, kind);
-        records.push(Record {
-            mcu: mcu.name.into(),
-            scheme: SCHEME.into(),
-            variant: ring.name().into(),
-            operation: kind.name().into(),
-            cycles,
-            stack_bytes: stack,
-            stack_bytes_painted: Some(painted),
-            code_bytes: code,
-            toolchain: toolchain.clone(),
-            git_revision: revision.clone(),
-            simulator: simulator.clone(),
-            published_cycles: published,
-            published_reference: published.map(|_| published::label(ring)),
-        });
+        let mut r = ctx.record(SCHEME, ring.name(), kind.name());
+        r.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
+        r.stack_bytes = runs.iter().map(|r| r.1).max().unwrap_or(0);
+        r.stack_bytes_painted = Some(runs.iter().map(|r| r.2).max().unwrap_or(0));
+        r.code_bytes = code;
+        r.published_cycles = published;
+        r.published_reference = published.map(|_| published::label(ring));
+        records.push(r);
     }
     let simulated = dev.cycle();
     dev.close()?;
-    let secs = start.elapsed().as_secs_f64();
-    if records.is_empty() {
-        return Err(format!("no operation matches --filter `{filter}`"));
+    Ok((records, simulated))
+}
+
+/// Keygen, encaps and decaps of every KEM of `group` on two KAT records.
+///
+/// Cycles are the larger of the two runs minus the empty window; stack the
+/// larger; code is the scheme's: every function reachable from its three
+/// measured `k_*` functions, each counted once (the same on all three rows).
+fn bench_kems(ctx: &Ctx, group: Group, kems: &[Kem], no_build: bool) -> Result<(Vec<Record>, u64), String> {
+    let mcu = ctx.mcu;
+    let elf = simtest::image_elf(mcu, &avr::Image::group(group), no_build)?;
+    let graph = CallGraph::load(&elf)?;
+    let mut dev = Device::open(&elf, mcu.name)?;
+    let empty = empty_window(&mut dev)?;
+    let mut records = Vec::new();
+    for &kem in kems {
+        let cases = kemsim::kat_cases(kem, 2)?;
+        let roots: Vec<&str> = KemOp::ALL
+            .iter()
+            .filter_map(|op| graph.find(kem.module(), &format!("k_{}", op.name())))
+            .collect();
+        if roots.len() != 3 {
+            eprintln!("xtask: warning: {} has {} of 3 k_* symbols", kem.name(), roots.len());
+        }
+        let code = graph.reachable_size_union(&roots);
+        for op in KemOp::ALL {
+            let id = kem_op_id(kem, op);
+            let mut runs = Vec::new();
+            for c in &cases {
+                let r = &c.record;
+                let payload = match op {
+                    KemOp::Keygen => kemsim::request(kem, op, &[], &c.keygen_tape)?,
+                    KemOp::Encaps => kemsim::request(kem, op, &r.pk, &c.encaps_tape)?,
+                    KemOp::Decaps => kemsim::request(kem, op, &r.sk, &r.ct)?,
+                };
+                runs.push(measure(&mut dev, id, &payload)?);
+            }
+            let mut rec = ctx.record(kem.scheme(), kem.variant(), op.name());
+            rec.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
+            rec.stack_bytes = runs.iter().map(|r| r.1).max().unwrap_or(0);
+            rec.stack_bytes_painted = Some(runs.iter().map(|r| r.2).max().unwrap_or(0));
+            rec.code_bytes = code;
+            if let Some((c, st, cd)) = published::kem_figures(kem, op) {
+                rec.published_cycles = Some(c);
+                rec.published_stack_bytes = Some(st);
+                rec.published_code_bytes = Some(cd);
+                rec.published_reference = published::kem_reference(kem).map(|r| r.name.to_string());
+            }
+            records.push(rec);
+        }
     }
-
-    print!("{}", markdown_table(&records));
-    println!();
-    println!(
-        "empty window: {empty} cycles (subtracted); simulated {simulated} cycles in {secs:.2} s = {:.1} M cycles/s",
-        simulated as f64 / secs / 1e6
-    );
-
-    save(mcu.name, &records, !filter.is_empty())?;
-    regenerate()
+    let simulated = dev.cycle();
+    dev.close()?;
+    Ok((records, simulated))
 }
 
 fn ratio(ours: u64, theirs: Option<u64>) -> String {
@@ -270,8 +383,8 @@ fn write(path: &Path, contents: &str) -> Result<(), String> {
 }
 
 /// Writes `benchmarks/<mcu>/<scheme>.json`; with `merge`, keeps the records not re-measured.
-fn save(mcu: &str, records: &[Record], merge: bool) -> Result<(), String> {
-    let path = bench_dir().join(mcu).join(format!("{SCHEME}.json"));
+fn save(mcu: &str, scheme: &str, records: &[Record], merge: bool) -> Result<(), String> {
+    let path = bench_dir().join(mcu).join(format!("{scheme}.json"));
     let mut all: Vec<Record> = if merge && path.exists() {
         read_records(&path)?
     } else {
@@ -375,6 +488,7 @@ fn docs_markdown(records: &[Record]) -> String {
         }
         s.push('\n');
     }
+    s.push_str(&kem_summary(records));
     s.push_str("![ours vs published](benchmarks.svg)\n\n## Published NTT table (embedded in the xtask)\n\n");
     s.push_str("| ring | implementation | NTT | iNTT | base mult | base inv |\n|---|---|---:|---:|---:|---:|\n");
     for r in published::NTT_TABLE {
@@ -392,6 +506,88 @@ fn docs_markdown(records: &[Record]) -> String {
     s
 }
 
+/// One KEM variant's three records, in operation order.
+fn kem_groups(records: &[Record]) -> Vec<[&Record; 3]> {
+    let mut out = Vec::new();
+    for r in records.iter().filter(|r| r.scheme != SCHEME && r.operation == "keygen") {
+        let find = |op: &str| {
+            records
+                .iter()
+                .find(|x| x.mcu == r.mcu && x.scheme == r.scheme && x.variant == r.variant && x.operation == op)
+        };
+        if let (Some(e), Some(d)) = (find("encaps"), find("decaps")) {
+            out.push([r, e, d]);
+        }
+    }
+    out
+}
+
+/// The KEM table: ours beside the published row of each variant, and the published table.
+fn kem_summary(records: &[Record]) -> String {
+    let groups = kem_groups(records);
+    let mut s = String::new();
+    if !groups.is_empty() {
+        s.push_str(
+            "## KEMs\n\n\
+             Each operation runs on two KAT records (randomness replayed from the NIST DRBG);\n\
+             k-cycles are the larger run. Stack is the simulator's SP-tracking measure of the KEM\n\
+             call alone; code is every function reachable from the scheme's three measured\n\
+             functions (static call graph, each function once; constant tables in `.data`/`.rodata`\n\
+             not included). Published: CTRU-Light paper artifact (avr-gcc 14.1 -O3, ATmega1284p).\n\
+             Our Kyber512-r3 is compared with their Kyber512 (round 3); ML-KEM-512 is shown beside\n\
+             the same row.\n\n\
+             | MCU | scheme | variant | keygen k | encaps k | decaps k | stack K/E/D | code B | published row | pub. k K/E/D | pub. stack K/E/D | pub. code | ratio K/E/D |\n\
+             |---|---|---|---:|---:|---:|---|---:|---|---|---|---:|---|\n",
+        );
+    }
+    for [k, e, d] in &groups {
+        let three = |f: &dyn Fn(&Record) -> String| format!("{}/{}/{}", f(k), f(e), f(d));
+        let published = k.published_cycles.is_some();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            k.mcu,
+            k.scheme,
+            k.variant,
+            kcycles(Some(k.cycles)),
+            kcycles(Some(e.cycles)),
+            kcycles(Some(d.cycles)),
+            three(&|r| r.stack_bytes.to_string()),
+            k.code_bytes,
+            k.published_reference.as_deref().unwrap_or("–"),
+            if published {
+                three(&|r| kcycles(r.published_cycles))
+            } else {
+                "–".into()
+            },
+            if published {
+                three(&|r| r.published_stack_bytes.map(|x| x.to_string()).unwrap_or_default())
+            } else {
+                "–".into()
+            },
+            k.published_code_bytes.map(|x| x.to_string()).unwrap_or("–".into()),
+            if published {
+                three(&|r| ratio(r.cycles, r.published_cycles))
+            } else {
+                "–".into()
+            },
+        );
+    }
+    s.push_str("\n### Published KEM table (embedded in the xtask)\n\n");
+    s.push_str(
+        "| scheme, variant | keygen k | encaps k | decaps k | stack K/E/D | code B |\n|---|---:|---:|---:|---|---:|\n",
+    );
+    for r in published::KEM_TABLE {
+        let _ = writeln!(
+            s,
+            "| {} | {:.1} | {:.1} | {:.1} | {}/{}/{} | {} |",
+            r.name, r.kcycles[0], r.kcycles[1], r.kcycles[2], r.stack[0], r.stack[1], r.stack[2], r.code
+        );
+    }
+    s.push('\n');
+    s
+}
+
 fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
@@ -399,26 +595,35 @@ fn xml_escape(s: &str) -> String {
 /// A horizontal bar chart, ours vs published, of every record with a published figure.
 fn svg_chart(records: &[Record]) -> String {
     let rows: Vec<&Record> = records.iter().filter(|r| r.published_cycles.is_some()).collect();
-    let max = rows
-        .iter()
-        .map(|r| r.cycles.max(r.published_cycles.unwrap_or(0)))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let (label_w, bar_w, row_h, top) = (260.0, 560.0, 30.0, 40.0);
+    // NTT operations and KEM operations differ by 100×: each has its own scale.
+    let section_max = |kem: bool| {
+        rows.iter()
+            .filter(|r| (r.scheme != SCHEME) == kem)
+            .map(|r| r.cycles.max(r.published_cycles.unwrap_or(0)))
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64
+    };
+    let (ntt_max, kem_max) = (section_max(false), section_max(true));
+    let (label_w, bar_w, row_h, top) = (360.0, 560.0, 30.0, 40.0);
     let height = top + row_h * rows.len() as f64 + 20.0;
     let width = label_w + bar_w + 120.0;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <!-- Generated by cargo xtask; do not edit. -->\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"10\" y=\"18\" font-size=\"14\">k-cycles, ours (blue) vs published (grey)</text>\n"
+         <text x=\"10\" y=\"18\" font-size=\"14\">k-cycles, ours (blue) vs published (grey); NTT and KEM rows scaled separately</text>\n"
     );
     for (i, r) in rows.iter().enumerate() {
         let y = top + row_h * i as f64;
+        let max = if r.scheme == SCHEME { ntt_max } else { kem_max };
         let ours = r.cycles as f64 / max * bar_w;
         let theirs = r.published_cycles.unwrap_or(0) as f64 / max * bar_w;
-        let label = xml_escape(&format!("{} {}.{}", r.mcu, r.variant, r.operation));
+        let label = if r.scheme == SCHEME {
+            xml_escape(&format!("{} {}.{}", r.mcu, r.variant, r.operation))
+        } else {
+            xml_escape(&format!("{} {}/{}.{}", r.mcu, r.scheme, r.variant, r.operation))
+        };
         let _ = write!(
             s,
             "<text x=\"{x}\" y=\"{ty}\" text-anchor=\"end\">{label}</text>\n\
@@ -461,6 +666,8 @@ mod tests {
             simulator: "s".into(),
             published_cycles: published,
             published_reference: published.map(|_| "ref".into()),
+            published_stack_bytes: None,
+            published_code_bytes: None,
         }
     }
 

@@ -6,7 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util;
+use avr_harness::protocol::{OP_STACK, STACK_OVERFLOW};
+use firmware::kem::{kem_op_id, Kem, KemOp};
+
+use crate::{avr, kems, util};
 
 /// Linker flags of the ATmega4808's memory map.
 const LAYOUT: &[&str] = &[
@@ -52,7 +55,173 @@ pub fn prepare(root: &Path, target: &Path) -> Result<PathBuf, String> {
     Ok(wrapper)
 }
 
-/// `sim-test --mcu atmega4808 --kat …`: placeholder until the yasimavr KAT runner exists.
-pub fn kat(_mcu: crate::avr::Mcu, _filter: &str, _no_build: bool) -> Result<(), String> {
-    Err("not yet".into())
+/// Why a KEM image does or does not fit the MCU, from its sizes and the
+/// stack its operations measured.
+fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
+    let m = b.mcu;
+    let mut notes = Vec::new();
+    let flash_ok = b.flash() <= m.flash;
+    if !flash_ok {
+        notes.push(format!("flash {} B > {} B", b.flash(), m.flash));
+    }
+    let free = m.sram.saturating_sub(b.ram());
+    let sram_ok = match stack {
+        Some(s) => s <= free,
+        None => b.ram() < m.sram,
+    };
+    if let Some(s) = stack {
+        notes.push(format!(
+            "static RAM {} B + peak stack {s} B = {} B of {} B",
+            b.ram(),
+            b.ram() + s,
+            m.sram
+        ));
+    } else {
+        notes.push(format!("static RAM {} B of {} B", b.ram(), m.sram));
+    }
+    (flash_ok && sram_ok, notes.join("; "))
+}
+
+/// `sim-test --mcu atmega4808 --kat 1`: one image per KEM variant (48 KB
+/// flash cannot hold more); each one that fits the flash runs KAT record 0
+/// (keygen, encaps, decaps, byte for byte) in yasimavr, with its painted
+/// stack; prints what fits and what does not, with the numbers.
+pub fn kat(mcu: avr::Mcu, filter: &str, no_build: bool) -> Result<(), String> {
+    let root = util::workspace_root();
+    let python = root.join(".venv/bin/python");
+    if !python.exists() {
+        return Err(format!(
+            "{} needs yasimavr in {} (run `cargo xtask setup --yasimavr`)",
+            mcu.name,
+            python.display()
+        ));
+    }
+    let (mut passed, mut failed) = (0u32, 0u32);
+    let mut table = String::from(
+        "| KEM | flash B | static RAM B | KAT record 0 | painted stack K/E/D B | fits |\n|---|---:|---:|---|---|---|\n",
+    );
+    for kem in Kem::ALL.into_iter().filter(|k| k.name().contains(filter)) {
+        let image = avr::Image::kem(kem);
+        let b = if no_build {
+            avr::sizes(mcu, &image.elf(mcu))?
+        } else {
+            avr::compile(mcu, &image)?
+        };
+        if b.flash() > mcu.flash {
+            let (_, note) = fit_note(&b, None);
+            table.push_str(&format!(
+                "| {} | {} | {} | not run | – | no: {note} |\n",
+                kem.name(),
+                b.flash(),
+                b.ram()
+            ));
+            continue;
+        }
+        let case = kems::kat_cases(kem, 1)?.remove(0);
+        let r = &case.record;
+        let mut lines = String::new();
+        for (op, payload) in [
+            (
+                KemOp::Keygen,
+                kems::request(kem, KemOp::Keygen, &[], &case.keygen_tape)?,
+            ),
+            (
+                KemOp::Encaps,
+                kems::request(kem, KemOp::Encaps, &r.pk, &case.encaps_tape)?,
+            ),
+            (KemOp::Decaps, kems::request(kem, KemOp::Decaps, &r.sk, &r.ct)?),
+        ] {
+            lines.push_str(&format!("{:02x} {}\n", kem_op_id(kem, op), hex(&payload)));
+            lines.push_str(&format!("{OP_STACK:02x}\n"));
+        }
+        let req_file = image.target_dir(mcu).join("kat0-requests.txt");
+        std::fs::write(&req_file, lines).map_err(|e| format!("cannot write {}: {e}", req_file.display()))?;
+        eprintln!("xtask: {} in yasimavr …", kem.name());
+        let out = Command::new(&python)
+            .arg(root.join("firmware/avr/yasim_run.py"))
+            .arg(&b.elf)
+            .arg(&req_file)
+            .output()
+            .map_err(|e| format!("cannot run yasimavr: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let replies: Vec<Vec<u8>> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let status = it.next()?;
+                let body = it.next().unwrap_or("");
+                (status == "00").then(|| unhex(body))
+            })
+            .collect();
+        let want = [
+            [&[0u8, case.keygen_tape.len() as u8, 0][..], &r.pk, &r.sk].concat(),
+            [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
+            r.ss.clone(),
+        ];
+        let ok = replies.len() == 6 && (0..3).all(|i| replies[2 * i] == want[i]);
+        let stacks: Vec<u32> = (0..3)
+            .filter_map(|i| replies.get(2 * i + 1))
+            .filter(|s| s.len() == 2)
+            .map(|s| u16::from_le_bytes([s[0], s[1]]) as u32)
+            .collect();
+        let peak = stacks.iter().copied().max().filter(|&s| s != STACK_OVERFLOW as u32);
+        let overflow = stacks.contains(&(STACK_OVERFLOW as u32));
+        let (fits, mut note) = fit_note(&b, peak.filter(|_| ok && !overflow));
+        if overflow {
+            note.push_str("; the stack overflowed into static data");
+        }
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+            eprintln!(
+                "FAIL {} KAT record 0 on {}: {} replies{}",
+                kem.name(),
+                mcu.name,
+                replies.len(),
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default()
+            );
+        }
+        table.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {}: {note} |\n",
+            kem.name(),
+            b.flash(),
+            b.ram(),
+            if ok { "reproduced" } else { "FAILED" },
+            if stacks.len() == 3 {
+                let show = |s: u32| {
+                    if s == STACK_OVERFLOW as u32 {
+                        format!("overflow (> {} B free)", mcu.sram - b.ram())
+                    } else {
+                        s.to_string()
+                    }
+                };
+                format!("{}/{}/{}", show(stacks[0]), show(stacks[1]), show(stacks[2]))
+            } else {
+                "–".into()
+            },
+            if fits && ok { "yes" } else { "no" }
+        ));
+    }
+    print!("{table}");
+    println!("(yasimavr; painted-stack measure; flash = text + data image + rodata)");
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        return Err(format!("{failed} KAT run(s) failed on {}", mcu.name));
+    }
+    Ok(())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .filter_map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok())
+        .collect()
 }

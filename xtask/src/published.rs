@@ -2,7 +2,7 @@
 //! ATmega1284p at 20 MHz, avr-gcc 14.1 -O3; see
 //! `/work/shared/specs/published-results.md`). Cycles in thousands.
 
-use firmware::{Kind, Ring};
+use firmware::{Kem, KemOp, Kind, Ring};
 
 /// Where an implementation keeps its twiddle tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,9 +178,181 @@ pub fn label(ring: Ring) -> String {
     format!("{} {}{mark}", r.ring, r.implementation)
 }
 
+/// One row of the published KEM table (CTRU-Light paper artifact; [KS25],
+/// [HKS25] as cited there).
+#[derive(Clone, Copy, Debug)]
+pub struct KemRow {
+    /// Scheme and variant as the paper writes it.
+    pub name: &'static str,
+    /// Keygen, encaps, decaps in k-cycles.
+    pub kcycles: [f64; 3],
+    /// Stack bytes of keygen, encaps, decaps.
+    pub stack: [u32; 3],
+    /// Code bytes.
+    pub code: u32,
+}
+
+const fn kem_row(name: &'static str, kcycles: [f64; 3], stack: [u32; 3], code: u32) -> KemRow {
+    KemRow {
+        name,
+        kcycles,
+        stack,
+        code,
+    }
+}
+
+/// The KEM table, verbatim.
+pub const KEM_TABLE: &[KemRow] = &[
+    kem_row(
+        "CTRU-Light Kred-ascon (their best)",
+        [1514.7, 1247.3, 2574.7],
+        [2351, 2463, 3028],
+        26572,
+    ),
+    kem_row(
+        "CTRU-Light Montgomery-opt-stack-ascon",
+        [1623.2, 1277.0, 2634.0],
+        [2607, 2705, 3270],
+        27434,
+    ),
+    kem_row(
+        "CTRU-Light Montgomery-opt-flash-ascon",
+        [1623.8, 1277.7, 2635.3],
+        [2351, 2449, 3014],
+        28236,
+    ),
+    kem_row(
+        "CTRU-Light Kred-sha3",
+        [1563.1, 1236.4, 2760.5],
+        [2495, 2309, 2878],
+        42686,
+    ),
+    kem_row(
+        "CTRU-Light Montgomery-opt-flash-sha3",
+        [1664.3, 1263.8, 2798.7],
+        [2495, 2309, 2878],
+        41770,
+    ),
+    kem_row(
+        "CTRU-Light Montgomery-opt-stack-sha3",
+        [1663.8, 1263.1, 2797.4],
+        [2751, 2565, 3134],
+        41008,
+    ),
+    kem_row(
+        "CTRU-Light Montgomery-flash-sha3",
+        [1835.7, 1332.7, 2936.4],
+        [2495, 2309, 2878],
+        43436,
+    ),
+    kem_row(
+        "CTRU-Light C-ref (SHA3)",
+        [3688.4, 2264.6, 5081.9],
+        [2351, 2321, 2886],
+        55998,
+    ),
+    kem_row(
+        "Kyber512 LUT-flash [KS25]",
+        [5274.0, 7371.0, 6739.0],
+        [2132, 2206, 2761],
+        79010,
+    ),
+    kem_row(
+        "Kyber512 LUT-stack [KS25]",
+        [5238.0, 6390.0, 6682.0],
+        [3668, 3742, 4297],
+        77306,
+    ),
+    kem_row(
+        "Kyber512 Montgomery (their best)",
+        [5231.0, 6381.0, 6670.0],
+        [2132, 2206, 2761],
+        21988,
+    ),
+    kem_row(
+        "LightSaber Barrett-flash [HKS25]",
+        [9564.0, 13503.0, 14215.0],
+        [10602, 11262, 11261],
+        62956,
+    ),
+    kem_row(
+        "LightSaber Montgomery-flash",
+        [7258.0, 10045.0, 9598.0],
+        [10602, 11262, 11261],
+        55632,
+    ),
+    kem_row(
+        "LightSaber Montgomery-stack",
+        [7248.0, 10029.0, 9576.0],
+        [11370, 12030, 12029],
+        53700,
+    ),
+    kem_row(
+        "LightSaber Montgomery-speed (their best)",
+        [5357.0, 7382.0, 7496.0],
+        [10614, 11266, 11265],
+        28144,
+    ),
+];
+
+/// The published row each KEM variant is compared with: round-3 Kyber512
+/// (and ML-KEM-512 beside it) with their best Kyber512; CTRU-Light K-RED2X
+/// with Kred, optimised Montgomery with Montgomery-opt-flash (tables in
+/// flash, as the stack figures are then comparable), plain Montgomery with
+/// Montgomery-flash-sha3 (no Ascon row was published); LightSaber with their
+/// best (Montgomery-speed).
+pub fn kem_reference(kem: Kem) -> Option<&'static KemRow> {
+    let index = match kem {
+        Kem::MlKem512 | Kem::Kyber512R3 => 10,
+        Kem::LightSaber => 14,
+        Kem::CtruAsconKred => 0,
+        Kem::CtruAsconMontOpt => 2,
+        Kem::CtruAsconMont => return None,
+        Kem::CtruSha3Kred => 3,
+        Kem::CtruSha3MontOpt => 4,
+        Kem::CtruSha3Mont => 6,
+    };
+    Some(&KEM_TABLE[index])
+}
+
+/// Published (cycles, stack bytes, code bytes) of `op` in `kem`'s reference row.
+pub fn kem_figures(kem: Kem, op: KemOp) -> Option<(u64, u32, u32)> {
+    kem_reference(kem).map(|r| {
+        let i = op as usize;
+        ((r.kcycles[i] * 1000.0).round() as u64, r.stack[i], r.code)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kem_references() {
+        assert_eq!(
+            kem_figures(Kem::CtruAsconKred, KemOp::Decaps),
+            Some((2_574_700, 3028, 26572))
+        );
+        assert_eq!(
+            kem_figures(Kem::Kyber512R3, KemOp::Keygen),
+            Some((5_231_000, 2132, 21988))
+        );
+        assert!(kem_reference(Kem::CtruSha3Mont)
+            .unwrap()
+            .name
+            .contains("Montgomery-flash-sha3"));
+        assert!(kem_reference(Kem::CtruAsconMont).is_none());
+        for k in Kem::ALL {
+            if let Some(r) = kem_reference(k) {
+                let family = match k.group() {
+                    firmware::Group::Kyber => "Kyber512",
+                    firmware::Group::Saber => "LightSaber",
+                    _ => "CTRU-Light",
+                };
+                assert!(r.name.starts_with(family), "{k:?}");
+            }
+        }
+    }
 
     #[test]
     fn references_match_rings() {

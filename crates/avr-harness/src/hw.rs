@@ -3,7 +3,7 @@
 use core::arch::asm;
 use core::ptr::{read_volatile, write_volatile};
 
-use crate::protocol::Io;
+use crate::protocol::{Io, STACK_OVERFLOW};
 
 /// Pattern left in unused SRAM by [`paint_stack`].
 const PAINT: u8 = 0xA5;
@@ -178,7 +178,8 @@ pub fn paint_stack() {
 
 /// Stack bytes used since [`paint_stack`] by code running below `sp` (the SP
 /// before the call): AVR pushes post-decrement, so a window that pushed down
-/// to address `p` used the bytes `p ..= sp`.
+/// to address `p` used the bytes `p ..= sp`. [`STACK_OVERFLOW`] when the
+/// stack reached the end of static data (the measure saturated).
 #[inline(never)]
 pub fn stack_used_since(sp: u16) -> u16 {
     let mut p = heap_start();
@@ -187,6 +188,11 @@ pub fn stack_used_since(sp: u16) -> u16 {
         while (p as usize) < sp as usize && read_volatile(p) == PAINT {
             p = p.add(1);
         }
+    }
+    if p == heap_start() {
+        // Not even the first free byte kept its paint: the stack ran into
+        // .bss/.data (or reached it exactly): the true need is unknown.
+        return STACK_OVERFLOW;
     }
     let low = p as usize as u16;
     if low >= sp {

@@ -26,6 +26,9 @@ pub const OP_ECHO: u8 = 0x03;
 pub const OP_EXIT: u8 = 0x7F;
 /// Smallest id firmware may register.
 pub const FIRST_USER_OP: u8 = 0x10;
+/// [`OP_STACK`]'s answer when the painted stack reached the end of static
+/// data: the stack overflowed into `.bss`/`.data` and the true need is unknown.
+pub const STACK_OVERFLOW: u16 = u16::MAX;
 /// Marker id of [`OP_EMPTY`]'s window.
 pub const EMPTY_WINDOW: u8 = 0x01;
 
