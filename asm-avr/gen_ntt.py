@@ -45,12 +45,31 @@ def centre(q):
             f"\tsubi r22, lo8({h})", f"\tsbci r23, hi8({h})"]
 
 
-def mont(q):
-    """r13:r12 = mont(r17:r16 · r19:r18) for k in r21, zero in r2. Clobbers r0, r1, r10-r15, r20, r22."""
+def product():
+    """r13:r12:r11:r10 = r17:r16 · r19:r18 (signed), zero in r2. Clobbers r0, r1."""
     return ["\tmuls r17, r19", "\tmovw r12, r0", "\tmul r16, r18", "\tmovw r10, r0",
             "\tmulsu r17, r18", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
-            "\tmulsu r19, r16", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2",
-            "\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
+            "\tmulsu r19, r16", "\tsbc r13, r2", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r2"]
+
+
+def product_acc():
+    """r13:r12:r11:r10 += r17:r16 · r19:r18 (signed), zero in r2. Clobbers r0, r1, r20."""
+    return ["\tmuls r17, r19", "\tadd r12, r0", "\tadc r13, r1",
+            "\tmul r16, r18", "\tadd r10, r0", "\tadc r11, r1", "\tadc r12, r2", "\tadc r13, r2",
+            "\tmulsu r17, r18", "\tsbc r20, r20\t\t; sign extension (C = bit 15)",
+            "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r20",
+            "\tmulsu r19, r16", "\tsbc r20, r20", "\tadd r11, r0", "\tadc r12, r1", "\tadc r13, r20"]
+
+
+def mont(q):
+    """r13:r12 = mont(r17:r16 · r19:r18) for k in r21, zero in r2. Clobbers r0, r1, r10-r15, r20, r22."""
+    return product() + reduce(q)
+
+
+def reduce(q):
+    """r13:r12 = r13:r12:r11:r10 · 2^-16 mod q (|input| < q·2^15), k in r21, zero in r2.
+    Clobbers r0, r1, r14, r15, r20, r22."""
+    return ["\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
             "\tmovw r14, r0", "\tmulsu r20, r21\t\t; A = t_hi·k",
             "\tadd r15, r0\t\t; c1 = B1 + A0", "\tadc r1, r2\t\t; c2 = A1 + carry",
             "\tmov r22, r20", "\tlsl r22", "\tsbc r22, r22\t\t; sign of t",
@@ -163,6 +182,62 @@ def inverse_routine(q, n):
     return o
 
 
+def base_mul_routine(q, n, d):
+    """Blockwise product mod x^d − γ_i (γ_{2j} = ζ[64+j], γ_{2j+1} = −γ_{2j}):
+    c_t = Σ_{u≤t} a_u b_{t−u} + γ·Σ_{u>t} a_u b_{t+d−u}, canonical and centred;
+    with `acc` ≠ 0, c_t is added to out_t (|out_t| < q) first. The high sum is
+    Montgomery-reduced and multiplied by γ·2^16, the total reduced again and
+    brought back by 2^32 mod q (the `s2` argument), so every term is exact.
+    Outputs of a block are kept on the stack until the block is done, so
+    `out` may alias `a` or `b`.
+
+        void ntt_basemul_q<q>_n<n>(const int16_t *a, const int16_t *b, int16_t *out,
+                                  const int16_t *gammas, int16_t s2, uint8_t acc);
+    """
+    k = (q - 1) >> 8
+    name = f"ntt_basemul_q{q}_n{n}"
+    blocks = n // d
+    o = [f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
+    saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
+    o += [f"\tpush {r}" for r in saved]
+    o += ["\tmov r4, r14\t\t; acc flag", "\tmovw r8, r16\t\t; s2 = 2^32 mod q", "\tmovw r28, r24\t\t; Y = a",
+          "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out", "\tmovw r24, r18\t\t; gammas",
+          "\tclr r2", f"\tldi r21, {k}", f"\tldi r16, {65536 // q}", "\tmov r5, r16",
+          f"\tldi r16, {blocks & 0xFF}", "\tmov r3, r16"]
+    lab = f"{name}_blk"
+    o += [f"{lab}:", "\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it",
+          f"\trjmp {lab}_neg",
+          "\tpush r30", "\tpush r31", "\tmovw r30, r24", "\tld r6, Z+", "\tld r7, Z+", "\tmovw r24, r30",
+          "\tpop r31", "\tpop r30", f"\trjmp {lab}_go",
+          f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
+
+    def load(u, v):
+        return [f"\tldd r16, Y+{2 * u}", f"\tldd r17, Y+{2 * u + 1}", f"\tldd r18, Z+{2 * v}", f"\tldd r19, Z+{2 * v + 1}"]
+
+    for t in range(d):
+        high = [(u, t + d - u) for u in range(t + 1, d)]
+        low = [(u, t - u) for u in range(t + 1)]
+        o.append(f"\t; c{t}")
+        started = False
+        if high:
+            for i, (u, v) in enumerate(high):
+                o += load(u, v) + (product() if i == 0 else product_acc())
+            o += reduce(q) + ["\tmovw r16, r12", "\tmovw r18, r6"] + product()
+            started = True
+        for u, v in low:
+            o += load(u, v) + (product_acc() if started else product())
+            started = True
+        o += reduce(q) + ["\tmovw r16, r12", "\tmovw r18, r8"] + product() + reduce(q)
+        o += ["\tld r16, X+", "\tld r17, X+", "\tsbrc r4, 0", "\tadd r12, r16", "\tsbrc r4, 0", "\tadc r13, r17"]
+        o += ["\tmovw r16, r12"] + centre(q) + ["\tpush r22", "\tpush r23"]
+    o += [f"\tpop r16\n\tst -X, r16" for _ in range(2 * d)]
+    o += [f"\tadiw r26, {2 * d}", f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}",
+          "\tdec r3", f"\tbreq {lab}_end", f"\tjmp {lab}", f"{lab}_end:"]
+    o += [f"\tpop {r}" for r in reversed(saved)]
+    o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
+    return o
+
+
 out = ["/* Forward and inverse NTTs for AVR, NTT-friendly Montgomery arithmetic.",
        " * GENERATED by asm-avr/gen_ntt.py: do not edit. See the generator for the method.",
        " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
@@ -171,4 +246,5 @@ out = ["/* Forward and inverse NTTs for AVR, NTT-friendly Montgomery arithmetic.
 for q, n in RINGS:
     out += routine(q, n)
     out += inverse_routine(q, n)
+    out += base_mul_routine(q, n, n >> LAYERS)
 print("\n".join(out))

@@ -1167,6 +1167,354 @@ ntt_inv_q3329_n256_l6_d:
 	ret
 	.size ntt_inv_q3329_n256, .-ntt_inv_q3329_n256
 
+	.global ntt_basemul_q3329_n256
+	.type ntt_basemul_q3329_n256, @function
+ntt_basemul_q3329_n256:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	mov r4, r14		; acc flag
+	movw r8, r16		; s2 = 2^32 mod q
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	movw r24, r18		; gammas
+	clr r2
+	ldi r21, 13
+	ldi r16, 19
+	mov r5, r16
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_q3329_n256_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q3329_n256_blk_neg
+	push r30
+	push r31
+	movw r30, r24
+	ld r6, Z+
+	ld r7, Z+
+	movw r24, r30
+	pop r31
+	pop r30
+	rjmp ntt_basemul_q3329_n256_blk_go
+ntt_basemul_q3329_n256_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q3329_n256_blk_go:
+	; c0
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-28296)
+	sbci r17, hi8(-28296)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	push r22
+	push r23
+	; c1
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-28296)
+	sbci r17, hi8(-28296)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	push r22
+	push r23
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	adiw r26, 4
+	adiw r28, 4
+	adiw r30, 4
+	dec r3
+	breq ntt_basemul_q3329_n256_blk_end
+	jmp ntt_basemul_q3329_n256_blk
+ntt_basemul_q3329_n256_blk_end:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q3329_n256, .-ntt_basemul_q3329_n256
+
 	.global ntt_fwd_q769_n512
 	.type ntt_fwd_q769_n512, @function
 ntt_fwd_q769_n512:
@@ -2307,6 +2655,830 @@ ntt_inv_q769_n512_l6_d:
 	clr r1
 	ret
 	.size ntt_inv_q769_n512, .-ntt_inv_q769_n512
+
+	.global ntt_basemul_q769_n512
+	.type ntt_basemul_q769_n512, @function
+ntt_basemul_q769_n512:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	mov r4, r14		; acc flag
+	movw r8, r16		; s2 = 2^32 mod q
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	movw r24, r18		; gammas
+	clr r2
+	ldi r21, 3
+	ldi r16, 85
+	mov r5, r16
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_q769_n512_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q769_n512_blk_neg
+	push r30
+	push r31
+	movw r30, r24
+	ld r6, Z+
+	ld r7, Z+
+	movw r24, r30
+	pop r31
+	pop r30
+	rjmp ntt_basemul_q769_n512_blk_go
+ntt_basemul_q769_n512_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q769_n512_blk_go:
+	; c0
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	; c1
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	; c3
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	adiw r26, 8
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q769_n512_blk_end
+	jmp ntt_basemul_q769_n512_blk
+ntt_basemul_q769_n512_blk_end:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q769_n512, .-ntt_basemul_q769_n512
 
 	.global ntt_fwd_q3329_n512
 	.type ntt_fwd_q3329_n512, @function
@@ -3470,4 +4642,828 @@ ntt_inv_q3329_n512_l6_d:
 	clr r1
 	ret
 	.size ntt_inv_q3329_n512, .-ntt_inv_q3329_n512
+
+	.global ntt_basemul_q3329_n512
+	.type ntt_basemul_q3329_n512, @function
+ntt_basemul_q3329_n512:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	mov r4, r14		; acc flag
+	movw r8, r16		; s2 = 2^32 mod q
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	movw r24, r18		; gammas
+	clr r2
+	ldi r21, 13
+	ldi r16, 19
+	mov r5, r16
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_q3329_n512_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q3329_n512_blk_neg
+	push r30
+	push r31
+	movw r30, r24
+	ld r6, Z+
+	ld r7, Z+
+	movw r24, r30
+	pop r31
+	pop r30
+	rjmp ntt_basemul_q3329_n512_blk_go
+ntt_basemul_q3329_n512_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q3329_n512_blk_go:
+	; c0
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-28296)
+	sbci r17, hi8(-28296)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	push r22
+	push r23
+	; c1
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-28296)
+	sbci r17, hi8(-28296)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	push r22
+	push r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-28296)
+	sbci r17, hi8(-28296)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	push r22
+	push r23
+	; c3
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-28296)
+	sbci r17, hi8(-28296)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	push r22
+	push r23
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	adiw r26, 8
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q3329_n512_blk_end
+	jmp ntt_basemul_q3329_n512_blk
+ntt_basemul_q3329_n512_blk_end:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q3329_n512, .-ntt_basemul_q3329_n512
 

@@ -14,6 +14,7 @@ use crate::reduce::{NttFriendlyMontgomery, Reduction};
 
 type Forward = unsafe extern "C" fn(a: *mut i16, zetas: *const i16);
 type Inverse = unsafe extern "C" fn(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+type BaseMul = unsafe extern "C" fn(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
 
 extern "C" {
     fn ntt_fwd_q3329_n256(a: *mut i16, zetas: *const i16);
@@ -22,6 +23,17 @@ extern "C" {
     fn ntt_inv_q3329_n256(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_inv_q769_n512(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_inv_q3329_n512(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_basemul_q3329_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_q769_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_q3329_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+}
+
+/// The routines of one ring.
+struct Routines {
+    forward: Forward,
+    inverse: Inverse,
+    base_mul: BaseMul,
+    tables: &'static Tables,
 }
 
 /// The tables the routines read, one static per ring (the same const values
@@ -30,6 +42,7 @@ struct Tables {
     zetas: [i16; MAX_TWIDDLES],
     zetas_inv: [i16; MAX_TWIDDLES],
     last_layer: [i16; 2],
+    s2: i16,
 }
 
 const fn tables<R: Reduction, const N: usize>() -> Tables {
@@ -37,6 +50,7 @@ const fn tables<R: Reduction, const N: usize>() -> Tables {
         zetas: Ntt::<R, N, 7>::ZETAS,
         zetas_inv: Ntt::<R, N, 7>::ZETAS_INV,
         last_layer: Ntt::<R, N, 7>::INVERSE_LAST_LAYER,
+        s2: Ntt::<R, N, 7>::S2,
     }
 }
 
@@ -46,18 +60,33 @@ static Q3329_N512: Tables = tables::<NttFriendlyMontgomery<Q3329>, 512>();
 
 /// The routines and tables of this ring, if it has them. The checks fold to
 /// constants after monomorphization.
-fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<(Forward, Inverse, &'static Tables)> {
+fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<Routines> {
     let r = TypeId::of::<R>();
     let q3329 = TypeId::of::<NttFriendlyMontgomery<Q3329>>();
     let q769 = TypeId::of::<NttFriendlyMontgomery<Q769>>();
     if LAYERS != 7 {
         None
     } else if r == q3329 && N == 256 {
-        Some((ntt_fwd_q3329_n256, ntt_inv_q3329_n256, &Q3329_N256))
+        Some(Routines {
+            forward: ntt_fwd_q3329_n256,
+            inverse: ntt_inv_q3329_n256,
+            base_mul: ntt_basemul_q3329_n256,
+            tables: &Q3329_N256,
+        })
     } else if r == q769 && N == 512 {
-        Some((ntt_fwd_q769_n512, ntt_inv_q769_n512, &Q769_N512))
+        Some(Routines {
+            forward: ntt_fwd_q769_n512,
+            inverse: ntt_inv_q769_n512,
+            base_mul: ntt_basemul_q769_n512,
+            tables: &Q769_N512,
+        })
     } else if r == q3329 && N == 512 {
-        Some((ntt_fwd_q3329_n512, ntt_inv_q3329_n512, &Q3329_N512))
+        Some(Routines {
+            forward: ntt_fwd_q3329_n512,
+            inverse: ntt_inv_q3329_n512,
+            base_mul: ntt_basemul_q3329_n512,
+            tables: &Q3329_N512,
+        })
     } else {
         None
     }
@@ -66,28 +95,51 @@ fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<(Forwar
 /// Runs the assembly forward NTT when this ring has one; false otherwise.
 #[inline]
 pub(crate) fn forward<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> bool {
-    match routines::<R, N, LAYERS>() {
-        Some((forward, _, t)) => {
-            // SAFETY: the routine transforms exactly N coefficients in place
-            // and reads the 2^LAYERS twiddles of `t.zetas`; it follows the
-            // avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).
-            unsafe { forward(a.as_mut_ptr(), t.zetas.as_ptr()) };
-            true
-        }
-        None => false,
-    }
+    let Some(r) = routines::<R, N, LAYERS>() else {
+        return false;
+    };
+    // SAFETY: the routine transforms exactly N coefficients in place and
+    // reads the 2^LAYERS twiddles of `zetas`; it follows the avr-gcc ABI
+    // (tests/avr_ntt.rs checks it in simavr).
+    unsafe { (r.forward)(a.as_mut_ptr(), r.tables.zetas.as_ptr()) };
+    true
 }
 
 /// Runs the assembly inverse NTT when this ring has one; false otherwise.
 #[inline]
 pub(crate) fn inverse<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> bool {
-    match routines::<R, N, LAYERS>() {
-        Some((_, inverse, t)) => {
-            // SAFETY: as for `forward`; it also reads the two factors of
-            // `t.last_layer`.
-            unsafe { inverse(a.as_mut_ptr(), t.zetas_inv.as_ptr(), t.last_layer.as_ptr()) };
-            true
-        }
-        None => false,
-    }
+    let Some(r) = routines::<R, N, LAYERS>() else {
+        return false;
+    };
+    // SAFETY: as for `forward`; it also reads the two factors of `last_layer`.
+    unsafe {
+        (r.inverse)(
+            a.as_mut_ptr(),
+            r.tables.zetas_inv.as_ptr(),
+            r.tables.last_layer.as_ptr(),
+        )
+    };
+    true
+}
+
+/// `out = a ∘ b` (or `out += a ∘ b` with `acc`) in assembly when this ring
+/// has it; false otherwise. Raw pointers, so that `out` may be `a` (the
+/// routine holds a block's outputs until it has read the block).
+#[inline]
+pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
+    a: *const i16,
+    b: *const i16,
+    out: *mut i16,
+    acc: bool,
+) -> bool {
+    let Some(r) = routines::<R, N, LAYERS>() else {
+        return false;
+    };
+    // The γ of block pair j is ζ[2^(LAYERS-1) + j].
+    let gammas = r.tables.zetas[1 << (LAYERS - 1)..].as_ptr();
+    // SAFETY: the routine reads N coefficients of `a` and `b`, writes N of
+    // `out`, reads 2^(LAYERS-1) γ values; callers pass pointers to N-element
+    // arrays, `out` derived from the only mutable borrow.
+    unsafe { (r.base_mul)(a, b, out, gammas, r.tables.s2, acc as u8) };
+    true
 }

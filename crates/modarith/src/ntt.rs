@@ -82,8 +82,8 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
         pow_mod(R::SCALE as u32, 2, Self::Q as u32) as u16,
         false,
     );
-    /// S² mod q, centred.
-    const S2: i16 = prescale(R::SCALE as u32, R::SCALE, Self::Q);
+    /// S² mod q, centred (a backend that reduces twice multiplies back by it).
+    pub const S2: i16 = prescale(R::SCALE as u32, R::SCALE, Self::Q);
     /// Final factor of `inverse`: 2^{-LAYERS}·S.
     const INV_SCALE: i16 = prescale(inv_mod(1 << LAYERS, Self::Q as u32), R::SCALE, Self::Q);
     /// For a backend that folds the final scaling into the last layer:
@@ -250,6 +250,10 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Base multiplication: `out = a ∘ b` blockwise in the NTT domain (|a_i|, |b_i| < q).
     pub fn base_mul(a: &[i16; N], b: &[i16; N], out: &mut [i16; N]) {
         let () = Self::CHECKS;
+        #[cfg(ntt_asm)]
+        if crate::asm::base_mul::<R, N, LAYERS>(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), false) {
+            return;
+        }
         let d = Self::BASE_DEGREE;
         for i in 0..Self::BLOCKS {
             let r = i * d..(i + 1) * d;
@@ -260,6 +264,13 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Base multiplication in place: `a = a ∘ b` (|a_i|, |b_i| < q), saving a buffer.
     pub fn base_mul_assign(a: &mut [i16; N], b: &[i16; N]) {
         let () = Self::CHECKS;
+        #[cfg(ntt_asm)]
+        {
+            let p = a.as_mut_ptr();
+            if crate::asm::base_mul::<R, N, LAYERS>(p, b.as_ptr(), p, false) {
+                return;
+            }
+        }
         let d = Self::BASE_DEGREE;
         let mut block = [0i16; 4];
         for i in 0..Self::BLOCKS {
@@ -272,6 +283,10 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Base multiplication with accumulation: `out += a ∘ b` (|out_i| < q on entry), centred.
     pub fn base_mul_acc(a: &[i16; N], b: &[i16; N], out: &mut [i16; N]) {
         let () = Self::CHECKS;
+        #[cfg(ntt_asm)]
+        if crate::asm::base_mul::<R, N, LAYERS>(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), true) {
+            return;
+        }
         let d = Self::BASE_DEGREE;
         let mut block = [0i16; 4];
         for i in 0..Self::BLOCKS {

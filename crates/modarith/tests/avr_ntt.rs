@@ -26,6 +26,56 @@ fn build_harness() -> PathBuf {
     out
 }
 
+/// Runs base multiplication routine `id` (6-8), plain and accumulating,
+/// against `base_mul` and `base_mul_acc`.
+fn run_base_mul<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
+    let q = R::Modulus::Q;
+    let zetas = Ntt::<R, N, 7>::ZETAS;
+    let mut gammas = [0i16; 256];
+    gammas[..64].copy_from_slice(&zetas[64..128]);
+    let mut rng = Rng::new(seed);
+    let extreme = [(q - 1) as i16; N];
+    let mut cases: Vec<([i16; N], [i16; N], [i16; N])> = vec![
+        (extreme, extreme, extreme),
+        (extreme, [1 - q as i16; N], [1 - q as i16; N]),
+    ];
+    cases.extend((0..30).map(|_| (rng.poly::<N>(q), rng.poly::<N>(q), rng.poly::<N>(q))));
+    for (n, (a, b, out)) in cases.iter().enumerate() {
+        // 0: out = a∘b, 1: out += a∘b, 2: a = a∘b (out aliases a).
+        for acc in [0u8, 1, 2] {
+            let mut request = vec![id];
+            request.extend(gammas.iter().flat_map(|z| z.to_le_bytes()));
+            request.extend([Ntt::<R, N, 7>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
+            for p in [a, b, out] {
+                request.extend(p.iter().flat_map(|c| c.to_le_bytes()));
+            }
+            request.push(acc);
+            sim.send(&request);
+            let reply = sim.run_until_output(2 * N, 50_000_000).expect("harness answers");
+            let got: Vec<i16> = reply
+                .chunks_exact(2)
+                .map(|c| i16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            let mut expected = *out;
+            match acc {
+                0 => Ntt::<R, N, 7>::base_mul(a, b, &mut expected),
+                1 => Ntt::<R, N, 7>::base_mul_acc(a, b, &mut expected),
+                _ => {
+                    expected = *a;
+                    Ntt::<R, N, 7>::base_mul_assign(&mut expected, b);
+                }
+            }
+            assert_eq!(got, expected.to_vec(), "routine {id}, case {n}, acc {acc}");
+        }
+    }
+    let w: Vec<u64> = windows(&sim.take_markers())
+        .expect("paired markers")
+        .iter()
+        .map(|w| w.cycles)
+        .collect();
+    w
+}
+
 /// Runs routine `id` (0-2 forward, 3-5 inverse) on random and extreme inputs.
 fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
@@ -89,10 +139,25 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
         (3, run_ring::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 3, 4)),
         (4, run_ring::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 4, 5)),
         (5, run_ring::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 5, 6)),
+        (6, run_base_mul::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 6, 7)),
+        (7, run_base_mul::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 7, 8)),
+        (8, run_base_mul::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 8, 9)),
     ] {
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
+        const NAMES: [&str; 9] = [
+            "forward q3329 n256",
+            "forward q769 n512",
+            "forward q3329 n512",
+            "inverse q3329 n256",
+            "inverse q769 n512",
+            "inverse q3329 n512",
+            "base_mul (+acc) q3329 n256",
+            "base_mul (+acc) q769 n512",
+            "base_mul (+acc) q3329 n512",
+        ];
         println!(
-            "ring {id}: forward NTT {min} cycles (max {max}) over {} inputs",
+            "{}: {min} cycles (max {max}) over {} calls",
+            NAMES[id as usize],
             cycles.len()
         );
         assert_eq!(min, max, "ring {id}: the cycle count depends on the data");

@@ -1,6 +1,8 @@
 /* Simulator harness for the AVR NTT routines (built by ../avr_ntt.rs).
  * Request: routine id (0xFF ends), 256 little-endian twiddles, 2 factors
  * for the inverse's last layer, n coefficients. Ids 0-2 forward, 3-5 inverse.
+ * Ids 6-8 base multiplication: then also b and out (n each) and the acc flag;
+ * the twiddles are the γ table and the first factor is 2^32 mod q.
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
 #include <avr/io.h>
 #include <avr/interrupt.h>
@@ -13,6 +15,9 @@ extern void ntt_fwd_q3329_n512(int16_t *a, const int16_t *zetas);
 extern void ntt_inv_q3329_n256(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
 extern void ntt_inv_q769_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
 extern void ntt_inv_q3329_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_basemul_q3329_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern void ntt_basemul_q769_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern void ntt_basemul_q3329_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 
 static void put(uint8_t c)
 {
@@ -31,6 +36,8 @@ static uint8_t get(void)
 static int16_t zetas[256];
 static int16_t last[2];
 static int16_t poly[512];
+static int16_t poly_b[512];
+static int16_t poly_out[512];
 
 static void read16(int16_t *dst, uint16_t count)
 {
@@ -48,12 +55,24 @@ int main(void)
 	UCSR0B = _BV(RXEN0) | _BV(TXEN0);
 	for (;;) {
 		uint8_t id = get();
-		if (id > 5)
+		if (id > 8)
 			break;
 		uint16_t n = id % 3 == 0 ? 256 : 512;
 		read16(zetas, 256);
 		read16(last, 2);
 		read16(poly, n);
+		uint8_t acc = 0;
+		if (id >= 6) {
+			read16(poly_b, n);
+			read16(poly_out, n);
+			acc = get();
+		}
+		/* acc bit 1: write the product over a (out aliases a); the arguments
+		 * are fixed before the window, and memory barriers keep the compiler
+		 * from moving work into it */
+		int16_t *dst = acc & 2 ? poly : poly_out;
+		uint8_t add = acc & 1;
+		__asm__ volatile("" : "+r"(dst), "+r"(add) : : "memory");
 		GPIOR0 = 1 + id;
 		switch (id) {
 		case 0: ntt_fwd_q3329_n256(poly, zetas); break;
@@ -61,9 +80,16 @@ int main(void)
 		case 2: ntt_fwd_q3329_n512(poly, zetas); break;
 		case 3: ntt_inv_q3329_n256(poly, zetas, last); break;
 		case 4: ntt_inv_q769_n512(poly, zetas, last); break;
-		default: ntt_inv_q3329_n512(poly, zetas, last); break;
+		case 5: ntt_inv_q3329_n512(poly, zetas, last); break;
+		case 6: ntt_basemul_q3329_n256(poly, poly_b, dst, zetas, last[0], add); break;
+		case 7: ntt_basemul_q769_n512(poly, poly_b, dst, zetas, last[0], add); break;
+		default: ntt_basemul_q3329_n512(poly, poly_b, dst, zetas, last[0], add); break;
 		}
 		GPIOR0 = (1 + id) | 0x80;
+		if (id >= 6 && !(acc & 2))
+			for (uint16_t i = 0; i < n; i++)
+				poly[i] = poly_out[i];
+		__asm__ volatile("" ::: "memory");
 		for (uint16_t i = 0; i < n; i++) {
 			put((uint8_t)poly[i]);
 			put((uint8_t)((uint16_t)poly[i] >> 8));
