@@ -9,15 +9,29 @@ use modarith::{Modulus, Q3329};
 use crate::params::{N, Q};
 use crate::poly::Poly;
 
-/// ceil(2^35 / q): floor(a / q) = (a·M) ≫ 35 for every a < 2^23.
-const RECIP_Q: u64 = (1u64 << 35).div_ceil(Q as u64);
+/// round(2^31 / q): with S = 31 − d and C = ⌊2^S·((q−1)/2)/q⌋,
+/// Compress_d(x) = ((x·M + C) ≫ S) mod 2^d for every x ∈ [0, q) and
+/// d ≤ 11, in 32-bit arithmetic (the 8-bit core has no fast 64-bit multiply).
+const RECIP_Q: u32 = ((1u64 << 31) + (Q as u64 >> 1)).div_euclid(Q as u64) as u32;
 
-/// Compress_d(x) = round(2^d·x / q) mod 2^d for x ∈ [0, q) (Eq. 4.7), constant time.
+/// Compress_d(x) = round(2^d·x / q) mod 2^d for x ∈ [0, q) (Eq. 4.7), constant
+/// time: a multiply-shift, proven exact for all inputs by a test.
 #[inline]
 pub fn compress(x: u16, d: u32) -> u16 {
-    let a = ((x as u64) << d) + (Q as u64 >> 1);
-    (((a * RECIP_Q) >> 35) as u16) & ((1 << d) - 1)
+    let shift = 31 - d;
+    (((x as u32 * RECIP_Q + COMPRESS_HALF[d as usize]) >> shift) as u16) & ((1 << d) - 1)
 }
+
+/// C for each d (index d ≤ 11; d is public).
+const COMPRESS_HALF: [u32; 12] = {
+    let mut c = [0u32; 12];
+    let mut d = 1;
+    while d < 12 {
+        c[d] = ((1u64 << (31 - d)) * (Q as u64 >> 1)).div_euclid(Q as u64) as u32;
+        d += 1;
+    }
+    c
+};
 
 /// Decompress_d(y) = round(q·y / 2^d) (Eq. 4.8).
 #[inline]
