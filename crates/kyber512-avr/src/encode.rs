@@ -70,6 +70,19 @@ pub fn compress_encode(p: &Poly, d: u32, out: &mut [u8]) {
     byte_encode(d, out, |i| compress(Q3329::to_unsigned(p.0[i]), d));
 }
 
+/// Decompress_1(ByteDecode_1(m)): coefficient i is 1665 = ⌈q/2⌋ if bit i of
+/// the message is set, else 0. Selected with `subtle`, whose optimisation
+/// barrier keeps the compiler from turning the bit into a branch (the
+/// "Clangover" timing leak of the reference `poly_frommsg`; found here by
+/// `ci/ct-valgrind.sh` in a plain `bit · 1665`).
+pub fn message_to_poly(m: &[u8; 32], p: &mut Poly) {
+    use subtle::{Choice, ConditionallySelectable};
+    for (i, c) in p.0.iter_mut().enumerate() {
+        let bit = Choice::from((m[i >> 3] >> (i & 7)) & 1);
+        *c = i16::conditional_select(&0, &((Q as i16 + 1) >> 1), bit);
+    }
+}
+
 /// ByteDecode_d and Decompress_d into a polynomial.
 pub fn decode_decompress(input: &[u8], d: u32, p: &mut Poly) {
     byte_decode(d, input, |i, v| p.0[i] = Q3329::center(decompress(v, d) as i16));

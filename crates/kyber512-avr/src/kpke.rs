@@ -4,7 +4,7 @@
 
 use zeroize::Zeroize;
 
-use crate::encode::{compress_encode, decode12, decode_decompress, encode12};
+use crate::encode::{compress_encode, decode12, decode_decompress, encode12, message_to_poly};
 use crate::params::{C1_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
 use crate::poly::Poly;
 use crate::sampling::{sample_cbd, sample_ntt};
@@ -71,7 +71,7 @@ pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], ct: &mut [u8]) {
     acc.inv_ntt();
     sample_cbd(ETA2, r, (2 * K) as u8, &mut noise);
     acc.add(&noise);
-    decode_decompress(m, 1, &mut noise);
+    message_to_poly(m, &mut noise);
     acc.add(&noise);
     compress_encode(&acc, DV, &mut ct[C1_BYTES..]);
     r_hat.iter_mut().for_each(Zeroize::zeroize);
