@@ -231,7 +231,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         let mut m = [0u8; 32];
         B::xof(&[&mu], &mut m);
         mu.zeroize();
-        let ss = Self::encrypt_derive(pk, &m, ct);
+        let ss = Self::encrypt_derive(pk, &m, &mut |k, byte| ct[k] = byte);
         m.zeroize();
         Ok(ss)
     }
@@ -243,22 +243,23 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         let (pk, z) = rest.split_at(PK_BYTES);
         let mut m = [0u8; 32];
         let _ = pke::decrypt::<A>(sk_pke, ct, &mut m);
-        let mut ct2 = [0u8; CT_BYTES];
-        let good = Self::encrypt_derive(pk, &m, &mut ct2);
-        let same = ct.ct_eq(&ct2);
+        // Re-encrypt and compare as the bytes come (no second ciphertext
+        // buffer); the OR of all differences is zero iff the two are equal.
+        let mut diff = 0u8;
+        let good = Self::encrypt_derive(pk, &m, &mut |k, byte| diff |= byte ^ ct[k]);
+        let same = diff.ct_eq(&0);
         let bad = B::hrej(&[ct, z]);
         let k = kem_common::select_bytes(&bad, good.as_bytes(), same);
         m.zeroize();
-        ct2.zeroize();
         SharedSecret::new(k)
     }
 
     /// G = Hg(ID(pk) ‖ m); ct = Enc(pk, m, XOF(G[32..64], 128)); K = G[0..32].
-    fn encrypt_derive(pk: &[u8], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
+    fn encrypt_derive(pk: &[u8], m: &[u8; 32], emit: &mut impl FnMut(usize, u8)) -> SharedSecret {
         let mut g = B::hg(&[&pk[..ID_BYTES], m]);
         let mut coins = [0u8; 128];
         B::xof(&[&g[32..]], &mut coins);
-        pke::encrypt::<A>(pk, m, &coins, ct);
+        pke::encrypt::<A>(pk, m, &coins, emit);
         let mut k = [0u8; 32];
         k.copy_from_slice(&g[..32]);
         g.zeroize();
@@ -283,7 +284,7 @@ pub mod hazmat {
     /// PKE.Enc.
     pub fn pke_encrypt<A: Arithmetic>(pk: &[u8; PK_BYTES], m: &[u8; 32], coins: &[u8; 128]) -> [u8; CT_BYTES] {
         let mut ct = [0u8; CT_BYTES];
-        pke::encrypt::<A>(pk, m, coins, &mut ct);
+        pke::encrypt::<A>(pk, m, coins, &mut |k, byte| ct[k] = byte);
         ct
     }
 

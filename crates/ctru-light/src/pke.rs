@@ -53,8 +53,12 @@ pub fn compress(sigma: u16, bit: u8) -> u8 {
     ((s * RECIP_Q + HALF_Q_SCALED) >> 23) as u8
 }
 
-/// PKE.Enc (§3): ct from pk, message and 128 coin bytes.
-pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], ct: &mut [u8; CT_BYTES]) {
+/// PKE.Enc (§3): ct from pk, message and 128 coin bytes; ciphertext byte k
+/// goes to `emit(k, c_k)`, so decapsulation compares its re-encryption
+/// without a second ciphertext buffer. Not inlined, so its buffers never
+/// share a frame with decryption's.
+#[inline(never)]
+pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], emit: &mut impl FnMut(usize, u8)) {
     let mut sigma = [0i16; N];
     unpack10(pk, &mut sigma);
     for x in sigma.iter_mut() {
@@ -67,10 +71,10 @@ pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], ct: &m
     Ring769::<A>::base_mul_assign(&mut sigma, &r);
     Ring769::<A>::inverse(&mut sigma);
     // E8 bits block by block: no 512-byte bit buffer.
-    for (b, (out, s)) in ct.chunks_exact_mut(8).zip(sigma.chunks_exact(8)).enumerate() {
+    for (b, s) in sigma.chunks_exact(8).enumerate() {
         let codeword = e8_codeword(m, b);
-        for (j, (c, &x)) in out.iter_mut().zip(s).enumerate() {
-            *c = compress(Q769::to_unsigned(x), (codeword >> j) & 1);
+        for (j, &x) in s.iter().enumerate() {
+            emit(8 * b + j, compress(Q769::to_unsigned(x), (codeword >> j) & 1));
         }
     }
     sigma.zeroize();
@@ -93,6 +97,7 @@ macro_rules! product_mod {
 /// w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769 and mod 3329
 /// and a CRT lift; `sink(b, block)` receives each 8-coefficient block.
 /// Returns false if sk_pke holds a 3-bit value above 5.
+#[inline(never)]
 pub fn product_blocks<A: Arithmetic>(
     sk_pke: &[u8],
     ct: &[u8; CT_BYTES],

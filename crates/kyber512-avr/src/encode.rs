@@ -70,16 +70,33 @@ pub fn compress_encode(p: &Poly, d: u32, out: &mut [u8]) {
     byte_encode(d, out, |i| compress(Q3329::to_unsigned(p.0[i]), d));
 }
 
-/// Decompress_1(ByteDecode_1(m)): coefficient i is 1665 = ⌈q/2⌋ if bit i of
-/// the message is set, else 0. Selected with `subtle`, whose optimisation
-/// barrier keeps the compiler from turning the bit into a branch (the
-/// "Clangover" timing leak of the reference `poly_frommsg`; found here by
-/// `ci/ct-valgrind.sh` in a plain `bit · 1665`).
-pub fn message_to_poly(m: &[u8; 32], p: &mut Poly) {
+/// Compress_d and ByteEncode_d of a polynomial, byte by byte into `emit`
+/// (at positions `offset..offset + 32·d`), so no ciphertext buffer is needed.
+pub fn compress_emit(p: &Poly, d: u32, offset: usize, emit: &mut impl FnMut(usize, u8)) {
+    let mask = (1u32 << d) - 1;
+    let (mut acc, mut bits, mut pos) = (0u32, 0, offset);
+    for &c in p.0.iter() {
+        acc |= (compress(Q3329::to_unsigned(c), d) as u32 & mask) << bits;
+        bits += d;
+        while bits >= 8 {
+            emit(pos, acc as u8);
+            pos += 1;
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+}
+
+/// Adds Decompress_1(ByteDecode_1(m)) to `acc`: coefficient i gains
+/// 1665 = ⌈q/2⌋ if bit i of the message is set. Selected with `subtle`,
+/// whose optimisation barrier keeps the compiler from turning the bit into a
+/// branch (the "Clangover" timing leak of the reference `poly_frommsg`;
+/// found here by `ci/ct-valgrind.sh` in a plain `bit · 1665`).
+pub fn add_message(m: &[u8; 32], acc: &mut Poly) {
     use subtle::{Choice, ConditionallySelectable};
-    for (i, c) in p.0.iter_mut().enumerate() {
+    for (i, c) in acc.0.iter_mut().enumerate() {
         let bit = Choice::from((m[i >> 3] >> (i & 7)) & 1);
-        *c = i16::conditional_select(&0, &((Q as i16 + 1) >> 1), bit);
+        *c = Q3329::center(*c + i16::conditional_select(&0, &((Q as i16 + 1) >> 1), bit));
     }
 }
 

@@ -4,10 +4,10 @@
 
 use zeroize::Zeroize;
 
-use crate::encode::{compress_encode, decode12, decode_decompress, encode12, message_to_poly};
+use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode_decompress, encode12};
 use crate::params::{C1_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
 use crate::poly::Poly;
-use crate::sampling::{sample_cbd, sample_ntt};
+use crate::sampling::{add_cbd, sample_cbd, sample_ntt};
 
 /// K-PKE.KeyGen (Algorithm 13) from the 64 bytes (ρ, σ) = G(…), writing
 /// ek = ByteEncode12(t̂) ‖ ρ and dk_pke = ByteEncode12(ŝ).
@@ -36,50 +36,50 @@ pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke:
     s.zeroize();
 }
 
-/// K-PKE.Encrypt (Algorithm 14) of message `m` with randomness `r`.
-/// `ek` must already have passed the modulus check where the caller requires it.
-pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], ct: &mut [u8]) {
-    let mut rho = [0u8; 32];
-    rho.copy_from_slice(&ek[K * POLY_BYTES..]);
+/// K-PKE.Encrypt (Algorithm 14) of message `m` with randomness `r`; the
+/// ciphertext bytes go to `emit(position, byte)`, so decapsulation can
+/// compare its re-encryption without a second ciphertext buffer. Noise and
+/// message are added in place: four polynomials live at once (r̂, Â entry,
+/// accumulator). `ek` must already have passed the modulus check where the
+/// caller requires it.
+#[inline(never)]
+pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], emit: &mut impl FnMut(usize, u8)) {
+    let rho: &[u8; 32] = ek[K * POLY_BYTES..].try_into().unwrap_or(&[0; 32]);
     let mut r_hat = [Poly::zero(); K];
     for (j, rj) in r_hat.iter_mut().enumerate() {
         sample_cbd(ETA1, r, j as u8, rj);
         rj.ntt();
     }
     let mut a = Poly::zero();
-    let mut noise = Poly::zero();
+    let mut acc = Poly::zero();
     // u_i = NTT^{-1}(Σ_j Â[j][i] ∘ r̂_j) + e1_i
     for i in 0..K {
-        let mut acc = Poly::zero();
+        acc.0.fill(0);
         for (j, rj) in r_hat.iter().enumerate() {
-            sample_ntt(&rho, i as u8, j as u8, &mut a);
+            sample_ntt(rho, i as u8, j as u8, &mut a);
             acc.base_mul_acc(&a, rj);
         }
         acc.inv_ntt();
-        sample_cbd(ETA2, r, (K + i) as u8, &mut noise);
-        acc.add(&noise);
-        let width = 32 * DU as usize;
-        compress_encode(&acc, DU, &mut ct[i * width..(i + 1) * width]);
-        acc.zeroize();
+        add_cbd(ETA2, r, (K + i) as u8, &mut acc);
+        compress_emit(&acc, DU, i * 32 * DU as usize, emit);
     }
     // v = NTT^{-1}(t̂ ∘ r̂) + e2 + Decompress_1(m)
-    let mut acc = Poly::zero();
+    acc.0.fill(0);
     for (j, rj) in r_hat.iter().enumerate() {
         decode12(&ek[j * POLY_BYTES..(j + 1) * POLY_BYTES], &mut a);
         acc.base_mul_acc(&a, rj);
     }
     acc.inv_ntt();
-    sample_cbd(ETA2, r, (2 * K) as u8, &mut noise);
-    acc.add(&noise);
-    message_to_poly(m, &mut noise);
-    acc.add(&noise);
-    compress_encode(&acc, DV, &mut ct[C1_BYTES..]);
+    add_cbd(ETA2, r, (2 * K) as u8, &mut acc);
+    add_message(m, &mut acc);
+    compress_emit(&acc, DV, C1_BYTES, emit);
     r_hat.iter_mut().for_each(Zeroize::zeroize);
     acc.zeroize();
-    noise.zeroize();
 }
 
 /// K-PKE.Decrypt (Algorithm 15): m = Compress_1(v − NTT^{-1}(ŝ ∘ NTT(u))).
+/// Not inlined, so its buffers and the re-encryption's never share a frame.
+#[inline(never)]
 pub fn decrypt(dk_pke: &[u8], ct: &[u8]) -> [u8; 32] {
     let mut acc = Poly::zero();
     let mut u = Poly::zero();

@@ -2,6 +2,8 @@
 
 use fips202::{Sponge, SHAKE128_RATE};
 
+use modarith::{Modulus, Q3329};
+
 use crate::params::{N, Q};
 use crate::poly::Poly;
 
@@ -33,19 +35,20 @@ pub fn sample_ntt(rho: &[u8; 32], j: u8, i: u8, out: &mut Poly) {
     }
 }
 
-/// SamplePolyCBD_η (Algorithm 8) of PRF_η(σ, nonce) = SHAKE256(σ ‖ nonce, 64η).
-/// Branch-free: every coefficient is a difference of two bit counts.
-pub fn sample_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, out: &mut Poly) {
+/// SamplePolyCBD_η (Algorithm 8) of PRF_η(σ, nonce) = SHAKE256(σ ‖ nonce, 64η),
+/// handing each coefficient to `sink(i, c)`. Branch-free: every coefficient
+/// is a difference of two bit counts.
+fn cbd_each(eta: usize, sigma: &[u8; 32], nonce: u8, mut sink: impl FnMut(usize, i16)) {
     let mut prf = Sponge::shake256();
     prf.absorb(sigma);
     prf.absorb(&[nonce]);
     prf.finalize();
-    // η bits for a, η for b: 2η bits a coefficient; read 2η·4 bits = η bytes per 4 coefficients.
+    // η bits for a, η for b: 2η bits a coefficient, η bytes per 4 coefficients.
     let mut chunk = [0u8; 3];
-    for four in out.0.chunks_exact_mut(4) {
+    for four in 0..N >> 2 {
         prf.squeeze(&mut chunk[..eta]);
         let mut bits = chunk[..eta].iter().rev().fold(0u32, |acc, &b| (acc << 8) | b as u32);
-        for c in four.iter_mut() {
+        for j in 0..4 {
             let mut a = 0i16;
             let mut b = 0i16;
             for _ in 0..eta {
@@ -56,8 +59,18 @@ pub fn sample_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, out: &mut Poly) {
                 b += (bits & 1) as i16;
                 bits >>= 1;
             }
-            *c = a - b;
+            sink(4 * four + j, a - b);
         }
     }
     chunk.iter_mut().for_each(|b| *b = 0);
+}
+
+/// SamplePolyCBD_η into `out`.
+pub fn sample_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, out: &mut Poly) {
+    cbd_each(eta, sigma, nonce, |i, c| out.0[i] = c);
+}
+
+/// Adds SamplePolyCBD_η to `acc` (centred) without a polynomial buffer.
+pub fn add_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, acc: &mut Poly) {
+    cbd_each(eta, sigma, nonce, |i, c| acc.0[i] = Q3329::center(acc.0[i] + c));
 }
