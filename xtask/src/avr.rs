@@ -243,16 +243,43 @@ impl Image {
     }
 }
 
-/// Every image a default `build-avr --image all` makes for `mcu`: `rings`, then
-/// one per KEM group (1284p) or one per KEM variant (4808, 48 KB flash).
+/// The KEM images of `mcu` and the KEMs each serves: on the ATmega1284p
+/// (128 KB) Kyber's two variants share one image and every other KEM
+/// variant has its own (all six CTRU-Light instances exceed 128 KB, and so
+/// do three of one back-end); on the ATmega4808 (48 KB) every variant has its own.
+pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
+    if mcu.name == "atmega4808" {
+        return Kem::ALL.into_iter().map(|k| (Image::kem(k), vec![k])).collect();
+    }
+    let mut v = vec![(Image::group(Group::Kyber), vec![Kem::MlKem512, Kem::Kyber512R3])];
+    v.extend(
+        Kem::ALL
+            .into_iter()
+            .filter(|k| k.group() != Group::Kyber)
+            .map(|k| (Image::kem(k), vec![k])),
+    );
+    v
+}
+
+/// Every image `build-avr --image all` makes for `mcu`: `rings`, then the KEM images.
 pub fn all_images(mcu: Mcu) -> Vec<Image> {
     let mut v = vec![Image::rings()];
-    if mcu.name == "atmega4808" {
-        v.extend(Kem::ALL.into_iter().map(Image::kem));
-    } else {
-        v.extend(Group::ALL.into_iter().map(Image::group));
-    }
+    v.extend(kem_images(mcu).into_iter().map(|(i, _)| i));
     v
+}
+
+/// The KEM images of `mcu` serving a KEM whose name contains `filter`, with those KEMs.
+pub fn kem_images_matching(mcu: Mcu, filter: &str) -> Vec<(Image, Vec<Kem>)> {
+    kem_images(mcu)
+        .into_iter()
+        .map(|(i, ks)| {
+            (
+                i,
+                ks.into_iter().filter(|k| k.name().contains(filter)).collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, ks)| !ks.is_empty())
+        .collect()
 }
 
 fn require_tools() -> Result<(), String> {

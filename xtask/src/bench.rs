@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use avr_harness::protocol::{EMPTY_WINDOW, OP_EMPTY, OP_STACK};
 use avr_sim::windows;
-use firmware::{kem_op_id, op_id, Group, Kem, KemOp, Ring};
+use firmware::{kem_op_id, op_id, Kem, KemOp, Ring};
 use serde::{Deserialize, Serialize};
 
 use crate::avr::{self, CallGraph};
@@ -196,15 +196,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         simulated += cycles;
         all.extend(records);
     }
-    for group in Group::ALL {
-        let kems: Vec<Kem> = Kem::ALL
-            .into_iter()
-            .filter(|k| k.group() == group && k.name().contains(&filter))
-            .collect();
-        if kems.is_empty() {
-            continue;
-        }
-        let (records, cycles) = bench_kems(&ctx, group, &kems, no_build)?;
+    for (image, kems) in avr::kem_images_matching(mcu, &filter) {
+        let (records, cycles) = bench_kems(&ctx, &image, &kems, no_build)?;
         let mut schemes: Vec<&str> = kems.iter().map(|k| k.scheme()).collect();
         schemes.dedup();
         for scheme in schemes {
@@ -283,14 +276,14 @@ fn bench_rings(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, 
     Ok((records, simulated))
 }
 
-/// Keygen, encaps and decaps of every KEM of `group` on two KAT records.
+/// Keygen, encaps and decaps of every KEM of `image` on two KAT records.
 ///
 /// Cycles are the larger of the two runs minus the empty window; stack the
 /// larger; code is the scheme's: every function reachable from its three
 /// measured `k_*` functions, each counted once (the same on all three rows).
-fn bench_kems(ctx: &Ctx, group: Group, kems: &[Kem], no_build: bool) -> Result<(Vec<Record>, u64), String> {
+fn bench_kems(ctx: &Ctx, image: &avr::Image, kems: &[Kem], no_build: bool) -> Result<(Vec<Record>, u64), String> {
     let mcu = ctx.mcu;
-    let elf = simtest::image_elf(mcu, &avr::Image::group(group), no_build)?;
+    let elf = simtest::image_elf(mcu, image, no_build)?;
     let graph = CallGraph::load(&elf)?;
     let mut dev = Device::open(&elf, mcu.name)?;
     let empty = empty_window(&mut dev)?;

@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use firmware::kem::{kem_op_id, Group, Kem, KemOp, TAPE_LEN};
+use firmware::kem::{kem_op_id, Kem, KemOp, TAPE_LEN};
 use rand_core::RngCore as _;
 
 use crate::avr;
@@ -250,14 +250,14 @@ fn explain(
     Ok(s)
 }
 
-fn run_group(
+fn run_image(
     mcu: avr::Mcu,
-    group: Group,
+    image: &avr::Image,
     kems: &[Kem],
     (count, seed, explain_varying, show_pcs): (usize, u64, bool, bool),
     no_build: bool,
 ) -> Result<Vec<(Kem, KemResult)>, String> {
-    let elf = image_elf(mcu, &avr::Image::group(group), no_build)?;
+    let elf = image_elf(mcu, image, no_build)?;
     let syms = if explain_varying { symbols(&elf)? } else { Vec::new() };
     let mut dev = Device::open(&elf, mcu.name)?;
     let mut out = Vec::new();
@@ -323,42 +323,32 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let jobs = o.number("--jobs", 2)?.max(1) as usize;
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
     let no_build = o.flag("--no-build");
-    let work: Vec<(Group, Vec<Kem>)> = Group::ALL
-        .into_iter()
-        .map(|g| {
-            let ks = Kem::ALL
-                .into_iter()
-                .filter(|k| k.group() == g && k.name().contains(&filter))
-                .collect::<Vec<_>>();
-            (g, ks)
-        })
-        .filter(|(_, ks)| !ks.is_empty())
-        .collect();
+    let work = avr::kem_images_matching(mcu, &filter);
     if work.is_empty() {
         return Err(format!("no KEM matches --filter `{filter}`"));
     }
     // Build sequentially (one heavy build at a time), then simulate `jobs` images at once.
     if !no_build {
-        for (g, _) in &work {
-            avr::build_image(mcu, &avr::Image::group(*g))?;
+        for (image, _) in &work {
+            avr::build_image(mcu, image)?;
         }
     }
     let start = std::time::Instant::now();
-    let queue = Mutex::new(work.clone());
+    let queue = Mutex::new(work.iter().enumerate().rev().collect::<Vec<_>>());
     let results = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..jobs.min(work.len()) {
             s.spawn(|| loop {
-                let Some((g, ks)) = queue.lock().expect("queue").pop() else {
+                let Some((i, (image, ks))) = queue.lock().expect("queue").pop() else {
                     break;
                 };
-                let r = run_group(mcu, g, &ks, (count, seed, explain_varying, show_pcs), true);
-                results.lock().expect("results").push((g, r));
+                let r = run_image(mcu, image, ks, (count, seed, explain_varying, show_pcs), true);
+                results.lock().expect("results").push((i, r));
             });
         }
     });
     let mut results = results.into_inner().expect("results");
-    results.sort_by_key(|(g, _)| Group::ALL.iter().position(|x| x == g));
+    results.sort_by_key(|(i, _)| *i);
     let mut table = String::from(
         "| KEM | operation | inputs | min cycles | max cycles | timing | note |\n|---|---|---:|---:|---:|---|---|\n",
     );

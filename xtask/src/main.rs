@@ -86,7 +86,7 @@ fn ci() -> Result<(), String> {
     for mcu in avr::MCUS {
         avr::build(*mcu)?;
     }
-    // The KEM images of the 1284p (one per group), one build at a time.
+    // The KEM images of the 1284p, one build at a time.
     let m1284 = avr::mcu("atmega1284p")?;
     for image in avr::all_images(m1284).iter().skip(1) {
         avr::build_image(m1284, image)?;

@@ -158,7 +158,19 @@ pub fn kat(mcu: avr::Mcu, filter: &str, no_build: bool) -> Result<(), String> {
             [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
             r.ss.clone(),
         ];
-        let ok = replies.len() == 6 && (0..3).all(|i| replies[2 * i] == want[i]);
+        let per_op: Vec<bool> = (0..3).map(|i| replies.get(2 * i) == Some(&want[i])).collect();
+        let ok = replies.len() == 6 && per_op.iter().all(|&x| x);
+        let verdict = if ok {
+            "reproduced".to_string()
+        } else if replies.is_empty() {
+            "no reply (crashed)".to_string()
+        } else {
+            let names = ["keygen", "encaps", "decaps"];
+            let v: Vec<String> = (0..3)
+                .map(|i| format!("{} {}", names[i], if per_op[i] { "ok" } else { "WRONG" }))
+                .collect();
+            v.join(", ")
+        };
         let stacks: Vec<u32> = (0..3)
             .filter_map(|i| replies.get(2 * i + 1))
             .filter(|s| s.len() == 2)
@@ -191,7 +203,7 @@ pub fn kat(mcu: avr::Mcu, filter: &str, no_build: bool) -> Result<(), String> {
             kem.name(),
             b.flash(),
             b.ram(),
-            if ok { "reproduced" } else { "FAILED" },
+            verdict,
             if stacks.len() == 3 {
                 let show = |s: u32| {
                     if s == STACK_OVERFLOW as u32 {

@@ -2,7 +2,7 @@
 //! operations (firmware in simavr vs modarith on the host), and KAT
 //! reproduction of every KEM variant by the firmware in simavr.
 
-use firmware::{op_id, Group, Kem, Kind, Ring};
+use firmware::{op_id, Kem, Kind, Ring};
 
 use crate::avr;
 use crate::device::{encode, Device};
@@ -115,8 +115,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         failed += f;
     }
     if kat_count > 0 {
-        for group in firmware::Group::ALL {
-            let (p, f) = kat(mcu, group, kat_count, &filter, no_build)?;
+        for (image, kems) in avr::kem_images_matching(mcu, &filter) {
+            let (p, f) = kat(mcu, &image, &kems, kat_count, no_build)?;
             passed += p;
             failed += f;
         }
@@ -140,21 +140,14 @@ pub fn image_elf(mcu: avr::Mcu, image: &avr::Image, no_build: bool) -> Result<st
     }
 }
 
-/// KAT reproduction in the simulator: the first `count` records of each KEM
-/// of `group`'s official KAT file, byte for byte (pk, sk, ct, ss), with
-/// decaps checked on the record's ciphertext and on a corrupted one.
-fn kat(mcu: avr::Mcu, group: Group, count: usize, filter: &str, no_build: bool) -> Result<(u32, u32), String> {
-    let kems: Vec<Kem> = Kem::ALL
-        .into_iter()
-        .filter(|k| k.group() == group && k.name().contains(filter))
-        .collect();
-    if kems.is_empty() {
-        return Ok((0, 0));
-    }
-    let elf = image_elf(mcu, &avr::Image::group(group), no_build)?;
+/// KAT reproduction in the simulator: the first `count` records of the
+/// official KAT file of each KEM `image` serves, byte for byte (pk, sk, ct,
+/// ss), with decaps checked on the record's ciphertext and on a corrupted one.
+fn kat(mcu: avr::Mcu, image: &avr::Image, kems: &[Kem], count: usize, no_build: bool) -> Result<(u32, u32), String> {
+    let elf = image_elf(mcu, image, no_build)?;
     let mut dev = Device::open(&elf, mcu.name)?;
     let (mut passed, mut failed) = (0u32, 0u32);
-    for kem in kems {
+    for &kem in kems {
         let mut bad = Vec::new();
         for case in kems::kat_cases(kem, count)? {
             let r = &case.record;
@@ -198,7 +191,7 @@ fn kat(mcu: avr::Mcu, group: Group, count: usize, filter: &str, no_build: bool) 
     }
     let cycles = dev.cycle();
     dev.close()?;
-    println!("{}: simulated {cycles} cycles", group.feature());
+    println!("{}: simulated {cycles} cycles", image.name);
     Ok((passed, failed))
 }
 
