@@ -15,7 +15,7 @@ fn build_harness() -> PathBuf {
         .args(["-mmcu=atmega1284p", "-Os", "-o"])
         .arg(&out)
         .arg(root.join("tests/avr/harness.c"))
-        .arg(root.join("tests/avr/abi_check.S"))
+        .arg(root.join("../../asm-avr/test/abi_check.S"))
         .arg(root.join("../../asm-avr/keccak_f1600.S"))
         .status()
         .expect("avr-gcc is required for this test: run `cargo xtask setup`");

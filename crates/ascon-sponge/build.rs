@@ -1,0 +1,6 @@
+//! On AVR, assembles the Ascon permutation of `asm-avr/` and sets
+//! `cfg(ascon_asm)`; elsewhere `ascon-core`'s portable permutation is used.
+
+fn main() {
+    avr_asm_build::assemble("ascon_asm", "ascon_permute_avr", &["../../asm-avr/ascon_p.S"]);
+}

@@ -1,0 +1,173 @@
+#![no_std]
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+//! Ascon-XOF128 (NIST SP 800-232 §5.2) as a small incremental sponge.
+//!
+//! The permutation is one swap point ([`permute`]): on AVR the hand-written
+//! assembly of `asm-avr/ascon_p.S` (selected by `build.rs`,
+//! `cfg(ascon_asm)`), elsewhere `ascon-core`'s portable code, which always
+//! compiles and is the reference the assembly is tested against
+//! (`tests/avr_ascon.rs`, in simavr). Outputs equal RustCrypto's
+//! `ascon-hash` (tested).
+//!
+//! ```
+//! let mut xof = ascon_sponge::Xof128::new();
+//! xof.absorb(b"seed");
+//! xof.finalize();
+//! let mut out = [0u8; 40];
+//! xof.squeeze(&mut out);
+//! ```
+
+use zeroize::Zeroize;
+
+/// Applies `rounds` (1..=12) rounds of the Ascon permutation to `state`
+/// (five little-endian 64-bit words).
+#[inline]
+pub fn permute(state: &mut [u64; 5], rounds: u8) {
+    #[cfg(ascon_asm)]
+    avr::permute(state, rounds);
+    #[cfg(not(ascon_asm))]
+    permute_portable(state, rounds);
+}
+
+/// The portable permutation (RustCrypto `ascon-core`), on every target.
+pub fn permute_portable(state: &mut [u64; 5], rounds: u8) {
+    let mut s = ascon_core::State::new(state[0], state[1], state[2], state[3], state[4]);
+    s.permute_n(rounds as usize);
+    for (i, w) in state.iter_mut().enumerate() {
+        *w = s[i];
+    }
+}
+
+#[cfg(ascon_asm)]
+#[allow(unsafe_code)]
+mod avr {
+    extern "C" {
+        /// `asm-avr/ascon_p.S`.
+        fn ascon_permute_avr(state: *mut u64, rounds: u8);
+    }
+
+    #[inline]
+    pub fn permute(state: &mut [u64; 5], rounds: u8) {
+        // SAFETY: reads and writes exactly the 40 bytes of `state`; follows
+        // the avr-gcc ABI (tested in simavr).
+        unsafe { ascon_permute_avr(state.as_mut_ptr(), rounds) }
+    }
+}
+
+/// Ascon-XOF128: absorb, [`Xof128::finalize`] once, then squeeze.
+/// Zeroized on drop.
+#[derive(Clone)]
+pub struct Xof128 {
+    state: [u64; 5],
+    pos: u8,
+}
+
+/// The state after p12 of the Ascon-XOF128 IV (SP 800-232 §5.2).
+const XOF128_IV: [u64; 5] = [
+    0xda82ce768d9447eb,
+    0xcc7ce6c75f1ef969,
+    0xe7508fd780085631,
+    0x0ee0ea53416b58cc,
+    0xe0547524db6f0bde,
+];
+
+impl Default for Xof128 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Xof128 {
+    /// A fresh XOF.
+    pub const fn new() -> Self {
+        Xof128 {
+            state: XOF128_IV,
+            pos: 0,
+        }
+    }
+
+    #[inline]
+    fn xor_byte(&mut self, i: u8, b: u8) {
+        self.state[0] ^= (b as u64) << (8 * i);
+    }
+
+    /// Absorbs input (before [`Xof128::finalize`]).
+    pub fn absorb(&mut self, data: &[u8]) {
+        for &b in data {
+            self.xor_byte(self.pos, b);
+            self.pos += 1;
+            if self.pos == 8 {
+                permute(&mut self.state, 12);
+                self.pos = 0;
+            }
+        }
+    }
+
+    /// Pads (0x01 after the message) and switches to squeezing.
+    pub fn finalize(&mut self) {
+        self.xor_byte(self.pos, 0x01);
+        permute(&mut self.state, 12);
+        self.pos = 0;
+    }
+
+    /// Squeezes output (after [`Xof128::finalize`]); may be called repeatedly.
+    pub fn squeeze(&mut self, out: &mut [u8]) {
+        for o in out {
+            if self.pos == 8 {
+                permute(&mut self.state, 12);
+                self.pos = 0;
+            }
+            *o = (self.state[0] >> (8 * self.pos)) as u8;
+            self.pos += 1;
+        }
+    }
+}
+
+impl Drop for Xof128 {
+    fn drop(&mut self) {
+        self.state.zeroize();
+    }
+}
+
+/// Ascon-XOF128 of the concatenation of `parts` into `out`.
+pub fn xof128(parts: &[&[u8]], out: &mut [u8]) {
+    let mut x = Xof128::new();
+    for p in parts {
+        x.absorb(p);
+    }
+    x.finalize();
+    x.squeeze(out);
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use ascon_hash::{AsconXof128, ExtendableOutput, Update, XofReader};
+    use std::vec::Vec;
+
+    /// The IV constant is p12 of the SP 800-232 initial value.
+    #[test]
+    fn iv_is_p12_of_the_initial_value() {
+        let mut s = [0x0000_0800_00cc_0003u64, 0, 0, 0, 0];
+        permute_portable(&mut s, 12);
+        assert_eq!(s, XOF128_IV);
+    }
+
+    #[test]
+    fn matches_ascon_hash_across_block_boundaries() {
+        for len in 0..40 {
+            let m: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
+            for out_len in [0usize, 1, 7, 8, 9, 32, 64, 100] {
+                let mut ours = std::vec![0u8; out_len];
+                xof128(&[&m[..len / 3], &m[len / 3..]], &mut ours);
+                let mut theirs = std::vec![0u8; out_len];
+                let mut h = AsconXof128::default();
+                h.update(&m);
+                h.finalize_xof().read(&mut theirs);
+                assert_eq!(ours, theirs, "len {len}, out {out_len}");
+            }
+        }
+    }
+}
