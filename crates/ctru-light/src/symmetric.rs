@@ -1,6 +1,5 @@
 //! Symmetric back-ends (CTRU-Light definition §5): XOF, Hg and Hrej.
 
-use ascon_hash::{AsconXof128, ExtendableOutput, Update, XofReader};
 use fips202::Sponge;
 
 mod sealed {
@@ -47,7 +46,9 @@ impl Backend for Sha3 {
 }
 
 /// Ascon back-end (NIST SP 800-232): XOF = Ascon-XOF128(x, L),
-/// Hg = Ascon-XOF128(x, 64), Hrej = Ascon-XOF128(x, 32).
+/// Hg = Ascon-XOF128(x, 64), Hrej = Ascon-XOF128(x, 32), through the
+/// workspace's `ascon-sponge` (AVR assembly on AVR; tested equal to
+/// RustCrypto's `ascon-hash`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ascon;
 
@@ -56,11 +57,7 @@ impl sealed::Sealed for Ascon {}
 impl Backend for Ascon {
     const NAME: &'static str = "ascon";
     fn xof(parts: &[&[u8]], out: &mut [u8]) {
-        let mut x = AsconXof128::default();
-        for p in parts {
-            x.update(p);
-        }
-        x.finalize_xof().read(out);
+        ascon_sponge::xof128(parts, out);
     }
     fn hg(parts: &[&[u8]]) -> [u8; 64] {
         let mut out = [0u8; 64];
