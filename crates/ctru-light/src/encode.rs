@@ -77,10 +77,12 @@ pub fn e8_decode_block(v: &[u8]) -> u8 {
     for j in 0..8 {
         let x = v[j] as u32;
         let far = less(256, 2 * x); // 2·v > 256
-        let a = select(far, 256 - x, x);
-        cost0[j] = a * a;
-        let d = x.wrapping_sub(128);
-        cost1[j] = d.wrapping_mul(d);
+        let a = select(far, 256 - x, x) as u16; // ≤ 128
+        cost0[j] = (a * a) as u32; // squares in 16 bits: cheap on an 8-bit core
+        let d = x as i16 - 128;
+        let sign = d >> 15;
+        let d = ((d ^ sign) - sign) as u16; // |v − 128| ≤ 128, by mask (no branch)
+        cost1[j] = (d * d) as u32;
     }
     let mut cost = [0u32; 2];
     let mut pattern = [0u32; 2];

@@ -5,7 +5,9 @@
 //! coefficient, which is known to satisfy |x| < q1·q2 / 2. The schemes assert
 //! their worst case with [`crt_bound_holds`] in a `const` block.
 
+use crate::consts::prescale;
 use crate::modulus::Modulus;
+use crate::reduce::montgomery;
 
 pub use crate::consts::crt_inverse;
 
@@ -19,12 +21,14 @@ pub const fn crt_bound_holds(max_abs: u32, q1: u16, q2: u16) -> bool {
 /// x ≡ r1 (mod q1), x ≡ r2 (mod q2) with |x| ≤ (q1·q2 − 1)/2.
 ///
 /// x = r1 + q1·u with u = (r2 − r1)·q1^{-1} mod q2, both parts centred, so no
-/// final correction is needed. Branch-free, division-free.
+/// final correction is needed. The product is a 16-bit Montgomery reduction
+/// by (q1^{-1}·2^16 mod q2): no 64-bit arithmetic, which an 8-bit core pays
+/// dearly for. Branch-free, division-free.
 #[inline]
 pub fn crt_lift<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
-    let inv = crt_inverse(M1::Q, M2::Q) as i32;
-    let r1 = M1::center(r1) as i32;
-    let r2 = M2::center(r2) as i32;
-    let u = M2::center_wide((r2 - r1) * inv) as i32;
-    r1 + M1::Q as i32 * u
+    let inv_r = prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q);
+    let r1 = M1::center(r1);
+    let d = M2::center(M2::center(r2).wrapping_sub(r1));
+    let u = M2::center(montgomery::<M2>(d as i32 * inv_r as i32));
+    r1 as i32 + M1::Q as i32 * u as i32
 }
