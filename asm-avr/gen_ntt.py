@@ -238,6 +238,141 @@ def base_mul_routine(q, n, d):
     return o
 
 
+def base_inv_routine(q, n):
+    """Blockwise inverse mod x^4 − γ by the norm map (CTRU-Light definition
+    §6), in the Montgomery domain: a straight-line program over 16-bit
+    temporaries kept in a stack frame; the Fermat exponent q − 2 is public,
+    so its square-and-multiply chain is unrolled. Returns the number of
+    blocks whose norm is 0 (those blocks become 0), counted without a branch.
+
+        uint8_t ntt_baseinv_q<q>_n<n>(int16_t *a, const int16_t *gammas, int16_t s2);
+    """
+    k = (q - 1) >> 8
+    name = f"ntt_baseinv_q{q}_n{n}"
+    ops = []  # (kind, dst, sources): "mul" dst = mont(x·y); "lin" dst = Σ c·v; "zero" counts N = 0; "out" i
+
+    def mul(dst, x, y):
+        ops.append(("mul", dst, [x, y]))
+
+    def lin(dst, terms):
+        """dst = Σ c·v for c ∈ {±1, ±2}: |dst| stays below 4q."""
+        ops.append(("lin", dst, terms))
+
+    for i in range(4):
+        mul(f"x{i}", f"a{i}", "r2")  # into the Montgomery domain
+    mul("t1", "x0", "x0"); mul("t2", "x2", "x2"); mul("t3", "g", "t2"); mul("t4", "x1", "x3"); mul("t5", "g", "t4")
+    lin("A0", [(1, "t1"), (1, "t3"), (-2, "t5")])
+    mul("t6", "x0", "x2"); mul("t7", "x1", "x1"); mul("t8", "x3", "x3"); mul("t9", "g", "t8")
+    lin("A1", [(2, "t6"), (-1, "t7"), (-1, "t9")])
+    mul("n1", "A0", "A0"); mul("n2", "A1", "A1"); mul("n3", "g", "n2")
+    lin("N", [(1, "n1"), (-1, "n3")])
+    ops.append(("zero", None, ["N"]))
+    bits = bin(q - 2)[3:]  # the public exponent, after its leading 1
+    lin("pw", [(1, "N")])
+    for b in bits:
+        mul("pw", "pw", "pw")
+        if b == "1":
+            mul("pw", "pw", "N")
+    mul("B0", "A0", "pw"); mul("B1n", "A1", "pw")
+    lin("B1", [(-1, "B1n")])
+    mul("u1", "x0", "B0"); mul("u2", "x2", "B1"); mul("u3", "g", "u2"); lin("e0", [(1, "u1"), (1, "u3")])
+    mul("u4", "x0", "B1"); mul("u5", "x2", "B0"); lin("e1", [(1, "u4"), (1, "u5")])
+    mul("u6", "x1", "B0"); mul("u7", "x3", "B1"); mul("u8", "g", "u7"); lin("o0", [(-1, "u6"), (-1, "u8")])
+    mul("u9", "x1", "B1"); mul("u10", "x3", "B0"); lin("o1", [(-1, "u9"), (-1, "u10")])
+    for i, v in enumerate(["e0", "o0", "e1", "o1"]):  # [e0, −o0, e1, −o1]
+        ops.append(("out", i, [v]))
+
+    def sources(op):
+        return [v for _, v in op[2]] if op[0] == "lin" else list(op[2])
+
+    fixed = {"g", "r2", "one"} | {f"a{i}" for i in range(4)}
+    last_use = {}
+    for n_op, op in enumerate(ops):
+        for v in sources(op):
+            last_use[v] = n_op
+    slots, free, top = {}, [], 0
+
+    def slot(v):
+        return slots[v]
+
+    def load(v, lo, hi):
+        if v.startswith("a") and v in fixed:
+            i = int(v[1:])
+            return [f"\tldd {lo}, Z+{2 * i}", f"\tldd {hi}, Z+{2 * i + 1}"]
+        if v == "g":
+            return [f"\tmovw {lo}, r6"]
+        if v == "r2":
+            return [f"\tmovw {lo}, r8"]
+        if v == "one":
+            return [f"\tldi {lo}, 1", f"\tldi {hi}, 0"]
+        return [f"\tldd {lo}, Y+{slot(v)}", f"\tldd {hi}, Y+{slot(v) + 1}"]
+
+    prog = []
+    for n_op, op in enumerate(ops):
+        kind, dst, _ = op
+        code = []
+        if kind == "mul":
+            x, y = op[2]
+            code = load(x, "r16", "r17") + load(y, "r18", "r19") + mont(q)
+            result = ("r12", "r13")
+        elif kind == "lin":
+            first = True
+            for c, v in op[2]:
+                code += load(v, "r18", "r19")
+                for _ in range(abs(c)):
+                    if first and c > 0:
+                        code += ["\tmovw r16, r18"]
+                    elif first:
+                        code += ["\tclr r16", "\tclr r17", "\tsub r16, r18", "\tsbc r17, r19"]
+                    elif c > 0:
+                        code += ["\tadd r16, r18", "\tadc r17, r19"]
+                    else:
+                        code += ["\tsub r16, r18", "\tsbc r17, r19"]
+                    first = False
+            result = ("r16", "r17")
+        elif kind == "zero":  # centre N (a canonical 0 is 0) and count it, no branch
+            code = load("N", "r16", "r17") + centre(q) + ["\tor r22, r23", "\tcpi r22, 1", "\tadc r4, r2"]
+        else:  # out of the Montgomery domain, centred, into the block
+            i = dst
+            code = load(op[2][0], "r16", "r17") + load("one", "r18", "r19") + mont(q) + ["\tmovw r16, r12"]
+            code += centre(q) + [f"\tstd Z+{2 * i}, r22", f"\tstd Z+{2 * i + 1}, r23"]
+        # free the slots of values dead after this op, then give dst a slot
+        for v in dict.fromkeys(sources(op)):  # ordered: the output is deterministic
+            if v in slots and last_use.get(v) == n_op and v != dst:
+                free.append(slots.pop(v))
+        if kind in ("mul", "lin"):
+            if dst not in slots:
+                if free:
+                    slots[dst] = free.pop()
+                else:
+                    slots[dst] = 1 + 2 * top
+                    top += 1
+            code += [f"\tstd Y+{slots[dst]}, {result[0]}", f"\tstd Y+{slots[dst] + 1}, {result[1]}"]
+        prog.extend(code)
+    assert 2 * top + 1 <= 63, "frame beyond ldd's reach"
+    frame = 2 * top
+    saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
+    o = [f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
+    o += [f"\tpush {r}" for r in saved]
+    o += ["\tin r28, 0x3d", "\tin r29, 0x3e", f"\tsubi r28, lo8({frame})", f"\tsbci r29, hi8({frame})",
+          "\tin r0, 0x3f", "\tcli", "\tout 0x3e, r29", "\tout 0x3f, r0", "\tout 0x3d, r28\t\t; frame at Y+1",
+          "\tmovw r30, r24\t\t; Z = a", "\tmovw r26, r22\t\t; X = γ table", "\tmovw r8, r20\t\t; 2^32 mod q",
+          "\tclr r2", "\tclr r4\t\t\t; zero-norm count", f"\tldi r21, {k}", f"\tldi r16, {65536 // q}",
+          "\tmov r5, r16", f"\tldi r16, {(n // 4) & 0xFF}", "\tmov r3, r16"]
+    lab = f"{name}_blk"
+    o += [f"{lab}:", "\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it", f"\trjmp {lab}_neg",
+          "\tld r6, X+", "\tld r7, X+", f"\trjmp {lab}_go",
+          f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
+    o += prog
+    o += ["\tadiw r30, 8", "\tdec r3", f"\tbreq {lab}_end", f"\tjmp {lab}", f"{lab}_end:",
+          f"\tsubi r28, lo8(-{frame})", f"\tsbci r29, hi8(-{frame})",
+          "\tin r0, 0x3f", "\tcli", "\tout 0x3e, r29", "\tout 0x3f, r0", "\tout 0x3d, r28",
+          "\tmov r24, r4"]
+    o += [f"\tpop {r}" for r in reversed(saved)]
+    o += ["\tclr r25", "\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
+    return o
+
+
 out = ["/* Forward and inverse NTTs for AVR, NTT-friendly Montgomery arithmetic.",
        " * GENERATED by asm-avr/gen_ntt.py: do not edit. See the generator for the method.",
        " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
@@ -247,4 +382,5 @@ for q, n in RINGS:
     out += routine(q, n)
     out += inverse_routine(q, n)
     out += base_mul_routine(q, n, n >> LAYERS)
+out += base_inv_routine(769, 512)
 print("\n".join(out))

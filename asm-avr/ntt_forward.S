@@ -5467,3 +5467,1993 @@ ntt_basemul_q3329_n512_blk_end:
 	ret
 	.size ntt_basemul_q3329_n512, .-ntt_basemul_q3329_n512
 
+	.global ntt_baseinv_q769_n512
+	.type ntt_baseinv_q769_n512, @function
+ntt_baseinv_q769_n512:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, lo8(16)
+	sbci r29, hi8(16)
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28		; frame at Y+1
+	movw r30, r24		; Z = a
+	movw r26, r22		; X = γ table
+	movw r8, r20		; 2^32 mod q
+	clr r2
+	clr r4			; zero-norm count
+	ldi r21, 3
+	ldi r16, 85
+	mov r5, r16
+	ldi r16, 128
+	mov r3, r16
+ntt_baseinv_q769_n512_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_baseinv_q769_n512_blk_neg
+	ld r6, X+
+	ld r7, X+
+	rjmp ntt_baseinv_q769_n512_blk_go
+ntt_baseinv_q769_n512_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_baseinv_q769_n512_blk_go:
+	ldd r16, Z+0
+	ldd r17, Z+1
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+1, r12
+	std Y+2, r13
+	ldd r16, Z+2
+	ldd r17, Z+3
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+3, r12
+	std Y+4, r13
+	ldd r16, Z+4
+	ldd r17, Z+5
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+5, r12
+	std Y+6, r13
+	ldd r16, Z+6
+	ldd r17, Z+7
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+7, r12
+	std Y+8, r13
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+1
+	ldd r19, Y+2
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldd r18, Y+5
+	ldd r19, Y+6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+11, r12
+	std Y+12, r13
+	movw r16, r6
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+11, r12
+	std Y+12, r13
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+7
+	ldd r19, Y+8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+13, r12
+	std Y+14, r13
+	movw r16, r6
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+13, r12
+	std Y+14, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	movw r16, r18
+	ldd r18, Y+11
+	ldd r19, Y+12
+	add r16, r18
+	adc r17, r19
+	ldd r18, Y+13
+	ldd r19, Y+14
+	sub r16, r18
+	sbc r17, r19
+	sub r16, r18
+	sbc r17, r19
+	std Y+13, r16
+	std Y+14, r17
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+5
+	ldd r19, Y+6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+11, r12
+	std Y+12, r13
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+3
+	ldd r19, Y+4
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+7
+	ldd r17, Y+8
+	ldd r18, Y+7
+	ldd r19, Y+8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+15, r12
+	std Y+16, r13
+	movw r16, r6
+	ldd r18, Y+15
+	ldd r19, Y+16
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+15, r12
+	std Y+16, r13
+	ldd r18, Y+11
+	ldd r19, Y+12
+	movw r16, r18
+	add r16, r18
+	adc r17, r19
+	ldd r18, Y+9
+	ldd r19, Y+10
+	sub r16, r18
+	sbc r17, r19
+	ldd r18, Y+15
+	ldd r19, Y+16
+	sub r16, r18
+	sbc r17, r19
+	std Y+15, r16
+	std Y+16, r17
+	ldd r16, Y+13
+	ldd r17, Y+14
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+15
+	ldd r17, Y+16
+	ldd r18, Y+15
+	ldd r19, Y+16
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+11, r12
+	std Y+12, r13
+	movw r16, r6
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+11, r12
+	std Y+12, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	movw r16, r18
+	ldd r18, Y+11
+	ldd r19, Y+12
+	sub r16, r18
+	sbc r17, r19
+	std Y+11, r16
+	std Y+12, r17
+	ldd r16, Y+11
+	ldd r17, Y+12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	or r22, r23
+	cpi r22, 1
+	adc r4, r2
+	ldd r18, Y+11
+	ldd r19, Y+12
+	movw r16, r18
+	std Y+9, r16
+	std Y+10, r17
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+13
+	ldd r17, Y+14
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+13, r12
+	std Y+14, r13
+	ldd r16, Y+15
+	ldd r17, Y+16
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	clr r16
+	clr r17
+	sub r16, r18
+	sbc r17, r19
+	std Y+9, r16
+	std Y+10, r17
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+15, r12
+	std Y+16, r13
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+11, r12
+	std Y+12, r13
+	movw r16, r6
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+11, r12
+	std Y+12, r13
+	ldd r18, Y+15
+	ldd r19, Y+16
+	movw r16, r18
+	ldd r18, Y+11
+	ldd r19, Y+12
+	add r16, r18
+	adc r17, r19
+	std Y+11, r16
+	std Y+12, r17
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+1, r12
+	std Y+2, r13
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+5, r12
+	std Y+6, r13
+	ldd r18, Y+1
+	ldd r19, Y+2
+	movw r16, r18
+	ldd r18, Y+5
+	ldd r19, Y+6
+	add r16, r18
+	adc r17, r19
+	std Y+5, r16
+	std Y+6, r17
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+1, r12
+	std Y+2, r13
+	ldd r16, Y+7
+	ldd r17, Y+8
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+15, r12
+	std Y+16, r13
+	movw r16, r6
+	ldd r18, Y+15
+	ldd r19, Y+16
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+15, r12
+	std Y+16, r13
+	ldd r18, Y+1
+	ldd r19, Y+2
+	clr r16
+	clr r17
+	sub r16, r18
+	sbc r17, r19
+	ldd r18, Y+15
+	ldd r19, Y+16
+	sub r16, r18
+	sbc r17, r19
+	std Y+15, r16
+	std Y+16, r17
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+7
+	ldd r17, Y+8
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+13, r12
+	std Y+14, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	clr r16
+	clr r17
+	sub r16, r18
+	sbc r17, r19
+	ldd r18, Y+13
+	ldd r19, Y+14
+	sub r16, r18
+	sbc r17, r19
+	std Y+13, r16
+	std Y+14, r17
+	ldd r16, Y+11
+	ldd r17, Y+12
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+0, r22
+	std Z+1, r23
+	ldd r16, Y+15
+	ldd r17, Y+16
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+2, r22
+	std Z+3, r23
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+4, r22
+	std Z+5, r23
+	ldd r16, Y+13
+	ldd r17, Y+14
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-6536)
+	sbci r17, hi8(-6536)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+6, r22
+	std Z+7, r23
+	adiw r30, 8
+	dec r3
+	breq ntt_baseinv_q769_n512_blk_end
+	jmp ntt_baseinv_q769_n512_blk
+ntt_baseinv_q769_n512_blk_end:
+	subi r28, lo8(-16)
+	sbci r29, hi8(-16)
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
+	mov r24, r4
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r25
+	clr r1
+	ret
+	.size ntt_baseinv_q769_n512, .-ntt_baseinv_q769_n512
+

@@ -26,6 +26,7 @@ extern "C" {
     fn ntt_basemul_q3329_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_basemul_q769_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_basemul_q3329_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_baseinv_q769_n512(a: *mut i16, gammas: *const i16, s2: i16) -> u8;
 }
 
 /// The routines of one ring.
@@ -142,4 +143,17 @@ pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     // arrays, `out` derived from the only mutable borrow.
     unsafe { (r.base_mul)(a, b, out, gammas, r.tables.s2, acc as u8) };
     true
+}
+
+/// Base inversion in assembly (q = 769, n = 512, NTT-friendly Montgomery);
+/// `None` for other rings. Returns the number of non-invertible blocks.
+#[inline]
+pub(crate) fn base_inv<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> Option<u8> {
+    if LAYERS != 7 || N != 512 || TypeId::of::<R>() != TypeId::of::<NttFriendlyMontgomery<Q769>>() {
+        return None;
+    }
+    let t = &Q769_N512;
+    // SAFETY: inverts the 128 blocks of 4 coefficients of `a` in place,
+    // reading 64 γ values; avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).
+    Some(unsafe { ntt_baseinv_q769_n512(a.as_mut_ptr(), t.zetas[64..].as_ptr(), t.s2) })
 }

@@ -326,6 +326,10 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// becomes 0. Constant time: no early exit, the flag is accumulated.
     pub fn base_inv(a: &mut [i16; N]) -> Choice {
         let () = Self::CHECKS;
+        #[cfg(ntt_asm)]
+        if let Some(zero_norms) = crate::asm::base_inv::<R, N, LAYERS>(a) {
+            return zero_norms.ct_eq(&0);
+        }
         let d = Self::BASE_DEGREE;
         let s2 = Self::S2;
         let mut all_invertible = Choice::from(1);

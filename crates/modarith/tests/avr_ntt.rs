@@ -76,6 +76,42 @@ fn run_base_mul<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) 
     w
 }
 
+/// Runs the base inversion (routine 9, q = 769) against `base_inv`, with
+/// zero blocks planted so the non-invertible count is exercised.
+fn run_base_inv(sim: &mut Sim) -> Vec<u64> {
+    type R = NttFriendlyMontgomery<Q769>;
+    let zetas = Ntt::<R, 512, 7>::ZETAS;
+    let mut gammas = [0i16; 256];
+    gammas[..64].copy_from_slice(&zetas[64..128]);
+    let mut rng = Rng::new(10);
+    let mut cases: Vec<[i16; 512]> = vec![[768; 512], [-768; 512], [1; 512]];
+    cases.extend((0..20).map(|_| rng.poly::<512>(769)));
+    for (i, case) in cases.iter_mut().enumerate().skip(3).step_by(3) {
+        case[8 * i..8 * i + 4].fill(0); // a zero block: not invertible
+    }
+    for (n, a) in cases.iter().enumerate() {
+        let mut request = vec![9u8];
+        request.extend(gammas.iter().flat_map(|z| z.to_le_bytes()));
+        request.extend([Ntt::<R, 512, 7>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
+        request.extend(a.iter().flat_map(|c| c.to_le_bytes()));
+        sim.send(&request);
+        let reply = sim.run_until_output(1025, 50_000_000).expect("harness answers");
+        let got: Vec<i16> = reply[..1024]
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        let mut expected = *a;
+        let invertible = Ntt::<R, 512, 7>::base_inv(&mut expected);
+        assert_eq!(got, expected.to_vec(), "base_inv case {n}");
+        assert_eq!(reply[1024] == 0, bool::from(invertible), "base_inv flag, case {n}");
+    }
+    windows(&sim.take_markers())
+        .expect("paired markers")
+        .iter()
+        .map(|w| w.cycles)
+        .collect()
+}
+
 /// Runs routine `id` (0-2 forward, 3-5 inverse) on random and extreme inputs.
 fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
@@ -142,9 +178,10 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
         (6, run_base_mul::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 6, 7)),
         (7, run_base_mul::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 7, 8)),
         (8, run_base_mul::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 8, 9)),
+        (9, run_base_inv(&mut sim)),
     ] {
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
-        const NAMES: [&str; 9] = [
+        const NAMES: [&str; 10] = [
             "forward q3329 n256",
             "forward q769 n512",
             "forward q3329 n512",
@@ -154,6 +191,7 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
             "base_mul (+acc) q3329 n256",
             "base_mul (+acc) q769 n512",
             "base_mul (+acc) q3329 n512",
+            "base_inv q769 n512",
         ];
         println!(
             "{}: {min} cycles (max {max}) over {} calls",

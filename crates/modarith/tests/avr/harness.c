@@ -3,6 +3,8 @@
  * for the inverse's last layer, n coefficients. Ids 0-2 forward, 3-5 inverse.
  * Ids 6-8 base multiplication: then also b and out (n each) and the acc flag;
  * the twiddles are the γ table and the first factor is 2^32 mod q.
+ * Id 9 base inversion (q = 769): γ table, 2^32 mod q, a; reply a⁻¹ and the
+ * number of non-invertible blocks.
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
 #include <avr/io.h>
 #include <avr/interrupt.h>
@@ -17,6 +19,7 @@ extern void ntt_inv_q769_n512(int16_t *a, const int16_t *zetas_inv, const int16_
 extern void ntt_inv_q3329_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
 extern void ntt_basemul_q3329_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 extern void ntt_basemul_q769_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern uint8_t ntt_baseinv_q769_n512(int16_t *a, const int16_t *g, int16_t s2);
 extern void ntt_basemul_q3329_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 
 static void put(uint8_t c)
@@ -55,14 +58,15 @@ int main(void)
 	UCSR0B = _BV(RXEN0) | _BV(TXEN0);
 	for (;;) {
 		uint8_t id = get();
-		if (id > 8)
+		if (id > 9)
 			break;
-		uint16_t n = id % 3 == 0 ? 256 : 512;
+		uint16_t n = id % 3 == 0 && id != 9 ? 256 : 512;
+		uint8_t zero_norms = 0;
 		read16(zetas, 256);
 		read16(last, 2);
 		read16(poly, n);
 		uint8_t acc = 0;
-		if (id >= 6) {
+		if (id >= 6 && id <= 8) {
 			read16(poly_b, n);
 			read16(poly_out, n);
 			acc = get();
@@ -83,10 +87,11 @@ int main(void)
 		case 5: ntt_inv_q3329_n512(poly, zetas, last); break;
 		case 6: ntt_basemul_q3329_n256(poly, poly_b, dst, zetas, last[0], add); break;
 		case 7: ntt_basemul_q769_n512(poly, poly_b, dst, zetas, last[0], add); break;
-		default: ntt_basemul_q3329_n512(poly, poly_b, dst, zetas, last[0], add); break;
+		case 8: ntt_basemul_q3329_n512(poly, poly_b, dst, zetas, last[0], add); break;
+		default: zero_norms = ntt_baseinv_q769_n512(poly, zetas, last[0]); break;
 		}
 		GPIOR0 = (1 + id) | 0x80;
-		if (id >= 6 && !(acc & 2))
+		if (id >= 6 && id <= 8 && !(acc & 2))
 			for (uint16_t i = 0; i < n; i++)
 				poly[i] = poly_out[i];
 		__asm__ volatile("" ::: "memory");
@@ -94,6 +99,8 @@ int main(void)
 			put((uint8_t)poly[i]);
 			put((uint8_t)((uint16_t)poly[i] >> 8));
 		}
+		if (id == 9)
+			put(zero_norms);
 	}
 	while (!(UCSR0A & _BV(TXC0)))
 		;
