@@ -19,14 +19,20 @@ subtraction and the −(q−1)/2 shift give the centred residue (the ranges are
 checked exhaustively by this script before it writes anything).
 """
 
-RINGS = [(3329, 256), (769, 512), (3329, 512)]
-LAYERS = 7
+RINGS = [(3329, 256, 7), (769, 512, 7), (3329, 512, 7), (7681, 256, 8)]
+
+
+def span(q):
+    """centre() accepts |x| < span(q)·q: the offset x + (q−1)/2 + span·q
+    must stay in [0, 2^16) (8 for q ≤ 3329, 4 for 7681)."""
+    return min(8, (65535 - (q - 1) // 2) // (2 * q))
 
 
 def check_centring(q):
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
-    for a in range(-8 * q + 1, 8 * q):
-        ap = a + h + 8 * q
+    c = span(q)
+    for a in range(max(-c * q + 1, -32768), min(c * q, 32768)):
+        ap = a + h + c * q
         assert 0 <= ap < 65536
         t = ((ap >> 8) * m) >> 8
         assert t * k <= 255
@@ -34,9 +40,10 @@ def check_centring(q):
 
 
 def centre(q):
-    """r17:r16 (|x| < 8q) → r23:r22, the centred residue. Clobbers r0, r1, r16, r17, r20."""
+    """r17:r16 (|x| < span(q)·q) → r23:r22, the centred residue. Clobbers r0, r1, r16, r17, r20."""
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
-    return [f"\tsubi r16, lo8(-{h + 8 * q})", f"\tsbci r17, hi8(-{h + 8 * q})",
+    c = span(q)
+    return [f"\tsubi r16, lo8(-{h + c * q})", f"\tsbci r17, hi8(-{h + c * q})",
             "\tmul r17, r5", "\tmov r20, r1\t\t; t", "\tmul r20, r21",
             "\tsub r17, r0", "\tsub r16, r20", "\tsbc r17, r2\t\t; a' − t·q ∈ [0, 2q)",
             "\tmovw r22, r16", f"\tsubi r22, lo8({q})", f"\tsbci r23, hi8({q})",
@@ -77,7 +84,7 @@ def reduce(q):
             "\tsub r12, r15", "\tsbc r13, r1\t\t; mont(b·z)"]
 
 
-def routine(q, n):
+def routine(q, n, layers):
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
     check_centring(q)
     name = f"ntt_fwd_q{q}_n{n}"
@@ -87,9 +94,14 @@ def routine(q, n):
     o += ["\tclr r2\t\t\t; zero", f"\tldi r21, {k}\t\t; k", f"\tldi r16, {m}", "\tmov r5, r16\t\t; floor(2^16/q)",
           "\tmovw r26, r22\t\t; X = zetas", "\tadiw r26, 2\t\t; zetas[0] is unused"]
     length = n // 2
-    for layer in range(LAYERS):
+    bound = q  # exclusive bound on |a_i| entering the layer
+    for layer in range(layers):
         groups = n // (2 * length)
         lab = f"{name}_l{layer}"
+        last = layer == layers - 1
+        # Centre this layer's outputs when the next layer could overflow 16 bits.
+        centre_out = last or bound + 2 * q - 1 > min(32768, span(q) * q)
+        assert bound * ((q - 1) // 2) < q << 15 and bound + q - 1 <= 32768
         o += [f"\t; layer {layer}: {groups} groups of {length} butterflies",
               "\tmovw r28, r24\t\t; Y = a", f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16",
               f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z",
@@ -101,16 +113,14 @@ def routine(q, n):
               "\tld r8, Y", "\tldd r9, Y+1\t\t; a",
               "\tmovw r6, r8", "\tsub r6, r12", "\tsbc r7, r13\t\t; a − t",
               "\tadd r8, r12", "\tadc r9, r13\t\t; a + t"]
-        if layer < LAYERS - 1:
+        if not centre_out:
             o += ["\tst Z+, r6", "\tst Z+, r7", "\tst Y+, r8", "\tst Y+, r9"]
+            o += ["\tdec r4", f"\tbrne {lab}_b"]
         else:
-            # Last layer: centre both outputs in registers before storing.
+            # Centre both outputs in registers before storing.
             o += ["\tmovw r16, r6"] + centre(q) + ["\tst Z+, r22", "\tst Z+, r23"]
             o += ["\tmovw r16, r8"] + centre(q) + ["\tst Y+, r22", "\tst Y+, r23"]
-        if layer < LAYERS - 1:
-            o += ["\tdec r4", f"\tbrne {lab}_b"]
-        else:  # the centring makes this body too long for brne
-            o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
+            o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]  # too long for brne
         o += ["\tmovw r28, r30\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
         length //= 2
     o += [f"\tpop {r}" for r in reversed(saved)]
@@ -118,7 +128,7 @@ def routine(q, n):
     return o
 
 
-def inverse_routine(q, n):
+def inverse_routine(q, n, layers):
     """Gentleman–Sande inverse NTT; sums are centred in the layers where the
     next layer's difference could overflow 16 bits; the final 2^-7 scaling is
     folded into the last layer: sum·F and difference·ζ⁻¹·F, both by mont."""
@@ -132,18 +142,18 @@ def inverse_routine(q, n):
           f"\tldi r16, {m}", "\tmov r5, r16\t\t; floor(2^16/q)", "\tld r16, X+", "\tmov r6, r16", "\tld r16, X+", "\tmov r7, r16",
           "\tld r16, X+", "\tmov r8, r16", "\tld r16, X", "\tmov r9, r16", "\tpush r6", "\tpush r7", "\tpush r8",
           "\tpush r9\t\t; kept on the stack for the last layer", "\tmovw r26, r22\t\t; X = zetas_inv"]
-    length = n >> LAYERS
+    length = n >> layers
     bound = q  # exclusive bound on |a_i| entering the layer
-    for layer in range(LAYERS):
+    for layer in range(layers):
         groups = n // (2 * length)
-        last = layer == LAYERS - 1
+        last = layer == layers - 1
         assert 2 * bound - 1 <= 32768, "a difference would overflow"
         sums = 2 * bound - 1
         # Centre this layer's sums if the next layer's difference would
         # overflow 16 bits, or its sums would leave centre()'s domain (8q).
         next_sums = 2 * max(sums, q) - 1
-        next_last = layer + 1 == LAYERS - 1
-        centre_sums = not last and (next_sums > 32768 or (not next_last and next_sums > 8 * q))
+        next_last = layer + 1 == layers - 1
+        centre_sums = not last and (next_sums > 32768 or (not next_last and next_sums > span(q) * q))
         lab = f"{name}_l{layer}"
         o += [f"\t; layer {layer}: {groups} groups of {length}" + ("; sums centred" if centre_sums else ""),
               "\tmovw r28, r24\t\t; Y = a"]
@@ -378,9 +388,9 @@ out = ["/* Forward and inverse NTTs for AVR, NTT-friendly Montgomery arithmetic.
        " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
        " * Constant time: every loop count is public.",
        " */", "\t.text"]
-for q, n in RINGS:
-    out += routine(q, n)
-    out += inverse_routine(q, n)
-    out += base_mul_routine(q, n, n >> LAYERS)
+for q, n, layers in RINGS:
+    out += routine(q, n, layers)
+    out += inverse_routine(q, n, layers)
+    out += base_mul_routine(q, n, n >> layers)
 out += base_inv_routine(769, 512)
 print("\n".join(out))

@@ -5467,6 +5467,1493 @@ ntt_basemul_q3329_n512_blk_end:
 	ret
 	.size ntt_basemul_q3329_n512, .-ntt_basemul_q3329_n512
 
+	.global ntt_fwd_q7681_n256
+	.type ntt_fwd_q7681_n256, @function
+ntt_fwd_q7681_n256:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	clr r2			; zero
+	ldi r21, 30		; k
+	ldi r16, 8
+	mov r5, r16		; floor(2^16/q)
+	movw r26, r22		; X = zetas
+	adiw r26, 2		; zetas[0] is unused
+	; layer 0: 1 groups of 128 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 1
+	mov r3, r16
+ntt_fwd_q7681_n256_l0_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-256)
+	sbci r31, hi8(-256)	; Z = Y + len
+	ldi r16, 128
+	mov r4, r16
+ntt_fwd_q7681_n256_l0_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q7681_n256_l0_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l0_d
+	rjmp ntt_fwd_q7681_n256_l0_g
+ntt_fwd_q7681_n256_l0_d:
+	; layer 1: 2 groups of 64 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 2
+	mov r3, r16
+ntt_fwd_q7681_n256_l1_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-128)
+	sbci r31, hi8(-128)	; Z = Y + len
+	ldi r16, 64
+	mov r4, r16
+ntt_fwd_q7681_n256_l1_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q7681_n256_l1_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l1_d
+	rjmp ntt_fwd_q7681_n256_l1_g
+ntt_fwd_q7681_n256_l1_d:
+	; layer 2: 4 groups of 32 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 4
+	mov r3, r16
+ntt_fwd_q7681_n256_l2_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = Y + len
+	ldi r16, 32
+	mov r4, r16
+ntt_fwd_q7681_n256_l2_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q7681_n256_l2_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l2_d
+	rjmp ntt_fwd_q7681_n256_l2_g
+ntt_fwd_q7681_n256_l2_d:
+	; layer 3: 8 groups of 16 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 8
+	mov r3, r16
+ntt_fwd_q7681_n256_l3_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-32)
+	sbci r31, hi8(-32)	; Z = Y + len
+	ldi r16, 16
+	mov r4, r16
+ntt_fwd_q7681_n256_l3_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q7681_n256_l3_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l3_d
+	rjmp ntt_fwd_q7681_n256_l3_g
+ntt_fwd_q7681_n256_l3_d:
+	; layer 4: 16 groups of 8 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 16
+	mov r3, r16
+ntt_fwd_q7681_n256_l4_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-16)
+	sbci r31, hi8(-16)	; Z = Y + len
+	ldi r16, 8
+	mov r4, r16
+ntt_fwd_q7681_n256_l4_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q7681_n256_l4_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l4_d
+	rjmp ntt_fwd_q7681_n256_l4_g
+ntt_fwd_q7681_n256_l4_d:
+	; layer 5: 32 groups of 4 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 32
+	mov r3, r16
+ntt_fwd_q7681_n256_l5_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-8)
+	sbci r31, hi8(-8)	; Z = Y + len
+	ldi r16, 4
+	mov r4, r16
+ntt_fwd_q7681_n256_l5_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q7681_n256_l5_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l5_d
+	rjmp ntt_fwd_q7681_n256_l5_g
+ntt_fwd_q7681_n256_l5_d:
+	; layer 6: 64 groups of 2 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 64
+	mov r3, r16
+ntt_fwd_q7681_n256_l6_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-4)
+	sbci r31, hi8(-4)	; Z = Y + len
+	ldi r16, 2
+	mov r4, r16
+ntt_fwd_q7681_n256_l6_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q7681_n256_l6_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l6_d
+	rjmp ntt_fwd_q7681_n256_l6_g
+ntt_fwd_q7681_n256_l6_d:
+	; layer 7: 128 groups of 1 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 128
+	mov r3, r16
+ntt_fwd_q7681_n256_l7_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-2)
+	sbci r31, hi8(-2)	; Z = Y + len
+	ldi r16, 1
+	mov r4, r16
+ntt_fwd_q7681_n256_l7_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	movw r16, r6
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Z+, r22
+	st Z+, r23
+	movw r16, r8
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_fwd_q7681_n256_l7_e
+	rjmp ntt_fwd_q7681_n256_l7_b
+ntt_fwd_q7681_n256_l7_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q7681_n256_l7_d
+	rjmp ntt_fwd_q7681_n256_l7_g
+ntt_fwd_q7681_n256_l7_d:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_fwd_q7681_n256, .-ntt_fwd_q7681_n256
+
+	.global ntt_inv_q7681_n256
+	.type ntt_inv_q7681_n256, @function
+ntt_inv_q7681_n256:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r26, r20		; X = [F, ζ⁻¹F]
+	clr r2			; zero
+	ldi r21, 30		; k
+	ldi r16, 8
+	mov r5, r16		; floor(2^16/q)
+	ld r16, X+
+	mov r6, r16
+	ld r16, X+
+	mov r7, r16
+	ld r16, X+
+	mov r8, r16
+	ld r16, X
+	mov r9, r16
+	push r6
+	push r7
+	push r8
+	push r9		; kept on the stack for the last layer
+	movw r26, r22		; X = zetas_inv
+	; layer 0: 128 groups of 1
+	movw r28, r24		; Y = a
+	subi r26, lo8(-256)
+	sbci r27, hi8(-256)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 128
+	mov r3, r16
+ntt_inv_q7681_n256_l0_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-2)
+	sbci r31, hi8(-2)	; Z = Y + len
+	ldi r16, 1
+	mov r4, r16
+ntt_inv_q7681_n256_l0_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q7681_n256_l0_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l0_d
+	rjmp ntt_inv_q7681_n256_l0_g
+ntt_inv_q7681_n256_l0_d:
+	; layer 1: 64 groups of 2; sums centred
+	movw r28, r24		; Y = a
+	subi r26, lo8(384)
+	sbci r27, hi8(384)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 64
+	mov r3, r16
+ntt_inv_q7681_n256_l1_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-4)
+	sbci r31, hi8(-4)	; Z = Y + len
+	ldi r16, 2
+	mov r4, r16
+ntt_inv_q7681_n256_l1_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	st Z+, r12
+	st Z+, r13
+	movw r16, r8
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_inv_q7681_n256_l1_e
+	rjmp ntt_inv_q7681_n256_l1_b
+ntt_inv_q7681_n256_l1_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l1_d
+	rjmp ntt_inv_q7681_n256_l1_g
+ntt_inv_q7681_n256_l1_d:
+	; layer 2: 32 groups of 4
+	movw r28, r24		; Y = a
+	subi r26, lo8(192)
+	sbci r27, hi8(192)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 32
+	mov r3, r16
+ntt_inv_q7681_n256_l2_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-8)
+	sbci r31, hi8(-8)	; Z = Y + len
+	ldi r16, 4
+	mov r4, r16
+ntt_inv_q7681_n256_l2_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q7681_n256_l2_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l2_d
+	rjmp ntt_inv_q7681_n256_l2_g
+ntt_inv_q7681_n256_l2_d:
+	; layer 3: 16 groups of 8; sums centred
+	movw r28, r24		; Y = a
+	subi r26, lo8(96)
+	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 16
+	mov r3, r16
+ntt_inv_q7681_n256_l3_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-16)
+	sbci r31, hi8(-16)	; Z = Y + len
+	ldi r16, 8
+	mov r4, r16
+ntt_inv_q7681_n256_l3_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	st Z+, r12
+	st Z+, r13
+	movw r16, r8
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_inv_q7681_n256_l3_e
+	rjmp ntt_inv_q7681_n256_l3_b
+ntt_inv_q7681_n256_l3_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l3_d
+	rjmp ntt_inv_q7681_n256_l3_g
+ntt_inv_q7681_n256_l3_d:
+	; layer 4: 8 groups of 16
+	movw r28, r24		; Y = a
+	subi r26, lo8(48)
+	sbci r27, hi8(48)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 8
+	mov r3, r16
+ntt_inv_q7681_n256_l4_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-32)
+	sbci r31, hi8(-32)	; Z = Y + len
+	ldi r16, 16
+	mov r4, r16
+ntt_inv_q7681_n256_l4_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q7681_n256_l4_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l4_d
+	rjmp ntt_inv_q7681_n256_l4_g
+ntt_inv_q7681_n256_l4_d:
+	; layer 5: 4 groups of 32; sums centred
+	movw r28, r24		; Y = a
+	subi r26, lo8(24)
+	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 4
+	mov r3, r16
+ntt_inv_q7681_n256_l5_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = Y + len
+	ldi r16, 32
+	mov r4, r16
+ntt_inv_q7681_n256_l5_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	st Z+, r12
+	st Z+, r13
+	movw r16, r8
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_inv_q7681_n256_l5_e
+	rjmp ntt_inv_q7681_n256_l5_b
+ntt_inv_q7681_n256_l5_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l5_d
+	rjmp ntt_inv_q7681_n256_l5_g
+ntt_inv_q7681_n256_l5_d:
+	; layer 6: 2 groups of 64
+	movw r28, r24		; Y = a
+	subi r26, lo8(12)
+	sbci r27, hi8(12)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 2
+	mov r3, r16
+ntt_inv_q7681_n256_l6_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-128)
+	sbci r31, hi8(-128)	; Z = Y + len
+	ldi r16, 64
+	mov r4, r16
+ntt_inv_q7681_n256_l6_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q7681_n256_l6_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l6_d
+	rjmp ntt_inv_q7681_n256_l6_g
+ntt_inv_q7681_n256_l6_d:
+	; layer 7: 1 groups of 128
+	movw r28, r24		; Y = a
+	subi r26, lo8(6)
+	sbci r27, hi8(6)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 1
+	mov r3, r16
+ntt_inv_q7681_n256_l7_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-256)
+	sbci r31, hi8(-256)	; Z = Y + len
+	ldi r16, 128
+	mov r4, r16
+ntt_inv_q7681_n256_l7_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	in r28, 0x3d
+	in r29, 0x3e
+	ldd r18, Y+2
+	ldd r19, Y+1		; ζ⁻¹F
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Z+, r22
+	st Z+, r23
+	ldd r18, Y+4
+	ldd r19, Y+3		; F
+	movw r16, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	movw r28, r30
+	subi r28, lo8(258)
+	sbci r29, hi8(258)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_inv_q7681_n256_l7_e
+	rjmp ntt_inv_q7681_n256_l7_b
+ntt_inv_q7681_n256_l7_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q7681_n256_l7_d
+	rjmp ntt_inv_q7681_n256_l7_g
+ntt_inv_q7681_n256_l7_d:
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_inv_q7681_n256, .-ntt_inv_q7681_n256
+
+	.global ntt_basemul_q7681_n256
+	.type ntt_basemul_q7681_n256, @function
+ntt_basemul_q7681_n256:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	mov r4, r14		; acc flag
+	movw r8, r16		; s2 = 2^32 mod q
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	movw r24, r18		; gammas
+	clr r2
+	ldi r21, 30
+	ldi r16, 8
+	mov r5, r16
+	ldi r16, 0
+	mov r3, r16
+ntt_basemul_q7681_n256_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q7681_n256_blk_neg
+	push r30
+	push r31
+	movw r30, r24
+	ld r6, Z+
+	ld r7, Z+
+	movw r24, r30
+	pop r31
+	pop r30
+	rjmp ntt_basemul_q7681_n256_blk_go
+ntt_basemul_q7681_n256_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q7681_n256_blk_go:
+	; c0
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	push r22
+	push r23
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	adiw r26, 2
+	adiw r28, 2
+	adiw r30, 2
+	dec r3
+	breq ntt_basemul_q7681_n256_blk_end
+	jmp ntt_basemul_q7681_n256_blk
+ntt_basemul_q7681_n256_blk_end:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q7681_n256, .-ntt_basemul_q7681_n256
+
 	.global ntt_baseinv_q769_n512
 	.type ntt_baseinv_q769_n512, @function
 ntt_baseinv_q769_n512:

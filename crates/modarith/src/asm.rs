@@ -8,7 +8,7 @@
 
 use core::any::TypeId;
 
-use crate::modulus::{Q3329, Q769};
+use crate::modulus::{Q3329, Q7681, Q769};
 use crate::ntt::{Ntt, MAX_TWIDDLES};
 use crate::reduce::{NttFriendlyMontgomery, Reduction};
 
@@ -27,6 +27,9 @@ extern "C" {
     fn ntt_basemul_q769_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_basemul_q3329_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_baseinv_q769_n512(a: *mut i16, gammas: *const i16, s2: i16) -> u8;
+    fn ntt_fwd_q7681_n256(a: *mut i16, zetas: *const i16);
+    fn ntt_inv_q7681_n256(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_basemul_q7681_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
 }
 
 /// The routines of one ring.
@@ -46,18 +49,19 @@ struct Tables {
     s2: i16,
 }
 
-const fn tables<R: Reduction, const N: usize>() -> Tables {
+const fn tables<R: Reduction, const N: usize, const LAYERS: u32>() -> Tables {
     Tables {
-        zetas: Ntt::<R, N, 7>::ZETAS,
-        zetas_inv: Ntt::<R, N, 7>::ZETAS_INV,
-        last_layer: Ntt::<R, N, 7>::INVERSE_LAST_LAYER,
-        s2: Ntt::<R, N, 7>::S2,
+        zetas: Ntt::<R, N, LAYERS>::ZETAS,
+        zetas_inv: Ntt::<R, N, LAYERS>::ZETAS_INV,
+        last_layer: Ntt::<R, N, LAYERS>::INVERSE_LAST_LAYER,
+        s2: Ntt::<R, N, LAYERS>::S2,
     }
 }
 
-static Q3329_N256: Tables = tables::<NttFriendlyMontgomery<Q3329>, 256>();
-static Q769_N512: Tables = tables::<NttFriendlyMontgomery<Q769>, 512>();
-static Q3329_N512: Tables = tables::<NttFriendlyMontgomery<Q3329>, 512>();
+static Q3329_N256: Tables = tables::<NttFriendlyMontgomery<Q3329>, 256, 7>();
+static Q769_N512: Tables = tables::<NttFriendlyMontgomery<Q769>, 512, 7>();
+static Q3329_N512: Tables = tables::<NttFriendlyMontgomery<Q3329>, 512, 7>();
+static Q7681_N256: Tables = tables::<NttFriendlyMontgomery<Q7681>, 256, 8>();
 
 /// The routines and tables of this ring, if it has them. The checks fold to
 /// constants after monomorphization.
@@ -65,7 +69,15 @@ fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<Routine
     let r = TypeId::of::<R>();
     let q3329 = TypeId::of::<NttFriendlyMontgomery<Q3329>>();
     let q769 = TypeId::of::<NttFriendlyMontgomery<Q769>>();
-    if LAYERS != 7 {
+    let q7681 = TypeId::of::<NttFriendlyMontgomery<Q7681>>();
+    if r == q7681 && N == 256 && LAYERS == 8 {
+        Some(Routines {
+            forward: ntt_fwd_q7681_n256,
+            inverse: ntt_inv_q7681_n256,
+            base_mul: ntt_basemul_q7681_n256,
+            tables: &Q7681_N256,
+        })
+    } else if LAYERS != 7 {
         None
     } else if r == q3329 && N == 256 {
         Some(Routines {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use avr_sim::{windows, Sim};
-use modarith::{Modulus, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q769};
+use modarith::{Modulus, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q7681, Q769};
 
 mod common;
 use common::Rng;
@@ -28,11 +28,12 @@ fn build_harness() -> PathBuf {
 
 /// Runs base multiplication routine `id` (6-8), plain and accumulating,
 /// against `base_mul` and `base_mul_acc`.
-fn run_base_mul<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
+fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
-    let zetas = Ntt::<R, N, 7>::ZETAS;
+    let zetas = Ntt::<R, N, L>::ZETAS;
     let mut gammas = [0i16; 256];
-    gammas[..64].copy_from_slice(&zetas[64..128]);
+    let half = 1usize << (L - 1);
+    gammas[..half].copy_from_slice(&zetas[half..2 * half]);
     let mut rng = Rng::new(seed);
     let extreme = [(q - 1) as i16; N];
     let mut cases: Vec<([i16; N], [i16; N], [i16; N])> = vec![
@@ -45,7 +46,7 @@ fn run_base_mul<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) 
         for acc in [0u8, 1, 2] {
             let mut request = vec![id];
             request.extend(gammas.iter().flat_map(|z| z.to_le_bytes()));
-            request.extend([Ntt::<R, N, 7>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
+            request.extend([Ntt::<R, N, L>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
             for p in [a, b, out] {
                 request.extend(p.iter().flat_map(|c| c.to_le_bytes()));
             }
@@ -58,11 +59,11 @@ fn run_base_mul<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) 
                 .collect();
             let mut expected = *out;
             match acc {
-                0 => Ntt::<R, N, 7>::base_mul(a, b, &mut expected),
-                1 => Ntt::<R, N, 7>::base_mul_acc(a, b, &mut expected),
+                0 => Ntt::<R, N, L>::base_mul(a, b, &mut expected),
+                1 => Ntt::<R, N, L>::base_mul_acc(a, b, &mut expected),
                 _ => {
                     expected = *a;
-                    Ntt::<R, N, 7>::base_mul_assign(&mut expected, b);
+                    Ntt::<R, N, L>::base_mul_assign(&mut expected, b);
                 }
             }
             assert_eq!(got, expected.to_vec(), "routine {id}, case {n}, acc {acc}");
@@ -113,15 +114,15 @@ fn run_base_inv(sim: &mut Sim) -> Vec<u64> {
 }
 
 /// Runs routine `id` (0-2 forward, 3-5 inverse) on random and extreme inputs.
-fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
+fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
-    let inverse = id >= 3;
+    let inverse = id == 11 || (3..6).contains(&id);
     let zetas = if inverse {
-        Ntt::<R, N, 7>::ZETAS_INV
+        Ntt::<R, N, L>::ZETAS_INV
     } else {
-        Ntt::<R, N, 7>::ZETAS
+        Ntt::<R, N, L>::ZETAS
     };
-    let last = Ntt::<R, N, 7>::INVERSE_LAST_LAYER;
+    let last = Ntt::<R, N, L>::INVERSE_LAST_LAYER;
     let mut rng = Rng::new(seed);
     let mut inputs: Vec<[i16; N]> = vec![[(q - 1) as i16; N], [1 - q as i16; N], [0; N]];
     inputs.extend((0..40).map(|_| rng.poly::<N>(q)));
@@ -138,9 +139,9 @@ fn run_ring<R: Reduction, const N: usize>(sim: &mut Sim, id: u8, seed: u64) -> V
             .collect();
         let mut expected = *input;
         if inverse {
-            Ntt::<R, N, 7>::inverse(&mut expected);
+            Ntt::<R, N, L>::inverse(&mut expected);
         } else {
-            Ntt::<R, N, 7>::forward(&mut expected);
+            Ntt::<R, N, L>::forward(&mut expected);
         }
         if got != expected.to_vec() {
             let bad: Vec<(usize, i16, i16)> = got
@@ -169,19 +170,25 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
     for (id, cycles) in [
-        (0u8, run_ring::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 0, 1)),
-        (1, run_ring::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 1, 2)),
-        (2, run_ring::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 2, 3)),
-        (3, run_ring::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 3, 4)),
-        (4, run_ring::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 4, 5)),
-        (5, run_ring::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 5, 6)),
-        (6, run_base_mul::<NttFriendlyMontgomery<Q3329>, 256>(&mut sim, 6, 7)),
-        (7, run_base_mul::<NttFriendlyMontgomery<Q769>, 512>(&mut sim, 7, 8)),
-        (8, run_base_mul::<NttFriendlyMontgomery<Q3329>, 512>(&mut sim, 8, 9)),
+        (0u8, run_ring::<NttFriendlyMontgomery<Q3329>, 256, 7>(&mut sim, 0, 1)),
+        (1, run_ring::<NttFriendlyMontgomery<Q769>, 512, 7>(&mut sim, 1, 2)),
+        (2, run_ring::<NttFriendlyMontgomery<Q3329>, 512, 7>(&mut sim, 2, 3)),
+        (3, run_ring::<NttFriendlyMontgomery<Q3329>, 256, 7>(&mut sim, 3, 4)),
+        (4, run_ring::<NttFriendlyMontgomery<Q769>, 512, 7>(&mut sim, 4, 5)),
+        (5, run_ring::<NttFriendlyMontgomery<Q3329>, 512, 7>(&mut sim, 5, 6)),
+        (6, run_base_mul::<NttFriendlyMontgomery<Q3329>, 256, 7>(&mut sim, 6, 7)),
+        (7, run_base_mul::<NttFriendlyMontgomery<Q769>, 512, 7>(&mut sim, 7, 8)),
+        (8, run_base_mul::<NttFriendlyMontgomery<Q3329>, 512, 7>(&mut sim, 8, 9)),
         (9, run_base_inv(&mut sim)),
+        (10, run_ring::<NttFriendlyMontgomery<Q7681>, 256, 8>(&mut sim, 10, 11)),
+        (11, run_ring::<NttFriendlyMontgomery<Q7681>, 256, 8>(&mut sim, 11, 12)),
+        (
+            12,
+            run_base_mul::<NttFriendlyMontgomery<Q7681>, 256, 8>(&mut sim, 12, 13),
+        ),
     ] {
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
-        const NAMES: [&str; 10] = [
+        const NAMES: [&str; 13] = [
             "forward q3329 n256",
             "forward q769 n512",
             "forward q3329 n512",
@@ -192,6 +199,9 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
             "base_mul (+acc) q769 n512",
             "base_mul (+acc) q3329 n512",
             "base_inv q769 n512",
+            "forward q7681 n256",
+            "inverse q7681 n256",
+            "base_mul (+acc) q7681 n256",
         ];
         println!(
             "{}: {min} cycles (max {max}) over {} calls",

@@ -4,7 +4,8 @@
  * Ids 6-8 base multiplication: then also b and out (n each) and the acc flag;
  * the twiddles are the γ table and the first factor is 2^32 mod q.
  * Id 9 base inversion (q = 769): γ table, 2^32 mod q, a; reply a⁻¹ and the
- * number of non-invertible blocks.
+ * number of non-invertible blocks. Ids 10-12: forward, inverse and base
+ * multiplication of Saber's q = 7681 ring (8 layers).
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
 #include <avr/io.h>
 #include <avr/interrupt.h>
@@ -19,6 +20,9 @@ extern void ntt_inv_q769_n512(int16_t *a, const int16_t *zetas_inv, const int16_
 extern void ntt_inv_q3329_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
 extern void ntt_basemul_q3329_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 extern void ntt_basemul_q769_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern void ntt_fwd_q7681_n256(int16_t *a, const int16_t *zetas);
+extern void ntt_inv_q7681_n256(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_basemul_q7681_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 extern uint8_t ntt_baseinv_q769_n512(int16_t *a, const int16_t *g, int16_t s2);
 extern void ntt_basemul_q3329_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 
@@ -58,15 +62,16 @@ int main(void)
 	UCSR0B = _BV(RXEN0) | _BV(TXEN0);
 	for (;;) {
 		uint8_t id = get();
-		if (id > 9)
+		if (id > 12)
 			break;
-		uint16_t n = id % 3 == 0 && id != 9 ? 256 : 512;
+		uint16_t n = id >= 10 || (id % 3 == 0 && id != 9) ? 256 : 512;
+		uint8_t is_base_mul = (id >= 6 && id <= 8) || id == 12;
 		uint8_t zero_norms = 0;
 		read16(zetas, 256);
 		read16(last, 2);
 		read16(poly, n);
 		uint8_t acc = 0;
-		if (id >= 6 && id <= 8) {
+		if (is_base_mul) {
 			read16(poly_b, n);
 			read16(poly_out, n);
 			acc = get();
@@ -88,10 +93,13 @@ int main(void)
 		case 6: ntt_basemul_q3329_n256(poly, poly_b, dst, zetas, last[0], add); break;
 		case 7: ntt_basemul_q769_n512(poly, poly_b, dst, zetas, last[0], add); break;
 		case 8: ntt_basemul_q3329_n512(poly, poly_b, dst, zetas, last[0], add); break;
-		default: zero_norms = ntt_baseinv_q769_n512(poly, zetas, last[0]); break;
+		case 9: zero_norms = ntt_baseinv_q769_n512(poly, zetas, last[0]); break;
+		case 10: ntt_fwd_q7681_n256(poly, zetas); break;
+		case 11: ntt_inv_q7681_n256(poly, zetas, last); break;
+		default: ntt_basemul_q7681_n256(poly, poly_b, dst, zetas, last[0], add); break;
 		}
 		GPIOR0 = (1 + id) | 0x80;
-		if (id >= 6 && id <= 8 && !(acc & 2))
+		if (is_base_mul && !(acc & 2))
 			for (uint16_t i = 0; i < n; i++)
 				poly[i] = poly_out[i];
 		__asm__ volatile("" ::: "memory");
