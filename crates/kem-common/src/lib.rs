@@ -12,17 +12,26 @@ use zeroize::Zeroize;
 
 /// Packs `count` values of `d` bits (1 ≤ d ≤ 16; upper bits ignored) as a
 /// little-endian bit stream into `out` (count·d/8 bytes).
-pub fn pack_bits(d: u32, count: usize, out: &mut [u8], mut value: impl FnMut(usize) -> u16) {
-    let mask = (1u32 << d) - 1;
-    let (mut acc, mut bits) = (0u32, 0);
+pub fn pack_bits(d: u32, count: usize, out: &mut [u8], value: impl FnMut(usize) -> u16) {
     let mut bytes = out.iter_mut();
+    pack_bits_with(d, count, value, |_, byte| {
+        if let Some(b) = bytes.next() {
+            *b = byte;
+        }
+    });
+}
+
+/// Like [`pack_bits`], but hands byte k of the stream to `emit(k, byte)`:
+/// a caller can compare a stream against a buffer without storing it.
+pub fn pack_bits_with(d: u32, count: usize, mut value: impl FnMut(usize) -> u16, mut emit: impl FnMut(usize, u8)) {
+    let mask = (1u32 << d) - 1;
+    let (mut acc, mut bits, mut pos) = (0u32, 0, 0);
     for i in 0..count {
         acc |= (value(i) as u32 & mask) << bits;
         bits += d;
         while bits >= 8 {
-            if let Some(b) = bytes.next() {
-                *b = acc as u8;
-            }
+            emit(pos, acc as u8);
+            pos += 1;
             acc >>= 8;
             bits -= 8;
         }

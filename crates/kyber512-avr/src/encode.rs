@@ -73,18 +73,12 @@ pub fn compress_encode(p: &Poly, d: u32, out: &mut [u8]) {
 /// Compress_d and ByteEncode_d of a polynomial, byte by byte into `emit`
 /// (at positions `offset..offset + 32·d`), so no ciphertext buffer is needed.
 pub fn compress_emit(p: &Poly, d: u32, offset: usize, emit: &mut impl FnMut(usize, u8)) {
-    let mask = (1u32 << d) - 1;
-    let (mut acc, mut bits, mut pos) = (0u32, 0, offset);
-    for &c in p.0.iter() {
-        acc |= (compress(Q3329::to_unsigned(c), d) as u32 & mask) << bits;
-        bits += d;
-        while bits >= 8 {
-            emit(pos, acc as u8);
-            pos += 1;
-            acc >>= 8;
-            bits -= 8;
-        }
-    }
+    kem_common::pack_bits_with(
+        d,
+        N,
+        |i| compress(Q3329::to_unsigned(p.0[i]), d),
+        |k, byte| emit(offset + k, byte),
+    );
 }
 
 /// Adds Decompress_1(ByteDecode_1(m)) to `acc`: coefficient i gains

@@ -165,13 +165,13 @@ pub fn keygen_into(
     Ok(())
 }
 
-/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r). Returns K̄ (the caller hashes
-/// it with H of the ciphertext it received or sent).
-fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], ct: &mut [u8; CT_BYTES]) -> [u8; 32] {
+/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `emit`.
+/// Returns K̄ (the caller hashes it with H of the ciphertext it received or sent).
+fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], emit: &mut impl FnMut(usize, u8)) -> [u8; 32] {
     let mut kr = fips202::sha3_512(&[m, hpk]);
     let mut r = [0u8; 32];
     r.copy_from_slice(&kr[32..]);
-    pke::encrypt(m, &r, pk, ct);
+    pke::encrypt(m, &r, pk, emit);
     let mut kbar = [0u8; 32];
     kbar.copy_from_slice(&kr[..32]);
     r.zeroize();
@@ -189,7 +189,7 @@ pub fn encapsulate_into(
     fill(rng, &mut raw)?;
     let mut m = fips202::sha3_256(&[&raw]);
     let hpk = fips202::sha3_256(&[pk]);
-    let mut kbar = encrypt_derive(&m, &hpk, pk, ct);
+    let mut kbar = encrypt_derive(&m, &hpk, pk, &mut |k, byte| ct[k] = byte);
     let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[ct])]));
     raw.zeroize();
     m.zeroize();
@@ -205,15 +205,18 @@ pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecre
     let (hpk, z) = rest.split_at(32);
     let mut m = [0u8; 32];
     pke::decrypt(sk_pke, ct, &mut m);
-    let mut ct2 = [0u8; CT_BYTES];
-    let mut kbar = encrypt_derive(&m, hpk, pk, &mut ct2);
-    let fail = !ct.ct_eq(&ct2);
+    // Re-encrypt and compare as the bytes come (no second ciphertext buffer):
+    // the OR of all byte differences is zero iff equal. (subtle's slice
+    // ct_eq compiled to a branch per byte on AVR: `cargo xtask ct` saw it.)
+    let mut diff = 0u8;
+    let mut kbar = encrypt_derive(&m, hpk, pk, &mut |k, byte| diff |= byte ^ ct[k]);
+    let fail = !diff.ct_eq(&0);
     let mut z_arr = [0u8; 32];
     z_arr.copy_from_slice(z);
     // The reference hashes the received ciphertext, valid or not.
     let mut chosen = select_bytes(&kbar, &z_arr, fail);
     let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[ct])]));
-    for secret in [&mut m[..], &mut chosen[..], &mut z_arr[..], &mut kbar[..], &mut ct2[..]] {
+    for secret in [&mut m[..], &mut chosen[..], &mut z_arr[..], &mut kbar[..]] {
         secret.zeroize();
     }
     ss

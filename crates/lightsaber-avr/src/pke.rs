@@ -1,6 +1,6 @@
 //! Saber.PKE (round-3 specification Algorithms 17–19 / reference `indcpa.c`).
 
-use kem_common::{pack_bits, unpack_bits};
+use kem_common::{pack_bits, pack_bits_with, unpack_bits};
 use zeroize::Zeroize;
 
 use crate::params::{
@@ -44,8 +44,12 @@ pub fn keygen(
     b.zeroize();
 }
 
-/// Saber.PKE.Enc of message m with seed_s' into ct.
-pub fn encrypt(m: &[u8; 32], seed_sp: &[u8; SEED_BYTES], pk: &[u8], ct: &mut [u8; CT_BYTES]) {
+/// Saber.PKE.Enc of message m with seed_s'; ciphertext byte k goes to
+/// `emit(k, byte)`, so decapsulation compares its re-encryption without a
+/// second ciphertext buffer. Not inlined, so its buffers never share a frame
+/// with decryption's.
+#[inline(never)]
+pub fn encrypt(m: &[u8; 32], seed_sp: &[u8; SEED_BYTES], pk: &[u8], emit: &mut impl FnMut(usize, u8)) {
     let mut sp = [[0i8; N]; L];
     gen_secret(seed_sp, &mut sp);
     let mut acc = Accumulator::new();
@@ -59,16 +63,24 @@ pub fn encrypt(m: &[u8; 32], seed_sp: &[u8; SEED_BYTES], pk: &[u8], ct: &mut [u8
             acc.mul_acc(&a, sp_j);
         }
         acc.finish(&mut out);
-        pack_bits(EP, N, &mut ct[i * POLY_P_BYTES..(i + 1) * POLY_P_BYTES], |k| {
-            (out[k] + H1) >> (EQ - EP)
-        });
+        pack_bits_with(
+            EP,
+            N,
+            |k| (out[k] + H1) >> (EQ - EP),
+            |k, byte| emit(i * POLY_P_BYTES + k, byte),
+        );
     }
     // v' = bᵀ s' mod p; c_m = (v' − 2^(ε_p−1)·m + h1) ≫ (ε_p − ε_T).
     inner_product(&pk[..POLYVEC_P_BYTES], &sp, &mut acc, &mut a, &mut out);
-    pack_bits(ET, N, &mut ct[POLYVEC_P_BYTES..], |k| {
-        let bit = ((m[k >> 3] >> (k & 7)) & 1) as u16;
-        out[k].wrapping_sub(bit << (EP - 1)).wrapping_add(H1) >> (EP - ET)
-    });
+    pack_bits_with(
+        ET,
+        N,
+        |k| {
+            let bit = ((m[k >> 3] >> (k & 7)) & 1) as u16;
+            out[k].wrapping_sub(bit << (EP - 1)).wrapping_add(H1) >> (EP - ET)
+        },
+        |k, byte| emit(POLYVEC_P_BYTES + k, byte),
+    );
     sp.iter_mut().for_each(Zeroize::zeroize);
     out.zeroize();
 }
@@ -86,6 +98,7 @@ fn inner_product(b: &[u8], s: &[Secret; L], acc: &mut Accumulator, scratch: &mut
 
 /// Saber.PKE.Dec: m = (v − 2^(ε_p−ε_T)·c_m + h2) ≫ (ε_p − 1), bit by bit.
 /// `sk` must hold secrets in [−5, 5] (checked on import).
+#[inline(never)]
 pub fn decrypt(sk: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
     let mut s = [[0i8; N]; L];
     for (j, s_j) in s.iter_mut().enumerate() {

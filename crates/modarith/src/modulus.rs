@@ -7,6 +7,24 @@
 pub use crate::consts::{inv_mod, pow_mod, smallest_root_of_unity};
 use crate::consts::{inv_mod_2_16, round_div, two_adicity};
 
+/// Passes a mask (all ones or zero) through an optimisation barrier on AVR.
+///
+/// The AVR core has no conditional move, so when LLVM recognises
+/// `mask & x` as a select it lowers it to a branch: a secret-dependent one
+/// (`cargo xtask ct` sees the cycle counts vary). Elsewhere the mask is used
+/// as is; `ci/ct-valgrind.sh` checks the host build.
+#[inline(always)]
+pub fn opaque_mask<T>(mask: T) -> T {
+    #[cfg(target_arch = "avr")]
+    {
+        core::hint::black_box(mask)
+    }
+    #[cfg(not(target_arch = "avr"))]
+    {
+        mask
+    }
+}
+
 /// A prime modulus q = k·2^m + 1 with everything the reductions need.
 ///
 /// Only `Q` is given by an implementation; every other constant has a
@@ -59,15 +77,15 @@ pub trait Modulus: 'static + Copy + Default {
     /// Moves a value in (−q, q) into [−(q−1)/2, (q−1)/2] with masks, no branch.
     #[inline(always)]
     fn center_fixup(mut r: i16) -> i16 {
-        r = r.wrapping_sub(Self::Q as i16 & (Self::HALF.wrapping_sub(r) >> 15));
-        r.wrapping_add(Self::Q as i16 & (r.wrapping_add(Self::HALF) >> 15))
+        r = r.wrapping_sub(Self::Q as i16 & opaque_mask(Self::HALF.wrapping_sub(r) >> 15));
+        r.wrapping_add(Self::Q as i16 & opaque_mask(r.wrapping_add(Self::HALF) >> 15))
     }
 
     /// The canonical representative in [0, q) of a centred value. Constant time.
     #[inline(always)]
     fn to_unsigned(a: i16) -> u16 {
         let c = Self::center(a);
-        (c + (Self::Q as i16 & (c >> 15))) as u16
+        (c + (Self::Q as i16 & opaque_mask(c >> 15))) as u16
     }
 }
 
