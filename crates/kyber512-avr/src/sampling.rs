@@ -2,36 +2,49 @@
 
 use fips202::{Sponge, SHAKE128_RATE};
 
-use modarith::{Modulus, Q3329};
+use modarith::{opaque_mask, Modulus, Q3329};
 
 use crate::params::{N, Q};
 use crate::poly::Poly;
 
-/// SampleNTT (Algorithm 7): Â[i][j] from XOF(ρ ‖ j ‖ i). Rejection sampling
-/// on public data (ρ is public), so its variable time leaks nothing.
+/// Blocks of SHAKE128 output SampleNTT always consumes: 4 × 112 = 448
+/// candidates, of which fewer than 256 pass (each passes with probability
+/// 3329/4096) with probability below 2^-100; only then are more squeezed.
+const SAMPLE_NTT_BLOCKS: usize = 4;
+
+/// SampleNTT (Algorithm 7): Â[i][j] from XOF(ρ ‖ j ‖ i). ρ is public, but a
+/// data-dependent count of blocks and of loop exits would still make key
+/// generation and encapsulation time vary from key to key. So every
+/// candidate of a fixed number of blocks is processed the same way: it is
+/// written (or the last slot rewritten with itself) through masks.
 pub fn sample_ntt(rho: &[u8; 32], j: u8, i: u8, out: &mut Poly) {
     let mut xof = Sponge::shake128();
     xof.absorb(rho);
     xof.absorb(&[j, i]);
     xof.finalize();
     let mut block = [0u8; SHAKE128_RATE];
-    let mut filled = 0;
-    while filled < N {
+    let mut filled = 0usize;
+    let mut blocks = 0;
+    while blocks < SAMPLE_NTT_BLOCKS || filled < N {
         xof.squeeze(&mut block);
+        blocks += 1;
         for c in block.chunks_exact(3) {
             let d1 = c[0] as u16 | ((c[1] as u16 & 0x0F) << 8);
             let d2 = (c[1] as u16 >> 4) | ((c[2] as u16) << 4);
             for d in [d1, d2] {
-                if d < Q && filled < N {
-                    out.0[filled] = d as i16;
-                    filled += 1;
-                }
+                // accept: all ones iff d < q and a slot is free
+                let below_q = opaque_mask((d.wrapping_sub(Q) >> 15).wrapping_neg());
+                let free = opaque_mask((filled.wrapping_sub(N) >> (usize::BITS - 1)).wrapping_neg()) as u16;
+                let accept = below_q & free;
+                let slot = filled - (!free as usize & 1); // N − 1 once full: rewritten with itself
+                out.0[slot] = ((d & accept) | (out.0[slot] as u16 & !accept)) as i16;
+                filled += (accept & 1) as usize;
             }
         }
     }
     // Values are in [0, q); the NTT-domain arithmetic wants them centred.
     for x in out.0.iter_mut() {
-        *x -= (Q as i16) & (((Q as i16 >> 1) - *x) >> 15);
+        *x -= (Q as i16) & opaque_mask(((Q as i16 >> 1) - *x) >> 15);
     }
 }
 
