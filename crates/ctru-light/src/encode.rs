@@ -53,7 +53,7 @@ pub fn unpack_sk(sk: &[u8], f: &mut [i16; N]) -> bool {
 /// coefficient 8b + j. Computed with masks, no table lookup by secret value.
 pub fn e8_codeword(m: &[u8; 32], b: usize) -> u8 {
     let v = (m[b >> 1] >> (4 * (b & 1))) & 0x0F;
-    let bit = |i: u8| modarith::opaque_mask(((v >> i) & 1).wrapping_neg()); // 0x00 or 0xFF
+    let bit = |i: u8| modarith::opaque_mask(modarith::opaque_mask((v >> i) & 1).wrapping_neg()); // 0x00 or 0xFF
     (bit(1) & 0x0F) ^ (bit(2) & 0x3C) ^ (bit(3) & 0xF0) ^ (bit(0) & 0x55)
 }
 
@@ -66,7 +66,7 @@ fn select(choose: u32, a: u32, b: u32) -> u32 {
 /// All ones iff `x < y`, by the sign of the wrapping difference (|x − y| < 2^31).
 #[inline(always)]
 fn less(x: u32, y: u32) -> u32 {
-    modarith::opaque_mask((x.wrapping_sub(y) >> 31).wrapping_neg())
+    modarith::negative_mask_i32(x.wrapping_sub(y) as i32) as u32
 }
 
 /// E8 decoding (§2) of one block v_0..v_7 ∈ [0, 256) to a 4-bit value.
@@ -80,7 +80,7 @@ pub fn e8_decode_block(v: &[u8]) -> u8 {
         let a = select(far, 256 - x, x) as u16; // ≤ 128
         cost0[j] = (a * a) as u32; // squares in 16 bits: cheap on an 8-bit core
         let d = x as i16 - 128;
-        let sign = modarith::opaque_mask(d >> 15);
+        let sign = modarith::negative_mask_i16(d);
         let d = ((d ^ sign) - sign) as u16; // |v − 128| ≤ 128, by mask (no branch)
         cost1[j] = (d * d) as u32;
     }
@@ -107,12 +107,12 @@ pub fn e8_decode_block(v: &[u8]) -> u8 {
             bits |= (b & 1) << i;
             parity ^= b & 1;
         }
-        let odd = modarith::opaque_mask(parity.wrapping_neg());
+        let odd = modarith::opaque_mask(modarith::opaque_mask(parity).wrapping_neg());
         // Flip bit min_idx with a mask built by comparing it with every
         // candidate index: no secret index, no secret shift amount.
         let mut flip = 0u32;
         for i in 0..4u32 {
-            let hit = modarith::opaque_mask(((min_idx ^ i).wrapping_sub(1) >> 31).wrapping_neg()); // min_idx == i
+            let hit = modarith::negative_mask_i32((min_idx ^ i).wrapping_sub(1) as i32) as u32; // min_idx == i
             flip |= hit & (1 << i);
         }
         bits ^= flip & odd;

@@ -2,7 +2,7 @@
 
 use fips202::{Sponge, SHAKE128_RATE};
 
-use modarith::{opaque_mask, Modulus, Q3329};
+use modarith::{negative_mask_i16, negative_mask_i32, Modulus, Q3329};
 
 use crate::params::{N, Q};
 use crate::poly::Poly;
@@ -33,8 +33,8 @@ pub fn sample_ntt(rho: &[u8; 32], j: u8, i: u8, out: &mut Poly) {
             let d2 = (c[1] as u16 >> 4) | ((c[2] as u16) << 4);
             for d in [d1, d2] {
                 // accept: all ones iff d < q and a slot is free
-                let below_q = opaque_mask((d.wrapping_sub(Q) >> 15).wrapping_neg());
-                let free = opaque_mask((filled.wrapping_sub(N) >> (usize::BITS - 1)).wrapping_neg()) as u16;
+                let below_q = negative_mask_i16(d.wrapping_sub(Q) as i16) as u16;
+                let free = negative_mask_i32(filled as i32 - N as i32) as u16;
                 let accept = below_q & free;
                 let slot = filled - (!free as usize & 1); // N − 1 once full: rewritten with itself
                 out.0[slot] = ((d & accept) | (out.0[slot] as u16 & !accept)) as i16;
@@ -44,7 +44,7 @@ pub fn sample_ntt(rho: &[u8; 32], j: u8, i: u8, out: &mut Poly) {
     }
     // Values are in [0, q); the NTT-domain arithmetic wants them centred.
     for x in out.0.iter_mut() {
-        *x -= (Q as i16) & opaque_mask(((Q as i16 >> 1) - *x) >> 15);
+        *x -= (Q as i16) & negative_mask_i16((Q as i16 >> 1) - *x);
     }
 }
 

@@ -25,6 +25,20 @@ pub fn opaque_mask<T>(mask: T) -> T {
     }
 }
 
+/// All ones if `x < 0`, else zero, without a branch even on AVR: the
+/// operand and the mask both pass through [`opaque_mask`], or LLVM turns
+/// `x >> 15` into a compare and a select, i.e. a branch.
+#[inline(always)]
+pub fn negative_mask_i16(x: i16) -> i16 {
+    opaque_mask(opaque_mask(x) >> 15)
+}
+
+/// [`negative_mask_i16`] for 32-bit values.
+#[inline(always)]
+pub fn negative_mask_i32(x: i32) -> i32 {
+    opaque_mask(opaque_mask(x) >> 31)
+}
+
 /// A prime modulus q = k·2^m + 1 with everything the reductions need.
 ///
 /// Only `Q` is given by an implementation; every other constant has a
@@ -77,15 +91,15 @@ pub trait Modulus: 'static + Copy + Default {
     /// Moves a value in (−q, q) into [−(q−1)/2, (q−1)/2] with masks, no branch.
     #[inline(always)]
     fn center_fixup(mut r: i16) -> i16 {
-        r = r.wrapping_sub(Self::Q as i16 & opaque_mask(Self::HALF.wrapping_sub(r) >> 15));
-        r.wrapping_add(Self::Q as i16 & opaque_mask(r.wrapping_add(Self::HALF) >> 15))
+        r = r.wrapping_sub(Self::Q as i16 & negative_mask_i16(Self::HALF.wrapping_sub(r)));
+        r.wrapping_add(Self::Q as i16 & negative_mask_i16(r.wrapping_add(Self::HALF)))
     }
 
     /// The canonical representative in [0, q) of a centred value. Constant time.
     #[inline(always)]
     fn to_unsigned(a: i16) -> u16 {
         let c = Self::center(a);
-        (c + (Self::Q as i16 & opaque_mask(c >> 15))) as u16
+        (c + (Self::Q as i16 & negative_mask_i16(c))) as u16
     }
 }
 
