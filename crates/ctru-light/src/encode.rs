@@ -53,7 +53,7 @@ pub fn unpack_sk(sk: &[u8], f: &mut [i16; N]) -> bool {
 /// coefficient 8b + j. Computed with masks, no table lookup by secret value.
 pub fn e8_codeword(m: &[u8; 32], b: usize) -> u8 {
     let v = (m[b >> 1] >> (4 * (b & 1))) & 0x0F;
-    let bit = |i: u8| modarith::opaque_mask(modarith::opaque_mask((v >> i) & 1).wrapping_neg()); // 0x00 or 0xFF
+    let bit = |i: u8| modarith::negative_mask_i16(-(((v >> i) & 1) as i16)) as u8; // 0x00 or 0xFF
     (bit(1) & 0x0F) ^ (bit(2) & 0x3C) ^ (bit(3) & 0xF0) ^ (bit(0) & 0x55)
 }
 
@@ -107,7 +107,7 @@ pub fn e8_decode_block(v: &[u8]) -> u8 {
             bits |= (b & 1) << i;
             parity ^= b & 1;
         }
-        let odd = modarith::opaque_mask(modarith::opaque_mask(parity).wrapping_neg());
+        let odd = modarith::negative_mask_i32(-(parity as i32)) as u32;
         // Flip bit min_idx with a mask built by comparing it with every
         // candidate index: no secret index, no secret shift amount.
         let mut flip = 0u32;

@@ -1,4 +1,5 @@
 #![no_std]
+#![cfg_attr(target_arch = "avr", feature(asm_experimental_arch))]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::integer_division_remainder_used)]
@@ -30,6 +31,8 @@
 
 #[cfg(ntt_asm)]
 mod asm;
+#[cfg(target_arch = "avr")]
+mod avr_barrier;
 mod consts;
 pub mod crt;
 pub mod modulus;
@@ -38,6 +41,8 @@ pub mod reduce;
 pub mod rings;
 
 pub use crt::crt_lift;
-pub use modulus::{negative_mask_i16, negative_mask_i32, opaque_mask, Modulus, Q3329, Q7681, Q769};
+pub use modulus::{
+    negative_mask_i16, negative_mask_i32, opaque_i16, opaque_i32, opaque_mask, Modulus, Q3329, Q7681, Q769,
+};
 pub use ntt::Ntt;
 pub use reduce::{Barrett, KRed, KRed2x, Montgomery, NttFriendlyBarrett, NttFriendlyMontgomery, Reduction};

@@ -7,12 +7,36 @@
 pub use crate::consts::{inv_mod, pow_mod, smallest_root_of_unity};
 use crate::consts::{inv_mod_2_16, round_div, two_adicity};
 
-/// Passes a mask (all ones or zero) through an optimisation barrier on AVR.
+/// Passes a value through an optimisation barrier on AVR.
 ///
 /// The AVR core has no conditional move, so when LLVM recognises
 /// `mask & x` as a select it lowers it to a branch: a secret-dependent one
-/// (`cargo xtask ct` sees the cycle counts vary). Elsewhere the mask is used
-/// as is; `ci/ct-valgrind.sh` checks the host build.
+/// (`cargo xtask ct` sees the cycle counts vary). On AVR this is an empty
+/// inline-assembly statement that takes and returns the value in registers
+/// (unlike `core::hint::black_box`, it forces nothing into memory);
+/// elsewhere the value is used as is, and `ci/ct-valgrind.sh` checks the
+/// host build.
+#[inline(always)]
+pub fn opaque_i16(x: i16) -> i16 {
+    #[cfg(target_arch = "avr")]
+    {
+        crate::avr_barrier::i16(x)
+    }
+    #[cfg(not(target_arch = "avr"))]
+    {
+        x
+    }
+}
+
+/// [`opaque_i16`] for 32-bit values.
+#[inline(always)]
+pub fn opaque_i32(x: i32) -> i32 {
+    let lo = opaque_i16(x as i16) as u16 as i32;
+    let hi = opaque_i16((x >> 16) as i16) as i32;
+    (hi << 16) | lo
+}
+
+/// Generic barrier for other mask types (`core::hint::black_box` on AVR).
 #[inline(always)]
 pub fn opaque_mask<T>(mask: T) -> T {
     #[cfg(target_arch = "avr")]
@@ -25,18 +49,18 @@ pub fn opaque_mask<T>(mask: T) -> T {
     }
 }
 
-/// All ones if `x < 0`, else zero, without a branch even on AVR: the
-/// operand and the mask both pass through [`opaque_mask`], or LLVM turns
-/// `x >> 15` into a compare and a select, i.e. a branch.
+/// All ones if `x < 0`, else zero, without a branch even on AVR: operand
+/// and mask both pass the barrier, or LLVM turns `x >> 15` into a compare
+/// and a select, i.e. a branch.
 #[inline(always)]
 pub fn negative_mask_i16(x: i16) -> i16 {
-    opaque_mask(opaque_mask(x) >> 15)
+    opaque_i16(opaque_i16(x) >> 15)
 }
 
 /// [`negative_mask_i16`] for 32-bit values.
 #[inline(always)]
 pub fn negative_mask_i32(x: i32) -> i32 {
-    opaque_mask(opaque_mask(x) >> 31)
+    opaque_i32(opaque_i32(x) >> 31)
 }
 
 /// A prime modulus q = k·2^m + 1 with everything the reductions need.
