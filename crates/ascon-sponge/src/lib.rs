@@ -20,14 +20,25 @@
 
 use zeroize::Zeroize;
 
-/// Applies `rounds` (1..=12) rounds of the Ascon permutation to `state`
-/// (five little-endian 64-bit words).
+/// Applies `rounds` (1..=12) rounds of the Ascon permutation to `state`,
+/// five 64-bit words as 40 little-endian bytes (the sponge works on bytes:
+/// a variable 64-bit shift per byte is a library call on an 8-bit core).
 #[inline]
-pub fn permute(state: &mut [u64; 5], rounds: u8) {
+pub fn permute(state: &mut [u8; 40], rounds: u8) {
     #[cfg(ascon_asm)]
     avr::permute(state, rounds);
     #[cfg(not(ascon_asm))]
-    permute_portable(state, rounds);
+    {
+        let mut words = [0u64; 5];
+        for (w, b) in words.iter_mut().zip(state.chunks_exact(8)) {
+            *w = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+        }
+        permute_portable(&mut words, rounds);
+        for (w, b) in words.iter().zip(state.chunks_exact_mut(8)) {
+            b.copy_from_slice(&w.to_le_bytes());
+        }
+        words.zeroize();
+    }
 }
 
 /// The portable permutation (RustCrypto `ascon-core`), on every target.
@@ -44,11 +55,11 @@ pub fn permute_portable(state: &mut [u64; 5], rounds: u8) {
 mod avr {
     extern "C" {
         /// `asm-avr/ascon_p.S`.
-        fn ascon_permute_avr(state: *mut u64, rounds: u8);
+        fn ascon_permute_avr(state: *mut u8, rounds: u8);
     }
 
     #[inline]
-    pub fn permute(state: &mut [u64; 5], rounds: u8) {
+    pub fn permute(state: &mut [u8; 40], rounds: u8) {
         // SAFETY: reads and writes exactly the 40 bytes of `state`; follows
         // the avr-gcc ABI (tested in simavr).
         unsafe { ascon_permute_avr(state.as_mut_ptr(), rounds) }
@@ -59,12 +70,23 @@ mod avr {
 /// Zeroized on drop.
 #[derive(Clone)]
 pub struct Xof128 {
-    state: [u64; 5],
+    state: [u8; 40],
     pos: u8,
 }
 
-/// The state after p12 of the Ascon-XOF128 IV (SP 800-232 §5.2).
-const XOF128_IV: [u64; 5] = [
+/// The state after p12 of the Ascon-XOF128 IV (SP 800-232 §5.2), as bytes.
+const XOF128_IV: [u8; 40] = {
+    let mut b = [0u8; 40];
+    let mut i = 0;
+    while i < 40 {
+        b[i] = (XOF128_IV_WORDS[i >> 3] >> (8 * (i & 7))) as u8;
+        i += 1;
+    }
+    b
+};
+
+/// The same as five words.
+const XOF128_IV_WORDS: [u64; 5] = [
     0xda82ce768d9447eb,
     0xcc7ce6c75f1ef969,
     0xe7508fd780085631,
@@ -89,7 +111,7 @@ impl Xof128 {
 
     #[inline]
     fn xor_byte(&mut self, i: u8, b: u8) {
-        self.state[0] ^= (b as u64) << (8 * i);
+        self.state[i as usize] ^= b;
     }
 
     /// Absorbs input (before [`Xof128::finalize`]).
@@ -118,7 +140,7 @@ impl Xof128 {
                 permute(&mut self.state, 12);
                 self.pos = 0;
             }
-            *o = (self.state[0] >> (8 * self.pos)) as u8;
+            *o = self.state[self.pos as usize];
             self.pos += 1;
         }
     }
@@ -152,7 +174,7 @@ mod tests {
     fn iv_is_p12_of_the_initial_value() {
         let mut s = [0x0000_0800_00cc_0003u64, 0, 0, 0, 0];
         permute_portable(&mut s, 12);
-        assert_eq!(s, XOF128_IV);
+        assert_eq!(s, XOF128_IV_WORDS);
     }
 
     #[test]

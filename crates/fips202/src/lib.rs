@@ -35,9 +35,12 @@ pub const SHA3_512_RATE: usize = 72;
 const SHA3_PAD: u8 = 0x06;
 const SHAKE_PAD: u8 = 0x1F;
 
-/// The Keccak-f[1600] permutation every sponge here uses.
+/// The Keccak-f[1600] permutation every sponge here uses, on the state as
+/// 200 bytes (lane i is bytes 8i..8i+8, little-endian, as FIPS 202 orders
+/// them). The sponges work on bytes because a variable 64-bit shift per
+/// byte is a library call on an 8-bit core.
 #[inline]
-pub fn permute(state: &mut [u64; 25]) {
+pub fn permute(state: &mut [u8; 200]) {
     #[cfg(keccak_asm)]
     avr::f1600(state);
     #[cfg(not(keccak_asm))]
@@ -46,8 +49,16 @@ pub fn permute(state: &mut [u64; 25]) {
 
 /// The portable permutation (RustCrypto `keccak`), on every target.
 #[inline]
-pub fn permute_portable(state: &mut [u64; 25]) {
-    keccak::f1600(state);
+pub fn permute_portable(state: &mut [u8; 200]) {
+    let mut lanes = [0u64; 25];
+    for (lane, bytes) in lanes.iter_mut().zip(state.chunks_exact(8)) {
+        *lane = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
+    }
+    keccak::f1600(&mut lanes);
+    for (lane, bytes) in lanes.iter().zip(state.chunks_exact_mut(8)) {
+        bytes.copy_from_slice(&lane.to_le_bytes());
+    }
+    lanes.zeroize();
 }
 
 #[cfg(keccak_asm)]
@@ -55,11 +66,11 @@ pub fn permute_portable(state: &mut [u64; 25]) {
 mod avr {
     extern "C" {
         /// `asm-avr/keccak_f1600.S`: permutes 25 little-endian lanes in place.
-        fn keccak_f1600_avr(state: *mut u64);
+        fn keccak_f1600_avr(state: *mut u8);
     }
 
     #[inline]
-    pub fn f1600(state: &mut [u64; 25]) {
+    pub fn f1600(state: &mut [u8; 200]) {
         // SAFETY: the routine reads and writes exactly the 200 bytes of
         // `state` and follows the avr-gcc ABI (tested in simavr).
         unsafe { keccak_f1600_avr(state.as_mut_ptr()) }
@@ -70,7 +81,7 @@ mod avr {
 /// Zeroized on drop (the state holds secret seeds in every KEM).
 #[derive(Clone)]
 pub struct Sponge {
-    state: [u64; 25],
+    state: [u8; 200],
     rate: u8,
     pad: u8,
     pos: u8,
@@ -79,7 +90,7 @@ pub struct Sponge {
 impl Sponge {
     const fn new(rate: usize, pad: u8) -> Self {
         Sponge {
-            state: [0; 25],
+            state: [0; 200],
             rate: rate as u8,
             pad,
             pos: 0,
@@ -104,12 +115,12 @@ impl Sponge {
 
     #[inline]
     fn xor_byte(&mut self, i: usize, b: u8) {
-        self.state[i >> 3] ^= (b as u64) << (8 * (i & 7));
+        self.state[i] ^= b;
     }
 
     #[inline]
     fn byte(&self, i: usize) -> u8 {
-        (self.state[i >> 3] >> (8 * (i & 7))) as u8
+        self.state[i]
     }
 
     /// Absorbs more input (before [`Sponge::finalize`]).
