@@ -250,19 +250,76 @@ fn explain(
     Ok(s)
 }
 
+/// Where one run of `op` spends its instructions, by function (the top 12):
+/// the per-function profile that guides optimisation (`--profile`).
+fn profile_top(
+    dev: &mut Device,
+    syms: &[(u32, u32, String)],
+    id: u8,
+    what: &str,
+    req: &[u8],
+) -> Result<String, String> {
+    dev.set_profiling(true);
+    dev.call(id, req)?;
+    let p = dev.take_profile();
+    dev.set_profiling(false);
+    dev.take_markers();
+    let mut per_fn: std::collections::BTreeMap<&str, u64> = Default::default();
+    for (w, n) in p.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let addr = 2 * w as u32;
+        let name = syms
+            .iter()
+            .rev()
+            .find(|(s, sz, _)| *s <= addr && addr < s + (*sz).max(2))
+            .map(|(_, _, n)| n.as_str())
+            .unwrap_or("?");
+        *per_fn.entry(name).or_default() += *n as u64;
+    }
+    let total: u64 = per_fn.values().sum();
+    let mut v: Vec<_> = per_fn.into_iter().collect();
+    v.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let mut s = format!("{what}: {total} instructions executed, by function:\n");
+    for (name, n) in v.iter().take(12) {
+        let _ = writeln!(s, "    {n:>9} {:5.1} %  {name}", 100.0 * *n as f64 / total as f64);
+    }
+    Ok(s)
+}
+
 fn run_image(
     mcu: avr::Mcu,
     image: &avr::Image,
     kems: &[Kem],
-    (count, seed, explain_varying, show_pcs): (usize, u64, bool, bool),
+    (count, seed, explain_varying, show_pcs, profile): (usize, u64, bool, bool, bool),
     no_build: bool,
 ) -> Result<Vec<(Kem, KemResult)>, String> {
     let elf = image_elf(mcu, image, no_build)?;
-    let syms = if explain_varying { symbols(&elf)? } else { Vec::new() };
+    let syms = if explain_varying || profile {
+        symbols(&elf)?
+    } else {
+        Vec::new()
+    };
     let mut dev = Device::open(&elf, mcu.name)?;
     let mut out = Vec::new();
     for &kem in kems {
         let mut r = run_kem(&mut dev, kem, count, seed)?;
+        if profile {
+            for (op, what, st) in [
+                (KemOp::Keygen, "keygen", &r.keygen),
+                (KemOp::Encaps, "encaps", &r.encaps),
+                (KemOp::Decaps, "decaps", &r.decaps_valid),
+            ] {
+                if let Some((req, _)) = &st.extremes {
+                    let p = profile_top(
+                        &mut dev,
+                        &syms,
+                        kem_op_id(kem, op),
+                        &format!("{} {what}", kem.name()),
+                        req,
+                    )?;
+                    eprint!("{p}");
+                }
+            }
+        }
         if explain_varying {
             let decaps = r.decaps_valid.merged(&r.decaps_invalid);
             for (op, what, st) in [
@@ -296,7 +353,7 @@ fn row(s: &mut String, kem: Kem, op: &str, st: &Stats, note: &str) {
     );
 }
 
-/// `cargo xtask ct [--count N] [--mcu M] [--seed S] [--filter S] [--jobs J] [--explain] [--no-build]`.
+/// `cargo xtask ct [--count N] [--mcu M] [--seed S] [--filter S] [--jobs J] [--explain] [--profile] [--no-build]`.
 ///
 /// Every operation whose cycles vary is re-run on its fastest and slowest
 /// input with the simulator's instruction profile, and the functions whose
@@ -305,11 +362,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let o = Opts::parse(
         args,
         &["--count", "--mcu", "--seed", "--filter", "--jobs"],
-        &["--no-build", "--explain"],
+        &["--no-build", "--explain", "--profile"],
     )?;
-    // Varying operations are always explained by function; `--explain` adds the PCs.
+    // Varying operations are always explained by function; `--explain` adds the PCs;
+    // `--profile` prints where each operation spends its instructions.
     let explain_varying = true;
     let show_pcs = o.flag("--explain");
+    let profile = o.flag("--profile");
     let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
     if !mcu.simulated {
         return Err(format!(
@@ -342,7 +401,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 let Some((i, (image, ks))) = queue.lock().expect("queue").pop() else {
                     break;
                 };
-                let r = run_image(mcu, image, ks, (count, seed, explain_varying, show_pcs), true);
+                let r = run_image(mcu, image, ks, (count, seed, explain_varying, show_pcs, profile), true);
                 results.lock().expect("results").push((i, r));
             });
         }
