@@ -11,7 +11,9 @@ fn round_trip(p: &Packet) {
 }
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let Some((&first, body)) = data.split_first() else { return };
+    let Some((&first, body)) = data.split_first() else {
+        return;
+    };
     if let Ok(p) = Packet::decode(first, body) {
         round_trip(&p);
     }

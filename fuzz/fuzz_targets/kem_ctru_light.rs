@@ -4,7 +4,9 @@
 //! must agree bit for bit on every input (a differential check).
 #![no_main]
 use ctru_light::params::{CT_BYTES, PK_BYTES, SK_BYTES, SK_PKE_BYTES};
-use ctru_light::{Ascon, Backend, Ciphertext, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, PublicKey, SecretKey, Sha3};
+use ctru_light::{
+    Ascon, Backend, Ciphertext, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, PublicKey, SecretKey, Sha3,
+};
 use kem_fuzz::{fixed, remap_bits, split, FuzzRng};
 
 fn decaps_all<B: Backend>(sk: &SecretKey<B>, ct: &Ciphertext<B>) -> [u8; 32] {
@@ -30,7 +32,10 @@ fn run<B: Backend>(mode: u8, rest: &[u8]) {
             let (pk, sk) = CtruLight::<B>::keygen(&mut FuzzRng::new(3)).unwrap();
             let ct_bytes: [u8; CT_BYTES] = fixed(rest);
             let ss = decaps_all(&sk, &Ciphertext::from_bytes(&ct_bytes).unwrap());
-            assert_eq!(&ss, CtruLight::<B>::decapsulate_into(sk.as_bytes(), &ct_bytes).as_bytes());
+            assert_eq!(
+                &ss,
+                CtruLight::<B>::decapsulate_into(sk.as_bytes(), &ct_bytes).as_bytes()
+            );
             let (ct2, ss2) = CtruLight::<B>::encapsulate(&pk, &mut FuzzRng::from_bytes(rest)).unwrap();
             assert_eq!(&decaps_all(&sk, &ct2), ss2.as_bytes());
         }
@@ -50,7 +55,9 @@ fn run<B: Backend>(mode: u8, rest: &[u8]) {
 }
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     if mode & 0x80 == 0 {
         run::<Sha3>(mode, rest)
     } else {

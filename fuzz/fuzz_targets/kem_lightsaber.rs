@@ -7,7 +7,9 @@ use lightsaber_avr::{Ciphertext, PublicKey, SecretKey};
 use std::sync::OnceLock;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     match mode % 3 {
         0 => {
             let _ = SecretKey::from_bytes(rest);
@@ -21,7 +23,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             let (pk, sk) = KEYS.get_or_init(|| lightsaber_avr::keygen(&mut FuzzRng::new(3)).unwrap());
             let ct_bytes: [u8; CT_BYTES] = fixed(rest);
             let ss = lightsaber_avr::decapsulate(sk, &Ciphertext::from_bytes(&ct_bytes).unwrap());
-            assert_eq!(ss.as_bytes(), lightsaber_avr::decapsulate_into(sk.as_bytes(), &ct_bytes).as_bytes());
+            assert_eq!(
+                ss.as_bytes(),
+                lightsaber_avr::decapsulate_into(sk.as_bytes(), &ct_bytes).as_bytes()
+            );
             let (ct2, ss2) = lightsaber_avr::encapsulate(pk, &mut FuzzRng::from_bytes(rest)).unwrap();
             assert_eq!(lightsaber_avr::decapsulate(sk, &ct2).as_bytes(), ss2.as_bytes());
         }
@@ -38,7 +43,10 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             let typed = SecretKey::from_bytes(&sk).expect("repaired key imports");
             let ct_bytes: [u8; CT_BYTES] = fixed(ct_part);
             let ss = lightsaber_avr::decapsulate(&typed, &Ciphertext::from_bytes(&ct_bytes).unwrap());
-            assert_eq!(ss.as_bytes(), lightsaber_avr::decapsulate_into(&sk, &ct_bytes).as_bytes());
+            assert_eq!(
+                ss.as_bytes(),
+                lightsaber_avr::decapsulate_into(&sk, &ct_bytes).as_bytes()
+            );
             let pk = typed.public_key();
             let _ = lightsaber_avr::encapsulate(&pk, &mut FuzzRng::new(5)).unwrap();
         }

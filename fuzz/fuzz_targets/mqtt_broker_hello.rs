@@ -11,7 +11,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let suite = pick_suite(sel & 0x7F);
     let (broker, sensor) = fixture(suite);
     let honest = &honest_flights(suite).1;
-    let msg = if sel & 0x80 == 0 { rest.to_vec() } else { mutate(honest, rest) };
+    let msg = if sel & 0x80 == 0 {
+        rest.to_vec()
+    } else {
+        mutate(honest, rest)
+    };
     let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
     // Same seed as `honest_flights`, so the honest BrokerHello answers this state.
     let (state, _) = SensorHandshake::start(suite, sensor.credentials(broker), &mut FuzzRng::new(1), &mut buf).unwrap();

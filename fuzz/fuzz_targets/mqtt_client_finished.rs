@@ -10,7 +10,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let suite = pick_suite(sel & 0x7F);
     let (broker, _) = fixture(suite);
     let (ch, _, cf) = honest_flights(suite);
-    let msg = if sel & 0x80 == 0 { rest.to_vec() } else { mutate(cf, rest) };
+    let msg = if sel & 0x80 == 0 {
+        rest.to_vec()
+    } else {
+        mutate(cf, rest)
+    };
     let mut out = [0u8; MAX_BROKER_HELLO_LEN];
     let (state, _) = BrokerHandshake::accept(broker, ch, &mut FuzzRng::new(2), &mut out).unwrap();
     if state.receive_client_finished(&msg).is_ok() {

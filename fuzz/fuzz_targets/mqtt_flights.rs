@@ -37,14 +37,21 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let (s, n1) = SensorHandshake::start(suite, sensor.credentials(broker), &mut rs, &mut ch).unwrap();
     let (f1, c1) = intercept(a1, &ch[..n1], e1);
     let mut bh = [0u8; MAX_BROKER_HELLO_LEN];
-    let Ok((b, n2)) = BrokerHandshake::accept(broker, &f1, &mut rb, &mut bh) else { return };
+    let Ok((b, n2)) = BrokerHandshake::accept(broker, &f1, &mut rb, &mut bh) else {
+        return;
+    };
     let (f2, c2) = intercept(a2, &bh[..n2], e2);
     let mut cf = [0u8; 64];
     let sensor_result = s.receive_broker_hello(&f2, &mut cf);
     let Ok((mut s_sess, n3)) = sensor_result else { return };
-    assert!(!c1 && !c2, "sensor accepted a modified flight (ClientHello {c1}, BrokerHello {c2})");
+    assert!(
+        !c1 && !c2,
+        "sensor accepted a modified flight (ClientHello {c1}, BrokerHello {c2})"
+    );
     let (f3, c3) = intercept(a3, &cf[..n3], e3);
-    let Ok(mut b_sess) = b.receive_client_finished(&f3) else { return };
+    let Ok(mut b_sess) = b.receive_client_finished(&f3) else {
+        return;
+    };
     assert!(!c3, "broker accepted a modified ClientFinished");
     let mut rec = [0u8; 64];
     let mut pt = [0u8; 64];

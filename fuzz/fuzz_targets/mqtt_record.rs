@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 
 use kem_fuzz::{fixture, honest_flights, pick_suite, FuzzRng};
-use kem_mqtt::{BrokerHandshake, Error, SensorHandshake, Session, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD};
+use kem_mqtt::{
+    BrokerHandshake, Error, SensorHandshake, Session, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD,
+};
 
 fn sessions(suite: kem_mqtt::Suite) -> (Session, Session) {
     let (broker, sensor) = fixture(suite);
@@ -18,6 +20,8 @@ fn sessions(suite: kem_mqtt::Suite) -> (Session, Session) {
     let (b, _) = BrokerHandshake::accept(broker, ch, &mut FuzzRng::new(2), &mut out).unwrap();
     (s, b.receive_client_finished(cf).unwrap())
 }
+
+type Sealed = (bool, Vec<u8>, Vec<u8>, Vec<u8>);
 
 struct Cursor<'a>(&'a [u8]);
 impl<'a> Cursor<'a> {
@@ -41,8 +45,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     // (one per symmetric family) and keep the handshake cost per input low.
     let suite = pick_suite(if sel & 1 == 0 { 0 } else { 4 });
     let (mut sensor, mut broker) = sessions(suite);
-    // (direction, topic, record) of everything sealed, and of everything opened.
-    let mut sealed: Vec<(bool, Vec<u8>, Vec<u8>, Vec<u8>)> = vec![];
+    // (from sensor, topic, record, plaintext) of everything sealed;
+    // (to sensor, topic, sequence number) of everything opened.
+    let mut sealed: Vec<Sealed> = vec![];
     let mut opened: HashSet<(bool, Vec<u8>, u64)> = HashSet::new();
     let mut buf = vec![0u8; 512];
     for _ in 0..64 {
@@ -50,7 +55,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         match op % 4 {
             0 => {
                 // Seal in either direction.
-                let (Some(topic), Some(pt)) = (c.bytes(), c.bytes()) else { break };
+                let (Some(topic), Some(pt)) = (c.bytes(), c.bytes()) else {
+                    break;
+                };
                 let from_sensor = op & 0x10 == 0;
                 let s = if from_sensor { &mut sensor } else { &mut broker };
                 match s.seal(topic, pt, &mut buf) {
@@ -116,14 +123,21 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             }
             _ => {
                 // A raw record nobody sealed.
-                let (Some(topic), Some(rec)) = (c.bytes(), c.bytes()) else { break };
+                let (Some(topic), Some(rec)) = (c.bytes(), c.bytes()) else {
+                    break;
+                };
                 let to_sensor = op & 0x10 != 0;
                 let s = if to_sensor { &mut sensor } else { &mut broker };
-                let known = sealed.iter().any(|(f, t, r, _)| *f != to_sensor && t == topic && r == rec);
+                let known = sealed
+                    .iter()
+                    .any(|(f, t, r, _)| *f != to_sensor && t == topic && r == rec);
                 if s.open(topic, rec, &mut buf).is_ok() {
                     assert!(known, "a forged record opened");
                     let seq = u64::from_be_bytes(rec[..8].try_into().unwrap());
-                    assert!(opened.insert((to_sensor, topic.to_vec(), seq)), "a record was accepted twice");
+                    assert!(
+                        opened.insert((to_sensor, topic.to_vec(), seq)),
+                        "a record was accepted twice"
+                    );
                 }
             }
         }

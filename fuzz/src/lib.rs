@@ -91,11 +91,14 @@ pub fn pick_suite(b: u8) -> Suite {
     Suite::ALL[b as usize % Suite::ALL.len()]
 }
 
+/// ClientHello, BrokerHello, ClientFinished.
+pub type Flights = (Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// One honest handshake's flights for `suite` (ClientHello, BrokerHello,
 /// ClientFinished), with fixed RNG seeds; built once per suite. Targets
 /// mutate them so libFuzzer gets past the length and MAC checks.
-pub fn honest_flights(suite: Suite) -> &'static (Vec<u8>, Vec<u8>, Vec<u8>) {
-    static FLIGHTS: OnceLock<Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>> = OnceLock::new();
+pub fn honest_flights(suite: Suite) -> &'static Flights {
+    static FLIGHTS: OnceLock<Vec<Flights>> = OnceLock::new();
     let all = FLIGHTS.get_or_init(|| {
         Suite::ALL
             .iter()
@@ -127,7 +130,9 @@ pub fn honest_flights(suite: Suite) -> &'static (Vec<u8>, Vec<u8>, Vec<u8>) {
 /// extension. Keeps most of the message valid so deep checks are reached.
 pub fn mutate(honest: &[u8], edit: &[u8]) -> Vec<u8> {
     let mut m = honest.to_vec();
-    let Some((&mode, rest)) = edit.split_first() else { return m };
+    let Some((&mode, rest)) = edit.split_first() else {
+        return m;
+    };
     for t in rest.chunks_exact(3) {
         let off = u16::from_be_bytes([t[0], t[1]]) as usize;
         if !m.is_empty() {
@@ -155,10 +160,12 @@ pub fn mutate(honest: &[u8], edit: &[u8]) -> Vec<u8> {
 #[macro_export]
 macro_rules! kyber_target {
     ($m:path, $repair_hash:expr) => {{
-        use $m as k;
         use kyber512_avr::params::{CT_BYTES, DK_BYTES, EK_BYTES};
+        use $m as k;
         |data: &[u8]| {
-            let Some((&mode, rest)) = data.split_first() else { return };
+            let Some((&mode, rest)) = data.split_first() else {
+                return;
+            };
             match mode % 3 {
                 0 => {
                     let _ = k::EncapsulationKey::from_bytes(rest);
