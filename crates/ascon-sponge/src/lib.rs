@@ -152,7 +152,9 @@ impl Drop for Xof128 {
     }
 }
 
-/// Ascon-XOF128 of the concatenation of `parts` into `out`.
+/// Ascon-XOF128 of the concatenation of `parts` into `out`. Not inlined, so
+/// callers do not each reserve stack for a state.
+#[inline(never)]
 pub fn xof128(parts: &[&[u8]], out: &mut [u8]) {
     let mut x = Xof128::new();
     for p in parts {

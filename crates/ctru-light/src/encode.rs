@@ -24,12 +24,13 @@ pub fn unpack10(pk: &[u8], out: &mut [i16; N]) {
     unpack_bits(10, N, pk, |i, v| out[i] = v as i16);
 }
 
-/// Whether every 10-bit value of an encoded public key is below q.
+/// Whether every 10-bit value of an encoded public key is below q, checked
+/// as the values stream by (no 1 KB buffer) and without an early exit: pk
+/// may be embedded in a secret key.
 pub fn pk_is_canonical(pk: &[u8]) -> bool {
-    let mut h = [0i16; N];
-    unpack10(pk, &mut h);
-    // Accumulate without short-circuit: pk may be embedded in a secret key.
-    h.iter().fold(0i16, |bad, &x| bad | ((Q as i16 - 1 - x) >> 15)) == 0
+    let mut bad = 0i16;
+    unpack_bits(10, N, pk, |_, v| bad |= (Q as i16 - 1 - v as i16) >> 15);
+    bad == 0
 }
 
 /// PackSK (§2): 3 − f_i ∈ [0, 5] as little-endian 3-bit values.

@@ -26,6 +26,7 @@ impl sealed::Sealed for Sha3 {}
 
 impl Backend for Sha3 {
     const NAME: &'static str = "sha3";
+    #[inline(never)]
     fn xof(parts: &[&[u8]], out: &mut [u8]) {
         let mut s = Sponge::shake256();
         for p in parts {

@@ -162,6 +162,10 @@ impl Drop for Sponge {
     }
 }
 
+/// Not inlined: each call's 200-byte state then reuses one stack frame
+/// instead of getting a slot of its own in every caller (stack matters on
+/// a 6 KB-SRAM MCU).
+#[inline(never)]
 fn oneshot<const OUT: usize>(mut sponge: Sponge, parts: &[&[u8]]) -> [u8; OUT] {
     for p in parts {
         sponge.absorb(p);

@@ -10,10 +10,8 @@ use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
-use crate::encode::decode12;
 use crate::kpke;
-use crate::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES};
-use crate::poly::Poly;
+use crate::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, Q};
 use crate::Error;
 
 mod sealed {
@@ -74,10 +72,14 @@ pub struct Ciphertext<V> {
     _v: PhantomData<V>,
 }
 
-/// FIPS 203 §7.2 modulus check: every 12-bit value of the encoded t̂ is below q.
+/// FIPS 203 §7.2 modulus check: every 12-bit value of the encoded t̂ is
+/// below q, checked as the values stream by (no polynomial buffer).
 pub(crate) fn modulus_check(ek: &[u8; EK_BYTES]) -> bool {
-    let mut scratch = Poly::zero();
-    (0..K).all(|i| decode12(&ek[i * POLY_BYTES..(i + 1) * POLY_BYTES], &mut scratch))
+    let mut reduced = true;
+    for i in 0..K {
+        crate::encode::byte_decode(12, &ek[i * POLY_BYTES..(i + 1) * POLY_BYTES], |_, v| reduced &= v < Q);
+    }
+    reduced
 }
 
 impl<V: Variant> EncapsulationKey<V> {
