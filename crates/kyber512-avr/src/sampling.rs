@@ -11,6 +11,9 @@ use crate::poly::Poly;
 /// candidates, of which fewer than 256 pass (each passes with probability
 /// 3329/4096) with probability below 2^-100; only then are more squeezed.
 const SAMPLE_NTT_BLOCKS: usize = 4;
+/// 3-byte groups (two candidates each) in one SHAKE128 block.
+const CANDIDATE_TRIPLES_PER_BLOCK: usize = 56;
+const _: () = assert!(CANDIDATE_TRIPLES_PER_BLOCK * 3 == SHAKE128_RATE);
 
 /// SampleNTT (Algorithm 7): Â[i][j] from XOF(ρ ‖ j ‖ i). ρ is public, but a
 /// data-dependent count of blocks and of loop exits would still make key
@@ -22,13 +25,14 @@ pub fn sample_ntt(rho: &[u8; 32], j: u8, i: u8, out: &mut Poly) {
     xof.absorb(rho);
     xof.absorb(&[j, i]);
     xof.finalize();
-    let mut block = [0u8; SHAKE128_RATE];
+    // Three bytes at a time straight from the sponge: no 168-byte block buffer.
+    let mut c = [0u8; 3];
     let mut filled = 0usize;
     let mut blocks = 0;
     while blocks < SAMPLE_NTT_BLOCKS || filled < N {
-        xof.squeeze(&mut block);
         blocks += 1;
-        for c in block.chunks_exact(3) {
+        for _ in 0..CANDIDATE_TRIPLES_PER_BLOCK {
+            xof.squeeze(&mut c);
             let d1 = c[0] as u16 | ((c[1] as u16 & 0x0F) << 8);
             let d2 = (c[1] as u16 >> 4) | ((c[2] as u16) << 4);
             for d in [d1, d2] {
