@@ -1,11 +1,13 @@
 //! The CTRU-Light PKE (definition §3).
 
-use modarith::crt::{crt_bound_holds, crt_lift};
+use modarith::crt::{crt_bound_holds, crt_lift_centred};
 use modarith::{Modulus, Q769};
 use subtle::Choice;
 use zeroize::Zeroize;
 
 use crate::arith::{Arithmetic, Ring3329, Ring769};
+use kem_common::{pack_bits, unpack_bits};
+
 use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10, unpack_sk};
 use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
 
@@ -96,7 +98,9 @@ macro_rules! product_mod {
 
 /// w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769 and mod 3329
 /// and a CRT lift; `sink(b, block)` receives each 8-coefficient block.
-/// Returns false if sk_pke holds a 3-bit value above 5.
+/// The product mod 769 waits packed in 10-bit values (640 B) while the
+/// buffers are reused for the product mod 3329: two polynomials at a time,
+/// not three. Returns false if sk_pke holds a 3-bit value above 5.
 #[inline(never)]
 pub fn product_blocks<A: Arithmetic>(
     sk_pke: &[u8],
@@ -104,20 +108,25 @@ pub fn product_blocks<A: Arithmetic>(
     mut sink: impl FnMut(usize, &[u8; 8]),
 ) -> bool {
     let mut f = [0i16; N];
-    let mut w769 = [0i16; N];
-    let mut w3329 = [0i16; N];
+    let mut w = [0i16; N];
+    let mut w769 = [0u8; PK_BYTES]; // 512 ten-bit values, as a public key packs them
     let mut valid = unpack_sk(sk_pke, &mut f);
-    product_mod!(Ring769<A>, ct, &mut f, &mut w769);
+    product_mod!(Ring769<A>, ct, &mut f, &mut w);
+    pack_bits(10, N, &mut w769, |i| (w[i] + Q769::HALF) as u16);
     valid &= unpack_sk(sk_pke, &mut f);
-    product_mod!(Ring3329<A>, ct, &mut f, &mut w3329);
-    for (b, (x, y)) in w769.chunks_exact(8).zip(w3329.chunks_exact(8)).enumerate() {
-        let mut block: [u8; 8] = core::array::from_fn(|j| crt_lift::<Q769, modarith::Q3329>(x[j], y[j]) as u8);
-        sink(b, &block);
-        block.zeroize();
-    }
+    product_mod!(Ring3329<A>, ct, &mut f, &mut w);
+    let mut block = [0u8; 8];
+    unpack_bits(10, N, &w769, |i, x| {
+        let r769 = x as i16 - Q769::HALF;
+        block[i & 7] = crt_lift_centred::<Q769, modarith::Q3329>(r769, w[i]) as u8;
+        if i & 7 == 7 {
+            sink(i >> 3, &block);
+        }
+    });
+    block.zeroize();
     f.zeroize();
+    w.zeroize();
     w769.zeroize();
-    w3329.zeroize();
     valid
 }
 

@@ -4,7 +4,7 @@
 //! secret s (|s_i| ≤ μ/2), summed over l terms, stays below 3329·7681/2, so
 //! the lift is the true integer and reducing it mod 2^13 is exact.
 
-use modarith::crt::{crt_bound_holds, crt_lift};
+use modarith::crt::{crt_bound_holds, crt_lift_centred};
 use modarith::rings::{Saber3329, Saber7681};
 use modarith::{Modulus, Q3329, Q7681};
 use zeroize::Zeroize;
@@ -61,7 +61,7 @@ impl Accumulator {
         Saber3329::inverse(&mut self.p3329);
         Saber7681::inverse(&mut self.p7681);
         for ((o, &x), &y) in out.iter_mut().zip(self.p3329.iter()).zip(self.p7681.iter()) {
-            *o = crt_lift::<Q3329, Q7681>(x, y) as u16 & ((1 << EQ) - 1);
+            *o = crt_lift_centred::<Q3329, Q7681>(x, y) as u16 & ((1 << EQ) - 1);
         }
         self.zeroize();
     }

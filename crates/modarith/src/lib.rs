@@ -40,7 +40,7 @@ pub mod ntt;
 pub mod reduce;
 pub mod rings;
 
-pub use crt::crt_lift;
+pub use crt::{crt_lift, crt_lift_centred};
 pub use modulus::{
     negative_mask_i16, negative_mask_i32, opaque_i16, opaque_i32, opaque_mask, Modulus, Q3329, Q7681, Q769,
 };

@@ -1,6 +1,6 @@
 //! The CRT lift is exact over the whole range it claims.
 
-use modarith::crt::{crt_bound_holds, crt_lift};
+use modarith::crt::{crt_bound_holds, crt_lift, crt_lift_centred};
 use modarith::*;
 
 // Worst cases the schemes rely on (asserted at compile time, as they do).
@@ -14,6 +14,8 @@ fn exhaustive<M1: Modulus, M2: Modulus>() {
         let r1 = x.rem_euclid(M1::Q as i32) as i16; // unsigned representatives
         let r2 = (x % M2::Q as i32) as i16; // signed representatives
         assert_eq!(crt_lift::<M1, M2>(r1, r2), x);
+        let (c1, c2) = (M1::center(r1), M2::center(r2));
+        assert_eq!(crt_lift_centred::<M1, M2>(c1, c2), x);
     }
 }
 
