@@ -2,12 +2,13 @@
 
 use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
+#[cfg(feature = "x25519")]
 use x25519_dalek::{x25519, X25519_BASEPOINT_BYTES};
 use zeroize::Zeroize;
 
 use crate::kem::{self, KemFail};
 use crate::record::{DirectionKeys, Role, Session};
-use crate::suite::{Family, KemId, Suite, SuiteSet, MAX_SK_LEN};
+use crate::suite::{Family, KemId, Suite, SuiteSet, ENABLED_MAX_SK_LEN};
 use crate::sym::{kdf, kdf32, Secret32, Xof};
 use crate::{Error, MAC_LEN, MAX_CLIENT_ID_LEN, MSG_BROKER_HELLO, MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, VERSION};
 
@@ -64,16 +65,29 @@ pub trait BrokerKeys {
     fn client(&self, client_id: &[u8]) -> Option<ClientEntry<'_>>;
 }
 
+#[cfg(feature = "x25519")]
 fn x25519_public(sk: &[u8; 32]) -> [u8; 32] {
     x25519(*sk, X25519_BASEPOINT_BYTES)
 }
 
+#[cfg(feature = "x25519")]
 fn x25519_shared(sk: &[u8; 32], pk: &[u8; 32]) -> Result<Secret32, Error> {
     let s = Secret32(x25519(*sk, *pk));
     if bool::from(s.0.ct_eq(&[0u8; 32])) {
         return Err(Error::X25519NonContributory);
     }
     Ok(s)
+}
+
+// Without X25519 compiled in, hybrid suites are rejected before these are reached.
+#[cfg(not(feature = "x25519"))]
+fn x25519_public(_sk: &[u8; 32]) -> [u8; 32] {
+    [0; 32]
+}
+
+#[cfg(not(feature = "x25519"))]
+fn x25519_shared(_sk: &[u8; 32], _pk: &[u8; 32]) -> Result<Secret32, Error> {
+    Err(Error::X25519NonContributory)
 }
 
 fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
@@ -175,6 +189,9 @@ impl SensorHandshake {
         rng: &mut (impl RngCore + CryptoRng),
         out: &mut [u8],
     ) -> Result<(AwaitBrokerHello<'a>, usize), Error> {
+        if !suite.enabled() {
+            return Err(Error::SuiteNotSupported(suite.id()));
+        }
         let kem = suite.kem();
         let f = suite.family();
         if !valid_client_id(creds.client_id) {
@@ -194,7 +211,7 @@ impl SensorHandshake {
         let mut state = AwaitBrokerHello {
             suite,
             creds,
-            sk_e: [0; MAX_SK_LEN],
+            sk_e: [0; ENABLED_MAX_SK_LEN],
             x_e: [0; 32],
             es: Secret32([0; 32]),
             transcript: Xof::transcript(f),
@@ -231,7 +248,7 @@ impl SensorHandshake {
 pub struct AwaitBrokerHello<'a> {
     suite: Suite,
     creds: SensorCredentials<'a>,
-    sk_e: [u8; MAX_SK_LEN],
+    sk_e: [u8; ENABLED_MAX_SK_LEN],
     x_e: [u8; 32],
     es: Secret32,
     transcript: Xof,
@@ -346,6 +363,9 @@ impl BrokerHandshake {
             });
         }
         let suite = Suite::from_id(suite_id)?;
+        if !suite.enabled() {
+            return Err(Error::SuiteNotSupported(suite_id));
+        }
         if id_len == 0 || id_len > MAX_CLIENT_ID_LEN {
             return Err(Error::InvalidClientId);
         }

@@ -12,36 +12,47 @@ pub(crate) enum KemFail {
     PublicKey,
     SecretKey,
     Rng,
+    /// The KEM is not compiled in (its cargo feature is off).
+    Unsupported,
 }
 
 macro_rules! dispatch {
-    ($kem:expr, $m:ident => $body:expr) => {
+    ($kem:expr, $m:ident => $body:expr, else $fallback:expr) => {
         match $kem {
+            #[cfg(feature = "ctru-light-ascon")]
             KemId::CtruLightAscon => {
                 use ctru_light_ascon as $m;
                 $body
             }
+            #[cfg(feature = "ctru-light-sha3")]
             KemId::CtruLightSha3 => {
                 use ctru_light_sha3 as $m;
                 $body
             }
+            #[cfg(feature = "ml-kem-512")]
             KemId::MlKem512 => {
                 use ml_kem_512 as $m;
                 $body
             }
+            #[cfg(feature = "kyber512-r3")]
             KemId::Kyber512R3 => {
                 use kyber512_r3 as $m;
                 $body
             }
+            #[cfg(feature = "lightsaber")]
             KemId::LightSaber => {
                 use lightsaber as $m;
                 $body
             }
+            // Reached only when some KEM's cargo feature is off.
+            #[allow(unreachable_patterns)]
+            _ => $fallback,
         }
     };
 }
 
 /// CTRU-Light behind the same free-function interface as the other KEM crates.
+#[allow(unused_macros)]
 macro_rules! ctru_module {
     ($name:ident, $backend:ty) => {
         mod $name {
@@ -68,9 +79,12 @@ macro_rules! ctru_module {
         }
     };
 }
+#[cfg(feature = "ctru-light-ascon")]
 ctru_module!(ctru_light_ascon, ctru_light::Ascon);
+#[cfg(feature = "ctru-light-sha3")]
 ctru_module!(ctru_light_sha3, ctru_light::Sha3);
 
+#[allow(unused_macros)]
 macro_rules! kyber_module {
     ($name:ident, $path:path) => {
         mod $name {
@@ -85,9 +99,12 @@ macro_rules! kyber_module {
         }
     };
 }
+#[cfg(feature = "ml-kem-512")]
 kyber_module!(ml_kem_512, kyber512_avr::ml_kem_512);
+#[cfg(feature = "kyber512-r3")]
 kyber_module!(kyber512_r3, kyber512_avr::kyber512_r3);
 
+#[cfg(feature = "lightsaber")]
 mod lightsaber {
     pub use lightsaber_avr::{decapsulate, encapsulate, keygen, Ciphertext, PublicKey, SecretKey};
     pub fn public_of(sk: &SecretKey) -> PublicKey {
@@ -107,7 +124,7 @@ pub(crate) fn keygen(
         copy(pk_out, pk.as_bytes());
         copy(sk_out, sk.as_bytes());
         Ok(())
-    })
+    }, else Err(KemFail::Unsupported))
 }
 
 /// Encapsulates to `pk`, writing the ciphertext to `ct_out` (exactly `ct_len`).
@@ -122,7 +139,7 @@ pub(crate) fn encapsulate(
         let (ct, ss) = m::encapsulate(&pk, rng).map_err(|_| KemFail::Rng)?;
         copy(ct_out, ct.as_bytes());
         Ok(ss)
-    })
+    }, else Err(KemFail::Unsupported))
 }
 
 /// Decapsulates `ct` with `sk`.
@@ -131,14 +148,14 @@ pub(crate) fn decapsulate(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<SharedSecr
         let sk = m::SecretKey::from_bytes(sk).map_err(|_| KemFail::SecretKey)?;
         let ct = m::Ciphertext::from_bytes(ct).map_err(|_| KemFail::PublicKey)?;
         Ok(m::decapsulate(&sk, &ct))
-    })
+    }, else Err(KemFail::Unsupported))
 }
 
 /// Checks that `pk` is a valid public key of `kem`.
 pub fn check_public_key(kem: KemId, pk: &[u8]) -> Result<(), Error> {
     dispatch!(kem, m => {
         m::PublicKey::from_bytes(pk).map(|_| ()).map_err(|_| Error::InvalidKey)
-    })
+    }, else Err(Error::SuiteNotSupported(kem as u8)))
 }
 
 /// Checks that `sk` is a valid secret key of `kem` and returns its public key into `pk_out`.
@@ -150,7 +167,7 @@ pub fn public_key_of(kem: KemId, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Err
         let sk = m::SecretKey::from_bytes(sk).map_err(|_| Error::InvalidKey)?;
         copy(pk_out, m::public_of(&sk).as_bytes());
         Ok(())
-    })
+    }, else Err(Error::SuiteNotSupported(kem as u8)))
 }
 
 fn copy(out: &mut [u8], src: &[u8]) {

@@ -132,6 +132,7 @@ pub mod kem;
 mod record;
 pub mod suite;
 pub mod sym;
+#[cfg(feature = "x25519")]
 #[doc(hidden)]
 pub mod testing;
 

@@ -83,6 +83,17 @@ impl KemId {
         }
     }
 
+    /// Whether this KEM is compiled in (its cargo feature is on).
+    pub const fn enabled(self) -> bool {
+        match self {
+            KemId::CtruLightAscon => cfg!(feature = "ctru-light-ascon"),
+            KemId::CtruLightSha3 => cfg!(feature = "ctru-light-sha3"),
+            KemId::MlKem512 => cfg!(feature = "ml-kem-512"),
+            KemId::Kyber512R3 => cfg!(feature = "kyber512-r3"),
+            KemId::LightSaber => cfg!(feature = "lightsaber"),
+        }
+    }
+
     /// The symmetric family that goes with this KEM: Ascon for CTRU-Light
     /// (Ascon), SHA3 for the Keccak-based KEMs (one permutation on the sensor).
     pub const fn family(self) -> Family {
@@ -99,6 +110,20 @@ pub const MAX_PK_LEN: usize = 800;
 pub const MAX_SK_LEN: usize = 1632;
 /// Largest ciphertext of any KEM.
 pub const MAX_CT_LEN: usize = 768;
+
+/// Largest secret key of the KEMs compiled in (sizes the sensor's ephemeral-key state).
+pub(crate) const ENABLED_MAX_SK_LEN: usize = {
+    let mut m = 0;
+    let mut i = 0;
+    while i < KemId::ALL.len() {
+        let k = KemId::ALL[i];
+        if k.enabled() && k.sk_len() > m {
+            m = k.sk_len();
+        }
+        i += 1;
+    }
+    m
+};
 
 /// The symmetric family used for the transcript hash and the key schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -164,6 +189,12 @@ impl Suite {
     /// Whether X25519 is combined with the KEM.
     pub const fn is_hybrid(self) -> bool {
         self.hybrid
+    }
+
+    /// Whether this suite is compiled in: its KEM's cargo feature, and for
+    /// hybrid suites `x25519`.
+    pub const fn enabled(self) -> bool {
+        self.kem.enabled() && (!self.hybrid || cfg!(feature = "x25519"))
     }
 
     /// The symmetric family.
