@@ -9,6 +9,8 @@
 //!   crash the broker;
 //! - 120 clients handshake at once and all succeed or fail cleanly.
 
+mod common;
+use common::plugin_path;
 use std::collections::HashSet;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -29,19 +31,6 @@ use rand_core::{OsRng, RngCore};
 
 const MOSQUITTO: &str = "/usr/sbin/mosquitto";
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-fn plugin_path() -> PathBuf {
-    // target/<profile>/deps/<test> → target/<profile>/libmosquitto_kem_plugin.so
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("libmosquitto_kem_plugin.so");
-    assert!(path.exists(), "plugin not built at {}", path.display());
-    path
-}
 
 /// A keys directory and a loopback port that survive broker restarts.
 struct Site {

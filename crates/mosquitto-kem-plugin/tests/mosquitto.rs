@@ -2,6 +2,8 @@
 //! port and performs the AUTH-mode handshake for every suite.
 //! Needs the Debian packages `mosquitto` and `mosquitto-dev`.
 
+mod common;
+use common::plugin_path;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,19 +32,6 @@ impl Drop for Broker {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn plugin_path() -> PathBuf {
-    // target/<profile>/deps/<test> → target/<profile>/libmosquitto_kem_plugin.so
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("libmosquitto_kem_plugin.so");
-    assert!(path.exists(), "plugin not built at {}", path.display());
-    path
 }
 
 fn start_broker(dir: &Path) -> (Broker, String) {
