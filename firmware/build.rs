@@ -1,7 +1,7 @@
 //! Derives the firmware's KEM cfgs from its cargo features: `kem` when any KEM
 //! is served, and `ctru_<backend>_<variant>` for each CTRU-Light instance
 //! (a back-end feature enables every variant unless some `ctru-<variant>`
-//! feature narrows the set).
+//! feature narrows the set); `mqtt` when one `mqtt-<kem>` feature is on.
 
 fn main() {
     let on = |f: &str| std::env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"))).is_some();
@@ -22,6 +22,19 @@ fn main() {
                 any_kem = true;
             }
         }
+    }
+    println!("cargo::rustc-check-cfg=cfg(mqtt)");
+    let mqtt_kems = [
+        "ctru-light-ascon",
+        "ctru-light-sha3",
+        "ml-kem-512",
+        "kyber512-r3",
+        "lightsaber",
+    ];
+    match mqtt_kems.iter().filter(|k| on(&format!("mqtt-{k}"))).count() {
+        0 => {}
+        1 => println!("cargo::rustc-cfg=mqtt"),
+        _ => panic!("a firmware image serves the KEM-MQTT ops of one KEM: select one mqtt-<kem> feature"),
     }
     if any_kem {
         println!("cargo::rustc-cfg=kem");

@@ -2,7 +2,8 @@
 //!
 //! Two halves: the modarith ring operations below (cargo feature `rings`)
 //! and the KEM operations of [`kem`] (features `kyber`, `saber`,
-//! `ctru-sha3`, `ctru-ascon`).
+//! `ctru-sha3`, `ctru-ascon`); the KEM-MQTT/1 sensor ops of [`mqtt`]
+//! (features `mqtt-<kem>`, `mqtt-x25519`).
 //!
 //! The AVR binary (`src/main.rs`) registers one operation per (ring, kind)
 //! below; the host tools (`cargo xtask sim-test`, `bench`) use the same
@@ -18,6 +19,7 @@
 #![no_std]
 
 pub mod kem;
+pub mod mqtt;
 pub use kem::{decode_kem_op, kem_op_id, kem_ops, Group, Kem, KemOp};
 
 /// The rings of `modarith::rings`.

@@ -22,7 +22,7 @@ fn main() {
 
 #[cfg(target_arch = "avr")]
 mod device {
-    #[cfg(any(feature = "rings", kem))]
+    #[cfg(any(feature = "rings", kem, mqtt))]
     use avr_harness::Op;
     use avr_harness::Uart;
 
@@ -450,6 +450,234 @@ mod device {
         );
     }
 
+    #[cfg(mqtt)]
+    mod mqtt {
+        use core::hint::black_box;
+        use core::ptr::addr_of_mut;
+
+        use avr_harness::{measure, Io, Op, Status, Uart};
+        use firmware::mqtt::{
+            Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
+        };
+        use kem_mqtt::{AwaitBrokerHello, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
+        use rand_core::{CryptoRng, RngCore};
+
+        #[cfg(feature = "mqtt-ctru-light-ascon")]
+        const KEM: KemId = KemId::CtruLightAscon;
+        #[cfg(feature = "mqtt-ctru-light-sha3")]
+        const KEM: KemId = KemId::CtruLightSha3;
+        #[cfg(feature = "mqtt-ml-kem-512")]
+        const KEM: KemId = KemId::MlKem512;
+        #[cfg(feature = "mqtt-kyber512-r3")]
+        const KEM: KemId = KemId::Kyber512R3;
+        #[cfg(feature = "mqtt-lightsaber")]
+        const KEM: KemId = KemId::LightSaber;
+
+        const L: Layout = Layout {
+            pk: KEM.pk_len(),
+            sk: KEM.sk_len(),
+            ct: KEM.ct_len(),
+        };
+        const FLIGHT: usize = L.flight_len();
+
+        // The sensor's long-term keys and the broker's public keys: the
+        // handshake state borrows them from `start` until `finish`.
+        static mut CLIENT_ID: [u8; MAX_ID_LEN] = [0; MAX_ID_LEN];
+        static mut KEM_SK: [u8; L.sk] = [0; L.sk];
+        static mut X_SK: [u8; X25519_LEN] = [0; X25519_LEN];
+        static mut BROKER_PK: [u8; L.pk] = [0; L.pk];
+        static mut BROKER_X_PK: [u8; X25519_LEN] = [0; X25519_LEN];
+        static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
+        /// ClientHello out, then BrokerHello in.
+        static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
+        /// The sensor between its two steps.
+        static mut STATE: Option<AwaitBrokerHello<'static>> = None;
+
+        /// An RNG replaying the host's bytes in order; running out is an error.
+        struct Tape {
+            bytes: &'static [u8],
+            pos: usize,
+        }
+
+        impl RngCore for Tape {
+            fn next_u32(&mut self) -> u32 {
+                rand_core::impls::next_u32_via_fill(self)
+            }
+            fn next_u64(&mut self) -> u64 {
+                rand_core::impls::next_u64_via_fill(self)
+            }
+            fn fill_bytes(&mut self, dest: &mut [u8]) {
+                let _ = self.try_fill_bytes(dest);
+            }
+            fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+                let end = self.pos + dest.len();
+                match self.bytes.get(self.pos..end) {
+                    Some(src) => {
+                        dest.copy_from_slice(src);
+                        self.pos = end;
+                        Ok(())
+                    }
+                    None => {
+                        self.pos = self.bytes.len();
+                        Err(rand_core::Error::from(core::num::NonZeroU32::MIN))
+                    }
+                }
+            }
+        }
+
+        impl CryptoRng for Tape {}
+
+        /// The status code of an error (`firmware::mqtt::error_name`).
+        fn code(e: Error) -> u8 {
+            match e {
+                Error::Rng => 2,
+                Error::InvalidKey | Error::InvalidEphemeralKey | Error::X25519NonContributory => 3,
+                Error::SuiteNotSupported(_) | Error::UnknownSuite(_) => 4,
+                Error::BrokerFinishedInvalid => 5,
+                Error::Truncated { .. }
+                | Error::Oversized { .. }
+                | Error::UnexpectedMessage { .. }
+                | Error::UnsupportedVersion(_)
+                | Error::SuiteMismatch { .. }
+                | Error::InvalidClientId => 6,
+                _ => 1,
+            }
+        }
+
+        #[inline(never)]
+        fn k_start(
+            suite: Suite,
+            creds: SensorCredentials<'static>,
+            rng: &mut Tape,
+            out: &mut [u8; FLIGHT],
+            slot: &mut Option<AwaitBrokerHello<'static>>,
+        ) -> Result<usize, Error> {
+            let (state, n) = SensorHandshake::start(suite, creds, rng, out)?;
+            *slot = Some(state);
+            Ok(n)
+        }
+
+        #[inline(never)]
+        fn k_finish(
+            slot: &mut Option<AwaitBrokerHello<'static>>,
+            msg: &[u8],
+            cf: &mut [u8; CF_LEN],
+        ) -> Result<Session, Error> {
+            match slot.take() {
+                Some(state) => state.receive_broker_hello(msg, cf).map(|(s, _)| s),
+                None => Err(Error::UnexpectedMessage { expected: 0, got: 0 }),
+            }
+        }
+
+        fn start(io: &mut Uart) {
+            // SAFETY: single-threaded; the previous handshake state, which
+            // borrows the key statics, is dropped before they are rewritten.
+            let slot = unsafe { &mut *addr_of_mut!(STATE) };
+            *slot = None;
+            // SAFETY: distinct statics, nothing else borrows them now.
+            let (id, sk, x_sk, pk, x_pk, tape, flight) = unsafe {
+                (
+                    &mut *addr_of_mut!(CLIENT_ID),
+                    &mut *addr_of_mut!(KEM_SK),
+                    &mut *addr_of_mut!(X_SK),
+                    &mut *addr_of_mut!(BROKER_PK),
+                    &mut *addr_of_mut!(BROKER_X_PK),
+                    &mut *addr_of_mut!(TAPE),
+                    &mut *addr_of_mut!(FLIGHT_BUF),
+                )
+            };
+            let suite_id = io.read_byte();
+            let id_len = (io.read_byte() as usize).min(MAX_ID_LEN);
+            io.read_bytes(id);
+            io.read_bytes(sk);
+            io.read_bytes(x_sk);
+            io.read_bytes(pk);
+            io.read_bytes(x_pk);
+            io.read_bytes(tape);
+            let (id, sk, x_sk, pk, x_pk, tape): (
+                &'static [u8; MAX_ID_LEN],
+                &'static [u8; L.sk],
+                _,
+                &'static [u8; L.pk],
+                _,
+                &'static [u8; TAPE_LEN],
+            ) = (id, sk, x_sk, pk, x_pk, tape);
+            let creds = SensorCredentials {
+                client_id: &id[..id_len],
+                kem_sk: sk,
+                x25519_sk: Some(&*x_sk),
+                broker_kem_pk: pk,
+                broker_x25519_pk: Some(&*x_pk),
+            };
+            let mut rng = Tape { bytes: tape, pos: 0 };
+            let r = match Suite::from_id(suite_id) {
+                Ok(suite) => measure(OP_START, || {
+                    k_start(
+                        black_box(suite),
+                        black_box(creds),
+                        black_box(&mut rng),
+                        black_box(&mut *flight),
+                        black_box(&mut *slot),
+                    )
+                }),
+                Err(e) => Err(e),
+            };
+            let (status, n) = match r {
+                Ok(n) => (0, n),
+                Err(e) => (code(e), 0),
+            };
+            io.reply(Status::Ok, L.start_reply_len() as u16);
+            io.write_byte(status);
+            io.write_u16(rng.pos as u16);
+            io.write_u16(n as u16);
+            io.write_bytes(&flight[..L.max_client_hello()]);
+        }
+
+        fn finish(io: &mut Uart) {
+            // SAFETY: single-threaded; one borrow of each static.
+            let (slot, flight) = unsafe { (&mut *addr_of_mut!(STATE), &mut *addr_of_mut!(FLIGHT_BUF)) };
+            let len = (io.read_u16() as usize).min(L.max_broker_hello());
+            io.read_bytes(&mut flight[..L.max_broker_hello()]);
+            let msg = &flight[..len];
+            let mut cf = [0u8; CF_LEN];
+            let mut record = [0u8; RECORD_LEN];
+            let status = if slot.is_none() {
+                7
+            } else {
+                match measure(OP_FINISH, || {
+                    k_finish(black_box(&mut *slot), black_box(msg), black_box(&mut cf))
+                }) {
+                    // The new session key at work: one record to the broker.
+                    Ok(mut session) => match session.seal(TOPIC, PAYLOAD, &mut record) {
+                        Ok(_) => 0,
+                        Err(e) => code(e),
+                    },
+                    Err(e) => code(e),
+                }
+            };
+            io.reply(Status::Ok, L.finish_reply_len() as u16);
+            io.write_byte(status);
+            io.write_bytes(&cf);
+            io.write_bytes(&record);
+        }
+
+        /// The sensor's two steps.
+        pub const OPS: [Op<Uart>; 2] = [
+            Op {
+                id: OP_START,
+                request_len: L.start_request_len() as u16,
+                reply_len: L.start_reply_len() as u16,
+                run: start,
+            },
+            Op {
+                id: OP_FINISH,
+                request_len: L.finish_request_len() as u16,
+                reply_len: L.finish_reply_len() as u16,
+                run: finish,
+            },
+        ];
+    }
+
     /// Every op group this image serves.
     const GROUPS: &[&[Op<Uart>]] = &[
         #[cfg(feature = "rings")]
@@ -480,6 +708,8 @@ mod device {
         &kems::ctru_ascon_montopt::OPS,
         #[cfg(ctru_ascon_mont)]
         &kems::ctru_ascon_mont::OPS,
+        #[cfg(mqtt)]
+        &mqtt::OPS,
     ];
 
     const N_OPS: usize = {

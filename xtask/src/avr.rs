@@ -186,6 +186,8 @@ pub struct Image {
     pub name: String,
     /// Cargo features (default features off unless this is `rings`).
     pub features: Vec<&'static str>,
+    /// Overrides the release profile's opt-level (before the MCU's override).
+    pub opt_level: Option<&'static str>,
 }
 
 impl Image {
@@ -194,6 +196,7 @@ impl Image {
         Image {
             name: "rings".into(),
             features: vec!["rings"],
+            opt_level: None,
         }
     }
 
@@ -202,6 +205,7 @@ impl Image {
         Image {
             name: g.feature().into(),
             features: vec![g.feature()],
+            opt_level: None,
         }
     }
 
@@ -223,7 +227,40 @@ impl Image {
         Image {
             name: k.module().replace('_', "-"),
             features,
+            opt_level: None,
         }
+    }
+
+    /// The KEM-MQTT/1 sensor image of `kem` (`firmware::mqtt`): its pure suite,
+    /// and with `x25519` its hybrid suite too. Built at opt-level "s".
+    pub fn mqtt(kem: kem_mqtt::KemId, x25519: bool) -> Image {
+        use kem_mqtt::KemId;
+        let f = match kem {
+            KemId::CtruLightAscon => "mqtt-ctru-light-ascon",
+            KemId::CtruLightSha3 => "mqtt-ctru-light-sha3",
+            KemId::MlKem512 => "mqtt-ml-kem-512",
+            KemId::Kyber512R3 => "mqtt-kyber512-r3",
+            KemId::LightSaber => "mqtt-lightsaber",
+        };
+        let mut features = vec![f];
+        if x25519 {
+            features.push("mqtt-x25519");
+        }
+        Image {
+            name: format!("{f}{}", if x25519 { "-x25519" } else { "" }),
+            features,
+            // At opt-level 3 the hybrid image needs ~170-210 KB (X25519 alone
+            // is 71 KB), more than the 1284p's 128 KB: "s" on every MCU.
+            opt_level: Some("s"),
+        }
+    }
+
+    /// Every KEM-MQTT/1 sensor image: each KEM pure, then with X25519.
+    pub fn all_mqtt() -> Vec<Image> {
+        [false, true]
+            .into_iter()
+            .flat_map(|x| kem_mqtt::KemId::ALL.into_iter().map(move |k| Image::mqtt(k, x)))
+            .collect()
     }
 
     /// The image's target directory for `mcu`.
@@ -356,7 +393,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
         .arg(image.features.join(","))
         .arg("--target-dir")
         .arg(&target);
-    if let Some(level) = mcu.opt_level {
+    if let Some(level) = image.opt_level.or(mcu.opt_level) {
         cmd.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
     }
     util::run(&mut cmd)?;
@@ -514,7 +551,8 @@ impl CallGraph {
     }
 }
 
-/// Looks up `--image`: `rings`, a group feature, a KEM module name (dashes), or `all`.
+/// Looks up `--image`: `rings`, a group feature, a KEM module name (dashes),
+/// `mqtt-<kem>[-x25519]`, or `all` (the images CI builds, without the KEM-MQTT ones).
 pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
     if name == "all" {
         return Ok(all_images(mcu));
@@ -522,6 +560,7 @@ pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
     let mut known: Vec<Image> = vec![Image::rings()];
     known.extend(Group::ALL.into_iter().map(Image::group));
     known.extend(Kem::ALL.into_iter().map(Image::kem));
+    known.extend(Image::all_mqtt());
     match known.iter().find(|i| i.name == name) {
         Some(i) => Ok(vec![i.clone()]),
         None => {

@@ -11,6 +11,7 @@ mod hosteval;
 mod kat;
 mod kems;
 mod mega0;
+mod mqtt;
 mod opts;
 mod published;
 mod simtest;
@@ -22,12 +23,14 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  ci        fmt check, clippy (warnings denied), every test, the AVR builds and
-            the simulated differential test — what CI runs
+  ci        fmt check, clippy (warnings denied), every test, the AVR builds, the
+            simulated differential and KAT tests, the AVR constant-time check,
+            the valgrind secret-independence check and a short fuzzing run —
+            what CI runs
   setup     [--yasimavr]
             install the missing Debian packages of the AVR pipeline (as root);
             --yasimavr: also yasimavr into .venv (ATmega4808 smoke test)
-  build-avr [--mcu atmega1284p|atmega4808] [--image rings|kyber|saber|ctru-sha3|ctru-ascon|<kem>|all]
+  build-avr [--mcu atmega1284p|atmega4808] [--image rings|kyber|saber|ctru-sha3|ctru-ascon|<kem>|mqtt-<kem>[-x25519]|all]
             cross-build a firmware image, report flash and static RAM
   sim-test  [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build]
             randomized differential test of the ring ops (firmware in simavr vs
@@ -41,6 +44,11 @@ commands:
             cycles, stack and code size of every operation in simavr; writes
             benchmarks/<mcu>/<scheme>.json, benchmarks/latest.json,
             docs/benchmarks.md and docs/benchmarks.svg
+  mqtt      [--mcu M] [--filter S] [--no-build]
+            the KEM-MQTT/1 sensor handshake of every suite on the AVR (firmware
+            images mqtt-<kem>[-x25519]) against the host broker: flights and a
+            record checked, cycles and stack per step; --mcu atmega4808: which
+            suites fit (flash, SRAM), run in yasimavr
   kat       --scheme ml-kem-512|kyber512-r3|lightsaber|ctru-light-sha3|ctru-light-ascon
             [--master-seed HEX48] [--count N] [--write FILE] [--check]
             NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
@@ -61,6 +69,7 @@ fn main() -> ExitCode {
         Some("kat") => kat::run(&args[1..]),
         Some("dfr") => dfr::run(&args[1..]),
         Some("ct") => ct::run(&args[1..]),
+        Some("mqtt") => mqtt::cmd(&args[1..]),
         None | Some("help") | Some("--help") | Some("-h") => {
             print!("{USAGE}");
             Ok(())
@@ -94,6 +103,19 @@ fn ci() -> Result<(), String> {
     simtest::run(&["--no-build".to_string()])?;
     // Every KEM operation must take the same cycles for every input.
     ct::run(&["--count".into(), "8".into(), "--no-build".into()])?;
+    // The host secret-independence check (valgrind memcheck) and a short
+    // fuzzing run of every target (SECURITY.md has the long runs).
+    let root = util::workspace_root();
+    util::run(
+        Command::new("bash")
+            .arg(root.join("ci/ct-valgrind.sh"))
+            .args(["1", "all"]),
+    )?;
+    util::run(
+        Command::new("bash")
+            .arg(root.join("ci/fuzz-smoke.sh"))
+            .env("FUZZ_SECONDS", "5"),
+    )?;
     if util::workspace_root().join(".venv/bin/python").exists() {
         simtest::run(&["--mcu".into(), "atmega4808".into(), "--no-build".into()])?;
     }

@@ -323,6 +323,12 @@ pub fn kem_figures(kem: Kem, op: KemOp) -> Option<(u64, u32, u32)> {
     })
 }
 
+/// KEM-MQTT (Kim & Seo, ASIA CCS 2025, ePrint 2025/563): the sensor's whole
+/// Kyber-512 handshake work, 4.32 s at 7.37 MHz on an ATmega4808.
+pub const KEM_MQTT_SENSOR_CYCLES: u64 = 31_800_000;
+/// Which published figure [`KEM_MQTT_SENSOR_CYCLES`] is.
+pub const KEM_MQTT_REFERENCE: &str = "KEM-MQTT (ePrint 2025/563) Kyber-512 sensor handshake, ATmega4808";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,26 +56,12 @@ macro_rules! dispatch {
 macro_rules! ctru_module {
     ($name:ident, $backend:ty) => {
         mod $name {
-            use rand_core::{CryptoRng, RngCore};
-            type K = ctru_light::CtruLight<$backend>;
             pub type PublicKey = ctru_light::PublicKey<$backend>;
             pub type SecretKey = ctru_light::SecretKey<$backend>;
-            pub type Ciphertext = ctru_light::Ciphertext<$backend>;
-            pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey, SecretKey), ctru_light::Error> {
-                K::keygen(rng)
-            }
-            pub fn encapsulate(
-                pk: &PublicKey,
-                rng: &mut (impl RngCore + CryptoRng),
-            ) -> Result<(Ciphertext, kem_common::SharedSecret), ctru_light::Error> {
-                K::encapsulate(pk, rng)
-            }
-            pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> kem_common::SharedSecret {
-                K::decapsulate(sk, ct)
-            }
             pub fn public_of(sk: &SecretKey) -> PublicKey {
                 sk.public_key()
             }
+            pub type Raw = ctru_light::CtruLight<$backend>;
         }
     };
 }
@@ -88,10 +74,8 @@ ctru_module!(ctru_light_sha3, ctru_light::Sha3);
 macro_rules! kyber_module {
     ($name:ident, $path:path) => {
         mod $name {
-            pub use k::{
-                decapsulate, encapsulate, keygen, Ciphertext, DecapsulationKey as SecretKey,
-                EncapsulationKey as PublicKey,
-            };
+            pub use k::raw as Raw;
+            pub use k::{DecapsulationKey as SecretKey, EncapsulationKey as PublicKey};
             use $path as k;
             pub fn public_of(sk: &SecretKey) -> PublicKey {
                 sk.encapsulation_key()
@@ -106,11 +90,21 @@ kyber_module!(kyber512_r3, kyber512_avr::kyber512_r3);
 
 #[cfg(feature = "lightsaber")]
 mod lightsaber {
-    pub use lightsaber_avr::{decapsulate, encapsulate, keygen, Ciphertext, PublicKey, SecretKey};
+    pub use lightsaber_avr::{PublicKey, SecretKey};
+    /// The byte-array API.
+    #[allow(non_snake_case)]
+    pub mod Raw {
+        pub use lightsaber_avr::{decapsulate_into, encapsulate_into, keygen_into};
+    }
     pub fn public_of(sk: &SecretKey) -> PublicKey {
         sk.public_key()
     }
 }
+
+// The byte-array (`*_into`) APIs work in the caller's buffers: no key or
+// ciphertext copies on the stack, which matters on an 8-bit sensor. Keys
+// are still checked by the typed `from_bytes`, in a frame of its own that is
+// gone before the KEM runs.
 
 /// Generates a key pair into `pk_out` (exactly `pk_len`) and `sk_out` (exactly `sk_len`).
 pub(crate) fn keygen(
@@ -120,10 +114,9 @@ pub(crate) fn keygen(
     sk_out: &mut [u8],
 ) -> Result<(), KemFail> {
     dispatch!(kem, m => {
-        let (pk, sk) = m::keygen(rng).map_err(|_| KemFail::Rng)?;
-        copy(pk_out, pk.as_bytes());
-        copy(sk_out, sk.as_bytes());
-        Ok(())
+        let pk = pk_out.try_into().map_err(|_| KemFail::PublicKey)?;
+        let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
+        m::Raw::keygen_into(rng, pk, sk).map_err(|_| KemFail::Rng)
     }, else Err(KemFail::Unsupported))
 }
 
@@ -134,24 +127,36 @@ pub(crate) fn encapsulate(
     rng: &mut (impl RngCore + CryptoRng),
     ct_out: &mut [u8],
 ) -> Result<SharedSecret, KemFail> {
+    if check_public_key(kem, pk).is_err() {
+        return Err(KemFail::PublicKey);
+    }
     dispatch!(kem, m => {
-        let pk = m::PublicKey::from_bytes(pk).map_err(|_| KemFail::PublicKey)?;
-        let (ct, ss) = m::encapsulate(&pk, rng).map_err(|_| KemFail::Rng)?;
-        copy(ct_out, ct.as_bytes());
-        Ok(ss)
+        let pk = pk.try_into().map_err(|_| KemFail::PublicKey)?;
+        let ct = ct_out.try_into().map_err(|_| KemFail::Rng)?;
+        m::Raw::encapsulate_into(pk, rng, ct).map_err(|_| KemFail::Rng)
     }, else Err(KemFail::Unsupported))
+}
+
+/// Whether `sk` is a well-formed secret key of `kem` (its own frame: the typed copy is freed on return).
+#[inline(never)]
+fn secret_key_ok(kem: KemId, sk: &[u8]) -> bool {
+    dispatch!(kem, m => m::SecretKey::from_bytes(sk).is_ok(), else false)
 }
 
 /// Decapsulates `ct` with `sk`.
 pub(crate) fn decapsulate(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
+    if !secret_key_ok(kem, sk) {
+        return Err(KemFail::SecretKey);
+    }
     dispatch!(kem, m => {
-        let sk = m::SecretKey::from_bytes(sk).map_err(|_| KemFail::SecretKey)?;
-        let ct = m::Ciphertext::from_bytes(ct).map_err(|_| KemFail::PublicKey)?;
-        Ok(m::decapsulate(&sk, &ct))
+        let sk = sk.try_into().map_err(|_| KemFail::SecretKey)?;
+        let ct = ct.try_into().map_err(|_| KemFail::PublicKey)?;
+        Ok(m::Raw::decapsulate_into(sk, ct))
     }, else Err(KemFail::Unsupported))
 }
 
 /// Checks that `pk` is a valid public key of `kem`.
+#[inline(never)]
 pub fn check_public_key(kem: KemId, pk: &[u8]) -> Result<(), Error> {
     dispatch!(kem, m => {
         m::PublicKey::from_bytes(pk).map(|_| ()).map_err(|_| Error::InvalidKey)

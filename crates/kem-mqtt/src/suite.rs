@@ -97,6 +97,20 @@ impl KemId {
     /// The symmetric family that goes with this KEM: Ascon for CTRU-Light
     /// (Ascon), SHA3 for the Keccak-based KEMs (one permutation on the sensor).
     pub const fn family(self) -> Family {
+        // With one family's KEMs compiled in, the answer is a constant and the
+        // other family's code drops out of a sensor image.
+        let sha3 = cfg!(any(
+            feature = "ctru-light-sha3",
+            feature = "ml-kem-512",
+            feature = "kyber512-r3",
+            feature = "lightsaber"
+        ));
+        if !sha3 {
+            return Family::Ascon;
+        }
+        if !cfg!(feature = "ctru-light-ascon") {
+            return Family::Sha3;
+        }
         match self {
             KemId::CtruLightAscon => Family::Ascon,
             _ => Family::Sha3,

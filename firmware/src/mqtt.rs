@@ -1,0 +1,128 @@
+//! The KEM-MQTT/1 sensor half of the op catalog (cargo features
+//! `mqtt-<kem>`, plus `mqtt-x25519` for the hybrid suites): the firmware
+//! runs the *sensor* side of the handshake (`kem_mqtt::SensorHandshake`),
+//! the host plays the broker.
+//!
+//! An image serves one KEM (the `mqtt-<kem>` feature), in its pure suite and,
+//! with `mqtt-x25519`, its hybrid suite too; the suite id is in the request.
+//! Layouts (lengths from [`Layout`] of the image's KEM; `u16` little-endian):
+//!
+//! - [`OP_START`] (`SensorHandshake::start`, measured): request
+//!   `suite ‖ id_len ‖ client_id[64] ‖ kem_sk[sk] ‖ x25519_sk[32] ‖
+//!   broker_kem_pk[pk] ‖ broker_x25519_pk[32] ‖ tape[256]` → reply
+//!   `status ‖ used u16 ‖ len u16 ‖ ClientHello (padded to the largest)`;
+//! - [`OP_FINISH`] (`receive_broker_hello`, measured): request
+//!   `len u16 ‖ BrokerHello (padded)` → reply `status ‖ ClientFinished[34]
+//!   ‖ record`, the record sealing [`PAYLOAD`] on [`TOPIC`] under the new
+//!   session key (outside the measured window).
+//!
+//! `status` is 0 on success, otherwise an [`error_name`] code. The X25519 keys
+//! are ignored by pure suites. The tape is the randomness the host's own run
+//! of the same handshake drew, so the ClientHello must match it byte for byte.
+
+/// Op id of `SensorHandshake::start` (and its marker window).
+pub const OP_START: u8 = 0x68;
+/// Op id of `AwaitBrokerHello::receive_broker_hello` (and its marker window).
+pub const OP_FINISH: u8 = 0x69;
+/// Randomness bytes a start request carries (nonce, KEM keygen with retries, encaps, X25519).
+pub const TAPE_LEN: usize = 256;
+/// Client-id field of a start request (the longest id KEM-MQTT/1 allows).
+pub const MAX_ID_LEN: usize = 64;
+/// Length of an X25519 key.
+pub const X25519_LEN: usize = 32;
+/// Length of a ClientFinished.
+pub const CF_LEN: usize = 34;
+/// The topic of the record the sensor seals after the handshake.
+pub const TOPIC: &[u8] = b"sensors/avr-1/t";
+/// The plaintext of that record.
+pub const PAYLOAD: &[u8] = b"21.5 C from the AVR sensor";
+/// Length of that record: sequence number, ciphertext, tag.
+pub const RECORD_LEN: usize = 8 + PAYLOAD.len() + 16;
+
+/// Names of the status codes the ops answer with.
+pub const fn error_name(code: u8) -> &'static str {
+    match code {
+        0 => "ok",
+        2 => "random tape exhausted",
+        3 => "invalid key",
+        4 => "suite not supported by this image",
+        5 => "BrokerFinished does not verify",
+        6 => "malformed message",
+        7 => "no handshake in progress",
+        _ => "other error",
+    }
+}
+
+/// Key and ciphertext sizes of the image's KEM, and the message layouts that follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Public-key bytes.
+    pub pk: usize,
+    /// Secret-key bytes.
+    pub sk: usize,
+    /// Ciphertext bytes.
+    pub ct: usize,
+}
+
+impl Layout {
+    /// Request bytes of [`OP_START`].
+    pub const fn start_request_len(self) -> usize {
+        2 + MAX_ID_LEN + self.sk + X25519_LEN + self.pk + X25519_LEN + TAPE_LEN
+    }
+    /// The largest ClientHello (hybrid, 64-byte id).
+    pub const fn max_client_hello(self) -> usize {
+        4 + MAX_ID_LEN + 32 + self.pk + self.ct + X25519_LEN
+    }
+    /// Reply bytes of [`OP_START`].
+    pub const fn start_reply_len(self) -> usize {
+        5 + self.max_client_hello()
+    }
+    /// The largest BrokerHello (hybrid).
+    pub const fn max_broker_hello(self) -> usize {
+        3 + 32 + 2 * self.ct + X25519_LEN + 32
+    }
+    /// Request bytes of [`OP_FINISH`].
+    pub const fn finish_request_len(self) -> usize {
+        2 + self.max_broker_hello()
+    }
+    /// Reply bytes of [`OP_FINISH`].
+    pub const fn finish_reply_len(self) -> usize {
+        1 + CF_LEN + RECORD_LEN
+    }
+    /// The flight buffer the firmware keeps: the ClientHello goes out of it,
+    /// then the BrokerHello comes into it.
+    pub const fn flight_len(self) -> usize {
+        let (a, b) = (self.max_client_hello(), self.max_broker_hello());
+        if a > b {
+            a
+        } else {
+            b
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_free_and_lengths_fit_the_protocol() {
+        for (k, o) in crate::kem_ops() {
+            let id = crate::kem_op_id(k, o);
+            assert!(id != OP_START && id != OP_FINISH);
+        }
+        for (r, k) in crate::ops() {
+            let id = crate::op_id(r, k);
+            assert!(id != OP_START && id != OP_FINISH);
+        }
+        const { assert!(OP_FINISH < avr_harness::protocol::OP_EXIT) };
+        let ml = Layout {
+            pk: 800,
+            sk: 1632,
+            ct: 768,
+        };
+        assert_eq!(ml.max_client_hello(), 1636 + 64);
+        assert_eq!(ml.max_broker_hello(), 1635);
+        assert!(ml.start_request_len() < u16::MAX as usize);
+    }
+}
