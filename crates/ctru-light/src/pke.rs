@@ -42,17 +42,18 @@ pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke:
     invertible
 }
 
-/// round(2^31 / 769): ⌊(s·256 + 384) / 769⌋ = (s·M + C) ≫ 23 with
-/// C = ⌊2^23·384/769⌋ for every s = σ + b·385 ≤ 1153, in 32-bit arithmetic.
-const RECIP_Q: u32 = ((1u64 << 31) + (Q as u64 >> 1)).div_euclid(Q as u64) as u32;
-const HALF_Q_SCALED: u32 = ((1u64 << 23) * 384).div_euclid(Q as u64) as u32;
+/// round(2^24 / 769) and ⌊2^16·384/769⌋: ⌊(s·256 + 384) / 769⌋ =
+/// (s·M + C) ≫ 16 for every s = σ + b·385 ≤ 1153, a 16×16-bit product (the
+/// cheapest multiplication an 8-bit core has).
+const RECIP_Q: u16 = ((1u64 << 24) + (Q as u64 >> 1)).div_euclid(Q as u64) as u16;
+const HALF_Q_SCALED: u32 = ((1u64 << 16) * 384).div_euclid(Q as u64) as u32;
 
 /// c = ⌊((σ + b·385)·256 + 384) / 769⌋ mod 256 (§3 Enc), constant time: no
 /// divide instruction, proven exact for all inputs by a test.
 #[inline]
 pub fn compress(sigma: u16, bit: u8) -> u8 {
-    let s = sigma as u32 + bit as u32 * 385;
-    ((s * RECIP_Q + HALF_Q_SCALED) >> 23) as u8
+    let s = sigma + bit as u16 * 385;
+    ((s as u32 * RECIP_Q as u32 + HALF_Q_SCALED) >> 16) as u8
 }
 
 /// PKE.Enc (§3): ct from pk, message and 128 coin bytes; ciphertext byte k
