@@ -297,11 +297,138 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The ATmega4808: every selected image (pure and hybrid) built, and each
-/// whose flash fits run in yasimavr (handshake checked, painted stack).
+/// The ATmega4808: every selected image (pure and hybrid) built; each whose
+/// flash fits runs its suite (the hybrid image: the hybrid suite) in
+/// yasimavr, handshake checked, painted stack read. Prints what fits with
+/// the numbers; a crash or stack overflow is "does not fit", not a failure.
 fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool) -> Result<(), String> {
-    let _ = (mcu, filter, no_build);
-    Err("not yet".into())
+    let root = crate::util::workspace_root();
+    let python = root.join(".venv/bin/python");
+    let mut table = String::from(
+        "| suite | image | flash B | static RAM B | handshake | painted stack start/finish B | cycles start/finish (yasimavr, approx.) | fits |\n\
+         |---|---|---:|---:|---|---|---|---|\n",
+    );
+    let (mut passed, mut failed) = (0u32, 0u32);
+    for image in images(mcu, filter) {
+        let suite = *suites_of(&image).last().ok_or("image without suite")?;
+        let b = if no_build {
+            crate::avr::sizes(mcu, &image.elf(mcu))?
+        } else {
+            crate::avr::compile(mcu, &image)?
+        };
+        let mut row = |verdict: &str, stack: &str, cycles: &str, fits: String| {
+            table.push_str(&format!(
+                "| {} | {} | {} | {} | {verdict} | {stack} | {cycles} | {fits} |\n",
+                suite.name(),
+                image.name,
+                b.flash(),
+                b.ram()
+            ))
+        };
+        if b.flash() > mcu.flash {
+            row(
+                "not run",
+                "–",
+                "–",
+                format!("no: flash {} B > {} B", b.flash(), mcu.flash),
+            );
+            continue;
+        }
+        if !python.exists() {
+            return Err(format!("{} needs yasimavr (cargo xtask setup --yasimavr)", mcu.name));
+        }
+        let case = prepare(suite, SEED)?;
+        let hex = |v: &[u8]| v.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let lines = format!(
+            "{:02x} {}\n{OP_STACK:02x}\n{:02x} {}\n{OP_STACK:02x}\n",
+            fw::OP_START,
+            hex(&case.start_request),
+            fw::OP_FINISH,
+            hex(&case.finish_request)
+        );
+        let req = image.target_dir(mcu).join("mqtt-requests.txt");
+        std::fs::write(&req, lines).map_err(|e| format!("cannot write {}: {e}", req.display()))?;
+        eprintln!("xtask: {} on {} in yasimavr …", suite.name(), mcu.name);
+        let out = std::process::Command::new(&python)
+            .arg(root.join("firmware/avr/yasim_run.py"))
+            .arg(&b.elf)
+            .arg(&req)
+            .output()
+            .map_err(|e| format!("cannot run yasimavr: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let replies: Vec<(Vec<u8>, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let status = it.next()?;
+                let body = it.next().unwrap_or("");
+                let cycles = it.next().unwrap_or("").to_string();
+                let bytes = (0..body.len() / 2)
+                    .filter_map(|i| u8::from_str_radix(&body[2 * i..2 * i + 2], 16).ok())
+                    .collect();
+                (status == "00").then_some((bytes, cycles))
+            })
+            .collect();
+        let stack = |i: usize| {
+            replies
+                .get(i)
+                .filter(|(s, _)| s.len() == 2)
+                .map(|(s, _)| u16::from_le_bytes([s[0], s[1]]) as u32)
+        };
+        let stacks = [stack(1), stack(3)];
+        let overflow = stacks.contains(&Some(avr_harness::protocol::STACK_OVERFLOW as u32));
+        let show = |s: Option<u32>| match s {
+            Some(x) if x == avr_harness::protocol::STACK_OVERFLOW as u32 => "overflow".to_string(),
+            Some(x) => x.to_string(),
+            None => "–".into(),
+        };
+        let cyc = |i: usize| replies.get(i).map(|r| r.1.clone()).unwrap_or("–".into());
+        let checked = match (replies.first(), replies.get(2)) {
+            (Some(a), Some(c)) => case.check(&a.0, &c.0),
+            _ => Err("no reply (crashed)".into()),
+        };
+        let peak = stacks.iter().flatten().copied().max().unwrap_or(0);
+        let ok = checked.is_ok() && !overflow;
+        let fits = ok && b.ram() + peak <= mcu.sram;
+        let verdict = match &checked {
+            Ok(_) if overflow => "replies, but the stack overflowed into static data".to_string(),
+            Ok(_) => "ok (flights, ClientFinished, record checked)".into(),
+            Err(e) => e.clone(),
+        };
+        let note = if fits {
+            format!("yes: {} + {peak} B of {} B SRAM", b.ram(), mcu.sram)
+        } else {
+            format!(
+                "no: {} B static RAM leaves {} B for the stack{}",
+                b.ram(),
+                mcu.sram.saturating_sub(b.ram()),
+                if peak > 0 && !overflow {
+                    format!(", {peak} B needed")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        if ok {
+            passed += 1;
+        } else if !(overflow || replies.is_empty()) {
+            // A wrong answer without a crash or overflow is a real failure.
+            failed += 1;
+        }
+        row(
+            &verdict,
+            &format!("{}/{}", show(stacks[0]), show(stacks[1])),
+            &format!("{}/{}", cyc(0), cyc(2)),
+            note,
+        );
+    }
+    print!("{table}");
+    println!("(yasimavr, AVRe+ timings: cycles approximate and include the UART transfer; flash = text + data image + rodata)");
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        return Err(format!("{failed} KEM-MQTT run(s) failed on {}", mcu.name));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
