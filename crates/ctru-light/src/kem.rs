@@ -314,3 +314,19 @@ pub mod hazmat {
 kem_common::impl_serde_hex!([B: Backend] PublicKey<B>, PK_BYTES);
 kem_common::impl_serde_hex!([B: Backend] SecretKey<B>, SK_BYTES);
 kem_common::impl_serde_hex!([B: Backend] Ciphertext<B>, CT_BYTES);
+
+/// RustCrypto's `kem` traits (default arithmetic).
+impl<B: Backend> ::kem::Encapsulate<Ciphertext<B>, SharedSecret> for PublicKey<B> {
+    type Error = Error;
+    fn encapsulate(&self, rng: &mut impl rand_core::CryptoRngCore) -> Result<(Ciphertext<B>, SharedSecret), Error> {
+        CtruLight::<B>::encapsulate(self, rng)
+    }
+}
+
+/// RustCrypto's `kem` traits; decapsulation never fails (implicit rejection).
+impl<B: Backend> ::kem::Decapsulate<Ciphertext<B>, SharedSecret> for SecretKey<B> {
+    type Error = core::convert::Infallible;
+    fn decapsulate(&self, ct: &Ciphertext<B>) -> Result<SharedSecret, Self::Error> {
+        Ok(CtruLight::<B>::decapsulate(self, ct))
+    }
+}

@@ -132,3 +132,13 @@ fn raw_api_equals_typed_api() {
         Error::PublicKeyNotReduced
     );
 }
+
+/// RustCrypto's `kem` traits give the same round trip.
+#[test]
+fn kem_traits_round_trip() {
+    use ::kem::{Decapsulate, Encapsulate};
+    let mut rng = doc_rng();
+    let (pk, sk) = CtruLightAscon::keygen(&mut rng).unwrap();
+    let (ct, ss) = pk.encapsulate(&mut rng).unwrap();
+    assert_eq!(sk.decapsulate(&ct).unwrap(), ss);
+}

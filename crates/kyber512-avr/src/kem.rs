@@ -383,3 +383,23 @@ pub(crate) use kem_api;
 kem_common::impl_serde_hex!([V: Variant] EncapsulationKey<V>, EK_BYTES);
 kem_common::impl_serde_hex!([V: Variant] DecapsulationKey<V>, DK_BYTES);
 kem_common::impl_serde_hex!([V: Variant] Ciphertext<V>, CT_BYTES);
+
+/// RustCrypto's `kem` traits: `ek.encapsulate(&mut rng)` draws m as the
+/// parameter set does.
+impl<V: Variant> ::kem::Encapsulate<Ciphertext<V>, SharedSecret> for EncapsulationKey<V> {
+    type Error = Error;
+    fn encapsulate(&self, rng: &mut impl rand_core::CryptoRngCore) -> Result<(Ciphertext<V>, SharedSecret), Error> {
+        let mut m = V::draw_message(rng)?;
+        let out = encaps_internal(self, &m);
+        m.zeroize();
+        Ok(out)
+    }
+}
+
+/// RustCrypto's `kem` traits; decapsulation never fails (implicit rejection).
+impl<V: Variant> ::kem::Decapsulate<Ciphertext<V>, SharedSecret> for DecapsulationKey<V> {
+    type Error = core::convert::Infallible;
+    fn decapsulate(&self, ct: &Ciphertext<V>) -> Result<SharedSecret, Self::Error> {
+        Ok(decaps_internal(self, ct))
+    }
+}

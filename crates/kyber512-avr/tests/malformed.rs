@@ -131,3 +131,16 @@ fn raw_api_equals_typed_api() {
         Error::EncapsulationKeyNotReduced
     );
 }
+
+/// RustCrypto's `kem` traits give the same round trip.
+#[test]
+fn kem_traits_round_trip() {
+    use ::kem::{Decapsulate, Encapsulate};
+    let mut rng = kyber512_avr::doc_rng();
+    let (ek, dk) = ml_kem_512::keygen(&mut rng).unwrap();
+    let (ct, ss) = ek.encapsulate(&mut rng).unwrap();
+    assert_eq!(dk.decapsulate(&ct).unwrap(), ss);
+    let (ek3, dk3) = kyber512_r3::keygen(&mut rng).unwrap();
+    let (ct3, ss3) = ek3.encapsulate(&mut rng).unwrap();
+    assert_eq!(dk3.decapsulate(&ct3).unwrap(), ss3);
+}

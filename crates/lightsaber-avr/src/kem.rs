@@ -225,3 +225,19 @@ pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecre
 kem_common::impl_serde_hex!([] PublicKey, PK_BYTES);
 kem_common::impl_serde_hex!([] SecretKey, SK_BYTES);
 kem_common::impl_serde_hex!([] Ciphertext, CT_BYTES);
+
+/// RustCrypto's `kem` traits.
+impl ::kem::Encapsulate<Ciphertext, SharedSecret> for PublicKey {
+    type Error = Error;
+    fn encapsulate(&self, rng: &mut impl rand_core::CryptoRngCore) -> Result<(Ciphertext, SharedSecret), Error> {
+        encapsulate(self, rng)
+    }
+}
+
+/// RustCrypto's `kem` traits; decapsulation never fails (implicit rejection).
+impl ::kem::Decapsulate<Ciphertext, SharedSecret> for SecretKey {
+    type Error = core::convert::Infallible;
+    fn decapsulate(&self, ct: &Ciphertext) -> Result<SharedSecret, Self::Error> {
+        Ok(decapsulate(self, ct))
+    }
+}

@@ -69,3 +69,13 @@ fn raw_api_equals_typed_api() {
     assert_eq!(ct.as_bytes(), &ct2);
     assert_eq!(decapsulate_into(&sk2, &ct2), ss);
 }
+
+/// RustCrypto's `kem` traits give the same round trip.
+#[test]
+fn kem_traits_round_trip() {
+    use ::kem::{Decapsulate, Encapsulate};
+    let mut rng = kem_common::doc_rng();
+    let (pk, sk) = keygen(&mut rng).unwrap();
+    let (ct, ss) = pk.encapsulate(&mut rng).unwrap();
+    assert_eq!(sk.decapsulate(&ct).unwrap(), ss);
+}
