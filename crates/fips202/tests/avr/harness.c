@@ -3,36 +3,16 @@
  * a GPIOR0 marker window and answers with the 200 bytes and one ABI byte
  * (0 = callee-saved registers and r1 preserved). A zero-length state (first
  * byte 0xFF after the last state) ends the run. */
-#include <avr/io.h>
-#include <avr/interrupt.h>
-#include <avr/sleep.h>
-#include <stdint.h>
+#include "../../../../asm-avr/test/uart.h"
 
 extern void keccak_f1600_avr(uint64_t *state);
 extern uint8_t avr_abi_check(void (*routine)(void *, uint8_t), void *arg, uint8_t arg2);
-
-static void put(uint8_t c)
-{
-	while (!(UCSR0A & _BV(UDRE0)))
-		;
-	UDR0 = c;
-}
-
-static uint8_t get(void)
-{
-	while (!(UCSR0A & _BV(RXC0)))
-		;
-	return UDR0;
-}
 
 static uint64_t state[25];
 
 int main(void)
 {
-	UBRR0 = 0;
-	UCSR0A = _BV(U2X0);
-	UCSR0C = _BV(UCSZ01) | _BV(UCSZ00);
-	UCSR0B = _BV(RXEN0) | _BV(TXEN0);
+	uart_init();
 	for (;;) {
 		uint8_t more = get();
 		if (more != 1)
@@ -49,10 +29,6 @@ int main(void)
 			put(bytes[i]);
 		put(abi);
 	}
-	while (!(UCSR0A & _BV(TXC0)))
-		;
-	cli();
-	sleep_enable();
-	sleep_cpu();
+	stop();
 	return 0;
 }

@@ -7,10 +7,7 @@
  * number of non-invertible blocks. Ids 10-12: forward, inverse and base
  * multiplication of Saber's q = 7681 ring (8 layers).
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
-#include <avr/io.h>
-#include <avr/interrupt.h>
-#include <avr/sleep.h>
-#include <stdint.h>
+#include "../../../../asm-avr/test/uart.h"
 
 extern void ntt_fwd_q3329_n256(int16_t *a, const int16_t *zetas);
 extern void ntt_fwd_q769_n512(int16_t *a, const int16_t *zetas);
@@ -25,20 +22,6 @@ extern void ntt_inv_q7681_n256(int16_t *a, const int16_t *zetas_inv, const int16
 extern void ntt_basemul_q7681_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 extern uint8_t ntt_baseinv_q769_n512(int16_t *a, const int16_t *g, int16_t s2);
 extern void ntt_basemul_q3329_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-
-static void put(uint8_t c)
-{
-	while (!(UCSR0A & _BV(UDRE0)))
-		;
-	UDR0 = c;
-}
-
-static uint8_t get(void)
-{
-	while (!(UCSR0A & _BV(RXC0)))
-		;
-	return UDR0;
-}
 
 static int16_t zetas[256];
 static int16_t last[2];
@@ -56,10 +39,7 @@ static void read16(int16_t *dst, uint16_t count)
 
 int main(void)
 {
-	UBRR0 = 0;
-	UCSR0A = _BV(U2X0);
-	UCSR0C = _BV(UCSZ01) | _BV(UCSZ00);
-	UCSR0B = _BV(RXEN0) | _BV(TXEN0);
+	uart_init();
 	for (;;) {
 		uint8_t id = get();
 		if (id > 12)
@@ -110,10 +90,6 @@ int main(void)
 		if (id == 9)
 			put(zero_norms);
 	}
-	while (!(UCSR0A & _BV(TXC0)))
-		;
-	cli();
-	sleep_enable();
-	sleep_cpu();
+	stop();
 	return 0;
 }
