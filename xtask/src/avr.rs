@@ -349,6 +349,16 @@ pub fn build_image(mcu: Mcu, image: &Image) -> Result<Build, String> {
     Ok(b)
 }
 
+/// The cargo features of `image` on `mcu`: on the ATmega4808 the 25 ring
+/// operations fit its 48 KB of flash only with the portable NTT.
+fn features_for(mcu: Mcu, image: &Image) -> Vec<&'static str> {
+    let mut f = image.features.clone();
+    if mcu.name == "atmega4808" && image.name == "rings" {
+        f.push("portable-ntt");
+    }
+    f
+}
+
 /// Cross-builds `image` for `mcu` and reads its sizes, without the fit check.
 pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     require_tools()?;
@@ -390,7 +400,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
             "--no-default-features",
             "--features",
         ])
-        .arg(image.features.join(","))
+        .arg(features_for(mcu, image).join(","))
         .arg("--target-dir")
         .arg(&target);
     if let Some(level) = image.opt_level.or(mcu.opt_level) {
