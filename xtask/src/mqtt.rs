@@ -311,10 +311,25 @@ fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool) -> Result<(), Strin
     let (mut passed, mut failed) = (0u32, 0u32);
     for image in images(mcu, filter) {
         let suite = *suites_of(&image).last().ok_or("image without suite")?;
-        let b = if no_build {
-            crate::avr::sizes(mcu, &image.elf(mcu))?
+        let built = if no_build {
+            crate::avr::sizes(mcu, &image.elf(mcu))
         } else {
-            crate::avr::compile(mcu, &image)?
+            crate::avr::compile(mcu, &image)
+        };
+        let b = match built {
+            Ok(b) => b,
+            // The linker refuses what exceeds the flash region (its message above says by how much).
+            Err(e) => {
+                eprintln!("xtask: {} does not link for {}: {e}", image.name, mcu.name);
+                table.push_str(&format!(
+                    "| {} | {} | > {} | – | not run | – | – | no: text overflows the {} B flash (linker) |\n",
+                    suite.name(),
+                    image.name,
+                    mcu.flash,
+                    mcu.flash
+                ));
+                continue;
+            }
         };
         let mut row = |verdict: &str, stack: &str, cycles: &str, fits: String| {
             table.push_str(&format!(
