@@ -41,8 +41,6 @@ pub mod reduce;
 pub mod rings;
 
 pub use crt::{crt_lift, crt_lift_centred};
-pub use modulus::{
-    negative_mask_i16, negative_mask_i32, opaque_i16, opaque_i32, opaque_mask, Modulus, Q3329, Q7681, Q769,
-};
+pub use modulus::{negative_mask_i16, negative_mask_i32, opaque_i16, opaque_i32, Modulus, Q3329, Q7681, Q769};
 pub use ntt::Ntt;
 pub use reduce::{Barrett, KRed, KRed2x, Montgomery, NttFriendlyBarrett, NttFriendlyMontgomery, Reduction};

@@ -36,19 +36,6 @@ pub fn opaque_i32(x: i32) -> i32 {
     (hi << 16) | lo
 }
 
-/// Generic barrier for other mask types (`core::hint::black_box` on AVR).
-#[inline(always)]
-pub fn opaque_mask<T>(mask: T) -> T {
-    #[cfg(target_arch = "avr")]
-    {
-        core::hint::black_box(mask)
-    }
-    #[cfg(not(target_arch = "avr"))]
-    {
-        mask
-    }
-}
-
 /// All ones if `x < 0`, else zero, without a branch even on AVR: operand
 /// and mask both pass the barrier, or LLVM turns `x >> 15` into a compare
 /// and a select, i.e. a branch.
