@@ -59,6 +59,34 @@ commands:
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Commands that simulate need the Debian packages; on a fresh machine this
+    // binary was built before they existed, without the simulator, so after
+    // installing them it runs itself again through cargo (which rebuilds it).
+    if matches!(
+        args.first().map(String::as_str),
+        Some("ci" | "bench" | "sim-test" | "ct" | "mqtt")
+    ) {
+        let setup_args: Vec<String> = if args[0] == "ci" {
+            vec!["--yasimavr".into()]
+        } else {
+            vec![]
+        };
+        if let Err(e) = avr::setup(&setup_args) {
+            eprintln!("xtask: {e}");
+            return ExitCode::FAILURE;
+        }
+        if !avr_sim::AVAILABLE {
+            eprintln!("xtask: rebuilding with the simulator now that its packages are installed");
+            return match Command::new("cargo")
+                .args(["run", "--quiet", "--package", "xtask", "--"])
+                .args(&args)
+                .status()
+            {
+                Ok(s) if s.success() => ExitCode::SUCCESS,
+                _ => ExitCode::FAILURE,
+            };
+        }
+    }
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("setup") => avr::setup(&args[1..]),
@@ -87,8 +115,7 @@ fn main() -> ExitCode {
 
 /// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 fn ci() -> Result<(), String> {
-    // A fresh machine has none of the Debian packages the tests need.
-    avr::setup(&["--yasimavr".to_string()])?;
+    // (The Debian packages and yasimavr were installed by `main`.)
     util::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
     util::run(Command::new("cargo").args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     util::run(Command::new("cargo").args(["test", "--workspace"]))?;
