@@ -223,12 +223,7 @@ fn explain(
         }
         let addr = 2 * w as u32;
         pcs.push((addr, *x, *y));
-        let name = syms
-            .iter()
-            .rev()
-            .find(|(s, sz, _)| *s <= addr && addr < s + (*sz).max(2))
-            .map(|(_, _, n)| n.as_str())
-            .unwrap_or("?");
+        let name = function_at(syms, addr);
         let e = per_fn.entry(name).or_default();
         e.0 += *y as i64 - *x as i64;
         e.1 += (*y as i64 - *x as i64).unsigned_abs();
@@ -250,6 +245,17 @@ fn explain(
     Ok(s)
 }
 
+/// The function (by ELF symbol) whose body holds byte address `addr`, or "?".
+/// `syms` is sorted by start address; zero-sized symbols still claim their
+/// first word so labels in assembly files are found.
+fn function_at(syms: &[(u32, u32, String)], addr: u32) -> &str {
+    syms.iter()
+        .rev()
+        .find(|(s, sz, _)| *s <= addr && addr < s + (*sz).max(2))
+        .map(|(_, _, n)| n.as_str())
+        .unwrap_or("?")
+}
+
 /// Where one run of `op` spends its instructions, by function (the top 12):
 /// the per-function profile that guides optimisation (`--profile`).
 fn profile_top(
@@ -267,12 +273,7 @@ fn profile_top(
     let mut per_fn: std::collections::BTreeMap<&str, u64> = Default::default();
     for (w, n) in p.iter().enumerate().filter(|(_, n)| **n > 0) {
         let addr = 2 * w as u32;
-        let name = syms
-            .iter()
-            .rev()
-            .find(|(s, sz, _)| *s <= addr && addr < s + (*sz).max(2))
-            .map(|(_, _, n)| n.as_str())
-            .unwrap_or("?");
+        let name = function_at(syms, addr);
         *per_fn.entry(name).or_default() += *n as u64;
     }
     let total: u64 = per_fn.values().sum();
