@@ -10,47 +10,23 @@ the AVRxt core are approximations, so none are reported here.
 import struct
 import sys
 
-from yasimavr.device_library import load_device
 from yasimavr.lib import core as _corelib
-from yasimavr.utils.uart import UART_IO
+from yasim_uart import Harness
 
 
 def main(elf):
-    dev = load_device('atmega4808')
-    fw = _corelib.Firmware.read_elf(elf)
-    if not fw:
-        sys.exit('cannot read ' + elf)
-    fw.frequency = 20_000_000
-    loop = _corelib.SimLoop(dev)  # readies the device: create it before loading
-    loop.set_fast_mode(True)
-    dev.load_firmware(fw)
-    uart = UART_IO(dev, 0)
+    h = Harness(elf)
+    dev, loop, uart = h.dev, h.loop, h.uart
 
-    def call(op, payload=b'', budget=50_000_000):
-        uart.write(struct.pack('<BH', op, len(payload)) + payload)
-        got = bytearray()
-        start = loop.cycle()
-        while loop.cycle() - start < budget:
-            loop.run(20_000)
-            got += uart.read(uart.available() or 0) or b''
-            if len(got) >= 3 and len(got) >= 3 + struct.unpack('<H', got[1:3])[0]:
-                break
-            if dev.state() in (_corelib.Device.State.Done, _corelib.Device.State.Crashed):
-                break
-        if len(got) < 3:
-            sys.exit(f'op {op:#x}: no reply (state {dev.state()})')
-        status, n = struct.unpack('<BH', got[:3])
-        if status != 0 or len(got) != 3 + n:
-            sys.exit(f'op {op:#x}: bad reply {bytes(got[:8]).hex()}… ({len(got)} bytes)')
-        return bytes(got[3:])
+    def call(op, payload=b''):
+        status, body, _ = h.call(op, payload, budget=50_000_000, step=20_000)
+        if status is None:
+            sys.exit(f'op {op:#x}: no complete reply (state {dev.state()}, '
+                     f'{len(body)} bytes: {body[:8].hex()}…)')
+        if status != 0:
+            sys.exit(f'op {op:#x}: status {status:#x}')
+        return body
 
-    # Bytes sent before the firmware enabled the receiver would be lost.
-    probe = _corelib.DeviceDebugProbe(dev)
-    USART0_CTRLB, RXEN = 0x0806, 0x80
-    while not probe.read_data(USART0_CTRLB, 1)[0] & RXEN:
-        if loop.cycle() > 1_000_000:
-            sys.exit('firmware never enabled USART0 RX')
-        loop.run(1_000)
     ping = call(0x00)
     assert ping[0] == 1 and len(ping) == 26, ping.hex()
     assert call(0x03, b'hello') == b'hello'
