@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 use ascon_sponge::permute_portable;
 use avr_sim::{windows, Sim};
@@ -13,15 +12,16 @@ use avr_sim::{windows, Sim};
 fn build_harness() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ascon_harness.elf");
-    let status = Command::new("avr-gcc")
-        .args(["-mmcu=atmega1284p", "-Os", "-o"])
-        .arg(&out)
-        .arg(root.join("tests/avr/harness.c"))
-        .arg(root.join("../../asm-avr/test/abi_check.S"))
-        .arg(root.join("../../asm-avr/ascon_p.S"))
-        .status()
-        .expect("avr-gcc is required for this test: run `cargo xtask setup`");
-    assert!(status.success(), "avr-gcc failed to build the Ascon harness");
+    avr_sim::harness::build_elf(
+        "atmega1284p",
+        &out,
+        &[
+            root.join("tests/avr/harness.c"),
+            root.join("../../asm-avr/test/abi_check.S"),
+            root.join("../../asm-avr/ascon_p.S"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("the Ascon harness: {e}"));
     out
 }
 
@@ -78,15 +78,6 @@ fn assembly_permutation_matches_portable_and_is_constant_time() {
 #[test]
 fn assembly_is_generated() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
-    let out = Command::new("python3")
-        .arg(root.join("gen_ascon.py"))
-        .output()
-        .expect("python3 runs the generator");
-    assert!(out.status.success());
-    let committed = std::fs::read_to_string(root.join("ascon_p.S")).expect("ascon_p.S");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim_end(),
-        committed.trim_end(),
-        "run asm-avr/gen_ascon.py"
-    );
+    let fresh = avr_sim::harness::is_generated_by(&root.join("ascon_p.S"), &root.join("gen_ascon.py"));
+    assert_eq!(fresh, Ok(true), "run asm-avr/gen_ascon.py");
 }

@@ -19,6 +19,8 @@
 //! # Ok::<(), avr_sim::Error>(())
 //! ```
 
+pub mod harness;
+
 use std::ffi::{c_char, c_int, CString};
 use std::fmt;
 use std::path::{Path, PathBuf};

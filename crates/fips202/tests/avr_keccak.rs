@@ -4,22 +4,22 @@
 //! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use avr_sim::{windows, Sim};
 
 fn build_harness() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("keccak_harness.elf");
-    let status = Command::new("avr-gcc")
-        .args(["-mmcu=atmega1284p", "-Os", "-o"])
-        .arg(&out)
-        .arg(root.join("tests/avr/harness.c"))
-        .arg(root.join("../../asm-avr/test/abi_check.S"))
-        .arg(root.join("../../asm-avr/keccak_f1600.S"))
-        .status()
-        .expect("avr-gcc is required for this test: run `cargo xtask setup`");
-    assert!(status.success(), "avr-gcc failed to build the Keccak harness");
+    avr_sim::harness::build_elf(
+        "atmega1284p",
+        &out,
+        &[
+            root.join("tests/avr/harness.c"),
+            root.join("../../asm-avr/test/abi_check.S"),
+            root.join("../../asm-avr/keccak_f1600.S"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("the Keccak harness: {e}"));
     out
 }
 
@@ -71,15 +71,6 @@ fn assembly_permutation_matches_portable_and_is_constant_time() {
 #[test]
 fn assembly_is_generated() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
-    let out = Command::new("python3")
-        .arg(root.join("gen_keccak.py"))
-        .output()
-        .expect("python3 runs the generator");
-    assert!(out.status.success());
-    let committed = std::fs::read_to_string(root.join("keccak_f1600.S")).expect("keccak_f1600.S");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim_end(),
-        committed.trim_end(),
-        "run asm-avr/gen_keccak.py"
-    );
+    let fresh = avr_sim::harness::is_generated_by(&root.join("keccak_f1600.S"), &root.join("gen_keccak.py"));
+    assert_eq!(fresh, Ok(true), "run asm-avr/gen_keccak.py");
 }

@@ -4,7 +4,6 @@
 //! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use avr_sim::{windows, Sim};
 use modarith::{Modulus, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q7681, Q769};
@@ -15,14 +14,15 @@ use common::Rng;
 fn build_harness() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ntt_harness.elf");
-    let status = Command::new("avr-gcc")
-        .args(["-mmcu=atmega1284p", "-Os", "-o"])
-        .arg(&out)
-        .arg(root.join("tests/avr/harness.c"))
-        .arg(root.join("../../asm-avr/ntt_forward.S"))
-        .status()
-        .expect("avr-gcc is required for this test: run `cargo xtask setup`");
-    assert!(status.success(), "avr-gcc failed to build the NTT harness");
+    avr_sim::harness::build_elf(
+        "atmega1284p",
+        &out,
+        &[
+            root.join("tests/avr/harness.c"),
+            root.join("../../asm-avr/ntt_forward.S"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("the NTT harness: {e}"));
     out
 }
 
@@ -218,19 +218,6 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
 #[test]
 fn assembly_is_generated() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
-    let out = Command::new("python3")
-        .arg(root.join("gen_ntt.py"))
-        .output()
-        .expect("python3 runs the generator");
-    assert!(
-        out.status.success(),
-        "gen_ntt.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let committed = std::fs::read_to_string(root.join("ntt_forward.S")).expect("ntt_forward.S");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim_end(),
-        committed.trim_end(),
-        "run asm-avr/gen_ntt.py"
-    );
+    let fresh = avr_sim::harness::is_generated_by(&root.join("ntt_forward.S"), &root.join("gen_ntt.py"));
+    assert_eq!(fresh, Ok(true), "run asm-avr/gen_ntt.py");
 }

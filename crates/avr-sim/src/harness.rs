@@ -1,0 +1,42 @@
+//! Support for the differential tests of hand-written assembly (`tests/avr_*.rs`
+//! in fips202, ascon-sponge and modarith): build a small C harness around one
+//! routine with avr-gcc, and check that generated assembly is what its
+//! generator prints today.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Compiles and links `sources` (C and `.S` files) for `mcu` with
+/// `avr-gcc -Os` into `out`.
+pub fn build_elf(mcu: &str, out: &Path, sources: &[PathBuf]) -> Result<(), String> {
+    let status = Command::new("avr-gcc")
+        .arg(format!("-mmcu={mcu}"))
+        .args(["-Os", "-o"])
+        .arg(out)
+        .args(sources)
+        .status()
+        .map_err(|e| format!("cannot run avr-gcc ({e}): run `cargo xtask setup`"))?;
+    if !status.success() {
+        return Err(format!("avr-gcc failed to build {}", out.display()));
+    }
+    Ok(())
+}
+
+/// Whether `python3 generator` prints exactly the committed file `generated`
+/// (trailing whitespace aside).
+pub fn is_generated_by(generated: &Path, generator: &Path) -> Result<bool, String> {
+    let out = Command::new("python3")
+        .arg(generator)
+        .output()
+        .map_err(|e| format!("cannot run python3 ({e})"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed: {}",
+            generator.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let committed =
+        std::fs::read_to_string(generated).map_err(|e| format!("cannot read {}: {e}", generated.display()))?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end() == committed.trim_end())
+}
