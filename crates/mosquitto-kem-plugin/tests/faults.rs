@@ -10,10 +10,10 @@
 //! - 120 clients handshake at once and all succeed or fail cleanly.
 
 mod common;
-use common::plugin_path;
+use common::{write_broker_config, MOSQUITTO};
 use std::collections::HashSet;
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -29,7 +29,6 @@ use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::{data_c2b, HostError};
 use rand_core::{OsRng, RngCore};
 
-const MOSQUITTO: &str = "/usr/sbin/mosquitto";
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A keys directory and a loopback port that survive broker restarts.
@@ -41,26 +40,11 @@ struct Site {
 
 impl Site {
     fn new(name: &str, secrets: &BrokerSecrets, registry: &Registry) -> Site {
-        assert!(
-            Path::new(MOSQUITTO).exists(),
-            "{MOSQUITTO} is missing (cargo xtask setup)"
-        );
         let dir = std::env::temp_dir().join(format!("kem-mqtt-faults-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         secrets.save(&dir.join("broker-key.json")).unwrap();
         registry.save(&dir.join("registry.json")).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let conf = dir.join("mosquitto.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "user root\nper_listener_settings false\nallow_anonymous true\nlistener {port} 127.0.0.1\n\
-                 plugin {}\nplugin_opt_keys_dir {}\nlog_dest none\n",
-                plugin_path().display(),
-                dir.display()
-            ),
-        )
-        .unwrap();
+        let port = write_broker_config(&dir);
         let mut site = Site { dir, port, child: None };
         site.start();
         site

@@ -3,8 +3,8 @@
 //! Needs the Debian packages `mosquitto` and `mosquitto-dev`.
 
 mod common;
-use common::plugin_path;
-use std::net::{TcpListener, TcpStream};
+use common::{write_broker_config, MOSQUITTO};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,7 +17,6 @@ use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::HostError;
 use rand_core::OsRng;
 
-const MOSQUITTO: &str = "/usr/sbin/mosquitto";
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Stops the broker by its PID when dropped.
@@ -35,25 +34,10 @@ impl Drop for Broker {
 }
 
 fn start_broker(dir: &Path) -> (Broker, String) {
-    assert!(
-        Path::new(MOSQUITTO).exists(),
-        "{MOSQUITTO} is missing: install the Debian packages `mosquitto` and `mosquitto-dev` (cargo xtask setup)"
-    );
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let conf = dir.join("mosquitto.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "user root\nper_listener_settings false\nallow_anonymous true\nlistener {port} 127.0.0.1\n\
-             plugin {}\nplugin_opt_keys_dir {}\nlog_dest stderr\n",
-            plugin_path().display(),
-            dir.display()
-        ),
-    )
-    .unwrap();
+    let port = write_broker_config(dir);
     let child = Command::new(MOSQUITTO)
         .arg("-c")
-        .arg(&conf)
+        .arg(dir.join("mosquitto.conf"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

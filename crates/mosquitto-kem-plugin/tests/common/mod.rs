@@ -1,7 +1,9 @@
 //! Shared by the integration tests: where the plugin library is, built on
-//! demand (`cargo test` alone does not produce the cdylib).
+//! demand (`cargo test` alone does not produce the cdylib), and the broker
+//! configuration that loads it.
 
-use std::path::PathBuf;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -32,4 +34,28 @@ pub fn plugin_path() -> PathBuf {
     }
     assert!(path.exists(), "plugin not built at {}", path.display());
     path
+}
+
+/// Debian's broker (package `mosquitto`).
+pub const MOSQUITTO: &str = "/usr/sbin/mosquitto";
+
+/// Writes `dir/mosquitto.conf` for one loopback listener on a free port
+/// (returned) with this plugin reading its keys from `dir`.
+pub fn write_broker_config(dir: &Path) -> u16 {
+    assert!(
+        Path::new(MOSQUITTO).exists(),
+        "{MOSQUITTO} is missing: install the Debian packages `mosquitto` and `mosquitto-dev` (cargo xtask setup)"
+    );
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::fs::write(
+        dir.join("mosquitto.conf"),
+        format!(
+            "user root\nper_listener_settings false\nallow_anonymous true\nlistener {port} 127.0.0.1\n\
+             plugin {}\nplugin_opt_keys_dir {}\nlog_dest none\n",
+            plugin_path().display(),
+            dir.display()
+        ),
+    )
+    .unwrap();
+    port
 }
