@@ -162,11 +162,13 @@ impl Drop for Sponge {
     }
 }
 
-/// Not inlined: each call's 200-byte state then reuses one stack frame
-/// instead of getting a slot of its own in every caller (stack matters on
-/// a 6 KB-SRAM MCU).
+/// Not inlined, and the sponge is built here rather than passed in: each
+/// call's 200-byte state then lives in this one stack frame instead of
+/// taking a slot in every caller's frame for the caller's whole lifetime
+/// (stack matters on a 6 KB-SRAM MCU).
 #[inline(never)]
-fn oneshot<const OUT: usize>(mut sponge: Sponge, parts: &[&[u8]]) -> [u8; OUT] {
+fn oneshot<const OUT: usize>(rate: usize, pad: u8, parts: &[&[u8]]) -> [u8; OUT] {
+    let mut sponge = Sponge::new(rate, pad);
     for p in parts {
         sponge.absorb(p);
     }
@@ -178,17 +180,22 @@ fn oneshot<const OUT: usize>(mut sponge: Sponge, parts: &[&[u8]]) -> [u8; OUT] {
 
 /// SHA3-256 of the concatenation of `parts`.
 pub fn sha3_256(parts: &[&[u8]]) -> [u8; 32] {
-    oneshot(Sponge::sha3_256(), parts)
+    oneshot(SHA3_256_RATE, SHA3_PAD, parts)
 }
 
 /// SHA3-512 of the concatenation of `parts`.
 pub fn sha3_512(parts: &[&[u8]]) -> [u8; 64] {
-    oneshot(Sponge::sha3_512(), parts)
+    oneshot(SHA3_512_RATE, SHA3_PAD, parts)
+}
+
+/// SHAKE128 of the concatenation of `parts`, `OUT` bytes.
+pub fn shake128<const OUT: usize>(parts: &[&[u8]]) -> [u8; OUT] {
+    oneshot(SHAKE128_RATE, SHAKE_PAD, parts)
 }
 
 /// SHAKE256 of the concatenation of `parts`, `OUT` bytes.
 pub fn shake256<const OUT: usize>(parts: &[&[u8]]) -> [u8; OUT] {
-    oneshot(Sponge::shake256(), parts)
+    oneshot(SHAKE256_RATE, SHAKE_PAD, parts)
 }
 
 #[cfg(test)]

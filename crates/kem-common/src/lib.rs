@@ -12,6 +12,7 @@ use zeroize::Zeroize;
 
 /// Packs `count` values of `d` bits (1 ≤ d ≤ 16; upper bits ignored) as a
 /// little-endian bit stream into `out` (count·d/8 bytes).
+#[inline]
 pub fn pack_bits(d: u32, count: usize, out: &mut [u8], value: impl FnMut(usize) -> u16) {
     let mut bytes = out.iter_mut();
     pack_bits_with(d, count, value, |_, byte| {
@@ -23,35 +24,60 @@ pub fn pack_bits(d: u32, count: usize, out: &mut [u8], value: impl FnMut(usize) 
 
 /// Like [`pack_bits`], but hands byte k of the stream to `emit(k, byte)`:
 /// a caller can compare a stream against a buffer without storing it.
+/// Groups of 8 values, like [`unpack_bits`], so every shift is a constant.
+#[inline]
 pub fn pack_bits_with(d: u32, count: usize, mut value: impl FnMut(usize) -> u16, mut emit: impl FnMut(usize, u8)) {
+    let width = d as usize;
     let mask = (1u32 << d) - 1;
-    let (mut acc, mut bits, mut pos) = (0u32, 0, 0);
-    for i in 0..count {
-        acc |= (value(i) as u32 & mask) << bits;
-        bits += d;
-        while bits >= 8 {
-            emit(pos, acc as u8);
-            pos += 1;
-            acc >>= 8;
-            bits -= 8;
+    let (mut i, mut pos) = (0, 0);
+    while i < count {
+        let mut group = [0u8; 18];
+        for k in 0..8 {
+            if i + k < count {
+                let bit = k * width;
+                let window = (value(i + k) as u32 & mask) << (bit & 7);
+                let b = &mut group[bit >> 3..];
+                b[0] |= window as u8;
+                b[1] |= (window >> 8) as u8;
+                b[2] |= (window >> 16) as u8;
+            }
         }
+        // Whole bytes only: a trailing partial byte is dropped.
+        for &byte in &group[..((count - i).min(8) * width) >> 3] {
+            emit(pos, byte);
+            pos += 1;
+        }
+        i += 8;
     }
 }
 
 /// Unpacks `count` values of `d` bits from a little-endian bit stream,
 /// calling `sink(i, value)`; missing input bytes read as zero.
+///
+/// Works in groups of 8 values (= d bytes): once inlined with a constant
+/// `d`, every shift is a constant. (A running bit count makes every shift
+/// variable, and a variable shift on the AVR is a loop, one bit a turn.)
+#[inline]
 pub fn unpack_bits(d: u32, count: usize, input: &[u8], mut sink: impl FnMut(usize, u16)) {
+    let width = d as usize;
     let mask = (1u32 << d) - 1;
-    let (mut acc, mut bits) = (0u32, 0);
-    let mut bytes = input.iter();
-    for i in 0..count {
-        while bits < d {
-            acc |= (*bytes.next().unwrap_or(&0) as u32) << bits;
-            bits += 8;
+    let mut i = 0;
+    let mut groups = input.chunks(width);
+    while i < count {
+        // d ≤ 16 bytes and 2 of slack: a value spans at most 3 bytes.
+        let mut group = [0u8; 18];
+        if let Some(bytes) = groups.next() {
+            group[..bytes.len()].copy_from_slice(bytes);
         }
-        sink(i, (acc & mask) as u16);
-        acc >>= d;
-        bits -= d;
+        for k in 0..8 {
+            if i + k < count {
+                let bit = k * width;
+                let b = &group[bit >> 3..];
+                let window = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
+                sink(i + k, ((window >> (bit & 7)) & mask) as u16);
+            }
+        }
+        i += 8;
     }
 }
 
@@ -238,6 +264,12 @@ mod tests {
     fn bit_packing_round_trips_for_every_width() {
         for d in 1..=16u32 {
             let count = 64;
+            // A count that is not a multiple of 8 and a short input (zeros).
+            let mut odd = [0u16; 11];
+            unpack_bits(d, 11, &[0xFF; 2], |i, v| odd[i] = v);
+            let ones = (16 / d as usize).min(11);
+            assert!(odd[..ones].iter().all(|&v| v == ((1u32 << d) - 1) as u16), "d = {d}");
+            assert!(odd[(ones + 1).min(11)..].iter().all(|&v| v == 0), "d = {d}");
             let values: [u16; 64] =
                 core::array::from_fn(|i| ((i as u32).wrapping_mul(2654435761) >> 7) as u16 & ((1u32 << d) - 1) as u16);
             let mut bytes = [0u8; 128];

@@ -143,12 +143,7 @@ pub fn keygen_into(
 ) -> Result<(), Error> {
     let mut raw = [0u8; SEED_BYTES];
     fill(rng, &mut raw)?;
-    let mut xof = fips202::Sponge::shake128();
-    xof.absorb(&raw);
-    xof.finalize();
-    let mut seed_a = [0u8; SEED_BYTES];
-    xof.squeeze(&mut seed_a);
-    drop(xof);
+    let seed_a: [u8; SEED_BYTES] = fips202::shake128(&[&raw]);
     let mut seed_s = [0u8; SEED_BYTES];
     fill(rng, &mut seed_s)?;
     let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);

@@ -17,8 +17,47 @@ const _: () = assert!(crt_bound_holds(
     7681
 ));
 
-/// A secret polynomial: coefficients in [−μ/2, μ/2].
-pub type Secret = [i8; N];
+/// A secret polynomial, two coefficients in [−μ/2, μ/2] per byte (4-bit
+/// two's complement, low nibble first): half the RAM of one byte each.
+pub type Secret = [u8; N >> 1];
+
+/// Coefficient `i` of a packed secret.
+#[inline(always)]
+pub fn secret_coeff(s: &Secret, i: usize) -> i16 {
+    let byte = s[i >> 1] >> ((i & 1) << 2);
+    ((byte << 4) as i8 >> 4) as i16
+}
+
+/// All coefficients of a packed secret, as an i16 polynomial.
+pub fn load_secret(s: &Secret, out: &mut [i16; N]) {
+    for (pair, &byte) in out.chunks_exact_mut(2).zip(s.iter()) {
+        pair[0] = ((byte << 4) as i8 >> 4) as i16;
+        pair[1] = (byte as i8 >> 4) as i16;
+    }
+}
+
+/// The two transform buffers one product needs. The caller owns them, so
+/// every product of an operation and the final lift share one pair.
+pub struct Scratch {
+    /// The public operand (and, after [`Accumulator::finish`], the result).
+    pub a: [i16; N],
+    /// The secret operand.
+    s: [i16; N],
+}
+
+impl Scratch {
+    /// Zeroed buffers.
+    pub const fn new() -> Self {
+        Scratch { a: [0; N], s: [0; N] }
+    }
+}
+
+impl Zeroize for Scratch {
+    fn zeroize(&mut self) {
+        self.a.zeroize();
+        self.s.zeroize();
+    }
+}
 
 /// Σ a_j·s_j kept in both NTT domains until [`Accumulator::finish`].
 pub struct Accumulator {
@@ -35,33 +74,31 @@ impl Accumulator {
         }
     }
 
-    /// Adds a·s, where a holds centred representatives (|a_i| ≤ 2^12).
-    pub fn mul_acc(&mut self, a: &[i16; N], s: &Secret) {
-        let mut t = [0i16; N];
-        let mut u = [0i16; N];
-        for ((t, u), (&a, &s)) in t.iter_mut().zip(u.iter_mut()).zip(a.iter().zip(s.iter())) {
-            *t = Q3329::center(a);
-            *u = s as i16;
-        }
-        Saber3329::forward(&mut t);
-        Saber3329::forward(&mut u);
-        Saber3329::base_mul_acc(&t, &u, &mut self.p3329);
-        for ((t, u), (&a, &s)) in t.iter_mut().zip(u.iter_mut()).zip(a.iter().zip(s.iter())) {
-            *t = a; // |a| ≤ 2^12 < 7681
-            *u = s as i16;
-        }
-        Saber7681::forward(&mut t);
-        Saber7681::forward(&mut u);
-        Saber7681::base_mul_acc(&t, &u, &mut self.p7681);
-        u.zeroize();
+    /// Adds a·s. `load_a` writes a's centred coefficients (|a_i| ≤ 2^12),
+    /// `load_s` the secret's (|s_i| ≤ μ/2); each is called once per prime,
+    /// so neither operand needs an unpacked copy that outlives the product.
+    pub fn mul_acc(&mut self, scratch: &mut Scratch, load_a: impl Fn(&mut [i16; N]), load_s: impl Fn(&mut [i16; N])) {
+        load_a(&mut scratch.a);
+        scratch.a.iter_mut().for_each(|a| *a = Q3329::center(*a));
+        load_s(&mut scratch.s);
+        Saber3329::forward(&mut scratch.a);
+        Saber3329::forward(&mut scratch.s);
+        Saber3329::base_mul_acc(&scratch.a, &scratch.s, &mut self.p3329);
+        load_a(&mut scratch.a); // |a| ≤ 2^12 < 7681
+        load_s(&mut scratch.s);
+        Saber7681::forward(&mut scratch.a);
+        Saber7681::forward(&mut scratch.s);
+        Saber7681::base_mul_acc(&scratch.a, &scratch.s, &mut self.p7681);
+        scratch.s.zeroize();
     }
 
-    /// The exact sum reduced mod 2^13 into `out`; the accumulator is cleared.
-    pub fn finish(&mut self, out: &mut [u16; N]) {
+    /// The exact sum reduced mod 2^13 (values in [0, 2^13)) into `out`;
+    /// the accumulator is cleared.
+    pub fn finish(&mut self, out: &mut [i16; N]) {
         Saber3329::inverse(&mut self.p3329);
         Saber7681::inverse(&mut self.p7681);
         for ((o, &x), &y) in out.iter_mut().zip(self.p3329.iter()).zip(self.p7681.iter()) {
-            *o = crt_lift_centred::<Q3329, Q7681>(x, y) as u16 & ((1 << EQ) - 1);
+            *o = crt_lift_centred::<Q3329, Q7681>(x, y) as i16 & ((1 << EQ) - 1);
         }
         self.zeroize();
     }
@@ -85,7 +122,7 @@ pub fn centre(x: u16, d: u32) -> i16 {
 mod tests {
     use super::*;
 
-    fn schoolbook(a: &[i16; N], s: &Secret) -> [u16; N] {
+    fn schoolbook(a: &[i16; N], s: &[i16; N]) -> [i16; N] {
         let mut c = [0i64; N];
         for i in 0..N {
             for j in 0..N {
@@ -97,7 +134,7 @@ mod tests {
                 }
             }
         }
-        c.map(|x| x.rem_euclid(1 << EQ) as u16)
+        c.map(|x| x.rem_euclid(1 << EQ) as i16)
     }
 
     /// NTT/CRT multiplication equals schoolbook mod 2^13, including the
@@ -109,27 +146,34 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (seed >> 33) as u32
         };
-        let mut cases: [([i16; N], Secret); 4] = [([0; N], [0; N]); 4];
+        let mut cases: [([i16; N], [i16; N]); 4] = [([0; N], [0; N]); 4];
         cases[0] = ([-4096; N], [5; N]);
         cases[1] = ([-4096; N], [-5; N]);
         cases[2] = (core::array::from_fn(|i| if i % 2 == 0 { 4095 } else { -4096 }), [-5; N]);
         for case in cases.iter_mut().skip(3) {
             case.0 = core::array::from_fn(|_| centre((next() & 0x1FFF) as u16, 13));
-            case.1 = core::array::from_fn(|_| (next() % 11) as i8 - 5);
+            case.1 = core::array::from_fn(|_| (next() % 11) as i16 - 5);
         }
+        let mut scratch = Scratch::new();
         for (a, s) in &cases {
+            // The packed form round-trips every coefficient.
+            let packed: Secret = core::array::from_fn(|k| (s[2 * k] as u8 & 0xF) | ((s[2 * k + 1] as u8) << 4));
+            let mut unpacked = [0i16; N];
+            load_secret(&packed, &mut unpacked);
+            assert_eq!(&unpacked, s);
+            assert!((0..N).all(|i| secret_coeff(&packed, i) == s[i]));
+
             let mut acc = Accumulator::new();
-            acc.mul_acc(a, s);
-            let mut out = [0u16; N];
-            acc.finish(&mut out);
-            assert_eq!(out, schoolbook(a, s));
-            // Two accumulated terms at the worst case: the bound is tight enough.
-            let mut acc = Accumulator::new();
-            acc.mul_acc(a, s);
-            acc.mul_acc(a, s);
+            acc.mul_acc(&mut scratch, |t| *t = *a, |t| load_secret(&packed, t));
+            let mut out = [0i16; N];
             acc.finish(&mut out);
             let single = schoolbook(a, s);
-            let doubled: [u16; N] = core::array::from_fn(|i| (2 * single[i]) & 0x1FFF);
+            assert_eq!(out, single);
+            // Two accumulated terms at the worst case: the bound is tight enough.
+            acc.mul_acc(&mut scratch, |t| *t = *a, |t| *t = *s);
+            acc.mul_acc(&mut scratch, |t| *t = *a, |t| *t = *s);
+            acc.finish(&mut out);
+            let doubled: [i16; N] = core::array::from_fn(|i| (2 * single[i]) & 0x1FFF);
             assert_eq!(out, doubled);
         }
     }

@@ -21,31 +21,34 @@ impl MatrixStream {
         MatrixStream(s)
     }
 
-    /// The next entry A[i][j], centred (|a| ≤ 2^12).
-    pub fn next_entry(&mut self, out: &mut [i16; N]) {
-        let mut bytes = [0u8; POLY_Q_BYTES];
-        self.0.squeeze(&mut bytes);
-        unpack_bits(EQ, N, &bytes, |i, v| out[i] = centre(v, EQ));
+    /// The next entry A[i][j], packed (13 bits a coefficient); unpack
+    /// it with [`load_entry`] when a product needs it.
+    pub fn next_entry(&mut self, out: &mut [u8; POLY_Q_BYTES]) {
+        self.0.squeeze(out);
     }
 }
 
-/// GenSecret: l secrets from SHAKE128(seed), centred binomial with μ = 10.
+/// A packed matrix entry, centred (|a| ≤ 2^12).
+pub fn load_entry(bytes: &[u8; POLY_Q_BYTES], out: &mut [i16; N]) {
+    unpack_bits(EQ, N, bytes, |i, v| out[i] = centre(v, EQ));
+}
+
+/// GenSecret: l secrets from SHAKE128(seed), centred binomial with μ = 10,
+/// packed two to a byte ([`Secret`]).
 pub fn gen_secret(seed: &[u8; SEED_BYTES], s: &mut [Secret; L]) {
     let mut xof = Sponge::shake128();
     xof.absorb(seed);
     xof.finalize();
     let mut five = [0u8; MU >> 1];
     for poly in s.iter_mut() {
-        for four in poly.chunks_exact_mut(4) {
+        for four in poly.chunks_exact_mut(2) {
             xof.squeeze(&mut five);
             let t = five.iter().rev().fold(0u64, |acc, &b| (acc << 8) | b as u64);
             // Count the ones of each 5-bit group at once.
             let d = (0..5).fold(0u64, |acc, j| acc + ((t >> j) & 0x08_4210_8421));
-            for (k, c) in four.iter_mut().enumerate() {
-                let a = (d >> (10 * k)) & 0x1F;
-                let b = (d >> (10 * k + 5)) & 0x1F;
-                *c = a as i8 - b as i8;
-            }
+            let coeff = |k: usize| (((d >> (10 * k)) & 0x1F) as u8).wrapping_sub(((d >> (10 * k + 5)) & 0x1F) as u8);
+            four[0] = (coeff(0) & 0xF) | (coeff(1) << 4);
+            four[1] = (coeff(2) & 0xF) | (coeff(3) << 4);
         }
     }
     five.iter_mut().for_each(|b| *b = 0);
