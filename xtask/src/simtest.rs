@@ -89,17 +89,22 @@ fn yasimavr_smoke(mcu: avr::Mcu, no_build: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask sim-test [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build]`.
+/// `cargo xtask sim-test [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build] [--require-fit]`.
 pub fn run(args: &[String]) -> Result<(), String> {
     let o = Opts::parse(
         args,
         &["--mcu", "--trials", "--kat", "--seed", "--filter"],
-        &["--no-build"],
+        &["--no-build", "--require-fit"],
     )?;
     let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
     if !mcu.simulated {
         if o.value("--kat").is_some() {
-            return crate::mega0::kat(mcu, o.value("--filter").unwrap_or(""), o.flag("--no-build"));
+            return crate::mega0::kat(
+                mcu,
+                o.value("--filter").unwrap_or(""),
+                o.flag("--no-build"),
+                o.flag("--require-fit"),
+            );
         }
         return yasimavr_smoke(mcu, o.flag("--no-build"));
     }
