@@ -23,10 +23,12 @@ pub const fn crt_bound_holds(max_abs: u32, q1: u16, q2: u16) -> bool {
 /// x = r1 + q1·u with u = (r2 − r1)·q1^{-1} mod q2, both parts centred, so no
 /// final correction is needed. The product is a 16-bit Montgomery reduction
 /// by (q1^{-1}·2^16 mod q2): no 64-bit arithmetic, which an 8-bit core pays
-/// dearly for. Branch-free, division-free.
+/// dearly for. Branch-free, division-free: the constant is evaluated at
+/// compile time (`const` block); as a plain call, an opt-level "s" build
+/// computed the modular inverse by division on every lift.
 #[inline]
 pub fn crt_lift<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
-    let inv_r = prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q);
+    let inv_r = const { prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q) };
     let r1 = M1::center(r1);
     let d = M2::center(M2::center(r2).wrapping_sub(r1));
     let u = M2::center(montgomery::<M2>(d as i32 * inv_r as i32));
@@ -38,7 +40,7 @@ pub fn crt_lift<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
 /// reductions, which on an 8-bit core are most of the lift's cost.
 #[inline]
 pub fn crt_lift_centred<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
-    let inv_r = prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q);
+    let inv_r = const { prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q) };
     let u = M2::center(montgomery::<M2>((r2 - r1) as i32 * inv_r as i32));
     r1 as i32 + M1::Q as i32 * u as i32
 }

@@ -307,7 +307,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// x^{q−2}: the inverse of a non-zero S-domain value (zero stays zero).
     /// The exponent is public, so the square-and-multiply sequence is fixed.
     fn invert_s(x: i16) -> i16 {
-        let one_s = prescale(1, R::SCALE, Self::Q);
+        let one_s = const { prescale(1, R::SCALE, Self::Q) };
         let e = Self::Q as u32 - 2;
         let mut acc = one_s;
         let mut bit = 16;
