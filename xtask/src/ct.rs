@@ -173,7 +173,7 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
 }
 
 /// Function symbols of an ELF: (start byte address, size, demangled name), sorted.
-fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
+pub(crate) fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
     let nm = crate::opts::output(std::process::Command::new("avr-nm").args(["-S", "-C"]).arg(elf))?;
     let mut v: Vec<(u32, u32, String)> = nm
         .lines()
@@ -258,7 +258,7 @@ fn function_at(syms: &[(u32, u32, String)], addr: u32) -> &str {
 
 /// Where one run of `op` spends its instructions, by function (the top 12):
 /// the per-function profile that guides optimisation (`--profile`).
-fn profile_top(
+pub(crate) fn profile_top(
     dev: &mut Device,
     syms: &[(u32, u32, String)],
     id: u8,

@@ -46,11 +46,12 @@ commands:
             cycles, stack and code size of every operation in simavr; writes
             benchmarks/<mcu>/<scheme>.json, benchmarks/latest.json,
             docs/benchmarks.md and docs/benchmarks.svg
-  mqtt      [--mcu M] [--filter S] [--no-build]
+  mqtt      [--mcu M] [--filter S] [--no-build] [--profile]
             the KEM-MQTT/1 sensor handshake of every suite on the AVR (firmware
             images mqtt-<kem>[-x25519]) against the host broker: flights and a
             record checked, cycles and stack per step; --mcu atmega4808: which
-            suites fit (flash, SRAM), run in yasimavr
+            suites fit (flash, SRAM), run in yasimavr; --profile: where start and
+            finish spend their instructions, by function
   kat       --scheme ml-kem-512|kyber512-r3|lightsaber|ctru-light-sha3|ctru-light-ascon
             [--master-seed HEX48] [--count N] [--write FILE] [--check]
             NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/

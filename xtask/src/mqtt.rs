@@ -216,6 +216,16 @@ pub fn run(dev: &mut Device, suite: Suite, seed: u64) -> Result<Run, String> {
     })
 }
 
+/// Where the sensor's `start` and `finish` spend their instructions, by
+/// function (`cargo xtask mqtt --profile`).
+fn profile(dev: &mut Device, elf: &std::path::Path, suite: Suite, seed: u64) -> Result<String, String> {
+    let syms = crate::ct::symbols(elf)?;
+    let case = prepare(suite, seed)?;
+    let mut s = crate::ct::profile_top(dev, &syms, fw::OP_START, "start", &case.start_request)?;
+    s += &crate::ct::profile_top(dev, &syms, fw::OP_FINISH, "finish", &case.finish_request)?;
+    Ok(s)
+}
+
 /// The suites an image serves: the KEM's pure suite, and its hybrid one if the image has X25519.
 pub fn suites_of(image: &crate::avr::Image) -> Vec<Suite> {
     let kem = KemId::ALL
@@ -247,10 +257,10 @@ pub fn images(mcu: crate::avr::Mcu, filter: &str) -> Vec<crate::avr::Image> {
 /// Seed of the keys and randomness of the measured handshakes.
 pub const SEED: u64 = 0x4D51_5454;
 
-/// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build]`: the sensor's
+/// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile]`: the sensor's
 /// handshake of every selected suite in the simulator against the host broker.
 pub fn cmd(args: &[String]) -> Result<(), String> {
-    let o = crate::Opts::parse(args, &["--mcu", "--filter"], &["--no-build"])?;
+    let o = crate::Opts::parse(args, &["--mcu", "--filter"], &["--no-build", "--profile"])?;
     let mcu = crate::avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
     let no_build = o.flag("--no-build");
@@ -270,6 +280,9 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
                 continue;
             }
             let r = run(&mut dev, suite, SEED)?;
+            if o.flag("--profile") {
+                eprint!("{}: {}", suite.name(), profile(&mut dev, &elf, suite, SEED)?);
+            }
             let f = r.flights;
             println!(
                 "| {} | {} | {} | {} | {}/{} | {}/{} | {}/{}/{}/{} |",
