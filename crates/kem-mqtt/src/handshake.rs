@@ -3,7 +3,7 @@
 use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
 #[cfg(feature = "x25519")]
-use x25519_dalek::{x25519, X25519_BASEPOINT_BYTES};
+use x25519_avr::{x25519, BASEPOINT as X25519_BASEPOINT_BYTES};
 use zeroize::Zeroize;
 
 use crate::kem::{self, KemFail};
@@ -67,12 +67,12 @@ pub trait BrokerKeys {
 
 #[cfg(feature = "x25519")]
 fn x25519_public(sk: &[u8; 32]) -> [u8; 32] {
-    x25519(*sk, X25519_BASEPOINT_BYTES)
+    x25519(sk, &X25519_BASEPOINT_BYTES)
 }
 
 #[cfg(feature = "x25519")]
 fn x25519_shared(sk: &[u8; 32], pk: &[u8; 32]) -> Result<Secret32, Error> {
-    let s = Secret32(x25519(*sk, *pk));
+    let s = Secret32(x25519(sk, pk));
     if bool::from(s.0.ct_eq(&[0u8; 32])) {
         return Err(Error::X25519NonContributory);
     }

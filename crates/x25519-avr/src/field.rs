@@ -1,0 +1,281 @@
+//! Arithmetic in GF(2^255 − 19) on little-endian bytes (RFC 7748 §4.1).
+//!
+//! An element is any 256-bit value; it stands for its residue mod p. Every
+//! operation returns a value below 2^256 by folding the overflow with
+//! 2^256 ≡ 38 (mod p); only [`Fe::to_bytes`] reduces fully. Bytes suit an
+//! 8-bit core (one `mul` per byte product); every loop has a fixed count and
+//! no branch or index depends on the values: constant time.
+
+use zeroize::Zeroize;
+
+/// A field element: a 256-bit little-endian integer, taken mod p.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Fe(pub [u8; 32]);
+
+/// p = 2^255 − 19, little-endian.
+const P: [u8; 32] = {
+    let mut p = [0xFF; 32];
+    p[0] = 0xED;
+    p[31] = 0x7F;
+    p
+};
+
+impl Fe {
+    /// 0.
+    pub const ZERO: Fe = Fe([0; 32]);
+    /// 1.
+    pub const ONE: Fe = {
+        let mut b = [0; 32];
+        b[0] = 1;
+        Fe(b)
+    };
+
+    /// The small constant `v` as an element.
+    pub const fn from_u32(v: u32) -> Fe {
+        let mut b = [0; 32];
+        let le = v.to_le_bytes();
+        b[0] = le[0];
+        b[1] = le[1];
+        b[2] = le[2];
+        b[3] = le[3];
+        Fe(b)
+    }
+
+    /// a + b.
+    pub fn add(&self, other: &Fe) -> Fe {
+        let mut r = [0u8; 32];
+        let mut carry = 0u16;
+        for ((r, &a), &b) in r.iter_mut().zip(self.0.iter()).zip(other.0.iter()) {
+            let t = a as u16 + b as u16 + carry;
+            *r = t as u8;
+            carry = t >> 8;
+        }
+        fold_carry(&mut r, carry as u8);
+        Fe(r)
+    }
+
+    /// a − b.
+    pub fn sub(&self, other: &Fe) -> Fe {
+        let mut r = [0u8; 32];
+        let mut borrow = 0u16;
+        for ((r, &a), &b) in r.iter_mut().zip(self.0.iter()).zip(other.0.iter()) {
+            let t = (a as u16).wrapping_sub(b as u16).wrapping_sub(borrow);
+            *r = t as u8;
+            borrow = (t >> 8) & 1;
+        }
+        // r = a − b + 2^256·borrow ≡ a − b + 38·borrow: take 38·borrow off.
+        let mut t = (r[0] as u16).wrapping_sub(38 * borrow);
+        r[0] = t as u8;
+        let mut borrow2 = (t >> 8) & 1;
+        for r in r.iter_mut().skip(1) {
+            t = (*r as u16).wrapping_sub(borrow2);
+            *r = t as u8;
+            borrow2 = (t >> 8) & 1;
+        }
+        // Borrowing again leaves r ≥ 2^256 − 38, so 38 more comes off byte 0 alone.
+        r[0] = r[0].wrapping_sub(38 * borrow2 as u8);
+        Fe(r)
+    }
+
+    /// a · b.
+    pub fn mul(&self, other: &Fe) -> Fe {
+        let mut r = Fe::ZERO;
+        crate::backend::mul(&mut r.0, &self.0, &other.0);
+        r
+    }
+
+    /// a².
+    pub fn square(&self) -> Fe {
+        let mut r = Fe::ZERO;
+        crate::backend::square(&mut r.0, &self.0);
+        r
+    }
+
+    /// a · 121665 = a·(A − 2)/4, the ladder's constant, without a full
+    /// multiplication: three byte products per byte (121665 = 0x01DB41).
+    pub fn mul_a24(&self) -> Fe {
+        let mut r = [0u8; 32];
+        let mut carry = 0u32;
+        for (r, &a) in r.iter_mut().zip(self.0.iter()) {
+            let v = (a as u16 * 0x41) as u32 + (((a as u16 * 0xDB) as u32) << 8) + ((a as u32) << 16) + carry;
+            *r = v as u8;
+            carry = v >> 8;
+        }
+        // r + carry·2^256 ≡ r + 38·carry (carry < 2^17).
+        fold_wide(&mut r, 38 * carry);
+        Fe(r)
+    }
+
+    /// a^(2^n).
+    pub fn square_n(&self, n: u32) -> Fe {
+        let mut r = *self;
+        for _ in 0..n {
+            r = r.square();
+        }
+        r
+    }
+
+    /// a^(p − 2) = a^(−1) (0 for 0), by the fixed chain of 254 squarings
+    /// and 11 multiplications.
+    pub fn invert(&self) -> Fe {
+        let z2 = self.square();
+        let z9 = z2.square_n(2).mul(self);
+        let z11 = z9.mul(&z2);
+        let z_5_0 = z11.square().mul(&z9); // 2^5 − 1
+        let z_10_0 = z_5_0.square_n(5).mul(&z_5_0);
+        let z_20_0 = z_10_0.square_n(10).mul(&z_10_0);
+        let z_40_0 = z_20_0.square_n(20).mul(&z_20_0);
+        let z_50_0 = z_40_0.square_n(10).mul(&z_10_0);
+        let z_100_0 = z_50_0.square_n(50).mul(&z_50_0);
+        let z_200_0 = z_100_0.square_n(100).mul(&z_100_0);
+        let z_250_0 = z_200_0.square_n(50).mul(&z_50_0);
+        z_250_0.square_n(5).mul(&z11) // 2^255 − 32 + 11 = p − 2
+    }
+
+    /// The canonical encoding: the value reduced below p.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        // Below 2^256 = 2p + 38: at most two subtractions of p.
+        let mut r = self.0;
+        for _ in 0..2 {
+            let mut d = [0u8; 32];
+            let mut borrow = 0u16;
+            for ((d, &a), &p) in d.iter_mut().zip(r.iter()).zip(P.iter()) {
+                let t = (a as u16).wrapping_sub(p as u16).wrapping_sub(borrow);
+                *d = t as u8;
+                borrow = (t >> 8) & 1;
+            }
+            // Keep r − p unless it borrowed.
+            let keep_r = (borrow as u8).wrapping_neg();
+            for (r, d) in r.iter_mut().zip(d.iter()) {
+                *r = (*r & keep_r) | (*d & !keep_r);
+            }
+        }
+        r
+    }
+
+    /// Swaps `a` and `b` if `swap` is 1 (0 or 1 only), without a branch.
+    pub fn cswap(a: &mut Fe, b: &mut Fe, swap: u8) {
+        let mask = swap.wrapping_neg();
+        for (x, y) in a.0.iter_mut().zip(b.0.iter_mut()) {
+            let t = mask & (*x ^ *y);
+            *x ^= t;
+            *y ^= t;
+        }
+    }
+}
+
+impl Zeroize for Fe {
+    fn zeroize(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+/// r + carry·2^256 ≡ r + 38·carry (carry ≤ 1 after an addition): add it in;
+/// a second carry leaves r < 38, so its 38 fits byte 0.
+fn fold_carry(r: &mut [u8; 32], carry: u8) {
+    let mut c = 38 * carry as u16;
+    for r in r.iter_mut() {
+        let t = *r as u16 + c;
+        *r = t as u8;
+        c = t >> 8;
+    }
+    r[0] = r[0].wrapping_add(38 * c as u8);
+}
+
+/// r + c (c < 2^24 added at byte 0) with the overflow folded back as 38
+/// per 2^256, twice: after the first overflow r < c, so the second
+/// cannot overflow again.
+fn fold_wide(r: &mut [u8; 32], c: u32) {
+    let mut c = c;
+    for _ in 0..2 {
+        for x in r.iter_mut() {
+            let v = *x as u32 + c;
+            *x = v as u8;
+            c = v >> 8;
+        }
+        c *= 38;
+    }
+}
+
+/// The portable multiplication: the 512-bit product by columns, then the
+/// fold 2^256 ≡ 38 into `r`, a value below 2^256. The reference the AVR
+/// assembly is tested against (it folds each high column as it comes, with
+/// the same carries, so the results are bit-identical).
+pub fn mul_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+    let mut t = [0u8; 64];
+    let mut acc = 0u32;
+    for k in 0..63usize {
+        for i in k.saturating_sub(31)..=k.min(31) {
+            acc += a[i] as u32 * b[k - i] as u32;
+        }
+        t[k] = acc as u8;
+        acc >>= 8;
+    }
+    t[63] = acc as u8;
+    let mut carry = 0u16;
+    for i in 0..32 {
+        let v = t[i] as u16 + 38 * t[32 + i] as u16 + carry;
+        r[i] = v as u8;
+        carry = v >> 8;
+    }
+    let mut c = 38 * carry;
+    for x in r.iter_mut() {
+        let v = *x as u16 + c;
+        *x = v as u8;
+        c = v >> 8;
+    }
+    // A carry out leaves r < 38·40, so 38 more only reaches byte 1.
+    let v = u16::from_le_bytes([r[0], r[1]]) + 38 * c;
+    r[..2].copy_from_slice(&v.to_le_bytes());
+    t.zeroize();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fe as a big integer mod p, with u128 pieces (test oracle).
+    fn value_mod_p(x: &Fe) -> [u8; 32] {
+        x.to_bytes()
+    }
+
+    fn lcg(seed: &mut u64) -> u8 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (*seed >> 56) as u8
+    }
+
+    fn random(seed: &mut u64) -> Fe {
+        Fe(core::array::from_fn(|_| lcg(seed)))
+    }
+
+    #[test]
+    fn ring_laws_hold_on_extreme_and_random_values() {
+        let mut seed = 7;
+        let mut values = [Fe::ZERO; 205];
+        values[..5].copy_from_slice(&[Fe::ZERO, Fe::ONE, Fe([0xFF; 32]), Fe(P), Fe::from_u32(38)]);
+        for v in values[5..].iter_mut() {
+            *v = random(&mut seed);
+        }
+        for a in &values {
+            // a − a = 0, a + 0 = a, a·1 = a, a·a⁻¹ = 1 (a ≠ 0).
+            assert_eq!(a.sub(a).to_bytes(), [0; 32]);
+            assert_eq!(a.add(&Fe::ZERO).to_bytes(), value_mod_p(a));
+            assert_eq!(a.mul(&Fe::ONE).to_bytes(), value_mod_p(a));
+            assert_eq!(a.mul_a24().to_bytes(), a.mul(&Fe::from_u32(121_665)).to_bytes());
+            if a.to_bytes() != [0; 32] {
+                assert_eq!(a.mul(&a.invert()).to_bytes(), Fe::ONE.0);
+            }
+            for b in values.iter().take(20) {
+                // (a + b) − b = a; (a − b)·(a + b) = a² − b².
+                assert_eq!(a.add(b).sub(b).to_bytes(), value_mod_p(a));
+                assert_eq!(
+                    a.sub(b).mul(&a.add(b)).to_bytes(),
+                    a.square().sub(&b.square()).to_bytes()
+                );
+            }
+        }
+        // 2^255 − 19 ≡ 0 and 2^256 − 1 ≡ 37.
+        assert_eq!(Fe(P).to_bytes(), [0; 32]);
+        assert_eq!(Fe([0xFF; 32]).to_bytes(), Fe::from_u32(37).0);
+    }
+}

@@ -1,0 +1,203 @@
+#![no_std]
+#![deny(unsafe_code)]
+#![deny(missing_docs)]
+//! X25519 (RFC 7748 §5) for 8-bit AVR, `no_std`, no allocation, constant
+//! time.
+//!
+//! The field works on 32 little-endian bytes ([`field`]); its one hot spot,
+//! the multiplication, is one swap point ([`backend`]): on AVR the
+//! generated assembly of `asm-avr/fe25519_mul.S` (selected by `build.rs`,
+//! `cfg(fe25519_asm)`), elsewhere [`field::mul_portable`], which always
+//! compiles and is the reference the assembly is tested against in simavr
+//! (`tests/avr_fe25519.rs`). The ladder is tested against `x25519-dalek` and
+//! the RFC's vectors.
+//!
+//! ```
+//! let sk = [7u8; 32];
+//! let pk = x25519_avr::x25519(&sk, &x25519_avr::BASEPOINT);
+//! assert_eq!(pk.len(), 32);
+//! ```
+
+pub mod field;
+
+use field::Fe;
+use zeroize::Zeroize;
+
+/// The u-coordinate of the base point (9).
+pub const BASEPOINT: [u8; 32] = {
+    let mut b = [0; 32];
+    b[0] = 9;
+    b
+};
+
+/// X25519(k, u): the scalar `k` is clamped, the top bit of `u` ignored, as
+/// RFC 7748 §5 specifies. The Montgomery ladder runs all 255 steps with
+/// masked swaps whatever the scalar.
+pub fn x25519(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
+    let mut scalar = *k;
+    scalar[0] &= 248;
+    scalar[31] &= 127;
+    scalar[31] |= 64;
+    let mut u_bytes = *u;
+    u_bytes[31] &= 127;
+    let x1 = Fe(u_bytes);
+    let (mut x2, mut z2, mut x3, mut z3) = (Fe::ONE, Fe::ZERO, x1, Fe::ONE);
+    let mut swap = 0u8;
+    for t in (0..255).rev() {
+        let bit = (scalar[t >> 3] >> (t & 7)) & 1;
+        swap ^= bit;
+        Fe::cswap(&mut x2, &mut x3, swap);
+        Fe::cswap(&mut z2, &mut z3, swap);
+        swap = bit;
+        ladder_step(&x1, &mut x2, &mut z2, &mut x3, &mut z3);
+    }
+    Fe::cswap(&mut x2, &mut x3, swap);
+    Fe::cswap(&mut z2, &mut z3, swap);
+    let out = x2.mul(&z2.invert()).to_bytes();
+    for secret in [&mut x2, &mut z2, &mut x3, &mut z3] {
+        secret.zeroize();
+    }
+    scalar.zeroize();
+    out
+}
+
+/// One differential addition-and-doubling (RFC 7748 §5 pseudocode).
+/// Not inlined: one frame for its temporaries, shared by all 255 steps.
+#[inline(never)]
+fn ladder_step(x1: &Fe, x2: &mut Fe, z2: &mut Fe, x3: &mut Fe, z3: &mut Fe) {
+    let a = x2.add(z2);
+    let aa = a.square();
+    let b = x2.sub(z2);
+    let bb = b.square();
+    let e = aa.sub(&bb);
+    let c = x3.add(z3);
+    let d = x3.sub(z3);
+    let da = d.mul(&a);
+    let cb = c.mul(&b);
+    *x3 = da.add(&cb).square();
+    *z3 = x1.mul(&da.sub(&cb).square());
+    *x2 = aa.mul(&bb);
+    *z2 = e.mul(&aa.add(&e.mul_a24()));
+}
+
+/// The field multiplication backend (see the crate docs).
+pub mod backend {
+    /// `r` ← a value below 2^256 congruent to a·b mod 2^255 − 19.
+    #[inline]
+    pub fn mul(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+        #[cfg(fe25519_asm)]
+        avr::mul(r, a, b);
+        #[cfg(not(fe25519_asm))]
+        crate::field::mul_portable(r, a, b);
+    }
+
+    /// `r` ← a value below 2^256 congruent to a² mod 2^255 − 19.
+    #[inline]
+    pub fn square(r: &mut [u8; 32], a: &[u8; 32]) {
+        #[cfg(fe25519_asm)]
+        avr::square(r, a);
+        #[cfg(not(fe25519_asm))]
+        crate::field::mul_portable(r, a, a);
+    }
+
+    #[cfg(fe25519_asm)]
+    #[allow(unsafe_code)]
+    mod avr {
+        extern "C" {
+            /// `asm-avr/fe25519_mul.S`.
+            fn fe25519_mul_avr(r: *mut u8, a: *const u8, b: *const u8);
+            /// `asm-avr/fe25519_mul.S`.
+            fn fe25519_sqr_avr(r: *mut u8, a: *const u8);
+        }
+
+        #[inline]
+        pub fn mul(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+            // SAFETY: writes exactly the 32 bytes of `r`, reads the 32 of `a`
+            // and of `b` (`r` is a unique borrow, so it overlaps neither);
+            // follows the avr-gcc ABI (tested in simavr).
+            unsafe { fe25519_mul_avr(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) }
+        }
+
+        #[inline]
+        pub fn square(r: &mut [u8; 32], a: &[u8; 32]) {
+            // SAFETY: as for `mul`, with one operand.
+            unsafe { fe25519_sqr_avr(r.as_mut_ptr(), a.as_ptr()) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex32(s: &str) -> [u8; 32] {
+        core::array::from_fn(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+    }
+
+    /// RFC 7748 §5.2, the two single-step vectors.
+    #[test]
+    fn rfc7748_vectors() {
+        assert_eq!(
+            x25519(
+                &hex32("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4"),
+                &hex32("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c")
+            ),
+            hex32("c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552")
+        );
+        assert_eq!(
+            x25519(
+                &hex32("4b66e9d4d1b4673c5ad22691957d6af5c11b6421e0ea01d42ca4169e7918ba0d"),
+                &hex32("e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493")
+            ),
+            hex32("95cbde9476e8907d7aade45cb4b873f88b595a68799fa152e6f8f7647aac7957")
+        );
+    }
+
+    /// Agrees with x25519-dalek on random scalars and points, including
+    /// u-coordinates ≥ p and with the top bit set.
+    #[test]
+    fn matches_x25519_dalek() {
+        let mut seed = 0x0002_5519_u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 56) as u8
+        };
+        let mut inputs: [([u8; 32], [u8; 32]); 40] = core::array::from_fn(|_| ([0; 32], [0; 32]));
+        for (k, u) in inputs.iter_mut() {
+            *k = core::array::from_fn(|_| next());
+            *u = core::array::from_fn(|_| next());
+        }
+        inputs[0].1 = [0xFF; 32];
+        inputs[1].1 = [0; 32];
+        inputs[2].1 = {
+            let mut p = [0xFF; 32];
+            p[0] = 0xED;
+            p[31] = 0x7F;
+            p
+        };
+        for (k, u) in &inputs {
+            assert_eq!(x25519(k, u), x25519_dalek::x25519(*k, *u));
+        }
+    }
+
+    /// RFC 7748 §5.2: 1 and 1,000 iterations of k, u ← X25519(k, u), k.
+    #[test]
+    fn rfc7748_iterated() {
+        let (mut k, mut u) = (BASEPOINT, BASEPOINT);
+        for i in 1..=1000 {
+            let r = x25519(&k, &u);
+            u = k;
+            k = r;
+            if i == 1 {
+                assert_eq!(
+                    k,
+                    hex32("422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079")
+                );
+            }
+        }
+        assert_eq!(
+            k,
+            hex32("684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51")
+        );
+    }
+}

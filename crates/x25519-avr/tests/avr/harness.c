@@ -1,0 +1,48 @@
+/* Simulator harness for the AVR field multiplication and squaring (built by
+ * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 0 ends), a[32], b[32].
+ * Reply: r of the timed call, r of a second, ABI-checked call, the ABI byte. */
+#include "../../../../asm-avr/test/uart.h"
+
+extern void fe25519_mul_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
+extern void fe25519_sqr_avr(uint8_t *r, const uint8_t *a);
+extern uint8_t avr_abi_check(void (*routine)(void *, uint8_t), void *arg, uint8_t arg2);
+
+static uint8_t a[32], b[32], r[32], r2[32];
+
+static void call(void *out, uint8_t op)
+{
+	if (op == 1)
+		fe25519_mul_avr((uint8_t *)out, a, b);
+	else
+		fe25519_sqr_avr((uint8_t *)out, a);
+}
+
+int main(void)
+{
+	uart_init();
+	for (;;) {
+		uint8_t op = get();
+		if (op == 0)
+			break;
+		for (uint8_t i = 0; i < 32; i++)
+			a[i] = get();
+		for (uint8_t i = 0; i < 32; i++)
+			b[i] = get();
+		__asm__ volatile("" : "+r"(op) : : "memory");
+		GPIOR0 = op;
+		if (op == 1)
+			fe25519_mul_avr(r, a, b);
+		else
+			fe25519_sqr_avr(r, a);
+		GPIOR0 = op | 0x80;
+		__asm__ volatile("" ::: "memory");
+		uint8_t abi = avr_abi_check(call, r2, op);
+		for (uint8_t i = 0; i < 32; i++)
+			put(r[i]);
+		for (uint8_t i = 0; i < 32; i++)
+			put(r2[i]);
+		put(abi);
+	}
+	stop();
+	return 0;
+}

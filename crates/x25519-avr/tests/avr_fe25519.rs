@@ -1,0 +1,98 @@
+//! The AVR assembly field multiplication and squaring
+//! (`asm-avr/fe25519_mul.S`) against the portable multiplication, in simavr:
+//! random and extreme operands, the ABI, and cycle counts independent of the
+//! data. Needs avr-gcc and libsimavr
+//! (`cargo xtask setup` installs them).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use avr_sim::{windows, Sim};
+use x25519_avr::field::mul_portable;
+
+fn build_harness() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fe25519_harness.elf");
+    avr_sim::harness::build_elf(
+        "atmega1284p",
+        &out,
+        &[
+            root.join("tests/avr/harness.c"),
+            root.join("../../asm-avr/test/abi_check.S"),
+            root.join("../../asm-avr/fe25519_mul.S"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("the fe25519 harness: {e}"));
+    out
+}
+
+#[test]
+fn assembly_multiplication_matches_portable_and_is_constant_time() {
+    let elf = build_harness();
+    let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
+    let mut seed = 0x0123_4567_89ab_cdefu64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 24) as u8
+    };
+    // Extremes: 0, 1, all ones (the largest column sums and both folds), p.
+    let mut p = [0xFFu8; 32];
+    p[0] = 0xED;
+    p[31] = 0x7F;
+    let one: [u8; 32] = core::array::from_fn(|i| (i == 0) as u8);
+    let mut cases: Vec<([u8; 32], [u8; 32])> = vec![
+        ([0; 32], [0; 32]),
+        ([0xFF; 32], [0xFF; 32]),
+        ([0xFF; 32], one),
+        (p, p),
+        (p, [0xFF; 32]),
+    ];
+    for _ in 0..2000 {
+        let a: [u8; 32] = core::array::from_fn(|_| next());
+        let b: [u8; 32] = core::array::from_fn(|_| next());
+        cases.push((a, b));
+    }
+    for (op, name) in [(1u8, "multiplication"), (2, "squaring")] {
+        for (n, (a, b)) in cases.iter().enumerate() {
+            let mut request = vec![op];
+            request.extend_from_slice(a);
+            request.extend_from_slice(b);
+            sim.send(&request);
+            let reply = sim.run_until_output(65, 5_000_000).expect("harness answers");
+            let mut expected = [0u8; 32];
+            mul_portable(&mut expected, a, if op == 1 { b } else { a });
+            assert_eq!(reply[..32], expected, "{name}, case {n}");
+            assert_eq!(reply[32..64], expected, "{name}, case {n}, ABI-checked call");
+            assert_eq!(reply[64], 0, "{name}: callee-saved registers or r1 not preserved");
+        }
+    }
+    sim.send(&[0]);
+    sim.run_to_exit(1_000_000).expect("harness stops");
+    let mut by_op: BTreeMap<u8, Vec<(u64, u16)>> = BTreeMap::new();
+    for w in windows(&sim.take_markers()).expect("paired markers") {
+        by_op.entry(w.id).or_default().push((w.cycles, w.stack_bytes));
+    }
+    assert_eq!(by_op.len(), 2);
+    for (op, runs) in by_op {
+        let min = runs.iter().map(|r| r.0).min().unwrap();
+        let max = runs.iter().map(|r| r.0).max().unwrap();
+        let stack = runs.iter().map(|r| r.1).max().unwrap();
+        let name = if op == 1 { "fe25519_mul_avr" } else { "fe25519_sqr_avr" };
+        println!(
+            "{name}: {min} cycles (max {max}), {stack} bytes of stack, {} runs",
+            runs.len()
+        );
+        assert_eq!(runs.len(), cases.len());
+        assert_eq!(min, max, "{name}: the cycle count depends on the operands");
+    }
+}
+
+/// The committed assembly is exactly what its generator prints.
+#[test]
+fn assembly_is_generated() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
+    let fresh = avr_sim::harness::is_generated_by(&root.join("fe25519_mul.S"), &root.join("gen_fe25519.py"));
+    assert_eq!(fresh, Ok(true), "run asm-avr/gen_fe25519.py");
+}
