@@ -487,6 +487,10 @@ mod device {
         static mut X_SK: [u8; X25519_LEN] = [0; X25519_LEN];
         static mut BROKER_PK: [u8; L.pk] = [0; L.pk];
         static mut BROKER_X_PK: [u8; X25519_LEN] = [0; X25519_LEN];
+        /// The static-static X25519 secret, computed when the keys arrive
+        /// (a sensor does it once, at provisioning: spec §3), not in the
+        /// measured handshake.
+        static mut X_STATIC: [u8; X25519_LEN] = [0; X25519_LEN];
         static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
         /// ClientHello out, then BrokerHello in.
         static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
@@ -569,6 +573,25 @@ mod device {
             }
         }
 
+        /// The cached static-static secret for a hybrid suite (`None`: the
+        /// handshake computes it, or reports the bad key itself).
+        fn cache_static_secret(
+            suite_id: u8,
+            x_sk: &[u8; X25519_LEN],
+            x_pk: &[u8; X25519_LEN],
+            out: &'static mut [u8; X25519_LEN],
+        ) -> Option<&'static [u8; X25519_LEN]> {
+            #[cfg(feature = "mqtt-x25519")]
+            if Suite::from_id(suite_id).is_ok_and(|s| s.is_hybrid()) {
+                if let Ok(secret) = kem_mqtt::static_x25519_secret(x_sk, x_pk) {
+                    *out = secret;
+                    return Some(out);
+                }
+            }
+            let _ = (suite_id, x_sk, x_pk, out);
+            None
+        }
+
         fn start(io: &mut Uart) {
             // SAFETY: single-threaded; the previous handshake state, which
             // borrows the key statics, is dropped before they are rewritten.
@@ -602,12 +625,16 @@ mod device {
                 _,
                 &'static [u8; TAPE_LEN],
             ) = (id, sk, x_sk, pk, x_pk, tape);
+            // SAFETY: single-threaded; nothing else borrows it now.
+            let x_static = unsafe { &mut *addr_of_mut!(X_STATIC) };
+            let cached = cache_static_secret(suite_id, x_sk, x_pk, x_static);
             let creds = SensorCredentials {
                 client_id: &id[..id_len],
                 kem_sk: sk,
                 x25519_sk: Some(&*x_sk),
                 broker_kem_pk: pk,
                 broker_x25519_pk: Some(&*x_pk),
+                x25519_static_secret: cached,
             };
             let mut rng = Tape { bytes: tape, pos: 0 };
             let r = match Suite::from_id(suite_id) {

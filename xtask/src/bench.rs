@@ -689,8 +689,9 @@ fn mqtt_summary(records: &[Record]) -> String {
         "## KEM-MQTT/1 sensor handshake\n\n\
          The firmware (`mqtt-<kem>[-x25519]` images, opt-level \"s\": at 3 the hybrid images exceed\n\
          128 KB) runs the sensor: `start` = `SensorHandshake::start` (KEM keygen + encaps, hybrid:\n\
-         X25519 key generation and the static-static X25519), `finish` = `receive_broker_hello`\n\
-         (two decaps, hybrid: one X25519); the host plays the broker (`BrokerHandshake`) and\n\
+         X25519 key generation; the static-static X25519 secret is computed when the keys are\n\
+         loaded, as spec §3 allows, outside the measurement), `finish` = `receive_broker_hello`\n\
+         (two decaps, hybrid: one X25519, `crates/x25519-avr`); the host plays the broker (`BrokerHandshake`) and\n\
          checks the ClientHello byte for byte, the ClientFinished and a record sealed under the\n\
          new key. Flights: ClientHello / BrokerHello / ClientFinished / first record (8-byte\n\
          client id). Published: KEM-MQTT (ePrint 2025/563), Kyber-512 sensor handshake work on an\n\

@@ -234,6 +234,7 @@ impl SensorKeys {
             x25519_sk: Some(&self.x25519_sk),
             broker_kem_pk: &self.broker_kem_pk,
             broker_x25519_pk: Some(&self.broker_x25519_pk),
+            x25519_static_secret: None,
         }
     }
 }

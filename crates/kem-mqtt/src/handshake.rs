@@ -40,6 +40,19 @@ pub struct SensorCredentials<'a> {
     pub broker_kem_pk: &'a [u8],
     /// The broker's static X25519 public key (hybrid suites).
     pub broker_x25519_pk: Option<&'a [u8; 32]>,
+    /// The static-static X25519 secret, if cached: it depends only on the
+    /// two long-term keys (spec §3), so a sensor can compute it once with
+    /// [`static_x25519_secret`] when its keys are provisioned. `None`:
+    /// computed in every hybrid handshake.
+    pub x25519_static_secret: Option<&'a [u8; 32]>,
+}
+
+/// X25519(x25519_sk, broker_x25519_pk), to cache in
+/// [`SensorCredentials::x25519_static_secret`]; an all-zero
+/// (non-contributory) result is an error, as in the handshake.
+#[cfg(feature = "x25519")]
+pub fn static_x25519_secret(x25519_sk: &[u8; 32], broker_x25519_pk: &[u8; 32]) -> Result<[u8; 32], Error> {
+    x25519_shared(x25519_sk, broker_x25519_pk).map(|s| s.0)
 }
 
 /// A registry entry: what the broker knows about one client.
@@ -234,7 +247,10 @@ impl SensorHandshake {
             Some((sk, pk)) => {
                 fill(rng, &mut state.x_e)?;
                 share.copy_from_slice(&x25519_public(&state.x_e));
-                Some(x25519_shared(sk, pk)?)
+                Some(match creds.x25519_static_secret {
+                    Some(cached) => Secret32(*cached),
+                    None => x25519_shared(sk, pk)?,
+                })
             }
             None => None,
         };

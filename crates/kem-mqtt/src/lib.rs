@@ -136,6 +136,8 @@ pub mod sym;
 #[doc(hidden)]
 pub mod testing;
 
+#[cfg(feature = "x25519")]
+pub use handshake::static_x25519_secret;
 pub use handshake::{
     valid_client_id, AwaitBrokerHello, AwaitClientFinished, BrokerHandshake, BrokerKeys, ClientEntry,
     SensorCredentials, SensorHandshake, NONCE_LEN, X25519_LEN,

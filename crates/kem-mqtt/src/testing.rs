@@ -116,6 +116,7 @@ impl SensorFixture {
             x25519_sk: Some(&self.x_sk),
             broker_kem_pk: broker.kem_pk(),
             broker_x25519_pk: Some(&broker.x_pk),
+            x25519_static_secret: None,
         }
     }
 }

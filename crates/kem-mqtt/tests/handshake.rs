@@ -229,6 +229,57 @@ fn a_bit_flipped_in_any_field_of_any_flight_is_the_exact_error() {
     }
 }
 
+/// ClientHello with `creds`, the broker's answer, and the sensor's error on it.
+fn sensor_finish_error(
+    suite: Suite,
+    creds: SensorCredentials<'_>,
+    broker: &BrokerFixture,
+    r: &mut Rng,
+) -> Option<Error> {
+    let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
+    let (s, n) = SensorHandshake::start(suite, creds, r, &mut buf).unwrap();
+    let ch = buf[..n].to_vec();
+    let (_, n) = BrokerHandshake::accept(broker, &ch, r, &mut buf).unwrap();
+    let bh = buf[..n].to_vec();
+    s.receive_broker_hello(&bh, &mut buf).err()
+}
+
+/// A cached static-static secret gives the very same handshake (the same
+/// ClientHello from the same RNG, and keys the broker accepts); a wrong
+/// cached value fails at the broker's Finished like a wrong key.
+#[test]
+fn cached_static_x25519_secret_is_the_same_handshake() {
+    for (i, suite) in Suite::ALL.into_iter().filter(|s| s.is_hybrid()).enumerate() {
+        let (broker, sensor, _) = setup(suite, 500 + i as u64);
+        let creds = sensor.credentials(&broker);
+        let cached = kem_mqtt::static_x25519_secret(&sensor.x_sk, &broker.x_pk).unwrap();
+        let with_cache = SensorCredentials {
+            x25519_static_secret: Some(&cached),
+            ..creds
+        };
+        let mut hello = [[0u8; MAX_CLIENT_HELLO_LEN]; 2];
+        let mut lens = [0; 2];
+        for (k, c) in [creds, with_cache].into_iter().enumerate() {
+            let mut r = rng(77);
+            lens[k] = SensorHandshake::start(suite, c, &mut r, &mut hello[k]).unwrap().1;
+        }
+        assert_eq!(hello[0][..lens[0]], hello[1][..lens[1]], "{}", suite.name());
+
+        let mut r = rng(78);
+        let wrong = [1u8; 32];
+        let bad = SensorCredentials {
+            x25519_static_secret: Some(&wrong),
+            ..creds
+        };
+        assert_eq!(
+            sensor_finish_error(suite, bad, &broker, &mut r),
+            Some(Error::BrokerFinishedInvalid),
+            "{}",
+            suite.name()
+        );
+    }
+}
+
 #[test]
 fn wrong_static_keys_fail_at_broker_finished() {
     for (i, suite) in Suite::ALL.into_iter().enumerate() {
@@ -240,13 +291,8 @@ fn wrong_static_keys_fail_at_broker_finished() {
             broker_kem_pk: other.kem_pk(),
             ..sensor.credentials(&broker)
         };
-        let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
-        let (s, n) = SensorHandshake::start(suite, creds, &mut r, &mut buf).unwrap();
-        let ch = buf[..n].to_vec();
-        let (_, n) = BrokerHandshake::accept(&broker, &ch, &mut r, &mut buf).unwrap();
-        let bh = buf[..n].to_vec();
         assert_eq!(
-            s.receive_broker_hello(&bh, &mut buf).err(),
+            sensor_finish_error(suite, creds, &broker, &mut r),
             Some(Error::BrokerFinishedInvalid),
             "{}: wrong broker KEM key",
             suite.name()
