@@ -406,7 +406,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     if let Some(level) = image.opt_level.or(mcu.opt_level) {
         cmd.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
     }
-    util::run(&mut cmd)?;
+    util::run_keeping(&mut cmd, &["overflowed by", "is not within region"])?;
     sizes(mcu, &image.elf(mcu))
 }
 

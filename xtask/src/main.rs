@@ -45,7 +45,9 @@ commands:
   bench     [--mcu M] [--filter S] [--no-build]
             cycles, stack and code size of every operation in simavr; writes
             benchmarks/<mcu>/<scheme>.json, benchmarks/latest.json,
-            docs/benchmarks.md and docs/benchmarks.svg
+            docs/benchmarks.md and docs/benchmarks.svg; --mcu atmega4808 (no
+            simavr model): which KEMs and KEM-MQTT suites fit, run in yasimavr,
+            recorded in benchmarks/atmega4808/*.md and docs/benchmarks.md
   mqtt      [--mcu M] [--filter S] [--no-build] [--profile]
             the KEM-MQTT/1 sensor handshake of every suite on the AVR (firmware
             images mqtt-<kem>[-x25519]) against the host broker: flights and a

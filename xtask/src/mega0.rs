@@ -88,7 +88,9 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
 /// stack; prints what fits and what does not, with the numbers. A crash or
 /// a stack overflow into static data counts as "does not fit", not as a
 /// failure, unless `require_fit` (CI: every KEM must fit the 4808).
-pub fn kat(mcu: avr::Mcu, filter: &str, no_build: bool, require_fit: bool) -> Result<(), String> {
+/// With `record`, the table also goes to `benchmarks/<mcu>/kem-fit.md`, which
+/// `docs/benchmarks.md` includes (`cargo xtask bench --mcu atmega4808`).
+pub fn kat(mcu: avr::Mcu, filter: &str, no_build: bool, require_fit: bool, record: bool) -> Result<(), String> {
     let root = util::workspace_root();
     let python = root.join(".venv/bin/python");
     if !python.exists() {
@@ -232,7 +234,11 @@ pub fn kat(mcu: avr::Mcu, filter: &str, no_build: bool, require_fit: bool) -> Re
         ));
     }
     print!("{table}");
-    println!("(yasimavr; painted-stack measure; flash = text + data image + rodata)");
+    let legend = "(yasimavr; painted-stack measure; flash = text + data image + rodata)";
+    println!("{legend}");
+    if record {
+        crate::bench::record_fit_table(mcu.name, "kem-fit", &format!("{table}\n{legend}\n"))?;
+    }
     println!("{no_fit} KEM(s) do not fit {} (SRAM)", mcu.name);
     println!("{passed} passed, {failed} failed");
     if failed > 0 {

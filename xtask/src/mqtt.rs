@@ -265,7 +265,7 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
     let no_build = o.flag("--no-build");
     if !mcu.simulated {
-        return mega0(mcu, &filter, no_build);
+        return mega0(mcu, &filter, no_build, false);
     }
     let mut n = 0;
     println!(
@@ -310,11 +310,46 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// What the linker's refusal says, in numbers: flash (`region `text'
+/// overflowed by N bytes`) and static RAM (`address A of … section `.bss'
+/// is not within region `data'`).
+fn link_overflow(err: &str, mcu: crate::avr::Mcu) -> String {
+    let mut why = Vec::new();
+    if let Some(n) = err
+        .split("region `text' overflowed by ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        why.push(format!("flash {} B needed, {} B over {} B", mcu.flash + n, n, mcu.flash));
+    }
+    if let Some(end) = err
+        .split("address 0x")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|a| u32::from_str_radix(a, 16).ok())
+    {
+        // The 4808's SRAM starts at data address 0x802800 (linker view).
+        let used = end.saturating_sub(0x80_2800);
+        why.push(format!(
+            "static RAM alone {used} B, {} B over {} B",
+            used.saturating_sub(mcu.sram),
+            mcu.sram
+        ));
+    }
+    if why.is_empty() {
+        "the linker refuses the image".into()
+    } else {
+        format!("the linker: {}", why.join("; "))
+    }
+}
+
 /// The ATmega4808: every selected image (pure and hybrid) built; each whose
 /// flash fits runs its suite (the hybrid image: the hybrid suite) in
 /// yasimavr, handshake checked, painted stack read. Prints what fits with
 /// the numbers; a crash or stack overflow is "does not fit", not a failure.
-fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool) -> Result<(), String> {
+/// With `record`, the table also goes to `benchmarks/<mcu>/kem-mqtt-fit.md`.
+pub fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool, record: bool) -> Result<(), String> {
     let root = crate::util::workspace_root();
     let python = root.join(".venv/bin/python");
     let mut table = String::from(
@@ -335,11 +370,10 @@ fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool) -> Result<(), Strin
             Err(e) => {
                 eprintln!("xtask: {} does not link for {}: {e}", image.name, mcu.name);
                 table.push_str(&format!(
-                    "| {} | {} | > {} | – | not run | – | – | no: text overflows the {} B flash (linker) |\n",
+                    "| {} | {} | – | – | not run | – | – | no: {} |\n",
                     suite.name(),
                     image.name,
-                    mcu.flash,
-                    mcu.flash
+                    link_overflow(&e, mcu)
                 ));
                 continue;
             }
@@ -451,7 +485,12 @@ fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool) -> Result<(), Strin
         );
     }
     print!("{table}");
-    println!("(yasimavr, AVRe+ timings: cycles approximate and include the UART transfer; flash = text + data image + rodata)");
+    let legend =
+        "(yasimavr, AVRe+ timings: cycles approximate and include the UART transfer; flash = text + data image + rodata)";
+    println!("{legend}");
+    if record {
+        crate::bench::record_fit_table(mcu.name, "kem-mqtt-fit", &format!("{table}\n{legend}\n"))?;
+    }
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         return Err(format!("{failed} KEM-MQTT run(s) failed on {}", mcu.name));

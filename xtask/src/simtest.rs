@@ -104,6 +104,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 o.value("--filter").unwrap_or(""),
                 o.flag("--no-build"),
                 o.flag("--require-fit"),
+                false,
             );
         }
         return yasimavr_smoke(mcu, o.flag("--no-build"));
