@@ -71,7 +71,10 @@ fn less(x: u32, y: u32) -> u32 {
 }
 
 /// E8 decoding (§2) of one block v_0..v_7 ∈ [0, 256) to a 4-bit value.
-/// Branch-free and index-free on the (secret) block.
+/// Branch-free and index-free on the (secret) block. Not inlined: its cost
+/// tables then take stack only while it runs, not in the frame of the
+/// decryption product (the decapsulation's peak).
+#[inline(never)]
 pub fn e8_decode_block(v: &[u8]) -> u8 {
     let mut cost0 = [0u32; 8];
     let mut cost1 = [0u32; 8];

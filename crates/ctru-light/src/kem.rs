@@ -187,28 +187,38 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     ) -> Result<(), Error> {
         let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
         let sk_pke: &mut [u8; SK_PKE_BYTES] = sk_pke.try_into().map_err(|_| Error::Rng)?;
+        let (pk_part, z) = rest.split_at_mut(PK_BYTES);
+        // The 256 coin bytes wait in the secret key's public-key field, which
+        // the public key overwrites below: no stack copy beside f and g.
+        let coins: &mut [u8; 256] = (&mut pk_part[..256]).try_into().map_err(|_| Error::Rng)?;
         let mut found = false;
         for _ in 0..KEYGEN_ATTEMPTS {
-            let mut d = [0u8; 32];
-            fill(rng, &mut d)?;
-            let mut coins = [0u8; 256];
-            B::xof(&[&d], &mut coins);
-            let ok = pke::keygen::<A>(&coins, pk, sk_pke);
-            d.zeroize();
-            coins.zeroize();
+            Self::keygen_coins(rng, coins)?;
+            let ok = pke::keygen::<A>(coins, pk, sk_pke);
             // Retrying on a non-invertible f is public (it excludes the key).
             if bool::from(ok) {
                 found = true;
                 break;
             }
         }
+        coins.zeroize();
         if !found {
             sk_pke.zeroize();
             return Err(Error::KeyGenExhausted);
         }
-        let (pk_part, z) = rest.split_at_mut(PK_BYTES);
         pk_part.copy_from_slice(pk);
         fill(rng, z)
+    }
+
+    /// coins = XOF(d) for a fresh d (not inlined: d and the XOF state are
+    /// gone before key generation's polynomials are on the stack).
+    #[inline(never)]
+    fn keygen_coins(rng: &mut (impl RngCore + CryptoRng), coins: &mut [u8; 256]) -> Result<(), Error> {
+        let mut d = [0u8; 32];
+        fill(rng, &mut d)?;
+        B::xof(&[&d], coins);
+        d.zeroize();
+        Ok(())
     }
 
     /// [`Self::encapsulate`] to an encoded public key (checked as on import) into `ct`.
@@ -228,45 +238,74 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         rng: &mut (impl RngCore + CryptoRng),
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
-        let mut mu = [0u8; 32];
-        fill(rng, &mut mu)?;
-        let mut m = [0u8; 32];
-        B::xof(&[&mu], &mut m);
-        mu.zeroize();
+        let mut m = Self::message(rng)?;
         let ss = Self::encrypt_derive(pk, &m, &mut |k, byte| ct[k] = byte);
         m.zeroize();
         Ok(ss)
     }
 
+    /// m = XOF(μ) for a fresh μ (its own frame: μ is gone before encryption).
+    #[inline(never)]
+    fn message(rng: &mut (impl RngCore + CryptoRng)) -> Result<[u8; 32], Error> {
+        let mut mu = [0u8; 32];
+        fill(rng, &mut mu)?;
+        let mut m = [0u8; 32];
+        B::xof(&[&mu], &mut m);
+        mu.zeroize();
+        Ok(m)
+    }
+
     /// [`Self::decapsulate`] with an encoded secret key, which must come from
     /// [`Self::keygen_into`] or have passed [`SecretKey::from_bytes`].
+    /// Decryption and the re-encryption run in frames of their own, so only
+    /// m is held here while the (larger) decryption product runs.
     pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
         let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
-        let (pk, z) = rest.split_at(PK_BYTES);
         let mut m = [0u8; 32];
         let _ = pke::decrypt::<A>(sk_pke, ct, &mut m);
-        // Re-encrypt and compare as the bytes come (no second ciphertext
-        // buffer); the OR of all differences is zero iff the two are equal.
+        let ss = Self::reencrypt_select(rest, ct, &m);
+        m.zeroize();
+        ss
+    }
+
+    /// Re-encrypts m under pk (the first [`PK_BYTES`] of `pk_z`), compares
+    /// as the bytes come (no second ciphertext buffer; the OR of all
+    /// differences is zero iff equal), and selects K or Hrej(ct ‖ z)
+    /// (z: the rest of `pk_z`) in constant time.
+    #[inline(never)]
+    fn reencrypt_select(pk_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
+        let (pk, z) = pk_z.split_at(PK_BYTES);
         let mut diff = 0u8;
-        let good = Self::encrypt_derive(pk, &m, &mut |k, byte| diff |= byte ^ ct[k]);
+        let good = Self::encrypt_derive(pk, m, &mut |k, byte| diff |= byte ^ ct[k]);
         let same = diff.ct_eq(&0);
         let bad = B::hrej(&[ct, z]);
-        let k = kem_common::select_bytes(&bad, good.as_bytes(), same);
-        m.zeroize();
-        SharedSecret::new(k)
+        SharedSecret::new(kem_common::select_bytes(&bad, good.as_bytes(), same))
     }
 
     /// G = Hg(ID(pk) ‖ m); ct = Enc(pk, m, XOF(G[32..64], 128)); K = G[0..32].
+    /// Not inlined: the callers' frames stay small under the encryption.
+    #[inline(never)]
     fn encrypt_derive(pk: &[u8], m: &[u8; 32], emit: &mut impl FnMut(usize, u8)) -> SharedSecret {
+        let mut r = [0i16; crate::params::N];
+        let k = Self::key_and_r(pk, m, &mut r);
+        pke::encrypt_with_r::<A>(pk, m, &mut r, emit);
+        SharedSecret::new(k)
+    }
+
+    /// K, and r sampled from the coins XOF(G[32..64], 128), for
+    /// G = Hg(ID(pk) ‖ m). Not inlined: G and the coins are gone before the
+    /// encryption's polynomials are on the stack.
+    #[inline(never)]
+    fn key_and_r(pk: &[u8], m: &[u8; 32], r: &mut [i16; crate::params::N]) -> [u8; 32] {
         let mut g = B::hg(&[&pk[..ID_BYTES], m]);
         let mut coins = [0u8; 128];
         B::xof(&[&g[32..]], &mut coins);
-        pke::encrypt::<A>(pk, m, &coins, emit);
+        pke::sample_r(&coins, r);
         let mut k = [0u8; 32];
         k.copy_from_slice(&g[..32]);
         g.zeroize();
         coins.zeroize();
-        SharedSecret::new(k)
+        k
     }
 }
 

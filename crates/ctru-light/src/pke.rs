@@ -16,7 +16,9 @@ use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
 const _: () = assert!(crt_bound_holds(128 * 4 * N as u32, 769, 3329));
 
 /// PKE.KeyGen (§3) from 256 coin bytes. Writes pk and sk_pke; returns
-/// whether f was invertible (decided in constant time by modarith).
+/// whether f was invertible (decided in constant time by modarith). Not
+/// inlined: its two polynomials are the key generation's whole stack.
+#[inline(never)]
 pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke: &mut [u8; SK_PKE_BYTES]) -> Choice {
     let (f_coins, g_coins) = coins.split_at(128);
     let mut f = [0i16; N];
@@ -58,20 +60,31 @@ pub fn compress(sigma: u16, bit: u8) -> u8 {
 
 /// PKE.Enc (§3): ct from pk, message and 128 coin bytes; ciphertext byte k
 /// goes to `emit(k, c_k)`, so decapsulation compares its re-encryption
-/// without a second ciphertext buffer. Not inlined, so its buffers never
-/// share a frame with decryption's.
-#[inline(never)]
+/// without a second ciphertext buffer.
 pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], emit: &mut impl FnMut(usize, u8)) {
+    let mut r = [0i16; N];
+    sample_r(coins, &mut r);
+    encrypt_with_r::<A>(pk, m, &mut r, emit);
+}
+
+/// r = CBD1(coins), the encryption's only use of its coins: callers can
+/// drop the coins before the rest of [`encrypt`] runs.
+pub fn sample_r(coins: &[u8; 128], r: &mut [i16; N]) {
+    cbd1(coins, r);
+}
+
+/// [`encrypt`] from r = [`sample_r`] (r is consumed and cleared). Not
+/// inlined, so its buffers never share a frame with decryption's.
+#[inline(never)]
+pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], emit: &mut impl FnMut(usize, u8)) {
     let mut sigma = [0i16; N];
     unpack10(pk, &mut sigma);
     for x in sigma.iter_mut() {
         *x = Q769::center(*x); // raw 10-bit values may be ≥ q
     }
-    let mut r = [0i16; N];
-    cbd1(coins, &mut r);
     Ring769::<A>::forward(&mut sigma);
-    Ring769::<A>::forward(&mut r);
-    Ring769::<A>::base_mul_assign(&mut sigma, &r);
+    Ring769::<A>::forward(r);
+    Ring769::<A>::base_mul_assign(&mut sigma, r);
     Ring769::<A>::inverse(&mut sigma);
     // E8 bits block by block: no 512-byte bit buffer.
     for (b, s) in sigma.chunks_exact(8).enumerate() {
@@ -99,23 +112,16 @@ macro_rules! product_mod {
 
 /// w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769 and mod 3329
 /// and a CRT lift; `sink(b, block)` receives each 8-coefficient block.
-/// The product mod 769 waits packed in 10-bit values (640 B) while the
-/// buffers are reused for the product mod 3329: two polynomials at a time,
-/// not three. Returns false if sk_pke holds a 3-bit value above 5.
+/// Returns false if sk_pke holds a 3-bit value above 5.
 #[inline(never)]
 pub fn product_blocks<A: Arithmetic>(
     sk_pke: &[u8],
     ct: &[u8; CT_BYTES],
     mut sink: impl FnMut(usize, &[u8; 8]),
 ) -> bool {
-    let mut f = [0i16; N];
     let mut w = [0i16; N];
     let mut w769 = [0u8; PK_BYTES]; // 512 ten-bit values, as a public key packs them
-    let mut valid = unpack_sk(sk_pke, &mut f);
-    product_mod!(Ring769<A>, ct, &mut f, &mut w);
-    pack_bits(10, N, &mut w769, |i| (w[i] + Q769::HALF) as u16);
-    valid &= unpack_sk(sk_pke, &mut f);
-    product_mod!(Ring3329<A>, ct, &mut f, &mut w);
+    let valid = products::<A>(sk_pke, ct, &mut w, &mut w769);
     let mut block = [0u8; 8];
     unpack_bits(10, N, &w769, |i, x| {
         let r769 = x as i16 - Q769::HALF;
@@ -125,9 +131,24 @@ pub fn product_blocks<A: Arithmetic>(
         }
     });
     block.zeroize();
-    f.zeroize();
     w.zeroize();
     w769.zeroize();
+    valid
+}
+
+/// c·f mod 3329 into `w` and mod 769, packed in 10-bit values, into `w769`:
+/// the product mod 769 waits packed while the buffers are reused for the
+/// product mod 3329. Not inlined, so f is off the stack before the lift
+/// and the E8 decoding run: two polynomials at a time, never three.
+#[inline(never)]
+fn products<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], w: &mut [i16; N], w769: &mut [u8; PK_BYTES]) -> bool {
+    let mut f = [0i16; N];
+    let mut valid = unpack_sk(sk_pke, &mut f);
+    product_mod!(Ring769<A>, ct, &mut f, w);
+    pack_bits(10, N, w769, |i| (w[i] + Q769::HALF) as u16);
+    valid &= unpack_sk(sk_pke, &mut f);
+    product_mod!(Ring3329<A>, ct, &mut f, w);
+    f.zeroize();
     valid
 }
 
