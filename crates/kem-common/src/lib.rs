@@ -81,6 +81,23 @@ pub fn unpack_bits(d: u32, count: usize, input: &[u8], mut sink: impl FnMut(usiz
     }
 }
 
+/// Small signed coefficients (|c| ≤ 7) kept 4 bits each, two's complement,
+/// low nibble first: a quarter of an i16 polynomial's RAM. Writes
+/// `2·packed.len()` values (at most `out.len()`).
+pub fn unpack_nibbles(packed: &[u8], out: &mut [i16]) {
+    for (pair, &byte) in out.chunks_exact_mut(2).zip(packed.iter()) {
+        pair[0] = ((byte << 4) as i8 >> 4) as i16;
+        pair[1] = (byte as i8 >> 4) as i16;
+    }
+}
+
+/// Coefficient `c` (|c| ≤ 7) into nibble `i` of `packed` (which must be
+/// zero there before).
+#[inline(always)]
+pub fn set_nibble(packed: &mut [u8], i: usize, c: i16) {
+    packed[i >> 1] |= ((c as u8) & 0xF) << ((i & 1) << 2);
+}
+
 /// A 32-byte shared secret. Zeroized on drop; compared in constant time.
 #[derive(Clone)]
 pub struct SharedSecret([u8; 32]);
@@ -279,6 +296,18 @@ mod tests {
             unpack_bits(d, count, &bytes[..len], |i, v| back[i] = v);
             assert_eq!(back, values, "d = {d}");
         }
+    }
+
+    #[test]
+    fn nibbles_round_trip_every_small_value() {
+        let values: [i16; 16] = core::array::from_fn(|i| i as i16 - 8);
+        let mut packed = [0u8; 8];
+        for (i, &v) in values.iter().enumerate() {
+            set_nibble(&mut packed, i, v);
+        }
+        let mut back = [0i16; 16];
+        unpack_nibbles(&packed, &mut back);
+        assert_eq!(back, values);
     }
 
     #[test]

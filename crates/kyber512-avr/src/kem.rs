@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 
 use kem_common::SharedSecret;
 use rand_core::{CryptoRng, RngCore};
-use subtle::ConstantTimeEq;
+use subtle::{Choice, ConstantTimeEq};
 use zeroize::Zeroize;
 
 use crate::kpke;
@@ -198,8 +198,7 @@ impl<V> fmt::Debug for Ciphertext<V> {
 
 /// KeyGen_internal (Algorithm 16) from d and z, into caller buffers.
 pub(crate) fn keygen_bytes<V: Variant>(d: &[u8; 32], z: &[u8; 32], ek: &mut [u8; EK_BYTES], dk: &mut [u8; DK_BYTES]) {
-    let mut rho_sigma = V::expand_seed(d);
-    let (mut rho, mut sigma) = split(&rho_sigma);
+    let (mut rho, mut sigma) = expand_split::<V>(d);
     let (dk_pke, rest) = dk.split_at_mut(DK_PKE_BYTES);
     if let Ok(dk_pke) = <&mut [u8; DK_PKE_BYTES]>::try_from(dk_pke) {
         kpke::keygen(&rho, &sigma, ek, dk_pke);
@@ -209,17 +208,38 @@ pub(crate) fn keygen_bytes<V: Variant>(d: &[u8; 32], z: &[u8; 32], ek: &mut [u8;
     rest[EK_BYTES + 32..].copy_from_slice(z);
     rho.zeroize();
     sigma.zeroize();
+}
+
+/// (ρ, σ) from d. Not inlined (nor the two below): the 64-byte hash and
+/// its halves are gone before K-PKE's polynomials are on the stack.
+#[inline(never)]
+fn expand_split<V: Variant>(d: &[u8; 32]) -> ([u8; 32], [u8; 32]) {
+    let mut rho_sigma = V::expand_seed(d);
+    let halves = split(&rho_sigma);
     rho_sigma.zeroize();
+    halves
+}
+
+/// (K̄, r) = G(m ‖ h).
+#[inline(never)]
+fn key_and_coins(m: &[u8; 32], h: &[u8]) -> ([u8; 32], [u8; 32]) {
+    let mut kr = fips202::sha3_512(&[m, h]);
+    let halves = split(&kr);
+    kr.zeroize();
+    halves
+}
+
+/// (K̄, r) = G(m ‖ H(ek)).
+#[inline(never)]
+fn key_and_coins_for(m: &[u8; 32], ek: &[u8; EK_BYTES]) -> ([u8; 32], [u8; 32]) {
+    key_and_coins(m, &fips202::sha3_256(&[ek]))
 }
 
 /// Encaps_internal (Algorithm 17) with message m (after the variant's hashing).
 pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
-    let h = fips202::sha3_256(&[ek]);
-    let mut kr = fips202::sha3_512(&[m, &h]);
-    let (mut kbar, mut r) = split(&kr);
+    let (mut kbar, mut r) = key_and_coins_for(m, ek);
     kpke::encrypt(ek, m, &r, &mut |pos, byte| ct[pos] = byte);
     let ss = V::derive_key(&kbar, ct);
-    kr.zeroize();
     kbar.zeroize();
     r.zeroize();
     SharedSecret::new(ss)
@@ -227,30 +247,45 @@ pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &m
 
 /// Decaps_internal (Algorithm 18): re-encrypts and selects, in constant time,
 /// between the derived key and the implicit-rejection key. `dk` must be
-/// well-formed (from key generation or a checked import).
+/// well-formed (from key generation or a checked import). Decryption and
+/// the re-encryption run in frames of their own: only m is held here.
 pub(crate) fn decaps_bytes<V: Variant>(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
     let (dk_pke, rest) = dk.split_at(DK_PKE_BYTES);
-    let (ek, rest) = rest.split_at(EK_BYTES);
-    let (h, z) = rest.split_at(32);
     let mut m = kpke::decrypt(dk_pke, ct);
-    let mut kr = fips202::sha3_512(&[&m, h]);
-    let (mut kbar, mut r) = split(&kr);
+    let ss = reencrypt_select::<V>(rest, ct, &m);
+    m.zeroize();
+    ss
+}
+
+/// The rest of Decaps_internal after decryption; `ek_h_z` = ek ‖ H(ek) ‖ z.
+#[inline(never)]
+fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
+    let (ek, rest) = ek_h_z.split_at(EK_BYTES);
+    let (h, z) = rest.split_at(32);
+    let (mut kbar, mut r) = key_and_coins(m, h);
     // Re-encrypt and compare byte by byte as the bytes come (no second
     // ciphertext buffer); the OR of all differences is zero iff equal.
     let mut diff = 0u8;
     if let Ok(ek) = <&[u8; EK_BYTES]>::try_from(ek) {
-        kpke::encrypt(ek, &m, &r, &mut |pos, byte| diff |= byte ^ ct[pos]);
+        kpke::encrypt(ek, m, &r, &mut |pos, byte| diff |= byte ^ ct[pos]);
     }
-    let same = diff.ct_eq(&0);
+    r.zeroize();
+    let ss = select_key::<V>(&kbar, z, ct, diff.ct_eq(&0));
+    kbar.zeroize();
+    ss
+}
+
+/// K̄'s key if `same`, else the implicit-rejection key from z, in constant time.
+#[inline(never)]
+fn select_key<V: Variant>(kbar: &[u8; 32], z: &[u8], ct: &[u8; CT_BYTES], same: Choice) -> SharedSecret {
     let mut z_arr = [0u8; 32];
     z_arr.copy_from_slice(z);
-    let mut good = V::derive_key(&kbar, ct);
+    let mut good = V::derive_key(kbar, ct);
     let mut bad = V::reject_key(&z_arr, ct);
     let ss = kem_common::select_bytes(&bad, &good, same);
-    for secret in [&mut m, &mut kbar, &mut r, &mut z_arr, &mut good, &mut bad] {
+    for secret in [&mut z_arr, &mut good, &mut bad] {
         secret.zeroize();
     }
-    kr.zeroize();
     SharedSecret::new(ss)
 }
 

@@ -34,6 +34,8 @@ impl Variant for Kyber512R3 {
     }
 
     /// m = H(randombytes(32)): the round-3 "don't release system RNG output".
+    /// Not inlined: the raw bytes take no slot in the encapsulation's frame.
+    #[inline(never)]
     fn draw_message(rng: &mut (impl RngCore + CryptoRng)) -> Result<[u8; 32], Error> {
         let mut raw = [0u8; 32];
         fill(rng, &mut raw)?;
@@ -42,6 +44,7 @@ impl Variant for Kyber512R3 {
         Ok(m)
     }
 
+    #[inline(never)]
     fn derive_key(kbar: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32] {
         fips202::shake256(&[kbar, &fips202::sha3_256(&[ct])])
     }

@@ -30,10 +30,7 @@ pub fn secret_coeff(s: &Secret, i: usize) -> i16 {
 
 /// All coefficients of a packed secret, as an i16 polynomial.
 pub fn load_secret(s: &Secret, out: &mut [i16; N]) {
-    for (pair, &byte) in out.chunks_exact_mut(2).zip(s.iter()) {
-        pair[0] = ((byte << 4) as i8 >> 4) as i16;
-        pair[1] = (byte as i8 >> 4) as i16;
-    }
+    kem_common::unpack_nibbles(s, out);
 }
 
 /// The two transform buffers one product needs. The caller owns them, so

@@ -41,14 +41,16 @@ pub fn gen_secret(seed: &[u8; SEED_BYTES], s: &mut [Secret; L]) {
     xof.finalize();
     let mut five = [0u8; MU >> 1];
     for poly in s.iter_mut() {
+        poly.fill(0);
         for four in poly.chunks_exact_mut(2) {
             xof.squeeze(&mut five);
             let t = five.iter().rev().fold(0u64, |acc, &b| (acc << 8) | b as u64);
             // Count the ones of each 5-bit group at once.
             let d = (0..5).fold(0u64, |acc, j| acc + ((t >> j) & 0x08_4210_8421));
-            let coeff = |k: usize| (((d >> (10 * k)) & 0x1F) as u8).wrapping_sub(((d >> (10 * k + 5)) & 0x1F) as u8);
-            four[0] = (coeff(0) & 0xF) | (coeff(1) << 4);
-            four[1] = (coeff(2) & 0xF) | (coeff(3) << 4);
+            for k in 0..4 {
+                let c = ((d >> (10 * k)) & 0x1F) as i16 - ((d >> (10 * k + 5)) & 0x1F) as i16;
+                kem_common::set_nibble(four, k, c);
+            }
         }
     }
     five.iter_mut().for_each(|b| *b = 0);
