@@ -321,7 +321,12 @@ fn link_overflow(err: &str, mcu: crate::avr::Mcu) -> String {
         .and_then(|r| r.split_whitespace().next())
         .and_then(|n| n.parse::<u32>().ok())
     {
-        why.push(format!("flash {} B needed, {} B over {} B", mcu.flash + n, n, mcu.flash));
+        why.push(format!(
+            "flash {} B needed, {} B over {} B",
+            mcu.flash + n,
+            n,
+            mcu.flash
+        ));
     }
     if let Some(end) = err
         .split("address 0x")
