@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Generates fe25519_mul.S, multiplication and squaring modulo 2^255 - 19
-for AVR:
+"""Generates fe25519_mul.S, multiplication, squaring, addition and
+subtraction modulo 2^255 - 19 for AVR:
 
     void fe25519_mul_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
     void fe25519_sqr_avr(uint8_t r[32], const uint8_t a[32]);
+    void fe25519_add_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
+    void fe25519_sub_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
 
 Operands are little-endian integers below 2^256 (field elements, not
 necessarily fully reduced); r receives a value below 2^256 congruent to the
@@ -18,6 +20,9 @@ stored. The last carry c adds 38c over all of r, and the carry of that
 (the value is then below 38*40) adds 38 more to r[0..2]. Squaring sums each
 column's off-diagonal products a[i]*a[j] (i < j) in a second accumulator,
 doubles it, and adds the diagonal square: 528 byte products instead of 1024.
+Addition folds its carry c as 38c (twice: a second carry leaves r < 38);
+subtraction takes 38 per borrow off (twice: a second borrow leaves r above
+2^256 - 38, so byte 0 alone pays) - exactly the portable `Fe::add`/`Fe::sub`.
 Straight-line code, no data-dependent branch or address: constant time.
 Used by `crates/x25519-avr`, tested against its portable field in simavr.
 
@@ -164,5 +169,44 @@ for k in range(63):
 store_column(63, acc)
 final_fold()
 epilogue("fe25519_sqr_avr", saved)
+
+# Addition and subtraction: r may alias a or b (each byte is read before
+# it is written).
+for name, op, opc, fold, foldc in [
+    ("fe25519_add_avr", "add", "adc", "add", "adc"),
+    ("fe25519_sub_avr", "sub", "sbc", "sub", "sbc"),
+]:
+    saved = ["r28", "r29"]
+    prologue(name, saved)
+    e("\tmovw r26, r24\t; X = r")
+    e("\tmovw r28, r22\t; Y = a")
+    e("\tmovw r30, r20\t; Z = b")
+    e("\tclr r21\t\t; zero")
+    for i in range(32):
+        e(f"\tldd r22, Y+{i}")
+        e(f"\tldd r23, Z+{i}")
+        e(f"\t{op if i == 0 else opc} r22, r23")
+        e("\tst X+, r22")
+    e("\tclr r20")
+    e("\tadc r20, r21\t; carry / borrow (0 or 1)")
+    e("\tldi r23, 38")
+    e("\tmul r20, r23")
+    e("\tmovw r26, r24")
+    e("\tld r22, X")
+    e(f"\t{fold} r22, r0")
+    e("\tst X+, r22")
+    for _ in range(1, 32):
+        e("\tld r22, X")
+        e(f"\t{foldc} r22, r21")
+        e("\tst X+, r22")
+    e("\tclr r20")
+    e("\tadc r20, r21\t; a second carry / borrow")
+    e("\tmul r20, r23")
+    e("\tmovw r26, r24")
+    e("\tld r22, X")
+    e(f"\t{fold} r22, r0")
+    e("\tst X, r22")
+    e("\tclr r1")
+    epilogue(name, saved)
 
 print("\n".join(o))

@@ -43,38 +43,16 @@ impl Fe {
 
     /// a + b.
     pub fn add(&self, other: &Fe) -> Fe {
-        let mut r = [0u8; 32];
-        let mut carry = 0u16;
-        for ((r, &a), &b) in r.iter_mut().zip(self.0.iter()).zip(other.0.iter()) {
-            let t = a as u16 + b as u16 + carry;
-            *r = t as u8;
-            carry = t >> 8;
-        }
-        fold_carry(&mut r, carry as u8);
-        Fe(r)
+        let mut r = Fe::ZERO;
+        crate::backend::add(&mut r.0, &self.0, &other.0);
+        r
     }
 
     /// a − b.
     pub fn sub(&self, other: &Fe) -> Fe {
-        let mut r = [0u8; 32];
-        let mut borrow = 0u16;
-        for ((r, &a), &b) in r.iter_mut().zip(self.0.iter()).zip(other.0.iter()) {
-            let t = (a as u16).wrapping_sub(b as u16).wrapping_sub(borrow);
-            *r = t as u8;
-            borrow = (t >> 8) & 1;
-        }
-        // r = a − b + 2^256·borrow ≡ a − b + 38·borrow: take 38·borrow off.
-        let mut t = (r[0] as u16).wrapping_sub(38 * borrow);
-        r[0] = t as u8;
-        let mut borrow2 = (t >> 8) & 1;
-        for r in r.iter_mut().skip(1) {
-            t = (*r as u16).wrapping_sub(borrow2);
-            *r = t as u8;
-            borrow2 = (t >> 8) & 1;
-        }
-        // Borrowing again leaves r ≥ 2^256 − 38, so 38 more comes off byte 0 alone.
-        r[0] = r[0].wrapping_sub(38 * borrow2 as u8);
-        Fe(r)
+        let mut r = Fe::ZERO;
+        crate::backend::sub(&mut r.0, &self.0, &other.0);
+        r
     }
 
     /// a · b.
@@ -168,6 +146,40 @@ impl Zeroize for Fe {
     fn zeroize(&mut self) {
         self.0.zeroize();
     }
+}
+
+/// The portable addition: a + b with the carry folded as 38 (the
+/// reference of the AVR assembly).
+pub fn add_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+    let mut carry = 0u16;
+    for ((r, &a), &b) in r.iter_mut().zip(a.iter()).zip(b.iter()) {
+        let t = a as u16 + b as u16 + carry;
+        *r = t as u8;
+        carry = t >> 8;
+    }
+    fold_carry(r, carry as u8);
+}
+
+/// The portable subtraction: a − b with 38 taken off per borrow (the
+/// reference of the AVR assembly).
+pub fn sub_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+    let mut borrow = 0u16;
+    for ((r, &a), &b) in r.iter_mut().zip(a.iter()).zip(b.iter()) {
+        let t = (a as u16).wrapping_sub(b as u16).wrapping_sub(borrow);
+        *r = t as u8;
+        borrow = (t >> 8) & 1;
+    }
+    // r = a − b + 2^256·borrow ≡ a − b + 38·borrow: take 38·borrow off.
+    let mut t = (r[0] as u16).wrapping_sub(38 * borrow);
+    r[0] = t as u8;
+    let mut borrow2 = (t >> 8) & 1;
+    for r in r.iter_mut().skip(1) {
+        t = (*r as u16).wrapping_sub(borrow2);
+        *r = t as u8;
+        borrow2 = (t >> 8) & 1;
+    }
+    // Borrowing again leaves r ≥ 2^256 − 38, so 38 more comes off byte 0 alone.
+    r[0] = r[0].wrapping_sub(38 * borrow2 as u8);
 }
 
 /// r + carry·2^256 ≡ r + 38·carry (carry ≤ 1 after an addition): add it in;

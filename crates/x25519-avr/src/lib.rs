@@ -4,12 +4,12 @@
 //! X25519 (RFC 7748 §5) for 8-bit AVR, `no_std`, no allocation, constant
 //! time.
 //!
-//! The field works on 32 little-endian bytes ([`field`]); its one hot spot,
-//! the multiplication, is one swap point ([`backend`]): on AVR the
-//! generated assembly of `asm-avr/fe25519_mul.S` (selected by `build.rs`,
-//! `cfg(fe25519_asm)`), elsewhere [`field::mul_portable`], which always
-//! compiles and is the reference the assembly is tested against in simavr
-//! (`tests/avr_fe25519.rs`). The ladder is tested against `x25519-dalek` and
+//! The field works on 32 little-endian bytes ([`field`]); multiplication,
+//! squaring, addition and subtraction are one swap point ([`backend`]): on
+//! AVR the generated assembly of `asm-avr/fe25519_mul.S` (selected by
+//! `build.rs`, `cfg(fe25519_asm)`), elsewhere the portable functions of
+//! [`field`], which always compile and are the reference the assembly is
+//! tested against in simavr (`tests/avr_fe25519.rs`). The ladder is tested against `x25519-dalek` and
 //! the RFC's vectors.
 //!
 //! ```
@@ -100,6 +100,24 @@ pub mod backend {
         crate::field::mul_portable(r, a, a);
     }
 
+    /// `r` ← a + b, below 2^256.
+    #[inline]
+    pub fn add(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+        #[cfg(fe25519_asm)]
+        avr::add(r, a, b);
+        #[cfg(not(fe25519_asm))]
+        crate::field::add_portable(r, a, b);
+    }
+
+    /// `r` ← a − b (mod p), below 2^256.
+    #[inline]
+    pub fn sub(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+        #[cfg(fe25519_asm)]
+        avr::sub(r, a, b);
+        #[cfg(not(fe25519_asm))]
+        crate::field::sub_portable(r, a, b);
+    }
+
     #[cfg(fe25519_asm)]
     #[allow(unsafe_code)]
     mod avr {
@@ -108,6 +126,10 @@ pub mod backend {
             fn fe25519_mul_avr(r: *mut u8, a: *const u8, b: *const u8);
             /// `asm-avr/fe25519_mul.S`.
             fn fe25519_sqr_avr(r: *mut u8, a: *const u8);
+            /// `asm-avr/fe25519_mul.S`.
+            fn fe25519_add_avr(r: *mut u8, a: *const u8, b: *const u8);
+            /// `asm-avr/fe25519_mul.S`.
+            fn fe25519_sub_avr(r: *mut u8, a: *const u8, b: *const u8);
         }
 
         #[inline]
@@ -122,6 +144,18 @@ pub mod backend {
         pub fn square(r: &mut [u8; 32], a: &[u8; 32]) {
             // SAFETY: as for `mul`, with one operand.
             unsafe { fe25519_sqr_avr(r.as_mut_ptr(), a.as_ptr()) }
+        }
+
+        #[inline]
+        pub fn add(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+            // SAFETY: as for `mul`.
+            unsafe { fe25519_add_avr(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) }
+        }
+
+        #[inline]
+        pub fn sub(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+            // SAFETY: as for `mul`.
+            unsafe { fe25519_sub_avr(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) }
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The AVR assembly field multiplication and squaring
-//! (`asm-avr/fe25519_mul.S`) against the portable multiplication, in simavr:
+//! The AVR assembly field multiplication, squaring, addition and subtraction
+//! (`asm-avr/fe25519_mul.S`) against the portable field, in simavr:
 //! random and extreme operands, the ABI, and cycle counts independent of the
 //! data. Needs avr-gcc and libsimavr
 //! (`cargo xtask setup` installs them).
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
-use x25519_avr::field::mul_portable;
+use x25519_avr::field::{add_portable, mul_portable, sub_portable};
 
 fn build_harness() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -27,7 +27,7 @@ fn build_harness() -> PathBuf {
 }
 
 #[test]
-fn assembly_multiplication_matches_portable_and_is_constant_time() {
+fn assembly_field_operations_match_portable_and_are_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
     let mut seed = 0x0123_4567_89ab_cdefu64;
@@ -48,13 +48,24 @@ fn assembly_multiplication_matches_portable_and_is_constant_time() {
         ([0xFF; 32], one),
         (p, p),
         (p, [0xFF; 32]),
+        // Subtraction borrowing twice, and once.
+        ([0; 32], [0xFF; 32]),
+        ([0; 32], one),
     ];
     for _ in 0..2000 {
         let a: [u8; 32] = core::array::from_fn(|_| next());
         let b: [u8; 32] = core::array::from_fn(|_| next());
         cases.push((a, b));
     }
-    for (op, name) in [(1u8, "multiplication"), (2, "squaring")] {
+    let names = [
+        "",
+        "fe25519_mul_avr",
+        "fe25519_sqr_avr",
+        "fe25519_add_avr",
+        "fe25519_sub_avr",
+    ];
+    for op in 1u8..=4 {
+        let name = names[op as usize];
         for (n, (a, b)) in cases.iter().enumerate() {
             let mut request = vec![op];
             request.extend_from_slice(a);
@@ -62,7 +73,12 @@ fn assembly_multiplication_matches_portable_and_is_constant_time() {
             sim.send(&request);
             let reply = sim.run_until_output(65, 5_000_000).expect("harness answers");
             let mut expected = [0u8; 32];
-            mul_portable(&mut expected, a, if op == 1 { b } else { a });
+            match op {
+                1 => mul_portable(&mut expected, a, b),
+                2 => mul_portable(&mut expected, a, a),
+                3 => add_portable(&mut expected, a, b),
+                _ => sub_portable(&mut expected, a, b),
+            }
             assert_eq!(reply[..32], expected, "{name}, case {n}");
             assert_eq!(reply[32..64], expected, "{name}, case {n}, ABI-checked call");
             assert_eq!(reply[64], 0, "{name}: callee-saved registers or r1 not preserved");
@@ -74,12 +90,12 @@ fn assembly_multiplication_matches_portable_and_is_constant_time() {
     for w in windows(&sim.take_markers()).expect("paired markers") {
         by_op.entry(w.id).or_default().push((w.cycles, w.stack_bytes));
     }
-    assert_eq!(by_op.len(), 2);
+    assert_eq!(by_op.len(), 4);
     for (op, runs) in by_op {
         let min = runs.iter().map(|r| r.0).min().unwrap();
         let max = runs.iter().map(|r| r.0).max().unwrap();
         let stack = runs.iter().map(|r| r.1).max().unwrap();
-        let name = if op == 1 { "fe25519_mul_avr" } else { "fe25519_sqr_avr" };
+        let name = names[op as usize];
         println!(
             "{name}: {min} cycles (max {max}), {stack} bytes of stack, {} runs",
             runs.len()

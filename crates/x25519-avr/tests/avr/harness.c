@@ -1,10 +1,13 @@
 /* Simulator harness for the AVR field multiplication and squaring (built by
- * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 0 ends), a[32], b[32].
+ * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 3 = a+b, 4 = a-b,
+ * 0 ends), a[32], b[32].
  * Reply: r of the timed call, r of a second, ABI-checked call, the ABI byte. */
 #include "../../../../asm-avr/test/uart.h"
 
 extern void fe25519_mul_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
 extern void fe25519_sqr_avr(uint8_t *r, const uint8_t *a);
+extern void fe25519_add_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
+extern void fe25519_sub_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
 extern uint8_t avr_abi_check(void (*routine)(void *, uint8_t), void *arg, uint8_t arg2);
 
 static uint8_t a[32], b[32], r[32], r2[32];
@@ -13,8 +16,12 @@ static void call(void *out, uint8_t op)
 {
 	if (op == 1)
 		fe25519_mul_avr((uint8_t *)out, a, b);
-	else
+	else if (op == 2)
 		fe25519_sqr_avr((uint8_t *)out, a);
+	else if (op == 3)
+		fe25519_add_avr((uint8_t *)out, a, b);
+	else
+		fe25519_sub_avr((uint8_t *)out, a, b);
 }
 
 int main(void)
@@ -30,10 +37,7 @@ int main(void)
 			b[i] = get();
 		__asm__ volatile("" : "+r"(op) : : "memory");
 		GPIOR0 = op;
-		if (op == 1)
-			fe25519_mul_avr(r, a, b);
-		else
-			fe25519_sqr_avr(r, a);
+		call(r, op);
 		GPIOR0 = op | 0x80;
 		__asm__ volatile("" ::: "memory");
 		uint8_t abi = avr_abi_check(call, r2, op);
