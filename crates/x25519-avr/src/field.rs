@@ -41,6 +41,30 @@ impl Fe {
         Fe(b)
     }
 
+    /// r ← a · b (`r` is a distinct element: the borrow rules see to it).
+    #[inline]
+    pub fn mul_into(r: &mut Fe, a: &Fe, b: &Fe) {
+        crate::backend::mul(&mut r.0, &a.0, &b.0);
+    }
+
+    /// r ← a².
+    #[inline]
+    pub fn square_into(r: &mut Fe, a: &Fe) {
+        crate::backend::square(&mut r.0, &a.0);
+    }
+
+    /// r ← a + b.
+    #[inline]
+    pub fn add_into(r: &mut Fe, a: &Fe, b: &Fe) {
+        crate::backend::add(&mut r.0, &a.0, &b.0);
+    }
+
+    /// r ← a − b.
+    #[inline]
+    pub fn sub_into(r: &mut Fe, a: &Fe, b: &Fe) {
+        crate::backend::sub(&mut r.0, &a.0, &b.0);
+    }
+
     /// a + b.
     pub fn add(&self, other: &Fe) -> Fe {
         let mut r = Fe::ZERO;
@@ -72,16 +96,22 @@ impl Fe {
     /// a · 121665 = a·(A − 2)/4, the ladder's constant, without a full
     /// multiplication: three byte products per byte (121665 = 0x01DB41).
     pub fn mul_a24(&self) -> Fe {
-        let mut r = [0u8; 32];
+        let mut r = Fe::ZERO;
+        Fe::mul_a24_into(&mut r, self);
+        r
+    }
+
+    /// r ← a · 121665.
+    pub fn mul_a24_into(r: &mut Fe, a: &Fe) {
+        let r = &mut r.0;
         let mut carry = 0u32;
-        for (r, &a) in r.iter_mut().zip(self.0.iter()) {
+        for (r, &a) in r.iter_mut().zip(a.0.iter()) {
             let v = (a as u16 * 0x41) as u32 + (((a as u16 * 0xDB) as u32) << 8) + ((a as u32) << 16) + carry;
             *r = v as u8;
             carry = v >> 8;
         }
         // r + carry·2^256 ≡ r + 38·carry (carry < 2^17).
-        fold_wide(&mut r, 38 * carry);
-        Fe(r)
+        fold_wide(r, 38 * carry);
     }
 
     /// a^(2^n).

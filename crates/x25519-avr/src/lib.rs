@@ -61,23 +61,32 @@ pub fn x25519(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     out
 }
 
-/// One differential addition-and-doubling (RFC 7748 §5 pseudocode).
+/// One differential addition-and-doubling (RFC 7748 §5 pseudocode), with
+/// four temporaries and every result written in place (no copies).
 /// Not inlined: one frame for its temporaries, shared by all 255 steps.
 #[inline(never)]
 fn ladder_step(x1: &Fe, x2: &mut Fe, z2: &mut Fe, x3: &mut Fe, z3: &mut Fe) {
-    let a = x2.add(z2);
-    let aa = a.square();
-    let b = x2.sub(z2);
-    let bb = b.square();
-    let e = aa.sub(&bb);
-    let c = x3.add(z3);
-    let d = x3.sub(z3);
-    let da = d.mul(&a);
-    let cb = c.mul(&b);
-    *x3 = da.add(&cb).square();
-    *z3 = x1.mul(&da.sub(&cb).square());
-    *x2 = aa.mul(&bb);
-    *z2 = e.mul(&aa.add(&e.mul_a24()));
+    let mut t = [Fe::ZERO; 4];
+    let [t0, t1, t2, t3] = &mut t;
+    Fe::add_into(t0, x2, z2); // A
+    Fe::sub_into(t1, x2, z2); // B
+    Fe::add_into(t2, x3, z3); // C
+    Fe::sub_into(t3, x3, z3); // D
+    Fe::mul_into(x3, t3, t0); // DA
+    Fe::mul_into(z3, t2, t1); // CB
+    Fe::square_into(t2, t0); // AA
+    Fe::square_into(t3, t1); // BB
+    Fe::sub_into(t0, t2, t3); // E = AA − BB
+    Fe::mul_into(x2, t2, t3); // x2 = AA·BB
+    Fe::mul_a24_into(t3, t0); // a24·E
+    Fe::add_into(t1, t2, t3); // AA + a24·E
+    Fe::mul_into(z2, t0, t1); // z2 = E·(AA + a24·E)
+    Fe::add_into(t0, x3, z3); // DA + CB
+    Fe::sub_into(t1, x3, z3); // DA − CB
+    Fe::square_into(x3, t0); // x3 = (DA + CB)²
+    Fe::square_into(t2, t1);
+    Fe::mul_into(z3, x1, t2); // z3 = x1·(DA − CB)²
+    t.iter_mut().for_each(Zeroize::zeroize);
 }
 
 /// The field multiplication backend (see the crate docs).
