@@ -25,8 +25,9 @@ pub trait Variant: sealed::Sealed + 'static {
     const NAME: &'static str;
     /// Whether keys are checked on import (FIPS 203 §7.2, §7.3).
     const CHECK_KEYS: bool;
-    /// Draws (d, z) in the reference order.
-    fn draw_keygen_seeds(rng: &mut (impl RngCore + CryptoRng)) -> Result<([u8; 32], [u8; 32]), Error>;
+    /// Draws d and z in the reference order.
+    fn draw_keygen_seeds(rng: &mut (impl RngCore + CryptoRng), d: &mut [u8; 32], z: &mut [u8; 32])
+        -> Result<(), Error>;
     /// (ρ, σ) from d.
     fn expand_seed(d: &[u8; 32]) -> [u8; 64];
     /// The message m from the encapsulation draw.
@@ -198,14 +199,38 @@ impl<V> fmt::Debug for Ciphertext<V> {
 
 /// KeyGen_internal (Algorithm 16) from d and z, into caller buffers.
 pub(crate) fn keygen_bytes<V: Variant>(d: &[u8; 32], z: &[u8; 32], ek: &mut [u8; EK_BYTES], dk: &mut [u8; DK_BYTES]) {
-    let (mut rho, mut sigma) = expand_split::<V>(d);
+    if let Some((d_slot, z_slot)) = seed_slots(dk) {
+        d_slot.copy_from_slice(d);
+        z_slot.copy_from_slice(z);
+    }
+    keygen_in_place::<V>(ek, dk);
+}
+
+/// Where key generation keeps its seeds until it needs them, inside the
+/// decapsulation key it is writing: d in the H(ek) field (overwritten by
+/// H(ek) once ρ and σ are derived), z in its own field. Neither is copied
+/// onto the stack under K-PKE.KeyGen.
+pub(crate) fn seed_slots(dk: &mut [u8; DK_BYTES]) -> Option<(&mut [u8; 32], &mut [u8; 32])> {
+    let (_, tail) = dk.split_last_chunk_mut::<64>()?;
+    let (d, z) = tail.split_at_mut(32);
+    Some((d.try_into().ok()?, z.try_into().ok()?))
+}
+
+/// KeyGen_internal (Algorithm 16) with d and z in their [`seed_slots`].
+#[inline(never)]
+pub(crate) fn keygen_in_place<V: Variant>(ek: &mut [u8; EK_BYTES], dk: &mut [u8; DK_BYTES]) {
     let (dk_pke, rest) = dk.split_at_mut(DK_PKE_BYTES);
+    let (ek_copy, rest) = rest.split_at_mut(EK_BYTES);
+    let h = &mut rest[..32];
+    let mut d = [0u8; 32];
+    d.copy_from_slice(h);
+    let (mut rho, mut sigma) = expand_split::<V>(&d);
+    d.zeroize();
     if let Ok(dk_pke) = <&mut [u8; DK_PKE_BYTES]>::try_from(dk_pke) {
         kpke::keygen(&rho, &sigma, ek, dk_pke);
     }
-    rest[..EK_BYTES].copy_from_slice(ek);
-    rest[EK_BYTES..EK_BYTES + 32].copy_from_slice(&fips202::sha3_256(&[ek]));
-    rest[EK_BYTES + 32..].copy_from_slice(z);
+    ek_copy.copy_from_slice(ek);
+    h.copy_from_slice(&fips202::sha3_256(&[ek]));
     rho.zeroize();
     sigma.zeroize();
 }
@@ -343,7 +368,8 @@ macro_rules! kem_api {
             rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
         ) -> Result<(EncapsulationKey, DecapsulationKey), $crate::Error> {
             use $crate::kem::Variant;
-            let (mut d, mut z) = <$variant>::draw_keygen_seeds(rng)?;
+            let (mut d, mut z) = ([0u8; 32], [0u8; 32]);
+            <$variant>::draw_keygen_seeds(rng, &mut d, &mut z)?;
             let keys = $crate::kem::keygen_internal::<$variant>(&d, &z);
             zeroize::Zeroize::zeroize(&mut d);
             zeroize::Zeroize::zeroize(&mut z);
@@ -382,10 +408,14 @@ macro_rules! kem_api {
                 dk: &mut [u8; DK_BYTES],
             ) -> Result<(), $crate::Error> {
                 use $crate::kem::Variant;
-                let (mut d, mut z) = <$variant>::draw_keygen_seeds(rng)?;
-                $crate::kem::keygen_bytes::<$variant>(&d, &z, ek, dk);
-                zeroize::Zeroize::zeroize(&mut d);
-                zeroize::Zeroize::zeroize(&mut z);
+                let Some((d, z)) = $crate::kem::seed_slots(dk) else {
+                    return Err($crate::Error::Rng);
+                };
+                if let Err(e) = <$variant>::draw_keygen_seeds(rng, d, z) {
+                    zeroize::Zeroize::zeroize(&mut dk[..]);
+                    return Err(e);
+                }
+                $crate::kem::keygen_in_place::<$variant>(ek, dk);
                 Ok(())
             }
 

@@ -21,12 +21,13 @@ impl Variant for Kyber512R3 {
     const CHECK_KEYS: bool = false;
 
     /// d from one 32-byte draw (inside indcpa_keypair), then z from another.
-    fn draw_keygen_seeds(rng: &mut (impl RngCore + CryptoRng)) -> Result<([u8; 32], [u8; 32]), Error> {
-        let mut d = [0u8; 32];
-        let mut z = [0u8; 32];
-        fill(rng, &mut d)?;
-        fill(rng, &mut z)?;
-        Ok((d, z))
+    fn draw_keygen_seeds(
+        rng: &mut (impl RngCore + CryptoRng),
+        d: &mut [u8; 32],
+        z: &mut [u8; 32],
+    ) -> Result<(), Error> {
+        fill(rng, d)?;
+        fill(rng, z)
     }
 
     fn expand_seed(d: &[u8; 32]) -> [u8; 64] {

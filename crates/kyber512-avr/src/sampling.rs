@@ -87,15 +87,6 @@ pub fn sample_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, out: &mut Poly) {
     cbd_each(eta, sigma, nonce, |i, c| out.0[i] = c);
 }
 
-/// SamplePolyCBD_η (η ≤ 4, so every coefficient fits 4 bits) into
-/// nibbles, two's complement, low nibble first: a quarter of a polynomial.
-pub fn sample_cbd_nibbles(eta: usize, sigma: &[u8; 32], nonce: u8, out: &mut [u8; N >> 1]) {
-    out.fill(0);
-    cbd_each(eta, sigma, nonce, |i, c| {
-        out[i >> 1] |= ((c as u8) & 0xF) << ((i & 1) << 2)
-    });
-}
-
 /// Adds SamplePolyCBD_η to `acc` (centred) without a polynomial buffer.
 pub fn add_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, acc: &mut Poly) {
     cbd_each(eta, sigma, nonce, |i, c| acc.0[i] = Q3329::center(acc.0[i] + c));
