@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
-"""Generates ntt_forward.S: forward NTTs for AVR with NTT-friendly Montgomery
-arithmetic (q = k·2^8 + 1, R = 2^16), one routine per ring.
+"""Generates ntt_forward.S: NTTs for AVR with Montgomery arithmetic (R = 2^16)
+in the paper's two Montgomery variants, one set of routines per ring:
+NTT-friendly (q = k·2^8 + 1: the multiplication by q⁻¹ and by q become
+multiplications by the small k) and plain (`_mont` suffix: general 16-bit
+q⁻¹ and q, seven byte products per reduction instead of two). Both give
+the same results bit for bit, as modarith's `NttFriendlyMontgomery` and
+`Montgomery` do, and read the same twiddle tables.
 
     void ntt_fwd_q<q>_n<n>(int16_t a[n], const int16_t zetas[]);
 
@@ -73,9 +78,19 @@ def mont(q):
     return product() + reduce(q)
 
 
+# The Montgomery variant being generated: "friendly" or "plain".
+VARIANT = "friendly"
+
+
+def suffix():
+    return "" if VARIANT == "friendly" else "_mont"
+
+
 def reduce(q):
     """r13:r12 = r13:r12:r11:r10 · 2^-16 mod q (|input| < q·2^15), k in r21, zero in r2.
-    Clobbers r0, r1, r14, r15, r20, r22."""
+    Clobbers r0, r1, r14, r15, r20, r22 (plain: also r16, r17)."""
+    if VARIANT == "plain":
+        return reduce_plain(q)
     return ["\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
             "\tmovw r14, r0", "\tmulsu r20, r21\t\t; A = t_hi·k",
             "\tadd r15, r0\t\t; c1 = B1 + A0", "\tadc r1, r2\t\t; c2 = A1 + carry",
@@ -84,10 +99,45 @@ def reduce(q):
             "\tsub r12, r15", "\tsbc r13, r1\t\t; mont(b·z)"]
 
 
+def reduce_plain(q):
+    """Plain Montgomery: t = lo16(p)·q⁻¹ mod 2^16 (three byte products), then
+    the high half of t·q = t_lo·q + t_hi·q·2^8 (four), whose low half equals
+    p's by construction; the result is p_hi16 − (t·q)_hi16."""
+    qi = pow(q, -1, 1 << 16)
+    return [f"\tldi r22, lo8({qi})", "\tmul r10, r22\t\t; p0·qi0", "\tmovw r16, r0\t\t; t_lo, partial t_hi",
+            f"\tldi r22, hi8({qi})", "\tmul r10, r22", "\tadd r17, r0",
+            f"\tldi r22, lo8({qi})", "\tmul r11, r22", "\tadd r17, r0\t\t; t = r17:r16",
+            f"\tldi r22, lo8({q})", "\tmul r16, r22\t\t; t_lo·q_lo (low byte = p0)", "\tmov r14, r1",
+            f"\tldi r22, hi8({q})", "\tmul r16, r22\t\t; t_lo·q_hi", "\tadd r14, r0", "\tmov r15, r1",
+            "\tadc r15, r2", "\tclr r20",
+            f"\tldi r22, lo8({q})", "\tmulsu r17, r22\t\t; t_hi·q_lo (signed)", "\tsbc r22, r22\t\t; its sign",
+            "\tadd r14, r0", "\tadc r15, r1", "\tadc r20, r22",
+            f"\tldi r22, hi8({q})", "\tmulsu r17, r22\t\t; t_hi·q_hi (signed)", "\tadd r15, r0", "\tadc r20, r1",
+            "\tsub r12, r15", "\tsbc r13, r20\t\t; mont(p)"]
+
+
+def check_plain_reduction(q):
+    """The byte arithmetic of reduce_plain equals montgomery() on sampled inputs."""
+    qi = pow(q, -1, 1 << 16)
+    for p in list(range(-(q << 15) + 1, -(q << 15) + 3000)) + list(range(-3000, 3000)) + \
+            list(range((q << 15) - 3000, q << 15)) + [(x * 7919) % (q << 15) for x in range(20000)]:
+        lo = p & 0xFFFF
+        t = (lo * qi) & 0xFFFF
+        t = t - (1 << 16) if t >= 1 << 15 else t
+        assert (p - t * q) % (1 << 16) == 0
+        ts, tl = t >> 8, t & 0xFF  # signed high byte, unsigned low byte
+        u = tl * q
+        v = ts * q
+        high = (u + (v << 8)) >> 16
+        assert high == (t * q) >> 16
+        r = (p >> 16) - high
+        assert r == (p - t * q) >> 16 and abs(r) < q
+
+
 def routine(q, n, layers):
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
     check_centring(q)
-    name = f"ntt_fwd_q{q}_n{n}"
+    name = f"ntt_fwd_q{q}_n{n}{suffix()}"
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
     o += [f"\tpush {r}" for r in saved]
@@ -134,7 +184,7 @@ def inverse_routine(q, n, layers):
     folded into the last layer: sum·F and difference·ζ⁻¹·F, both by mont."""
     k, m = (q - 1) >> 8, 65536 // q
     h = (q - 1) // 2
-    name = f"ntt_inv_q{q}_n{n}"
+    name = f"ntt_inv_q{q}_n{n}{suffix()}"
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
     o += [f"\tpush {r}" for r in saved]
@@ -205,7 +255,7 @@ def base_mul_routine(q, n, d):
                                   const int16_t *gammas, int16_t s2, uint8_t acc);
     """
     k = (q - 1) >> 8
-    name = f"ntt_basemul_q{q}_n{n}"
+    name = f"ntt_basemul_q{q}_n{n}{suffix()}"
     blocks = n // d
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
@@ -258,7 +308,7 @@ def base_inv_routine(q, n):
         uint8_t ntt_baseinv_q<q>_n<n>(int16_t *a, const int16_t *gammas, int16_t s2);
     """
     k = (q - 1) >> 8
-    name = f"ntt_baseinv_q{q}_n{n}"
+    name = f"ntt_baseinv_q{q}_n{n}{suffix()}"
     ops = []  # (kind, dst, sources): "mul" dst = mont(x·y); "lin" dst = Σ c·v; "zero" counts N = 0; "out" i
 
     def mul(dst, x, y):
@@ -383,15 +433,18 @@ def base_inv_routine(q, n):
     return o
 
 
-out = ["/* Forward and inverse NTTs for AVR, NTT-friendly Montgomery arithmetic.",
+out = ["/* NTTs for AVR, NTT-friendly and plain (_mont) Montgomery arithmetic.",
        " * GENERATED by asm-avr/gen_ntt.py: do not edit. See the generator for the method.",
        " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
        " * Constant time: every loop count is public.",
        " * Each routine has its own section, so the linker drops the unused ones.",
        " */", "\t.text"]
-for q, n, layers in RINGS:
-    out += routine(q, n, layers)
-    out += inverse_routine(q, n, layers)
-    out += base_mul_routine(q, n, n >> layers)
-out += base_inv_routine(769, 512)
+for VARIANT in ["friendly", "plain"]:
+    for q, n, layers in RINGS:
+        if VARIANT == "plain":
+            check_plain_reduction(q)
+        out += routine(q, n, layers)
+        out += inverse_routine(q, n, layers)
+        out += base_mul_routine(q, n, n >> layers)
+    out += base_inv_routine(769, 512)
 print("\n".join(out))

@@ -794,6 +794,13 @@ fn kem_summary(records: &[Record]) -> String {
              not included). Published: CTRU-Light paper artifact (avr-gcc 14.1 -O3, ATmega1284p).\n\
              Our Kyber512-r3 is compared with their Kyber512 (round 3); ML-KEM-512 is shown beside\n\
              the same row.\n\n\
+             Variants (CTRU-Light; they never change an output byte): `montgomery-opt` is\n\
+             NTT-friendly Montgomery (q = k·2^8 + 1, so the products by q⁻¹ and q are products by\n\
+             the small k: two byte products per reduction) in both rings, assembly; `montgomery` is\n\
+             plain Montgomery (general 16-bit q⁻¹ and q: seven byte products), assembly;\n\
+             `kred2x` is K-RED2X for 769 in portable Rust (no assembly yet) with NTT-friendly\n\
+             Montgomery assembly for 3329. `default` (Kyber, LightSaber) is NTT-friendly Montgomery\n\
+             assembly. Twiddle tables are in SRAM (`.data`) on the 1284p, in flash on the 4808.\n\n\
              | MCU | scheme | variant | keygen k | encaps k | decaps k | stack K/E/D | code B | published row | pub. k K/E/D | pub. stack K/E/D | pub. code | ratio K/E/D |\n\
              |---|---|---|---:|---:|---:|---|---:|---|---|---|---:|---|\n",
         );

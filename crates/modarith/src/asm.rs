@@ -1,7 +1,8 @@
 //! AVR assembly backends (`asm-avr/`, assembled by `build.rs` for AVR only,
 //! `cfg(ntt_asm)`). Each routine computes exactly what the portable code
 //! computes for its ring (bit for bit, tested in simavr by
-//! `tests/avr_ntt.rs`); rings without a routine keep the portable path.
+//! `tests/avr_ntt.rs`), in both Montgomery variants: NTT-friendly and plain
+//! (`_mont` routines); rings of other reductions keep the portable path.
 //! The twiddles are modarith's own const tables, passed by pointer: they are
 //! generated once, in Rust.
 #![allow(unsafe_code)]
@@ -10,7 +11,7 @@ use core::any::TypeId;
 
 use crate::modulus::{Q3329, Q7681, Q769};
 use crate::ntt::{Ntt, MAX_TWIDDLES};
-use crate::reduce::{NttFriendlyMontgomery, Reduction};
+use crate::reduce::{Montgomery, NttFriendlyMontgomery, Reduction};
 
 type Forward = unsafe extern "C" fn(a: *mut i16, zetas: *const i16);
 type Inverse = unsafe extern "C" fn(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
@@ -30,6 +31,19 @@ extern "C" {
     fn ntt_fwd_q7681_n256(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q7681_n256(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q7681_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_fwd_q3329_n256_mont(a: *mut i16, zetas: *const i16);
+    fn ntt_fwd_q769_n512_mont(a: *mut i16, zetas: *const i16);
+    fn ntt_fwd_q3329_n512_mont(a: *mut i16, zetas: *const i16);
+    fn ntt_inv_q3329_n256_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_inv_q769_n512_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_inv_q3329_n512_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_basemul_q3329_n256_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_q769_n512_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_q3329_n512_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_baseinv_q769_n512_mont(a: *mut i16, gammas: *const i16, s2: i16) -> u8;
+    fn ntt_fwd_q7681_n256_mont(a: *mut i16, zetas: *const i16);
+    fn ntt_inv_q7681_n256_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_basemul_q7681_n256_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
 }
 
 /// The routines of one ring.
@@ -63,46 +77,115 @@ static Q769_N512: Tables = tables::<NttFriendlyMontgomery<Q769>, 512, 7>();
 static Q3329_N512: Tables = tables::<NttFriendlyMontgomery<Q3329>, 512, 7>();
 static Q7681_N256: Tables = tables::<NttFriendlyMontgomery<Q7681>, 256, 8>();
 
-/// The routines and tables of this ring, if it has them. The checks fold to
-/// constants after monomorphization.
-fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<Routines> {
+// Both Montgomery variants scale by 2^16 mod q, so they share one table per ring.
+const fn same_tables(a: &Tables, b: &Tables) -> bool {
+    let mut i = 0;
+    while i < MAX_TWIDDLES {
+        if a.zetas[i] != b.zetas[i] || a.zetas_inv[i] != b.zetas_inv[i] {
+            return false;
+        }
+        i += 1;
+    }
+    a.last_layer[0] == b.last_layer[0] && a.last_layer[1] == b.last_layer[1] && a.s2 == b.s2
+}
+const _: () = assert!(same_tables(
+    &tables::<Montgomery<Q3329>, 256, 7>(),
+    &tables::<NttFriendlyMontgomery<Q3329>, 256, 7>()
+));
+const _: () = assert!(same_tables(
+    &tables::<Montgomery<Q769>, 512, 7>(),
+    &tables::<NttFriendlyMontgomery<Q769>, 512, 7>()
+));
+const _: () = assert!(same_tables(
+    &tables::<Montgomery<Q3329>, 512, 7>(),
+    &tables::<NttFriendlyMontgomery<Q3329>, 512, 7>()
+));
+const _: () = assert!(same_tables(
+    &tables::<Montgomery<Q7681>, 256, 8>(),
+    &tables::<NttFriendlyMontgomery<Q7681>, 256, 8>()
+));
+
+/// The modulus of `R` if it is one of the two Montgomery variants with
+/// assembly (and whether it is the plain one). Plain comparisons, no loop:
+/// they fold to a constant even at opt-level "s", so an image links only
+/// the routines it uses.
+#[inline(always)]
+fn montgomery_modulus<R: Reduction>() -> Option<(u16, bool)> {
     let r = TypeId::of::<R>();
-    let q3329 = TypeId::of::<NttFriendlyMontgomery<Q3329>>();
-    let q769 = TypeId::of::<NttFriendlyMontgomery<Q769>>();
-    let q7681 = TypeId::of::<NttFriendlyMontgomery<Q7681>>();
-    if r == q7681 && N == 256 && LAYERS == 8 {
-        Some(Routines {
-            forward: ntt_fwd_q7681_n256,
-            inverse: ntt_inv_q7681_n256,
-            base_mul: ntt_basemul_q7681_n256,
-            tables: &Q7681_N256,
-        })
-    } else if LAYERS != 7 {
-        None
-    } else if r == q3329 && N == 256 {
-        Some(Routines {
-            forward: ntt_fwd_q3329_n256,
-            inverse: ntt_inv_q3329_n256,
-            base_mul: ntt_basemul_q3329_n256,
-            tables: &Q3329_N256,
-        })
-    } else if r == q769 && N == 512 {
-        Some(Routines {
-            forward: ntt_fwd_q769_n512,
-            inverse: ntt_inv_q769_n512,
-            base_mul: ntt_basemul_q769_n512,
-            tables: &Q769_N512,
-        })
-    } else if r == q3329 && N == 512 {
-        Some(Routines {
-            forward: ntt_fwd_q3329_n512,
-            inverse: ntt_inv_q3329_n512,
-            base_mul: ntt_basemul_q3329_n512,
-            tables: &Q3329_N512,
-        })
+    if r == TypeId::of::<NttFriendlyMontgomery<Q3329>>() {
+        Some((3329, false))
+    } else if r == TypeId::of::<Montgomery<Q3329>>() {
+        Some((3329, true))
+    } else if r == TypeId::of::<NttFriendlyMontgomery<Q769>>() {
+        Some((769, false))
+    } else if r == TypeId::of::<Montgomery<Q769>>() {
+        Some((769, true))
+    } else if r == TypeId::of::<NttFriendlyMontgomery<Q7681>>() {
+        Some((7681, false))
+    } else if r == TypeId::of::<Montgomery<Q7681>>() {
+        Some((7681, true))
     } else {
         None
     }
+}
+
+/// The routines and tables of this ring, if it has them. The checks fold to
+/// constants after monomorphization.
+#[inline(always)]
+fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<Routines> {
+    let (q, plain) = montgomery_modulus::<R>()?;
+    let (f, i, b, tables): (Forward, Inverse, BaseMul, &'static Tables) = match (q, N, LAYERS, plain) {
+        (3329, 256, 7, false) => (
+            ntt_fwd_q3329_n256,
+            ntt_inv_q3329_n256,
+            ntt_basemul_q3329_n256,
+            &Q3329_N256,
+        ),
+        (3329, 256, 7, true) => (
+            ntt_fwd_q3329_n256_mont,
+            ntt_inv_q3329_n256_mont,
+            ntt_basemul_q3329_n256_mont,
+            &Q3329_N256,
+        ),
+        (769, 512, 7, false) => (ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, &Q769_N512),
+        (769, 512, 7, true) => (
+            ntt_fwd_q769_n512_mont,
+            ntt_inv_q769_n512_mont,
+            ntt_basemul_q769_n512_mont,
+            &Q769_N512,
+        ),
+        (3329, 512, 7, false) => (
+            ntt_fwd_q3329_n512,
+            ntt_inv_q3329_n512,
+            ntt_basemul_q3329_n512,
+            &Q3329_N512,
+        ),
+        (3329, 512, 7, true) => (
+            ntt_fwd_q3329_n512_mont,
+            ntt_inv_q3329_n512_mont,
+            ntt_basemul_q3329_n512_mont,
+            &Q3329_N512,
+        ),
+        (7681, 256, 8, false) => (
+            ntt_fwd_q7681_n256,
+            ntt_inv_q7681_n256,
+            ntt_basemul_q7681_n256,
+            &Q7681_N256,
+        ),
+        (7681, 256, 8, true) => (
+            ntt_fwd_q7681_n256_mont,
+            ntt_inv_q7681_n256_mont,
+            ntt_basemul_q7681_n256_mont,
+            &Q7681_N256,
+        ),
+        _ => return None,
+    };
+    Some(Routines {
+        forward: f,
+        inverse: i,
+        base_mul: b,
+        tables,
+    })
 }
 
 /// Runs the assembly forward NTT when this ring has one; false otherwise.
@@ -157,15 +240,23 @@ pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     true
 }
 
-/// Base inversion in assembly (q = 769, n = 512, NTT-friendly Montgomery);
+/// Base inversion in assembly (q = 769, n = 512, either Montgomery variant);
 /// `None` for other rings. Returns the number of non-invertible blocks.
 #[inline]
 pub(crate) fn base_inv<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> Option<u8> {
-    if LAYERS != 7 || N != 512 || TypeId::of::<R>() != TypeId::of::<NttFriendlyMontgomery<Q769>>() {
+    let (769, plain) = montgomery_modulus::<R>()? else {
+        return None;
+    };
+    if LAYERS != 7 || N != 512 {
         return None;
     }
     let t = &Q769_N512;
+    let routine = if plain {
+        ntt_baseinv_q769_n512_mont
+    } else {
+        ntt_baseinv_q769_n512
+    };
     // SAFETY: inverts the 128 blocks of 4 coefficients of `a` in place,
     // reading 64 γ values; avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).
-    Some(unsafe { ntt_baseinv_q769_n512(a.as_mut_ptr(), t.zetas[64..].as_ptr(), t.s2) })
+    Some(unsafe { routine(a.as_mut_ptr(), t.zetas[64..].as_ptr(), t.s2) })
 }

@@ -14,6 +14,11 @@
 //! - [`rings`]: the rings of Kyber, Saber and CTRU-Light;
 //! - [`crt`]: the exact lift of two residues to a signed product.
 //!
+//! On AVR the NTT routines of every ring run in generated assembly
+//! (`asm-avr/ntt_forward.S`) for both Montgomery reductions (NTT-friendly
+//! and plain); the other reductions use the portable Rust, which always
+//! compiles and is what the assembly is tested against, bit for bit.
+//!
 //! Nothing here branches on, indexes by or divides secret data.
 //!
 //! ```

@@ -1,12 +1,14 @@
 //! The AVR assembly NTTs (`asm-avr/ntt_forward.S`) against the portable
-//! `Ntt::forward` and `Ntt::inverse`, in simavr: random inputs and the extremes of the
-//! input range, bit-for-bit equal outputs, and a data-independent cycle count.
+//! `Ntt` of the same reduction, in simavr: both Montgomery variants (the
+//! NTT-friendly routines against `NttFriendlyMontgomery`, the plain `_mont`
+//! ones against `Montgomery`), random inputs and the extremes of the input
+//! range, bit-for-bit equal outputs, and a data-independent cycle count.
 //! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
 
 use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
-use modarith::{Modulus, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q7681, Q769};
+use modarith::{Modulus, Montgomery, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q7681, Q769};
 
 mod common;
 use common::Rng;
@@ -77,10 +79,10 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
     w
 }
 
-/// Runs the base inversion (routine 9, q = 769) against `base_inv`, with
-/// zero blocks planted so the non-invertible count is exercised.
-fn run_base_inv(sim: &mut Sim) -> Vec<u64> {
-    type R = NttFriendlyMontgomery<Q769>;
+/// Runs the base inversion (routine 9, q = 769; `id` carries the variant
+/// bit 0x10) against `base_inv`, with zero blocks planted so the
+/// non-invertible count is exercised.
+fn run_base_inv<R: Reduction>(sim: &mut Sim, id: u8) -> Vec<u64> {
     let zetas = Ntt::<R, 512, 7>::ZETAS;
     let mut gammas = [0i16; 256];
     gammas[..64].copy_from_slice(&zetas[64..128]);
@@ -91,7 +93,7 @@ fn run_base_inv(sim: &mut Sim) -> Vec<u64> {
         case[8 * i..8 * i + 4].fill(0); // a zero block: not invertible
     }
     for (n, a) in cases.iter().enumerate() {
-        let mut request = vec![9u8];
+        let mut request = vec![id];
         request.extend(gammas.iter().flat_map(|z| z.to_le_bytes()));
         request.extend([Ntt::<R, 512, 7>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
         request.extend(a.iter().flat_map(|c| c.to_le_bytes()));
@@ -116,7 +118,7 @@ fn run_base_inv(sim: &mut Sim) -> Vec<u64> {
 /// Runs routine `id` (0-2 forward, 3-5 inverse) on random and extreme inputs.
 fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
-    let inverse = id == 11 || (3..6).contains(&id);
+    let inverse = id & 0x0F == 11 || (3..6).contains(&(id & 0x0F));
     let zetas = if inverse {
         Ntt::<R, N, L>::ZETAS_INV
     } else {
@@ -169,23 +171,40 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
 fn assembly_ntts_match_portable_and_are_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
+    type F3329 = NttFriendlyMontgomery<Q3329>;
+    type F769 = NttFriendlyMontgomery<Q769>;
+    type F7681 = NttFriendlyMontgomery<Q7681>;
+    type P3329 = Montgomery<Q3329>;
+    type P769 = Montgomery<Q769>;
+    type P7681 = Montgomery<Q7681>;
+    const PLAIN: u8 = 0x10;
     for (id, cycles) in [
-        (0u8, run_ring::<NttFriendlyMontgomery<Q3329>, 256, 7>(&mut sim, 0, 1)),
-        (1, run_ring::<NttFriendlyMontgomery<Q769>, 512, 7>(&mut sim, 1, 2)),
-        (2, run_ring::<NttFriendlyMontgomery<Q3329>, 512, 7>(&mut sim, 2, 3)),
-        (3, run_ring::<NttFriendlyMontgomery<Q3329>, 256, 7>(&mut sim, 3, 4)),
-        (4, run_ring::<NttFriendlyMontgomery<Q769>, 512, 7>(&mut sim, 4, 5)),
-        (5, run_ring::<NttFriendlyMontgomery<Q3329>, 512, 7>(&mut sim, 5, 6)),
-        (6, run_base_mul::<NttFriendlyMontgomery<Q3329>, 256, 7>(&mut sim, 6, 7)),
-        (7, run_base_mul::<NttFriendlyMontgomery<Q769>, 512, 7>(&mut sim, 7, 8)),
-        (8, run_base_mul::<NttFriendlyMontgomery<Q3329>, 512, 7>(&mut sim, 8, 9)),
-        (9, run_base_inv(&mut sim)),
-        (10, run_ring::<NttFriendlyMontgomery<Q7681>, 256, 8>(&mut sim, 10, 11)),
-        (11, run_ring::<NttFriendlyMontgomery<Q7681>, 256, 8>(&mut sim, 11, 12)),
-        (
-            12,
-            run_base_mul::<NttFriendlyMontgomery<Q7681>, 256, 8>(&mut sim, 12, 13),
-        ),
+        (0u8, run_ring::<F3329, 256, 7>(&mut sim, 0, 1)),
+        (1, run_ring::<F769, 512, 7>(&mut sim, 1, 2)),
+        (2, run_ring::<F3329, 512, 7>(&mut sim, 2, 3)),
+        (3, run_ring::<F3329, 256, 7>(&mut sim, 3, 4)),
+        (4, run_ring::<F769, 512, 7>(&mut sim, 4, 5)),
+        (5, run_ring::<F3329, 512, 7>(&mut sim, 5, 6)),
+        (6, run_base_mul::<F3329, 256, 7>(&mut sim, 6, 7)),
+        (7, run_base_mul::<F769, 512, 7>(&mut sim, 7, 8)),
+        (8, run_base_mul::<F3329, 512, 7>(&mut sim, 8, 9)),
+        (9, run_base_inv::<F769>(&mut sim, 9)),
+        (10, run_ring::<F7681, 256, 8>(&mut sim, 10, 11)),
+        (11, run_ring::<F7681, 256, 8>(&mut sim, 11, 12)),
+        (12, run_base_mul::<F7681, 256, 8>(&mut sim, 12, 13)),
+        (PLAIN, run_ring::<P3329, 256, 7>(&mut sim, PLAIN, 21)),
+        (PLAIN | 1, run_ring::<P769, 512, 7>(&mut sim, PLAIN | 1, 22)),
+        (PLAIN | 2, run_ring::<P3329, 512, 7>(&mut sim, PLAIN | 2, 23)),
+        (PLAIN | 3, run_ring::<P3329, 256, 7>(&mut sim, PLAIN | 3, 24)),
+        (PLAIN | 4, run_ring::<P769, 512, 7>(&mut sim, PLAIN | 4, 25)),
+        (PLAIN | 5, run_ring::<P3329, 512, 7>(&mut sim, PLAIN | 5, 26)),
+        (PLAIN | 6, run_base_mul::<P3329, 256, 7>(&mut sim, PLAIN | 6, 27)),
+        (PLAIN | 7, run_base_mul::<P769, 512, 7>(&mut sim, PLAIN | 7, 28)),
+        (PLAIN | 8, run_base_mul::<P3329, 512, 7>(&mut sim, PLAIN | 8, 29)),
+        (PLAIN | 9, run_base_inv::<P769>(&mut sim, PLAIN | 9)),
+        (PLAIN | 10, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 10, 31)),
+        (PLAIN | 11, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 11, 32)),
+        (PLAIN | 12, run_base_mul::<P7681, 256, 8>(&mut sim, PLAIN | 12, 33)),
     ] {
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
         const NAMES: [&str; 13] = [
@@ -203,12 +222,17 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
             "inverse q7681 n256",
             "base_mul (+acc) q7681 n256",
         ];
+        let variant = if id & PLAIN != 0 {
+            "plain Montgomery"
+        } else {
+            "NTT-friendly Montgomery"
+        };
         println!(
-            "{}: {min} cycles (max {max}) over {} calls",
-            NAMES[id as usize],
+            "{}, {variant}: {min} cycles (max {max}) over {} calls",
+            NAMES[(id & 0x0F) as usize],
             cycles.len()
         );
-        assert_eq!(min, max, "ring {id}: the cycle count depends on the data");
+        assert_eq!(min, max, "routine {id:#x}: the cycle count depends on the data");
     }
     sim.send(&[0xFF]);
     sim.run_to_exit(1_000_000).expect("harness stops");

@@ -6,6 +6,7 @@
  * Id 9 base inversion (q = 769): γ table, 2^32 mod q, a; reply a⁻¹ and the
  * number of non-invertible blocks. Ids 10-12: forward, inverse and base
  * multiplication of Saber's q = 7681 ring (8 layers).
+ * Id | 0x10: the same routine in plain Montgomery arithmetic (_mont).
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
 #include "../../../../asm-avr/test/uart.h"
 
@@ -22,6 +23,37 @@ extern void ntt_inv_q7681_n256(int16_t *a, const int16_t *zetas_inv, const int16
 extern void ntt_basemul_q7681_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 extern uint8_t ntt_baseinv_q769_n512(int16_t *a, const int16_t *g, int16_t s2);
 extern void ntt_basemul_q3329_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern void ntt_fwd_q3329_n256_mont(int16_t *a, const int16_t *zetas);
+extern void ntt_fwd_q769_n512_mont(int16_t *a, const int16_t *zetas);
+extern void ntt_fwd_q3329_n512_mont(int16_t *a, const int16_t *zetas);
+extern void ntt_inv_q3329_n256_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_inv_q769_n512_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_inv_q3329_n512_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_basemul_q3329_n256_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern void ntt_basemul_q769_n512_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern void ntt_fwd_q7681_n256_mont(int16_t *a, const int16_t *zetas);
+extern void ntt_inv_q7681_n256_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_basemul_q7681_n256_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern uint8_t ntt_baseinv_q769_n512_mont(int16_t *a, const int16_t *g, int16_t s2);
+extern void ntt_basemul_q3329_n512_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+
+/* One dispatch for both Montgomery variants: V is empty or _mont. */
+#define DISPATCH(V) \
+	switch (id) { \
+	case 0: ntt_fwd_q3329_n256##V(poly, zetas); break; \
+	case 1: ntt_fwd_q769_n512##V(poly, zetas); break; \
+	case 2: ntt_fwd_q3329_n512##V(poly, zetas); break; \
+	case 3: ntt_inv_q3329_n256##V(poly, zetas, last); break; \
+	case 4: ntt_inv_q769_n512##V(poly, zetas, last); break; \
+	case 5: ntt_inv_q3329_n512##V(poly, zetas, last); break; \
+	case 6: ntt_basemul_q3329_n256##V(poly, poly_b, dst, zetas, last[0], add); break; \
+	case 7: ntt_basemul_q769_n512##V(poly, poly_b, dst, zetas, last[0], add); break; \
+	case 8: ntt_basemul_q3329_n512##V(poly, poly_b, dst, zetas, last[0], add); break; \
+	case 9: zero_norms = ntt_baseinv_q769_n512##V(poly, zetas, last[0]); break; \
+	case 10: ntt_fwd_q7681_n256##V(poly, zetas); break; \
+	case 11: ntt_inv_q7681_n256##V(poly, zetas, last); break; \
+	default: ntt_basemul_q7681_n256##V(poly, poly_b, dst, zetas, last[0], add); break; \
+	}
 
 static int16_t zetas[256];
 static int16_t last[2];
@@ -42,6 +74,8 @@ int main(void)
 	uart_init();
 	for (;;) {
 		uint8_t id = get();
+		uint8_t plain = id & 0x10;
+		id &= 0x0F;
 		if (id > 12)
 			break;
 		uint16_t n = id >= 10 || (id % 3 == 0 && id != 9) ? 256 : 512;
@@ -62,23 +96,14 @@ int main(void)
 		int16_t *dst = acc & 2 ? poly : poly_out;
 		uint8_t add = acc & 1;
 		__asm__ volatile("" : "+r"(dst), "+r"(add) : : "memory");
-		GPIOR0 = 1 + id;
-		switch (id) {
-		case 0: ntt_fwd_q3329_n256(poly, zetas); break;
-		case 1: ntt_fwd_q769_n512(poly, zetas); break;
-		case 2: ntt_fwd_q3329_n512(poly, zetas); break;
-		case 3: ntt_inv_q3329_n256(poly, zetas, last); break;
-		case 4: ntt_inv_q769_n512(poly, zetas, last); break;
-		case 5: ntt_inv_q3329_n512(poly, zetas, last); break;
-		case 6: ntt_basemul_q3329_n256(poly, poly_b, dst, zetas, last[0], add); break;
-		case 7: ntt_basemul_q769_n512(poly, poly_b, dst, zetas, last[0], add); break;
-		case 8: ntt_basemul_q3329_n512(poly, poly_b, dst, zetas, last[0], add); break;
-		case 9: zero_norms = ntt_baseinv_q769_n512(poly, zetas, last[0]); break;
-		case 10: ntt_fwd_q7681_n256(poly, zetas); break;
-		case 11: ntt_inv_q7681_n256(poly, zetas, last); break;
-		default: ntt_basemul_q7681_n256(poly, poly_b, dst, zetas, last[0], add); break;
+		uint8_t marker = 1 + id + (plain ? 13 : 0);
+		GPIOR0 = marker;
+		if (!plain) {
+			DISPATCH()
+		} else {
+			DISPATCH(_mont)
 		}
-		GPIOR0 = (1 + id) | 0x80;
+		GPIOR0 = marker | 0x80;
 		if (is_base_mul && !(acc & 2))
 			for (uint16_t i = 0; i < n; i++)
 				poly[i] = poly_out[i];
