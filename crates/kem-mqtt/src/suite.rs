@@ -98,23 +98,16 @@ impl KemId {
     /// (Ascon), SHA3 for the Keccak-based KEMs (one permutation on the sensor).
     pub const fn family(self) -> Family {
         // With one family's KEMs compiled in, the answer is a constant and the
-        // other family's code drops out of a sensor image.
-        let sha3 = cfg!(any(
-            feature = "ctru-light-sha3",
-            feature = "ml-kem-512",
-            feature = "kyber512-r3",
-            feature = "lightsaber"
-        ));
-        if !sha3 {
-            return Family::Ascon;
-        }
-        if !cfg!(feature = "ctru-light-ascon") {
-            return Family::Sha3;
-        }
-        match self {
+        // other family's code is not even compiled (`build.rs`).
+        #[cfg(all(ascon_family, sha3_family))]
+        return match self {
             KemId::CtruLightAscon => Family::Ascon,
             _ => Family::Sha3,
-        }
+        };
+        #[cfg(all(ascon_family, not(sha3_family)))]
+        return Family::Ascon;
+        #[cfg(all(sha3_family, not(ascon_family)))]
+        return Family::Sha3;
     }
 }
 
@@ -143,8 +136,10 @@ pub(crate) const ENABLED_MAX_SK_LEN: usize = {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
     /// Ascon-XOF128 (transcript) and Ascon-CXOF128 (KDF, MAC).
+    #[cfg(ascon_family)]
     Ascon,
     /// SHA3-256 (transcript) and SHAKE256 (KDF, MAC).
+    #[cfg(sha3_family)]
     Sha3,
 }
 

@@ -8,7 +8,9 @@
 //!
 //! `frame(x) = u16_be(|x|) ‖ x`: concatenated secrets cannot be re-split.
 
+#[cfg(ascon_family)]
 use ascon_sponge::Xof128;
+#[cfg(sha3_family)]
 use fips202::Sponge;
 use zeroize::Zeroize;
 
@@ -21,8 +23,10 @@ pub const LABEL_PREFIX: &[u8] = b"KEM-MQTT/1 ";
 #[derive(Clone)]
 pub enum Xof {
     /// A Keccak sponge (SHA3-256 or SHAKE256).
+    #[cfg(sha3_family)]
     Sha3(Sponge),
     /// An Ascon sponge (XOF128 or CXOF128; on AVR the assembly permutation).
+    #[cfg(ascon_family)]
     Ascon(Xof128),
 }
 
@@ -30,7 +34,9 @@ impl Xof {
     /// The transcript hash of `family`.
     pub fn transcript(family: Family) -> Self {
         match family {
+            #[cfg(sha3_family)]
             Family::Sha3 => Xof::Sha3(Sponge::sha3_256()),
+            #[cfg(ascon_family)]
             Family::Ascon => Xof::Ascon(Xof128::new()),
         }
     }
@@ -38,6 +44,7 @@ impl Xof {
     /// The KDF of `family` under `label` (without the common prefix).
     fn kdf(family: Family, label: &[u8]) -> Self {
         match family {
+            #[cfg(sha3_family)]
             Family::Sha3 => {
                 let mut s = Sponge::shake256();
                 s.absorb(&((LABEL_PREFIX.len() + label.len()) as u16).to_be_bytes());
@@ -45,6 +52,7 @@ impl Xof {
                 s.absorb(label);
                 Xof::Sha3(s)
             }
+            #[cfg(ascon_family)]
             Family::Ascon => Xof::Ascon(Xof128::cxof128(&[LABEL_PREFIX, label])),
         }
     }
@@ -52,7 +60,9 @@ impl Xof {
     /// Absorbs bytes.
     pub fn absorb(&mut self, data: &[u8]) {
         match self {
+            #[cfg(sha3_family)]
             Xof::Sha3(s) => s.absorb(data),
+            #[cfg(ascon_family)]
             Xof::Ascon(s) => s.absorb(data),
         }
     }
@@ -60,10 +70,12 @@ impl Xof {
     /// Finalizes and squeezes `out.len()` bytes.
     pub fn finish(mut self, out: &mut [u8]) {
         match &mut self {
+            #[cfg(sha3_family)]
             Xof::Sha3(s) => {
                 s.finalize();
                 s.squeeze(out);
             }
+            #[cfg(ascon_family)]
             Xof::Ascon(s) => {
                 s.finalize();
                 s.squeeze(out);
@@ -112,6 +124,7 @@ mod tests {
 
     #[test]
     fn framing_separates_parts() {
+        #[cfg(all(ascon_family, sha3_family))]
         for family in [Family::Ascon, Family::Sha3] {
             let a = kdf32(family, b"t", &[b"ab", b"c"]);
             let b = kdf32(family, b"t", &[b"a", b"bc"]);
