@@ -2,7 +2,8 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 //! Ascon-XOF128 and Ascon-CXOF128 (NIST SP 800-232 §5.2, §5.3) as a small
-//! incremental sponge.
+//! incremental sponge, and Ascon-AEAD128 (§4, [`aead`]) on the same
+//! permutation.
 //!
 //! The permutation is one swap point ([`permute`]): on AVR the hand-written
 //! assembly of `asm-avr/ascon_p.S` (selected by `build.rs`,
@@ -20,6 +21,8 @@
 //! ```
 
 use zeroize::Zeroize;
+
+pub mod aead;
 
 /// Applies `rounds` (1..=12) rounds of the Ascon permutation to `state`,
 /// five 64-bit words as 40 little-endian bytes (the sponge works on bytes:

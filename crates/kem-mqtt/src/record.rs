@@ -1,8 +1,7 @@
 //! The record layer: Ascon-AEAD128 (SP 800-232) with sequence numbers,
 //! topic-bound associated data and a sliding replay window.
 
-use ascon_aead::aead::{AeadInOut, KeyInit};
-use ascon_aead::{AsconAead128, AsconAead128Key, AsconAead128Nonce, AsconAead128Tag};
+use ascon_sponge::aead;
 use zeroize::Zeroize;
 
 use crate::Error;
@@ -154,13 +153,10 @@ impl Session {
         head.copy_from_slice(&seq.to_be_bytes());
         let (body, tail) = rest.split_at_mut(plaintext.len());
         body.copy_from_slice(plaintext);
-        let cipher = AsconAead128::new(&AsconAead128Key::from(self.send.key));
         let nonce = nonce(&self.send.iv, seq);
-        let tag = cipher
-            .encrypt_inout_detached(&nonce, ad.get(..ad_len).unwrap_or(&[]), body.into())
-            .map_err(|_| Error::RecordTooLong)?;
+        let tag = aead::encrypt(&self.send.key, &nonce, ad.get(..ad_len).unwrap_or(&[]), body);
         let tag_out = tail.get_mut(..TAG_LEN).ok_or(Error::BufferTooSmall { needed: len })?;
-        tag_out.copy_from_slice(tag.as_slice());
+        tag_out.copy_from_slice(&tag);
         self.send_seq += 1;
         Ok(len)
     }
@@ -189,14 +185,10 @@ impl Session {
         let mut ad = [0u8; RECORD_LABEL.len() + 3 + MAX_TOPIC_LEN];
         let ad_len = associated_data(&mut ad, direction_byte(peer), topic)?;
         pt.copy_from_slice(ct);
-        let cipher = AsconAead128::new(&AsconAead128Key::from(self.recv.key));
-        let tag = AsconAead128Tag::try_from(tag).map_err(|_| Error::RecordTruncated)?;
+        let tag: &[u8; TAG_LEN] = tag.try_into().map_err(|_| Error::RecordTruncated)?;
         let nonce = nonce(&self.recv.iv, seq);
-        if cipher
-            .decrypt_inout_detached(&nonce, ad.get(..ad_len).unwrap_or(&[]), (&mut *pt).into(), &tag)
-            .is_err()
-        {
-            pt.zeroize();
+        if aead::decrypt(&self.recv.key, &nonce, ad.get(..ad_len).unwrap_or(&[]), pt, tag).is_err() {
+            // (aead::decrypt has zeroed pt already.)
             return Err(Error::RecordAuthFailed);
         }
         self.window.accept(seq);
@@ -204,12 +196,12 @@ impl Session {
     }
 }
 
-fn nonce(iv: &[u8; 16], seq: u64) -> AsconAead128Nonce {
+fn nonce(iv: &[u8; 16], seq: u64) -> [u8; 16] {
     let mut n = *iv;
     for (b, s) in n[8..].iter_mut().zip(seq.to_be_bytes()) {
         *b ^= s;
     }
-    AsconAead128Nonce::from(n)
+    n
 }
 
 /// `RECORD_LABEL ‖ direction ‖ u16_be(|topic|) ‖ topic`.
