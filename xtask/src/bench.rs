@@ -175,9 +175,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
     let no_build = o.flag("--no-build");
     if !mcu.simulated {
-        // No cycle-accurate model (simavr has no megaAVR-0): what fits, run in yasimavr.
-        crate::mega0::kat(mcu, &filter, no_build, false, true)?;
-        crate::mqtt::mega0(mcu, &filter, no_build, true)?;
+        // No cycle-accurate model (simavr has no megaAVR-0): what fits, run in
+        // yasimavr; recorded only by an unfiltered run (a filtered one would
+        // replace the tables with a part of them).
+        let record = filter.is_empty();
+        crate::mega0::kat(mcu, &filter, no_build, false, record)?;
+        crate::mqtt::mega0(mcu, &filter, no_build, record)?;
         return regenerate();
     }
     let ctx = Ctx {

@@ -469,10 +469,11 @@ pub fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool, record: bool) -
                 "no: {} B static RAM leaves {} B for the stack{}",
                 b.ram(),
                 mcu.sram.saturating_sub(b.ram()),
-                if peak > 0 && !overflow {
+                if checked.is_ok() && peak > 0 && !overflow {
                     format!(", {peak} B needed")
                 } else {
-                    String::new()
+                    // A failed run stops early: its stack says nothing of the need.
+                    " (the run failed: see the handshake column)".to_string()
                 }
             )
         };
