@@ -134,6 +134,12 @@ def check_plain_reduction(q):
         assert r == (p - t * q) >> 16 and abs(r) < q
 
 
+def mont_bound(q, b):
+    """Exclusive bound on |mont(b'·z)| for |b'| < b and |z| ≤ (q−1)/2:
+    (p − t·q)/2^16 with |t| ≤ 2^15 is below (|p| + 2^15·q)/2^16."""
+    return (b * ((q - 1) // 2) + (q << 15)) // 65536 + 1
+
+
 def routine(q, n, layers):
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
     check_centring(q)
@@ -145,13 +151,16 @@ def routine(q, n, layers):
           "\tmovw r26, r22\t\t; X = zetas", "\tadiw r26, 2\t\t; zetas[0] is unused"]
     length = n // 2
     bound = q  # exclusive bound on |a_i| entering the layer
+    limit = min(32768, span(q) * q)  # centre()'s domain, and 16 bits
     for layer in range(layers):
         groups = n // (2 * length)
         lab = f"{name}_l{layer}"
         last = layer == layers - 1
-        # Centre this layer's outputs when the next layer could overflow 16 bits.
-        centre_out = last or bound + 2 * q - 1 > min(32768, span(q) * q)
-        assert bound * ((q - 1) // 2) < q << 15 and bound + q - 1 <= 32768
+        # This layer's outputs are below `out`; centre them when the next
+        # layer's could leave centre()'s domain (or 16 bits).
+        out = bound + mont_bound(q, bound)
+        centre_out = last or out + mont_bound(q, out) > limit
+        assert bound * ((q - 1) // 2) < q << 15 and out <= limit
         o += [f"\t; layer {layer}: {groups} groups of {length} butterflies",
               "\tmovw r28, r24\t\t; Y = a", f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16",
               f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z",
@@ -172,6 +181,7 @@ def routine(q, n, layers):
             o += ["\tmovw r16, r8"] + centre(q) + ["\tst Y+, r22", "\tst Y+, r23"]
             o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]  # too long for brne
         o += ["\tmovw r28, r30\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
+        bound = (q - 1) // 2 + 1 if centre_out else out
         length //= 2
     o += [f"\tpop {r}" for r in reversed(saved)]
     o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]

@@ -5742,12 +5742,54 @@ ntt_fwd_q7681_n256_l3_b:
 	sbc r7, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
+	movw r16, r6
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Z+, r22
+	st Z+, r23
+	movw r16, r8
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Y+, r22
+	st Y+, r23
 	dec r4
-	brne ntt_fwd_q7681_n256_l3_b
+	breq ntt_fwd_q7681_n256_l3_e
+	rjmp ntt_fwd_q7681_n256_l3_b
+ntt_fwd_q7681_n256_l3_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_fwd_q7681_n256_l3_d
@@ -15835,12 +15877,54 @@ ntt_fwd_q7681_n256_mont_l3_b:
 	sbc r7, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
+	movw r16, r6
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Z+, r22
+	st Z+, r23
+	movw r16, r8
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st Y+, r22
+	st Y+, r23
 	dec r4
-	brne ntt_fwd_q7681_n256_mont_l3_b
+	breq ntt_fwd_q7681_n256_mont_l3_e
+	rjmp ntt_fwd_q7681_n256_mont_l3_b
+ntt_fwd_q7681_n256_mont_l3_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_fwd_q7681_n256_mont_l3_d

@@ -115,6 +115,68 @@ fn run_base_inv<R: Reduction>(sim: &mut Sim, id: u8) -> Vec<u64> {
         .collect()
 }
 
+/// How far the q = 7681 forward NTT leaves the ranges it can survive when
+/// no layer but the last centres its outputs (the schedule the generator
+/// emitted before it tracked the growth), with the routine's own twiddles:
+/// a middle layer's coefficients must fit 16 bits (they feed the next
+/// products), the last layer's must stay inside the final centring's
+/// domain [−(q−1)/2 − 4q, 2^16 − (q−1)/2 − 4q). Positive: broken.
+fn uncentred_excess(input: &[i16; 256]) -> i32 {
+    let zetas = Ntt::<NttFriendlyMontgomery<Q7681>, 256, 8>::ZETAS;
+    let (low, high) = (-(3840 + 4 * 7681), 65536 - (3840 + 4 * 7681));
+    let mut a: [i32; 256] = core::array::from_fn(|i| input[i] as i32);
+    let (mut k, mut len, mut excess) = (1, 128, i32::MIN);
+    while len > 0 {
+        for start in (0..256).step_by(2 * len) {
+            let z = zetas[k] as i32;
+            k += 1;
+            for j in start..start + len {
+                let t = modarith::reduce::montgomery::<Q7681>(a[j + len] * z) as i32;
+                a[j + len] = a[j] - t;
+                a[j] += t;
+                for x in [a[j], a[j + len]] {
+                    excess = excess.max(if len > 1 {
+                        x.abs() - 32767
+                    } else {
+                        (x - high + 1).max(low - x)
+                    });
+                }
+            }
+        }
+        len /= 2;
+    }
+    excess
+}
+
+/// An input (|a_i| < q) that breaks that schedule: a seeded hill climb on
+/// [`uncentred_excess`].
+fn q7681_growth_input() -> [i16; 256] {
+    let mut rng = Rng::new(77);
+    let mut best = rng.poly::<256>(7681);
+    let mut score = uncentred_excess(&best);
+    for _ in 0..50_000 {
+        if score > 0 {
+            break;
+        }
+        let mut c = best;
+        for _ in 0..1 + rng.next_u64() % 4 {
+            let i = (rng.next_u64() % 256) as usize;
+            c[i] = match rng.next_u64() % 3 {
+                0 => 7680,
+                1 => -7680,
+                _ => rng.coeff(7681),
+            };
+        }
+        let s = uncentred_excess(&c);
+        if s >= score {
+            best = c;
+            score = s;
+        }
+    }
+    assert!(score > 0, "the search got within {} of breaking it only", -score);
+    best
+}
+
 /// Runs routine `id` (0-2 forward, 3-5 inverse) on random and extreme inputs.
 fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
@@ -127,6 +189,11 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
     let last = Ntt::<R, N, L>::INVERSE_LAST_LAYER;
     let mut rng = Rng::new(seed);
     let mut inputs: Vec<[i16; N]> = vec![[(q - 1) as i16; N], [1 - q as i16; N], [0; N]];
+    if q == 7681 && !inverse {
+        // Breaks the routine unless a middle layer centres its outputs.
+        let growth = q7681_growth_input();
+        inputs.push(core::array::from_fn(|i| growth[i % 256]));
+    }
     inputs.extend((0..40).map(|_| rng.poly::<N>(q)));
     for (n, input) in inputs.iter().enumerate() {
         let mut request = vec![id];
