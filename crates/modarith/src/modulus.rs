@@ -50,23 +50,6 @@ pub fn negative_mask_i32(x: i32) -> i32 {
     opaque_i32(opaque_i32(x) >> 31)
 }
 
-/// (v·a + 2^23) ≫ 24 for any i16 `a` and v < 2^15, from four byte
-/// products: the AVR multiplies 8 × 8 bits, and the 32-bit product this
-/// stands for was a `__mulsi3` library call on every coefficient.
-/// a·v = a_hi·v_hi·2^16 + (a_hi·v_lo + a_lo·v_hi)·2^8 + a_lo·v_lo, so
-/// (a·v) ≫ 8 = a_hi·v_hi·2^8 + a_hi·v_lo + a_lo·v_hi + (a_lo·v_lo ≫ 8) exactly.
-#[inline(always)]
-fn barrett16_quotient(a: i16, v: u16) -> i16 {
-    let (a_hi, a_lo) = ((a >> 8) as i8, a as u8);
-    let (v_hi, v_lo) = ((v >> 8) as u8, v as u8);
-    let ll = a_lo as u16 * v_lo as u16;
-    let lh = a_lo as u16 * v_hi as u16;
-    let hl = a_hi as i16 * v_lo as i16;
-    let hh = a_hi as i16 * v_hi as i16;
-    let shifted = ((hh as i32) << 8) + hl as i32 + lh as i32 + (ll >> 8) as i32;
-    ((shifted + (1 << 15)) >> 16) as i16
-}
-
 /// A prime modulus q = k·2^m + 1 with everything the reductions need.
 ///
 /// Only `Q` is given by an implementation; every other constant has a
@@ -103,7 +86,7 @@ pub trait Modulus: 'static + Copy + Default {
     /// [−(q−1)/2, (q−1)/2] and is congruent to `a`. Constant time.
     #[inline(always)]
     fn center(a: i16) -> i16 {
-        let t = barrett16_quotient(a, Self::BARRETT16_V as u16);
+        let t = ((Self::BARRETT16_V * a as i32 + (1 << 23)) >> 24) as i16;
         let r = a.wrapping_sub(t.wrapping_mul(Self::Q as i16));
         Self::center_fixup(r)
     }
