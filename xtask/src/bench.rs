@@ -453,7 +453,7 @@ pub fn markdown_table(records: &[Record]) -> String {
     s
 }
 
-fn bench_dir() -> std::path::PathBuf {
+pub(crate) fn bench_dir() -> std::path::PathBuf {
     util::workspace_root().join("benchmarks")
 }
 
@@ -487,7 +487,7 @@ fn save(mcu: &str, scheme: &str, records: &[Record], merge: bool) -> Result<(), 
     write(&path, &(json + "\n"))
 }
 
-fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+pub(crate) fn read_records(path: &Path) -> Result<Vec<Record>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
