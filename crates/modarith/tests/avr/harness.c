@@ -10,32 +10,23 @@
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
 #include "../../../../asm-avr/test/uart.h"
 
-extern void ntt_fwd_q3329_n256(int16_t *a, const int16_t *zetas);
-extern void ntt_fwd_q769_n512(int16_t *a, const int16_t *zetas);
-extern void ntt_fwd_q3329_n512(int16_t *a, const int16_t *zetas);
-extern void ntt_inv_q3329_n256(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_inv_q769_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_inv_q3329_n512(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_basemul_q3329_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-extern void ntt_basemul_q769_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-extern void ntt_fwd_q7681_n256(int16_t *a, const int16_t *zetas);
-extern void ntt_inv_q7681_n256(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_basemul_q7681_n256(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-extern uint8_t ntt_baseinv_q769_n512(int16_t *a, const int16_t *g, int16_t s2);
-extern void ntt_basemul_q3329_n512(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-extern void ntt_fwd_q3329_n256_mont(int16_t *a, const int16_t *zetas);
-extern void ntt_fwd_q769_n512_mont(int16_t *a, const int16_t *zetas);
-extern void ntt_fwd_q3329_n512_mont(int16_t *a, const int16_t *zetas);
-extern void ntt_inv_q3329_n256_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_inv_q769_n512_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_inv_q3329_n512_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_basemul_q3329_n256_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-extern void ntt_basemul_q769_n512_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-extern void ntt_fwd_q7681_n256_mont(int16_t *a, const int16_t *zetas);
-extern void ntt_inv_q7681_n256_mont(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
-extern void ntt_basemul_q7681_n256_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
-extern uint8_t ntt_baseinv_q769_n512_mont(int16_t *a, const int16_t *g, int16_t s2);
-extern void ntt_basemul_q3329_n512_mont(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+/* The routines of one Montgomery variant: V is empty or _mont. */
+#define DECLARE(V) \
+	extern void ntt_fwd_q3329_n256##V(int16_t *a, const int16_t *zetas); \
+	extern void ntt_fwd_q769_n512##V(int16_t *a, const int16_t *zetas); \
+	extern void ntt_fwd_q3329_n512##V(int16_t *a, const int16_t *zetas); \
+	extern void ntt_inv_q3329_n256##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
+	extern void ntt_inv_q769_n512##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
+	extern void ntt_inv_q3329_n512##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
+	extern void ntt_basemul_q3329_n256##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
+	extern void ntt_basemul_q769_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
+	extern void ntt_fwd_q7681_n256##V(int16_t *a, const int16_t *zetas); \
+	extern void ntt_inv_q7681_n256##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
+	extern void ntt_basemul_q7681_n256##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
+	extern uint8_t ntt_baseinv_q769_n512##V(int16_t *a, const int16_t *g, int16_t s2); \
+	extern void ntt_basemul_q3329_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+DECLARE()
+DECLARE(_mont)
 
 /* One dispatch for both Montgomery variants: V is empty or _mont. */
 #define DISPATCH(V) \
