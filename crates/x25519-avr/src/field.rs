@@ -187,7 +187,7 @@ pub fn add_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
         *r = t as u8;
         carry = t >> 8;
     }
-    fold_carry(r, carry as u8);
+    fold_wide(r, 38 * carry as u32);
 }
 
 /// The portable subtraction: a − b with 38 taken off per borrow (the
@@ -212,21 +212,10 @@ pub fn sub_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
     r[0] = r[0].wrapping_sub(38 * borrow2 as u8);
 }
 
-/// r + carry·2^256 ≡ r + 38·carry (carry ≤ 1 after an addition): add it in;
-/// a second carry leaves r < 38, so its 38 fits byte 0.
-fn fold_carry(r: &mut [u8; 32], carry: u8) {
-    let mut c = 38 * carry as u16;
-    for r in r.iter_mut() {
-        let t = *r as u16 + c;
-        *r = t as u8;
-        c = t >> 8;
-    }
-    r[0] = r[0].wrapping_add(38 * c as u8);
-}
-
 /// r + c (c < 2^24 added at byte 0) with the overflow folded back as 38
 /// per 2^256, twice: after the first overflow r < c, so the second
-/// cannot overflow again.
+/// cannot overflow again. The one fold of addition, multiplication and
+/// the a24 product (the assembly's shorter second pass gives the same bytes).
 fn fold_wide(r: &mut [u8; 32], c: u32) {
     let mut c = c;
     for _ in 0..2 {
@@ -260,15 +249,7 @@ pub fn mul_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
         r[i] = v as u8;
         carry = v >> 8;
     }
-    let mut c = 38 * carry;
-    for x in r.iter_mut() {
-        let v = *x as u16 + c;
-        *x = v as u8;
-        c = v >> 8;
-    }
-    // A carry out leaves r < 38·40, so 38 more only reaches byte 1.
-    let v = u16::from_le_bytes([r[0], r[1]]) + 38 * c;
-    r[..2].copy_from_slice(&v.to_le_bytes());
+    fold_wide(r, 38 * carry as u32);
     t.zeroize();
 }
 
