@@ -85,10 +85,23 @@ pub fn unpack_bits(d: u32, count: usize, input: &[u8], mut sink: impl FnMut(usiz
 /// low nibble first: a quarter of an i16 polynomial's RAM. Writes
 /// `2·packed.len()` values (at most `out.len()`).
 pub fn unpack_nibbles(packed: &[u8], out: &mut [i16]) {
+    // A byte at a time: constant shifts (a variable one loops on the AVR).
     for (pair, &byte) in out.chunks_exact_mut(2).zip(packed.iter()) {
-        pair[0] = ((byte << 4) as i8 >> 4) as i16;
-        pair[1] = (byte as i8 >> 4) as i16;
+        pair[0] = low_nibble(byte);
+        pair[1] = low_nibble(byte >> 4);
     }
+}
+
+/// Coefficient `i` of nibble-packed small coefficients (see [`unpack_nibbles`]).
+#[inline(always)]
+pub fn nibble(packed: &[u8], i: usize) -> i16 {
+    low_nibble(packed[i >> 1] >> ((i & 1) << 2))
+}
+
+/// The low 4 bits of `byte` as a two's complement value.
+#[inline(always)]
+fn low_nibble(byte: u8) -> i16 {
+    ((byte << 4) as i8 >> 4) as i16
 }
 
 /// Coefficient `c` (|c| ≤ 7) into nibble `i` of `packed` (which must be
