@@ -3,7 +3,7 @@
 use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
 #[cfg(feature = "x25519")]
-use x25519_avr::{x25519, BASEPOINT as X25519_BASEPOINT_BYTES};
+use x25519_avr::{x25519, x25519_base};
 use zeroize::Zeroize;
 
 use crate::kem::{self, KemFail};
@@ -80,7 +80,7 @@ pub trait BrokerKeys {
 
 #[cfg(feature = "x25519")]
 fn x25519_public(sk: &[u8; 32]) -> [u8; 32] {
-    x25519(sk, &X25519_BASEPOINT_BYTES)
+    x25519_base(sk)
 }
 
 #[cfg(feature = "x25519")]

@@ -51,7 +51,7 @@ fn keys(kem: KemId, rng: &mut (impl RngCore + CryptoRng)) -> ([u8; MAX_SK_LEN], 
     let _ = kem::keygen(kem, rng, &mut pk[..kem.pk_len()], &mut sk[..kem.sk_len()]);
     let mut x_sk = [0u8; 32];
     rng.fill_bytes(&mut x_sk);
-    let x_pk = x25519_avr::x25519(&x_sk, &x25519_avr::BASEPOINT);
+    let x_pk = x25519_avr::x25519_base(&x_sk);
     (sk, pk, x_sk, x_pk)
 }
 

@@ -93,25 +93,12 @@ impl Fe {
         r
     }
 
-    /// a · 121665 = a·(A − 2)/4, the ladder's constant, without a full
-    /// multiplication: three byte products per byte (121665 = 0x01DB41).
-    pub fn mul_a24(&self) -> Fe {
-        let mut r = Fe::ZERO;
-        Fe::mul_a24_into(&mut r, self);
-        r
-    }
-
-    /// r ← a · 121665.
-    pub fn mul_a24_into(r: &mut Fe, a: &Fe) {
-        let r = &mut r.0;
-        let mut carry = 0u32;
-        for (r, &a) in r.iter_mut().zip(a.0.iter()) {
-            let v = (a as u16 * 0x41) as u32 + (((a as u16 * 0xDB) as u32) << 8) + ((a as u32) << 16) + carry;
-            *r = v as u8;
-            carry = v >> 8;
-        }
-        // r + carry·2^256 ≡ r + 38·carry (carry < 2^17).
-        fold_wide(r, 38 * carry);
+    /// r ← a · c for a small constant c < 2^24 (the ladder's a24 = 121665,
+    /// the base point's u = 9): three byte products per byte instead of a
+    /// full multiplication.
+    #[inline]
+    pub fn mul_small_into(r: &mut Fe, a: &Fe, c: SmallConstant) {
+        crate::backend::mul_small(&mut r.0, &a.0, c.0);
     }
 
     /// a^(2^n).
@@ -178,6 +165,44 @@ impl Zeroize for Fe {
     }
 }
 
+/// A constant below 2^24, the factor of [`Fe::mul_small_into`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct SmallConstant(u32);
+
+impl SmallConstant {
+    /// (A − 2)/4 = 121665, the ladder's doubling constant (RFC 7748 §5).
+    pub const A24: SmallConstant = SmallConstant(121_665);
+
+    /// `c` as a small constant, if it is below 2^24.
+    pub const fn new(c: u32) -> Option<SmallConstant> {
+        if c < 1 << 24 {
+            Some(SmallConstant(c))
+        } else {
+            None
+        }
+    }
+
+    /// The value.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+}
+
+/// The portable product with a small constant c < 2^24: a·c by bytes with
+/// a running carry (below 2^24), folded back as 38·carry (the reference of
+/// the AVR assembly).
+pub fn mul_small_portable(r: &mut [u8; 32], a: &[u8; 32], c: u32) {
+    debug_assert!(c < 1 << 24);
+    let mut carry = 0u32;
+    for (r, &a) in r.iter_mut().zip(a.iter()) {
+        let v = a as u32 * c + carry;
+        *r = v as u8;
+        carry = v >> 8;
+    }
+    // r + carry·2^256 ≡ r + 38·carry (carry < 2^24).
+    fold_wide(r, 38 * carry);
+}
+
 /// The portable addition: a + b with the carry folded as 38 (the
 /// reference of the AVR assembly).
 pub fn add_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
@@ -212,10 +237,11 @@ pub fn sub_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
     r[0] = r[0].wrapping_sub(38 * borrow2 as u8);
 }
 
-/// r + c (c < 2^24 added at byte 0) with the overflow folded back as 38
+/// r + c (c < 2^30 added at byte 0) with the overflow folded back as 38
 /// per 2^256, twice: after the first overflow r < c, so the second
 /// cannot overflow again. The one fold of addition, multiplication and
-/// the a24 product (the assembly's shorter second pass gives the same bytes).
+/// the small-constant product (the assembly's second passes stop where the
+/// carry must have ended: the same bytes).
 fn fold_wide(r: &mut [u8; 32], c: u32) {
     let mut c = c;
     for _ in 0..2 {
@@ -284,7 +310,11 @@ mod tests {
             assert_eq!(a.sub(a).to_bytes(), [0; 32]);
             assert_eq!(a.add(&Fe::ZERO).to_bytes(), value_mod_p(a));
             assert_eq!(a.mul(&Fe::ONE).to_bytes(), value_mod_p(a));
-            assert_eq!(a.mul_a24().to_bytes(), a.mul(&Fe::from_u32(121_665)).to_bytes());
+            for c in [0, 1, 9, 121_665, (1 << 24) - 1] {
+                let mut r = Fe::ZERO;
+                Fe::mul_small_into(&mut r, a, SmallConstant::new(c).unwrap());
+                assert_eq!(r.to_bytes(), a.mul(&Fe::from_u32(c)).to_bytes());
+            }
             if a.to_bytes() != [0; 32] {
                 assert_eq!(a.mul(&a.invert()).to_bytes(), Fe::ONE.0);
             }

@@ -14,13 +14,13 @@
 //!
 //! ```
 //! let sk = [7u8; 32];
-//! let pk = x25519_avr::x25519(&sk, &x25519_avr::BASEPOINT);
-//! assert_eq!(pk.len(), 32);
+//! let pk = x25519_avr::x25519_base(&sk);
+//! assert_eq!(pk, x25519_avr::x25519(&sk, &x25519_avr::BASEPOINT));
 //! ```
 
 pub mod field;
 
-use field::Fe;
+use field::{Fe, SmallConstant};
 use zeroize::Zeroize;
 
 /// The u-coordinate of the base point (9).
@@ -34,22 +34,67 @@ pub const BASEPOINT: [u8; 32] = {
 /// RFC 7748 §5 specifies. The Montgomery ladder runs all 255 steps with
 /// masked swaps whatever the scalar.
 pub fn x25519(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
+    let mut u_bytes = *u;
+    u_bytes[31] &= 127;
+    ladder(k, &LadderPoint::Any(Fe(u_bytes)))
+}
+
+/// X25519(k, 9): the public key of `k`, equal to `x25519(k, &BASEPOINT)`.
+/// Faster: the ladder's product with the point's u-coordinate, one of
+/// nine field multiplications a step, becomes a product with the small
+/// constant 9.
+pub fn x25519_base(k: &[u8; 32]) -> [u8; 32] {
+    ladder(k, &LadderPoint::Small(BASEPOINT_U))
+}
+
+/// u = 9 (the base point) as a small constant.
+const BASEPOINT_U: SmallConstant = match SmallConstant::new(9) {
+    Some(c) => c,
+    None => panic!(),
+};
+
+/// The point the ladder multiplies: its u-coordinate x1 (public).
+enum LadderPoint {
+    /// Any u below 2^255.
+    Any(Fe),
+    /// A u below 2^24 (the base point).
+    Small(SmallConstant),
+}
+
+impl LadderPoint {
+    fn u(&self) -> Fe {
+        match self {
+            LadderPoint::Any(u) => *u,
+            LadderPoint::Small(c) => Fe::from_u32(c.get()),
+        }
+    }
+
+    /// r ← x1·a.
+    fn mul_into(&self, r: &mut Fe, a: &Fe) {
+        match self {
+            LadderPoint::Any(u) => Fe::mul_into(r, u, a),
+            LadderPoint::Small(c) => Fe::mul_small_into(r, a, *c),
+        }
+    }
+}
+
+/// The clamped scalar times the point, as bytes.
+fn ladder(k: &[u8; 32], x1: &LadderPoint) -> [u8; 32] {
     let mut scalar = *k;
     scalar[0] &= 248;
     scalar[31] &= 127;
     scalar[31] |= 64;
-    let mut u_bytes = *u;
-    u_bytes[31] &= 127;
-    let x1 = Fe(u_bytes);
-    let (mut x2, mut z2, mut x3, mut z3) = (Fe::ONE, Fe::ZERO, x1, Fe::ONE);
+    let (mut x2, mut z2, mut x3, mut z3) = (Fe::ONE, Fe::ZERO, x1.u(), Fe::ONE);
+    // The step's temporaries live here, zeroized once at the end.
+    let mut t = [Fe::ZERO; 4];
     let mut swap = 0u8;
-    for t in (0..255).rev() {
-        let bit = (scalar[t >> 3] >> (t & 7)) & 1;
+    for i in (0..255).rev() {
+        let bit = (scalar[i >> 3] >> (i & 7)) & 1;
         swap ^= bit;
         Fe::cswap(&mut x2, &mut x3, swap);
         Fe::cswap(&mut z2, &mut z3, swap);
         swap = bit;
-        ladder_step(&x1, &mut x2, &mut z2, &mut x3, &mut z3);
+        ladder_step(x1, &mut x2, &mut z2, &mut x3, &mut z3, &mut t);
     }
     Fe::cswap(&mut x2, &mut x3, swap);
     Fe::cswap(&mut z2, &mut z3, swap);
@@ -57,17 +102,17 @@ pub fn x25519(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     for secret in [&mut x2, &mut z2, &mut x3, &mut z3] {
         secret.zeroize();
     }
+    t.iter_mut().for_each(Zeroize::zeroize);
     scalar.zeroize();
     out
 }
 
 /// One differential addition-and-doubling (RFC 7748 §5 pseudocode), with
 /// four temporaries and every result written in place (no copies).
-/// Not inlined: one frame for its temporaries, shared by all 255 steps.
+/// Not inlined: one frame, shared by all 255 steps.
 #[inline(never)]
-fn ladder_step(x1: &Fe, x2: &mut Fe, z2: &mut Fe, x3: &mut Fe, z3: &mut Fe) {
-    let mut t = [Fe::ZERO; 4];
-    let [t0, t1, t2, t3] = &mut t;
+fn ladder_step(x1: &LadderPoint, x2: &mut Fe, z2: &mut Fe, x3: &mut Fe, z3: &mut Fe, t: &mut [Fe; 4]) {
+    let [t0, t1, t2, t3] = t;
     Fe::add_into(t0, x2, z2); // A
     Fe::sub_into(t1, x2, z2); // B
     Fe::add_into(t2, x3, z3); // C
@@ -78,15 +123,14 @@ fn ladder_step(x1: &Fe, x2: &mut Fe, z2: &mut Fe, x3: &mut Fe, z3: &mut Fe) {
     Fe::square_into(t3, t1); // BB
     Fe::sub_into(t0, t2, t3); // E = AA − BB
     Fe::mul_into(x2, t2, t3); // x2 = AA·BB
-    Fe::mul_a24_into(t3, t0); // a24·E
+    Fe::mul_small_into(t3, t0, SmallConstant::A24); // a24·E
     Fe::add_into(t1, t2, t3); // AA + a24·E
     Fe::mul_into(z2, t0, t1); // z2 = E·(AA + a24·E)
     Fe::add_into(t0, x3, z3); // DA + CB
     Fe::sub_into(t1, x3, z3); // DA − CB
     Fe::square_into(x3, t0); // x3 = (DA + CB)²
     Fe::square_into(t2, t1);
-    Fe::mul_into(z3, x1, t2); // z3 = x1·(DA − CB)²
-    t.iter_mut().for_each(Zeroize::zeroize);
+    x1.mul_into(z3, t2); // z3 = x1·(DA − CB)²
 }
 
 /// The field multiplication backend (see the crate docs).
@@ -107,6 +151,15 @@ pub mod backend {
         avr::square(r, a);
         #[cfg(not(fe25519_asm))]
         crate::field::mul_portable(r, a, a);
+    }
+
+    /// `r` ← a·c (c < 2^24), below 2^256.
+    #[inline]
+    pub fn mul_small(r: &mut [u8; 32], a: &[u8; 32], c: u32) {
+        #[cfg(fe25519_asm)]
+        avr::mul_small(r, a, c);
+        #[cfg(not(fe25519_asm))]
+        crate::field::mul_small_portable(r, a, c);
     }
 
     /// `r` ← a + b, below 2^256.
@@ -136,6 +189,8 @@ pub mod backend {
             /// `asm-avr/fe25519_mul.S`.
             fn fe25519_sqr_avr(r: *mut u8, a: *const u8);
             /// `asm-avr/fe25519_mul.S`.
+            fn fe25519_mul_small_avr(r: *mut u8, a: *const u8, c: u32);
+            /// `asm-avr/fe25519_mul.S`.
             fn fe25519_add_avr(r: *mut u8, a: *const u8, b: *const u8);
             /// `asm-avr/fe25519_mul.S`.
             fn fe25519_sub_avr(r: *mut u8, a: *const u8, b: *const u8);
@@ -153,6 +208,12 @@ pub mod backend {
         pub fn square(r: &mut [u8; 32], a: &[u8; 32]) {
             // SAFETY: as for `mul`, with one operand.
             unsafe { fe25519_sqr_avr(r.as_mut_ptr(), a.as_ptr()) }
+        }
+
+        #[inline]
+        pub fn mul_small(r: &mut [u8; 32], a: &[u8; 32], c: u32) {
+            // SAFETY: as for `mul`; c < 2^24 (`SmallConstant`).
+            unsafe { fe25519_mul_small_avr(r.as_mut_ptr(), a.as_ptr(), c) }
         }
 
         #[inline]
@@ -220,6 +281,7 @@ mod tests {
         };
         for (k, u) in &inputs {
             assert_eq!(x25519(k, u), x25519_dalek::x25519(*k, *u));
+            assert_eq!(x25519_base(k), x25519_dalek::x25519(*k, BASEPOINT));
         }
     }
 

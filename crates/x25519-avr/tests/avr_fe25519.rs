@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
-use x25519_avr::field::{add_portable, mul_portable, sub_portable};
+use x25519_avr::field::{add_portable, mul_portable, mul_small_portable, sub_portable};
 
 fn build_harness() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -63,8 +63,15 @@ fn assembly_field_operations_match_portable_and_are_constant_time() {
         "fe25519_sqr_avr",
         "fe25519_add_avr",
         "fe25519_sub_avr",
+        "fe25519_mul_small_avr",
     ];
-    for op in 1u8..=4 {
+    // The small constants: the ladder's two, the extremes of [0, 2^24).
+    for c in [121_665u32, 9, 0, 1, (1 << 24) - 1] {
+        let mut b = [0u8; 32];
+        b[..3].copy_from_slice(&c.to_le_bytes()[..3]);
+        cases.push(([0xFF; 32], b));
+    }
+    for op in 1u8..=5 {
         let name = names[op as usize];
         for (n, (a, b)) in cases.iter().enumerate() {
             let mut request = vec![op];
@@ -77,6 +84,7 @@ fn assembly_field_operations_match_portable_and_are_constant_time() {
                 1 => mul_portable(&mut expected, a, b),
                 2 => mul_portable(&mut expected, a, a),
                 3 => add_portable(&mut expected, a, b),
+                5 => mul_small_portable(&mut expected, a, u32::from_le_bytes([b[0], b[1], b[2], 0])),
                 _ => sub_portable(&mut expected, a, b),
             }
             assert_eq!(reply[..32], expected, "{name}, case {n}");
@@ -90,7 +98,7 @@ fn assembly_field_operations_match_portable_and_are_constant_time() {
     for w in windows(&sim.take_markers()).expect("paired markers") {
         by_op.entry(w.id).or_default().push((w.cycles, w.stack_bytes));
     }
-    assert_eq!(by_op.len(), 4);
+    assert_eq!(by_op.len(), 5);
     for (op, runs) in by_op {
         let min = runs.iter().map(|r| r.0).min().unwrap();
         let max = runs.iter().map(|r| r.0).max().unwrap();

@@ -1,11 +1,12 @@
 /* Simulator harness for the AVR field multiplication and squaring (built by
  * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 3 = a+b, 4 = a-b,
- * 0 ends), a[32], b[32].
+ * 5 = a*c with c = b[0..3] little-endian, 0 ends), a[32], b[32].
  * Reply: r of the timed call, r of a second, ABI-checked call, the ABI byte. */
 #include "../../../../asm-avr/test/uart.h"
 
 extern void fe25519_mul_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
 extern void fe25519_sqr_avr(uint8_t *r, const uint8_t *a);
+extern void fe25519_mul_small_avr(uint8_t *r, const uint8_t *a, uint32_t c);
 extern void fe25519_add_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
 extern void fe25519_sub_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
 extern uint8_t avr_abi_check(void (*routine)(void *, uint8_t), void *arg, uint8_t arg2);
@@ -18,6 +19,9 @@ static void call(void *out, uint8_t op)
 		fe25519_mul_avr((uint8_t *)out, a, b);
 	else if (op == 2)
 		fe25519_sqr_avr((uint8_t *)out, a);
+	else if (op == 5)
+		fe25519_mul_small_avr((uint8_t *)out, a,
+				      (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16);
 	else if (op == 3)
 		fe25519_add_avr((uint8_t *)out, a, b);
 	else
