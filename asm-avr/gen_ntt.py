@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Generates ntt_forward.S: NTTs for AVR with Montgomery arithmetic (R = 2^16)
-in the paper's two Montgomery variants, one set of routines per ring:
-NTT-friendly (q = k·2^8 + 1: the multiplication by q⁻¹ and by q become
-multiplications by the small k) and plain (`_mont` suffix: general 16-bit
-q⁻¹ and q, seven byte products per reduction instead of two). Both give
-the same results bit for bit, as modarith's `NttFriendlyMontgomery` and
-`Montgomery` do, and read the same twiddle tables.
+"""Generates ntt_forward.S: NTTs for AVR in the paper's three arithmetic
+variants, one set of routines per ring: NTT-friendly Montgomery (R = 2^16;
+q = k·2^8 + 1: the multiplication by q⁻¹ and by q become multiplications by
+the small k), plain Montgomery (`_mont` suffix: general 16-bit q⁻¹ and q,
+seven byte products per reduction instead of two) and, for q = 769 only
+(where its output fits 16 bits), K-RED2X (`_kred2x` suffix: p = C0 + C1·2^8
++ C2·2^16 ↦ k²·C0 − k·C1 + C2 ≡ k²·p, two byte products). Each gives the
+same results bit for bit as modarith's portable `Ntt` with
+`NttFriendlyMontgomery`, `Montgomery` or `KRed2x`; the two Montgomery
+variants read the same twiddle tables, K-RED2X its own (scaled by k⁻²).
 
     void ntt_fwd_q<q>_n<n>(int16_t a[n], const int16_t zetas[]);
 
@@ -18,30 +21,43 @@ Montgomery product of b and z (|b| < 8q, |z| ≤ (q-1)/2):
   p = b·z (32-bit); t = p·q⁻¹ mod 2^16 with q⁻¹ = 1 − k·2^8, i.e.
   t_lo = p0, t_hi = p1 − low8(p0·k); result = p_hi16 − (t·q)_hi16, where
   t·q = (t·k)·2^8 + t (the low 16 bits of p and t·q agree by construction).
-Final centring: a' = a + (q−1)/2 + 8q ∈ [0, 2^16); t = ((a' ≫ 8)·⌊2^16/q⌋) ≫ 8
+Final centring: a' = a + (q−1)/2 + c·q ∈ [0, 2^16) (c = span(q)); t = ((a' ≫ 8)·⌊2^16/q⌋) ≫ 8
 underestimates a'/q by less than one, so a' − t·q ∈ [0, 2q); one masked
 subtraction and the −(q−1)/2 shift give the centred residue (the ranges are
 checked exhaustively by this script before it writes anything).
 """
 
+import functools
+
 RINGS = [(3329, 256, 7), (769, 512, 7), (3329, 512, 7), (7681, 256, 8)]
 
 
+@functools.lru_cache(maxsize=None)
 def span(q):
-    """centre() accepts |x| < span(q)·q: the offset x + (q−1)/2 + span·q
-    must stay in [0, 2^16) (8 for q ≤ 3329, 4 for 7681)."""
-    return min(8, (65535 - (q - 1) // 2) // (2 * q))
+    """centre() accepts |x| < span(q)·q: the largest c for which the offset
+    x + (q−1)/2 + c·q stays in [0, 2^16), |x| fits 16 bits and the
+    exhaustive check below passes (42 for q = 769, 9 for 3329, 4 for 7681)."""
+    c = min((65535 - (q - 1) // 2) // (2 * q), 32768 // q)
+    while not centring_holds(q, c):
+        c -= 1
+    return c
+
+
+def centring_holds(q, c):
+    """centre() with span c is exact on every |x| < c·q (exhaustive)."""
+    k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
+    for a in range(max(-c * q + 1, -32768), min(c * q, 32768)):
+        ap = a + h + c * q
+        if not 0 <= ap < 65536:
+            return False
+        t = ((ap >> 8) * m) >> 8
+        if t * k > 255 or not 0 <= ap - t * q < 2 * q:
+            return False
+    return True
 
 
 def check_centring(q):
-    k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
-    c = span(q)
-    for a in range(max(-c * q + 1, -32768), min(c * q, 32768)):
-        ap = a + h + c * q
-        assert 0 <= ap < 65536
-        t = ((ap >> 8) * m) >> 8
-        assert t * k <= 255
-        assert 0 <= ap - t * q < 2 * q, (q, a)
+    assert span(q) >= 2, q
 
 
 def centre(q):
@@ -78,19 +94,22 @@ def mont(q):
     return product() + reduce(q)
 
 
-# The Montgomery variant being generated: "friendly" or "plain".
+# The variant being generated: "friendly", "plain" or "kred2x".
 VARIANT = "friendly"
 
 
 def suffix():
-    return "" if VARIANT == "friendly" else "_mont"
+    return {"friendly": "", "plain": "_mont", "kred2x": "_kred2x"}[VARIANT]
 
 
 def reduce(q):
-    """r13:r12 = r13:r12:r11:r10 · 2^-16 mod q (|input| < q·2^15), k in r21, zero in r2.
-    Clobbers r0, r1, r14, r15, r20, r22 (plain: also r16, r17)."""
+    """r13:r12 = r13:r12:r11:r10 · 2^-16 mod q (|input| < q·2^15), k in r21, zero in r2
+    (K-RED2X: ≡ k²·input, |input| < 2^29).
+    Clobbers r0, r1, r14, r15, r20, r22 (plain: also r16, r17; K-RED2X: r0, r1, r22 only)."""
     if VARIANT == "plain":
         return reduce_plain(q)
+    if VARIANT == "kred2x":
+        return reduce_kred2x(q)
     return ["\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
             "\tmovw r14, r0", "\tmulsu r20, r21\t\t; A = t_hi·k",
             "\tadd r15, r0\t\t; c1 = B1 + A0", "\tadc r1, r2\t\t; c2 = A1 + carry",
@@ -116,6 +135,28 @@ def reduce_plain(q):
             "\tsub r12, r15", "\tsbc r13, r20\t\t; mont(p)"]
 
 
+def reduce_kred2x(q):
+    """K-RED2X: C2 = p ≫ 16 is already in r13:r12; add k²·C0, subtract k·C1
+    (C0 = p0, C1 = p1 unsigned): two byte products."""
+    k = (q - 1) >> 8
+    assert q == (k << 8) + 1 and k * k < 256
+    return [f"\tldi r22, {k * k}", "\tmul r10, r22\t\t; k²·C0", "\tadd r12, r0", "\tadc r13, r1",
+            f"\tldi r22, {k}", "\tmul r11, r22\t\t; k·C1", "\tsub r12, r0", "\tsbc r13, r1\t\t; k²·C0 − k·C1 + C2"]
+
+
+def check_kred2x_reduction(q):
+    """The byte arithmetic of reduce_kred2x equals modarith's kred2x, and its
+    output bound is what red_bound assumes, on sampled inputs."""
+    k = (q - 1) >> 8
+    lim = 1 << 29
+    for p in list(range(-lim, -lim + 3000)) + list(range(-3000, 3000)) + list(range(lim - 3000, lim)) + \
+            [(x * 104729) % (2 * lim) - lim for x in range(20000)]:
+        c0, c1, c2 = p & 0xFF, (p >> 8) & 0xFF, p >> 16
+        r = ((c2 + k * k * c0 - k * c1) + 0x8000) % 0x10000 - 0x8000  # 16-bit wrap, as in registers
+        assert r == k * k * c0 - k * c1 + c2 and (r - k * k * p) % q == 0
+        assert abs(r) < abs(p) // 65536 + 1 + (k * k + k) * 255 + 1
+
+
 def check_plain_reduction(q):
     """The byte arithmetic of reduce_plain equals montgomery() on sampled inputs."""
     qi = pow(q, -1, 1 << 16)
@@ -134,10 +175,21 @@ def check_plain_reduction(q):
         assert r == (p - t * q) >> 16 and abs(r) < q
 
 
-def mont_bound(q, b):
-    """Exclusive bound on |mont(b'·z)| for |b'| < b and |z| ≤ (q−1)/2:
-    (p − t·q)/2^16 with |t| ≤ 2^15 is below (|p| + 2^15·q)/2^16."""
-    return (b * ((q - 1) // 2) + (q << 15)) // 65536 + 1
+def red_bound(q, b, z=None):
+    """Exclusive bound on |reduce(b'·z')| for |b'| < b and |z'| ≤ z
+    (default (q−1)/2, a centred twiddle). Montgomery: (p − t·q)/2^16 with
+    |t| ≤ 2^15 is below (|p| + 2^15·q)/2^16. K-RED2X: C2 + k²·C0 − k·C1 with
+    |C2| ≤ ⌈|p|/2^16⌉ and 0 ≤ C0, C1 ≤ 255."""
+    z = (q - 1) // 2 if z is None else z
+    p = b * z
+    if VARIANT == "kred2x":
+        k = (q - 1) >> 8
+        return p // 65536 + 2 + (k * k + k) * 255 if p < 1 << 29 else OUT_OF_RANGE
+    return (p + (q << 15)) // 65536 + 1 if p < q << 15 else OUT_OF_RANGE
+
+
+# red_bound's answer for a product outside the reduction's input range.
+OUT_OF_RANGE = 1 << 30
 
 
 def routine(q, n, layers):
@@ -158,9 +210,9 @@ def routine(q, n, layers):
         last = layer == layers - 1
         # This layer's outputs are below `out`; centre them when the next
         # layer's could leave centre()'s domain (or 16 bits).
-        out = bound + mont_bound(q, bound)
-        centre_out = last or out + mont_bound(q, out) > limit
-        assert bound * ((q - 1) // 2) < q << 15 and out <= limit
+        out = bound + red_bound(q, bound)
+        centre_out = last or out + red_bound(q, out) > limit
+        assert out <= limit
         o += [f"\t; layer {layer}: {groups} groups of {length} butterflies",
               "\tmovw r28, r24\t\t; Y = a", f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16",
               f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z",
@@ -210,8 +262,11 @@ def inverse_routine(q, n, layers):
         assert 2 * bound - 1 <= 32768, "a difference would overflow"
         sums = 2 * bound - 1
         # Centre this layer's sums if the next layer's difference would
-        # overflow 16 bits, or its sums would leave centre()'s domain (8q).
-        next_sums = 2 * max(sums, q) - 1
+        # overflow 16 bits, or its sums would leave centre()'s domain (span(q)·q).
+        # The differences leave through the reduction (below q for Montgomery).
+        diffs = max(q, red_bound(q, 2 * bound - 1))
+        assert diffs < OUT_OF_RANGE
+        next_sums = 2 * max(sums, diffs) - 1
         next_last = layer + 1 == layers - 1
         centre_sums = not last and (next_sums > 32768 or (not next_last and next_sums > span(q) * q))
         lab = f"{name}_l{layer}"
@@ -244,7 +299,7 @@ def inverse_routine(q, n, layers):
             o += ["\tmovw r28, r30", f"\tsubi r28, lo8({2 * length + 2})", f"\tsbci r29, hi8({2 * length + 2})",
                   "\tst Y+, r22", "\tst Y+, r23", "\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
         o += ["\tmovw r28, r30\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
-        bound = max(h + 1 if centre_sums else sums, q)
+        bound = max(h + 1 if centre_sums else sums, diffs)
         length *= 2
     o += ["\tpop r9", "\tpop r8", "\tpop r7", "\tpop r6"]
     o += [f"\tpop {r}" for r in reversed(saved)]
@@ -265,6 +320,12 @@ def base_mul_routine(q, n, d):
                                   const int16_t *gammas, int16_t s2, uint8_t acc);
     """
     k = (q - 1) >> 8
+    # The ranges: the high sum reduced, times γ, plus the low sum; reduced,
+    # times s2, reduced; plus out (|out| < q) into centre().
+    h = (q - 1) // 2
+    high = red_bound(q, (d - 1) * (q - 1) ** 2 + 1, 1)
+    total = red_bound(q, (high - 1) * h + d * (q - 1) ** 2 + 1, 1)
+    assert total < OUT_OF_RANGE and red_bound(q, total, h) + q - 1 <= span(q) * q
     name = f"ntt_basemul_q{q}_n{n}{suffix()}"
     blocks = n // d
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
@@ -354,6 +415,23 @@ def base_inv_routine(q, n):
 
     def sources(op):
         return [v for _, v in op[2]] if op[0] == "lin" else list(op[2])
+
+    # Exclusive bounds on every value, checked against the reduction's input
+    # range, 16 bits and centre()'s domain (the variants' outputs differ).
+    h = (q - 1) // 2
+    bounds = {"g": h + 1, "r2": h + 1, "one": 2} | {f"a{i}": q for i in range(4)}
+    for kind, dst, src in ops:
+        if kind == "mul":
+            x, y = src
+            bounds[dst] = red_bound(q, bounds[x], bounds[y] - 1)
+            assert bounds[dst] < OUT_OF_RANGE and bounds[dst] <= 32768, (VARIANT, dst)
+        elif kind == "lin":
+            bounds[dst] = sum(abs(c) * (bounds[v] - 1) for c, v in src) + 1
+            assert bounds[dst] <= 32768, (VARIANT, dst)
+        elif kind == "zero":
+            assert bounds[src[0]] <= span(q) * q
+        else:
+            assert red_bound(q, bounds[src[0]], 1) <= span(q) * q
 
     fixed = {"g", "r2", "one"} | {f"a{i}" for i in range(4)}
     last_use = {}
@@ -449,10 +527,14 @@ out = ["/* NTTs for AVR, NTT-friendly and plain (_mont) Montgomery arithmetic.",
        " * Constant time: every loop count is public.",
        " * Each routine has its own section, so the linker drops the unused ones.",
        " */", "\t.text"]
-for VARIANT in ["friendly", "plain"]:
+for VARIANT in ["friendly", "plain", "kred2x"]:
     for q, n, layers in RINGS:
         if VARIANT == "plain":
             check_plain_reduction(q)
+        if VARIANT == "kred2x":
+            if q != 769:
+                continue  # K-RED2X's output fits 16 bits only for k = 3
+            check_kred2x_reduction(q)
         out += routine(q, n, layers)
         out += inverse_routine(q, n, layers)
         out += base_mul_routine(q, n, n >> layers)

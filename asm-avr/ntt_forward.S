@@ -457,8 +457,8 @@ ntt_fwd_q3329_n256_l6_b:
 	add r8, r12
 	adc r9, r13		; a + t
 	movw r16, r6
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -479,8 +479,8 @@ ntt_fwd_q3329_n256_l6_b:
 	st Z+, r22
 	st Z+, r23
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -755,8 +755,8 @@ ntt_inv_q3329_n256_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -969,8 +969,8 @@ ntt_inv_q3329_n256_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1057,8 +1057,8 @@ ntt_inv_q3329_n256_l6_b:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1111,8 +1111,8 @@ ntt_inv_q3329_n256_l6_b:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1346,8 +1346,8 @@ ntt_basemul_q3329_n256_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1461,8 +1461,8 @@ ntt_basemul_q3329_n256_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1971,8 +1971,8 @@ ntt_fwd_q769_n512_l6_b:
 	add r8, r12
 	adc r9, r13		; a + t
 	movw r16, r6
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1993,8 +1993,8 @@ ntt_fwd_q769_n512_l6_b:
 	st Z+, r22
 	st Z+, r23
 	movw r16, r8
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -2213,7 +2213,7 @@ ntt_inv_q769_n512_l1_b:
 	breq ntt_inv_q769_n512_l1_d
 	rjmp ntt_inv_q769_n512_l1_g
 ntt_inv_q769_n512_l1_d:
-	; layer 2: 16 groups of 16; sums centred
+	; layer 2: 16 groups of 16
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -2268,32 +2268,10 @@ ntt_inv_q769_n512_l2_b:
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	movw r16, r8
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
-	mul r17, r5
-	mov r20, r1		; t
-	mul r20, r21
-	sub r17, r0
-	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(769)
-	sbci r23, hi8(769)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(769)
-	andi r17, hi8(769)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(384)
-	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
+	st Y+, r8
+	st Y+, r9
 	dec r4
-	breq ntt_inv_q769_n512_l2_e
-	rjmp ntt_inv_q769_n512_l2_b
-ntt_inv_q769_n512_l2_e:
+	brne ntt_inv_q769_n512_l2_b
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q769_n512_l2_d
@@ -2363,7 +2341,7 @@ ntt_inv_q769_n512_l3_b:
 	breq ntt_inv_q769_n512_l3_d
 	rjmp ntt_inv_q769_n512_l3_g
 ntt_inv_q769_n512_l3_d:
-	; layer 4: 4 groups of 64
+	; layer 4: 4 groups of 64; sums centred
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -2418,10 +2396,32 @@ ntt_inv_q769_n512_l4_b:
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	st Y+, r8
-	st Y+, r9
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	st Y+, r22
+	st Y+, r23
 	dec r4
-	brne ntt_inv_q769_n512_l4_b
+	breq ntt_inv_q769_n512_l4_e
+	rjmp ntt_inv_q769_n512_l4_b
+ntt_inv_q769_n512_l4_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q769_n512_l4_d
@@ -2549,8 +2549,8 @@ ntt_inv_q769_n512_l6_b:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -2603,8 +2603,8 @@ ntt_inv_q769_n512_l6_b:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -2882,8 +2882,8 @@ ntt_basemul_q769_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -3072,8 +3072,8 @@ ntt_basemul_q769_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -3262,8 +3262,8 @@ ntt_basemul_q769_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -3421,8 +3421,8 @@ ntt_basemul_q769_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -3939,8 +3939,8 @@ ntt_fwd_q3329_n512_l6_b:
 	add r8, r12
 	adc r9, r13		; a + t
 	movw r16, r6
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -3961,8 +3961,8 @@ ntt_fwd_q3329_n512_l6_b:
 	st Z+, r22
 	st Z+, r23
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -4237,8 +4237,8 @@ ntt_inv_q3329_n512_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -4451,8 +4451,8 @@ ntt_inv_q3329_n512_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -4539,8 +4539,8 @@ ntt_inv_q3329_n512_l6_b:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -4593,8 +4593,8 @@ ntt_inv_q3329_n512_l6_b:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -4872,8 +4872,8 @@ ntt_basemul_q3329_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -5062,8 +5062,8 @@ ntt_basemul_q3329_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -5252,8 +5252,8 @@ ntt_basemul_q3329_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -5411,8 +5411,8 @@ ntt_basemul_q3329_n512_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -7654,8 +7654,8 @@ ntt_baseinv_q769_n512_blk_go:
 	std Y+12, r17
 	ldd r16, Y+11
 	ldd r17, Y+12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -8778,8 +8778,8 @@ ntt_baseinv_q769_n512_blk_go:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -8833,8 +8833,8 @@ ntt_baseinv_q769_n512_blk_go:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -8888,8 +8888,8 @@ ntt_baseinv_q769_n512_blk_go:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -8943,8 +8943,8 @@ ntt_baseinv_q769_n512_blk_go:
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -9557,8 +9557,8 @@ ntt_fwd_q3329_n256_mont_l6_b:
 	add r8, r12
 	adc r9, r13		; a + t
 	movw r16, r6
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -9579,8 +9579,8 @@ ntt_fwd_q3329_n256_mont_l6_b:
 	st Z+, r22
 	st Z+, r23
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -9900,8 +9900,8 @@ ntt_inv_q3329_n256_mont_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -10159,8 +10159,8 @@ ntt_inv_q3329_n256_mont_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -10262,8 +10262,8 @@ ntt_inv_q3329_n256_mont_l6_b:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -10331,8 +10331,8 @@ ntt_inv_q3329_n256_mont_l6_b:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -10611,8 +10611,8 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -10756,8 +10756,8 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -11371,8 +11371,8 @@ ntt_fwd_q769_n512_mont_l6_b:
 	add r8, r12
 	adc r9, r13		; a + t
 	movw r16, r6
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -11393,8 +11393,8 @@ ntt_fwd_q769_n512_mont_l6_b:
 	st Z+, r22
 	st Z+, r23
 	movw r16, r8
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -11643,7 +11643,7 @@ ntt_inv_q769_n512_mont_l1_b:
 	breq ntt_inv_q769_n512_mont_l1_d
 	rjmp ntt_inv_q769_n512_mont_l1_g
 ntt_inv_q769_n512_mont_l1_d:
-	; layer 2: 16 groups of 16; sums centred
+	; layer 2: 16 groups of 16
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -11713,32 +11713,10 @@ ntt_inv_q769_n512_mont_l2_b:
 	sbc r13, r20		; mont(p)
 	st Z+, r12
 	st Z+, r13
-	movw r16, r8
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
-	mul r17, r5
-	mov r20, r1		; t
-	mul r20, r21
-	sub r17, r0
-	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(769)
-	sbci r23, hi8(769)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(769)
-	andi r17, hi8(769)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(384)
-	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
+	st Y+, r8
+	st Y+, r9
 	dec r4
-	breq ntt_inv_q769_n512_mont_l2_e
-	rjmp ntt_inv_q769_n512_mont_l2_b
-ntt_inv_q769_n512_mont_l2_e:
+	brne ntt_inv_q769_n512_mont_l2_b
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q769_n512_mont_l2_d
@@ -11823,7 +11801,7 @@ ntt_inv_q769_n512_mont_l3_b:
 	breq ntt_inv_q769_n512_mont_l3_d
 	rjmp ntt_inv_q769_n512_mont_l3_g
 ntt_inv_q769_n512_mont_l3_d:
-	; layer 4: 4 groups of 64
+	; layer 4: 4 groups of 64; sums centred
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -11893,10 +11871,32 @@ ntt_inv_q769_n512_mont_l4_b:
 	sbc r13, r20		; mont(p)
 	st Z+, r12
 	st Z+, r13
-	st Y+, r8
-	st Y+, r9
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	st Y+, r22
+	st Y+, r23
 	dec r4
-	brne ntt_inv_q769_n512_mont_l4_b
+	breq ntt_inv_q769_n512_mont_l4_e
+	rjmp ntt_inv_q769_n512_mont_l4_b
+ntt_inv_q769_n512_mont_l4_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q769_n512_mont_l4_d
@@ -12054,8 +12054,8 @@ ntt_inv_q769_n512_mont_l6_b:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -12123,8 +12123,8 @@ ntt_inv_q769_n512_mont_l6_b:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -12447,8 +12447,8 @@ ntt_basemul_q769_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -12682,8 +12682,8 @@ ntt_basemul_q769_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -12917,8 +12917,8 @@ ntt_basemul_q769_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -13106,8 +13106,8 @@ ntt_basemul_q769_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -13729,8 +13729,8 @@ ntt_fwd_q3329_n512_mont_l6_b:
 	add r8, r12
 	adc r9, r13		; a + t
 	movw r16, r6
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -13751,8 +13751,8 @@ ntt_fwd_q3329_n512_mont_l6_b:
 	st Z+, r22
 	st Z+, r23
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -14072,8 +14072,8 @@ ntt_inv_q3329_n512_mont_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -14331,8 +14331,8 @@ ntt_inv_q3329_n512_mont_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -14434,8 +14434,8 @@ ntt_inv_q3329_n512_mont_l6_b:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -14503,8 +14503,8 @@ ntt_inv_q3329_n512_mont_l6_b:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -14827,8 +14827,8 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -15062,8 +15062,8 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -15297,8 +15297,8 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -15486,8 +15486,8 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	sbrc r4, 0
 	adc r13, r17
 	movw r16, r12
-	subi r16, lo8(-28296)
-	sbci r17, hi8(-28296)
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -18254,8 +18254,8 @@ ntt_baseinv_q769_n512_mont_blk_go:
 	std Y+12, r17
 	ldd r16, Y+11
 	ldd r17, Y+12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -19828,8 +19828,8 @@ ntt_baseinv_q769_n512_mont_blk_go:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -19898,8 +19898,8 @@ ntt_baseinv_q769_n512_mont_blk_go:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -19968,8 +19968,8 @@ ntt_baseinv_q769_n512_mont_blk_go:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -20038,8 +20038,8 @@ ntt_baseinv_q769_n512_mont_blk_go:
 	sub r12, r15
 	sbc r13, r20		; mont(p)
 	movw r16, r12
-	subi r16, lo8(-6536)
-	sbci r17, hi8(-6536)
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -20094,4 +20094,3438 @@ ntt_baseinv_q769_n512_mont_blk_end:
 	clr r1
 	ret
 	.size ntt_baseinv_q769_n512_mont, .-ntt_baseinv_q769_n512_mont
+
+	.section .text.ntt_fwd_q769_n512_kred2x, "ax", @progbits
+	.global ntt_fwd_q769_n512_kred2x
+	.type ntt_fwd_q769_n512_kred2x, @function
+ntt_fwd_q769_n512_kred2x:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	clr r2			; zero
+	ldi r21, 3		; k
+	ldi r16, 85
+	mov r5, r16		; floor(2^16/q)
+	movw r26, r22		; X = zetas
+	adiw r26, 2		; zetas[0] is unused
+	; layer 0: 1 groups of 256 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 1
+	mov r3, r16
+ntt_fwd_q769_n512_kred2x_l0_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-512)
+	sbci r31, hi8(-512)	; Z = Y + len
+	ldi r16, 0
+	mov r4, r16
+ntt_fwd_q769_n512_kred2x_l0_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q769_n512_kred2x_l0_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q769_n512_kred2x_l0_d
+	rjmp ntt_fwd_q769_n512_kred2x_l0_g
+ntt_fwd_q769_n512_kred2x_l0_d:
+	; layer 1: 2 groups of 128 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 2
+	mov r3, r16
+ntt_fwd_q769_n512_kred2x_l1_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-256)
+	sbci r31, hi8(-256)	; Z = Y + len
+	ldi r16, 128
+	mov r4, r16
+ntt_fwd_q769_n512_kred2x_l1_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q769_n512_kred2x_l1_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q769_n512_kred2x_l1_d
+	rjmp ntt_fwd_q769_n512_kred2x_l1_g
+ntt_fwd_q769_n512_kred2x_l1_d:
+	; layer 2: 4 groups of 64 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 4
+	mov r3, r16
+ntt_fwd_q769_n512_kred2x_l2_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-128)
+	sbci r31, hi8(-128)	; Z = Y + len
+	ldi r16, 64
+	mov r4, r16
+ntt_fwd_q769_n512_kred2x_l2_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q769_n512_kred2x_l2_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q769_n512_kred2x_l2_d
+	rjmp ntt_fwd_q769_n512_kred2x_l2_g
+ntt_fwd_q769_n512_kred2x_l2_d:
+	; layer 3: 8 groups of 32 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 8
+	mov r3, r16
+ntt_fwd_q769_n512_kred2x_l3_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = Y + len
+	ldi r16, 32
+	mov r4, r16
+ntt_fwd_q769_n512_kred2x_l3_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q769_n512_kred2x_l3_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q769_n512_kred2x_l3_d
+	rjmp ntt_fwd_q769_n512_kred2x_l3_g
+ntt_fwd_q769_n512_kred2x_l3_d:
+	; layer 4: 16 groups of 16 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 16
+	mov r3, r16
+ntt_fwd_q769_n512_kred2x_l4_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-32)
+	sbci r31, hi8(-32)	; Z = Y + len
+	ldi r16, 16
+	mov r4, r16
+ntt_fwd_q769_n512_kred2x_l4_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q769_n512_kred2x_l4_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q769_n512_kred2x_l4_d
+	rjmp ntt_fwd_q769_n512_kred2x_l4_g
+ntt_fwd_q769_n512_kred2x_l4_d:
+	; layer 5: 32 groups of 8 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 32
+	mov r3, r16
+ntt_fwd_q769_n512_kred2x_l5_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-16)
+	sbci r31, hi8(-16)	; Z = Y + len
+	ldi r16, 8
+	mov r4, r16
+ntt_fwd_q769_n512_kred2x_l5_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_q769_n512_kred2x_l5_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q769_n512_kred2x_l5_d
+	rjmp ntt_fwd_q769_n512_kred2x_l5_g
+ntt_fwd_q769_n512_kred2x_l5_d:
+	; layer 6: 64 groups of 4 butterflies
+	movw r28, r24		; Y = a
+	ldi r16, 64
+	mov r3, r16
+ntt_fwd_q769_n512_kred2x_l6_g:
+	ld r18, X+
+	ld r19, X+		; z
+	movw r30, r28
+	subi r30, lo8(-8)
+	sbci r31, hi8(-8)	; Z = Y + len
+	ldi r16, 4
+	mov r4, r16
+ntt_fwd_q769_n512_kred2x_l6_b:
+	ld r16, Z
+	ldd r17, Z+1		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	movw r16, r6
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	st Z+, r22
+	st Z+, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_fwd_q769_n512_kred2x_l6_e
+	rjmp ntt_fwd_q769_n512_kred2x_l6_b
+ntt_fwd_q769_n512_kred2x_l6_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_fwd_q769_n512_kred2x_l6_d
+	rjmp ntt_fwd_q769_n512_kred2x_l6_g
+ntt_fwd_q769_n512_kred2x_l6_d:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_fwd_q769_n512_kred2x, .-ntt_fwd_q769_n512_kred2x
+
+	.section .text.ntt_inv_q769_n512_kred2x, "ax", @progbits
+	.global ntt_inv_q769_n512_kred2x
+	.type ntt_inv_q769_n512_kred2x, @function
+ntt_inv_q769_n512_kred2x:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r26, r20		; X = [F, ζ⁻¹F]
+	clr r2			; zero
+	ldi r21, 3		; k
+	ldi r16, 85
+	mov r5, r16		; floor(2^16/q)
+	ld r16, X+
+	mov r6, r16
+	ld r16, X+
+	mov r7, r16
+	ld r16, X+
+	mov r8, r16
+	ld r16, X
+	mov r9, r16
+	push r6
+	push r7
+	push r8
+	push r9		; kept on the stack for the last layer
+	movw r26, r22		; X = zetas_inv
+	; layer 0: 64 groups of 4
+	movw r28, r24		; Y = a
+	subi r26, lo8(-128)
+	sbci r27, hi8(-128)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 64
+	mov r3, r16
+ntt_inv_q769_n512_kred2x_l0_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-8)
+	sbci r31, hi8(-8)	; Z = Y + len
+	ldi r16, 4
+	mov r4, r16
+ntt_inv_q769_n512_kred2x_l0_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q769_n512_kred2x_l0_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q769_n512_kred2x_l0_d
+	rjmp ntt_inv_q769_n512_kred2x_l0_g
+ntt_inv_q769_n512_kred2x_l0_d:
+	; layer 1: 32 groups of 8
+	movw r28, r24		; Y = a
+	subi r26, lo8(192)
+	sbci r27, hi8(192)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 32
+	mov r3, r16
+ntt_inv_q769_n512_kred2x_l1_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-16)
+	sbci r31, hi8(-16)	; Z = Y + len
+	ldi r16, 8
+	mov r4, r16
+ntt_inv_q769_n512_kred2x_l1_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q769_n512_kred2x_l1_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q769_n512_kred2x_l1_d
+	rjmp ntt_inv_q769_n512_kred2x_l1_g
+ntt_inv_q769_n512_kred2x_l1_d:
+	; layer 2: 16 groups of 16
+	movw r28, r24		; Y = a
+	subi r26, lo8(96)
+	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 16
+	mov r3, r16
+ntt_inv_q769_n512_kred2x_l2_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-32)
+	sbci r31, hi8(-32)	; Z = Y + len
+	ldi r16, 16
+	mov r4, r16
+ntt_inv_q769_n512_kred2x_l2_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q769_n512_kred2x_l2_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q769_n512_kred2x_l2_d
+	rjmp ntt_inv_q769_n512_kred2x_l2_g
+ntt_inv_q769_n512_kred2x_l2_d:
+	; layer 3: 8 groups of 32; sums centred
+	movw r28, r24		; Y = a
+	subi r26, lo8(48)
+	sbci r27, hi8(48)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 8
+	mov r3, r16
+ntt_inv_q769_n512_kred2x_l3_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = Y + len
+	ldi r16, 32
+	mov r4, r16
+ntt_inv_q769_n512_kred2x_l3_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	st Z+, r12
+	st Z+, r13
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_inv_q769_n512_kred2x_l3_e
+	rjmp ntt_inv_q769_n512_kred2x_l3_b
+ntt_inv_q769_n512_kred2x_l3_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q769_n512_kred2x_l3_d
+	rjmp ntt_inv_q769_n512_kred2x_l3_g
+ntt_inv_q769_n512_kred2x_l3_d:
+	; layer 4: 4 groups of 64
+	movw r28, r24		; Y = a
+	subi r26, lo8(24)
+	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 4
+	mov r3, r16
+ntt_inv_q769_n512_kred2x_l4_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-128)
+	sbci r31, hi8(-128)	; Z = Y + len
+	ldi r16, 64
+	mov r4, r16
+ntt_inv_q769_n512_kred2x_l4_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q769_n512_kred2x_l4_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q769_n512_kred2x_l4_d
+	rjmp ntt_inv_q769_n512_kred2x_l4_g
+ntt_inv_q769_n512_kred2x_l4_d:
+	; layer 5: 2 groups of 128
+	movw r28, r24		; Y = a
+	subi r26, lo8(12)
+	sbci r27, hi8(12)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 2
+	mov r3, r16
+ntt_inv_q769_n512_kred2x_l5_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-256)
+	sbci r31, hi8(-256)	; Z = Y + len
+	ldi r16, 128
+	mov r4, r16
+ntt_inv_q769_n512_kred2x_l5_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	st Z+, r12
+	st Z+, r13
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_inv_q769_n512_kred2x_l5_b
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q769_n512_kred2x_l5_d
+	rjmp ntt_inv_q769_n512_kred2x_l5_g
+ntt_inv_q769_n512_kred2x_l5_d:
+	; layer 6: 1 groups of 256
+	movw r28, r24		; Y = a
+	subi r26, lo8(6)
+	sbci r27, hi8(6)	; X = &zetas_inv[N/(2len)]
+	ldi r16, 1
+	mov r3, r16
+ntt_inv_q769_n512_kred2x_l6_g:
+	ld r18, X+
+	ld r19, X+		; ζ⁻¹
+	movw r30, r28
+	subi r30, lo8(-512)
+	sbci r31, hi8(-512)	; Z = Y + len
+	ldi r16, 0
+	mov r4, r16
+ntt_inv_q769_n512_kred2x_l6_b:
+	ld r8, Y
+	ldd r9, Y+1		; x
+	ld r6, Z
+	ldd r7, Z+1		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	in r28, 0x3d
+	in r29, 0x3e
+	ldd r18, Y+2
+	ldd r19, Y+1		; ζ⁻¹F
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	st Z+, r22
+	st Z+, r23
+	ldd r18, Y+4
+	ldd r19, Y+3		; F
+	movw r16, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	movw r28, r30
+	subi r28, lo8(514)
+	sbci r29, hi8(514)
+	st Y+, r22
+	st Y+, r23
+	dec r4
+	breq ntt_inv_q769_n512_kred2x_l6_e
+	rjmp ntt_inv_q769_n512_kred2x_l6_b
+ntt_inv_q769_n512_kred2x_l6_e:
+	movw r28, r30		; next group
+	dec r3
+	breq ntt_inv_q769_n512_kred2x_l6_d
+	rjmp ntt_inv_q769_n512_kred2x_l6_g
+ntt_inv_q769_n512_kred2x_l6_d:
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_inv_q769_n512_kred2x, .-ntt_inv_q769_n512_kred2x
+
+	.section .text.ntt_basemul_q769_n512_kred2x, "ax", @progbits
+	.global ntt_basemul_q769_n512_kred2x
+	.type ntt_basemul_q769_n512_kred2x, @function
+ntt_basemul_q769_n512_kred2x:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	mov r4, r14		; acc flag
+	movw r8, r16		; s2 = 2^32 mod q
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	movw r24, r18		; gammas
+	clr r2
+	ldi r21, 3
+	ldi r16, 85
+	mov r5, r16
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_q769_n512_kred2x_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q769_n512_kred2x_blk_neg
+	push r30
+	push r31
+	movw r30, r24
+	ld r6, Z+
+	ld r7, Z+
+	movw r24, r30
+	pop r31
+	pop r30
+	rjmp ntt_basemul_q769_n512_kred2x_blk_go
+ntt_basemul_q769_n512_kred2x_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q769_n512_kred2x_blk_go:
+	; c0
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	; c1
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	; c3
+	ldd r16, Y+0
+	ldd r17, Y+1
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+2
+	ldd r17, Y+3
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+4
+	ldd r17, Y+5
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ld r16, X+
+	ld r17, X+
+	sbrc r4, 0
+	add r12, r16
+	sbrc r4, 0
+	adc r13, r17
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	push r22
+	push r23
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	pop r16
+	st -X, r16
+	adiw r26, 8
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q769_n512_kred2x_blk_end
+	jmp ntt_basemul_q769_n512_kred2x_blk
+ntt_basemul_q769_n512_kred2x_blk_end:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q769_n512_kred2x, .-ntt_basemul_q769_n512_kred2x
+
+	.section .text.ntt_baseinv_q769_n512_kred2x, "ax", @progbits
+	.global ntt_baseinv_q769_n512_kred2x
+	.type ntt_baseinv_q769_n512_kred2x, @function
+ntt_baseinv_q769_n512_kred2x:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, lo8(16)
+	sbci r29, hi8(16)
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28		; frame at Y+1
+	movw r30, r24		; Z = a
+	movw r26, r22		; X = γ table
+	movw r8, r20		; 2^32 mod q
+	clr r2
+	clr r4			; zero-norm count
+	ldi r21, 3
+	ldi r16, 85
+	mov r5, r16
+	ldi r16, 128
+	mov r3, r16
+ntt_baseinv_q769_n512_kred2x_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_baseinv_q769_n512_kred2x_blk_neg
+	ld r6, X+
+	ld r7, X+
+	rjmp ntt_baseinv_q769_n512_kred2x_blk_go
+ntt_baseinv_q769_n512_kred2x_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_baseinv_q769_n512_kred2x_blk_go:
+	ldd r16, Z+0
+	ldd r17, Z+1
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+1, r12
+	std Y+2, r13
+	ldd r16, Z+2
+	ldd r17, Z+3
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+3, r12
+	std Y+4, r13
+	ldd r16, Z+4
+	ldd r17, Z+5
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+5, r12
+	std Y+6, r13
+	ldd r16, Z+6
+	ldd r17, Z+7
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+7, r12
+	std Y+8, r13
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+1
+	ldd r19, Y+2
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldd r18, Y+5
+	ldd r19, Y+6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+11, r12
+	std Y+12, r13
+	movw r16, r6
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+11, r12
+	std Y+12, r13
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+7
+	ldd r19, Y+8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+13, r12
+	std Y+14, r13
+	movw r16, r6
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+13, r12
+	std Y+14, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	movw r16, r18
+	ldd r18, Y+11
+	ldd r19, Y+12
+	add r16, r18
+	adc r17, r19
+	ldd r18, Y+13
+	ldd r19, Y+14
+	sub r16, r18
+	sbc r17, r19
+	sub r16, r18
+	sbc r17, r19
+	std Y+13, r16
+	std Y+14, r17
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+5
+	ldd r19, Y+6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+11, r12
+	std Y+12, r13
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+3
+	ldd r19, Y+4
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+7
+	ldd r17, Y+8
+	ldd r18, Y+7
+	ldd r19, Y+8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+15, r12
+	std Y+16, r13
+	movw r16, r6
+	ldd r18, Y+15
+	ldd r19, Y+16
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+15, r12
+	std Y+16, r13
+	ldd r18, Y+11
+	ldd r19, Y+12
+	movw r16, r18
+	add r16, r18
+	adc r17, r19
+	ldd r18, Y+9
+	ldd r19, Y+10
+	sub r16, r18
+	sbc r17, r19
+	ldd r18, Y+15
+	ldd r19, Y+16
+	sub r16, r18
+	sbc r17, r19
+	std Y+15, r16
+	std Y+16, r17
+	ldd r16, Y+13
+	ldd r17, Y+14
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+15
+	ldd r17, Y+16
+	ldd r18, Y+15
+	ldd r19, Y+16
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+11, r12
+	std Y+12, r13
+	movw r16, r6
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+11, r12
+	std Y+12, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	movw r16, r18
+	ldd r18, Y+11
+	ldd r19, Y+12
+	sub r16, r18
+	sbc r17, r19
+	std Y+11, r16
+	std Y+12, r17
+	ldd r16, Y+11
+	ldd r17, Y+12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	or r22, r23
+	cpi r22, 1
+	adc r4, r2
+	ldd r18, Y+11
+	ldd r19, Y+12
+	movw r16, r18
+	std Y+9, r16
+	std Y+10, r17
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+9
+	ldd r17, Y+10
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+13
+	ldd r17, Y+14
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+13, r12
+	std Y+14, r13
+	ldd r16, Y+15
+	ldd r17, Y+16
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	clr r16
+	clr r17
+	sub r16, r18
+	sbc r17, r19
+	std Y+9, r16
+	std Y+10, r17
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+15, r12
+	std Y+16, r13
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+11, r12
+	std Y+12, r13
+	movw r16, r6
+	ldd r18, Y+11
+	ldd r19, Y+12
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+11, r12
+	std Y+12, r13
+	ldd r18, Y+15
+	ldd r19, Y+16
+	movw r16, r18
+	ldd r18, Y+11
+	ldd r19, Y+12
+	add r16, r18
+	adc r17, r19
+	std Y+11, r16
+	std Y+12, r17
+	ldd r16, Y+1
+	ldd r17, Y+2
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+1, r12
+	std Y+2, r13
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+5, r12
+	std Y+6, r13
+	ldd r18, Y+1
+	ldd r19, Y+2
+	movw r16, r18
+	ldd r18, Y+5
+	ldd r19, Y+6
+	add r16, r18
+	adc r17, r19
+	std Y+5, r16
+	std Y+6, r17
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+1, r12
+	std Y+2, r13
+	ldd r16, Y+7
+	ldd r17, Y+8
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+15, r12
+	std Y+16, r13
+	movw r16, r6
+	ldd r18, Y+15
+	ldd r19, Y+16
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+15, r12
+	std Y+16, r13
+	ldd r18, Y+1
+	ldd r19, Y+2
+	clr r16
+	clr r17
+	sub r16, r18
+	sbc r17, r19
+	ldd r18, Y+15
+	ldd r19, Y+16
+	sub r16, r18
+	sbc r17, r19
+	std Y+15, r16
+	std Y+16, r17
+	ldd r16, Y+3
+	ldd r17, Y+4
+	ldd r18, Y+9
+	ldd r19, Y+10
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+9, r12
+	std Y+10, r13
+	ldd r16, Y+7
+	ldd r17, Y+8
+	ldd r18, Y+13
+	ldd r19, Y+14
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+13, r12
+	std Y+14, r13
+	ldd r18, Y+9
+	ldd r19, Y+10
+	clr r16
+	clr r17
+	sub r16, r18
+	sbc r17, r19
+	ldd r18, Y+13
+	ldd r19, Y+14
+	sub r16, r18
+	sbc r17, r19
+	std Y+13, r16
+	std Y+14, r17
+	ldd r16, Y+11
+	ldd r17, Y+12
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+0, r22
+	std Z+1, r23
+	ldd r16, Y+15
+	ldd r17, Y+16
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+2, r22
+	std Z+3, r23
+	ldd r16, Y+5
+	ldd r17, Y+6
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+4, r22
+	std Z+5, r23
+	ldd r16, Y+13
+	ldd r17, Y+14
+	ldi r18, 1
+	ldi r19, 0
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Z+6, r22
+	std Z+7, r23
+	adiw r30, 8
+	dec r3
+	breq ntt_baseinv_q769_n512_kred2x_blk_end
+	jmp ntt_baseinv_q769_n512_kred2x_blk
+ntt_baseinv_q769_n512_kred2x_blk_end:
+	subi r28, lo8(-16)
+	sbci r29, hi8(-16)
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
+	mov r24, r4
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r25
+	clr r1
+	ret
+	.size ntt_baseinv_q769_n512_kred2x, .-ntt_baseinv_q769_n512_kred2x
 

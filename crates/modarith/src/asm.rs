@@ -1,8 +1,9 @@
 //! AVR assembly backends (`asm-avr/`, assembled by `build.rs` for AVR only,
 //! `cfg(ntt_asm)`). Each routine computes exactly what the portable code
 //! computes for its ring (bit for bit, tested in simavr by
-//! `tests/avr_ntt.rs`), in both Montgomery variants: NTT-friendly and plain
-//! (`_mont` routines); rings of other reductions keep the portable path.
+//! `tests/avr_ntt.rs`), in the paper's three variants: NTT-friendly and plain
+//! Montgomery (`_mont` routines) for every ring, K-RED2X (`_kred2x`) for
+//! q = 769; rings of other reductions keep the portable path.
 //! The twiddles are modarith's own const tables, passed by pointer: they are
 //! generated once, in Rust.
 #![allow(unsafe_code)]
@@ -11,7 +12,7 @@ use core::any::TypeId;
 
 use crate::modulus::{Q3329, Q7681, Q769};
 use crate::ntt::{Ntt, MAX_TWIDDLES};
-use crate::reduce::{Montgomery, NttFriendlyMontgomery, Reduction};
+use crate::reduce::{KRed2x, Montgomery, NttFriendlyMontgomery, Reduction};
 
 type Forward = unsafe extern "C" fn(a: *mut i16, zetas: *const i16);
 type Inverse = unsafe extern "C" fn(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
@@ -44,6 +45,10 @@ extern "C" {
     fn ntt_fwd_q7681_n256_mont(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q7681_n256_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q7681_n256_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_fwd_q769_n512_kred2x(a: *mut i16, zetas: *const i16);
+    fn ntt_inv_q769_n512_kred2x(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+    fn ntt_basemul_q769_n512_kred2x(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_baseinv_q769_n512_kred2x(a: *mut i16, gammas: *const i16, s2: i16) -> u8;
 }
 
 /// The routines of one ring.
@@ -76,6 +81,8 @@ static Q3329_N256: Tables = tables::<NttFriendlyMontgomery<Q3329>, 256, 7>();
 static Q769_N512: Tables = tables::<NttFriendlyMontgomery<Q769>, 512, 7>();
 static Q3329_N512: Tables = tables::<NttFriendlyMontgomery<Q3329>, 512, 7>();
 static Q7681_N256: Tables = tables::<NttFriendlyMontgomery<Q7681>, 256, 8>();
+/// K-RED2X scales by k⁻² = 9⁻¹ mod 769: its own table.
+static Q769_N512_KRED2X: Tables = tables::<KRed2x<Q769>, 512, 7>();
 
 // Both Montgomery variants scale by 2^16 mod q, so they share one table per ring.
 const fn same_tables(a: &Tables, b: &Tables) -> bool {
@@ -105,25 +112,37 @@ const _: () = assert!(same_tables(
     &tables::<NttFriendlyMontgomery<Q7681>, 256, 8>()
 ));
 
-/// The modulus of `R` if it is one of the two Montgomery variants with
-/// assembly (and whether it is the plain one). Plain comparisons, no loop:
-/// they fold to a constant even at opt-level "s", so an image links only
-/// the routines it uses.
+/// The arithmetic of a family of routines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// NTT-friendly Montgomery (no suffix).
+    Friendly,
+    /// Plain Montgomery (`_mont`).
+    Plain,
+    /// K-RED2X (`_kred2x`, q = 769 only).
+    KRed2x,
+}
+
+/// The modulus of `R` and its variant if it is one with assembly. Plain
+/// comparisons, no loop: they fold to a constant even at opt-level "s", so
+/// an image links only the routines it uses.
 #[inline(always)]
-fn montgomery_modulus<R: Reduction>() -> Option<(u16, bool)> {
+fn asm_variant<R: Reduction>() -> Option<(u16, Variant)> {
     let r = TypeId::of::<R>();
     if r == TypeId::of::<NttFriendlyMontgomery<Q3329>>() {
-        Some((3329, false))
+        Some((3329, Variant::Friendly))
     } else if r == TypeId::of::<Montgomery<Q3329>>() {
-        Some((3329, true))
+        Some((3329, Variant::Plain))
     } else if r == TypeId::of::<NttFriendlyMontgomery<Q769>>() {
-        Some((769, false))
+        Some((769, Variant::Friendly))
     } else if r == TypeId::of::<Montgomery<Q769>>() {
-        Some((769, true))
+        Some((769, Variant::Plain))
+    } else if r == TypeId::of::<KRed2x<Q769>>() {
+        Some((769, Variant::KRed2x))
     } else if r == TypeId::of::<NttFriendlyMontgomery<Q7681>>() {
-        Some((7681, false))
+        Some((7681, Variant::Friendly))
     } else if r == TypeId::of::<Montgomery<Q7681>>() {
-        Some((7681, true))
+        Some((7681, Variant::Plain))
     } else {
         None
     }
@@ -133,46 +152,53 @@ fn montgomery_modulus<R: Reduction>() -> Option<(u16, bool)> {
 /// constants after monomorphization.
 #[inline(always)]
 fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<Routines> {
-    let (q, plain) = montgomery_modulus::<R>()?;
-    let (f, i, b, tables): (Forward, Inverse, BaseMul, &'static Tables) = match (q, N, LAYERS, plain) {
-        (3329, 256, 7, false) => (
+    use Variant::{Friendly, KRed2x, Plain};
+    let (q, variant) = asm_variant::<R>()?;
+    let (f, i, b, tables): (Forward, Inverse, BaseMul, &'static Tables) = match (q, N, LAYERS, variant) {
+        (3329, 256, 7, Friendly) => (
             ntt_fwd_q3329_n256,
             ntt_inv_q3329_n256,
             ntt_basemul_q3329_n256,
             &Q3329_N256,
         ),
-        (3329, 256, 7, true) => (
+        (3329, 256, 7, Plain) => (
             ntt_fwd_q3329_n256_mont,
             ntt_inv_q3329_n256_mont,
             ntt_basemul_q3329_n256_mont,
             &Q3329_N256,
         ),
-        (769, 512, 7, false) => (ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, &Q769_N512),
-        (769, 512, 7, true) => (
+        (769, 512, 7, Friendly) => (ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, &Q769_N512),
+        (769, 512, 7, Plain) => (
             ntt_fwd_q769_n512_mont,
             ntt_inv_q769_n512_mont,
             ntt_basemul_q769_n512_mont,
             &Q769_N512,
         ),
-        (3329, 512, 7, false) => (
+        (769, 512, 7, KRed2x) => (
+            ntt_fwd_q769_n512_kred2x,
+            ntt_inv_q769_n512_kred2x,
+            ntt_basemul_q769_n512_kred2x,
+            &Q769_N512_KRED2X,
+        ),
+        (3329, 512, 7, Friendly) => (
             ntt_fwd_q3329_n512,
             ntt_inv_q3329_n512,
             ntt_basemul_q3329_n512,
             &Q3329_N512,
         ),
-        (3329, 512, 7, true) => (
+        (3329, 512, 7, Plain) => (
             ntt_fwd_q3329_n512_mont,
             ntt_inv_q3329_n512_mont,
             ntt_basemul_q3329_n512_mont,
             &Q3329_N512,
         ),
-        (7681, 256, 8, false) => (
+        (7681, 256, 8, Friendly) => (
             ntt_fwd_q7681_n256,
             ntt_inv_q7681_n256,
             ntt_basemul_q7681_n256,
             &Q7681_N256,
         ),
-        (7681, 256, 8, true) => (
+        (7681, 256, 8, Plain) => (
             ntt_fwd_q7681_n256_mont,
             ntt_inv_q7681_n256_mont,
             ntt_basemul_q7681_n256_mont,
@@ -240,21 +266,20 @@ pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     true
 }
 
-/// Base inversion in assembly (q = 769, n = 512, either Montgomery variant);
+/// Base inversion in assembly (q = 769, n = 512, any of the three variants);
 /// `None` for other rings. Returns the number of non-invertible blocks.
 #[inline]
 pub(crate) fn base_inv<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> Option<u8> {
-    let (769, plain) = montgomery_modulus::<R>()? else {
+    let (769, variant) = asm_variant::<R>()? else {
         return None;
     };
     if LAYERS != 7 || N != 512 {
         return None;
     }
-    let t = &Q769_N512;
-    let routine = if plain {
-        ntt_baseinv_q769_n512_mont
-    } else {
-        ntt_baseinv_q769_n512
+    let (routine, t): (unsafe extern "C" fn(*mut i16, *const i16, i16) -> u8, &Tables) = match variant {
+        Variant::Friendly => (ntt_baseinv_q769_n512, &Q769_N512),
+        Variant::Plain => (ntt_baseinv_q769_n512_mont, &Q769_N512),
+        Variant::KRed2x => (ntt_baseinv_q769_n512_kred2x, &Q769_N512_KRED2X),
     };
     // SAFETY: inverts the 128 blocks of 4 coefficients of `a` in place,
     // reading 64 γ values; avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).

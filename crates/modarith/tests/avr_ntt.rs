@@ -1,14 +1,14 @@
 //! The AVR assembly NTTs (`asm-avr/ntt_forward.S`) against the portable
-//! `Ntt` of the same reduction, in simavr: both Montgomery variants (the
-//! NTT-friendly routines against `NttFriendlyMontgomery`, the plain `_mont`
-//! ones against `Montgomery`), random inputs and the extremes of the input
+//! `Ntt` of the same reduction, in simavr: every variant (the NTT-friendly
+//! routines against `NttFriendlyMontgomery`, the plain `_mont` ones against
+//! `Montgomery`, the `_kred2x` ones of q = 769 against `KRed2x`), random inputs and the extremes of the input
 //! range, bit-for-bit equal outputs, and a data-independent cycle count.
 //! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
 
 use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
-use modarith::{Modulus, Montgomery, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q7681, Q769};
+use modarith::{KRed2x, Modulus, Montgomery, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q7681, Q769};
 
 mod common;
 use common::Rng;
@@ -244,7 +244,9 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
     type P3329 = Montgomery<Q3329>;
     type P769 = Montgomery<Q769>;
     type P7681 = Montgomery<Q7681>;
+    type K769 = KRed2x<Q769>;
     const PLAIN: u8 = 0x10;
+    const KRED2X: u8 = 0x20;
     for (id, cycles) in [
         (0u8, run_ring::<F3329, 256, 7>(&mut sim, 0, 1)),
         (1, run_ring::<F769, 512, 7>(&mut sim, 1, 2)),
@@ -272,6 +274,10 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
         (PLAIN | 10, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 10, 31)),
         (PLAIN | 11, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 11, 32)),
         (PLAIN | 12, run_base_mul::<P7681, 256, 8>(&mut sim, PLAIN | 12, 33)),
+        (KRED2X | 1, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 1, 42)),
+        (KRED2X | 4, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 4, 45)),
+        (KRED2X | 7, run_base_mul::<K769, 512, 7>(&mut sim, KRED2X | 7, 48)),
+        (KRED2X | 9, run_base_inv::<K769>(&mut sim, KRED2X | 9)),
     ] {
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
         const NAMES: [&str; 13] = [
@@ -289,10 +295,10 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
             "inverse q7681 n256",
             "base_mul (+acc) q7681 n256",
         ];
-        let variant = if id & PLAIN != 0 {
-            "plain Montgomery"
-        } else {
-            "NTT-friendly Montgomery"
+        let variant = match id & 0x30 {
+            PLAIN => "plain Montgomery",
+            KRED2X => "K-RED2X",
+            _ => "NTT-friendly Montgomery",
         };
         println!(
             "{}, {variant}: {min} cycles (max {max}) over {} calls",

@@ -6,7 +6,8 @@
  * Id 9 base inversion (q = 769): γ table, 2^32 mod q, a; reply a⁻¹ and the
  * number of non-invertible blocks. Ids 10-12: forward, inverse and base
  * multiplication of Saber's q = 7681 ring (8 layers).
- * Id | 0x10: the same routine in plain Montgomery arithmetic (_mont).
+ * Id | 0x10: the same routine in plain Montgomery arithmetic (_mont);
+ * id | 0x20: in K-RED2X arithmetic (_kred2x, q = 769 only: ids 1, 4, 7, 9).
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
 #include "../../../../asm-avr/test/uart.h"
 
@@ -27,6 +28,10 @@
 	extern void ntt_basemul_q3329_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 DECLARE()
 DECLARE(_mont)
+extern void ntt_fwd_q769_n512_kred2x(int16_t *a, const int16_t *zetas);
+extern void ntt_inv_q769_n512_kred2x(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
+extern void ntt_basemul_q769_n512_kred2x(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern uint8_t ntt_baseinv_q769_n512_kred2x(int16_t *a, const int16_t *g, int16_t s2);
 
 /* One dispatch for both Montgomery variants: V is empty or _mont. */
 #define DISPATCH(V) \
@@ -65,9 +70,9 @@ int main(void)
 	uart_init();
 	for (;;) {
 		uint8_t id = get();
-		uint8_t plain = id & 0x10;
+		uint8_t variant = id & 0x30;
 		id &= 0x0F;
-		if (id > 12)
+		if (id > 12 || variant == 0x30 || (variant == 0x20 && id != 1 && id != 4 && id != 7 && id != 9))
 			break;
 		uint16_t n = id >= 10 || (id % 3 == 0 && id != 9) ? 256 : 512;
 		uint8_t is_base_mul = (id >= 6 && id <= 8) || id == 12;
@@ -87,12 +92,19 @@ int main(void)
 		int16_t *dst = acc & 2 ? poly : poly_out;
 		uint8_t add = acc & 1;
 		__asm__ volatile("" : "+r"(dst), "+r"(add) : : "memory");
-		uint8_t marker = 1 + id + (plain ? 13 : 0);
+		uint8_t marker = 1 + id + (variant >> 4) * 13;
 		GPIOR0 = marker;
-		if (!plain) {
+		if (variant == 0) {
 			DISPATCH()
-		} else {
+		} else if (variant == 0x10) {
 			DISPATCH(_mont)
+		} else {
+			switch (id) {
+			case 1: ntt_fwd_q769_n512_kred2x(poly, zetas); break;
+			case 4: ntt_inv_q769_n512_kred2x(poly, zetas, last); break;
+			case 7: ntt_basemul_q769_n512_kred2x(poly, poly_b, dst, zetas, last[0], add); break;
+			default: zero_norms = ntt_baseinv_q769_n512_kred2x(poly, zetas, last[0]); break;
+			}
 		}
 		GPIOR0 = marker | 0x80;
 		if (is_base_mul && !(acc & 2))
