@@ -1,35 +1,40 @@
 #!/usr/bin/env python3
-"""Generates fe25519_mul.S, multiplication, squaring, addition and
-subtraction modulo 2^255 - 19 for AVR:
+"""Generates fe25519_mul.S, multiplication, squaring, the product with a
+small constant, addition and subtraction modulo 2^255 - 19 for AVR:
 
     void fe25519_mul_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
     void fe25519_sqr_avr(uint8_t r[32], const uint8_t a[32]);
     void fe25519_add_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
     void fe25519_sub_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
+    void fe25519_mul_small_avr(uint8_t r[32], const uint8_t a[32], uint32_t c);
 
 Operands are little-endian integers below 2^256 (field elements, not
 necessarily fully reduced); r receives a value below 2^256 congruent to the
 product. r must not overlap a or b (a and b may be the same).
 
-Product scanning: one column of the 512-bit product a turn, summed in a
-24-bit accumulator in registers (each byte product `mul` + add/adc/adc). The
-low 32 columns are stored as they come; each high column byte h_k is folded
-at once with 2^256 = 38 (mod p): r[k-32] += 38*h_k with a running carry
-byte (at most 255 + 38*255 + 39 < 40*256), so no 64-byte product is ever
-stored. The last carry c adds 38c over all of r, and the carry of that
-(the value is then below 38*40) adds 38 more to r[0..2]. Squaring sums each
-column's off-diagonal products a[i]*a[j] (i < j) in a second accumulator,
-doubles it, and adds the diagonal square: 528 byte products instead of 1024.
+Multiplication by operand caching: four rows, each holding 8 bytes of a in
+registers (r3..r10) while a window of 8 bytes of b (r11..r18, b[j] in
+register j mod 8) slides along b one load per column; each byte product is
+`mul` + add/adc/adc into a 24-bit accumulator renamed per column (r19..r21).
+Row i adds its 39 columns into t[8i..] of the 512-bit product t, a 64-byte
+stack frame (the bytes earlier rows wrote are loaded and added; the row's
+carry byte lands in fresh t[8i+39]). Squaring runs the same rows over the
+off-diagonal products a_i a_j (i < j; row I pairs a[8I+u] with a[8I+j'],
+u < j'), then t = 2t + sum a_i^2 2^(16i): 496 + 32 byte products instead of
+1024. Both then fold r = t_lo + 38 t_hi with a running carry c and add 38c
+over all of r, and the carry of that (r is then below 38*40) adds 38 more to
+r[0..2], exactly as the portable `fold_wide` does. The small-constant
+product (c < 2^24) keeps a 32-bit running sum, three byte products a byte;
+its 38·carry is below 2^30, so its second fold pass covers r[0..4].
 Addition folds its carry c as 38c (twice: a second carry leaves r < 38);
 subtraction takes 38 per borrow off (twice: a second borrow leaves r above
 2^256 - 38, so byte 0 alone pays) - exactly the portable `Fe::add`/`Fe::sub`.
 Straight-line code, no data-dependent branch or address: constant time.
 Used by `crates/x25519-avr`, tested against its portable field in simavr.
 
-Registers: Y = a, Z = b (read with displacement), X = r; accumulator
-r18..r20 (renamed per column, never moved), r21 = 0, operand bytes r22,
-r23, r24:r25 = r (kept for the fold), r16 = 38, r17 = fold carry; the
-squaring's column accumulator is r14, r15, r30 (Z is free with one operand).
+Registers: the zero register is r2 in multiplication and squaring (r21 in
+addition and subtraction); r is pushed below the frame and read back for the
+fold; X walks t, Y walks a, Z walks b.
 """
 
 o = []

@@ -801,8 +801,8 @@ fn kem_summary(records: &[Record]) -> String {
              NTT-friendly Montgomery (q = k·2^8 + 1, so the products by q⁻¹ and q are products by\n\
              the small k: two byte products per reduction) in both rings, assembly; `montgomery` is\n\
              plain Montgomery (general 16-bit q⁻¹ and q: seven byte products), assembly;\n\
-             `kred2x` is K-RED2X for 769 in portable Rust (no assembly yet) with NTT-friendly\n\
-             Montgomery assembly for 3329. `default` (Kyber, LightSaber) is NTT-friendly Montgomery\n\
+             `kred2x` is K-RED2X for 769 (k²·C0 − k·C1 + C2, two byte products, no 2^16 scaling),\n\
+             assembly, with NTT-friendly Montgomery assembly for 3329. `default` (Kyber, LightSaber) is NTT-friendly Montgomery\n\
              assembly. Twiddle tables are in SRAM (`.data`) on the 1284p, in flash on the 4808.\n\n\
              | MCU | scheme | variant | keygen k | encaps k | decaps k | stack K/E/D | code B | published row | pub. k K/E/D | pub. stack K/E/D | pub. code | ratio K/E/D |\n\
              |---|---|---|---:|---:|---:|---|---:|---|---|---|---:|---|\n",
