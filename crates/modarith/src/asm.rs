@@ -148,69 +148,52 @@ fn asm_variant<R: Reduction>() -> Option<(u16, Variant)> {
     }
 }
 
+macro_rules! routines {
+    ($($name:ident = $forward:ident, $inverse:ident, $base_mul:ident, $tables:ident;)*) => {
+        $(
+            static $name: Routines = Routines {
+                forward: $forward,
+                inverse: $inverse,
+                base_mul: $base_mul,
+                tables: &$tables,
+            };
+        )*
+    };
+}
+
+routines! {
+    Q3329_N256_FRIENDLY_ASM = ntt_fwd_q3329_n256, ntt_inv_q3329_n256, ntt_basemul_q3329_n256, Q3329_N256;
+    Q3329_N256_PLAIN_ASM = ntt_fwd_q3329_n256_mont, ntt_inv_q3329_n256_mont, ntt_basemul_q3329_n256_mont, Q3329_N256;
+    Q769_N512_FRIENDLY_ASM = ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, Q769_N512;
+    Q769_N512_PLAIN_ASM = ntt_fwd_q769_n512_mont, ntt_inv_q769_n512_mont, ntt_basemul_q769_n512_mont, Q769_N512;
+    Q769_N512_KRED2X_ASM = ntt_fwd_q769_n512_kred2x, ntt_inv_q769_n512_kred2x, ntt_basemul_q769_n512_kred2x,
+        Q769_N512_KRED2X;
+    Q3329_N512_FRIENDLY_ASM = ntt_fwd_q3329_n512, ntt_inv_q3329_n512, ntt_basemul_q3329_n512, Q3329_N512;
+    Q3329_N512_PLAIN_ASM = ntt_fwd_q3329_n512_mont, ntt_inv_q3329_n512_mont, ntt_basemul_q3329_n512_mont, Q3329_N512;
+    Q7681_N256_FRIENDLY_ASM = ntt_fwd_q7681_n256, ntt_inv_q7681_n256, ntt_basemul_q7681_n256, Q7681_N256;
+    Q7681_N256_PLAIN_ASM = ntt_fwd_q7681_n256_mont, ntt_inv_q7681_n256_mont, ntt_basemul_q7681_n256_mont, Q7681_N256;
+}
+
 /// The routines and tables of this ring, if it has them. The checks fold to
-/// constants after monomorphization.
+/// constants after monomorphization. A reference to a static, not an
+/// `Option` of function pointers: on AVR a function address may be 0, so
+/// LLVM cannot fold a null test of one, and the portable fallback (with its
+/// tables, in SRAM on the 1284p) would stay in every image.
 #[inline(always)]
-fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<Routines> {
+fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<&'static Routines> {
     use Variant::{Friendly, KRed2x, Plain};
     let (q, variant) = asm_variant::<R>()?;
-    let (f, i, b, tables): (Forward, Inverse, BaseMul, &'static Tables) = match (q, N, LAYERS, variant) {
-        (3329, 256, 7, Friendly) => (
-            ntt_fwd_q3329_n256,
-            ntt_inv_q3329_n256,
-            ntt_basemul_q3329_n256,
-            &Q3329_N256,
-        ),
-        (3329, 256, 7, Plain) => (
-            ntt_fwd_q3329_n256_mont,
-            ntt_inv_q3329_n256_mont,
-            ntt_basemul_q3329_n256_mont,
-            &Q3329_N256,
-        ),
-        (769, 512, 7, Friendly) => (ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, &Q769_N512),
-        (769, 512, 7, Plain) => (
-            ntt_fwd_q769_n512_mont,
-            ntt_inv_q769_n512_mont,
-            ntt_basemul_q769_n512_mont,
-            &Q769_N512,
-        ),
-        (769, 512, 7, KRed2x) => (
-            ntt_fwd_q769_n512_kred2x,
-            ntt_inv_q769_n512_kred2x,
-            ntt_basemul_q769_n512_kred2x,
-            &Q769_N512_KRED2X,
-        ),
-        (3329, 512, 7, Friendly) => (
-            ntt_fwd_q3329_n512,
-            ntt_inv_q3329_n512,
-            ntt_basemul_q3329_n512,
-            &Q3329_N512,
-        ),
-        (3329, 512, 7, Plain) => (
-            ntt_fwd_q3329_n512_mont,
-            ntt_inv_q3329_n512_mont,
-            ntt_basemul_q3329_n512_mont,
-            &Q3329_N512,
-        ),
-        (7681, 256, 8, Friendly) => (
-            ntt_fwd_q7681_n256,
-            ntt_inv_q7681_n256,
-            ntt_basemul_q7681_n256,
-            &Q7681_N256,
-        ),
-        (7681, 256, 8, Plain) => (
-            ntt_fwd_q7681_n256_mont,
-            ntt_inv_q7681_n256_mont,
-            ntt_basemul_q7681_n256_mont,
-            &Q7681_N256,
-        ),
+    Some(match (q, N, LAYERS, variant) {
+        (3329, 256, 7, Friendly) => &Q3329_N256_FRIENDLY_ASM,
+        (3329, 256, 7, Plain) => &Q3329_N256_PLAIN_ASM,
+        (769, 512, 7, Friendly) => &Q769_N512_FRIENDLY_ASM,
+        (769, 512, 7, Plain) => &Q769_N512_PLAIN_ASM,
+        (769, 512, 7, KRed2x) => &Q769_N512_KRED2X_ASM,
+        (3329, 512, 7, Friendly) => &Q3329_N512_FRIENDLY_ASM,
+        (3329, 512, 7, Plain) => &Q3329_N512_PLAIN_ASM,
+        (7681, 256, 8, Friendly) => &Q7681_N256_FRIENDLY_ASM,
+        (7681, 256, 8, Plain) => &Q7681_N256_PLAIN_ASM,
         _ => return None,
-    };
-    Some(Routines {
-        forward: f,
-        inverse: i,
-        base_mul: b,
-        tables,
     })
 }
 
