@@ -459,7 +459,9 @@ mod device {
         use firmware::mqtt::{
             Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
         };
-        use kem_mqtt::{AwaitBrokerHello, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
+        use kem_mqtt::{
+            AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite,
+        };
         use rand_core::{CryptoRng, RngCore};
 
         #[cfg(feature = "mqtt-ctru-light-ascon")]
@@ -494,8 +496,13 @@ mod device {
         static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
         /// ClientHello out, then BrokerHello in.
         static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
+        /// The ephemeral KEM secret key between the two steps (a static, so
+        /// the state below stays small and moves cheaply).
+        static mut EPHEMERAL: EphemeralKey = EphemeralKey::new();
         /// The sensor between its two steps.
-        static mut STATE: Option<AwaitBrokerHello<'static>> = None;
+        static mut STATE: Option<Sensor> = None;
+
+        type Sensor = AwaitBrokerHello<'static, &'static mut EphemeralKey>;
 
         /// An RNG replaying the host's bytes in order; running out is an error.
         struct Tape {
@@ -554,19 +561,16 @@ mod device {
             creds: SensorCredentials<'static>,
             rng: &mut Tape,
             out: &mut [u8; FLIGHT],
-            slot: &mut Option<AwaitBrokerHello<'static>>,
+            ephemeral: &'static mut EphemeralKey,
+            slot: &mut Option<Sensor>,
         ) -> Result<usize, Error> {
-            let (state, n) = SensorHandshake::start(suite, creds, rng, out)?;
+            let (state, n) = SensorHandshake::start_in(suite, creds, rng, out, ephemeral)?;
             *slot = Some(state);
             Ok(n)
         }
 
         #[inline(never)]
-        fn k_finish(
-            slot: &mut Option<AwaitBrokerHello<'static>>,
-            msg: &[u8],
-            cf: &mut [u8; CF_LEN],
-        ) -> Result<Session, Error> {
+        fn k_finish(slot: &mut Option<Sensor>, msg: &[u8], cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
             match slot.take() {
                 Some(state) => state.receive_broker_hello(msg, cf).map(|(s, _)| s),
                 None => Err(Error::UnexpectedMessage { expected: 0, got: 0 }),
@@ -597,6 +601,8 @@ mod device {
             // borrows the key statics, is dropped before they are rewritten.
             let slot = unsafe { &mut *addr_of_mut!(STATE) };
             *slot = None;
+            // SAFETY: the state that borrowed it is gone (above).
+            let ephemeral = unsafe { &mut *addr_of_mut!(EPHEMERAL) };
             // SAFETY: distinct statics, nothing else borrows them now.
             let (id, sk, x_sk, pk, x_pk, tape, flight) = unsafe {
                 (
@@ -644,6 +650,7 @@ mod device {
                         black_box(creds),
                         black_box(&mut rng),
                         black_box(&mut *flight),
+                        ephemeral,
                         black_box(&mut *slot),
                     )
                 }),

@@ -1,5 +1,7 @@
 //! The three-flight handshake as type-state machines (each step consumes its state).
 
+use core::borrow::BorrowMut;
+
 use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
 #[cfg(feature = "x25519")]
@@ -190,6 +192,36 @@ fn check_len(msg: &[u8], expected: usize) -> Result<(), Error> {
 /// Sensor side, first step: builds the ClientHello.
 pub struct SensorHandshake;
 
+/// Storage for the sensor's ephemeral KEM secret key from
+/// [`SensorHandshake::start`] to [`AwaitBrokerHello::receive_broker_hello`]
+/// (sized for the largest enabled KEM), zeroized on drop.
+///
+/// [`SensorHandshake::start`] keeps one inside the state it returns;
+/// [`SensorHandshake::start_in`] borrows the caller's, so the state that
+/// waits for the BrokerHello stays small (on a microcontroller: a static
+/// buffer, and no kilobyte-sized value moved across the stack).
+#[repr(transparent)]
+pub struct EphemeralKey([u8; ENABLED_MAX_SK_LEN]);
+
+impl EphemeralKey {
+    /// Zeroed storage.
+    pub const fn new() -> Self {
+        EphemeralKey([0; ENABLED_MAX_SK_LEN])
+    }
+}
+
+impl Default for EphemeralKey {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for EphemeralKey {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+
 impl SensorHandshake {
     /// Writes the ClientHello for `suite` into `out` and returns the state
     /// awaiting the BrokerHello together with the ClientHello's length.
@@ -202,6 +234,28 @@ impl SensorHandshake {
         rng: &mut (impl RngCore + CryptoRng),
         out: &mut [u8],
     ) -> Result<(AwaitBrokerHello<'a>, usize), Error> {
+        Self::start_with(suite, creds, rng, out, EphemeralKey::new())
+    }
+
+    /// [`Self::start`] with the ephemeral secret key kept in `ephemeral`
+    /// (wiped when the returned state is consumed or dropped).
+    pub fn start_in<'a>(
+        suite: Suite,
+        creds: SensorCredentials<'a>,
+        rng: &mut (impl RngCore + CryptoRng),
+        out: &mut [u8],
+        ephemeral: &'a mut EphemeralKey,
+    ) -> Result<(AwaitBrokerHello<'a, &'a mut EphemeralKey>, usize), Error> {
+        Self::start_with(suite, creds, rng, out, ephemeral)
+    }
+
+    fn start_with<'a, K: BorrowMut<EphemeralKey>>(
+        suite: Suite,
+        creds: SensorCredentials<'a>,
+        rng: &mut (impl RngCore + CryptoRng),
+        out: &mut [u8],
+        sk_e: K,
+    ) -> Result<(AwaitBrokerHello<'a, K>, usize), Error> {
         if !suite.enabled() {
             return Err(Error::SuiteNotSupported(suite.id()));
         }
@@ -224,7 +278,7 @@ impl SensorHandshake {
         let mut state = AwaitBrokerHello {
             suite,
             creds,
-            sk_e: [0; ENABLED_MAX_SK_LEN],
+            sk_e,
             x_e: [0; 32],
             es: Secret32([0; 32]),
             transcript: Xof::transcript(f),
@@ -236,7 +290,12 @@ impl SensorHandshake {
         let (nonce, rest) = rest.split_at_mut(NONCE_LEN);
         fill(rng, nonce)?;
         let (pk_e, rest) = rest.split_at_mut(kem.pk_len());
-        let sk_e = state.sk_e.get_mut(..kem.sk_len()).ok_or(Error::InvalidKey)?;
+        let sk_e = state
+            .sk_e
+            .borrow_mut()
+            .0
+            .get_mut(..kem.sk_len())
+            .ok_or(Error::InvalidKey)?;
         kem::keygen(kem, rng, pk_e, sk_e).map_err(|_| Error::Rng)?;
         let (ct_s, share) = rest.split_at_mut(kem.ct_len());
         let ss_s = kem::encapsulate(kem, creds.broker_kem_pk, rng, ct_s).map_err(|e| match e {
@@ -260,24 +319,26 @@ impl SensorHandshake {
     }
 }
 
-/// Sensor state after the ClientHello: holds the ephemeral secrets.
-pub struct AwaitBrokerHello<'a> {
+/// Sensor state after the ClientHello: holds the ephemeral secrets (the KEM
+/// key in `K`: its own [`EphemeralKey`], or the caller's via
+/// [`SensorHandshake::start_in`]).
+pub struct AwaitBrokerHello<'a, K: BorrowMut<EphemeralKey> = EphemeralKey> {
     suite: Suite,
     creds: SensorCredentials<'a>,
-    sk_e: [u8; ENABLED_MAX_SK_LEN],
+    sk_e: K,
     x_e: [u8; 32],
     es: Secret32,
     transcript: Xof,
 }
 
-impl Drop for AwaitBrokerHello<'_> {
+impl<K: BorrowMut<EphemeralKey>> Drop for AwaitBrokerHello<'_, K> {
     fn drop(&mut self) {
-        self.sk_e.zeroize();
+        self.sk_e.borrow_mut().0.zeroize();
         self.x_e.zeroize();
     }
 }
 
-impl AwaitBrokerHello<'_> {
+impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// The suite offered.
     pub fn suite(&self) -> Suite {
         self.suite
@@ -316,7 +377,7 @@ impl AwaitBrokerHello<'_> {
         let (ct_e, rest) = rest.split_at(kem.ct_len());
         let (ct_c, share) = rest.split_at(kem.ct_len());
 
-        let sk_e = self.sk_e.get(..kem.sk_len()).unwrap_or(&[]);
+        let sk_e = self.sk_e.borrow().0.get(..kem.sk_len()).unwrap_or(&[]);
         let ss_e = kem::decapsulate(kem, sk_e, ct_e).map_err(|_| Error::InvalidKey)?;
         let dh_ee = if suite.is_hybrid() {
             Some(x25519_shared(&self.x_e, &array32(share))?)

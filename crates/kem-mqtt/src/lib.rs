@@ -139,7 +139,7 @@ pub mod testing;
 #[cfg(feature = "x25519")]
 pub use handshake::static_x25519_secret;
 pub use handshake::{
-    valid_client_id, AwaitBrokerHello, AwaitClientFinished, BrokerHandshake, BrokerKeys, ClientEntry,
+    valid_client_id, AwaitBrokerHello, AwaitClientFinished, BrokerHandshake, BrokerKeys, ClientEntry, EphemeralKey,
     SensorCredentials, SensorHandshake, NONCE_LEN, X25519_LEN,
 };
 pub use kem::{check_public_key, generate_keypair, public_key_of};

@@ -247,6 +247,66 @@ fn sensor_finish_error(
 /// A cached static-static secret gives the very same handshake (the same
 /// ClientHello from the same RNG, and keys the broker accepts); a wrong
 /// cached value fails at the broker's Finished like a wrong key.
+/// `start_in` (the caller's ephemeral-key storage) is the same handshake as
+/// `start`, byte for byte, and the storage is wiped once the state is
+/// consumed, successfully or not.
+#[test]
+fn caller_owned_ephemeral_key_is_the_same_handshake_and_is_wiped() {
+    for (i, suite) in Suite::ALL.into_iter().enumerate() {
+        let (broker, sensor, _) = setup(suite, 400 + i as u64);
+        let mut hello = [[0u8; MAX_CLIENT_HELLO_LEN]; 2];
+        let (owned, n0) =
+            SensorHandshake::start(suite, sensor.credentials(&broker), &mut rng(41), &mut hello[0]).unwrap();
+        let mut storage = EphemeralKey::new();
+        let (borrowed, n1) = SensorHandshake::start_in(
+            suite,
+            sensor.credentials(&broker),
+            &mut rng(41),
+            &mut hello[1],
+            &mut storage,
+        )
+        .unwrap();
+        assert_eq!(hello[0][..n0], hello[1][..n1], "{}", suite.name());
+        let mut bh = [0u8; MAX_BROKER_HELLO_LEN];
+        let (b, n) = BrokerHandshake::accept(&broker, &hello[1][..n1], &mut rng(42), &mut bh).unwrap();
+        let (mut cf0, mut cf1) = ([0u8; 64], [0u8; 64]);
+        let (_, m0) = owned.receive_broker_hello(&bh[..n], &mut cf0).unwrap();
+        let (mut s, m1) = borrowed.receive_broker_hello(&bh[..n], &mut cf1).unwrap();
+        assert_eq!(cf0[..m0], cf1[..m1]);
+        let mut bs = b.receive_client_finished(&cf1[..m1]).unwrap();
+        exchange(&mut s, &mut bs, b"sensors/t1/data", b"in place");
+        assert!(storage_is_zero(&storage), "{}: ephemeral key left behind", suite.name());
+
+        // A failed handshake wipes it too.
+        let (state, _) = SensorHandshake::start_in(
+            suite,
+            sensor.credentials(&broker),
+            &mut rng(43),
+            &mut hello[1],
+            &mut storage,
+        )
+        .unwrap();
+        assert!(state.receive_broker_hello(&bh[..n - 1], &mut cf1).is_err());
+        assert!(
+            storage_is_zero(&storage),
+            "{}: ephemeral key left after an error",
+            suite.name()
+        );
+    }
+}
+
+fn storage_is_zero(k: &EphemeralKey) -> bool {
+    // SAFETY: `EphemeralKey` is a `repr(transparent)` byte array: every byte
+    // of it is initialised, and the slice lives as long as the borrow.
+    let bytes = unsafe {
+        core::slice::from_raw_parts(
+            (k as *const EphemeralKey).cast::<u8>(),
+            core::mem::size_of::<EphemeralKey>(),
+        )
+    };
+    bytes.iter().all(|&b| b == 0)
+}
+
 #[test]
 fn cached_static_x25519_secret_is_the_same_handshake() {
     for (i, suite) in Suite::ALL.into_iter().filter(|s| s.is_hybrid()).enumerate() {
