@@ -36,7 +36,7 @@ pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke:
     Ring769::<A>::base_mul_assign(&mut g, &f);
     Ring769::<A>::inverse(&mut g);
     for x in g.iter_mut() {
-        *x = Q769::to_unsigned(*x) as i16;
+        *x = Q769::to_unsigned_small(*x) as i16; // centred by the inverse NTT
     }
     pack10(&g, pk);
     f.zeroize();
@@ -80,7 +80,7 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
     let mut sigma = [0i16; N];
     unpack10(pk, &mut sigma);
     for x in sigma.iter_mut() {
-        *x = Q769::center(*x); // raw 10-bit values may be ≥ q
+        *x = Q769::center_fixup(*x); // raw 10-bit values (< 1024 ≤ q + (q−1)/2) may be ≥ q
     }
     Ring769::<A>::forward(&mut sigma);
     Ring769::<A>::forward(r);
@@ -90,7 +90,8 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
     for (b, s) in sigma.chunks_exact(8).enumerate() {
         let codeword = e8_codeword(m, b);
         for (j, &x) in s.iter().enumerate() {
-            emit(8 * b + j, compress(Q769::to_unsigned(x), (codeword >> j) & 1));
+            emit(8 * b + j, compress(Q769::to_unsigned_small(x), (codeword >> j) & 1));
+            // x is centred
         }
     }
     sigma.zeroize();

@@ -99,11 +99,20 @@ pub trait Modulus: 'static + Copy + Default {
         Self::center_fixup(r)
     }
 
-    /// Moves a value in (−q, q) into [−(q−1)/2, (q−1)/2] with masks, no branch.
+    /// Moves a value in (−q, q + (q−1)/2] into [−(q−1)/2, (q−1)/2] with
+    /// masks, no branch and no multiplication (so also a cheap [`Self::center`]
+    /// for small non-negative inputs, e.g. raw 10-bit values mod 769).
     #[inline(always)]
     fn center_fixup(mut r: i16) -> i16 {
         r = r.wrapping_sub(Self::Q as i16 & negative_mask_i16(Self::HALF.wrapping_sub(r)));
         r.wrapping_add(Self::Q as i16 & negative_mask_i16(r.wrapping_add(Self::HALF)))
+    }
+
+    /// The representative in [0, q) of a value in (−q, q), such as a centred
+    /// one: one masked addition, no multiplication. Constant time.
+    #[inline(always)]
+    fn to_unsigned_small(a: i16) -> u16 {
+        (a + (Self::Q as i16 & negative_mask_i16(a))) as u16
     }
 
     /// The canonical representative in [0, q) of a centred value. Constant time.

@@ -135,6 +135,24 @@ fn center_is_canonical_for_every_i16() {
     check::<Q7681>();
 }
 
+/// The multiplication-free helpers over their whole documented domains:
+/// `center_fixup` on (−q, q + (q−1)/2], `to_unsigned_small` on (−q, q).
+#[test]
+fn masked_helpers_are_canonical_on_their_domains() {
+    fn check<M: Modulus>() {
+        let q = M::Q as i16;
+        for a in -q + 1..=q + M::HALF {
+            assert_eq!(M::center_fixup(a), M::center(a), "q = {q}, a = {a}");
+        }
+        for a in -q + 1..q {
+            assert_eq!(M::to_unsigned_small(a), M::to_unsigned(a), "q = {q}, a = {a}");
+        }
+    }
+    check::<Q769>();
+    check::<Q3329>();
+    check::<Q7681>();
+}
+
 #[test]
 fn center_wide_is_canonical() {
     fn check<M: Modulus>() {
