@@ -31,7 +31,8 @@ pub fn crt_lift<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
     let inv_r = const { prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q) };
     let r1 = M1::center(r1);
     let d = M2::center(M2::center(r2).wrapping_sub(r1));
-    let u = M2::center(montgomery::<M2>(d as i32 * inv_r as i32));
+    // |montgomery| < q2: the masked fix-up centres it, no Barrett product.
+    let u = M2::center_fixup(montgomery::<M2>(d as i32 * inv_r as i32));
     r1 as i32 + M1::Q as i32 * u as i32
 }
 
@@ -41,6 +42,6 @@ pub fn crt_lift<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
 #[inline]
 pub fn crt_lift_centred<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
     let inv_r = const { prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q) };
-    let u = M2::center(montgomery::<M2>((r2 - r1) as i32 * inv_r as i32));
+    let u = M2::center_fixup(montgomery::<M2>((r2 - r1) as i32 * inv_r as i32));
     r1 as i32 + M1::Q as i32 * u as i32
 }
