@@ -51,7 +51,7 @@ pub fn byte_decode(d: u32, input: &[u8], sink: impl FnMut(usize, u16)) {
 
 /// ByteEncode_12 of a polynomial's canonical coefficients.
 pub fn encode12(p: &Poly, out: &mut [u8]) {
-    byte_encode(12, out, |i| Q3329::to_unsigned(p.0[i]));
+    byte_encode(12, out, |i| Q3329::to_unsigned_small(p.0[i])); // a Poly is centred
 }
 
 /// ByteDecode_12 into a polynomial (values mod q, centred). Returns whether
@@ -60,14 +60,14 @@ pub fn decode12(input: &[u8], p: &mut Poly) -> bool {
     let mut reduced = true;
     byte_decode(12, input, |i, v| {
         reduced &= v < Q;
-        p.0[i] = Q3329::center(v as i16);
+        p.0[i] = Q3329::center_fixup(v as i16); // v < 2^12 ≤ q + (q−1)/2
     });
     reduced
 }
 
 /// Compress_d and ByteEncode_d of a polynomial.
 pub fn compress_encode(p: &Poly, d: u32, out: &mut [u8]) {
-    byte_encode(d, out, |i| compress(Q3329::to_unsigned(p.0[i]), d));
+    byte_encode(d, out, |i| compress(Q3329::to_unsigned_small(p.0[i]), d)); // a Poly is centred
 }
 
 /// Compress_d and ByteEncode_d of a polynomial, byte by byte into `emit`
@@ -76,7 +76,7 @@ pub fn compress_emit(p: &Poly, d: u32, offset: usize, emit: &mut impl FnMut(usiz
     kem_common::pack_bits_with(
         d,
         N,
-        |i| compress(Q3329::to_unsigned(p.0[i]), d),
+        |i| compress(Q3329::to_unsigned_small(p.0[i]), d), // a Poly is centred
         |k, byte| emit(offset + k, byte),
     );
 }
@@ -90,13 +90,15 @@ pub fn add_message(m: &[u8; 32], acc: &mut Poly) {
     use subtle::{Choice, ConditionallySelectable};
     for (i, c) in acc.0.iter_mut().enumerate() {
         let bit = Choice::from((m[i >> 3] >> (i & 7)) & 1);
-        *c = Q3329::center(*c + i16::conditional_select(&0, &((Q as i16 + 1) >> 1), bit));
+        // centred + 0 or 1665: at most q, inside the fix-up's domain.
+        *c = Q3329::center_fixup(*c + i16::conditional_select(&0, &((Q as i16 + 1) >> 1), bit));
     }
 }
 
 /// ByteDecode_d and Decompress_d into a polynomial.
 pub fn decode_decompress(input: &[u8], d: u32, p: &mut Poly) {
-    byte_decode(d, input, |i, v| p.0[i] = Q3329::center(decompress(v, d) as i16));
+    // Decompress_d lands in [0, q]: the masked fix-up centres it.
+    byte_decode(d, input, |i, v| p.0[i] = Q3329::center_fixup(decompress(v, d) as i16));
 }
 
 #[cfg(test)]

@@ -31,16 +31,17 @@ impl Poly {
     pub fn base_mul_acc(&mut self, a: &Poly, b: &Poly) {
         Ring::base_mul_acc(&a.0, &b.0, &mut self.0);
     }
-    /// `self += other`, centred.
+    /// `self += other`, centred (both centred: the sum is in (−q, q), so
+    /// the masked fix-up centres it).
     pub fn add(&mut self, other: &Poly) {
         for (x, y) in self.0.iter_mut().zip(other.0.iter()) {
-            *x = Q3329::center(*x + *y);
+            *x = Q3329::center_fixup(*x + *y);
         }
     }
-    /// `self −= other`, centred.
+    /// `self −= other`, centred (as for [`Self::add`]).
     pub fn sub(&mut self, other: &Poly) {
         for (x, y) in self.0.iter_mut().zip(other.0.iter()) {
-            *x = Q3329::center(*x - *y);
+            *x = Q3329::center_fixup(*x - *y);
         }
     }
 }

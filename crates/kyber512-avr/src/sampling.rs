@@ -89,5 +89,6 @@ pub fn sample_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, out: &mut Poly) {
 
 /// Adds SamplePolyCBD_η to `acc` (centred) without a polynomial buffer.
 pub fn add_cbd(eta: usize, sigma: &[u8; 32], nonce: u8, acc: &mut Poly) {
-    cbd_each(eta, sigma, nonce, |i, c| acc.0[i] = Q3329::center(acc.0[i] + c));
+    // centred + |c| ≤ η: inside the masked fix-up's domain.
+    cbd_each(eta, sigma, nonce, |i, c| acc.0[i] = Q3329::center_fixup(acc.0[i] + c));
 }
