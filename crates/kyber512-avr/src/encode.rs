@@ -15,11 +15,12 @@ use crate::poly::Poly;
 const RECIP_Q: u32 = ((1u64 << 31) + (Q as u64 >> 1)).div_euclid(Q as u64) as u32;
 
 /// Compress_d(x) = round(2^d·x / q) mod 2^d for x ∈ [0, q) (Eq. 4.7), constant
-/// time: a multiply-shift, proven exact for all inputs by a test.
+/// time: a multiply-shift, proven exact for all inputs by a test. `D` is a
+/// const parameter, so the shift is a constant (a variable shift on the AVR
+/// is a loop, one bit a turn).
 #[inline]
-pub fn compress(x: u16, d: u32) -> u16 {
-    let shift = 31 - d;
-    (((x as u32 * RECIP_Q + COMPRESS_HALF[d as usize]) >> shift) as u16) & ((1 << d) - 1)
+pub fn compress<const D: u32>(x: u16) -> u16 {
+    (((x as u32 * RECIP_Q + COMPRESS_HALF[D as usize]) >> (31 - D)) as u16) & ((1 << D) - 1)
 }
 
 /// C for each d (index d ≤ 11; d is public).
@@ -33,10 +34,10 @@ const COMPRESS_HALF: [u32; 12] = {
     c
 };
 
-/// Decompress_d(y) = round(q·y / 2^d) (Eq. 4.8).
+/// Decompress_d(y) = round(q·y / 2^d) (Eq. 4.8), `D` constant as for [`compress`].
 #[inline]
-pub fn decompress(y: u16, d: u32) -> u16 {
-    ((y as u32 * Q as u32 + (1 << (d - 1))) >> d) as u16
+pub fn decompress<const D: u32>(y: u16) -> u16 {
+    ((y as u32 * Q as u32 + (1 << (D - 1))) >> D) as u16
 }
 
 /// ByteEncode_d (Algorithm 5) of 256 d-bit values produced by `value(i)`, into 32·d bytes.
@@ -66,17 +67,17 @@ pub fn decode12(input: &[u8], p: &mut Poly) -> bool {
 }
 
 /// Compress_d and ByteEncode_d of a polynomial.
-pub fn compress_encode(p: &Poly, d: u32, out: &mut [u8]) {
-    byte_encode(d, out, |i| compress(Q3329::to_unsigned_small(p.0[i]), d)); // a Poly is centred
+pub fn compress_encode<const D: u32>(p: &Poly, out: &mut [u8]) {
+    byte_encode(D, out, |i| compress::<D>(Q3329::to_unsigned_small(p.0[i]))); // a Poly is centred
 }
 
 /// Compress_d and ByteEncode_d of a polynomial, byte by byte into `emit`
 /// (at positions `offset..offset + 32·d`), so no ciphertext buffer is needed.
-pub fn compress_emit(p: &Poly, d: u32, offset: usize, emit: &mut impl FnMut(usize, u8)) {
+pub fn compress_emit<const D: u32>(p: &Poly, offset: usize, emit: &mut impl FnMut(usize, u8)) {
     kem_common::pack_bits_with(
-        d,
+        D,
         N,
-        |i| compress(Q3329::to_unsigned_small(p.0[i]), d), // a Poly is centred
+        |i| compress::<D>(Q3329::to_unsigned_small(p.0[i])), // a Poly is centred
         |k, byte| emit(offset + k, byte),
     );
 }
@@ -96,9 +97,9 @@ pub fn add_message(m: &[u8; 32], acc: &mut Poly) {
 }
 
 /// ByteDecode_d and Decompress_d into a polynomial.
-pub fn decode_decompress(input: &[u8], d: u32, p: &mut Poly) {
+pub fn decode_decompress<const D: u32>(input: &[u8], p: &mut Poly) {
     // Decompress_d lands in [0, q]: the masked fix-up centres it.
-    byte_decode(d, input, |i, v| p.0[i] = Q3329::center_fixup(decompress(v, d) as i16));
+    byte_decode(D, input, |i, v| p.0[i] = Q3329::center_fixup(decompress::<D>(v) as i16));
 }
 
 #[cfg(test)]
@@ -108,12 +109,23 @@ mod tests {
     /// The multiply-shift equals the exact rounded division for every input.
     #[test]
     fn compress_is_exact_for_all_inputs() {
-        for d in 1..=11 {
+        fn check<const D: u32>() {
             for x in 0..Q as u32 {
-                let exact = ((x << d) + (Q as u32 >> 1)).div_euclid(Q as u32) & ((1 << d) - 1);
-                assert_eq!(compress(x as u16, d) as u32, exact, "d = {d}, x = {x}");
+                let exact = ((x << D) + (Q as u32 >> 1)).div_euclid(Q as u32) & ((1 << D) - 1);
+                assert_eq!(compress::<D>(x as u16) as u32, exact, "d = {D}, x = {x}");
             }
         }
+        check::<1>();
+        check::<2>();
+        check::<3>();
+        check::<4>();
+        check::<5>();
+        check::<6>();
+        check::<7>();
+        check::<8>();
+        check::<9>();
+        check::<10>();
+        check::<11>();
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], emit: &mut impl 
         }
         acc.inv_ntt();
         add_cbd(ETA2, r, (K + i) as u8, &mut acc);
-        compress_emit(&acc, DU, i * 32 * DU as usize, emit);
+        compress_emit::<DU>(&acc, i * 32 * DU as usize, emit);
     }
     // v = NTT^{-1}(t̂ ∘ r̂) + e2 + Decompress_1(m)
     acc.0.fill(0);
@@ -88,7 +88,7 @@ pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], emit: &mut impl 
     acc.inv_ntt();
     add_cbd(ETA2, r, (2 * K) as u8, &mut acc);
     add_message(m, &mut acc);
-    compress_emit(&acc, DV, C1_BYTES, emit);
+    compress_emit::<DV>(&acc, C1_BYTES, emit);
     r_hat.zeroize();
     acc.zeroize();
 }
@@ -102,16 +102,16 @@ pub fn decrypt(dk_pke: &[u8], ct: &[u8]) -> [u8; 32] {
     let mut s = Poly::zero();
     for i in 0..K {
         let width = 32 * DU as usize;
-        decode_decompress(&ct[i * width..(i + 1) * width], DU, &mut u);
+        decode_decompress::<DU>(&ct[i * width..(i + 1) * width], &mut u);
         u.ntt();
         decode12(&dk_pke[i * POLY_BYTES..(i + 1) * POLY_BYTES], &mut s);
         acc.base_mul_acc(&u, &s);
     }
     acc.inv_ntt();
-    decode_decompress(&ct[C1_BYTES..], DV, &mut u);
+    decode_decompress::<DV>(&ct[C1_BYTES..], &mut u);
     u.sub(&acc);
     let mut m = [0u8; 32];
-    compress_encode(&u, 1, &mut m);
+    compress_encode::<1>(&u, &mut m);
     acc.zeroize();
     u.zeroize();
     s.zeroize();
