@@ -39,4 +39,13 @@ fn main() {
     if any_kem {
         println!("cargo::rustc-cfg=kem");
     }
+    // Provisioned sensor keys: copied where `include_bytes!` finds them.
+    println!("cargo::rerun-if-env-changed=KEM_MQTT_PROVISIONED_KEYS");
+    if on("mqtt-provisioned") {
+        let path = std::env::var("KEM_MQTT_PROVISIONED_KEYS")
+            .expect("feature mqtt-provisioned: set KEM_MQTT_PROVISIONED_KEYS to the key file (cargo xtask writes it)");
+        println!("cargo::rerun-if-changed={path}");
+        let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("provisioned-keys.bin");
+        std::fs::copy(&path, &out).unwrap_or_else(|e| panic!("cannot copy {path}: {e}"));
+    }
 }

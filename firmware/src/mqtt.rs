@@ -16,6 +16,10 @@
 //!   ‖ record`, the record sealing [`PAYLOAD`] on [`TOPIC`] under the new
 //!   session key (outside the measured window).
 //!
+//! With the `mqtt-provisioned` feature the key fields are compiled into the
+//! image (in flash on the ATmega4808, so they cost no SRAM) and the request's
+//! must equal them (status 8 otherwise).
+//!
 //! `status` is 0 on success, otherwise an [`error_name`] code. The X25519 keys
 //! are ignored by pure suites. The tape is the randomness the host's own run
 //! of the same handshake drew, so the ClientHello must match it byte for byte.
@@ -49,6 +53,7 @@ pub const fn error_name(code: u8) -> &'static str {
         5 => "BrokerFinished does not verify",
         6 => "malformed message",
         7 => "no handshake in progress",
+        8 => "the request's keys differ from the provisioned ones",
         _ => "other error",
     }
 }
@@ -65,9 +70,15 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The key fields of a start request (`id_len ‖ client_id[64] ‖ kem_sk ‖
+    /// x25519_sk ‖ broker_kem_pk ‖ broker_x25519_pk`): the file an image
+    /// with provisioned keys (feature `mqtt-provisioned`) is built with.
+    pub const fn keys_len(self) -> usize {
+        1 + MAX_ID_LEN + self.sk + X25519_LEN + self.pk + X25519_LEN
+    }
     /// Request bytes of [`OP_START`].
     pub const fn start_request_len(self) -> usize {
-        2 + MAX_ID_LEN + self.sk + X25519_LEN + self.pk + X25519_LEN + TAPE_LEN
+        1 + self.keys_len() + TAPE_LEN
     }
     /// The largest ClientHello (hybrid, 64-byte id).
     pub const fn max_client_hello(self) -> usize {

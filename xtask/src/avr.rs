@@ -356,6 +356,11 @@ fn features_for(mcu: Mcu, image: &Image) -> Vec<&'static str> {
     if mcu.name == "atmega4808" && image.name == "rings" {
         f.push("portable-ntt");
     }
+    // The 4808 sensor keeps its keys in flash (6 KB of SRAM hold no spare
+    // 1.5 KB of key copies): provisioned into the image at build time.
+    if mcu.name == "atmega4808" && image.name.starts_with("mqtt-") {
+        f.push("mqtt-provisioned");
+    }
     f
 }
 
@@ -370,6 +375,9 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
         rustflags.push_str(&format!(" -C linker={}", linker.display()));
     }
     let mut cmd = Command::new(AVR_CARGO);
+    if features_for(mcu, image).contains(&"mqtt-provisioned") {
+        cmd.env("KEM_MQTT_PROVISIONED_KEYS", crate::mqtt::provision(mcu, image)?);
+    }
     // Whatever the outer (rustup) cargo exported must not leak into the AVR build.
     for var in [
         "RUSTUP_TOOLCHAIN",

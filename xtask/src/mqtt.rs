@@ -254,6 +254,26 @@ pub fn images(mcu: crate::avr::Mcu, filter: &str) -> Vec<crate::avr::Image> {
         .collect()
 }
 
+/// Writes the key fields of `image`'s measured handshake (its last suite,
+/// [`SEED`]) where an image with provisioned keys is built from, and
+/// returns that path.
+pub fn provision(mcu: crate::avr::Mcu, image: &crate::avr::Image) -> Result<std::path::PathBuf, String> {
+    let suite = *suites_of(image).last().ok_or("image without suite")?;
+    let case = prepare(suite, SEED)?;
+    let keys = case
+        .start_request
+        .get(1..1 + layout(suite.kem()).keys_len())
+        .ok_or("start request shorter than its keys")?;
+    let dir = image.target_dir(mcu);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join("provisioned-keys.bin");
+    // Rewritten only when it changes, so cargo does not rebuild for nothing.
+    if std::fs::read(&path).ok().as_deref() != Some(keys) {
+        std::fs::write(&path, keys).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(path)
+}
+
 /// Seed of the keys and randomness of the measured handshakes.
 pub const SEED: u64 = 0x4D51_5454;
 

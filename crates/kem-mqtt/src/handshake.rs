@@ -350,7 +350,6 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     pub fn receive_broker_hello(mut self, msg: &[u8], out: &mut [u8]) -> Result<(Session, usize), Error> {
         let suite = self.suite;
         let kem = suite.kem();
-        let f = suite.family();
         let expected = suite.broker_hello_len();
         check_header(msg, MSG_BROKER_HELLO, expected)?;
         match msg.get(2) {
@@ -377,20 +376,41 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         let (ct_e, rest) = rest.split_at(kem.ct_len());
         let (ct_c, share) = rest.split_at(kem.ct_len());
 
+        // Both decapsulations first, from this small frame (the sensor's
+        // deepest calls); the key schedule's secrets live in a frame of their
+        // own afterwards.
         let sk_e = self.sk_e.borrow().0.get(..kem.sk_len()).unwrap_or(&[]);
         let ss_e = kem::decapsulate(kem, sk_e, ct_e).map_err(|_| Error::InvalidKey)?;
-        let dh_ee = if suite.is_hybrid() {
+        let ss_c = kem::decapsulate(kem, self.creds.kem_sk, ct_c).map_err(|_| Error::InvalidKey)?;
+        let session = self.schedule(ss_e.as_bytes(), ss_c.as_bytes(), body, bf, share, out)?;
+        Ok((session, cf_len))
+    }
+
+    /// The key schedule from the two KEM secrets (and, hybrid, the
+    /// ephemeral X25519 one): checks BrokerFinished, writes the
+    /// ClientFinished into `out` (exactly its length) and returns the session.
+    #[inline(never)]
+    fn schedule(
+        &mut self,
+        ss_e: &[u8],
+        ss_c: &[u8],
+        body: &[u8],
+        bf: &[u8],
+        share: &[u8],
+        out: &mut [u8],
+    ) -> Result<Session, Error> {
+        let f = self.suite.family();
+        let dh_ee = if self.suite.is_hybrid() {
             Some(x25519_shared(&self.x_e, &array32(share))?)
         } else {
             None
         };
         let th1 = self.transcript.snapshot();
-        let hs = handshake_secret(f, &self.es, ss_e.as_bytes(), dh_ee.as_ref(), &th1);
-        drop(ss_e);
-        let ss_c = kem::decapsulate(kem, self.creds.kem_sk, ct_c).map_err(|_| Error::InvalidKey)?;
+        let hs = handshake_secret(f, &self.es, ss_e, dh_ee.as_ref(), &th1);
+        drop(dh_ee);
         self.transcript.absorb(body);
         let th2 = self.transcript.snapshot();
-        let ms = master_secret(f, &hs, ss_c.as_bytes(), &th2);
+        let ms = master_secret(f, &hs, ss_c, &th2);
         let expected_bf = finished_mac(f, &ms, b"b finished", &th2);
         if !bool::from(expected_bf.0.ct_eq(bf)) {
             return Err(Error::BrokerFinishedInvalid);
@@ -402,7 +422,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         header.copy_from_slice(&[VERSION, MSG_CLIENT_FINISHED]);
         mac.copy_from_slice(&cf.0);
         let (c2b, b2c) = traffic_keys(f, &ms, &th3);
-        Ok((Session::new(Role::Sensor, c2b, b2c), cf_len))
+        Ok(Session::new(Role::Sensor, c2b, b2c))
     }
 }
 
