@@ -1,6 +1,26 @@
-//! On AVR, assembles the field multiplication of `asm-avr/` and sets
-//! `cfg(fe25519_asm)`; elsewhere the portable multiplication is used.
+//! On AVR, assembles the field arithmetic of `asm-avr/` and sets
+//! `cfg(fe25519_asm)`; elsewhere the portable field is used. Two generated
+//! assemblies export the same routines: `fe25519_mul.S` (unrolled, fastest,
+//! ~20 KB) and, for an MCU with 48 KB of flash or less (the ATmega4808) or
+//! with the `compact` feature, `fe25519_compact.S` (the multiplication looped
+//! over its rows, squaring through it: ~6 KB). `cfg(fe25519_compact)` says
+//! which one an image has.
+
+/// LLVM CPU names of the MCUs whose flash needs the compact field.
+const SMALL_FLASH: &[&str] = &["atmega4808", "atmega4809", "atmega3208", "atmega3209"];
 
 fn main() {
-    avr_asm_build::assemble("fe25519_asm", "fe25519_mul_avr", &["../../asm-avr/fe25519_mul.S"]);
+    println!("cargo::rustc-check-cfg=cfg(fe25519_compact)");
+    let cpu = avr_asm_build::target_cpu();
+    let compact = std::env::var_os("CARGO_FEATURE_COMPACT").is_some()
+        || cpu.as_deref().is_some_and(|c| SMALL_FLASH.contains(&c));
+    let source = if compact {
+        "../../asm-avr/fe25519_compact.S"
+    } else {
+        "../../asm-avr/fe25519_mul.S"
+    };
+    avr_asm_build::assemble("fe25519_asm", "fe25519_mul_avr", &[source]);
+    if compact && std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("avr") {
+        println!("cargo::rustc-cfg=fe25519_compact");
+    }
 }

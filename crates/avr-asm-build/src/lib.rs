@@ -11,7 +11,7 @@ use std::env;
 use std::path::Path;
 
 /// The `-C target-cpu` of this build, from `CARGO_ENCODED_RUSTFLAGS`.
-fn target_cpu() -> Option<String> {
+pub fn target_cpu() -> Option<String> {
     let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     let parts: Vec<&str> = flags.split('\u{1f}').collect();
     parts.iter().enumerate().find_map(|(i, f)| {

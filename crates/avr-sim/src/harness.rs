@@ -25,8 +25,14 @@ pub fn build_elf(mcu: &str, out: &Path, sources: &[PathBuf]) -> Result<(), Strin
 /// Whether `python3 generator` prints exactly the committed file `generated`
 /// (trailing whitespace aside).
 pub fn is_generated_by(generated: &Path, generator: &Path) -> Result<bool, String> {
+    is_generated_by_with(generated, generator, &[])
+}
+
+/// [`is_generated_by`] for a generator run with `args`.
+pub fn is_generated_by_with(generated: &Path, generator: &Path, args: &[&str]) -> Result<bool, String> {
     let out = Command::new("python3")
         .arg(generator)
+        .args(args)
         .output()
         .map_err(|e| format!("cannot run python3 ({e})"))?;
     if !out.status.success() {

@@ -10,16 +10,17 @@ use std::path::PathBuf;
 use avr_sim::{windows, Sim};
 use x25519_avr::field::{add_portable, mul_portable, mul_small_portable, sub_portable};
 
-fn build_harness() -> PathBuf {
+/// The harness around one of the two generated assemblies.
+fn build_harness(assembly: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fe25519_harness.elf");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fe25519_harness_{assembly}.elf"));
     avr_sim::harness::build_elf(
         "atmega1284p",
         &out,
         &[
             root.join("tests/avr/harness.c"),
             root.join("../../asm-avr/test/abi_check.S"),
-            root.join("../../asm-avr/fe25519_mul.S"),
+            root.join("../../asm-avr").join(assembly),
         ],
     )
     .unwrap_or_else(|e| panic!("the fe25519 harness: {e}"));
@@ -28,7 +29,16 @@ fn build_harness() -> PathBuf {
 
 #[test]
 fn assembly_field_operations_match_portable_and_are_constant_time() {
-    let elf = build_harness();
+    check_assembly("fe25519_mul.S");
+}
+
+#[test]
+fn compact_assembly_matches_portable_and_is_constant_time() {
+    check_assembly("fe25519_compact.S");
+}
+
+fn check_assembly(assembly: &str) {
+    let elf = build_harness(assembly);
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
     let mut seed = 0x0123_4567_89ab_cdefu64;
     let mut next = || {
@@ -105,7 +115,7 @@ fn assembly_field_operations_match_portable_and_are_constant_time() {
         let stack = runs.iter().map(|r| r.1).max().unwrap();
         let name = names[op as usize];
         println!(
-            "{name}: {min} cycles (max {max}), {stack} bytes of stack, {} runs",
+            "{assembly} {name}: {min} cycles (max {max}), {stack} bytes of stack, {} runs",
             runs.len()
         );
         assert_eq!(runs.len(), cases.len());
@@ -119,4 +129,10 @@ fn assembly_is_generated() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
     let fresh = avr_sim::harness::is_generated_by(&root.join("fe25519_mul.S"), &root.join("gen_fe25519.py"));
     assert_eq!(fresh, Ok(true), "run asm-avr/gen_fe25519.py");
+    let fresh = avr_sim::harness::is_generated_by_with(
+        &root.join("fe25519_compact.S"),
+        &root.join("gen_fe25519.py"),
+        &["--compact"],
+    );
+    assert_eq!(fresh, Ok(true), "run asm-avr/gen_fe25519.py --compact");
 }
