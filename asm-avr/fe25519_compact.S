@@ -1771,138 +1771,31 @@ fe25519_add_avr:
 	movw r28, r22	; Y = a
 	movw r30, r20	; Z = b
 	clr r21		; zero
-	ldd r22, Y+0
-	ldd r23, Z+0
-	add r22, r23
-	st X+, r22
-	ldd r22, Y+1
-	ldd r23, Z+1
+	ldi r19, 38
+	ldi r18, 8
+	clc
+1:
+	ld r22, Y+
+	ld r23, Z+
 	adc r22, r23
 	st X+, r22
-	ldd r22, Y+2
-	ldd r23, Z+2
+	ld r22, Y+
+	ld r23, Z+
 	adc r22, r23
 	st X+, r22
-	ldd r22, Y+3
-	ldd r23, Z+3
+	ld r22, Y+
+	ld r23, Z+
 	adc r22, r23
 	st X+, r22
-	ldd r22, Y+4
-	ldd r23, Z+4
+	ld r22, Y+
+	ld r23, Z+
 	adc r22, r23
 	st X+, r22
-	ldd r22, Y+5
-	ldd r23, Z+5
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+6
-	ldd r23, Z+6
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+7
-	ldd r23, Z+7
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+8
-	ldd r23, Z+8
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+9
-	ldd r23, Z+9
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+10
-	ldd r23, Z+10
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+11
-	ldd r23, Z+11
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+12
-	ldd r23, Z+12
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+13
-	ldd r23, Z+13
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+14
-	ldd r23, Z+14
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+15
-	ldd r23, Z+15
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+16
-	ldd r23, Z+16
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+17
-	ldd r23, Z+17
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+18
-	ldd r23, Z+18
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+19
-	ldd r23, Z+19
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+20
-	ldd r23, Z+20
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+21
-	ldd r23, Z+21
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+22
-	ldd r23, Z+22
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+23
-	ldd r23, Z+23
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+24
-	ldd r23, Z+24
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+25
-	ldd r23, Z+25
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+26
-	ldd r23, Z+26
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+27
-	ldd r23, Z+27
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+28
-	ldd r23, Z+28
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+29
-	ldd r23, Z+29
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+30
-	ldd r23, Z+30
-	adc r22, r23
-	st X+, r22
-	ldd r22, Y+31
-	ldd r23, Z+31
-	adc r22, r23
-	st X+, r22
+	dec r18
+	brne 1b
 	clr r20
 	adc r20, r21	; carry / borrow (0 or 1)
-	ldi r23, 38
-	mul r20, r23
+	mul r20, r19
 	movw r26, r24
 	ld r22, X
 	add r22, r0
@@ -1916,6 +1809,8 @@ fe25519_add_avr:
 	ld r22, X
 	adc r22, r21
 	st X+, r22
+	ldi r18, 7
+2:
 	ld r22, X
 	adc r22, r21
 	st X+, r22
@@ -1928,81 +1823,11 @@ fe25519_add_avr:
 	ld r22, X
 	adc r22, r21
 	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
-	ld r22, X
-	adc r22, r21
-	st X+, r22
+	dec r18
+	brne 2b
 	clr r20
 	adc r20, r21	; a second carry / borrow
-	mul r20, r23
+	mul r20, r19
 	movw r26, r24
 	ld r22, X
 	add r22, r0
@@ -2021,138 +1846,31 @@ fe25519_sub_avr:
 	movw r28, r22	; Y = a
 	movw r30, r20	; Z = b
 	clr r21		; zero
-	ldd r22, Y+0
-	ldd r23, Z+0
-	sub r22, r23
-	st X+, r22
-	ldd r22, Y+1
-	ldd r23, Z+1
+	ldi r19, 38
+	ldi r18, 8
+	clc
+1:
+	ld r22, Y+
+	ld r23, Z+
 	sbc r22, r23
 	st X+, r22
-	ldd r22, Y+2
-	ldd r23, Z+2
+	ld r22, Y+
+	ld r23, Z+
 	sbc r22, r23
 	st X+, r22
-	ldd r22, Y+3
-	ldd r23, Z+3
+	ld r22, Y+
+	ld r23, Z+
 	sbc r22, r23
 	st X+, r22
-	ldd r22, Y+4
-	ldd r23, Z+4
+	ld r22, Y+
+	ld r23, Z+
 	sbc r22, r23
 	st X+, r22
-	ldd r22, Y+5
-	ldd r23, Z+5
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+6
-	ldd r23, Z+6
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+7
-	ldd r23, Z+7
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+8
-	ldd r23, Z+8
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+9
-	ldd r23, Z+9
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+10
-	ldd r23, Z+10
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+11
-	ldd r23, Z+11
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+12
-	ldd r23, Z+12
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+13
-	ldd r23, Z+13
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+14
-	ldd r23, Z+14
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+15
-	ldd r23, Z+15
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+16
-	ldd r23, Z+16
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+17
-	ldd r23, Z+17
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+18
-	ldd r23, Z+18
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+19
-	ldd r23, Z+19
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+20
-	ldd r23, Z+20
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+21
-	ldd r23, Z+21
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+22
-	ldd r23, Z+22
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+23
-	ldd r23, Z+23
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+24
-	ldd r23, Z+24
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+25
-	ldd r23, Z+25
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+26
-	ldd r23, Z+26
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+27
-	ldd r23, Z+27
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+28
-	ldd r23, Z+28
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+29
-	ldd r23, Z+29
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+30
-	ldd r23, Z+30
-	sbc r22, r23
-	st X+, r22
-	ldd r22, Y+31
-	ldd r23, Z+31
-	sbc r22, r23
-	st X+, r22
+	dec r18
+	brne 1b
 	clr r20
 	adc r20, r21	; carry / borrow (0 or 1)
-	ldi r23, 38
-	mul r20, r23
+	mul r20, r19
 	movw r26, r24
 	ld r22, X
 	sub r22, r0
@@ -2166,6 +1884,8 @@ fe25519_sub_avr:
 	ld r22, X
 	sbc r22, r21
 	st X+, r22
+	ldi r18, 7
+2:
 	ld r22, X
 	sbc r22, r21
 	st X+, r22
@@ -2178,81 +1898,11 @@ fe25519_sub_avr:
 	ld r22, X
 	sbc r22, r21
 	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
-	ld r22, X
-	sbc r22, r21
-	st X+, r22
+	dec r18
+	brne 2b
 	clr r20
 	adc r20, r21	; a second carry / borrow
-	mul r20, r23
+	mul r20, r19
 	movw r26, r24
 	ld r22, X
 	sub r22, r0
@@ -2276,6 +1926,10 @@ fe25519_mul_small_avr:
 	clr r23
 	clr r16
 	clr r17
+	ldi r24, 32
+	mov r14, r24
+	movw r24, r26	; r again (X moves)
+1:
 	ld r15, Z+
 	mul r15, r18
 	add r22, r0
@@ -2290,472 +1944,12 @@ fe25519_mul_small_avr:
 	add r16, r0
 	adc r17, r1
 	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
+	mov r22, r23
+	mov r23, r16
+	mov r16, r17
 	clr r17
-	ld r15, Z+
-	mul r15, r18
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	adc r17, r21
-	mul r15, r19
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	mul r15, r20
-	add r16, r0
-	adc r17, r1
-	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
-	clr r17
-	ld r15, Z+
-	mul r15, r18
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	adc r17, r21
-	mul r15, r19
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	mul r15, r20
-	add r16, r0
-	adc r17, r1
-	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
-	clr r17
-	ld r15, Z+
-	mul r15, r18
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	adc r17, r21
-	mul r15, r19
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	mul r15, r20
-	add r16, r0
-	adc r17, r1
-	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
-	clr r17
-	ld r15, Z+
-	mul r15, r18
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	adc r17, r21
-	mul r15, r19
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	mul r15, r20
-	add r16, r0
-	adc r17, r1
-	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
-	clr r17
-	ld r15, Z+
-	mul r15, r18
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	adc r17, r21
-	mul r15, r19
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	mul r15, r20
-	add r16, r0
-	adc r17, r1
-	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
-	clr r17
-	ld r15, Z+
-	mul r15, r18
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	adc r17, r21
-	mul r15, r19
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	mul r15, r20
-	add r16, r0
-	adc r17, r1
-	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
-	clr r17
-	ld r15, Z+
-	mul r15, r18
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	adc r17, r21
-	mul r15, r19
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	mul r15, r20
-	add r16, r0
-	adc r17, r1
-	st X+, r22
-	clr r22
-	ld r15, Z+
-	mul r15, r18
-	add r23, r0
-	adc r16, r1
-	adc r17, r21
-	adc r22, r21
-	mul r15, r19
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	mul r15, r20
-	add r17, r0
-	adc r22, r1
-	st X+, r23
-	clr r23
-	ld r15, Z+
-	mul r15, r18
-	add r16, r0
-	adc r17, r1
-	adc r22, r21
-	adc r23, r21
-	mul r15, r19
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	mul r15, r20
-	add r22, r0
-	adc r23, r1
-	st X+, r16
-	clr r16
-	ld r15, Z+
-	mul r15, r18
-	add r17, r0
-	adc r22, r1
-	adc r23, r21
-	adc r16, r21
-	mul r15, r19
-	add r22, r0
-	adc r23, r1
-	adc r16, r21
-	mul r15, r20
-	add r23, r0
-	adc r16, r1
-	st X+, r17
-	clr r17
+	dec r14
+	brne 1b
 	ldi r18, 38
 	mov r14, r18
 	mul r22, r14
@@ -2780,90 +1974,13 @@ fe25519_mul_small_avr:
 	ld r0, X
 	adc r0, r21
 	st X+, r0
+	ldi r22, 28
+2:
 	ld r0, X
 	adc r0, r15
 	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
-	ld r0, X
-	adc r0, r15
-	st X+, r0
+	dec r22
+	brne 2b
 	clr r18
 	adc r18, r15		; the last carry (0 or 1)
 	mul r18, r14

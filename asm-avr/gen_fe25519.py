@@ -348,21 +348,81 @@ def emit_add_sub():
 
 
 
-def emit_mul_small():
-    # Multiplication by a small constant c < 2^24 (the ladder's a24 = 121665,
-    # the base point's u = 9): three byte products per byte of a in a 32-bit
-    # running sum, then `fold_wide` with 38·carry < 2^30, whose second pass
-    # needs bytes 0..3 (the full multiplication's needs two).
-    #   void fe25519_mul_small_avr(uint8_t r[32], const uint8_t a[32], uint32_t c);
-    SMALL_SAVED = ["r14", "r15", "r16", "r17"]
-    prologue("fe25519_mul_small_avr", SMALL_SAVED)
+def emit_add_sub_looped():
+    """Addition and subtraction as loops over four bytes a turn (the carry
+    survives `dec`, `ld` and `st`): the same results as the unrolled ones."""
+    for name, op, opc in [("fe25519_add_avr", "add", "adc"), ("fe25519_sub_avr", "sub", "sbc")]:
+        saved = ["r28", "r29"]
+        prologue(name, saved)
+        e("\tmovw r26, r24\t; X = r")
+        e("\tmovw r28, r22\t; Y = a")
+        e("\tmovw r30, r20\t; Z = b")
+        e("\tclr r21\t\t; zero")
+        e("\tldi r19, 38")
+        e("\tldi r18, 8")
+        e("\tclc")
+        e("1:")
+        for _ in range(4):
+            e("\tld r22, Y+")
+            e("\tld r23, Z+")
+            e(f"\t{opc} r22, r23")
+            e("\tst X+, r22")
+        e("\tdec r18")
+        e("\tbrne 1b")
+        e("\tclr r20")
+        e("\tadc r20, r21\t; carry / borrow (0 or 1)")
+        e("\tmul r20, r19")
+        e("\tmovw r26, r24")
+        e("\tld r22, X")
+        e(f"\t{op} r22, r0")
+        e("\tst X+, r22")
+        for _ in range(3):
+            e("\tld r22, X")
+            e(f"\t{opc} r22, r21")
+            e("\tst X+, r22")
+        e("\tldi r18, 7")
+        e("2:")
+        for _ in range(4):
+            e("\tld r22, X")
+            e(f"\t{opc} r22, r21")
+            e("\tst X+, r22")
+        e("\tdec r18")
+        e("\tbrne 2b")
+        e("\tclr r20")
+        e("\tadc r20, r21\t; a second carry / borrow")
+        e("\tmul r20, r19")
+        e("\tmovw r26, r24")
+        e("\tld r22, X")
+        e(f"\t{op} r22, r0")
+        e("\tst X, r22")
+        e("\tclr r1")
+        epilogue(name, saved)
+
+
+def emit_mul_small(looped=False):
+    """Multiplication by a small constant c < 2^24 (the ladder's a24 = 121665,
+    the base point's u = 9): three byte products per byte of a in a 32-bit
+    running sum, then `fold_wide` with 38·carry < 2^30, whose second pass
+    needs bytes 0..3 (the full multiplication's needs two). `looped`: a loop
+    over the bytes of a (the running sum moved down a byte a turn) and over
+    the carry pass, the same results in a tenth of the code.
+
+      void fe25519_mul_small_avr(uint8_t r[32], const uint8_t a[32], uint32_t c);
+    """
+    saved = ["r14", "r15", "r16", "r17"]
+    prologue("fe25519_mul_small_avr", saved)
     e("\tmovw r26, r24\t; X = r")
     e("\tmovw r30, r22\t; Z = a")
     e("\tclr r21\t\t; zero (c < 2^24)")
     acc = ["r22", "r23", "r16", "r17"]
     for r in acc:
         e(f"\tclr {r}")
-    for i in range(32):
+    if looped:
+        e("\tldi r24, 32")
+        e("\tmov r14, r24")
+        e("\tmovw r24, r26\t; r again (X moves)")
+        e("1:")
+    for i in range(1 if looped else 32):
         e("\tld r15, Z+")
         e("\tmul r15, r18")
         e(f"\tadd {acc[0]}, r0")
@@ -377,8 +437,16 @@ def emit_mul_small():
         e(f"\tadd {acc[2]}, r0")
         e(f"\tadc {acc[3]}, r1")
         e(f"\tst X+, {acc[0]}")
-        e(f"\tclr {acc[0]}")
-        acc = acc[1:] + acc[:1]
+        if looped:
+            e(f"\tmov {acc[0]}, {acc[1]}")
+            e(f"\tmov {acc[1]}, {acc[2]}")
+            e(f"\tmov {acc[2]}, {acc[3]}")
+            e(f"\tclr {acc[3]}")
+            e("\tdec r14")
+            e("\tbrne 1b")
+        else:
+            e(f"\tclr {acc[0]}")
+            acc = acc[1:] + acc[:1]
     # 38·carry (carry = acc[0..3] < 2^24) into r18..r21, added over r.
     e("\tldi r18, 38")
     e("\tmov r14, r18")
@@ -392,13 +460,21 @@ def emit_mul_small():
     e("\tclr r15")
     e("\tadc r21, r15\t\t; r21:r18 = 38·carry")
     e("\tmovw r26, r24")
-    for i in range(32):
+    for i in range(4 if looped else 32):
         e("\tld r0, X")
         if i < 4:
             e(f"\t{'add' if i == 0 else 'adc'} r0, r{18 + i}")
         else:
             e("\tadc r0, r15")
         e("\tst X+, r0")
+    if looped:
+        e("\tldi r22, 28")
+        e("2:")
+        e("\tld r0, X")
+        e("\tadc r0, r15")
+        e("\tst X+, r0")
+        e("\tdec r22")
+        e("\tbrne 2b")
     e("\tclr r18")
     e("\tadc r18, r15\t\t; the last carry (0 or 1)")
     e("\tmul r18, r14")
@@ -408,8 +484,7 @@ def emit_mul_small():
         e(f"\t{'add r18, r0' if i == 0 else ('adc r18, r1' if i == 1 else 'adc r18, r15')}")
         e("\tst X+, r18")
     e("\tclr r1")
-    epilogue("fe25519_mul_small_avr", SMALL_SAVED)
-
+    epilogue("fe25519_mul_small_avr", saved)
 
 
 def main(argv):
@@ -424,11 +499,12 @@ def main(argv):
     if compact:
         emit_mul_looped()
         emit_sqr_via_mul()
+        emit_add_sub_looped()
     else:
         emit_mul_unrolled()
         emit_sqr_unrolled()
-    emit_add_sub()
-    emit_mul_small()
+        emit_add_sub()
+    emit_mul_small(looped=compact)
     print("\n".join(o))
 
 

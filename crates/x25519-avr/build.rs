@@ -12,8 +12,8 @@ const SMALL_FLASH: &[&str] = &["atmega4808", "atmega4809", "atmega3208", "atmega
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(fe25519_compact)");
     let cpu = avr_asm_build::target_cpu();
-    let compact = std::env::var_os("CARGO_FEATURE_COMPACT").is_some()
-        || cpu.as_deref().is_some_and(|c| SMALL_FLASH.contains(&c));
+    let compact =
+        std::env::var_os("CARGO_FEATURE_COMPACT").is_some() || cpu.as_deref().is_some_and(|c| SMALL_FLASH.contains(&c));
     let source = if compact {
         "../../asm-avr/fe25519_compact.S"
     } else {

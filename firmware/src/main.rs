@@ -502,7 +502,10 @@ mod device {
         /// (a sensor does it once, at provisioning: spec §3), not in the
         /// measured handshake.
         static mut X_STATIC: [u8; X25519_LEN] = [0; X25519_LEN];
+        /// The start's random tape; in `finish`, where the tape is dead, the
+        /// ClientFinished and the record (off the stack at its peak).
         static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
+        const _: () = assert!(CF_LEN + RECORD_LEN <= TAPE_LEN);
         /// ClientHello out, then BrokerHello in.
         static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
         /// The ephemeral KEM secret key between the two steps (a static, so
@@ -580,10 +583,9 @@ mod device {
 
         #[inline(never)]
         fn k_finish(slot: &mut Option<Sensor>, msg: &[u8], cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
-            match slot.take() {
-                Some(state) => state.receive_broker_hello(msg, cf).map(|(s, _)| s),
-                None => Err(Error::UnexpectedMessage { expected: 0, got: 0 }),
-            }
+            // In place: the state (with its transcript sponge) is not moved
+            // onto the stack under the decapsulations.
+            AwaitBrokerHello::receive_broker_hello_in(slot, msg, cf).map(|(s, _)| s)
         }
 
         /// The cached static-static secret for a hybrid suite (`None`: the
@@ -738,26 +740,37 @@ mod device {
 
         fn finish(io: &mut Uart) {
             // SAFETY: single-threaded; one borrow of each static.
-            let (slot, flight) = unsafe { (&mut *addr_of_mut!(STATE), &mut *addr_of_mut!(FLIGHT_BUF)) };
+            let (slot, flight, scratch) = unsafe {
+                (
+                    &mut *addr_of_mut!(STATE),
+                    &mut *addr_of_mut!(FLIGHT_BUF),
+                    &mut *addr_of_mut!(TAPE),
+                )
+            };
             let len = (io.read_u16() as usize).min(L.max_broker_hello());
             io.read_bytes(&mut flight[..L.max_broker_hello()]);
             let msg = &flight[..len];
-            let mut cf = [0u8; CF_LEN];
-            let mut record = [0u8; RECORD_LEN];
+            scratch.fill(0);
+            let Some((cf, rest)) = scratch.split_first_chunk_mut::<CF_LEN>() else {
+                return;
+            };
+            let Some(record) = rest.first_chunk_mut::<RECORD_LEN>() else {
+                return;
+            };
             let status = if slot.is_none() {
                 7
             } else {
                 match measure(OP_FINISH, || {
-                    k_finish(black_box(&mut *slot), black_box(msg), black_box(&mut cf))
+                    k_finish(black_box(&mut *slot), black_box(msg), black_box(&mut *cf))
                 }) {
-                    Ok(mut session) => seal_record(&mut session, &mut record),
+                    Ok(mut session) => seal_record(&mut session, record),
                     Err(e) => code(e),
                 }
             };
             io.reply(Status::Ok, L.finish_reply_len() as u16);
             io.write_byte(status);
-            io.write_bytes(&cf);
-            io.write_bytes(&record);
+            io.write_bytes(&cf[..]);
+            io.write_bytes(&record[..]);
         }
 
         /// The sensor's two steps.

@@ -348,6 +348,32 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// writes the ClientFinished into `out` and returns the session and its
     /// length. Work: two decapsulations; hybrid: one X25519.
     pub fn receive_broker_hello(mut self, msg: &[u8], out: &mut [u8]) -> Result<(Session, usize), Error> {
+        self.process(msg, out)
+    }
+
+    /// [`Self::receive_broker_hello`] for a state kept in `slot` (a static
+    /// on a microcontroller): processed where it lies instead of moved onto
+    /// the stack first, then dropped (its secrets wiped) whatever the
+    /// outcome, leaving `None`. An empty slot (no handshake awaits a
+    /// BrokerHello) is [`Error::UnexpectedMessage`] with `expected` 0.
+    pub fn receive_broker_hello_in(
+        slot: &mut Option<Self>,
+        msg: &[u8],
+        out: &mut [u8],
+    ) -> Result<(Session, usize), Error> {
+        let result = match slot.as_mut() {
+            Some(state) => state.process(msg, out),
+            None => Err(Error::UnexpectedMessage {
+                expected: 0,
+                got: msg.get(1).copied().unwrap_or(0),
+            }),
+        };
+        *slot = None;
+        result
+    }
+
+    /// The work of [`Self::receive_broker_hello`] on a borrowed state.
+    fn process(&mut self, msg: &[u8], out: &mut [u8]) -> Result<(Session, usize), Error> {
         let suite = self.suite;
         let kem = suite.kem();
         let expected = suite.broker_hello_len();
