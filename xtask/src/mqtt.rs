@@ -530,8 +530,11 @@ pub fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool, record: bool) -
         );
     }
     print!("{table}");
-    let legend =
-        "(yasimavr, AVRe+ timings: cycles approximate and include the UART transfer; flash = text + data image + rodata)";
+    let legend = "(yasimavr, AVRe+ timings: cycles approximate and include the UART transfer; flash = text + data image + rodata. \
+         The 4808 images keep the sensor's keys in flash (provisioned at build time: firmware feature \
+         `mqtt-provisioned`), the ephemeral key in caller storage (`SensorHandshake::start_in`), process \
+         the BrokerHello in place (`receive_broker_hello_in`) and use the compact X25519 field \
+         (`fe25519_compact.S`, slower than the 1284p's unrolled one: squaring is a multiplication).)";
     println!("{legend}");
     if record {
         crate::bench::record_fit_table(mcu.name, "kem-mqtt-fit", &format!("{table}\n{legend}\n"))?;
