@@ -180,7 +180,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         // replace the tables with a part of them).
         let record = filter.is_empty();
         crate::mega0::kat(mcu, &filter, no_build, false, record)?;
-        crate::mqtt::mega0(mcu, &filter, no_build, record)?;
+        crate::mqtt::mega0(mcu, &filter, no_build, record, false)?;
         return regenerate();
     }
     let ctx = Ctx {

@@ -48,11 +48,12 @@ commands:
             docs/benchmarks.md and docs/benchmarks.svg; --mcu atmega4808 (no
             simavr model): which KEMs and KEM-MQTT suites fit, run in yasimavr,
             recorded in benchmarks/atmega4808/*.md and docs/benchmarks.md
-  mqtt      [--mcu M] [--filter S] [--no-build] [--profile]
+  mqtt      [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit]
             the KEM-MQTT/1 sensor handshake of every suite on the AVR (firmware
             images mqtt-<kem>[-x25519]) against the host broker: flights and a
             record checked, cycles and stack per step; --mcu atmega4808: which
-            suites fit (flash, SRAM), run in yasimavr; --profile: where start and
+            suites fit (flash, SRAM), run in yasimavr (--require-fit: a selected
+            suite that does not fit is a failure); --profile: where start and
             finish spend their instructions, by function
   kat       --scheme ml-kem-512|kyber512-r3|lightsaber|ctru-light-sha3|ctru-light-ascon
             [--master-seed HEX48] [--count N] [--write FILE] [--check]
@@ -133,6 +134,8 @@ fn ci() -> Result<(), String> {
         avr::build_image(m1284, image)?;
     }
     simtest::run(&["--no-build".to_string()])?;
+    // The KEM-MQTT/1 sensor of every suite against the host broker.
+    mqtt::cmd(&[])?;
     // Every KEM operation must take the same cycles for every input.
     ct::run(&["--count".into(), "8".into(), "--no-build".into()])?;
     // The host secret-independence check (valgrind memcheck) and a short
@@ -156,6 +159,14 @@ fn ci() -> Result<(), String> {
             "atmega4808".into(),
             "--kat".into(),
             "1".into(),
+            "--require-fit".into(),
+        ])?;
+        // The CTRU-Light sensor (pure and hybrid, both families) keeps fitting the 4808.
+        mqtt::cmd(&[
+            "--mcu".into(),
+            "atmega4808".into(),
+            "--filter".into(),
+            "ctru-light".into(),
             "--require-fit".into(),
         ])?;
     }

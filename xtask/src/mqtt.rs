@@ -277,15 +277,19 @@ pub fn provision(mcu: crate::avr::Mcu, image: &crate::avr::Image) -> Result<std:
 /// Seed of the keys and randomness of the measured handshakes.
 pub const SEED: u64 = 0x4D51_5454;
 
-/// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile]`: the sensor's
+/// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit]`: the sensor's
 /// handshake of every selected suite in the simulator against the host broker.
 pub fn cmd(args: &[String]) -> Result<(), String> {
-    let o = crate::Opts::parse(args, &["--mcu", "--filter"], &["--no-build", "--profile"])?;
+    let o = crate::Opts::parse(
+        args,
+        &["--mcu", "--filter"],
+        &["--no-build", "--profile", "--require-fit"],
+    )?;
     let mcu = crate::avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
     let no_build = o.flag("--no-build");
     if !mcu.simulated {
-        return mega0(mcu, &filter, no_build, false);
+        return mega0(mcu, &filter, no_build, false, o.flag("--require-fit"));
     }
     let mut n = 0;
     println!(
@@ -386,15 +390,24 @@ fn link_overflow(err: &str, mcu: crate::avr::Mcu) -> String {
 /// yasimavr, handshake checked, painted stack read. Prints what fits with
 /// the numbers; a crash or stack overflow is "does not fit", not a failure.
 /// With `record`, the table also goes to `benchmarks/<mcu>/kem-mqtt-fit.md`.
-pub fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool, record: bool) -> Result<(), String> {
+/// With `require_fit`, a selected suite that does not fit is a failure (CI:
+/// the CTRU-Light sensor must keep fitting the ATmega4808).
+pub fn mega0(
+    mcu: crate::avr::Mcu,
+    filter: &str,
+    no_build: bool,
+    record: bool,
+    require_fit: bool,
+) -> Result<(), String> {
     let root = crate::util::workspace_root();
     let python = root.join(".venv/bin/python");
     let mut table = String::from(
         "| suite | image | flash B | static RAM B | handshake | painted stack start/finish B | cycles start/finish (yasimavr, approx.) | fits |\n\
          |---|---|---:|---:|---|---|---|---|\n",
     );
-    let (mut passed, mut failed) = (0u32, 0u32);
+    let (mut passed, mut failed, mut selected) = (0u32, 0u32, 0u32);
     for image in images(mcu, filter) {
+        selected += 1;
         let suite = *suites_of(&image).last().ok_or("image without suite")?;
         let built = if no_build {
             crate::avr::sizes(mcu, &image.elf(mcu))
@@ -542,6 +555,13 @@ pub fn mega0(mcu: crate::avr::Mcu, filter: &str, no_build: bool, record: bool) -
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         return Err(format!("{failed} KEM-MQTT run(s) failed on {}", mcu.name));
+    }
+    if require_fit && passed < selected {
+        return Err(format!(
+            "{} of {selected} selected suite(s) do not fit {} (--require-fit)",
+            selected - passed,
+            mcu.name
+        ));
     }
     Ok(())
 }
