@@ -75,7 +75,8 @@ impl Accumulator {
     /// so neither operand needs an unpacked copy that outlives the product.
     pub fn mul_acc(&mut self, scratch: &mut Scratch, load_a: impl Fn(&mut [i16; N]), load_s: impl Fn(&mut [i16; N])) {
         load_a(&mut scratch.a);
-        scratch.a.iter_mut().for_each(|a| *a = Q3329::center(*a));
+        // |a_i| ≤ 2^12 ≤ q + (q−1)/2: the masked fix-up centres it mod 3329.
+        scratch.a.iter_mut().for_each(|a| *a = Q3329::center_fixup(*a));
         load_s(&mut scratch.s);
         Saber3329::forward(&mut scratch.a);
         Saber3329::forward(&mut scratch.s);

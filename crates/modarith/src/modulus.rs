@@ -99,9 +99,9 @@ pub trait Modulus: 'static + Copy + Default {
         Self::center_fixup(r)
     }
 
-    /// Moves a value in (−q, q + (q−1)/2] into [−(q−1)/2, (q−1)/2] with
+    /// Moves a value with |a| ≤ q + (q−1)/2 into [−(q−1)/2, (q−1)/2] with
     /// masks, no branch and no multiplication (so also a cheap [`Self::center`]
-    /// for small non-negative inputs, e.g. raw 10-bit values mod 769).
+    /// for small inputs, e.g. raw 10-bit values mod 769 or 13-bit ones mod 3329).
     #[inline(always)]
     fn center_fixup(mut r: i16) -> i16 {
         r = r.wrapping_sub(Self::Q as i16 & negative_mask_i16(Self::HALF.wrapping_sub(r)));

@@ -136,12 +136,12 @@ fn center_is_canonical_for_every_i16() {
 }
 
 /// The multiplication-free helpers over their whole documented domains:
-/// `center_fixup` on (−q, q + (q−1)/2], `to_unsigned_small` on (−q, q).
+/// `center_fixup` on |a| ≤ q + (q−1)/2, `to_unsigned_small` on (−q, q).
 #[test]
 fn masked_helpers_are_canonical_on_their_domains() {
     fn check<M: Modulus>() {
         let q = M::Q as i16;
-        for a in -q + 1..=q + M::HALF {
+        for a in -q - M::HALF..=q + M::HALF {
             assert_eq!(M::center_fixup(a), M::center(a), "q = {q}, a = {a}");
         }
         for a in -q + 1..q {
