@@ -32,6 +32,33 @@
 //! # Ok::<(), Error>(())
 //! ```
 //!
+//! # On a microcontroller
+//!
+//! The state between the sensor's two steps holds the ephemeral KEM secret
+//! key (up to 1.6 KB). [`SensorHandshake::start_in`] keeps it in an
+//! [`EphemeralKey`] the caller owns (a `static`), and
+//! [`AwaitBrokerHello::receive_broker_hello_in`] processes the state where it
+//! lies, so nothing that large is moved across the stack. With both, the
+//! CTRU-Light sensor fits the ATmega4808's 6 KB of SRAM (`docs/benchmarks.md`).
+//!
+//! ```
+//! use kem_mqtt::*;
+//! # use kem_mqtt::testing::{broker_fixture, sensor_fixture};
+//! # let mut rng = kem_common::doc_rng();
+//! # let suite = Suite::new(KemId::CtruLightAscon, false);
+//! # let (broker, sensor) = (broker_fixture(suite, &mut rng), sensor_fixture(suite, &mut rng));
+//! # let broker = broker.with_client(&sensor, SuiteSet::for_kem(suite.kem(), false));
+//! # let (mut f1, mut f2, mut f3) = ([0u8; MAX_CLIENT_HELLO_LEN], [0u8; MAX_BROKER_HELLO_LEN], [0u8; 64]);
+//! let mut ephemeral = EphemeralKey::new(); // a `static` on the sensor
+//! let (s, n1) = SensorHandshake::start_in(suite, sensor.credentials(&broker), &mut rng, &mut f1, &mut ephemeral)?;
+//! let mut slot = Some(s);
+//! # let (b, n2) = BrokerHandshake::accept(&broker, &f1[..n1], &mut rng, &mut f2)?;
+//! let (session, n3) = AwaitBrokerHello::receive_broker_hello_in(&mut slot, &f2[..n2], &mut f3)?;
+//! assert!(slot.is_none()); // consumed, its secrets wiped
+//! # b.receive_client_finished(&f3[..n3])?;
+//! # Ok::<(), Error>(())
+//! ```
+//!
 //! # Suites
 //!
 //! One id byte `kem << 4 | mode` (mode 1 pure, 2 hybrid with X25519); the
