@@ -58,75 +58,84 @@ pub fn e8_codeword(m: &[u8; 32], b: usize) -> u8 {
     (bit(1) & 0x0F) ^ (bit(2) & 0x3C) ^ (bit(3) & 0xF0) ^ (bit(0) & 0x55)
 }
 
-/// `a` if `choose` is all ones, `b` if it is zero.
-#[inline(always)]
-fn select(choose: u32, a: u32, b: u32) -> u32 {
-    (a & choose) | (b & !choose)
-}
-
-/// All ones iff `x < y`, by the sign of the wrapping difference (|x − y| < 2^31).
+/// All ones iff `x < y` (|x − y| < 2^31), by the sign of the difference.
 #[inline(always)]
 fn less(x: u32, y: u32) -> u32 {
     modarith::negative_mask_i32(x.wrapping_sub(y) as i32) as u32
 }
 
+/// All ones iff `x < y`, for 16-bit costs (the difference taken in 32 bits).
+#[inline(always)]
+fn less16(x: u16, y: u16) -> u16 {
+    modarith::negative_mask_i32(x as i32 - y as i32) as u16
+}
+
+/// `a` where `choose` is all ones, `b` where it is zero.
+#[inline(always)]
+fn select16(choose: u16, a: u16, b: u16) -> u16 {
+    (a & choose) | (b & !choose)
+}
+
 /// E8 decoding (§2) of one block v_0..v_7 ∈ [0, 256) to a 4-bit value.
 /// Branch-free and index-free on the (secret) block. Not inlined: its cost
 /// tables then take stack only while it runs, not in the frame of the
-/// decryption product (the decapsulation's peak).
+/// decryption product (the decapsulation's peak). Costs are squares of
+/// distances ≤ 128, so a coefficient's cost and a pair's sum fit 16 bits
+/// (≤ 2^15); only the coset totals (≤ 2^17) take 32: on an 8-bit core
+/// every select and comparison costs its width in instructions.
 #[inline(never)]
 pub fn e8_decode_block(v: &[u8]) -> u8 {
-    let mut cost0 = [0u32; 8];
-    let mut cost1 = [0u32; 8];
+    let mut cost0 = [0u16; 8];
+    let mut cost1 = [0u16; 8];
     for j in 0..8 {
-        let x = v[j] as u32;
-        let far = less(256, 2 * x); // 2·v > 256
-        let a = select(far, 256 - x, x) as u16; // ≤ 128
-        cost0[j] = (a * a) as u32; // squares in 16 bits: cheap on an 8-bit core
-        let d = x as i16 - 128;
+        let x = v[j] as i16;
+        let far = modarith::negative_mask_i16(128 - x) as u16; // 2·v > 256
+        let a = select16(far, (256 - x) as u16, x as u16); // ≤ 128
+        cost0[j] = a * a;
+        let d = x - 128;
         let sign = modarith::negative_mask_i16(d);
         let d = ((d ^ sign) - sign) as u16; // |v − 128| ≤ 128, by mask (no branch)
-        cost1[j] = (d * d) as u32;
+        cost1[j] = d * d;
     }
     let mut cost = [0u32; 2];
-    let mut pattern = [0u32; 2];
+    let mut pattern = [0u8; 2];
     for k in 0..2 {
         let mut total = 0u32;
-        let mut min_diff = 1u32 << 30;
-        let mut min_idx = 0u32;
-        let mut parity = 0u32;
-        let mut bits = 0u32;
+        let mut min_diff = u16::MAX; // above every difference (≤ 2^15)
+        let mut min_idx = 0u8;
+        let mut parity = 0u8;
+        let mut bits = 0u8;
         for i in 0..4 {
             let (c0, c1) = if k == 0 {
                 (cost0[2 * i] + cost0[2 * i + 1], cost1[2 * i] + cost1[2 * i + 1])
             } else {
                 (cost1[2 * i] + cost0[2 * i + 1], cost0[2 * i] + cost1[2 * i + 1])
             };
-            let b = less(c1, c0);
-            total += select(b, c1, c0);
-            let diff = select(b, c0.wrapping_sub(c1), c1.wrapping_sub(c0));
-            let smaller = less(diff, min_diff);
-            min_diff = select(smaller, diff, min_diff);
-            min_idx = select(smaller, i as u32, min_idx);
-            bits |= (b & 1) << i;
-            parity ^= b & 1;
+            let b = less16(c1, c0);
+            total += select16(b, c1, c0) as u32;
+            let diff = select16(b, c0.wrapping_sub(c1), c1.wrapping_sub(c0));
+            let smaller = less16(diff, min_diff);
+            min_diff = select16(smaller, diff, min_diff);
+            min_idx = (smaller as u8 & i as u8) | (!smaller as u8 & min_idx);
+            bits |= (b as u8 & 1) << i;
+            parity ^= b as u8 & 1;
         }
-        let odd = modarith::negative_mask_i32(-(parity as i32)) as u32;
+        let odd = modarith::negative_mask_i16(-(parity as i16)) as u8;
         // Flip bit min_idx with a mask built by comparing it with every
         // candidate index: no secret index, no secret shift amount.
-        let mut flip = 0u32;
-        for i in 0..4u32 {
-            let hit = modarith::negative_mask_i32((min_idx ^ i).wrapping_sub(1) as i32) as u32; // min_idx == i
+        let mut flip = 0u8;
+        for i in 0..4u8 {
+            let hit = modarith::negative_mask_i16(((min_idx ^ i) as i16) - 1) as u8; // min_idx == i
             flip |= hit & (1 << i);
         }
         bits ^= flip & odd;
-        total += min_diff & odd;
+        total += (min_diff & odd as i8 as u16) as u32;
         cost[k] = total;
         pattern[k] = bits;
     }
-    let r = less(cost[1], cost[0]);
-    let res = select(r, pattern[1], pattern[0]);
-    (((((res ^ (res << 1)) & 3) | ((res >> 1) & 4)) << 1) | (r & 1)) as u8
+    let r = less(cost[1], cost[0]) as u8;
+    let res = (pattern[1] & r) | (pattern[0] & !r);
+    ((((res ^ (res << 1)) & 3) | ((res >> 1) & 4)) << 1) | (r & 1)
 }
 
 #[cfg(test)]
@@ -146,6 +155,82 @@ mod tests {
             // Noiseless decoding of the scaled codeword returns v.
             let block: [u8; 8] = core::array::from_fn(|j| ((cw >> j) & 1) * 128);
             assert_eq!(e8_decode_block(&block), v as u8);
+        }
+    }
+
+    /// The decoder as first written (32-bit costs throughout): the oracle
+    /// of the 16-bit one.
+    fn e8_decode_block_reference(v: &[u8]) -> u8 {
+        let select = |choose: u32, a: u32, b: u32| (a & choose) | (b & !choose);
+        let mut cost0 = [0u32; 8];
+        let mut cost1 = [0u32; 8];
+        for j in 0..8 {
+            let x = v[j] as u32;
+            let far = less(256, 2 * x);
+            let a = select(far, 256 - x, x);
+            cost0[j] = a * a;
+            let d = (x as i32 - 128).unsigned_abs();
+            cost1[j] = d * d;
+        }
+        let mut cost = [0u32; 2];
+        let mut pattern = [0u32; 2];
+        for k in 0..2 {
+            let (mut total, mut min_diff, mut min_idx, mut parity, mut bits) = (0u32, 1u32 << 30, 0u32, 0u32, 0u32);
+            for i in 0..4 {
+                let (c0, c1) = if k == 0 {
+                    (cost0[2 * i] + cost0[2 * i + 1], cost1[2 * i] + cost1[2 * i + 1])
+                } else {
+                    (cost1[2 * i] + cost0[2 * i + 1], cost0[2 * i] + cost1[2 * i + 1])
+                };
+                let b = less(c1, c0);
+                total += select(b, c1, c0);
+                let diff = select(b, c0.wrapping_sub(c1), c1.wrapping_sub(c0));
+                let smaller = less(diff, min_diff);
+                min_diff = select(smaller, diff, min_diff);
+                min_idx = select(smaller, i as u32, min_idx);
+                bits |= (b & 1) << i;
+                parity ^= b & 1;
+            }
+            if parity == 1 {
+                bits ^= 1 << min_idx;
+                total += min_diff;
+            }
+            cost[k] = total;
+            pattern[k] = bits;
+        }
+        let r = less(cost[1], cost[0]);
+        let res = select(r, pattern[1], pattern[0]);
+        (((((res ^ (res << 1)) & 3) | ((res >> 1) & 4)) << 1) | (r & 1)) as u8
+    }
+
+    /// The 16-bit decoder equals the reference on the boundary values of
+    /// every cost (0, 64, 128, 192, 255 and their neighbours) in random
+    /// combinations, including ties, and on random blocks.
+    #[test]
+    fn e8_decoder_matches_its_reference() {
+        let edges = [0u8, 1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 254, 255];
+        let mut seed = 0x00E8_DEC0_DE00_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for n in 0..400_000 {
+            let r = next();
+            let block: [u8; 8] = if n % 2 == 0 {
+                core::array::from_fn(|j| edges[((r >> (5 * j)) % edges.len() as u64) as usize])
+            } else {
+                core::array::from_fn(|j| (r >> (8 * j)) as u8)
+            };
+            assert_eq!(e8_decode_block(&block), e8_decode_block_reference(&block), "{block:?}");
+        }
+        // Every block of two values (ties everywhere).
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                let block = [a, b, a, b, b, a, b, a];
+                assert_eq!(e8_decode_block(&block), e8_decode_block_reference(&block), "{block:?}");
+            }
         }
     }
 
