@@ -23,6 +23,14 @@ ascon_permute_avr:
 	push r16
 	push r17
 	movw r30, r24		; Z = state
+	ldd r2, Z+0		; x0 stays in registers
+	ldd r3, Z+1		; x0 stays in registers
+	ldd r4, Z+2		; x0 stays in registers
+	ldd r5, Z+3		; x0 stays in registers
+	ldd r6, Z+4		; x0 stays in registers
+	ldd r7, Z+5		; x0 stays in registers
+	ldd r8, Z+6		; x0 stays in registers
+	ldd r9, Z+7		; x0 stays in registers
 	; first round constant: 0x3c + 0x0f·rounds (0xf0 for 12 rounds)
 	ldi r26, 0x0f
 	mul r22, r26
@@ -31,372 +39,610 @@ ascon_permute_avr:
 	clr r1
 1:
 	; substitution layer, one byte column at a time
-	ldd r18, Z+0
-	ldd r19, Z+8
-	ldd r20, Z+16
-	ldd r21, Z+24
-	ldd r22, Z+32
-	eor r20, r26		; round constant
-	eor r18, r22
-	eor r22, r21
-	eor r20, r19
-	mov r23, r18
-	com r23
-	and r23, r19
-	mov r24, r19
-	com r24
-	and r24, r20
-	mov r25, r20
-	com r25
-	and r25, r21
-	mov r27, r21
-	com r27
-	and r27, r22
-	mov r0, r22
-	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
-	eor r19, r18
-	eor r18, r22
+	ldd r18, Z+8
+	ldd r19, Z+16
+	ldd r20, Z+24
+	ldd r21, Z+32
+	eor r19, r26		; round constant
+	eor r2, r21
 	eor r21, r20
-	com r20
-	std Z+0, r18
-	std Z+8, r19
-	std Z+16, r20
-	std Z+24, r21
-	std Z+32, r22
-	ldd r18, Z+1
-	ldd r19, Z+9
-	ldd r20, Z+17
-	ldd r21, Z+25
-	ldd r22, Z+33
-	eor r18, r22
-	eor r22, r21
-	eor r20, r19
-	mov r23, r18
-	com r23
-	and r23, r19
-	mov r24, r19
-	com r24
-	and r24, r20
-	mov r25, r20
-	com r25
-	and r25, r21
-	mov r27, r21
-	com r27
-	and r27, r22
-	mov r0, r22
-	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
 	eor r19, r18
-	eor r18, r22
-	eor r21, r20
-	com r20
-	std Z+1, r18
-	std Z+9, r19
-	std Z+17, r20
-	std Z+25, r21
-	std Z+33, r22
-	ldd r18, Z+2
-	ldd r19, Z+10
-	ldd r20, Z+18
-	ldd r21, Z+26
-	ldd r22, Z+34
-	eor r18, r22
-	eor r22, r21
-	eor r20, r19
-	mov r23, r18
+	mov r23, r2
 	com r23
-	and r23, r19
-	mov r24, r19
+	and r23, r18
+	mov r24, r18
 	com r24
-	and r24, r20
-	mov r25, r20
+	and r24, r19
+	mov r25, r19
 	com r25
-	and r25, r21
-	mov r27, r21
+	and r25, r20
+	mov r27, r20
 	com r27
-	and r27, r22
-	mov r0, r22
+	and r27, r21
+	mov r0, r21
 	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
-	eor r19, r18
-	eor r18, r22
-	eor r21, r20
-	com r20
-	std Z+2, r18
-	std Z+10, r19
-	std Z+18, r20
-	std Z+26, r21
-	std Z+34, r22
-	ldd r18, Z+3
-	ldd r19, Z+11
-	ldd r20, Z+19
-	ldd r21, Z+27
-	ldd r22, Z+35
-	eor r18, r22
-	eor r22, r21
+	and r0, r2
+	eor r2, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r2
+	eor r2, r21
 	eor r20, r19
-	mov r23, r18
-	com r23
-	and r23, r19
-	mov r24, r19
-	com r24
-	and r24, r20
-	mov r25, r20
-	com r25
-	and r25, r21
-	mov r27, r21
-	com r27
-	and r27, r22
-	mov r0, r22
-	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
-	eor r19, r18
-	eor r18, r22
+	com r19
+	std Z+8, r18
+	std Z+16, r19
+	std Z+24, r20
+	std Z+32, r21
+	ldd r18, Z+9
+	ldd r19, Z+17
+	ldd r20, Z+25
+	ldd r21, Z+33
+	eor r3, r21
 	eor r21, r20
-	com r20
-	std Z+3, r18
-	std Z+11, r19
-	std Z+19, r20
-	std Z+27, r21
-	std Z+35, r22
-	ldd r18, Z+4
-	ldd r19, Z+12
-	ldd r20, Z+20
-	ldd r21, Z+28
-	ldd r22, Z+36
-	eor r18, r22
-	eor r22, r21
+	eor r19, r18
+	mov r23, r3
+	com r23
+	and r23, r18
+	mov r24, r18
+	com r24
+	and r24, r19
+	mov r25, r19
+	com r25
+	and r25, r20
+	mov r27, r20
+	com r27
+	and r27, r21
+	mov r0, r21
+	com r0
+	and r0, r3
+	eor r3, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r3
+	eor r3, r21
 	eor r20, r19
-	mov r23, r18
-	com r23
-	and r23, r19
-	mov r24, r19
-	com r24
-	and r24, r20
-	mov r25, r20
-	com r25
-	and r25, r21
-	mov r27, r21
-	com r27
-	and r27, r22
-	mov r0, r22
-	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
-	eor r19, r18
-	eor r18, r22
+	com r19
+	std Z+9, r18
+	std Z+17, r19
+	std Z+25, r20
+	std Z+33, r21
+	ldd r18, Z+10
+	ldd r19, Z+18
+	ldd r20, Z+26
+	ldd r21, Z+34
+	eor r4, r21
 	eor r21, r20
-	com r20
-	std Z+4, r18
-	std Z+12, r19
-	std Z+20, r20
-	std Z+28, r21
-	std Z+36, r22
-	ldd r18, Z+5
-	ldd r19, Z+13
-	ldd r20, Z+21
-	ldd r21, Z+29
-	ldd r22, Z+37
-	eor r18, r22
-	eor r22, r21
+	eor r19, r18
+	mov r23, r4
+	com r23
+	and r23, r18
+	mov r24, r18
+	com r24
+	and r24, r19
+	mov r25, r19
+	com r25
+	and r25, r20
+	mov r27, r20
+	com r27
+	and r27, r21
+	mov r0, r21
+	com r0
+	and r0, r4
+	eor r4, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r4
+	eor r4, r21
 	eor r20, r19
-	mov r23, r18
-	com r23
-	and r23, r19
-	mov r24, r19
-	com r24
-	and r24, r20
-	mov r25, r20
-	com r25
-	and r25, r21
-	mov r27, r21
-	com r27
-	and r27, r22
-	mov r0, r22
-	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
-	eor r19, r18
-	eor r18, r22
+	com r19
+	std Z+10, r18
+	std Z+18, r19
+	std Z+26, r20
+	std Z+34, r21
+	ldd r18, Z+11
+	ldd r19, Z+19
+	ldd r20, Z+27
+	ldd r21, Z+35
+	eor r5, r21
 	eor r21, r20
-	com r20
-	std Z+5, r18
-	std Z+13, r19
-	std Z+21, r20
-	std Z+29, r21
-	std Z+37, r22
-	ldd r18, Z+6
-	ldd r19, Z+14
-	ldd r20, Z+22
-	ldd r21, Z+30
-	ldd r22, Z+38
-	eor r18, r22
-	eor r22, r21
+	eor r19, r18
+	mov r23, r5
+	com r23
+	and r23, r18
+	mov r24, r18
+	com r24
+	and r24, r19
+	mov r25, r19
+	com r25
+	and r25, r20
+	mov r27, r20
+	com r27
+	and r27, r21
+	mov r0, r21
+	com r0
+	and r0, r5
+	eor r5, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r5
+	eor r5, r21
 	eor r20, r19
-	mov r23, r18
-	com r23
-	and r23, r19
-	mov r24, r19
-	com r24
-	and r24, r20
-	mov r25, r20
-	com r25
-	and r25, r21
-	mov r27, r21
-	com r27
-	and r27, r22
-	mov r0, r22
-	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
-	eor r19, r18
-	eor r18, r22
+	com r19
+	std Z+11, r18
+	std Z+19, r19
+	std Z+27, r20
+	std Z+35, r21
+	ldd r18, Z+12
+	ldd r19, Z+20
+	ldd r20, Z+28
+	ldd r21, Z+36
+	eor r6, r21
 	eor r21, r20
-	com r20
-	std Z+6, r18
-	std Z+14, r19
-	std Z+22, r20
-	std Z+30, r21
-	std Z+38, r22
-	ldd r18, Z+7
-	ldd r19, Z+15
-	ldd r20, Z+23
-	ldd r21, Z+31
-	ldd r22, Z+39
-	eor r18, r22
-	eor r22, r21
+	eor r19, r18
+	mov r23, r6
+	com r23
+	and r23, r18
+	mov r24, r18
+	com r24
+	and r24, r19
+	mov r25, r19
+	com r25
+	and r25, r20
+	mov r27, r20
+	com r27
+	and r27, r21
+	mov r0, r21
+	com r0
+	and r0, r6
+	eor r6, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r6
+	eor r6, r21
 	eor r20, r19
-	mov r23, r18
-	com r23
-	and r23, r19
-	mov r24, r19
-	com r24
-	and r24, r20
-	mov r25, r20
-	com r25
-	and r25, r21
-	mov r27, r21
-	com r27
-	and r27, r22
-	mov r0, r22
-	com r0
-	and r0, r18
-	eor r18, r24
-	eor r19, r25
-	eor r20, r27
-	eor r21, r0
-	eor r22, r23
-	eor r19, r18
-	eor r18, r22
+	com r19
+	std Z+12, r18
+	std Z+20, r19
+	std Z+28, r20
+	std Z+36, r21
+	ldd r18, Z+13
+	ldd r19, Z+21
+	ldd r20, Z+29
+	ldd r21, Z+37
+	eor r7, r21
 	eor r21, r20
-	com r20
-	std Z+7, r18
-	std Z+15, r19
-	std Z+23, r20
-	std Z+31, r21
-	std Z+39, r22
-	; linear layer, one word at a time: x ^= (x ^ (x >>> (B−A))) >>> A
-	ldd r2, Z+0
-	ldd r3, Z+1
-	ldd r4, Z+2
-	ldd r5, Z+3
-	ldd r6, Z+4
-	ldd r7, Z+5
-	ldd r8, Z+6
-	ldd r9, Z+7
-	movw r10, r2
-	movw r12, r4
-	movw r14, r6
-	movw r16, r8
-	bst r11, 0
-	lsr r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	ror r13
-	ror r12
-	ror r11
-	bld r10, 7
-	eor r11, r2
-	eor r12, r3
-	eor r13, r4
-	eor r14, r5
-	eor r15, r6
-	eor r16, r7
-	eor r17, r8
-	eor r10, r9
-	bst r13, 0
-	lsr r12
-	ror r11
-	ror r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	ror r13
-	bld r12, 7
-	bst r13, 0
-	lsr r12
-	ror r11
-	ror r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	ror r13
-	bld r12, 7
-	bst r13, 0
-	lsr r12
-	ror r11
-	ror r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	ror r13
-	bld r12, 7
-	eor r2, r13
-	eor r3, r14
-	eor r4, r15
-	eor r5, r16
-	eor r6, r17
-	eor r7, r10
-	eor r8, r11
-	eor r9, r12
+	eor r19, r18
+	mov r23, r7
+	com r23
+	and r23, r18
+	mov r24, r18
+	com r24
+	and r24, r19
+	mov r25, r19
+	com r25
+	and r25, r20
+	mov r27, r20
+	com r27
+	and r27, r21
+	mov r0, r21
+	com r0
+	and r0, r7
+	eor r7, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r7
+	eor r7, r21
+	eor r20, r19
+	com r19
+	std Z+13, r18
+	std Z+21, r19
+	std Z+29, r20
+	std Z+37, r21
+	ldd r18, Z+14
+	ldd r19, Z+22
+	ldd r20, Z+30
+	ldd r21, Z+38
+	eor r8, r21
+	eor r21, r20
+	eor r19, r18
+	mov r23, r8
+	com r23
+	and r23, r18
+	mov r24, r18
+	com r24
+	and r24, r19
+	mov r25, r19
+	com r25
+	and r25, r20
+	mov r27, r20
+	com r27
+	and r27, r21
+	mov r0, r21
+	com r0
+	and r0, r8
+	eor r8, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r8
+	eor r8, r21
+	eor r20, r19
+	com r19
+	std Z+14, r18
+	std Z+22, r19
+	std Z+30, r20
+	std Z+38, r21
+	ldd r18, Z+15
+	ldd r19, Z+23
+	ldd r20, Z+31
+	ldd r21, Z+39
+	eor r9, r21
+	eor r21, r20
+	eor r19, r18
+	mov r23, r9
+	com r23
+	and r23, r18
+	mov r24, r18
+	com r24
+	and r24, r19
+	mov r25, r19
+	com r25
+	and r25, r20
+	mov r27, r20
+	com r27
+	and r27, r21
+	mov r0, r21
+	com r0
+	and r0, r9
+	eor r9, r24
+	eor r18, r25
+	eor r19, r27
+	eor r20, r0
+	eor r21, r23
+	eor r18, r9
+	eor r9, r21
+	eor r20, r19
+	com r19
+	std Z+15, r18
+	std Z+23, r19
+	std Z+31, r20
+	std Z+39, r21
+	; linear layer: x0 in place, then x1..x4 one at a time
+	movw r18, r2
+	movw r20, r4
+	movw r22, r6
+	movw r24, r8
+	bst r19, 0
+	lsr r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	ror r21
+	ror r20
+	ror r19
+	bld r18, 7
+	eor r19, r2
+	eor r20, r3
+	eor r21, r4
+	eor r22, r5
+	eor r23, r6
+	eor r24, r7
+	eor r25, r8
+	eor r18, r9
+	bst r21, 0
+	lsr r20
+	ror r19
+	ror r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	ror r21
+	bld r20, 7
+	bst r21, 0
+	lsr r20
+	ror r19
+	ror r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	ror r21
+	bld r20, 7
+	bst r21, 0
+	lsr r20
+	ror r19
+	ror r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	ror r21
+	bld r20, 7
+	eor r2, r21
+	eor r3, r22
+	eor r4, r23
+	eor r5, r24
+	eor r6, r25
+	eor r7, r18
+	eor r8, r19
+	eor r9, r20
+	ldd r10, Z+8
+	ldd r11, Z+9
+	ldd r12, Z+10
+	ldd r13, Z+11
+	ldd r14, Z+12
+	ldd r15, Z+13
+	ldd r16, Z+14
+	ldd r17, Z+15
+	movw r18, r10
+	movw r20, r12
+	movw r22, r14
+	movw r24, r16
+	lsl r21
+	rol r22
+	rol r23
+	rol r24
+	rol r25
+	rol r18
+	rol r19
+	rol r20
+	adc r21, r1
+	lsl r21
+	rol r22
+	rol r23
+	rol r24
+	rol r25
+	rol r18
+	rol r19
+	rol r20
+	adc r21, r1
+	eor r21, r10
+	eor r22, r11
+	eor r23, r12
+	eor r24, r13
+	eor r25, r14
+	eor r18, r15
+	eor r19, r16
+	eor r20, r17
+	lsl r18
+	rol r19
+	rol r20
+	rol r21
+	rol r22
+	rol r23
+	rol r24
+	rol r25
+	adc r18, r1
+	eor r10, r18
+	eor r11, r19
+	eor r12, r20
+	eor r13, r21
+	eor r14, r22
+	eor r15, r23
+	eor r16, r24
+	eor r17, r25
+	std Z+8, r10
+	std Z+9, r11
+	std Z+10, r12
+	std Z+11, r13
+	std Z+12, r14
+	std Z+13, r15
+	std Z+14, r16
+	std Z+15, r17
+	ldd r10, Z+16
+	ldd r11, Z+17
+	ldd r12, Z+18
+	ldd r13, Z+19
+	ldd r14, Z+20
+	ldd r15, Z+21
+	ldd r16, Z+22
+	ldd r17, Z+23
+	movw r18, r10
+	movw r20, r12
+	movw r22, r14
+	movw r24, r16
+	lsl r19
+	rol r20
+	rol r21
+	rol r22
+	rol r23
+	rol r24
+	rol r25
+	rol r18
+	adc r19, r1
+	lsl r19
+	rol r20
+	rol r21
+	rol r22
+	rol r23
+	rol r24
+	rol r25
+	rol r18
+	adc r19, r1
+	lsl r19
+	rol r20
+	rol r21
+	rol r22
+	rol r23
+	rol r24
+	rol r25
+	rol r18
+	adc r19, r1
+	eor r19, r10
+	eor r20, r11
+	eor r21, r12
+	eor r22, r13
+	eor r23, r14
+	eor r24, r15
+	eor r25, r16
+	eor r18, r17
+	bst r19, 0
+	lsr r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	ror r21
+	ror r20
+	ror r19
+	bld r18, 7
+	eor r10, r19
+	eor r11, r20
+	eor r12, r21
+	eor r13, r22
+	eor r14, r23
+	eor r15, r24
+	eor r16, r25
+	eor r17, r18
+	std Z+16, r10
+	std Z+17, r11
+	std Z+18, r12
+	std Z+19, r13
+	std Z+20, r14
+	std Z+21, r15
+	std Z+22, r16
+	std Z+23, r17
+	ldd r10, Z+24
+	ldd r11, Z+25
+	ldd r12, Z+26
+	ldd r13, Z+27
+	ldd r14, Z+28
+	ldd r15, Z+29
+	ldd r16, Z+30
+	ldd r17, Z+31
+	movw r18, r10
+	movw r20, r12
+	movw r22, r14
+	movw r24, r16
+	bst r25, 0
+	lsr r24
+	ror r23
+	ror r22
+	ror r21
+	ror r20
+	ror r19
+	ror r18
+	ror r25
+	bld r24, 7
+	eor r25, r10
+	eor r18, r11
+	eor r19, r12
+	eor r20, r13
+	eor r21, r14
+	eor r22, r15
+	eor r23, r16
+	eor r24, r17
+	bst r19, 0
+	lsr r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	ror r21
+	ror r20
+	ror r19
+	bld r18, 7
+	eor r10, r19
+	eor r11, r20
+	eor r12, r21
+	eor r13, r22
+	eor r14, r23
+	eor r15, r24
+	eor r16, r25
+	eor r17, r18
+	std Z+24, r10
+	std Z+25, r11
+	std Z+26, r12
+	std Z+27, r13
+	std Z+28, r14
+	std Z+29, r15
+	std Z+30, r16
+	std Z+31, r17
+	ldd r10, Z+32
+	ldd r11, Z+33
+	ldd r12, Z+34
+	ldd r13, Z+35
+	ldd r14, Z+36
+	ldd r15, Z+37
+	ldd r16, Z+38
+	ldd r17, Z+39
+	movw r18, r10
+	movw r20, r12
+	movw r22, r14
+	movw r24, r16
+	bst r22, 0
+	lsr r21
+	ror r20
+	ror r19
+	ror r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	bld r21, 7
+	bst r22, 0
+	lsr r21
+	ror r20
+	ror r19
+	ror r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	bld r21, 7
+	eor r22, r10
+	eor r23, r11
+	eor r24, r12
+	eor r25, r13
+	eor r18, r14
+	eor r19, r15
+	eor r20, r16
+	eor r21, r17
+	lsl r23
+	rol r24
+	rol r25
+	rol r18
+	rol r19
+	rol r20
+	rol r21
+	rol r22
+	adc r23, r1
+	eor r10, r23
+	eor r11, r24
+	eor r12, r25
+	eor r13, r18
+	eor r14, r19
+	eor r15, r20
+	eor r16, r21
+	eor r17, r22
+	std Z+32, r10
+	std Z+33, r11
+	std Z+34, r12
+	std Z+35, r13
+	std Z+36, r14
+	std Z+37, r15
+	std Z+38, r16
+	std Z+39, r17
+	subi r26, 0x0f
+	cpi r26, 0x3c
+	breq 2f
+	jmp 1b			; the round body is beyond a branch's reach
+2:
 	std Z+0, r2
 	std Z+1, r3
 	std Z+2, r4
@@ -405,277 +651,6 @@ ascon_permute_avr:
 	std Z+5, r7
 	std Z+6, r8
 	std Z+7, r9
-	ldd r2, Z+8
-	ldd r3, Z+9
-	ldd r4, Z+10
-	ldd r5, Z+11
-	ldd r6, Z+12
-	ldd r7, Z+13
-	ldd r8, Z+14
-	ldd r9, Z+15
-	movw r10, r2
-	movw r12, r4
-	movw r14, r6
-	movw r16, r8
-	lsl r13
-	rol r14
-	rol r15
-	rol r16
-	rol r17
-	rol r10
-	rol r11
-	rol r12
-	adc r13, r1
-	lsl r13
-	rol r14
-	rol r15
-	rol r16
-	rol r17
-	rol r10
-	rol r11
-	rol r12
-	adc r13, r1
-	eor r13, r2
-	eor r14, r3
-	eor r15, r4
-	eor r16, r5
-	eor r17, r6
-	eor r10, r7
-	eor r11, r8
-	eor r12, r9
-	lsl r10
-	rol r11
-	rol r12
-	rol r13
-	rol r14
-	rol r15
-	rol r16
-	rol r17
-	adc r10, r1
-	eor r2, r10
-	eor r3, r11
-	eor r4, r12
-	eor r5, r13
-	eor r6, r14
-	eor r7, r15
-	eor r8, r16
-	eor r9, r17
-	std Z+8, r2
-	std Z+9, r3
-	std Z+10, r4
-	std Z+11, r5
-	std Z+12, r6
-	std Z+13, r7
-	std Z+14, r8
-	std Z+15, r9
-	ldd r2, Z+16
-	ldd r3, Z+17
-	ldd r4, Z+18
-	ldd r5, Z+19
-	ldd r6, Z+20
-	ldd r7, Z+21
-	ldd r8, Z+22
-	ldd r9, Z+23
-	movw r10, r2
-	movw r12, r4
-	movw r14, r6
-	movw r16, r8
-	lsl r11
-	rol r12
-	rol r13
-	rol r14
-	rol r15
-	rol r16
-	rol r17
-	rol r10
-	adc r11, r1
-	lsl r11
-	rol r12
-	rol r13
-	rol r14
-	rol r15
-	rol r16
-	rol r17
-	rol r10
-	adc r11, r1
-	lsl r11
-	rol r12
-	rol r13
-	rol r14
-	rol r15
-	rol r16
-	rol r17
-	rol r10
-	adc r11, r1
-	eor r11, r2
-	eor r12, r3
-	eor r13, r4
-	eor r14, r5
-	eor r15, r6
-	eor r16, r7
-	eor r17, r8
-	eor r10, r9
-	bst r11, 0
-	lsr r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	ror r13
-	ror r12
-	ror r11
-	bld r10, 7
-	eor r2, r11
-	eor r3, r12
-	eor r4, r13
-	eor r5, r14
-	eor r6, r15
-	eor r7, r16
-	eor r8, r17
-	eor r9, r10
-	std Z+16, r2
-	std Z+17, r3
-	std Z+18, r4
-	std Z+19, r5
-	std Z+20, r6
-	std Z+21, r7
-	std Z+22, r8
-	std Z+23, r9
-	ldd r2, Z+24
-	ldd r3, Z+25
-	ldd r4, Z+26
-	ldd r5, Z+27
-	ldd r6, Z+28
-	ldd r7, Z+29
-	ldd r8, Z+30
-	ldd r9, Z+31
-	movw r10, r2
-	movw r12, r4
-	movw r14, r6
-	movw r16, r8
-	lsl r11
-	rol r12
-	rol r13
-	rol r14
-	rol r15
-	rol r16
-	rol r17
-	rol r10
-	adc r11, r1
-	eor r11, r2
-	eor r12, r3
-	eor r13, r4
-	eor r14, r5
-	eor r15, r6
-	eor r16, r7
-	eor r17, r8
-	eor r10, r9
-	bst r12, 0
-	lsr r11
-	ror r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	ror r13
-	ror r12
-	bld r11, 7
-	bst r12, 0
-	lsr r11
-	ror r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	ror r13
-	ror r12
-	bld r11, 7
-	eor r2, r12
-	eor r3, r13
-	eor r4, r14
-	eor r5, r15
-	eor r6, r16
-	eor r7, r17
-	eor r8, r10
-	eor r9, r11
-	std Z+24, r2
-	std Z+25, r3
-	std Z+26, r4
-	std Z+27, r5
-	std Z+28, r6
-	std Z+29, r7
-	std Z+30, r8
-	std Z+31, r9
-	ldd r2, Z+32
-	ldd r3, Z+33
-	ldd r4, Z+34
-	ldd r5, Z+35
-	ldd r6, Z+36
-	ldd r7, Z+37
-	ldd r8, Z+38
-	ldd r9, Z+39
-	movw r10, r2
-	movw r12, r4
-	movw r14, r6
-	movw r16, r8
-	bst r14, 0
-	lsr r13
-	ror r12
-	ror r11
-	ror r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	bld r13, 7
-	bst r14, 0
-	lsr r13
-	ror r12
-	ror r11
-	ror r10
-	ror r17
-	ror r16
-	ror r15
-	ror r14
-	bld r13, 7
-	eor r14, r2
-	eor r15, r3
-	eor r16, r4
-	eor r17, r5
-	eor r10, r6
-	eor r11, r7
-	eor r12, r8
-	eor r13, r9
-	lsl r15
-	rol r16
-	rol r17
-	rol r10
-	rol r11
-	rol r12
-	rol r13
-	rol r14
-	adc r15, r1
-	eor r2, r15
-	eor r3, r16
-	eor r4, r17
-	eor r5, r10
-	eor r6, r11
-	eor r7, r12
-	eor r8, r13
-	eor r9, r14
-	std Z+32, r2
-	std Z+33, r3
-	std Z+34, r4
-	std Z+35, r5
-	std Z+36, r6
-	std Z+37, r7
-	std Z+38, r8
-	std Z+39, r9
-	subi r26, 0x0f
-	cpi r26, 0x3c
-	breq 2f
-	jmp 1b			; the round body is beyond a branch's reach
-2:
 	pop r17
 	pop r16
 	pop r15

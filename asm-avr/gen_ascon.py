@@ -4,22 +4,31 @@
     void ascon_permute_avr(uint64_t state[5], uint8_t rounds);   /* 1..12 */
 
 Words are little-endian (byte j of x_i at offset 8i + j), as in the
-RustCrypto `ascon-core` State this is tested against. The substitution layer
-runs a byte column (one byte of each word) at a time; the linear layer loads
-one word into registers and computes x ^ (x >>> A) ^ (x >>> B) as
-x ^ ((x ^ (x >>> (B−A))) >>> A): byte rotations are register renaming,
-only the remaining 1..4-bit rotations cost instructions. Straight-line code
-in a loop over the public round count: constant time.
+RustCrypto `ascon-core` State this is tested against. Word x0 stays in
+registers (r2..r9) for the whole permutation; x1..x4 live in memory. The
+substitution layer runs a byte column (one byte of each word) at a time; the
+linear layer loads one word into registers and computes
+x ^ (x >>> A) ^ (x >>> B) as x ^ ((x ^ (x >>> (B−A))) >>> A), or as
+x ^ ((x ^ (x <<< (B−A))) >>> B) where that needs fewer single-bit
+rotations: byte rotations are register renaming, only the remaining 1..4-bit
+rotations cost instructions. Straight-line code in a loop over the public
+round count: constant time.
 """
 
 ROT = [(19, 28), (39, 61), (1, 6), (10, 17), (7, 41)]
-X = [f"r{2 + j}" for j in range(8)]
-T = [f"r{10 + j}" for j in range(8)]
+K = [f"r{2 + j}" for j in range(8)]  # x0, for the whole permutation
+X = [f"r{10 + j}" for j in range(8)]  # the word in the linear layer
+T = [f"r{18 + j}" for j in range(8)]  # its rotated copy
 o = []
 e = o.append
 
 
-def ror_bits(regs, bits):
+def bit_cost(bits):
+    """Single-bit rotations a rotation by `bits` (mod 8) costs."""
+    return min(bits % 8, 8 - bits % 8)
+
+
+def rot_bits(regs, bits):
     """Rotates the 64-bit value `regs` (LSB first) right by `bits` (0..7);
     returns the register list of the result (renamed, LSB first)."""
     if bits == 0:
@@ -42,8 +51,28 @@ def ror_bits(regs, bits):
 
 
 def ror(regs, amount):
+    """Right rotation by `amount` (0..127; left rotations as 64 − n)."""
+    amount %= 64
     k = (amount // 8) % 8
-    return ror_bits(regs[k:] + regs[:k], amount % 8)
+    return rot_bits(regs[k:] + regs[:k], amount % 8)
+
+
+def linear(x, t, a, b):
+    """x ^= (x >>> a) ^ (x >>> b) on the registers x, with t as scratch;
+    x keeps its registers."""
+    for j in range(0, 8, 2):
+        e(f"\tmovw {t[j]}, {x[j]}")
+    if bit_cost(b - a) + bit_cost(a) <= bit_cost(a - b) + bit_cost(b):
+        u = ror(t, b - a)  # x ^ (x >>> (b − a)), then >>> a
+        last = a
+    else:
+        u = ror(t, a - b)  # x ^ (x <<< (b − a)), then >>> b
+        last = b
+    for j in range(8):
+        e(f"\teor {u[j]}, {x[j]}")
+    u = ror(u, last)
+    for j in range(8):
+        e(f"\teor {x[j]}, {u[j]}")
 
 
 e("""/* Ascon permutation for AVR (classic AVRe/AVRe+ and AVRxt cores).
@@ -58,6 +87,8 @@ saved = [f"r{i}" for i in range(2, 18)]
 for r in saved:
     e(f"\tpush {r}")
 e("\tmovw r30, r24\t\t; Z = state")
+for j, r in enumerate(K):
+    e(f"\tldd {r}, Z+{j}\t\t; x0 stays in registers")
 e("\t; first round constant: 0x3c + 0x0f·rounds (0xf0 for 12 rounds)")
 e("\tldi r26, 0x0f")
 e("\tmul r22, r26")
@@ -66,10 +97,10 @@ e("\tsubi r26, lo8(-0x3c)")
 e("\tclr r1")
 e("1:")
 e("\t; substitution layer, one byte column at a time")
-a = ["r18", "r19", "r20", "r21", "r22"]
-t = ["r23", "r24", "r25", "r27", "r0"]
 for j in range(8):
-    for i in range(5):
+    a = [K[j], "r18", "r19", "r20", "r21"]
+    t = ["r23", "r24", "r25", "r27", "r0"]
+    for i in range(1, 5):
         e(f"\tldd {a[i]}, Z+{8 * i + j}")
     if j == 0:
         e(f"\teor {a[2]}, r26\t\t; round constant")
@@ -86,20 +117,14 @@ for j in range(8):
     e(f"\teor {a[0]}, {a[4]}")
     e(f"\teor {a[3]}, {a[2]}")
     e(f"\tcom {a[2]}")
-    for i in range(5):
+    for i in range(1, 5):
         e(f"\tstd Z+{8 * i + j}, {a[i]}")
-e("\t; linear layer, one word at a time: x ^= (x ^ (x >>> (B−A))) >>> A")
-for i, (ra, rb) in enumerate(ROT):
+e("\t; linear layer: x0 in place, then x1..x4 one at a time")
+linear(K, T, *ROT[0])
+for i in range(1, 5):
     for j in range(8):
         e(f"\tldd {X[j]}, Z+{8 * i + j}")
-    for j in range(0, 8, 2):
-        e(f"\tmovw {T[j]}, {X[j]}")
-    u = ror(T, rb - ra)
-    for j in range(8):
-        e(f"\teor {u[j]}, {X[j]}")
-    u = ror(u, ra)
-    for j in range(8):
-        e(f"\teor {X[j]}, {u[j]}")
+    linear(X, T, *ROT[i])
     for j in range(8):
         e(f"\tstd Z+{8 * i + j}, {X[j]}")
 e("\tsubi r26, 0x0f")
@@ -107,6 +132,8 @@ e("\tcpi r26, 0x3c")
 e("\tbreq 2f")
 e("\tjmp 1b\t\t\t; the round body is beyond a branch's reach")
 e("2:")
+for j, r in enumerate(K):
+    e(f"\tstd Z+{j}, {r}")
 for r in reversed(saved):
     e(f"\tpop {r}")
 e("\tclr r1")
