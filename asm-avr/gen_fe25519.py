@@ -167,6 +167,24 @@ def final_fold():
     e("\tst X, r22")
 
 
+def mul_row(existing_below):
+    """One row of the multiplication: the next 8 bytes of a (Y) times b
+    (r25:r24), added into t under X where t's bytes below `existing_below`
+    (in columns) were written before."""
+    for r in A_ROW:
+        e(f"\tld {r}, Y+")
+    e("\tmovw r30, r24\t; Z = b")
+
+    def products(c):
+        return [(A_ROW[u], WINDOW[(c - u) % 8]) for u in range(max(0, c - 31), min(7, c) + 1)]
+
+    def load(c):
+        if c < 32:
+            e(f"\tld {WINDOW[c % 8]}, Z+")
+
+    row(products, 0, 38, existing_below, load)
+
+
 def emit_mul_unrolled():
     """Four rows of eight bytes of a (operand caching), unrolled."""
     prologue("fe25519_mul_avr", SAVED)
@@ -178,18 +196,7 @@ def emit_mul_unrolled():
         e(f"\t; row {i}: a[{8 * i}..{8 * i + 8}] * b")
         if i:
             e("\tsbiw r26, 32\t\t; X = t + 8i")
-        for r in A_ROW:
-            e(f"\tld {r}, Y+")
-        e("\tmovw r30, r24\t; Z = b")
-
-        def products(c):
-            return [(A_ROW[u], WINDOW[(c - u) % 8]) for u in range(max(0, c - 31), min(7, c) + 1)]
-
-        def load(c):
-            if c < 32:
-                e(f"\tld {WINDOW[c % 8]}, Z+")
-
-        row(products, 0, 38, 32 if i else 0, load)
+        mul_row(32 if i else 0)
     fold_and_close()
     epilogue("fe25519_mul_avr", SAVED)
 
@@ -213,18 +220,7 @@ def emit_mul_looped():
     e("\tsbiw r26, 1\t\t; X = t")
     e("\tldi r23, 4\t\t; rows")
     e("2:")
-    for r in A_ROW:
-        e(f"\tld {r}, Y+")
-    e("\tmovw r30, r24\t; Z = b")
-
-    def products(c):
-        return [(A_ROW[u], WINDOW[(c - u) % 8]) for u in range(max(0, c - 31), min(7, c) + 1)]
-
-    def load(c):
-        if c < 32:
-            e(f"\tld {WINDOW[c % 8]}, Z+")
-
-    row(products, 0, 38, 32, load)
+    mul_row(32)
     e("\tsbiw r26, 32\t\t; X = t + 8(i + 1)")
     e("\tdec r23")
     e("\tbreq 3f")
