@@ -44,9 +44,12 @@ out = []
 emit = out.append
 
 
+FRAME = 80  # D[x][j] at Y+8x+j (0..39), C[x][j] at Y+40+8x+j (40..79)
+
+
 def d_offset(x, j):
-    """Offset from Y (= SP) of byte j of lane x in a pushed 40-byte block."""
-    return 40 - 8 * x - j
+    """Offset from Y (= the frame) of byte j of D[x]."""
+    return 8 * x + j
 
 
 def point_z(offset):
@@ -94,12 +97,15 @@ emit("""/* Keccak-f[1600] for AVR (classic AVRe/AVRe+ and AVRxt cores).
  *
  * void keccak_f1600_avr(uint64_t state[25]);   state in r24:r25 (avr-gcc ABI)
  *
- * Per round: theta's column parities C and the D words are pushed on the
- * stack (80 bytes), rho and pi run in place along pi's single 24-cycle
- * with two 8-byte register sets, chi works a byte column of a row at a time,
- * iota xors the non-zero bytes (0, 1, 3, 7) of the round constant from
- * flash. Every path is straight-line or counts a public loop: the cycle
- * count does not depend on the state.
+ * An 80-byte stack frame holds theta's column parities C and its D words.
+ * C is computed from the state once; after that chi, which runs a byte
+ * column (all five rows) at a time, xors every output byte into C as it
+ * stores it, and iota into C[0] too: theta never reads the state again.
+ * rho and pi run in place along pi's single 24-cycle with two 8-byte
+ * register sets, applying D as each lane is loaded; iota xors the non-zero
+ * bytes (0, 1, 3, 7) of the round constant from flash. Every path is
+ * straight-line or counts a public loop: the cycle count does not depend on
+ * the state.
  * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.
  */
 \t.section .progmem.data, "a", @progbits
@@ -116,46 +122,62 @@ keccak_f1600_avr:""")
 saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
 for r in saved:
     emit(f"\tpush {r}")
-emit("\tclr r18\t\t; round index")
-emit("1:\t\t\t\t; round loop")
-emit("\t; theta: push C[x] = xor of column x, for x = 0..4")
-for x in range(5):
-    emit("\tmovw r30, r24")
-    if x:
-        emit(f"\tadiw r30, {8 * x}")
-    emit("\tmovw r28, r30")
-    emit("\tsubi r28, lo8(-80)")
-    emit("\tsbci r29, hi8(-80)")
-    emit("\tmovw r26, r28")
-    emit("\tsubi r26, lo8(-80)")
-    emit("\tsbci r27, hi8(-80)")
-    for j, r in enumerate(SET[0]):
-        emit(f"\tldd {r}, Z+{j}")
-        emit(f"\tldd r0, Z+{40 + j}")
-        emit(f"\teor {r}, r0")
-        emit(f"\tldd r0, Y+{j}")
-        emit(f"\teor {r}, r0")
-        emit(f"\tldd r0, Y+{40 + j}")
-        emit(f"\teor {r}, r0")
-        emit("\tld r0, X+")
-        emit(f"\teor {r}, r0")
-    for r in SET[0]:
-        emit(f"\tpush {r}")
-emit("\t; theta: push D[x] = C[x-1] ^ rol(C[x+1], 1)")
+emit("\t; the frame: SP -= 80 with interrupts held off; Y = frame")
 emit("\tin r28, 0x3d")
 emit("\tin r29, 0x3e")
+emit(f"\tsubi r28, lo8({FRAME})")
+emit(f"\tsbci r29, hi8({FRAME})")
+emit("\tin r0, 0x3f")
+emit("\tcli")
+emit("\tout 0x3e, r29")
+emit("\tout 0x3f, r0")
+emit("\tout 0x3d, r28")
+emit("\tadiw r28, 1")
+emit("\t; C[x] = xor of column x, for x = 0..4 (once; chi keeps it after that)")
+emit("\tmovw r30, r24\t\t; Z = lane (x, 0)")
+emit("\tmovw r26, r28")
+emit("\tadiw r26, 40\t\t; X = C[x]")
+emit("\tldi r19, 5")
+emit("5:")
+for j, r in enumerate(SET[0]):
+    emit(f"\tldd {r}, Z+{j}")
+    emit(f"\tldd r0, Z+{40 + j}")
+    emit(f"\teor {r}, r0")
+emit("\tmovw r20, r30")
+emit("\tsubi r30, lo8(-80)")
+emit("\tsbci r31, hi8(-80)\t; rows 2 and 3")
+for j, r in enumerate(SET[0]):
+    emit(f"\tldd r0, Z+{j}")
+    emit(f"\teor {r}, r0")
+    emit(f"\tldd r0, Z+{40 + j}")
+    emit(f"\teor {r}, r0")
+emit("\tsubi r30, lo8(-80)")
+emit("\tsbci r31, hi8(-80)\t; row 4")
+for j, r in enumerate(SET[0]):
+    emit(f"\tldd r0, Z+{j}")
+    emit(f"\teor {r}, r0")
+    emit(f"\tst X+, {r}")
+emit("\tmovw r30, r20")
+emit("\tadiw r30, 8\t\t; next column")
+emit("\tdec r19")
+emit("\tbreq 6f")
+emit("\trjmp 5b")
+emit("6:")
+emit("\tclr r18\t\t; round index")
+emit("1:\t\t\t\t; round loop")
+emit("\t; theta: D[x] = C[x-1] ^ rol(C[x+1], 1) into the frame (Z = C)")
+emit("\tmovw r30, r28")
+emit("\tadiw r30, 40")
 for x in range(5):
     regs = SET[0]
     for j, r in enumerate(regs):
-        emit(f"\tldd {r}, Y+{d_offset((x + 1) % 5, j)}")
+        emit(f"\tldd {r}, Z+{8 * ((x + 1) % 5) + j}")
     rotate(regs, 1)
     for j, r in enumerate(regs):
-        emit(f"\tldd r0, Y+{d_offset((x + 4) % 5, j)}")
+        emit(f"\tldd r0, Z+{8 * ((x + 4) % 5) + j}")
         emit(f"\teor {r}, r0")
-    for r in regs:
-        emit(f"\tpush {r}")
-emit("\tin r28, 0x3d")
-emit("\tin r29, 0x3e")
+    for j, r in enumerate(regs):
+        emit(f"\tstd Y+{d_offset(x, j)}, {r}")
 emit("\t; theta on lane 0 (rho offset 0, pi fixes it)")
 point_z(0)
 for j in range(8):
@@ -186,35 +208,42 @@ for lane in cycle[1:]:
     cur = nxt
 point_z(8 * cycle[0])
 store_lane(SET[cur], pending)
-emit("\t; drop C and D (80 bytes): SP += 80 with interrupts held off")
-emit("\tsubi r28, lo8(-80)")
-emit("\tsbci r29, hi8(-80)")
-emit("\tin r0, 0x3f")
-emit("\tcli")
-emit("\tout 0x3e, r29")
-emit("\tout 0x3f, r0")
-emit("\tout 0x3d, r28")
-emit("\t; chi, row by row, a byte column at a time")
-emit("\tmovw r30, r24")
-emit("\tldi r26, 5")
+emit("\t; chi, a byte column (five rows) at a time; C[x][j] = xor of the")
+emit("\t; column's outputs, kept in r2..r6 and stored at Y+40+8x+j")
+emit("\tmovw r30, r24\t\t; Z = byte j of row 0")
+emit("\tmovw r26, r28\t\t; the frame, kept (Y walks C)")
+emit("\tadiw r28, 40")
+emit("\tldi r19, 8")
+emit("\tmov r7, r19")
 emit("2:")
-a = ["r20", "r21", "r22", "r23", "r19"]
-for j in range(8):
+a = ["r19", "r20", "r21", "r22", "r23"]
+c = ["r2", "r3", "r4", "r5", "r6"]
+for y in range(5):
     for x in range(5):
-        emit(f"\tldd {a[x]}, Z+{8 * x + j}")
+        emit(f"\tldd {a[x]}, Z+{8 * x}")
     for x in range(5):
         emit(f"\tmov r0, {a[(x + 1) % 5]}")
         emit("\tcom r0")
         emit(f"\tand r0, {a[(x + 2) % 5]}")
         emit(f"\teor r0, {a[x]}")
-        emit(f"\tstd Z+{8 * x + j}, r0")
-emit("\tadiw r30, 40")
-emit("\tdec r26")
+        emit(f"\tstd Z+{8 * x}, r0")
+        if y == 0:
+            emit(f"\tmov {c[x]}, r0")
+        else:
+            emit(f"\teor {c[x]}, r0")
+    if y < 4:
+        emit("\tadiw r30, 40\t\t; next row")
+for x in range(5):
+    emit(f"\tstd Y+{8 * x}, {c[x]}")
+emit("\tsubi r30, lo8(159)")
+emit("\tsbci r31, hi8(159)\t; byte j + 1 of row 0")
+emit("\tadiw r28, 1")
+emit("\tdec r7")
 emit("\tbreq 4f")
-emit("\trjmp 2b\t\t; the row body is beyond brne's reach")
+emit("\trjmp 2b\t\t; the column body is beyond brne's reach")
 emit("4:")
-emit("\t; iota: bytes 0, 1, 3, 7 of the round constant")
-emit("\tmovw r28, r24")
+emit("\tmovw r28, r26\t\t; Y = the frame again")
+emit("\t; iota: bytes 0, 1, 3, 7 of the round constant, into lane 0 and C[0]")
 emit("\tldi r30, lo8(keccak_rc_bytes)")
 emit("\tldi r31, hi8(keccak_rc_bytes)")
 emit("\tmov r0, r18")
@@ -222,16 +251,30 @@ emit("\tlsl r0")
 emit("\tlsl r0")
 emit("\tadd r30, r0")
 emit("\tadc r31, r1")
-for j in (0, 1, 3, 7):
-    emit("\tlpm r0, Z+")
-    emit(f"\tldd r19, Y+{j}")
-    emit("\teor r19, r0")
-    emit(f"\tstd Y+{j}, r19")
+rc = ["r20", "r21", "r22", "r23"]
+for r in rc:
+    emit(f"\tlpm {r}, Z+")
+emit("\tmovw r30, r24")
+for j, r in zip((0, 1, 3, 7), rc):
+    emit(f"\tldd r19, Z+{j}")
+    emit(f"\teor r19, {r}")
+    emit(f"\tstd Z+{j}, r19")
+    emit(f"\tldd r19, Y+{40 + j}")
+    emit(f"\teor r19, {r}")
+    emit(f"\tstd Y+{40 + j}, r19")
 emit("\tinc r18")
 emit("\tcpi r18, 24")
 emit("\tbreq 3f")
 emit("\tjmp 1b\t\t; the round body is beyond rjmp's reach")
 emit("3:")
+emit("\t; drop the frame: SP += 80 with interrupts held off")
+emit(f"\tsubi r28, lo8(-{FRAME - 1})")
+emit(f"\tsbci r29, hi8(-{FRAME - 1})")
+emit("\tin r0, 0x3f")
+emit("\tcli")
+emit("\tout 0x3e, r29")
+emit("\tout 0x3f, r0")
+emit("\tout 0x3d, r28")
 for r in reversed(saved):
     emit(f"\tpop {r}")
 emit("\tclr r1")

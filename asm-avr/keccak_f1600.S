@@ -3,12 +3,15 @@
  *
  * void keccak_f1600_avr(uint64_t state[25]);   state in r24:r25 (avr-gcc ABI)
  *
- * Per round: theta's column parities C and the D words are pushed on the
- * stack (80 bytes), rho and pi run in place along pi's single 24-cycle
- * with two 8-byte register sets, chi works a byte column of a row at a time,
- * iota xors the non-zero bytes (0, 1, 3, 7) of the round constant from
- * flash. Every path is straight-line or counts a public loop: the cycle
- * count does not depend on the state.
+ * An 80-byte stack frame holds theta's column parities C and its D words.
+ * C is computed from the state once; after that chi, which runs a byte
+ * column (all five rows) at a time, xors every output byte into C as it
+ * stores it, and iota into C[0] too: theta never reads the state again.
+ * rho and pi run in place along pi's single 24-cycle with two 8-byte
+ * register sets, applying D as each lane is loaded; iota xors the non-zero
+ * bytes (0, 1, 3, 7) of the round constant from flash. Every path is
+ * straight-line or counts a public loop: the cycle count does not depend on
+ * the state.
  * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.
  */
 	.section .progmem.data, "a", @progbits
@@ -60,459 +63,127 @@ keccak_f1600_avr:
 	push r17
 	push r28
 	push r29
+	; the frame: SP -= 80 with interrupts held off; Y = frame
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, lo8(80)
+	sbci r29, hi8(80)
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
+	adiw r28, 1
+	; C[x] = xor of column x, for x = 0..4 (once; chi keeps it after that)
+	movw r30, r24		; Z = lane (x, 0)
+	movw r26, r28
+	adiw r26, 40		; X = C[x]
+	ldi r19, 5
+5:
+	ldd r2, Z+0
+	ldd r0, Z+40
+	eor r2, r0
+	ldd r3, Z+1
+	ldd r0, Z+41
+	eor r3, r0
+	ldd r4, Z+2
+	ldd r0, Z+42
+	eor r4, r0
+	ldd r5, Z+3
+	ldd r0, Z+43
+	eor r5, r0
+	ldd r6, Z+4
+	ldd r0, Z+44
+	eor r6, r0
+	ldd r7, Z+5
+	ldd r0, Z+45
+	eor r7, r0
+	ldd r8, Z+6
+	ldd r0, Z+46
+	eor r8, r0
+	ldd r9, Z+7
+	ldd r0, Z+47
+	eor r9, r0
+	movw r20, r30
+	subi r30, lo8(-80)
+	sbci r31, hi8(-80)	; rows 2 and 3
+	ldd r0, Z+0
+	eor r2, r0
+	ldd r0, Z+40
+	eor r2, r0
+	ldd r0, Z+1
+	eor r3, r0
+	ldd r0, Z+41
+	eor r3, r0
+	ldd r0, Z+2
+	eor r4, r0
+	ldd r0, Z+42
+	eor r4, r0
+	ldd r0, Z+3
+	eor r5, r0
+	ldd r0, Z+43
+	eor r5, r0
+	ldd r0, Z+4
+	eor r6, r0
+	ldd r0, Z+44
+	eor r6, r0
+	ldd r0, Z+5
+	eor r7, r0
+	ldd r0, Z+45
+	eor r7, r0
+	ldd r0, Z+6
+	eor r8, r0
+	ldd r0, Z+46
+	eor r8, r0
+	ldd r0, Z+7
+	eor r9, r0
+	ldd r0, Z+47
+	eor r9, r0
+	subi r30, lo8(-80)
+	sbci r31, hi8(-80)	; row 4
+	ldd r0, Z+0
+	eor r2, r0
+	st X+, r2
+	ldd r0, Z+1
+	eor r3, r0
+	st X+, r3
+	ldd r0, Z+2
+	eor r4, r0
+	st X+, r4
+	ldd r0, Z+3
+	eor r5, r0
+	st X+, r5
+	ldd r0, Z+4
+	eor r6, r0
+	st X+, r6
+	ldd r0, Z+5
+	eor r7, r0
+	st X+, r7
+	ldd r0, Z+6
+	eor r8, r0
+	st X+, r8
+	ldd r0, Z+7
+	eor r9, r0
+	st X+, r9
+	movw r30, r20
+	adiw r30, 8		; next column
+	dec r19
+	breq 6f
+	rjmp 5b
+6:
 	clr r18		; round index
 1:				; round loop
-	; theta: push C[x] = xor of column x, for x = 0..4
-	movw r30, r24
-	movw r28, r30
-	subi r28, lo8(-80)
-	sbci r29, hi8(-80)
-	movw r26, r28
-	subi r26, lo8(-80)
-	sbci r27, hi8(-80)
-	ldd r2, Z+0
-	ldd r0, Z+40
-	eor r2, r0
-	ldd r0, Y+0
-	eor r2, r0
-	ldd r0, Y+40
-	eor r2, r0
-	ld r0, X+
-	eor r2, r0
-	ldd r3, Z+1
-	ldd r0, Z+41
-	eor r3, r0
-	ldd r0, Y+1
-	eor r3, r0
-	ldd r0, Y+41
-	eor r3, r0
-	ld r0, X+
-	eor r3, r0
-	ldd r4, Z+2
-	ldd r0, Z+42
-	eor r4, r0
-	ldd r0, Y+2
-	eor r4, r0
-	ldd r0, Y+42
-	eor r4, r0
-	ld r0, X+
-	eor r4, r0
-	ldd r5, Z+3
-	ldd r0, Z+43
-	eor r5, r0
-	ldd r0, Y+3
-	eor r5, r0
-	ldd r0, Y+43
-	eor r5, r0
-	ld r0, X+
-	eor r5, r0
-	ldd r6, Z+4
-	ldd r0, Z+44
-	eor r6, r0
-	ldd r0, Y+4
-	eor r6, r0
-	ldd r0, Y+44
-	eor r6, r0
-	ld r0, X+
-	eor r6, r0
-	ldd r7, Z+5
-	ldd r0, Z+45
-	eor r7, r0
-	ldd r0, Y+5
-	eor r7, r0
-	ldd r0, Y+45
-	eor r7, r0
-	ld r0, X+
-	eor r7, r0
-	ldd r8, Z+6
-	ldd r0, Z+46
-	eor r8, r0
-	ldd r0, Y+6
-	eor r8, r0
-	ldd r0, Y+46
-	eor r8, r0
-	ld r0, X+
-	eor r8, r0
-	ldd r9, Z+7
-	ldd r0, Z+47
-	eor r9, r0
-	ldd r0, Y+7
-	eor r9, r0
-	ldd r0, Y+47
-	eor r9, r0
-	ld r0, X+
-	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	movw r30, r24
-	adiw r30, 8
-	movw r28, r30
-	subi r28, lo8(-80)
-	sbci r29, hi8(-80)
-	movw r26, r28
-	subi r26, lo8(-80)
-	sbci r27, hi8(-80)
-	ldd r2, Z+0
-	ldd r0, Z+40
-	eor r2, r0
-	ldd r0, Y+0
-	eor r2, r0
-	ldd r0, Y+40
-	eor r2, r0
-	ld r0, X+
-	eor r2, r0
-	ldd r3, Z+1
-	ldd r0, Z+41
-	eor r3, r0
-	ldd r0, Y+1
-	eor r3, r0
-	ldd r0, Y+41
-	eor r3, r0
-	ld r0, X+
-	eor r3, r0
-	ldd r4, Z+2
-	ldd r0, Z+42
-	eor r4, r0
-	ldd r0, Y+2
-	eor r4, r0
-	ldd r0, Y+42
-	eor r4, r0
-	ld r0, X+
-	eor r4, r0
-	ldd r5, Z+3
-	ldd r0, Z+43
-	eor r5, r0
-	ldd r0, Y+3
-	eor r5, r0
-	ldd r0, Y+43
-	eor r5, r0
-	ld r0, X+
-	eor r5, r0
-	ldd r6, Z+4
-	ldd r0, Z+44
-	eor r6, r0
-	ldd r0, Y+4
-	eor r6, r0
-	ldd r0, Y+44
-	eor r6, r0
-	ld r0, X+
-	eor r6, r0
-	ldd r7, Z+5
-	ldd r0, Z+45
-	eor r7, r0
-	ldd r0, Y+5
-	eor r7, r0
-	ldd r0, Y+45
-	eor r7, r0
-	ld r0, X+
-	eor r7, r0
-	ldd r8, Z+6
-	ldd r0, Z+46
-	eor r8, r0
-	ldd r0, Y+6
-	eor r8, r0
-	ldd r0, Y+46
-	eor r8, r0
-	ld r0, X+
-	eor r8, r0
-	ldd r9, Z+7
-	ldd r0, Z+47
-	eor r9, r0
-	ldd r0, Y+7
-	eor r9, r0
-	ldd r0, Y+47
-	eor r9, r0
-	ld r0, X+
-	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	movw r30, r24
-	adiw r30, 16
-	movw r28, r30
-	subi r28, lo8(-80)
-	sbci r29, hi8(-80)
-	movw r26, r28
-	subi r26, lo8(-80)
-	sbci r27, hi8(-80)
-	ldd r2, Z+0
-	ldd r0, Z+40
-	eor r2, r0
-	ldd r0, Y+0
-	eor r2, r0
-	ldd r0, Y+40
-	eor r2, r0
-	ld r0, X+
-	eor r2, r0
-	ldd r3, Z+1
-	ldd r0, Z+41
-	eor r3, r0
-	ldd r0, Y+1
-	eor r3, r0
-	ldd r0, Y+41
-	eor r3, r0
-	ld r0, X+
-	eor r3, r0
-	ldd r4, Z+2
-	ldd r0, Z+42
-	eor r4, r0
-	ldd r0, Y+2
-	eor r4, r0
-	ldd r0, Y+42
-	eor r4, r0
-	ld r0, X+
-	eor r4, r0
-	ldd r5, Z+3
-	ldd r0, Z+43
-	eor r5, r0
-	ldd r0, Y+3
-	eor r5, r0
-	ldd r0, Y+43
-	eor r5, r0
-	ld r0, X+
-	eor r5, r0
-	ldd r6, Z+4
-	ldd r0, Z+44
-	eor r6, r0
-	ldd r0, Y+4
-	eor r6, r0
-	ldd r0, Y+44
-	eor r6, r0
-	ld r0, X+
-	eor r6, r0
-	ldd r7, Z+5
-	ldd r0, Z+45
-	eor r7, r0
-	ldd r0, Y+5
-	eor r7, r0
-	ldd r0, Y+45
-	eor r7, r0
-	ld r0, X+
-	eor r7, r0
-	ldd r8, Z+6
-	ldd r0, Z+46
-	eor r8, r0
-	ldd r0, Y+6
-	eor r8, r0
-	ldd r0, Y+46
-	eor r8, r0
-	ld r0, X+
-	eor r8, r0
-	ldd r9, Z+7
-	ldd r0, Z+47
-	eor r9, r0
-	ldd r0, Y+7
-	eor r9, r0
-	ldd r0, Y+47
-	eor r9, r0
-	ld r0, X+
-	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	movw r30, r24
-	adiw r30, 24
-	movw r28, r30
-	subi r28, lo8(-80)
-	sbci r29, hi8(-80)
-	movw r26, r28
-	subi r26, lo8(-80)
-	sbci r27, hi8(-80)
-	ldd r2, Z+0
-	ldd r0, Z+40
-	eor r2, r0
-	ldd r0, Y+0
-	eor r2, r0
-	ldd r0, Y+40
-	eor r2, r0
-	ld r0, X+
-	eor r2, r0
-	ldd r3, Z+1
-	ldd r0, Z+41
-	eor r3, r0
-	ldd r0, Y+1
-	eor r3, r0
-	ldd r0, Y+41
-	eor r3, r0
-	ld r0, X+
-	eor r3, r0
-	ldd r4, Z+2
-	ldd r0, Z+42
-	eor r4, r0
-	ldd r0, Y+2
-	eor r4, r0
-	ldd r0, Y+42
-	eor r4, r0
-	ld r0, X+
-	eor r4, r0
-	ldd r5, Z+3
-	ldd r0, Z+43
-	eor r5, r0
-	ldd r0, Y+3
-	eor r5, r0
-	ldd r0, Y+43
-	eor r5, r0
-	ld r0, X+
-	eor r5, r0
-	ldd r6, Z+4
-	ldd r0, Z+44
-	eor r6, r0
-	ldd r0, Y+4
-	eor r6, r0
-	ldd r0, Y+44
-	eor r6, r0
-	ld r0, X+
-	eor r6, r0
-	ldd r7, Z+5
-	ldd r0, Z+45
-	eor r7, r0
-	ldd r0, Y+5
-	eor r7, r0
-	ldd r0, Y+45
-	eor r7, r0
-	ld r0, X+
-	eor r7, r0
-	ldd r8, Z+6
-	ldd r0, Z+46
-	eor r8, r0
-	ldd r0, Y+6
-	eor r8, r0
-	ldd r0, Y+46
-	eor r8, r0
-	ld r0, X+
-	eor r8, r0
-	ldd r9, Z+7
-	ldd r0, Z+47
-	eor r9, r0
-	ldd r0, Y+7
-	eor r9, r0
-	ldd r0, Y+47
-	eor r9, r0
-	ld r0, X+
-	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	movw r30, r24
-	adiw r30, 32
-	movw r28, r30
-	subi r28, lo8(-80)
-	sbci r29, hi8(-80)
-	movw r26, r28
-	subi r26, lo8(-80)
-	sbci r27, hi8(-80)
-	ldd r2, Z+0
-	ldd r0, Z+40
-	eor r2, r0
-	ldd r0, Y+0
-	eor r2, r0
-	ldd r0, Y+40
-	eor r2, r0
-	ld r0, X+
-	eor r2, r0
-	ldd r3, Z+1
-	ldd r0, Z+41
-	eor r3, r0
-	ldd r0, Y+1
-	eor r3, r0
-	ldd r0, Y+41
-	eor r3, r0
-	ld r0, X+
-	eor r3, r0
-	ldd r4, Z+2
-	ldd r0, Z+42
-	eor r4, r0
-	ldd r0, Y+2
-	eor r4, r0
-	ldd r0, Y+42
-	eor r4, r0
-	ld r0, X+
-	eor r4, r0
-	ldd r5, Z+3
-	ldd r0, Z+43
-	eor r5, r0
-	ldd r0, Y+3
-	eor r5, r0
-	ldd r0, Y+43
-	eor r5, r0
-	ld r0, X+
-	eor r5, r0
-	ldd r6, Z+4
-	ldd r0, Z+44
-	eor r6, r0
-	ldd r0, Y+4
-	eor r6, r0
-	ldd r0, Y+44
-	eor r6, r0
-	ld r0, X+
-	eor r6, r0
-	ldd r7, Z+5
-	ldd r0, Z+45
-	eor r7, r0
-	ldd r0, Y+5
-	eor r7, r0
-	ldd r0, Y+45
-	eor r7, r0
-	ld r0, X+
-	eor r7, r0
-	ldd r8, Z+6
-	ldd r0, Z+46
-	eor r8, r0
-	ldd r0, Y+6
-	eor r8, r0
-	ldd r0, Y+46
-	eor r8, r0
-	ld r0, X+
-	eor r8, r0
-	ldd r9, Z+7
-	ldd r0, Z+47
-	eor r9, r0
-	ldd r0, Y+7
-	eor r9, r0
-	ldd r0, Y+47
-	eor r9, r0
-	ld r0, X+
-	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	; theta: push D[x] = C[x-1] ^ rol(C[x+1], 1)
-	in r28, 0x3d
-	in r29, 0x3e
-	ldd r2, Y+32
-	ldd r3, Y+31
-	ldd r4, Y+30
-	ldd r5, Y+29
-	ldd r6, Y+28
-	ldd r7, Y+27
-	ldd r8, Y+26
-	ldd r9, Y+25
+	; theta: D[x] = C[x-1] ^ rol(C[x+1], 1) into the frame (Z = C)
+	movw r30, r28
+	adiw r30, 40
+	ldd r2, Z+8
+	ldd r3, Z+9
+	ldd r4, Z+10
+	ldd r5, Z+11
+	ldd r6, Z+12
+	ldd r7, Z+13
+	ldd r8, Z+14
+	ldd r9, Z+15
 	lsl r2
 	rol r3
 	rol r4
@@ -522,38 +193,38 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Y+8
+	ldd r0, Z+32
 	eor r2, r0
-	ldd r0, Y+7
+	ldd r0, Z+33
 	eor r3, r0
-	ldd r0, Y+6
+	ldd r0, Z+34
 	eor r4, r0
-	ldd r0, Y+5
+	ldd r0, Z+35
 	eor r5, r0
-	ldd r0, Y+4
+	ldd r0, Z+36
 	eor r6, r0
-	ldd r0, Y+3
+	ldd r0, Z+37
 	eor r7, r0
-	ldd r0, Y+2
+	ldd r0, Z+38
 	eor r8, r0
-	ldd r0, Y+1
+	ldd r0, Z+39
 	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	ldd r2, Y+24
-	ldd r3, Y+23
-	ldd r4, Y+22
-	ldd r5, Y+21
-	ldd r6, Y+20
-	ldd r7, Y+19
-	ldd r8, Y+18
-	ldd r9, Y+17
+	std Y+0, r2
+	std Y+1, r3
+	std Y+2, r4
+	std Y+3, r5
+	std Y+4, r6
+	std Y+5, r7
+	std Y+6, r8
+	std Y+7, r9
+	ldd r2, Z+16
+	ldd r3, Z+17
+	ldd r4, Z+18
+	ldd r5, Z+19
+	ldd r6, Z+20
+	ldd r7, Z+21
+	ldd r8, Z+22
+	ldd r9, Z+23
 	lsl r2
 	rol r3
 	rol r4
@@ -563,38 +234,38 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Y+40
+	ldd r0, Z+0
 	eor r2, r0
-	ldd r0, Y+39
+	ldd r0, Z+1
 	eor r3, r0
-	ldd r0, Y+38
+	ldd r0, Z+2
 	eor r4, r0
-	ldd r0, Y+37
+	ldd r0, Z+3
 	eor r5, r0
-	ldd r0, Y+36
+	ldd r0, Z+4
 	eor r6, r0
-	ldd r0, Y+35
+	ldd r0, Z+5
 	eor r7, r0
-	ldd r0, Y+34
+	ldd r0, Z+6
 	eor r8, r0
-	ldd r0, Y+33
+	ldd r0, Z+7
 	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	ldd r2, Y+16
-	ldd r3, Y+15
-	ldd r4, Y+14
-	ldd r5, Y+13
-	ldd r6, Y+12
-	ldd r7, Y+11
-	ldd r8, Y+10
-	ldd r9, Y+9
+	std Y+8, r2
+	std Y+9, r3
+	std Y+10, r4
+	std Y+11, r5
+	std Y+12, r6
+	std Y+13, r7
+	std Y+14, r8
+	std Y+15, r9
+	ldd r2, Z+24
+	ldd r3, Z+25
+	ldd r4, Z+26
+	ldd r5, Z+27
+	ldd r6, Z+28
+	ldd r7, Z+29
+	ldd r8, Z+30
+	ldd r9, Z+31
 	lsl r2
 	rol r3
 	rol r4
@@ -604,38 +275,38 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Y+32
+	ldd r0, Z+8
 	eor r2, r0
-	ldd r0, Y+31
+	ldd r0, Z+9
 	eor r3, r0
-	ldd r0, Y+30
+	ldd r0, Z+10
 	eor r4, r0
-	ldd r0, Y+29
+	ldd r0, Z+11
 	eor r5, r0
-	ldd r0, Y+28
+	ldd r0, Z+12
 	eor r6, r0
-	ldd r0, Y+27
+	ldd r0, Z+13
 	eor r7, r0
-	ldd r0, Y+26
+	ldd r0, Z+14
 	eor r8, r0
-	ldd r0, Y+25
+	ldd r0, Z+15
 	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	ldd r2, Y+8
-	ldd r3, Y+7
-	ldd r4, Y+6
-	ldd r5, Y+5
-	ldd r6, Y+4
-	ldd r7, Y+3
-	ldd r8, Y+2
-	ldd r9, Y+1
+	std Y+16, r2
+	std Y+17, r3
+	std Y+18, r4
+	std Y+19, r5
+	std Y+20, r6
+	std Y+21, r7
+	std Y+22, r8
+	std Y+23, r9
+	ldd r2, Z+32
+	ldd r3, Z+33
+	ldd r4, Z+34
+	ldd r5, Z+35
+	ldd r6, Z+36
+	ldd r7, Z+37
+	ldd r8, Z+38
+	ldd r9, Z+39
 	lsl r2
 	rol r3
 	rol r4
@@ -645,38 +316,38 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Y+24
+	ldd r0, Z+16
 	eor r2, r0
-	ldd r0, Y+23
+	ldd r0, Z+17
 	eor r3, r0
-	ldd r0, Y+22
+	ldd r0, Z+18
 	eor r4, r0
-	ldd r0, Y+21
+	ldd r0, Z+19
 	eor r5, r0
-	ldd r0, Y+20
+	ldd r0, Z+20
 	eor r6, r0
-	ldd r0, Y+19
+	ldd r0, Z+21
 	eor r7, r0
-	ldd r0, Y+18
+	ldd r0, Z+22
 	eor r8, r0
-	ldd r0, Y+17
+	ldd r0, Z+23
 	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	ldd r2, Y+40
-	ldd r3, Y+39
-	ldd r4, Y+38
-	ldd r5, Y+37
-	ldd r6, Y+36
-	ldd r7, Y+35
-	ldd r8, Y+34
-	ldd r9, Y+33
+	std Y+24, r2
+	std Y+25, r3
+	std Y+26, r4
+	std Y+27, r5
+	std Y+28, r6
+	std Y+29, r7
+	std Y+30, r8
+	std Y+31, r9
+	ldd r2, Z+0
+	ldd r3, Z+1
+	ldd r4, Z+2
+	ldd r5, Z+3
+	ldd r6, Z+4
+	ldd r7, Z+5
+	ldd r8, Z+6
+	ldd r9, Z+7
 	lsl r2
 	rol r3
 	rol r4
@@ -686,64 +357,62 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Y+16
+	ldd r0, Z+24
 	eor r2, r0
-	ldd r0, Y+15
+	ldd r0, Z+25
 	eor r3, r0
-	ldd r0, Y+14
+	ldd r0, Z+26
 	eor r4, r0
-	ldd r0, Y+13
+	ldd r0, Z+27
 	eor r5, r0
-	ldd r0, Y+12
+	ldd r0, Z+28
 	eor r6, r0
-	ldd r0, Y+11
+	ldd r0, Z+29
 	eor r7, r0
-	ldd r0, Y+10
+	ldd r0, Z+30
 	eor r8, r0
-	ldd r0, Y+9
+	ldd r0, Z+31
 	eor r9, r0
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	in r28, 0x3d
-	in r29, 0x3e
+	std Y+32, r2
+	std Y+33, r3
+	std Y+34, r4
+	std Y+35, r5
+	std Y+36, r6
+	std Y+37, r7
+	std Y+38, r8
+	std Y+39, r9
 	; theta on lane 0 (rho offset 0, pi fixes it)
 	movw r30, r24
 	ldd r0, Z+0
-	ldd r19, Y+40
+	ldd r19, Y+0
 	eor r0, r19
 	std Z+0, r0
 	ldd r0, Z+1
-	ldd r19, Y+39
+	ldd r19, Y+1
 	eor r0, r19
 	std Z+1, r0
 	ldd r0, Z+2
-	ldd r19, Y+38
+	ldd r19, Y+2
 	eor r0, r19
 	std Z+2, r0
 	ldd r0, Z+3
-	ldd r19, Y+37
+	ldd r19, Y+3
 	eor r0, r19
 	std Z+3, r0
 	ldd r0, Z+4
-	ldd r19, Y+36
+	ldd r19, Y+4
 	eor r0, r19
 	std Z+4, r0
 	ldd r0, Z+5
-	ldd r19, Y+35
+	ldd r19, Y+5
 	eor r0, r19
 	std Z+5, r0
 	ldd r0, Z+6
-	ldd r19, Y+34
+	ldd r19, Y+6
 	eor r0, r19
 	std Z+6, r0
 	ldd r0, Z+7
-	ldd r19, Y+33
+	ldd r19, Y+7
 	eor r0, r19
 	std Z+7, r0
 	; theta, rho and pi on lanes 1..24, following pi's cycle
@@ -751,28 +420,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-8)
 	sbci r31, hi8(-8)
 	ldd r2, Z+0
-	ldd r0, Y+32
+	ldd r0, Y+8
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+31
+	ldd r0, Y+9
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+30
+	ldd r0, Y+10
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+29
+	ldd r0, Y+11
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+28
+	ldd r0, Y+12
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+27
+	ldd r0, Y+13
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+26
+	ldd r0, Y+14
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+25
+	ldd r0, Y+15
 	eor r9, r0
 	lsl r2
 	rol r3
@@ -788,28 +457,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-80)
 	sbci r31, hi8(-80)
 	ldd r10, Z+0
-	ldd r0, Y+40
+	ldd r0, Y+0
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+39
+	ldd r0, Y+1
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+38
+	ldd r0, Y+2
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+37
+	ldd r0, Y+3
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+36
+	ldd r0, Y+4
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+35
+	ldd r0, Y+5
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+34
+	ldd r0, Y+6
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+33
+	ldd r0, Y+7
 	eor r17, r0
 	std Z+0, r2
 	std Z+1, r3
@@ -851,28 +520,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-56)
 	sbci r31, hi8(-56)
 	ldd r2, Z+0
-	ldd r0, Y+24
+	ldd r0, Y+16
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+23
+	ldd r0, Y+17
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+22
+	ldd r0, Y+18
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+21
+	ldd r0, Y+19
 	eor r5, r0
 	ldd r6, Z+4
 	ldd r0, Y+20
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+19
+	ldd r0, Y+21
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+18
+	ldd r0, Y+22
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+17
+	ldd r0, Y+23
 	eor r9, r0
 	std Z+0, r10
 	std Z+1, r11
@@ -907,28 +576,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-88)
 	sbci r31, hi8(-88)
 	ldd r10, Z+0
-	ldd r0, Y+32
+	ldd r0, Y+8
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+31
+	ldd r0, Y+9
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+30
+	ldd r0, Y+10
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+29
+	ldd r0, Y+11
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+28
+	ldd r0, Y+12
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+27
+	ldd r0, Y+13
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+26
+	ldd r0, Y+14
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+25
+	ldd r0, Y+15
 	eor r17, r0
 	std Z+1, r2
 	std Z+2, r3
@@ -961,28 +630,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-136)
 	sbci r31, hi8(-136)
 	ldd r2, Z+0
-	ldd r0, Y+24
+	ldd r0, Y+16
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+23
+	ldd r0, Y+17
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+22
+	ldd r0, Y+18
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+21
+	ldd r0, Y+19
 	eor r5, r0
 	ldd r6, Z+4
 	ldd r0, Y+20
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+19
+	ldd r0, Y+21
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+18
+	ldd r0, Y+22
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+17
+	ldd r0, Y+23
 	eor r9, r0
 	std Z+1, r10
 	std Z+2, r11
@@ -1007,28 +676,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-144)
 	sbci r31, hi8(-144)
 	ldd r10, Z+0
-	ldd r0, Y+16
+	ldd r0, Y+24
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+15
+	ldd r0, Y+25
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+14
+	ldd r0, Y+26
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+13
+	ldd r0, Y+27
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+12
+	ldd r0, Y+28
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+11
+	ldd r0, Y+29
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+10
+	ldd r0, Y+30
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+9
+	ldd r0, Y+31
 	eor r17, r0
 	std Z+2, r2
 	std Z+3, r3
@@ -1073,28 +742,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-24)
 	sbci r31, hi8(-24)
 	ldd r2, Z+0
-	ldd r0, Y+16
+	ldd r0, Y+24
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+15
+	ldd r0, Y+25
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+14
+	ldd r0, Y+26
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+13
+	ldd r0, Y+27
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+12
+	ldd r0, Y+28
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+11
+	ldd r0, Y+29
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+10
+	ldd r0, Y+30
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+9
+	ldd r0, Y+31
 	eor r9, r0
 	std Z+3, r10
 	std Z+4, r11
@@ -1145,28 +814,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-40)
 	sbci r31, hi8(-40)
 	ldd r10, Z+0
-	ldd r0, Y+40
+	ldd r0, Y+0
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+39
+	ldd r0, Y+1
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+38
+	ldd r0, Y+2
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+37
+	ldd r0, Y+3
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+36
+	ldd r0, Y+4
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+35
+	ldd r0, Y+5
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+34
+	ldd r0, Y+6
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+33
+	ldd r0, Y+7
 	eor r17, r0
 	std Z+3, r2
 	std Z+4, r3
@@ -1217,28 +886,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-128)
 	sbci r31, hi8(-128)
 	ldd r2, Z+0
-	ldd r0, Y+32
+	ldd r0, Y+8
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+31
+	ldd r0, Y+9
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+30
+	ldd r0, Y+10
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+29
+	ldd r0, Y+11
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+28
+	ldd r0, Y+12
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+27
+	ldd r0, Y+13
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+26
+	ldd r0, Y+14
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+25
+	ldd r0, Y+15
 	eor r9, r0
 	std Z+4, r10
 	std Z+5, r11
@@ -1283,28 +952,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-64)
 	sbci r31, hi8(-64)
 	ldd r10, Z+0
-	ldd r0, Y+16
+	ldd r0, Y+24
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+15
+	ldd r0, Y+25
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+14
+	ldd r0, Y+26
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+13
+	ldd r0, Y+27
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+12
+	ldd r0, Y+28
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+11
+	ldd r0, Y+29
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+10
+	ldd r0, Y+30
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+9
+	ldd r0, Y+31
 	eor r17, r0
 	std Z+6, r2
 	std Z+7, r3
@@ -1329,28 +998,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-168)
 	sbci r31, hi8(-168)
 	ldd r2, Z+0
-	ldd r0, Y+32
+	ldd r0, Y+8
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+31
+	ldd r0, Y+9
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+30
+	ldd r0, Y+10
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+29
+	ldd r0, Y+11
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+28
+	ldd r0, Y+12
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+27
+	ldd r0, Y+13
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+26
+	ldd r0, Y+14
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+25
+	ldd r0, Y+15
 	eor r9, r0
 	std Z+7, r10
 	std Z+0, r11
@@ -1383,28 +1052,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-192)
 	sbci r31, hi8(-192)
 	ldd r10, Z+0
-	ldd r0, Y+8
+	ldd r0, Y+32
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+7
+	ldd r0, Y+33
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+6
+	ldd r0, Y+34
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+5
+	ldd r0, Y+35
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+4
+	ldd r0, Y+36
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+3
+	ldd r0, Y+37
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+2
+	ldd r0, Y+38
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+1
+	ldd r0, Y+39
 	eor r17, r0
 	std Z+0, r2
 	std Z+1, r3
@@ -1439,28 +1108,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-32)
 	sbci r31, hi8(-32)
 	ldd r2, Z+0
-	ldd r0, Y+8
+	ldd r0, Y+32
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+7
+	ldd r0, Y+33
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+6
+	ldd r0, Y+34
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+5
+	ldd r0, Y+35
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+4
+	ldd r0, Y+36
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+3
+	ldd r0, Y+37
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+2
+	ldd r0, Y+38
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+1
+	ldd r0, Y+39
 	eor r9, r0
 	std Z+2, r10
 	std Z+3, r11
@@ -1502,28 +1171,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-120)
 	sbci r31, hi8(-120)
 	ldd r10, Z+0
-	ldd r0, Y+40
+	ldd r0, Y+0
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+39
+	ldd r0, Y+1
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+38
+	ldd r0, Y+2
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+37
+	ldd r0, Y+3
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+36
+	ldd r0, Y+4
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+35
+	ldd r0, Y+5
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+34
+	ldd r0, Y+6
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+33
+	ldd r0, Y+7
 	eor r17, r0
 	std Z+3, r2
 	std Z+4, r3
@@ -1547,28 +1216,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-184)
 	sbci r31, hi8(-184)
 	ldd r2, Z+0
-	ldd r0, Y+16
+	ldd r0, Y+24
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+15
+	ldd r0, Y+25
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+14
+	ldd r0, Y+26
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+13
+	ldd r0, Y+27
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+12
+	ldd r0, Y+28
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+11
+	ldd r0, Y+29
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+10
+	ldd r0, Y+30
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+9
+	ldd r0, Y+31
 	eor r9, r0
 	std Z+5, r10
 	std Z+6, r11
@@ -1583,28 +1252,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-152)
 	sbci r31, hi8(-152)
 	ldd r10, Z+0
-	ldd r0, Y+8
+	ldd r0, Y+32
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+7
+	ldd r0, Y+33
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+6
+	ldd r0, Y+34
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+5
+	ldd r0, Y+35
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+4
+	ldd r0, Y+36
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+3
+	ldd r0, Y+37
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+2
+	ldd r0, Y+38
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+1
+	ldd r0, Y+39
 	eor r17, r0
 	std Z+7, r2
 	std Z+0, r3
@@ -1619,28 +1288,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-104)
 	sbci r31, hi8(-104)
 	ldd r2, Z+0
-	ldd r0, Y+16
+	ldd r0, Y+24
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+15
+	ldd r0, Y+25
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+14
+	ldd r0, Y+26
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+13
+	ldd r0, Y+27
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+12
+	ldd r0, Y+28
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+11
+	ldd r0, Y+29
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+10
+	ldd r0, Y+30
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+9
+	ldd r0, Y+31
 	eor r9, r0
 	std Z+1, r10
 	std Z+2, r11
@@ -1664,28 +1333,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-96)
 	sbci r31, hi8(-96)
 	ldd r10, Z+0
-	ldd r0, Y+24
+	ldd r0, Y+16
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+23
+	ldd r0, Y+17
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+22
+	ldd r0, Y+18
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+21
+	ldd r0, Y+19
 	eor r13, r0
 	ldd r14, Z+4
 	ldd r0, Y+20
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+19
+	ldd r0, Y+21
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+18
+	ldd r0, Y+22
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+17
+	ldd r0, Y+23
 	eor r17, r0
 	std Z+3, r2
 	std Z+4, r3
@@ -1727,28 +1396,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-16)
 	sbci r31, hi8(-16)
 	ldd r2, Z+0
-	ldd r0, Y+24
+	ldd r0, Y+16
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+23
+	ldd r0, Y+17
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+22
+	ldd r0, Y+18
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+21
+	ldd r0, Y+19
 	eor r5, r0
 	ldd r6, Z+4
 	ldd r0, Y+20
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+19
+	ldd r0, Y+21
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+18
+	ldd r0, Y+22
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+17
+	ldd r0, Y+23
 	eor r9, r0
 	std Z+5, r10
 	std Z+6, r11
@@ -1783,28 +1452,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-160)
 	sbci r31, hi8(-160)
 	ldd r10, Z+0
-	ldd r0, Y+40
+	ldd r0, Y+0
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+39
+	ldd r0, Y+1
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+38
+	ldd r0, Y+2
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+37
+	ldd r0, Y+3
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+36
+	ldd r0, Y+4
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+35
+	ldd r0, Y+5
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+34
+	ldd r0, Y+6
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+33
+	ldd r0, Y+7
 	eor r17, r0
 	std Z+0, r2
 	std Z+1, r3
@@ -1837,28 +1506,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-112)
 	sbci r31, hi8(-112)
 	ldd r2, Z+0
-	ldd r0, Y+8
+	ldd r0, Y+32
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+7
+	ldd r0, Y+33
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+6
+	ldd r0, Y+34
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+5
+	ldd r0, Y+35
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+4
+	ldd r0, Y+36
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+3
+	ldd r0, Y+37
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+2
+	ldd r0, Y+38
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+1
+	ldd r0, Y+39
 	eor r9, r0
 	std Z+2, r10
 	std Z+3, r11
@@ -1883,28 +1552,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-176)
 	sbci r31, hi8(-176)
 	ldd r10, Z+0
-	ldd r0, Y+24
+	ldd r0, Y+16
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+23
+	ldd r0, Y+17
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+22
+	ldd r0, Y+18
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+21
+	ldd r0, Y+19
 	eor r13, r0
 	ldd r14, Z+4
 	ldd r0, Y+20
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+19
+	ldd r0, Y+21
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+18
+	ldd r0, Y+22
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+17
+	ldd r0, Y+23
 	eor r17, r0
 	std Z+5, r2
 	std Z+6, r3
@@ -1949,28 +1618,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-72)
 	sbci r31, hi8(-72)
 	ldd r2, Z+0
-	ldd r0, Y+8
+	ldd r0, Y+32
 	eor r2, r0
 	ldd r3, Z+1
-	ldd r0, Y+7
+	ldd r0, Y+33
 	eor r3, r0
 	ldd r4, Z+2
-	ldd r0, Y+6
+	ldd r0, Y+34
 	eor r4, r0
 	ldd r5, Z+3
-	ldd r0, Y+5
+	ldd r0, Y+35
 	eor r5, r0
 	ldd r6, Z+4
-	ldd r0, Y+4
+	ldd r0, Y+36
 	eor r6, r0
 	ldd r7, Z+5
-	ldd r0, Y+3
+	ldd r0, Y+37
 	eor r7, r0
 	ldd r8, Z+6
-	ldd r0, Y+2
+	ldd r0, Y+38
 	eor r8, r0
 	ldd r9, Z+7
-	ldd r0, Y+1
+	ldd r0, Y+39
 	eor r9, r0
 	std Z+0, r10
 	std Z+1, r11
@@ -2021,28 +1690,28 @@ keccak_f1600_avr:
 	subi r30, lo8(-48)
 	sbci r31, hi8(-48)
 	ldd r10, Z+0
-	ldd r0, Y+32
+	ldd r0, Y+8
 	eor r10, r0
 	ldd r11, Z+1
-	ldd r0, Y+31
+	ldd r0, Y+9
 	eor r11, r0
 	ldd r12, Z+2
-	ldd r0, Y+30
+	ldd r0, Y+10
 	eor r12, r0
 	ldd r13, Z+3
-	ldd r0, Y+29
+	ldd r0, Y+11
 	eor r13, r0
 	ldd r14, Z+4
-	ldd r0, Y+28
+	ldd r0, Y+12
 	eor r14, r0
 	ldd r15, Z+5
-	ldd r0, Y+27
+	ldd r0, Y+13
 	eor r15, r0
 	ldd r16, Z+6
-	ldd r0, Y+26
+	ldd r0, Y+14
 	eor r16, r0
 	ldd r17, Z+7
-	ldd r0, Y+25
+	ldd r0, Y+15
 	eor r17, r0
 	std Z+2, r2
 	std Z+3, r3
@@ -2099,265 +1768,207 @@ keccak_f1600_avr:
 	std Z+2, r15
 	std Z+3, r16
 	std Z+4, r17
-	; drop C and D (80 bytes): SP += 80 with interrupts held off
-	subi r28, lo8(-80)
-	sbci r29, hi8(-80)
-	in r0, 0x3f
-	cli
-	out 0x3e, r29
-	out 0x3f, r0
-	out 0x3d, r28
-	; chi, row by row, a byte column at a time
-	movw r30, r24
-	ldi r26, 5
+	; chi, a byte column (five rows) at a time; C[x][j] = xor of the
+	; column's outputs, kept in r2..r6 and stored at Y+40+8x+j
+	movw r30, r24		; Z = byte j of row 0
+	movw r26, r28		; the frame, kept (Y walks C)
+	adiw r28, 40
+	ldi r19, 8
+	mov r7, r19
 2:
-	ldd r20, Z+0
-	ldd r21, Z+8
-	ldd r22, Z+16
-	ldd r23, Z+24
-	ldd r19, Z+32
-	mov r0, r21
+	ldd r19, Z+0
+	ldd r20, Z+8
+	ldd r21, Z+16
+	ldd r22, Z+24
+	ldd r23, Z+32
+	mov r0, r20
 	com r0
-	and r0, r22
-	eor r0, r20
+	and r0, r21
+	eor r0, r19
 	std Z+0, r0
-	mov r0, r22
+	mov r2, r0
+	mov r0, r21
 	com r0
-	and r0, r23
-	eor r0, r21
+	and r0, r22
+	eor r0, r20
 	std Z+8, r0
-	mov r0, r23
+	mov r3, r0
+	mov r0, r22
 	com r0
-	and r0, r19
-	eor r0, r22
+	and r0, r23
+	eor r0, r21
 	std Z+16, r0
-	mov r0, r19
+	mov r4, r0
+	mov r0, r23
 	com r0
-	and r0, r20
-	eor r0, r23
+	and r0, r19
+	eor r0, r22
 	std Z+24, r0
-	mov r0, r20
+	mov r5, r0
+	mov r0, r19
 	com r0
-	and r0, r21
-	eor r0, r19
+	and r0, r20
+	eor r0, r23
 	std Z+32, r0
-	ldd r20, Z+1
-	ldd r21, Z+9
-	ldd r22, Z+17
-	ldd r23, Z+25
-	ldd r19, Z+33
-	mov r0, r21
-	com r0
-	and r0, r22
-	eor r0, r20
-	std Z+1, r0
-	mov r0, r22
-	com r0
-	and r0, r23
-	eor r0, r21
-	std Z+9, r0
-	mov r0, r23
-	com r0
-	and r0, r19
-	eor r0, r22
-	std Z+17, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+25, r0
+	mov r6, r0
+	adiw r30, 40		; next row
+	ldd r19, Z+0
+	ldd r20, Z+8
+	ldd r21, Z+16
+	ldd r22, Z+24
+	ldd r23, Z+32
 	mov r0, r20
 	com r0
 	and r0, r21
 	eor r0, r19
-	std Z+33, r0
-	ldd r20, Z+2
-	ldd r21, Z+10
-	ldd r22, Z+18
-	ldd r23, Z+26
-	ldd r19, Z+34
+	std Z+0, r0
+	eor r2, r0
 	mov r0, r21
 	com r0
 	and r0, r22
 	eor r0, r20
-	std Z+2, r0
+	std Z+8, r0
+	eor r3, r0
 	mov r0, r22
 	com r0
 	and r0, r23
 	eor r0, r21
-	std Z+10, r0
+	std Z+16, r0
+	eor r4, r0
 	mov r0, r23
 	com r0
 	and r0, r19
 	eor r0, r22
-	std Z+18, r0
+	std Z+24, r0
+	eor r5, r0
 	mov r0, r19
 	com r0
 	and r0, r20
 	eor r0, r23
-	std Z+26, r0
+	std Z+32, r0
+	eor r6, r0
+	adiw r30, 40		; next row
+	ldd r19, Z+0
+	ldd r20, Z+8
+	ldd r21, Z+16
+	ldd r22, Z+24
+	ldd r23, Z+32
 	mov r0, r20
 	com r0
 	and r0, r21
 	eor r0, r19
-	std Z+34, r0
-	ldd r20, Z+3
-	ldd r21, Z+11
-	ldd r22, Z+19
-	ldd r23, Z+27
-	ldd r19, Z+35
+	std Z+0, r0
+	eor r2, r0
 	mov r0, r21
 	com r0
 	and r0, r22
 	eor r0, r20
-	std Z+3, r0
+	std Z+8, r0
+	eor r3, r0
 	mov r0, r22
 	com r0
 	and r0, r23
 	eor r0, r21
-	std Z+11, r0
+	std Z+16, r0
+	eor r4, r0
 	mov r0, r23
 	com r0
 	and r0, r19
 	eor r0, r22
-	std Z+19, r0
+	std Z+24, r0
+	eor r5, r0
 	mov r0, r19
 	com r0
 	and r0, r20
 	eor r0, r23
-	std Z+27, r0
+	std Z+32, r0
+	eor r6, r0
+	adiw r30, 40		; next row
+	ldd r19, Z+0
+	ldd r20, Z+8
+	ldd r21, Z+16
+	ldd r22, Z+24
+	ldd r23, Z+32
 	mov r0, r20
 	com r0
 	and r0, r21
 	eor r0, r19
-	std Z+35, r0
-	ldd r20, Z+4
-	ldd r21, Z+12
-	ldd r22, Z+20
-	ldd r23, Z+28
-	ldd r19, Z+36
+	std Z+0, r0
+	eor r2, r0
 	mov r0, r21
 	com r0
 	and r0, r22
 	eor r0, r20
-	std Z+4, r0
+	std Z+8, r0
+	eor r3, r0
 	mov r0, r22
 	com r0
 	and r0, r23
 	eor r0, r21
-	std Z+12, r0
+	std Z+16, r0
+	eor r4, r0
 	mov r0, r23
 	com r0
 	and r0, r19
 	eor r0, r22
-	std Z+20, r0
+	std Z+24, r0
+	eor r5, r0
 	mov r0, r19
 	com r0
 	and r0, r20
 	eor r0, r23
-	std Z+28, r0
+	std Z+32, r0
+	eor r6, r0
+	adiw r30, 40		; next row
+	ldd r19, Z+0
+	ldd r20, Z+8
+	ldd r21, Z+16
+	ldd r22, Z+24
+	ldd r23, Z+32
 	mov r0, r20
 	com r0
 	and r0, r21
 	eor r0, r19
-	std Z+36, r0
-	ldd r20, Z+5
-	ldd r21, Z+13
-	ldd r22, Z+21
-	ldd r23, Z+29
-	ldd r19, Z+37
+	std Z+0, r0
+	eor r2, r0
 	mov r0, r21
 	com r0
 	and r0, r22
 	eor r0, r20
-	std Z+5, r0
+	std Z+8, r0
+	eor r3, r0
 	mov r0, r22
 	com r0
 	and r0, r23
 	eor r0, r21
-	std Z+13, r0
+	std Z+16, r0
+	eor r4, r0
 	mov r0, r23
 	com r0
 	and r0, r19
 	eor r0, r22
-	std Z+21, r0
+	std Z+24, r0
+	eor r5, r0
 	mov r0, r19
 	com r0
 	and r0, r20
 	eor r0, r23
-	std Z+29, r0
-	mov r0, r20
-	com r0
-	and r0, r21
-	eor r0, r19
-	std Z+37, r0
-	ldd r20, Z+6
-	ldd r21, Z+14
-	ldd r22, Z+22
-	ldd r23, Z+30
-	ldd r19, Z+38
-	mov r0, r21
-	com r0
-	and r0, r22
-	eor r0, r20
-	std Z+6, r0
-	mov r0, r22
-	com r0
-	and r0, r23
-	eor r0, r21
-	std Z+14, r0
-	mov r0, r23
-	com r0
-	and r0, r19
-	eor r0, r22
-	std Z+22, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+30, r0
-	mov r0, r20
-	com r0
-	and r0, r21
-	eor r0, r19
-	std Z+38, r0
-	ldd r20, Z+7
-	ldd r21, Z+15
-	ldd r22, Z+23
-	ldd r23, Z+31
-	ldd r19, Z+39
-	mov r0, r21
-	com r0
-	and r0, r22
-	eor r0, r20
-	std Z+7, r0
-	mov r0, r22
-	com r0
-	and r0, r23
-	eor r0, r21
-	std Z+15, r0
-	mov r0, r23
-	com r0
-	and r0, r19
-	eor r0, r22
-	std Z+23, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+31, r0
-	mov r0, r20
-	com r0
-	and r0, r21
-	eor r0, r19
-	std Z+39, r0
-	adiw r30, 40
-	dec r26
+	std Z+32, r0
+	eor r6, r0
+	std Y+0, r2
+	std Y+8, r3
+	std Y+16, r4
+	std Y+24, r5
+	std Y+32, r6
+	subi r30, lo8(159)
+	sbci r31, hi8(159)	; byte j + 1 of row 0
+	adiw r28, 1
+	dec r7
 	breq 4f
-	rjmp 2b		; the row body is beyond brne's reach
+	rjmp 2b		; the column body is beyond brne's reach
 4:
-	; iota: bytes 0, 1, 3, 7 of the round constant
-	movw r28, r24
+	movw r28, r26		; Y = the frame again
+	; iota: bytes 0, 1, 3, 7 of the round constant, into lane 0 and C[0]
 	ldi r30, lo8(keccak_rc_bytes)
 	ldi r31, hi8(keccak_rc_bytes)
 	mov r0, r18
@@ -2365,27 +1976,48 @@ keccak_f1600_avr:
 	lsl r0
 	add r30, r0
 	adc r31, r1
-	lpm r0, Z+
-	ldd r19, Y+0
-	eor r19, r0
-	std Y+0, r19
-	lpm r0, Z+
-	ldd r19, Y+1
-	eor r19, r0
-	std Y+1, r19
-	lpm r0, Z+
-	ldd r19, Y+3
-	eor r19, r0
-	std Y+3, r19
-	lpm r0, Z+
-	ldd r19, Y+7
-	eor r19, r0
-	std Y+7, r19
+	lpm r20, Z+
+	lpm r21, Z+
+	lpm r22, Z+
+	lpm r23, Z+
+	movw r30, r24
+	ldd r19, Z+0
+	eor r19, r20
+	std Z+0, r19
+	ldd r19, Y+40
+	eor r19, r20
+	std Y+40, r19
+	ldd r19, Z+1
+	eor r19, r21
+	std Z+1, r19
+	ldd r19, Y+41
+	eor r19, r21
+	std Y+41, r19
+	ldd r19, Z+3
+	eor r19, r22
+	std Z+3, r19
+	ldd r19, Y+43
+	eor r19, r22
+	std Y+43, r19
+	ldd r19, Z+7
+	eor r19, r23
+	std Z+7, r19
+	ldd r19, Y+47
+	eor r19, r23
+	std Y+47, r19
 	inc r18
 	cpi r18, 24
 	breq 3f
 	jmp 1b		; the round body is beyond rjmp's reach
 3:
+	; drop the frame: SP += 80 with interrupts held off
+	subi r28, lo8(-79)
+	sbci r29, hi8(-79)
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
 	pop r29
 	pop r28
 	pop r17
