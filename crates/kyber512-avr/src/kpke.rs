@@ -15,7 +15,7 @@ use crate::sampling::{add_cbd, sample_cbd, sample_ntt};
 pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke: &mut [u8; DK_PKE_BYTES]) {
     let mut s = Poly::zero();
     for j in 0..K {
-        sample_cbd(ETA1, sigma, j as u8, &mut s);
+        sample_cbd::<ETA1>(sigma, j as u8, &mut s);
         s.ntt();
         encode12(&s, &mut dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES]);
     }
@@ -28,7 +28,7 @@ pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke:
             decode12(&dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES], &mut s);
             t.base_mul_acc(&a, &s);
         }
-        sample_cbd(ETA1, sigma, (K + i) as u8, &mut s);
+        sample_cbd::<ETA1>(sigma, (K + i) as u8, &mut s);
         s.ntt();
         t.add(&s);
         encode12(&t, &mut ek[i * POLY_BYTES..(i + 1) * POLY_BYTES]);
@@ -55,7 +55,7 @@ pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], emit: &mut impl 
     let mut load = |j: usize, r_hat: &mut Poly| {
         if loaded != j {
             // Which r̂_j is loaded depends on the loop counters only.
-            sample_cbd(ETA1, r, j as u8, r_hat);
+            sample_cbd::<ETA1>(r, j as u8, r_hat);
             r_hat.ntt();
             loaded = j;
         }
@@ -74,7 +74,7 @@ pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], emit: &mut impl 
             acc.base_mul_acc(&a, &r_hat);
         }
         acc.inv_ntt();
-        add_cbd(ETA2, r, (K + i) as u8, &mut acc);
+        add_cbd::<ETA2>(r, (K + i) as u8, &mut acc);
         compress_emit::<DU>(&acc, i * 32 * DU as usize, emit);
     }
     // v = NTT^{-1}(t̂ ∘ r̂) + e2 + Decompress_1(m)
@@ -86,7 +86,7 @@ pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], emit: &mut impl 
         acc.base_mul_acc(&a, &r_hat);
     }
     acc.inv_ntt();
-    add_cbd(ETA2, r, (2 * K) as u8, &mut acc);
+    add_cbd::<ETA2>(r, (2 * K) as u8, &mut acc);
     add_message(m, &mut acc);
     compress_emit::<DV>(&acc, C1_BYTES, emit);
     r_hat.zeroize();
