@@ -18,7 +18,7 @@ const _: () = assert!(BLOCKS_BEFORE_FULL * 2 * CANDIDATE_TRIPLES_PER_BLOCK < N);
 
 /// Blocks whose candidates cannot fill the polynomial: 2 × 112 = 224 < 256,
 /// so in them every candidate has a free slot.
-const BLOCKS_BEFORE_FULL: usize = (N - 1) / (2 * CANDIDATE_TRIPLES_PER_BLOCK);
+const BLOCKS_BEFORE_FULL: usize = (N - 1).div_euclid(2 * CANDIDATE_TRIPLES_PER_BLOCK);
 
 /// SampleNTT (Algorithm 7): Â[i][j] from XOF(ρ ‖ j ‖ i). ρ is public, but a
 /// data-dependent count of blocks and of loop exits would still make key
@@ -102,7 +102,7 @@ fn cbd_each<const ETA: usize>(sigma: &[u8; 32], nonce: u8, mut sink: impl FnMut(
     // group that straddles two blocks is completed in `pending`.
     let mut pending = [0u8; ETA];
     let mut have = 0;
-    while four < N / 4 {
+    while four < N >> 2 {
         let mut rest = prf.squeeze_block();
         if have > 0 {
             let need = ETA - have;
@@ -113,7 +113,7 @@ fn cbd_each<const ETA: usize>(sigma: &[u8; 32], nonce: u8, mut sink: impl FnMut(
         }
         let mut groups = rest.chunks_exact(ETA);
         for g in &mut groups {
-            if four == N / 4 {
+            if four == N >> 2 {
                 break;
             }
             group::<ETA>(g, four, &mut sink);
