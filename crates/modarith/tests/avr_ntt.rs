@@ -13,6 +13,13 @@ use modarith::{KRed2x, Modulus, Montgomery, Ntt, NttFriendlyMontgomery, Reductio
 mod common;
 use common::Rng;
 
+/// Random inputs per routine (besides the extremes): every transform sees
+/// thousands, as the AVR pipeline's rules ask; the base multiplications run
+/// each case three ways (out, accumulate, in place).
+const TRANSFORM_CASES: usize = 1000;
+const BASE_MUL_CASES: usize = 334;
+const BASE_INV_CASES: usize = 200;
+
 fn build_harness() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ntt_harness.elf");
@@ -42,7 +49,7 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
         (extreme, extreme, extreme),
         (extreme, [1 - q as i16; N], [1 - q as i16; N]),
     ];
-    cases.extend((0..30).map(|_| (rng.poly::<N>(q), rng.poly::<N>(q), rng.poly::<N>(q))));
+    cases.extend((0..BASE_MUL_CASES).map(|_| (rng.poly::<N>(q), rng.poly::<N>(q), rng.poly::<N>(q))));
     for (n, (a, b, out)) in cases.iter().enumerate() {
         // 0: out = a∘b, 1: out += a∘b, 2: a = a∘b (out aliases a).
         for acc in [0u8, 1, 2] {
@@ -88,9 +95,10 @@ fn run_base_inv<R: Reduction>(sim: &mut Sim, id: u8) -> Vec<u64> {
     gammas[..64].copy_from_slice(&zetas[64..128]);
     let mut rng = Rng::new(10);
     let mut cases: Vec<[i16; 512]> = vec![[768; 512], [-768; 512], [1; 512]];
-    cases.extend((0..20).map(|_| rng.poly::<512>(769)));
+    cases.extend((0..BASE_INV_CASES).map(|_| rng.poly::<512>(769)));
     for (i, case) in cases.iter_mut().enumerate().skip(3).step_by(3) {
-        case[8 * i..8 * i + 4].fill(0); // a zero block: not invertible
+        let at = (8 * i) % 512; // a block start (multiple of 4)
+        case[at..at + 4].fill(0); // a zero block: not invertible
     }
     for (n, a) in cases.iter().enumerate() {
         let mut request = vec![id];
@@ -194,7 +202,7 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
         let growth = q7681_growth_input();
         inputs.push(core::array::from_fn(|i| growth[i % 256]));
     }
-    inputs.extend((0..40).map(|_| rng.poly::<N>(q)));
+    inputs.extend((0..TRANSFORM_CASES).map(|_| rng.poly::<N>(q)));
     for (n, input) in inputs.iter().enumerate() {
         let mut request = vec![id];
         request.extend(zetas.iter().flat_map(|z| z.to_le_bytes()));
