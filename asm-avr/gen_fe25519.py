@@ -302,51 +302,10 @@ def emit_sqr_via_mul():
     e("\t.size fe25519_sqr_avr, . - fe25519_sqr_avr")
 
 
-def emit_add_sub():
-    # Addition and subtraction: r may alias a or b (each byte is read before
-    # it is written).
-    for name, op, opc, fold, foldc in [
-        ("fe25519_add_avr", "add", "adc", "add", "adc"),
-        ("fe25519_sub_avr", "sub", "sbc", "sub", "sbc"),
-    ]:
-        saved = ["r28", "r29"]
-        prologue(name, saved)
-        e("\tmovw r26, r24\t; X = r")
-        e("\tmovw r28, r22\t; Y = a")
-        e("\tmovw r30, r20\t; Z = b")
-        e("\tclr r21\t\t; zero")
-        for i in range(32):
-            e(f"\tldd r22, Y+{i}")
-            e(f"\tldd r23, Z+{i}")
-            e(f"\t{op if i == 0 else opc} r22, r23")
-            e("\tst X+, r22")
-        e("\tclr r20")
-        e("\tadc r20, r21\t; carry / borrow (0 or 1)")
-        e("\tldi r23, 38")
-        e("\tmul r20, r23")
-        e("\tmovw r26, r24")
-        e("\tld r22, X")
-        e(f"\t{fold} r22, r0")
-        e("\tst X+, r22")
-        for _ in range(1, 32):
-            e("\tld r22, X")
-            e(f"\t{foldc} r22, r21")
-            e("\tst X+, r22")
-        e("\tclr r20")
-        e("\tadc r20, r21\t; a second carry / borrow")
-        e("\tmul r20, r23")
-        e("\tmovw r26, r24")
-        e("\tld r22, X")
-        e(f"\t{fold} r22, r0")
-        e("\tst X, r22")
-        e("\tclr r1")
-        epilogue(name, saved)
-
-
-
-def emit_add_sub_looped():
-    """Addition and subtraction as loops over four bytes a turn (the carry
-    survives `dec`, `ld` and `st`): the same results as the unrolled ones."""
+def emit_add_sub(looped=False):
+    """Addition and subtraction: r may alias a or b (each byte is read before
+    it is written). `looped`: four bytes a turn (the carry survives `dec`,
+    `ld` and `st`), the same results in a fifth of the code."""
     for name, op, opc in [("fe25519_add_avr", "add", "adc"), ("fe25519_sub_avr", "sub", "sbc")]:
         saved = ["r28", "r29"]
         prologue(name, saved)
@@ -354,39 +313,51 @@ def emit_add_sub_looped():
         e("\tmovw r28, r22\t; Y = a")
         e("\tmovw r30, r20\t; Z = b")
         e("\tclr r21\t\t; zero")
-        e("\tldi r19, 38")
-        e("\tldi r18, 8")
-        e("\tclc")
-        e("1:")
-        for _ in range(4):
-            e("\tld r22, Y+")
-            e("\tld r23, Z+")
-            e(f"\t{opc} r22, r23")
-            e("\tst X+, r22")
-        e("\tdec r18")
-        e("\tbrne 1b")
+        if looped:
+            thirty_eight = "r19"
+            e(f"\tldi {thirty_eight}, 38")
+            e("\tldi r18, 8")
+            e("\tclc")
+            e("1:")
+            for _ in range(4):
+                e("\tld r22, Y+")
+                e("\tld r23, Z+")
+                e(f"\t{opc} r22, r23")
+                e("\tst X+, r22")
+            e("\tdec r18")
+            e("\tbrne 1b")
+        else:
+            thirty_eight = "r23"
+            for i in range(32):
+                e(f"\tldd r22, Y+{i}")
+                e(f"\tldd r23, Z+{i}")
+                e(f"\t{op if i == 0 else opc} r22, r23")
+                e("\tst X+, r22")
         e("\tclr r20")
         e("\tadc r20, r21\t; carry / borrow (0 or 1)")
-        e("\tmul r20, r19")
+        if not looped:
+            e(f"\tldi {thirty_eight}, 38")
+        e(f"\tmul r20, {thirty_eight}")
         e("\tmovw r26, r24")
         e("\tld r22, X")
         e(f"\t{op} r22, r0")
         e("\tst X+, r22")
-        for _ in range(3):
+        for _ in range(3 if looped else 31):
             e("\tld r22, X")
             e(f"\t{opc} r22, r21")
             e("\tst X+, r22")
-        e("\tldi r18, 7")
-        e("2:")
-        for _ in range(4):
-            e("\tld r22, X")
-            e(f"\t{opc} r22, r21")
-            e("\tst X+, r22")
-        e("\tdec r18")
-        e("\tbrne 2b")
+        if looped:
+            e("\tldi r18, 7")
+            e("2:")
+            for _ in range(4):
+                e("\tld r22, X")
+                e(f"\t{opc} r22, r21")
+                e("\tst X+, r22")
+            e("\tdec r18")
+            e("\tbrne 2b")
         e("\tclr r20")
         e("\tadc r20, r21\t; a second carry / borrow")
-        e("\tmul r20, r19")
+        e(f"\tmul r20, {thirty_eight}")
         e("\tmovw r26, r24")
         e("\tld r22, X")
         e(f"\t{op} r22, r0")
@@ -495,7 +466,7 @@ def main(argv):
     if compact:
         emit_mul_looped()
         emit_sqr_via_mul()
-        emit_add_sub_looped()
+        emit_add_sub(looped=True)
     else:
         emit_mul_unrolled()
         emit_sqr_unrolled()
