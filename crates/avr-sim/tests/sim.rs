@@ -2,12 +2,20 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use avr_sim::{windows, Sim};
 
-/// Builds tests/fixture.c; `None` (test skipped) when avr-gcc is absent.
+/// Builds tests/fixture.c once per test run (the tests run in parallel:
+/// each building the same ELF raced with the others reading it); `None`
+/// (test skipped) when avr-gcc or libsimavr is absent.
 fn fixture() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(build_fixture).clone()
+}
+
+fn build_fixture() -> Option<PathBuf> {
     if !avr_sim::AVAILABLE {
         eprintln!("avr-sim built without libsimavr: skipping (run `cargo xtask setup`)");
         return None;
