@@ -62,18 +62,28 @@ pub fn unpack_bits(d: u32, count: usize, input: &[u8], mut sink: impl FnMut(usiz
     let width = d as usize;
     let mask = (1u32 << d) - 1;
     let mut i = 0;
-    let mut groups = input.chunks(width);
+    // Whole groups are read in place (a value never reaches past its group's
+    // d bytes), so no group is copied: a copy of a run of bytes is a
+    // `memcpy` call on the AVR. Only a short last group is copied, padded.
+    let mut groups = input.chunks_exact(width);
+    let mut tail = Some(groups.remainder());
     while i < count {
-        // d ≤ 16 bytes and 2 of slack: a value spans at most 3 bytes.
-        let mut group = [0u8; 18];
-        if let Some(bytes) = groups.next() {
-            group[..bytes.len()].copy_from_slice(bytes);
-        }
+        let mut padded = [0u8; 16];
+        let bytes: &[u8] = match groups.next() {
+            Some(bytes) => bytes,
+            None => {
+                if let Some(rest) = tail.take() {
+                    padded[..rest.len()].copy_from_slice(rest);
+                }
+                &padded
+            }
+        };
+        let byte = |j: usize| bytes.get(j).copied().unwrap_or(0) as u32;
         for k in 0..8 {
             if i + k < count {
                 let bit = k * width;
-                let b = &group[bit >> 3..];
-                let window = b[0] as u32 | (b[1] as u32) << 8 | (b[2] as u32) << 16;
+                let at = bit >> 3;
+                let window = byte(at) | byte(at + 1) << 8 | byte(at + 2) << 16;
                 sink(i + k, ((window >> (bit & 7)) & mask) as u16);
             }
         }
