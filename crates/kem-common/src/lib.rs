@@ -62,21 +62,16 @@ pub fn unpack_bits(d: u32, count: usize, input: &[u8], mut sink: impl FnMut(usiz
     let width = d as usize;
     let mask = (1u32 << d) - 1;
     let mut i = 0;
-    // Whole groups are read in place (a value never reaches past its group's
-    // d bytes), so no group is copied: a copy of a run of bytes is a
-    // `memcpy` call on the AVR. Only a short last group is copied, padded.
+    // Every group is read in place (a value never reaches past its group's
+    // d bytes), so nothing is copied: a copy of a run of bytes is a `memcpy`
+    // call on the AVR. A short last group, and any group after it, reads
+    // its missing bytes as zero through `get`.
     let mut groups = input.chunks_exact(width);
-    let mut tail = Some(groups.remainder());
+    let mut tail = groups.remainder();
     while i < count {
-        let mut padded = [0u8; 16];
         let bytes: &[u8] = match groups.next() {
             Some(bytes) => bytes,
-            None => {
-                if let Some(rest) = tail.take() {
-                    padded[..rest.len()].copy_from_slice(rest);
-                }
-                &padded
-            }
+            None => core::mem::take(&mut tail),
         };
         let byte = |j: usize| bytes.get(j).copied().unwrap_or(0) as u32;
         for k in 0..8 {
