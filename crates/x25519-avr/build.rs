@@ -4,7 +4,8 @@
 //! ~20 KB) and, for an MCU with 48 KB of flash or less (the ATmega4808) or
 //! with the `compact` feature, `fe25519_compact.S` (the multiplication looped
 //! over its rows, squaring through it: ~6 KB). `cfg(fe25519_compact)` says
-//! which one an image has.
+//! which one an image has; without it, `ed25519_select.S` is assembled too
+//! (the fixed-base table read from flash).
 
 /// LLVM CPU names of the MCUs whose flash needs the compact field.
 const SMALL_FLASH: &[&str] = &["atmega4808", "atmega4809", "atmega3208", "atmega3209"];
@@ -14,12 +15,14 @@ fn main() {
     let cpu = avr_asm_build::target_cpu();
     let compact =
         std::env::var_os("CARGO_FEATURE_COMPACT").is_some() || cpu.as_deref().is_some_and(|c| SMALL_FLASH.contains(&c));
-    let source = if compact {
-        "../../asm-avr/fe25519_compact.S"
+    // The unrolled field comes with the fixed-base table's selection (the
+    // compact images keep the table-free ladder for X25519(k, 9)).
+    let sources: &[&str] = if compact {
+        &["../../asm-avr/fe25519_compact.S"]
     } else {
-        "../../asm-avr/fe25519_mul.S"
+        &["../../asm-avr/fe25519_mul.S", "../../asm-avr/ed25519_select.S"]
     };
-    avr_asm_build::assemble("fe25519_asm", "fe25519_mul_avr", &[source]);
+    avr_asm_build::assemble("fe25519_asm", "fe25519_mul_avr", sources);
     if compact && std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("avr") {
         println!("cargo::rustc-cfg=fe25519_compact");
     }

@@ -6,6 +6,7 @@
 //! 8-bit core (one `mul` per byte product); every loop has a fixed count and
 //! no branch or index depends on the values: constant time.
 
+use subtle::{Choice, ConditionallySelectable};
 use zeroize::Zeroize;
 
 /// A field element: a 256-bit little-endian integer, taken mod p.
@@ -139,10 +140,12 @@ impl Fe {
                 *d = t as u8;
                 borrow = (t >> 8) & 1;
             }
-            // Keep r − p unless it borrowed.
-            let keep_r = (borrow as u8).wrapping_neg();
+            // Keep r − p unless it borrowed: a `subtle` selection, so the
+            // compiler cannot turn the choice into a branch (valgrind saw
+            // one on x86-64 with a plain mask).
+            let borrowed = Choice::from(borrow as u8);
             for (r, d) in r.iter_mut().zip(d.iter()) {
-                *r = (*r & keep_r) | (*d & !keep_r);
+                *r = u8::conditional_select(d, r, borrowed);
             }
         }
         r

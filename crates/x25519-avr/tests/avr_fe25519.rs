@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
+use x25519_avr::edwards::{select_niels_portable, BASE_TABLE, NIELS_LEN, ROWS, ROW_LEN};
 use x25519_avr::field::{add_portable, mul_portable, mul_small_portable, sub_portable};
 
 /// The harness around one of the two generated assemblies.
@@ -19,6 +20,8 @@ fn build_harness(assembly: &str) -> PathBuf {
         &out,
         &[
             root.join("tests/avr/harness.c"),
+            root.join("tests/avr/base_table.S"),
+            root.join("../../asm-avr/ed25519_select.S"),
             root.join("../../asm-avr/test/abi_check.S"),
             root.join("../../asm-avr").join(assembly),
         ],
@@ -74,6 +77,7 @@ fn check_assembly(assembly: &str) {
         "fe25519_add_avr",
         "fe25519_sub_avr",
         "fe25519_mul_small_avr",
+        "ed25519_select_avr",
     ];
     // The small constants: the ladder's two, the extremes of [0, 2^24).
     for c in [121_665u32, 9, 0, 1, (1 << 24) - 1] {
@@ -102,13 +106,45 @@ fn check_assembly(assembly: &str) {
             assert_eq!(reply[64], 0, "{name}: callee-saved registers or r1 not preserved");
         }
     }
+    // The fixed-base table's selection: every row, every index (0 and the
+    // out-of-range 9..=255 give the neutral element).
+    let mut selections = 0;
+    for row in 0..ROWS as u8 {
+        for index in (0..=9u8).chain([0x80, 0xFF]) {
+            let mut request = vec![6, row, index];
+            request.resize(65, 0);
+            sim.send(&request);
+            let reply = sim
+                .run_until_output(2 * NIELS_LEN + 1, 5_000_000)
+                .expect("harness answers");
+            let entries: &[u8; ROW_LEN] = BASE_TABLE[row as usize * ROW_LEN..][..ROW_LEN].try_into().unwrap();
+            let mut expected = [0u8; NIELS_LEN];
+            select_niels_portable(&mut expected, entries, index);
+            assert_eq!(
+                reply[..NIELS_LEN],
+                expected,
+                "ed25519_select_avr, row {row}, index {index}"
+            );
+            assert_eq!(
+                reply[NIELS_LEN..2 * NIELS_LEN],
+                expected,
+                "ed25519_select_avr, ABI-checked call"
+            );
+            assert_eq!(
+                reply[2 * NIELS_LEN],
+                0,
+                "ed25519_select_avr: callee-saved registers or r1 not preserved"
+            );
+            selections += 1;
+        }
+    }
     sim.send(&[0]);
     sim.run_to_exit(1_000_000).expect("harness stops");
     let mut by_op: BTreeMap<u8, Vec<(u64, u16)>> = BTreeMap::new();
     for w in windows(&sim.take_markers()).expect("paired markers") {
         by_op.entry(w.id).or_default().push((w.cycles, w.stack_bytes));
     }
-    assert_eq!(by_op.len(), 5);
+    assert_eq!(by_op.len(), 6);
     for (op, runs) in by_op {
         let min = runs.iter().map(|r| r.0).min().unwrap();
         let max = runs.iter().map(|r| r.0).max().unwrap();
@@ -118,7 +154,7 @@ fn check_assembly(assembly: &str) {
             "{assembly} {name}: {min} cycles (max {max}), {stack} bytes of stack, {} runs",
             runs.len()
         );
-        assert_eq!(runs.len(), cases.len());
+        assert_eq!(runs.len(), if op == 6 { selections } else { cases.len() });
         assert_eq!(min, max, "{name}: the cycle count depends on the operands");
     }
 }

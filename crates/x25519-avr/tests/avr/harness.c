@@ -1,7 +1,9 @@
 /* Simulator harness for the AVR field multiplication and squaring (built by
  * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 3 = a+b, 4 = a-b,
- * 5 = a*c with c = b[0..3] little-endian, 0 ends), a[32], b[32].
- * Reply: r of the timed call, r of a second, ABI-checked call, the ABI byte. */
+ * 5 = a*c with c = b[0..3] little-endian, 6 = select entry a[1] of
+ * row a[0] of the fixed-base table, 0 ends), a[32], b[32].
+ * Reply: r of the timed call, r of a second, ABI-checked call, the ABI byte
+ * (r is 96 bytes for op 6, 32 otherwise). */
 #include "../../../../asm-avr/test/uart.h"
 
 extern void fe25519_mul_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
@@ -9,9 +11,11 @@ extern void fe25519_sqr_avr(uint8_t *r, const uint8_t *a);
 extern void fe25519_mul_small_avr(uint8_t *r, const uint8_t *a, uint32_t c);
 extern void fe25519_add_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
 extern void fe25519_sub_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
+extern void ed25519_select_avr(uint8_t *out, const uint8_t *row, uint8_t index);
+extern const uint8_t base_table[];
 extern uint8_t avr_abi_check(void (*routine)(void *, uint8_t), void *arg, uint8_t arg2);
 
-static uint8_t a[32], b[32], r[32], r2[32];
+static uint8_t a[32], b[32], r[96], r2[96];
 
 static void call(void *out, uint8_t op)
 {
@@ -22,6 +26,8 @@ static void call(void *out, uint8_t op)
 	else if (op == 5)
 		fe25519_mul_small_avr((uint8_t *)out, a,
 				      (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16);
+	else if (op == 6)
+		ed25519_select_avr((uint8_t *)out, base_table + 768u * a[0], a[1]);
 	else if (op == 3)
 		fe25519_add_avr((uint8_t *)out, a, b);
 	else
@@ -45,9 +51,10 @@ int main(void)
 		GPIOR0 = op | 0x80;
 		__asm__ volatile("" ::: "memory");
 		uint8_t abi = avr_abi_check(call, r2, op);
-		for (uint8_t i = 0; i < 32; i++)
+		uint8_t len = op == 6 ? 96 : 32;
+		for (uint8_t i = 0; i < len; i++)
 			put(r[i]);
-		for (uint8_t i = 0; i < 32; i++)
+		for (uint8_t i = 0; i < len; i++)
 			put(r2[i]);
 		put(abi);
 	}
