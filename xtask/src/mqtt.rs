@@ -277,14 +277,23 @@ pub fn provision(mcu: crate::avr::Mcu, image: &crate::avr::Image) -> Result<std:
 /// Seed of the keys and randomness of the measured handshakes.
 pub const SEED: u64 = 0x4D51_5454;
 
-/// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit]`: the sensor's
-/// handshake of every selected suite in the simulator against the host broker.
+/// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit] [--seeds N]`:
+/// the sensor's handshake of every selected suite in the simulator against
+/// the host broker. With `--seeds N`, each suite runs N times with other keys
+/// and randomness, and its start and finish must take the same cycles every
+/// time (X25519, the key schedule, ML-KEM, Kyber, LightSaber); CTRU-Light
+/// suites are reported but exempt: their key generation retries, publicly,
+/// when f is not invertible.
 pub fn cmd(args: &[String]) -> Result<(), String> {
     let o = crate::Opts::parse(
         args,
-        &["--mcu", "--filter"],
+        &["--mcu", "--filter", "--seeds"],
         &["--no-build", "--profile", "--require-fit"],
     )?;
+    let seeds: u64 = match o.value("--seeds") {
+        Some(v) => v.parse().map_err(|_| format!("--seeds wants a count, not `{v}`"))?,
+        None => 1,
+    };
     let mcu = crate::avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
     let filter = o.value("--filter").unwrap_or("").to_lowercase();
     let no_build = o.flag("--no-build");
@@ -304,6 +313,9 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
                 continue;
             }
             let r = run(&mut dev, suite, SEED)?;
+            if seeds > 1 {
+                constant_over_seeds(&mut dev, suite, &r, seeds)?;
+            }
             if o.flag("--profile") {
                 eprint!("{}: {}", suite.name(), profile(&mut dev, &elf, suite, SEED)?);
             }
@@ -332,6 +344,43 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
     }
     println!("{n} passed, 0 failed");
     Ok(())
+}
+
+/// Runs `suite` with `seeds − 1` further seeds; an error if a step's cycles
+/// differ from `first`'s where they must not (see [`cmd`]).
+fn constant_over_seeds(dev: &mut Device, suite: Suite, first: &Run, seeds: u64) -> Result<(), String> {
+    let (mut start, mut finish) = (
+        (first.start.cycles, first.start.cycles),
+        (first.finish.cycles, first.finish.cycles),
+    );
+    for i in 1..seeds {
+        let r = run(dev, suite, SEED.wrapping_add(i.wrapping_mul(0x9E37_79B9)))?;
+        start = (start.0.min(r.start.cycles), start.1.max(r.start.cycles));
+        finish = (finish.0.min(r.finish.cycles), finish.1.max(r.finish.cycles));
+    }
+    let retries = matches!(suite.kem(), KemId::CtruLightAscon | KemId::CtruLightSha3);
+    let constant = start.0 == start.1 && finish.0 == finish.1;
+    eprintln!(
+        "{}: {seeds} seeds: start {}..{} cycles, finish {}..{} cycles: {}",
+        suite.name(),
+        start.0,
+        start.1,
+        finish.0,
+        finish.1,
+        match (constant, retries) {
+            (true, _) => "constant",
+            (false, true) => "varies (CTRU-Light key generation retries publicly)",
+            (false, false) => "VARIES",
+        }
+    );
+    if constant || retries {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: the sensor's cycles depend on its keys or randomness",
+            suite.name()
+        ))
+    }
 }
 
 /// The peak stack of `suite`'s sensor on the ATmega1284p, from its recorded
