@@ -263,7 +263,7 @@ fn key_and_coins_for(m: &[u8; 32], ek: &[u8; EK_BYTES]) -> ([u8; 32], [u8; 32]) 
 /// Encaps_internal (Algorithm 17) with message m (after the variant's hashing).
 pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
     let (mut kbar, mut r) = key_and_coins_for(m, ek);
-    kpke::encrypt(ek, m, &r, &mut |pos, byte| ct[pos] = byte);
+    kpke::encrypt(ek, m, &r, &mut kpke::Resample, &mut |pos, byte| ct[pos] = byte);
     let ss = V::derive_key(&kbar, ct);
     kbar.zeroize();
     r.zeroize();
@@ -292,7 +292,9 @@ fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]
     // ciphertext buffer); the OR of all differences is zero iff equal.
     let mut diff = 0u8;
     if let Ok(ek) = <&[u8; EK_BYTES]>::try_from(ek) {
-        kpke::encrypt(ek, m, &r, &mut |pos, byte| diff |= byte ^ ct[pos]);
+        kpke::encrypt(ek, m, &r, &mut kpke::KeepPacked::default(), &mut |pos, byte| {
+            diff |= byte ^ ct[pos]
+        });
     }
     r.zeroize();
     let ss = select_key::<V>(&kbar, z, ct, diff.ct_eq(&0));

@@ -1,14 +1,14 @@
 //! K-PKE, the CPA-secure encryption scheme inside ML-KEM (FIPS 203 §5),
 //! written to keep few polynomials alive: matrix entries are sampled on the
 //! fly, ŝ stays in its encoded form, t̂ is decoded row by row, r̂_j is
-//! sampled again where it is needed.
+//! transformed again where it is needed (r_j sampled again, or unpacked).
 
 use zeroize::Zeroize;
 
 use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode_decompress, encode12};
 use crate::params::{C1_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
 use crate::poly::Poly;
-use crate::sampling::{add_cbd, sample_cbd, sample_ntt};
+use crate::sampling::{add_cbd, sample_cbd, sample_cbd_packed, sample_ntt, unpack_small, PACKED_SMALL_BYTES};
 
 /// K-PKE.KeyGen (Algorithm 13) from the 64 bytes (ρ, σ) = G(…), writing
 /// ek = ByteEncode12(t̂) ‖ ρ and dk_pke = ByteEncode12(ŝ).
@@ -37,25 +37,87 @@ pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke:
     s.zeroize();
 }
 
+/// Where encryption gets r_j (before its NTT) each time a row needs it.
+pub trait NoiseVector {
+    /// r_j = SamplePolyCBD_η1(PRF(r, j)) into `out`.
+    fn load(&mut self, r: &[u8; 32], j: usize, out: &mut Poly);
+}
+
+/// Samples r_j again every time (PRF and CBD): no stack beyond the
+/// polynomial (Encaps, whose stack is at its 2.2 KB budget).
+pub struct Resample;
+
+impl NoiseVector for Resample {
+    fn load(&mut self, r: &[u8; 32], j: usize, out: &mut Poly) {
+        sample_cbd::<ETA1>(r, j as u8, out);
+    }
+}
+
+/// Samples each r_j once and keeps it packed (4 bits a coefficient, 256 B
+/// for both): the second use unpacks it instead of 2 more PRF blocks
+/// (≈ 0.42 M cycles of Keccak). For decapsulation's re-encryption, whose
+/// stack stays under the published decaps row with the 256 B.
+pub struct KeepPacked {
+    packed: [[u8; PACKED_SMALL_BYTES]; K],
+    sampled: [bool; K],
+}
+
+impl Default for KeepPacked {
+    fn default() -> Self {
+        KeepPacked {
+            packed: [[0; PACKED_SMALL_BYTES]; K],
+            sampled: [false; K],
+        }
+    }
+}
+
+impl NoiseVector for KeepPacked {
+    fn load(&mut self, r: &[u8; 32], j: usize, out: &mut Poly) {
+        let (Some(packed), Some(sampled)) = (self.packed.get_mut(j), self.sampled.get_mut(j)) else {
+            return;
+        };
+        // Whether r_j was sampled depends on the loop counters only.
+        if *sampled {
+            unpack_small::<ETA1>(packed, out);
+        } else {
+            sample_cbd_packed::<ETA1>(r, j as u8, out, packed);
+            *sampled = true;
+        }
+    }
+}
+
+impl Drop for KeepPacked {
+    fn drop(&mut self) {
+        self.packed.zeroize();
+    }
+}
+
 /// K-PKE.Encrypt (Algorithm 14) of message `m` with randomness `r`; the
 /// ciphertext bytes go to `emit(position, byte)`, so decapsulation can
 /// compare its re-encryption without a second ciphertext buffer. `ek` must
 /// already have passed the modulus check where the caller requires it.
 ///
 /// Three polynomials live at once (r̂_j, the Â entry, the accumulator):
-/// r_j is sampled and transformed again for the products that need it
-/// rather than kept (the 2.2 KB stack target; it costs 2 PRF calls
-/// and 2 transforms, ≈ 0.47 M cycles). Rows take j in alternating order so
-/// consecutive products share r̂_j: 2K samplings for the K² + K products.
+/// r̂_j is transformed again for the products that need it rather than
+/// kept (the 2.2 KB stack target; 2 transforms), and `noise`
+/// either samples r_j again ([`Resample`]: 2 PRF calls) or unpacks it
+/// ([`KeepPacked`]); `dyn`, so one copy of this code serves both. Rows take j in alternating order so consecutive
+/// products share r̂_j: 2K loads for the K² + K products.
 #[inline(never)]
-pub fn encrypt(ek: &[u8; EK_BYTES], m: &[u8; 32], r: &[u8; 32], emit: &mut impl FnMut(usize, u8)) {
+pub fn encrypt(
+    ek: &[u8; EK_BYTES],
+    m: &[u8; 32],
+    r: &[u8; 32],
+    noise: &mut dyn NoiseVector,
+    emit: &mut impl FnMut(usize, u8),
+) {
     let rho: &[u8; 32] = ek[K * POLY_BYTES..].try_into().unwrap_or(&[0; 32]);
     let mut r_hat = Poly::zero();
     let mut loaded = K; // none yet
     let mut load = |j: usize, r_hat: &mut Poly| {
         if loaded != j {
             // Which r̂_j is loaded depends on the loop counters only.
-            sample_cbd::<ETA1>(r, j as u8, r_hat);
+            noise.load(r, j, r_hat);
             r_hat.ntt();
             loaded = j;
         }
