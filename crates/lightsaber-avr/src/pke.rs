@@ -11,10 +11,16 @@ use crate::sampling::{gen_secret, load_entry, MatrixStream};
 
 /// Saber.PKE.KeyGen from seed_A (already hashed) and seed_s.
 ///
-/// b = round(Aᵀ s) is computed one output polynomial at a time, re-reading
-/// the matrix stream for each: one accumulator (1 KB) instead of l, which
-/// is what lets key generation fit the ATmega4808. The price is squeezing
-/// the (public) matrix stream again: 3 more entries of SHAKE128 output.
+/// b = round(Aᵀ s): the matrix stream is row-major, so every entry feeds
+/// another output polynomial. Two ways, chosen by `build.rs`:
+/// - [`keygen_one_pass`] (default): l accumulators (1 KB each), the
+///   stream read once;
+/// - [`keygen_by_columns`] (`cfg(saber_small_sram)`, MCUs with 6 KB of
+///   SRAM such as the ATmega4808): one accumulator, the stream read again
+///   for each output polynomial (3 more entries of SHAKE128 output, about
+///   0.8 M cycles), which is what lets key generation fit there.
+///
+/// Both give the same bytes (tested).
 pub fn keygen(
     seed_a: &[u8; SEED_BYTES],
     seed_s: &[u8; SEED_BYTES],
@@ -23,14 +29,44 @@ pub fn keygen(
 ) {
     let mut s = [[0u8; N >> 1]; L];
     gen_secret(seed_s, &mut s);
-    keygen_with(seed_a, &s, pk, sk);
+    #[cfg(not(saber_small_sram))]
+    keygen_one_pass(seed_a, &s, pk, sk);
+    #[cfg(saber_small_sram)]
+    keygen_by_columns(seed_a, &s, pk, sk);
     s.zeroize();
 }
 
-/// [`keygen`] after GenSecret: not inlined, so GenSecret's sponge and this
-/// frame's buffers are never on the stack together.
+/// [`keygen`] after GenSecret with l accumulators: each entry A[r][c], in
+/// stream order, is multiplied by s_r into accumulator c. Not inlined, so
+/// GenSecret's sponge and this frame's buffers are never on the stack
+/// together.
+#[cfg_attr(saber_small_sram, allow(dead_code))]
 #[inline(never)]
-fn keygen_with(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_PKE_BYTES]) {
+fn keygen_one_pass(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_PKE_BYTES]) {
+    let mut acc = [const { Accumulator::new() }; L];
+    let mut scratch = Scratch::new();
+    let mut entry = [0u8; POLY_Q_BYTES];
+    let mut stream = MatrixStream::new(seed_a);
+    for s_r in s.iter() {
+        for acc_c in acc.iter_mut() {
+            stream.next_entry(&mut entry);
+            acc_c.mul_acc(&mut scratch, |t| load_entry(&entry, t), |t| load_secret(s_r, t));
+        }
+    }
+    for (c, acc_c) in acc.iter_mut().enumerate() {
+        acc_c.finish(&mut scratch.a);
+        emit_key_column(c, &scratch.a, s, pk, sk);
+    }
+    pk[POLYVEC_P_BYTES..].copy_from_slice(seed_a);
+    scratch.zeroize();
+}
+
+/// [`keygen`] after GenSecret with one accumulator: output polynomial c
+/// reads the stream from its start up to entry A[l−1][c] (not inlined,
+/// like [`keygen_one_pass`]).
+#[cfg_attr(not(saber_small_sram), allow(dead_code))]
+#[inline(never)]
+fn keygen_by_columns(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_PKE_BYTES]) {
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
     let mut entry = [0u8; POLY_Q_BYTES];
@@ -45,18 +81,22 @@ fn keygen_with(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTE
             }
             acc.mul_acc(&mut scratch, |t| load_entry(&entry, t), |t| load_secret(s_r, t));
         }
-        let b = &mut scratch.a;
-        acc.finish(b);
-        pack_bits(EP, N, &mut pk[c * POLY_P_BYTES..(c + 1) * POLY_P_BYTES], |i| {
-            (b[i] as u16 + H1) >> (EQ - EP)
-        });
-        let s_c = &s[c];
-        pack_bits(EQ, N, &mut sk[c * POLY_Q_BYTES..(c + 1) * POLY_Q_BYTES], |i| {
-            secret_coeff(s_c, i) as u16
-        });
+        acc.finish(&mut scratch.a);
+        emit_key_column(c, &scratch.a, s, pk, sk);
     }
     pk[POLYVEC_P_BYTES..].copy_from_slice(seed_a);
     scratch.zeroize();
+}
+
+/// b_c rounded to p into pk, s_c into sk (output polynomial c of keygen).
+fn emit_key_column(c: usize, b: &[i16; N], s: &[Secret; L], pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_PKE_BYTES]) {
+    pack_bits(EP, N, &mut pk[c * POLY_P_BYTES..(c + 1) * POLY_P_BYTES], |i| {
+        (b[i] as u16 + H1) >> (EQ - EP)
+    });
+    let s_c = &s[c];
+    pack_bits(EQ, N, &mut sk[c * POLY_Q_BYTES..(c + 1) * POLY_Q_BYTES], |i| {
+        secret_coeff(s_c, i) as u16
+    });
 }
 
 /// Saber.PKE.Enc of message m with seed_s'; ciphertext byte k goes to
@@ -155,4 +195,25 @@ pub fn secret_in_range(sk: &[u8]) -> bool {
         });
     }
     bad == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two key generation orders give the same keys.
+    #[test]
+    fn one_pass_and_by_columns_agree() {
+        for seed in 0..8u8 {
+            let seed_a = [seed.wrapping_mul(91) ^ 0x3C; SEED_BYTES];
+            let mut s = [[0u8; N >> 1]; L];
+            gen_secret(&[seed; SEED_BYTES], &mut s);
+            let (mut pk1, mut sk1) = ([0u8; PK_BYTES], [0u8; SK_PKE_BYTES]);
+            let (mut pk2, mut sk2) = ([1u8; PK_BYTES], [1u8; SK_PKE_BYTES]);
+            keygen_one_pass(&seed_a, &s, &mut pk1, &mut sk1);
+            keygen_by_columns(&seed_a, &s, &mut pk2, &mut sk2);
+            assert_eq!(pk1, pk2, "seed {seed}");
+            assert_eq!(sk1, sk2, "seed {seed}");
+        }
+    }
 }
