@@ -280,7 +280,12 @@ pub(crate) fn profile_top(
     let mut v: Vec<_> = per_fn.into_iter().collect();
     v.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let mut s = format!("{what}: {total} instructions executed, by function:\n");
-    for (name, n) in v.iter().take(12) {
+    // XTASK_PROFILE_TOP=N lists N functions instead of 12.
+    let top = std::env::var("XTASK_PROFILE_TOP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    for (name, n) in v.iter().take(top) {
         let _ = writeln!(s, "    {n:>9} {:5.1} %  {name}", 100.0 * *n as f64 / total as f64);
     }
     Ok(s)

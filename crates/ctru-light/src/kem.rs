@@ -7,7 +7,7 @@ use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
-use crate::arith::{Arithmetic, MontgomeryOpt};
+use crate::arith::{Arithmetic, Kred2x};
 use crate::encode::pk_is_canonical;
 use crate::params::{CT_BYTES, ID_BYTES, KEYGEN_ATTEMPTS, PK_BYTES, SK_BYTES, SK_PKE_BYTES};
 use crate::pke;
@@ -133,11 +133,11 @@ impl<B> fmt::Debug for Ciphertext<B> {
 }
 
 /// CTRU-Light with symmetric back-end `B` and arithmetic variant `A`
-/// (the variant never changes a byte of the output). The default,
-/// NTT-friendly Montgomery, is the variant with AVR assembly for every ring
-/// operation, so the fastest on the target.
+/// (the variant never changes a byte of the output). The default, K-RED2X
+/// ([`Kred2x`]), is the fastest and smallest on AVR, where every variant's
+/// ring operations are assembly (`cargo xtask bench`).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CtruLight<B, A = MontgomeryOpt>(PhantomData<(B, A)>);
+pub struct CtruLight<B, A = Kred2x>(PhantomData<(B, A)>);
 
 fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
     kem_common::fill(rng, out).map_err(|_| Error::Rng)

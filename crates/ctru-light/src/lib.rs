@@ -39,9 +39,9 @@ pub use arith::{Arithmetic, Kred2x, MontgomeryOpt, MontgomeryPlain};
 pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
 pub use symmetric::{Ascon, Backend, Sha3};
 
-/// CTRU-Light with the SHA-3 back-end (NTT-friendly Montgomery arithmetic).
+/// CTRU-Light with the SHA-3 back-end (K-RED2X arithmetic).
 pub type CtruLightSha3 = CtruLight<Sha3>;
-/// CTRU-Light with the Ascon back-end (NTT-friendly Montgomery arithmetic).
+/// CTRU-Light with the Ascon back-end (K-RED2X arithmetic).
 pub type CtruLightAscon = CtruLight<Ascon>;
 
 pub use kem_common::SharedSecret;
