@@ -1,16 +1,18 @@
 ; Constant-time selection of one precomputed point from a row of the
 ; fixed-base table of crates/x25519-avr (src/edwards.rs, BASE_TABLE):
 ;
-;   void ed25519_select_avr(uint8_t out[96], const uint8_t *row, uint8_t index);
+;   void ed25519_select_avr(uint8_t out[96], const uint8_t *row, int8_t digit);
 ;
 ; row is the flash byte address of 8 entries of 96 bytes (.progmem.data,
-; below 64 KB, read with lpm); out receives entry index - 1, or the neutral
-; element (1, 1, 0) for index 0 (index <= 8). Every entry is read and merged
-; under a mask (0xFF for the wanted entry, 0 otherwise): the same
-; instructions and addresses whatever index is, so the cycle count does not
-; depend on it. The reference is edwards::select_niels_portable.
+; below 64 KB, read with lpm); out receives entry |digit| - 1, or the
+; neutral element (1, 1, 0) for digit 0 (|digit| <= 8; the caller applies
+; the sign). |digit| = (digit ^ s) - s with s the sign byte, and every entry
+; is read and merged under a mask (0xFF for the wanted entry, 0 otherwise):
+; the same instructions and addresses whatever the digit is, so the cycle
+; count does not depend on it. The reference is
+; edwards::select_niels_portable.
 ;
-; Registers (avr-gcc ABI): out r25:r24, row r23:r22, index r20; only
+; Registers (avr-gcc ABI): out r25:r24, row r23:r22, digit r20; only
 ; call-clobbered registers are used (r18-r27, r30, r31, r0), r1 stays 0.
 
 	.text
@@ -29,8 +31,13 @@ ed25519_select_avr:
 	adiw r26, 32
 	st X, r18
 	movw r30, r22		; Z walks the row, entry after entry
+	mov r21, r20		; |digit|: s = 0 or 0xFF from the sign bit
+	lsl r21
+	sbc r21, r21
+	eor r20, r21
+	sub r20, r21
 	ldi r19, 1		; k = the entry's index (1..8)
-2:	; mask = 0xFF if index == k: (index ^ k) - 1 borrows only for 0.
+2:	; mask = 0xFF if |digit| == k: (|digit| ^ k) - 1 borrows only for 0.
 	mov r21, r20
 	eor r21, r19
 	subi r21, 1

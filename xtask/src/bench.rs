@@ -351,7 +351,9 @@ fn bench_mqtt(ctx: &Ctx, images: &[avr::Image], filter: &str, no_build: bool) ->
                 rec.stack_bytes_painted = Some(painted);
                 rec.code_bytes = code;
                 rec.flight_bytes = Some(flights);
-                rec.toolchain = rec.toolchain.replace("opt-level 3", "opt-level s");
+                if let Some(level) = crate::avr::Image::mqtt(suite.kem(), true).opt_level {
+                    rec.toolchain = rec.toolchain.replace("opt-level 3", &format!("opt-level {level}"));
+                }
                 if op == "handshake" {
                     rec.published_cycles = Some(published::KEM_MQTT_SENSOR_CYCLES);
                     rec.published_reference = Some(published::KEM_MQTT_REFERENCE.into());
@@ -721,8 +723,8 @@ fn mqtt_summary(records: &[Record]) -> String {
     }
     let mut s = String::from(
         "## KEM-MQTT/1 sensor handshake\n\n\
-         The firmware (`mqtt-<kem>[-x25519]` images, opt-level \"s\": at 3 the hybrid images exceed\n\
-         128 KB) runs the sensor: `start` = `SensorHandshake::start` (KEM keygen + encaps, hybrid:\n\
+         The firmware (`mqtt-<kem>[-x25519]` images, opt-level 2: at 3 the LightSaber hybrid image\n\
+         exceeds 128 KB) runs the sensor: `start` = `SensorHandshake::start` (KEM keygen + encaps, hybrid:\n\
          X25519 key generation; the static-static X25519 secret is computed when the keys are\n\
          loaded, as spec §3 allows, outside the measurement), `finish` = `receive_broker_hello`\n\
          (two decaps, hybrid: one X25519, `crates/x25519-avr`); the host plays the broker (`BrokerHandshake`) and\n\

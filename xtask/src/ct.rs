@@ -248,7 +248,7 @@ fn explain(
 /// The function (by ELF symbol) whose body holds byte address `addr`, or "?".
 /// `syms` is sorted by start address; zero-sized symbols still claim their
 /// first word so labels in assembly files are found.
-fn function_at(syms: &[(u32, u32, String)], addr: u32) -> &str {
+pub(crate) fn function_at(syms: &[(u32, u32, String)], addr: u32) -> &str {
     syms.iter()
         .rev()
         .find(|(s, sz, _)| *s <= addr && addr < s + (*sz).max(2))
@@ -270,6 +270,20 @@ pub(crate) fn profile_top(
     let p = dev.take_profile();
     dev.set_profiling(false);
     dev.take_markers();
+    // XTASK_PROFILE_DUMP=FILE appends the per-address counts (to compare
+    // two inputs instruction by instruction).
+    if let Some(path) = std::env::var_os("XTASK_PROFILE_DUMP") {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.to_string_lossy()))?;
+        for (w, n) in p.iter().enumerate().filter(|(_, n)| **n > 0) {
+            writeln!(f, "{what} {:#07x} {n}", 2 * w).map_err(|e| e.to_string())?;
+        }
+        writeln!(f, "end").map_err(|e| e.to_string())?;
+    }
     let mut per_fn: std::collections::BTreeMap<&str, u64> = Default::default();
     for (w, n) in p.iter().enumerate().filter(|(_, n)| **n > 0) {
         let addr = 2 * w as u32;

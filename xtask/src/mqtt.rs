@@ -280,10 +280,11 @@ pub const SEED: u64 = 0x4D51_5454;
 /// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit] [--seeds N]`:
 /// the sensor's handshake of every selected suite in the simulator against
 /// the host broker. With `--seeds N`, each suite runs N times with other keys
-/// and randomness, and its start and finish must take the same cycles every
-/// time (X25519, the key schedule, ML-KEM, Kyber, LightSaber); CTRU-Light
-/// suites are reported but exempt: their key generation retries, publicly,
-/// when f is not invertible.
+/// and randomness, and its start and finish must take the same cycles and
+/// run every instruction address the same number of times (X25519, the key
+/// schedule, ML-KEM, Kyber, LightSaber); CTRU-Light suites are reported but
+/// exempt: their key generation retries, publicly, when f is not
+/// invertible.
 pub fn cmd(args: &[String]) -> Result<(), String> {
     let o = crate::Opts::parse(
         args,
@@ -313,11 +314,19 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
                 continue;
             }
             let r = run(&mut dev, suite, SEED)?;
-            if seeds > 1 {
-                constant_over_seeds(&mut dev, suite, &r, seeds)?;
-            }
             if o.flag("--profile") {
-                eprint!("{}: {}", suite.name(), profile(&mut dev, &elf, suite, SEED)?);
+                // With --seeds, every seed's profile (to find what varies).
+                for i in 0..seeds {
+                    let seed = seed_number(i);
+                    eprint!(
+                        "{} (seed {seed:#x}): {}",
+                        suite.name(),
+                        profile(&mut dev, &elf, suite, seed)?
+                    );
+                }
+            }
+            if seeds > 1 {
+                constant_over_seeds(&mut dev, &elf, suite, seeds)?;
             }
             let f = r.flights;
             println!(
@@ -346,41 +355,98 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `suite` with `seeds − 1` further seeds; an error if a step's cycles
-/// differ from `first`'s where they must not (see [`cmd`]).
-fn constant_over_seeds(dev: &mut Device, suite: Suite, first: &Run, seeds: u64) -> Result<(), String> {
-    let (mut start, mut finish) = (
-        (first.start.cycles, first.start.cycles),
-        (first.finish.cycles, first.finish.cycles),
-    );
-    for i in 1..seeds {
-        let r = run(dev, suite, SEED.wrapping_add(i.wrapping_mul(0x9E37_79B9)))?;
+/// The `i`-th seed of `--seeds` (0: [`SEED`], the benchmarked one).
+fn seed_number(i: u64) -> u64 {
+    SEED.wrapping_add(i.wrapping_mul(0x9E37_79B9))
+}
+
+/// Runs `suite` with `seeds` seeds, each step with the simulator's
+/// per-address instruction counts on; an error if a step's cycles or counts
+/// differ between seeds where they must not (see [`cmd`]). Equal counts at
+/// every address are stronger than equal cycles: a branch on a secret that
+/// happens to take the same cycles both ways still shows.
+fn constant_over_seeds(dev: &mut Device, elf: &std::path::Path, suite: Suite, seeds: u64) -> Result<(), String> {
+    let syms = crate::ct::symbols(elf)?;
+    let mut first: Option<(Run, [Vec<u32>; 2])> = None;
+    let (mut start, mut finish) = ((u64::MAX, 0), (u64::MAX, 0));
+    let mut differs: Option<String> = None;
+    for i in 0..seeds {
+        dev.set_profiling(true);
+        let traced = run_traced(dev, suite, seed_number(i));
+        dev.set_profiling(false);
+        let (r, counts) = traced?;
         start = (start.0.min(r.start.cycles), start.1.max(r.start.cycles));
         finish = (finish.0.min(r.finish.cycles), finish.1.max(r.finish.cycles));
+        match &first {
+            None => first = Some((r, counts)),
+            Some((_, first_counts)) => {
+                for (step, (a, b)) in ["start", "finish"].iter().zip(first_counts.iter().zip(counts.iter())) {
+                    let len = a.len().max(b.len());
+                    let at = (0..len).find(|&w| a.get(w).copied().unwrap_or(0) != b.get(w).copied().unwrap_or(0));
+                    if let (Some(w), None) = (at, &differs) {
+                        let addr = 2 * w as u32;
+                        differs = Some(format!(
+                            "{step}: instruction at {addr:#x} ({}) ran {} times with seed 0, {} with seed {i}",
+                            crate::ct::function_at(&syms, addr),
+                            a.get(w).copied().unwrap_or(0),
+                            b.get(w).copied().unwrap_or(0)
+                        ));
+                    }
+                }
+            }
+        }
     }
     let retries = matches!(suite.kem(), KemId::CtruLightAscon | KemId::CtruLightSha3);
-    let constant = start.0 == start.1 && finish.0 == finish.1;
+    let constant = start.0 == start.1 && finish.0 == finish.1 && differs.is_none();
     eprintln!(
-        "{}: {seeds} seeds: start {}..{} cycles, finish {}..{} cycles: {}",
+        "{}: {seeds} seeds: start {}..{} cycles, finish {}..{} cycles, per-address counts {}: {}",
         suite.name(),
         start.0,
         start.1,
         finish.0,
         finish.1,
+        if differs.is_none() { "equal" } else { "differ" },
         match (constant, retries) {
             (true, _) => "constant",
             (false, true) => "varies (CTRU-Light key generation retries publicly)",
             (false, false) => "VARIES",
         }
     );
+    if let Some(d) = &differs {
+        eprintln!("  first difference: {d}");
+    }
     if constant || retries {
         Ok(())
     } else {
         Err(format!(
-            "{}: the sensor's cycles depend on its keys or randomness",
+            "{}: the sensor's execution depends on its keys or randomness",
             suite.name()
         ))
     }
+}
+
+/// [`run`] with the per-address instruction counts of each step (the
+/// caller turns profiling on).
+fn run_traced(dev: &mut Device, suite: Suite, seed: u64) -> Result<(Run, [Vec<u32>; 2]), String> {
+    let case = prepare(suite, seed)?;
+    dev.take_profile();
+    let (a, start) = kems::measured(dev, fw::OP_START, |d| d.call(fw::OP_START, &case.start_request))?;
+    let start_counts = dev.take_profile();
+    let pa = painted(dev)?;
+    dev.take_profile();
+    let (b, finish) = kems::measured(dev, fw::OP_FINISH, |d| d.call(fw::OP_FINISH, &case.finish_request))?;
+    let finish_counts = dev.take_profile();
+    let pb = painted(dev)?;
+    let flights = case.check(&a, &b)?;
+    Ok((
+        Run {
+            start,
+            finish,
+            painted: [pa, pb],
+            flights,
+        },
+        [start_counts, finish_counts],
+    ))
 }
 
 /// The peak stack of `suite`'s sensor on the ATmega1284p, from its recorded

@@ -133,7 +133,7 @@ impl SharedSecret {
 
 impl ConstantTimeEq for SharedSecret {
     fn ct_eq(&self, other: &Self) -> Choice {
-        self.0.ct_eq(&other.0)
+        bytes_equal(&self.0, &other.0)
     }
 }
 impl PartialEq for SharedSecret {
@@ -161,6 +161,23 @@ pub struct RngError;
 /// One `randombytes(out.len())` call: KATs depend on the call boundaries.
 pub fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), RngError> {
     rng.try_fill_bytes(out).map_err(|_| RngError)
+}
+
+/// Whether `a` equals `b` (different lengths, which are public, are
+/// unequal), in constant time: every byte pair's XOR is ORed into one
+/// byte, and only that total is compared. Use it instead of subtle's slice
+/// `ct_eq` on AVR: LLVM turns subtle's per-byte masks back into
+/// comparisons, and the AVR (no set-on-condition instruction) branches on
+/// each byte; `cargo xtask mqtt --seeds` caught it in the X25519 zero check.
+pub fn bytes_equal(a: &[u8], b: &[u8]) -> Choice {
+    if a.len() != b.len() {
+        return Choice::from(0);
+    }
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b) {
+        diff |= x ^ y;
+    }
+    diff.ct_eq(&0)
 }
 
 /// Selects `b` where `choice` is set, else `a`, byte by byte in constant time.
@@ -294,6 +311,21 @@ impl TestRng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_equal_finds_every_single_difference() {
+        let a = [0x5Au8; 33];
+        assert!(bool::from(bytes_equal(&a, &a)));
+        assert!(bool::from(bytes_equal(&[], &[])));
+        assert!(!bool::from(bytes_equal(&a, &a[..32])));
+        for i in 0..a.len() {
+            for bit in 0..8 {
+                let mut b = a;
+                b[i] ^= 1 << bit;
+                assert!(!bool::from(bytes_equal(&a, &b)), "byte {i}, bit {bit}");
+            }
+        }
+    }
 
     #[test]
     fn bit_packing_round_trips_for_every_width() {

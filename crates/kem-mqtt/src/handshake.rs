@@ -3,7 +3,6 @@
 use core::borrow::BorrowMut;
 
 use rand_core::{CryptoRng, RngCore};
-use subtle::ConstantTimeEq;
 #[cfg(feature = "x25519")]
 use x25519_avr::{x25519, x25519_base};
 use zeroize::Zeroize;
@@ -88,7 +87,7 @@ fn x25519_public(sk: &[u8; 32]) -> [u8; 32] {
 #[cfg(feature = "x25519")]
 fn x25519_shared(sk: &[u8; 32], pk: &[u8; 32]) -> Result<Secret32, Error> {
     let s = Secret32(x25519(sk, pk));
-    if bool::from(s.0.ct_eq(&[0u8; 32])) {
+    if bool::from(kem_common::bytes_equal(&s.0, &[0u8; 32])) {
         return Err(Error::X25519NonContributory);
     }
     Ok(s)
@@ -438,7 +437,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         let th2 = self.transcript.snapshot();
         let ms = master_secret(f, &hs, ss_c, &th2);
         let expected_bf = finished_mac(f, &ms, b"b finished", &th2);
-        if !bool::from(expected_bf.0.ct_eq(bf)) {
+        if !bool::from(kem_common::bytes_equal(&expected_bf.0, bf)) {
             return Err(Error::BrokerFinishedInvalid);
         }
         self.transcript.absorb(bf);
@@ -613,7 +612,7 @@ impl AwaitClientFinished {
         check_header(msg, MSG_CLIENT_FINISHED, expected)?;
         check_len(msg, expected)?;
         let mac = msg.get(2..).unwrap_or(&[]);
-        if !bool::from(self.expected_cf.0.ct_eq(mac)) {
+        if !bool::from(kem_common::bytes_equal(&self.expected_cf.0, mac)) {
             return Err(Error::ClientFinishedInvalid);
         }
         Ok(Session::new(Role::Broker, self.c2b.clone(), self.b2c.clone()))

@@ -202,13 +202,12 @@ fn signed_radix16(k: &[u8; 32]) -> [i8; 64] {
 }
 
 /// row_j[|e|] with the sign of e, or the neutral element for e = 0; reads
-/// the whole row.
+/// the whole row. |e| is taken inside the selection (in assembly on AVR):
+/// LLVM compiled `e − 2e·[e < 0]` to a branch on the sign there.
 fn lookup(row: usize, e: i8, out: &mut Niels) {
     let negative = (e as u8) >> 7;
-    // |e| = e − 2e·negative, without a branch.
-    let magnitude = (e as u8).wrapping_sub(((negative.wrapping_neg()) & (e as u8)) << 1);
     let mut bytes = [0u8; NIELS_LEN];
-    crate::backend::select_niels(&mut bytes, row, magnitude);
+    crate::backend::select_niels(&mut bytes, row, e);
     *out = Niels::from_bytes(&bytes);
     out.conditional_negate(negative);
     bytes.zeroize();
@@ -251,16 +250,19 @@ pub(crate) fn base_u(k: &[u8; 32]) -> [u8; 32] {
     u
 }
 
-/// The portable row selection: out ← row[index − 1], or the neutral
-/// element for index 0 (index ≤ 8), reading every entry with a mask (the
+/// The portable row selection: out ← row[|digit| − 1], or the neutral
+/// element for digit 0 (|digit| ≤ 8), reading every entry with a mask (the
 /// reference of the AVR assembly).
-pub fn select_niels_portable(out: &mut [u8; NIELS_LEN], row: &[u8; ROW_LEN], index: u8) {
+pub fn select_niels_portable(out: &mut [u8; NIELS_LEN], row: &[u8; ROW_LEN], digit: i8) {
+    // |digit| = (digit ^ s) − s, s = 0 or −1 by the sign bit.
+    let sign = (digit >> 7) as u8;
+    let magnitude = ((digit as u8) ^ sign).wrapping_sub(sign);
     *out = [0; NIELS_LEN];
     out[0] = 1;
     out[32] = 1;
     for (k, entry) in row.chunks_exact(NIELS_LEN).enumerate() {
-        // 0xFF if index == k + 1: (index ^ (k + 1)) − 1 borrows only for 0.
-        let diff = index ^ (k as u8 + 1);
+        // 0xFF if magnitude == k + 1: (magnitude ^ (k + 1)) − 1 borrows only for 0.
+        let diff = magnitude ^ (k as u8 + 1);
         let mask = ((diff as u16).wrapping_sub(1) >> 8) as u8;
         for (o, &v) in out.iter_mut().zip(entry) {
             *o ^= mask & (*o ^ v);
@@ -413,7 +415,7 @@ mod tests {
     }
 
     #[test]
-    fn selection_returns_the_entry_or_the_neutral_element() {
+    fn selection_returns_the_entry_of_the_magnitude_or_the_neutral_element() {
         let row: &[u8; ROW_LEN] = BASE_TABLE[ROW_LEN..2 * ROW_LEN].try_into().unwrap();
         let mut out = [0u8; NIELS_LEN];
         select_niels_portable(&mut out, row, 0);
@@ -421,13 +423,15 @@ mod tests {
         identity[0] = 1;
         identity[32] = 1;
         assert_eq!(out, identity);
-        for index in 1..=8u8 {
-            select_niels_portable(&mut out, row, index);
-            let i = index as usize - 1;
-            assert_eq!(out[..], row[i * NIELS_LEN..(i + 1) * NIELS_LEN]);
+        for digit in (-8..=8i8).filter(|&d| d != 0) {
+            select_niels_portable(&mut out, row, digit);
+            let i = digit.unsigned_abs() as usize - 1;
+            assert_eq!(out[..], row[i * NIELS_LEN..(i + 1) * NIELS_LEN], "digit {digit}");
         }
-        select_niels_portable(&mut out, row, 9);
-        assert_eq!(out, identity);
+        for digit in [9, -9, 127, -128] {
+            select_niels_portable(&mut out, row, digit);
+            assert_eq!(out, identity, "digit {digit}");
+        }
     }
 
     #[test]

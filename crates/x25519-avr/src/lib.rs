@@ -209,23 +209,23 @@ pub mod backend {
         crate::field::sub_portable(r, a, b);
     }
 
-    /// `out` ← entry `index` − 1 of row `row` of [`crate::edwards::BASE_TABLE`],
-    /// or the neutral element for `index` 0 (`index` ≤ 8, `row` < 32), every
+    /// `out` ← entry |`digit`| − 1 of row `row` of [`crate::edwards::BASE_TABLE`],
+    /// or the neutral element for `digit` 0 (|`digit`| ≤ 8, `row` < 32), every
     /// entry of the row read with a mask. On AVR the table is in flash
     /// (`asm-avr/ed25519_select.S` reads it with `lpm`).
     #[cfg(not(fe25519_compact))]
     #[inline]
-    pub fn select_niels(out: &mut [u8; crate::edwards::NIELS_LEN], row: usize, index: u8) {
+    pub fn select_niels(out: &mut [u8; crate::edwards::NIELS_LEN], row: usize, digit: i8) {
         use crate::edwards::{BASE_TABLE, ROWS, ROW_LEN};
         let row = row % ROWS;
         #[cfg(fe25519_asm)]
-        avr::select_niels(out, BASE_TABLE.as_ptr().wrapping_add(row * ROW_LEN), index);
+        avr::select_niels(out, BASE_TABLE.as_ptr().wrapping_add(row * ROW_LEN), digit);
         #[cfg(not(fe25519_asm))]
         {
             let entries: &[u8; ROW_LEN] = BASE_TABLE[row * ROW_LEN..][..ROW_LEN]
                 .try_into()
                 .unwrap_or(&[0; ROW_LEN]);
-            crate::edwards::select_niels_portable(out, entries, index);
+            crate::edwards::select_niels_portable(out, entries, digit);
         }
     }
 
@@ -245,18 +245,18 @@ pub mod backend {
             fn fe25519_sub_avr(r: *mut u8, a: *const u8, b: *const u8);
             /// `asm-avr/ed25519_select.S`.
             #[cfg(not(fe25519_compact))]
-            fn ed25519_select_avr(out: *mut u8, row: *const u8, index: u8);
+            fn ed25519_select_avr(out: *mut u8, row: *const u8, digit: i8);
         }
 
         /// `row`: the flash address of a table row (`.progmem.data`, below
         /// 64 KB: the linker puts it right after the vectors).
         #[cfg(not(fe25519_compact))]
         #[inline]
-        pub fn select_niels(out: &mut [u8; crate::edwards::NIELS_LEN], row: *const u8, index: u8) {
+        pub fn select_niels(out: &mut [u8; crate::edwards::NIELS_LEN], row: *const u8, digit: i8) {
             // SAFETY: writes the 96 bytes of `out`; reads 8 × 96 bytes of
             // flash from `row`, a row of BASE_TABLE; avr-gcc ABI (tested in
             // simavr).
-            unsafe { ed25519_select_avr(out.as_mut_ptr(), row, index) }
+            unsafe { ed25519_select_avr(out.as_mut_ptr(), row, digit) }
         }
 
         #[inline]

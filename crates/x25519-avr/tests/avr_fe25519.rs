@@ -106,12 +106,12 @@ fn check_assembly(assembly: &str) {
             assert_eq!(reply[64], 0, "{name}: callee-saved registers or r1 not preserved");
         }
     }
-    // The fixed-base table's selection: every row, every index (0 and the
-    // out-of-range 9..=255 give the neutral element).
+    // The fixed-base table's selection: every row, every digit −8..=8 (0
+    // and the out-of-range ±9, 127, −128 give the neutral element).
     let mut selections = 0;
     for row in 0..ROWS as u8 {
-        for index in (0..=9u8).chain([0x80, 0xFF]) {
-            let mut request = vec![6, row, index];
+        for digit in (-9..=9i8).chain([127, -128]) {
+            let mut request = vec![6, row, digit as u8];
             request.resize(65, 0);
             sim.send(&request);
             let reply = sim
@@ -119,11 +119,11 @@ fn check_assembly(assembly: &str) {
                 .expect("harness answers");
             let entries: &[u8; ROW_LEN] = BASE_TABLE[row as usize * ROW_LEN..][..ROW_LEN].try_into().unwrap();
             let mut expected = [0u8; NIELS_LEN];
-            select_niels_portable(&mut expected, entries, index);
+            select_niels_portable(&mut expected, entries, digit);
             assert_eq!(
                 reply[..NIELS_LEN],
                 expected,
-                "ed25519_select_avr, row {row}, index {index}"
+                "ed25519_select_avr, row {row}, digit {digit}"
             );
             assert_eq!(
                 reply[NIELS_LEN..2 * NIELS_LEN],
