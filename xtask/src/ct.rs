@@ -4,7 +4,10 @@
 //! different key) and N decapsulations (each under a different key; even
 //! inputs valid ciphertexts, odd ones random bytes) run on the firmware; every
 //! result is compared with the host, and each operation must take exactly the
-//! same number of cycles on every input (min == max). CTRU-Light key
+//! same number of cycles on every input (min == max) and run every
+//! instruction address the same number of times (the simulator's
+//! per-address counts of the whole call; valid and random ciphertexts
+//! alike for decapsulation). CTRU-Light key
 //! generation retries when f is not invertible; a retry is public (it only
 //! discards a candidate key), so such inputs are detected on the host (their
 //! tape is longer than one attempt's) and excluded from the comparison, and
@@ -37,6 +40,18 @@ pub struct Stats {
     pub stack: u32,
     /// Request payloads of a fastest and a slowest input (for `--explain`).
     pub extremes: Option<(Vec<u8>, Vec<u8>)>,
+    /// Per-address instruction counts of the first input's call.
+    pub trace: Option<Vec<u32>>,
+    /// The first address whose count differed from the first input's.
+    pub trace_differs: Option<u32>,
+}
+
+/// The first word address whose instruction count differs between two
+/// per-address profiles, as a byte address.
+fn first_difference(a: &[u32], b: &[u32]) -> Option<u32> {
+    (0..a.len().max(b.len()))
+        .find(|&w| a.get(w).copied().unwrap_or(0) != b.get(w).copied().unwrap_or(0))
+        .map(|w| 2 * w as u32)
 }
 
 impl Stats {
@@ -60,6 +75,18 @@ impl Stats {
         self.stack = self.stack.max(stack);
     }
 
+    /// Compares one input's per-address counts with the first input's.
+    fn add_trace(&mut self, counts: Vec<u32>) {
+        match &self.trace {
+            None => self.trace = Some(counts),
+            Some(first) => {
+                if self.trace_differs.is_none() {
+                    self.trace_differs = first_difference(first, &counts);
+                }
+            }
+        }
+    }
+
     fn merged(&self, o: &Stats) -> Stats {
         if o.n == 0 {
             return self.clone();
@@ -79,18 +106,26 @@ impl Stats {
                 (false, _, false) => y.1,
             }
         };
+        let across = match (&self.trace, &o.trace) {
+            (Some(a), Some(b)) => first_difference(a, b),
+            _ => None,
+        };
         Stats {
             n: self.n + o.n,
             min: self.min.min(o.min),
             max: self.max.max(o.max),
             stack: self.stack.max(o.stack),
             extremes: Some((pick(self, o, true), pick(self, o, false))),
+            trace: self.trace.clone(),
+            trace_differs: self.trace_differs.or(o.trace_differs).or(across),
         }
     }
 
-    /// Constant time: every input took the same number of cycles.
+    /// Constant time: every input took the same number of cycles and ran
+    /// every instruction address the same number of times (a branch on a
+    /// secret that costs the same cycles both ways still shows).
     pub fn constant(&self) -> bool {
-        self.n > 0 && self.min == self.max
+        self.n > 0 && self.min == self.max && self.trace_differs.is_none()
     }
 }
 
@@ -113,6 +148,17 @@ pub struct KemResult {
     pub explanations: Vec<String>,
 }
 
+/// Runs `call` with the simulator's per-address instruction counts on and
+/// returns them with its result (the whole call: request, operation, reply).
+fn traced<T>(dev: &mut Device, call: impl FnOnce(&mut Device) -> Result<T, String>) -> Result<(T, Vec<u32>), String> {
+    dev.set_profiling(true);
+    dev.take_profile();
+    let r = call(dev);
+    let counts = dev.take_profile();
+    dev.set_profiling(false);
+    Ok((r?, counts))
+}
+
 fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemResult, String> {
     let mut res = KemResult::default();
     let mut rng = Recorder::new(TestRng(Rng::new(seed ^ (kem as u64) << 32)));
@@ -130,7 +176,7 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
         }
         let id = kem_op_id(kem, KemOp::Keygen);
         let req = kems::request(kem, KemOp::Keygen, &[], &tape)?;
-        let (r, m) = measured(dev, id, |d| kems::parse_reply(d.call(id, &req)?))?;
+        let ((r, m), counts) = traced(dev, |d| measured(d, id, |d| kems::parse_reply(d.call(id, &req)?)))?;
         if !r.ok || r.body != [&pk[..], &sk[..]].concat() {
             res.mismatches.push(format!("keygen input {}", keys.len()));
         }
@@ -139,6 +185,7 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
             continue;
         }
         res.keygen.add(m.cycles, m.stack, &req);
+        res.keygen.add_trace(counts);
         keys.push((pk, sk));
     }
     // Encapsulation to every key; decapsulation under every key, valid and invalid in turn.
@@ -147,11 +194,12 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
         let tape = rng.take();
         let id = kem_op_id(kem, KemOp::Encaps);
         let req = kems::request(kem, KemOp::Encaps, pk, &tape)?;
-        let (r, m) = measured(dev, id, |d| kems::parse_reply(d.call(id, &req)?))?;
+        let ((r, m), counts) = traced(dev, |d| measured(d, id, |d| kems::parse_reply(d.call(id, &req)?)))?;
         if !r.ok || r.body != [&ct[..], &ss[..]].concat() {
             res.mismatches.push(format!("encaps input {i}"));
         }
         res.encaps.add(m.cycles, m.stack, &req);
+        res.encaps.add_trace(counts);
         let (ct, want, stats) = if i % 2 == 0 {
             (ct, ss, &mut res.decaps_valid)
         } else {
@@ -163,11 +211,12 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
         };
         let id = kem_op_id(kem, KemOp::Decaps);
         let req = kems::request(kem, KemOp::Decaps, sk, &ct)?;
-        let (got, m) = measured(dev, id, |d| d.call(id, &req))?;
+        let ((got, m), counts) = traced(dev, |d| measured(d, id, |d| d.call(id, &req)))?;
         if got != want {
             res.mismatches.push(format!("decaps input {i}"));
         }
         stats.add(m.cycles, m.stack, &req);
+        stats.add_trace(counts);
     }
     Ok(res)
 }
@@ -451,7 +500,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             let decaps = res.decaps_valid.merged(&res.decaps_invalid);
             for (op, st) in [("keygen", &res.keygen), ("encaps", &res.encaps), ("decaps", &decaps)] {
                 if !st.constant() {
-                    failures.push(format!("{} {op}: {}..{} cycles", kem.name(), st.min, st.max));
+                    let at = st
+                        .trace_differs
+                        .map(|a| format!(", instruction counts first differ at {a:#x}"))
+                        .unwrap_or_default();
+                    failures.push(format!("{} {op}: {}..{} cycles{at}", kem.name(), st.min, st.max));
                 }
             }
             for e in &res.explanations {

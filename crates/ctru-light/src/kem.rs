@@ -4,7 +4,6 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use rand_core::{CryptoRng, RngCore};
-use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 
 use crate::arith::{Arithmetic, Kred2x};
@@ -277,7 +276,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         let (pk, z) = pk_z.split_at(PK_BYTES);
         let mut diff = 0u8;
         let good = Self::encrypt_derive(pk, m, &mut |k, byte| diff |= byte ^ ct[k]);
-        let same = diff.ct_eq(&0);
+        let same = kem_common::is_zero(diff);
         let bad = B::hrej(&[ct, z]);
         SharedSecret::new(kem_common::select_bytes(&bad, good.as_bytes(), same))
     }

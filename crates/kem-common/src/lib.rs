@@ -177,7 +177,18 @@ pub fn bytes_equal(a: &[u8], b: &[u8]) -> Choice {
     for (x, y) in a.iter().zip(b) {
         diff |= x ^ y;
     }
-    diff.ct_eq(&0)
+    is_zero(diff)
+}
+
+/// Whether `x` is zero, in constant time and without a branch on AVR:
+/// 0 − x borrows (high byte 0xFF) iff x ≠ 0, and that difference passes
+/// through `black_box` before its high bit is taken. subtle's `ct_eq`
+/// leaves LLVM free to fold its arithmetic back into `x != 0`, which the
+/// AVR (no set-on-condition instruction) lowers to a branch: `cargo xtask
+/// ct` found one, cycle-balanced, deciding the FO re-encryption check.
+pub fn is_zero(x: u8) -> Choice {
+    let borrow_word = core::hint::black_box((x as u16).wrapping_neg());
+    Choice::from(1 ^ ((borrow_word >> 8) as u8 & 1))
 }
 
 /// Selects `b` where `choice` is set, else `a`, byte by byte in constant time.
@@ -311,6 +322,13 @@ impl TestRng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_zero_only_for_zero() {
+        for x in 0..=255u8 {
+            assert_eq!(bool::from(is_zero(x)), x == 0, "{x}");
+        }
+    }
 
     #[test]
     fn bytes_equal_finds_every_single_difference() {

@@ -297,7 +297,7 @@ fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]
         });
     }
     r.zeroize();
-    let ss = select_key::<V>(&kbar, z, ct, diff.ct_eq(&0));
+    let ss = select_key::<V>(&kbar, z, ct, kem_common::is_zero(diff));
     kbar.zeroize();
     ss
 }
