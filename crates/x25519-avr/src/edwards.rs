@@ -62,46 +62,29 @@ struct Completed {
     t: Fe,
 }
 
-/// An affine point prepared for mixed addition: y + x, y − x, 2·d·x·y.
+/// An affine point prepared for mixed addition: y + x, y − x, 2·d·x·y, as
+/// the table stores it (96 contiguous bytes: the selection writes them in
+/// place, no copy).
 #[derive(Clone, Copy)]
-pub(crate) struct Niels {
-    y_plus_x: Fe,
-    y_minus_x: Fe,
-    xy2d: Fe,
-}
+pub(crate) struct Niels(pub(crate) [[u8; 32]; 3]);
 
 impl Niels {
     /// The neutral element (0, 1).
-    const IDENTITY: Niels = Niels {
-        y_plus_x: Fe::ONE,
-        y_minus_x: Fe::ONE,
-        xy2d: Fe::ZERO,
-    };
-
-    fn from_bytes(b: &[u8; NIELS_LEN]) -> Niels {
-        let fe = |i: usize| Fe(core::array::from_fn(|k| b[32 * i + k]));
-        Niels {
-            y_plus_x: fe(0),
-            y_minus_x: fe(1),
-            xy2d: fe(2),
-        }
-    }
+    const IDENTITY: Niels = Niels([Fe::ONE.0, Fe::ONE.0, Fe::ZERO.0]);
 
     /// −P = (−x, y) if `negate` is 1 (0 or 1 only), without a branch: y ± x
-    /// trade places, 2dxy changes sign.
-    fn conditional_negate(&mut self, negate: u8) {
-        Fe::cswap(&mut self.y_plus_x, &mut self.y_minus_x, negate);
-        let mut minus = Fe::ZERO.sub(&self.xy2d);
-        Fe::cswap(&mut self.xy2d, &mut minus, negate);
-        minus.zeroize();
+    /// trade places, 2dxy changes sign (`minus` is scratch).
+    fn conditional_negate(&mut self, negate: u8, minus: &mut Fe) {
+        let [y_plus_x, y_minus_x, xy2d] = &mut self.0;
+        crate::field::cswap_bytes(y_plus_x, y_minus_x, negate);
+        crate::backend::sub(&mut minus.0, &Fe::ZERO.0, xy2d);
+        crate::field::cswap_bytes(xy2d, &mut minus.0, negate);
     }
 }
 
 impl Zeroize for Niels {
     fn zeroize(&mut self) {
-        self.y_plus_x.zeroize();
-        self.y_minus_x.zeroize();
-        self.xy2d.zeroize();
+        self.0.zeroize();
     }
 }
 
@@ -120,9 +103,10 @@ impl Extended {
         let [d, c] = s;
         Fe::add_into(&mut r.x, &self.y, &self.x);
         Fe::sub_into(&mut r.y, &self.y, &self.x);
-        Fe::mul_into(&mut r.z, &r.x, &q.y_plus_x); // A = (Y + X)(y + x)
-        Fe::mul_into(&mut r.t, &r.y, &q.y_minus_x); // B = (Y − X)(y − x)
-        Fe::mul_into(c, &q.xy2d, &self.t); // C = 2d·xy·T
+        let [y_plus_x, y_minus_x, xy2d] = &q.0;
+        crate::backend::mul(&mut r.z.0, &r.x.0, y_plus_x); // A = (Y + X)(y + x)
+        crate::backend::mul(&mut r.t.0, &r.y.0, y_minus_x); // B = (Y − X)(y − x)
+        crate::backend::mul(&mut c.0, xy2d, &self.t.0); // C = 2d·xy·T
         Fe::sub_into(&mut r.x, &r.z, &r.t); // A − B
         Fe::add_into(&mut r.y, &r.z, &r.t); // A + B
         Fe::add_into(d, &self.z, &self.z); // D = 2Z
@@ -203,14 +187,12 @@ fn signed_radix16(k: &[u8; 32]) -> [i8; 64] {
 
 /// row_j[|e|] with the sign of e, or the neutral element for e = 0; reads
 /// the whole row. |e| is taken inside the selection (in assembly on AVR):
-/// LLVM compiled `e − 2e·[e < 0]` to a branch on the sign there.
-fn lookup(row: usize, e: i8, out: &mut Niels) {
+/// LLVM compiled `e − 2e·[e < 0]` to a branch on the sign there. `minus` is
+/// scratch.
+fn lookup(row: usize, e: i8, out: &mut Niels, minus: &mut Fe) {
     let negative = (e as u8) >> 7;
-    let mut bytes = [0u8; NIELS_LEN];
-    crate::backend::select_niels(&mut bytes, row, e);
-    *out = Niels::from_bytes(&bytes);
-    out.conditional_negate(negative);
-    bytes.zeroize();
+    crate::backend::select_niels(&mut out.0, row, e);
+    out.conditional_negate(negative, minus);
 }
 
 /// u(k·B) for the clamped scalar k (k < 2^255).
@@ -227,7 +209,7 @@ pub(crate) fn base_u(k: &[u8; 32]) -> [u8; 32] {
     let mut scratch = [Fe::ZERO; 2];
     // Odd digits first: h = Σ e_{2j+1}·16·256^j·B after the 4 doublings…
     for j in 0..ROWS {
-        lookup(j, digits[2 * j + 1], &mut q);
+        lookup(j, digits[2 * j + 1], &mut q, &mut scratch[0]);
         h.add_niels(&q, &mut c, &mut scratch);
         h.set_completed(&c);
     }
@@ -237,7 +219,7 @@ pub(crate) fn base_u(k: &[u8; 32]) -> [u8; 32] {
     }
     // …then the even ones: + Σ e_{2j}·256^j·B.
     for j in 0..ROWS {
-        lookup(j, digits[2 * j], &mut q);
+        lookup(j, digits[2 * j], &mut q, &mut scratch[0]);
         h.add_niels(&q, &mut c, &mut scratch);
         h.set_completed(&c);
     }
@@ -253,18 +235,16 @@ pub(crate) fn base_u(k: &[u8; 32]) -> [u8; 32] {
 /// The portable row selection: out ← row[|digit| − 1], or the neutral
 /// element for digit 0 (|digit| ≤ 8), reading every entry with a mask (the
 /// reference of the AVR assembly).
-pub fn select_niels_portable(out: &mut [u8; NIELS_LEN], row: &[u8; ROW_LEN], digit: i8) {
+pub fn select_niels_portable(out: &mut [[u8; 32]; 3], row: &[u8; ROW_LEN], digit: i8) {
     // |digit| = (digit ^ s) − s, s = 0 or −1 by the sign bit.
     let sign = (digit >> 7) as u8;
     let magnitude = ((digit as u8) ^ sign).wrapping_sub(sign);
-    *out = [0; NIELS_LEN];
-    out[0] = 1;
-    out[32] = 1;
+    *out = Niels::IDENTITY.0;
     for (k, entry) in row.chunks_exact(NIELS_LEN).enumerate() {
         // 0xFF if magnitude == k + 1: (magnitude ^ (k + 1)) − 1 borrows only for 0.
         let diff = magnitude ^ (k as u8 + 1);
         let mask = ((diff as u16).wrapping_sub(1) >> 8) as u8;
-        for (o, &v) in out.iter_mut().zip(entry) {
+        for (o, &v) in out.iter_mut().flatten().zip(entry) {
             *o ^= mask & (*o ^ v);
         }
     }
@@ -324,7 +304,8 @@ mod tests {
             z: Fe::ZERO,
             t: Fe::ZERO,
         };
-        p.add_niels(&Niels::from_bytes(q), &mut c, &mut [Fe::ZERO; 2]);
+        let q = Niels(core::array::from_fn(|i| core::array::from_fn(|k| q[32 * i + k])));
+        p.add_niels(&q, &mut c, &mut [Fe::ZERO; 2]);
         let mut r = Extended::IDENTITY;
         r.set_completed(&c);
         r
@@ -417,20 +398,21 @@ mod tests {
     #[test]
     fn selection_returns_the_entry_of_the_magnitude_or_the_neutral_element() {
         let row: &[u8; ROW_LEN] = BASE_TABLE[ROW_LEN..2 * ROW_LEN].try_into().unwrap();
-        let mut out = [0u8; NIELS_LEN];
+        let mut out = [[0u8; 32]; 3];
         select_niels_portable(&mut out, row, 0);
-        let mut identity = [0u8; NIELS_LEN];
-        identity[0] = 1;
-        identity[32] = 1;
-        assert_eq!(out, identity);
+        assert_eq!(out, Niels::IDENTITY.0);
         for digit in (-8..=8i8).filter(|&d| d != 0) {
             select_niels_portable(&mut out, row, digit);
             let i = digit.unsigned_abs() as usize - 1;
-            assert_eq!(out[..], row[i * NIELS_LEN..(i + 1) * NIELS_LEN], "digit {digit}");
+            assert_eq!(
+                out.as_flattened(),
+                &row[i * NIELS_LEN..(i + 1) * NIELS_LEN],
+                "digit {digit}"
+            );
         }
         for digit in [9, -9, 127, -128] {
             select_niels_portable(&mut out, row, digit);
-            assert_eq!(out, identity, "digit {digit}");
+            assert_eq!(out, Niels::IDENTITY.0, "digit {digit}");
         }
     }
 

@@ -102,13 +102,21 @@ impl Fe {
         crate::backend::mul_small(&mut r.0, &a.0, c.0);
     }
 
-    /// a^(2^n).
+    /// a^(2^n). Squares back and forth between two buffers: a
+    /// `r = r.square()` loop copied 32 bytes (a `memcpy` call on AVR) and
+    /// zeroed 32 more per squaring.
     pub fn square_n(&self, n: u32) -> Fe {
-        let mut r = *self;
-        for _ in 0..n {
-            r = r.square();
+        let (mut a, mut b) = (*self, Fe::ZERO);
+        for _ in 0..n >> 1 {
+            Fe::square_into(&mut b, &a);
+            Fe::square_into(&mut a, &b);
         }
-        r
+        if n & 1 == 1 {
+            Fe::square_into(&mut b, &a);
+            a = b;
+        }
+        b.zeroize();
+        a
     }
 
     /// a^(p − 2) = a^(−1) (0 for 0), by the fixed chain of 254 squarings
@@ -153,18 +161,23 @@ impl Fe {
 
     /// Swaps `a` and `b` if `swap` is 1 (0 or 1 only), without a branch.
     pub fn cswap(a: &mut Fe, b: &mut Fe, swap: u8) {
-        let mask = swap.wrapping_neg();
-        for (x, y) in a.0.iter_mut().zip(b.0.iter_mut()) {
-            let t = mask & (*x ^ *y);
-            *x ^= t;
-            *y ^= t;
-        }
+        cswap_bytes(&mut a.0, &mut b.0, swap);
     }
 }
 
 impl Zeroize for Fe {
     fn zeroize(&mut self) {
         self.0.zeroize();
+    }
+}
+
+/// Swaps `a` and `b` if `swap` is 1 (0 or 1 only), without a branch.
+pub fn cswap_bytes(a: &mut [u8; 32], b: &mut [u8; 32], swap: u8) {
+    let mask = swap.wrapping_neg();
+    for (x, y) in a.iter_mut().zip(b.iter_mut()) {
+        let t = mask & (*x ^ *y);
+        *x ^= t;
+        *y ^= t;
     }
 }
 

@@ -215,7 +215,7 @@ pub mod backend {
     /// (`asm-avr/ed25519_select.S` reads it with `lpm`).
     #[cfg(not(fe25519_compact))]
     #[inline]
-    pub fn select_niels(out: &mut [u8; crate::edwards::NIELS_LEN], row: usize, digit: i8) {
+    pub fn select_niels(out: &mut [[u8; 32]; 3], row: usize, digit: i8) {
         use crate::edwards::{BASE_TABLE, ROWS, ROW_LEN};
         let row = row % ROWS;
         #[cfg(fe25519_asm)]
@@ -252,11 +252,12 @@ pub mod backend {
         /// 64 KB: the linker puts it right after the vectors).
         #[cfg(not(fe25519_compact))]
         #[inline]
-        pub fn select_niels(out: &mut [u8; crate::edwards::NIELS_LEN], row: *const u8, digit: i8) {
-            // SAFETY: writes the 96 bytes of `out`; reads 8 × 96 bytes of
+        pub fn select_niels(out: &mut [[u8; 32]; 3], row: *const u8, digit: i8) {
+            // SAFETY: writes the 96 bytes of `out` (an array of arrays is
+            // contiguous, without padding); reads 8 × 96 bytes of
             // flash from `row`, a row of BASE_TABLE; avr-gcc ABI (tested in
             // simavr).
-            unsafe { ed25519_select_avr(out.as_mut_ptr(), row, digit) }
+            unsafe { ed25519_select_avr(out.as_mut_ptr().cast::<u8>(), row, digit) }
         }
 
         #[inline]

@@ -118,15 +118,16 @@ fn check_assembly(assembly: &str) {
                 .run_until_output(2 * NIELS_LEN + 1, 5_000_000)
                 .expect("harness answers");
             let entries: &[u8; ROW_LEN] = BASE_TABLE[row as usize * ROW_LEN..][..ROW_LEN].try_into().unwrap();
-            let mut expected = [0u8; NIELS_LEN];
+            let mut expected = [[0u8; 32]; 3];
             select_niels_portable(&mut expected, entries, digit);
+            let expected = expected.as_flattened();
             assert_eq!(
-                reply[..NIELS_LEN],
+                &reply[..NIELS_LEN],
                 expected,
                 "ed25519_select_avr, row {row}, digit {digit}"
             );
             assert_eq!(
-                reply[NIELS_LEN..2 * NIELS_LEN],
+                &reply[NIELS_LEN..2 * NIELS_LEN],
                 expected,
                 "ed25519_select_avr, ABI-checked call"
             );
