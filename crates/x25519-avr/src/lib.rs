@@ -111,13 +111,21 @@ impl LadderPoint {
 }
 
 /// The clamped scalar times the point, as bytes.
+///
+/// Clamping fixes bit 254 to 1 and bits 2..0 to 0 (public), so the ladder
+/// starts at bit 253 from (P, 2P), the state its first step would reach
+/// (projectively the same: identical results, u = 0 included, tested), and
+/// ends with three doublings instead of three full steps: 4 × 5M + 4S
+/// become 4 × 2M + 2S.
 fn ladder(k: &[u8; 32], x1: &LadderPoint) -> [u8; 32] {
     let mut scalar = clamp(k);
-    let (mut x2, mut z2, mut x3, mut z3) = (Fe::ONE, Fe::ZERO, x1.u(), Fe::ONE);
+    let (mut x2, mut z2) = (x1.u(), Fe::ONE);
+    let (mut x3, mut z3) = (x2, z2);
     // The step's temporaries live here, zeroized once at the end.
     let mut t = [Fe::ZERO; 4];
+    ladder_double(&mut x3, &mut z3, &mut t);
     let mut swap = 0u8;
-    for i in (0..255).rev() {
+    for i in (3..254).rev() {
         let bit = (scalar[i >> 3] >> (i & 7)) & 1;
         swap ^= bit;
         Fe::cswap(&mut x2, &mut x3, swap);
@@ -127,6 +135,9 @@ fn ladder(k: &[u8; 32], x1: &LadderPoint) -> [u8; 32] {
     }
     Fe::cswap(&mut x2, &mut x3, swap);
     Fe::cswap(&mut z2, &mut z3, swap);
+    for _ in 0..3 {
+        ladder_double(&mut x2, &mut z2, &mut t);
+    }
     let out = x2.mul(&z2.invert()).to_bytes();
     for secret in [&mut x2, &mut z2, &mut x3, &mut z3] {
         secret.zeroize();
@@ -134,6 +145,21 @@ fn ladder(k: &[u8; 32], x1: &LadderPoint) -> [u8; 32] {
     t.iter_mut().for_each(Zeroize::zeroize);
     scalar.zeroize();
     out
+}
+
+/// (x : z) ← 2·(x : z), the doubling half of [`ladder_step`], in place.
+#[inline(never)]
+fn ladder_double(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
+    let [t0, t1, t2, t3] = t;
+    Fe::add_into(t0, x, z); // A
+    Fe::sub_into(t1, x, z); // B
+    Fe::square_into(t2, t0); // AA
+    Fe::square_into(t3, t1); // BB
+    Fe::sub_into(t0, t2, t3); // E = AA − BB
+    Fe::mul_into(x, t2, t3); // AA·BB
+    Fe::mul_small_into(t1, t0, SmallConstant::A24); // a24·E
+    Fe::add_into(t3, t2, t1); // AA + a24·E
+    Fe::mul_into(z, t0, t3); // E·(AA + a24·E)
 }
 
 /// One differential addition-and-doubling (RFC 7748 §5 pseudocode), with
@@ -347,6 +373,28 @@ mod tests {
             assert_eq!(x25519(k, u), x25519_dalek::x25519(*k, *u));
             assert_eq!(x25519_base(k), x25519_dalek::x25519(*k, BASEPOINT));
             assert_eq!(x25519_base_ladder(k), x25519_dalek::x25519(*k, BASEPOINT));
+        }
+    }
+
+    /// The low-order points (u = 0, 1, the two of order 8, p − 1, and p, p + 1
+    /// for 0 and 1) give what x25519-dalek gives: the shortened ladder (its
+    /// start from (P, 2P), its final doublings) changes no result.
+    #[test]
+    fn low_order_points_match_x25519_dalek() {
+        let order_8 = [
+            "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",
+            "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",
+            "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+            "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+            "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        ];
+        let mut points: std::vec::Vec<[u8; 32]> = order_8.iter().map(|h| hex32(h)).collect();
+        points.push([0; 32]);
+        points.push(Fe::ONE.0);
+        for (n, u) in points.iter().enumerate() {
+            for k in [[0u8; 32], [0xFF; 32], [0x5A; 32]] {
+                assert_eq!(x25519(&k, u), x25519_dalek::x25519(k, *u), "point {n}");
+            }
         }
     }
 
