@@ -7998,817 +7998,692 @@ fe25519_sqr_avr:
 	sbiw r28, 63
 	sbiw r28, 1		; Y = t
 	movw r30, r24	; Z = a
-	clr r16		; doubling carry
-	clr r17		; addition carry
-	ldd r22, Y+0
-	ldd r23, Y+1
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+0, r22
-	std Y+1, r23
-	ldd r22, Y+2
-	ldd r23, Y+3
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+2, r22
-	std Y+3, r23
-	ldd r22, Y+4
-	ldd r23, Y+5
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+4, r22
-	std Y+5, r23
-	ldd r22, Y+6
-	ldd r23, Y+7
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+6, r22
-	std Y+7, r23
-	ldd r22, Y+8
-	ldd r23, Y+9
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+8, r22
-	std Y+9, r23
-	ldd r22, Y+10
-	ldd r23, Y+11
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+10, r22
-	std Y+11, r23
-	ldd r22, Y+12
-	ldd r23, Y+13
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+12, r22
-	std Y+13, r23
-	ldd r22, Y+14
-	ldd r23, Y+15
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+14, r22
-	std Y+15, r23
-	ldd r22, Y+16
-	ldd r23, Y+17
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+16, r22
-	std Y+17, r23
-	ldd r22, Y+18
-	ldd r23, Y+19
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+18, r22
-	std Y+19, r23
-	ldd r22, Y+20
-	ldd r23, Y+21
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+20, r22
-	std Y+21, r23
-	ldd r22, Y+22
-	ldd r23, Y+23
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+22, r22
-	std Y+23, r23
-	ldd r22, Y+24
-	ldd r23, Y+25
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+24, r22
-	std Y+25, r23
-	ldd r22, Y+26
-	ldd r23, Y+27
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+26, r22
-	std Y+27, r23
-	ldd r22, Y+28
-	ldd r23, Y+29
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+28, r22
-	std Y+29, r23
-	ldd r22, Y+30
-	ldd r23, Y+31
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+30, r22
-	std Y+31, r23
-	ldd r22, Y+32
-	ldd r23, Y+33
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+32, r22
-	std Y+33, r23
-	ldd r22, Y+34
-	ldd r23, Y+35
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+34, r22
-	std Y+35, r23
-	ldd r22, Y+36
-	ldd r23, Y+37
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+36, r22
-	std Y+37, r23
-	ldd r22, Y+38
-	ldd r23, Y+39
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+38, r22
-	std Y+39, r23
-	ldd r22, Y+40
-	ldd r23, Y+41
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+40, r22
-	std Y+41, r23
-	ldd r22, Y+42
-	ldd r23, Y+43
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+42, r22
-	std Y+43, r23
-	ldd r22, Y+44
-	ldd r23, Y+45
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+44, r22
-	std Y+45, r23
-	ldd r22, Y+46
-	ldd r23, Y+47
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+46, r22
-	std Y+47, r23
-	ldd r22, Y+48
-	ldd r23, Y+49
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+48, r22
-	std Y+49, r23
-	ldd r22, Y+50
-	ldd r23, Y+51
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+50, r22
-	std Y+51, r23
-	ldd r22, Y+52
-	ldd r23, Y+53
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+52, r22
-	std Y+53, r23
-	ldd r22, Y+54
-	ldd r23, Y+55
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+54, r22
-	std Y+55, r23
-	ldd r22, Y+56
-	ldd r23, Y+57
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+56, r22
-	std Y+57, r23
-	ldd r22, Y+58
-	ldd r23, Y+59
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+58, r22
-	std Y+59, r23
-	ldd r22, Y+60
-	ldd r23, Y+61
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+60, r22
-	std Y+61, r23
-	ldd r22, Y+62
-	ldd r23, Y+63
-	lsr r16
-	rol r22
-	rol r23
-	rol r16		; the bit shifted out (r16 was 0)
-	ld r18, Z+
-	mul r18, r18
-	add r0, r17
-	adc r1, r2
-	add r22, r0
-	adc r23, r1
-	clr r17
-	adc r17, r2
-	std Y+62, r22
-	std Y+63, r23
-	adiw r28, 63
-	adiw r28, 1
-	movw r26, r28		; X = t + 64
-	movw r28, r26
-	sbiw r28, 63
-	sbiw r28, 1		; Y = t
-	ld r25, X+
+	adiw r26, 1
 	ld r24, X		; r, pushed before the frame
+	ld r25, -X
 	movw r26, r24		; X = r
 	ldi r16, 38
-	clr r17		; fold carry
-	ldd r22, Y+32
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+0
-	add r0, r22
+	clr r3
+	clr r4
+	clr r6
+	clr r17
+	ldd r5, Y+31
+	rol r5		; C = bit 255 of T, the high half's first doubled-in bit
+	clr r5
+	rol r5
+	ldd r18, Y+0
+	ldd r19, Y+1
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+0
+	mul r22, r22
+	add r0, r4
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+33
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+1
-	add r0, r22
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+32
+	ldd r21, Y+33
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+16
+	mul r22, r22
+	add r0, r6
 	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+34
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+2
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+35
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+3
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+36
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+4
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+37
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+5
-	add r0, r22
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+38
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+6
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+39
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+7
-	add r0, r22
+	ldd r18, Y+2
+	ldd r19, Y+3
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+1
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+34
+	ldd r21, Y+35
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+17
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+40
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+8
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+41
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+9
-	add r0, r22
+	ldd r18, Y+4
+	ldd r19, Y+5
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+2
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+36
+	ldd r21, Y+37
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+18
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+42
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+10
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+43
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+11
-	add r0, r22
+	ldd r18, Y+6
+	ldd r19, Y+7
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+3
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+38
+	ldd r21, Y+39
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+19
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+44
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+12
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+45
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+13
-	add r0, r22
+	ldd r18, Y+8
+	ldd r19, Y+9
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+4
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+40
+	ldd r21, Y+41
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+20
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+46
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+14
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+47
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+15
-	add r0, r22
+	ldd r18, Y+10
+	ldd r19, Y+11
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+5
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+42
+	ldd r21, Y+43
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+21
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+48
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+16
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+49
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+17
-	add r0, r22
+	ldd r18, Y+12
+	ldd r19, Y+13
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+6
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+44
+	ldd r21, Y+45
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+22
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+50
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+18
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+51
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+19
-	add r0, r22
+	ldd r18, Y+14
+	ldd r19, Y+15
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+7
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+46
+	ldd r21, Y+47
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+23
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+52
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+20
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+53
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+21
-	add r0, r22
+	ldd r18, Y+16
+	ldd r19, Y+17
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+8
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+48
+	ldd r21, Y+49
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+24
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+54
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+22
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+55
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+23
-	add r0, r22
+	ldd r18, Y+18
+	ldd r19, Y+19
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+9
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+50
+	ldd r21, Y+51
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+25
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+56
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+24
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+57
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+25
-	add r0, r22
+	ldd r18, Y+20
+	ldd r19, Y+21
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+10
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+52
+	ldd r21, Y+53
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+26
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+58
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+26
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+59
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+27
-	add r0, r22
+	ldd r18, Y+22
+	ldd r19, Y+23
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+11
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+54
+	ldd r21, Y+55
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+27
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+60
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+28
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+61
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+29
-	add r0, r22
+	ldd r18, Y+24
+	ldd r19, Y+25
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+12
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+56
+	ldd r21, Y+57
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+28
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+62
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+30
-	add r0, r22
+	mul r21, r16		; 38 * high byte
+	add r0, r19
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+63
-	mul r22, r16		; 38 * t_hi
-	ldd r22, Y+31
-	add r0, r22
+	ldd r18, Y+26
+	ldd r19, Y+27
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+13
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+58
+	ldd r21, Y+59
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+29
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
 	adc r1, r2
 	add r0, r17
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
+	mul r21, r16		; 38 * high byte
+	add r0, r19
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	st X+, r0
+	mov r17, r1
+	ldd r18, Y+28
+	ldd r19, Y+29
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+14
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+60
+	ldd r21, Y+61
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+30
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	st X+, r0
+	mov r17, r1
+	mul r21, r16		; 38 * high byte
+	add r0, r19
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	st X+, r0
+	mov r17, r1
+	ldd r18, Y+30
+	ldd r19, Y+31
+	lsr r3
+	rol r18
+	rol r19
+	rol r3		; the bit shifted out (r3 was 0)
+	ldd r22, Z+15
+	mul r22, r22
+	add r0, r4
+	adc r1, r2
+	add r18, r0
+	adc r19, r1
+	clr r4
+	adc r4, r2
+	ldd r20, Y+62
+	ldd r21, Y+63
+	lsr r5
+	rol r20
+	rol r21
+	rol r5		; the bit shifted out (r5 was 0)
+	ldd r22, Z+31
+	mul r22, r22
+	add r0, r6
+	adc r1, r2
+	add r20, r0
+	adc r21, r1
+	clr r6
+	adc r6, r2
+	mul r20, r16		; 38 * high byte
+	add r0, r18
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	st X+, r0
+	mov r17, r1
+	mul r21, r16		; 38 * high byte
+	add r0, r19
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	st X+, r0
+	mov r17, r1
+	add r17, r4		; the low diagonal chain's carry: 2^256 = 38 more
 	movw r26, r24
 	mul r17, r16
 	ld r22, X

@@ -131,6 +131,11 @@ def fold_and_close():
         e("\tst X+, r0")
         e("\tmov r17, r1")
     final_fold()
+    close_frame()
+
+
+def close_frame():
+    """Y = t on entry: the frame and r's two bytes are popped; r1 = 0."""
     e(f"\tadiw r28, {FRAME - 1}")
     e("\tadiw r28, 2\t\t; SP back above r's two bytes")
     e("\tin r0, 0x3f")
@@ -260,36 +265,66 @@ def emit_sqr_unrolled():
         first = 0 if big == 0 else 1
         existing = 0 if big == 0 else 8 * big + 31 - 16 * big + 1  # positions < 8I + 32
         row(products, first, span + 7, existing, load)
-    # t = 2t + diagonal: X = t + 64 after row 3 (its carry byte is t[63]).
+    # X = t + 64 after row 3 (its carry byte is t[63]).
+    double_diagonal_fold()
+    epilogue("fe25519_sqr_avr", SAVED)
+
+
+def double_diagonal_fold():
+    """r = (2T + sum a_i^2 2^(16i)) folded by 2^256 = 38, in one pass: word j
+    of the low half (t[2j], t[2j+1]) and of the high half (t[32+2j], ...)
+    are doubled, get a_j^2 and a_(16+j)^2, and fold into r[2j], r[2j+1] at
+    once, so t is read once and never written back. Four carry chains: the
+    two doublings (the high one starts with bit 255 of T, known before),
+    the two diagonal additions (the high one starts at 0: the low one's
+    final carry is worth 2^256 = 38 and joins the fold's last carry; the
+    high half cannot carry out, 2T + D = a^2 < 2^512), and the fold's.
+    Same value as the separate passes (the result below 2^256 is the same
+    residue; tested against the portable field bit for bit)."""
+    lo0, lo1, hi0, hi1, sq = "r18", "r19", "r20", "r21", "r22"
+    d_lo, q_lo, d_hi, q_hi, fc, c38 = "r3", "r4", "r5", "r6", "r17", "r16"
     e("\tmovw r28, r26")
     e(f"\tsbiw r28, {FRAME - 1}")
     e("\tsbiw r28, 1\t\t; Y = t")
     e("\tmovw r30, r24\t; Z = a")
-    e("\tclr r16\t\t; doubling carry")
-    e("\tclr r17\t\t; addition carry")
-    for i in range(32):
-        e(f"\tldd r22, Y+{2 * i}")
-        e(f"\tldd r23, Y+{2 * i + 1}")
-        e("\tlsr r16")
-        e("\trol r22")
-        e("\trol r23")
-        e("\trol r16\t\t; the bit shifted out (r16 was 0)")
-        e("\tld r18, Z+")
-        e("\tmul r18, r18")
-        e("\tadd r0, r17")
-        e(f"\tadc r1, {ZERO}")
-        e("\tadd r22, r0")
-        e("\tadc r23, r1")
-        e("\tclr r17")
-        e(f"\tadc r17, {ZERO}")
-        e(f"\tstd Y+{2 * i}, r22")
-        e(f"\tstd Y+{2 * i + 1}, r23")
-    e("\tadiw r28, 63")
-    e("\tadiw r28, 1")
-    e("\tmovw r26, r28\t\t; X = t + 64")
-    fold_and_close()
-    epilogue("fe25519_sqr_avr", SAVED)
-
+    e("\tadiw r26, 1")
+    e("\tld r24, X\t\t; r, pushed before the frame")
+    e("\tld r25, -X")
+    e("\tmovw r26, r24\t\t; X = r")
+    e(f"\tldi {c38}, 38")
+    for r in (d_lo, q_lo, q_hi, fc):
+        e(f"\tclr {r}")
+    e(f"\tldd {d_hi}, Y+31")
+    e(f"\trol {d_hi}\t\t; C = bit 255 of T, the high half's first doubled-in bit")
+    e(f"\tclr {d_hi}")
+    e(f"\trol {d_hi}")
+    for j in range(16):
+        for (w0, w1, d, q, off, a_off) in ((lo0, lo1, d_lo, q_lo, 2 * j, j), (hi0, hi1, d_hi, q_hi, 32 + 2 * j, 16 + j)):
+            e(f"\tldd {w0}, Y+{off}")
+            e(f"\tldd {w1}, Y+{off + 1}")
+            e(f"\tlsr {d}")
+            e(f"\trol {w0}")
+            e(f"\trol {w1}")
+            e(f"\trol {d}\t\t; the bit shifted out ({d} was 0)")
+            e(f"\tldd {sq}, Z+{a_off}")
+            e(f"\tmul {sq}, {sq}")
+            e(f"\tadd r0, {q}")
+            e(f"\tadc r1, {ZERO}")
+            e(f"\tadd {w0}, r0")
+            e(f"\tadc {w1}, r1")
+            e(f"\tclr {q}")
+            e(f"\tadc {q}, {ZERO}")
+        for lo, hi in ((lo0, hi0), (lo1, hi1)):
+            e(f"\tmul {hi}, {c38}\t\t; 38 * high byte")
+            e(f"\tadd r0, {lo}")
+            e(f"\tadc r1, {ZERO}")
+            e(f"\tadd r0, {fc}")
+            e(f"\tadc r1, {ZERO}")
+            e("\tst X+, r0")
+            e(f"\tmov {fc}, r1")
+    e(f"\tadd {fc}, {q_lo}\t\t; the low diagonal chain's carry: 2^256 = 38 more")
+    final_fold()
+    close_frame()
 
 
 def emit_sqr_via_mul():
