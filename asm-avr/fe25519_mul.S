@@ -3749,1666 +3749,1607 @@ fe25519_mul_avr:
 	ld r9, Y+
 	ld r10, Y+
 	movw r30, r24	; Z = b
-	clr r19
-	clr r20
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r11, Z+
-	mul r3, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	st X+, r19	; the row's carry byte
 	movw r28, r26
-	sbiw r28, 63
-	sbiw r28, 1		; Y = t
-	ld r25, X+
-	ld r24, X		; r, pushed before the frame
-	movw r26, r24		; X = r
-	ldi r16, 38
-	clr r17		; fold carry
-	ldd r22, Y+32
-	mul r22, r16		; 38 * t_hi
+	sbiw r28, 24		; Y = t
+	clr r24
+	ldi r25, 38
+	clr r19
+	clr r20
+	clr r21
+	ld r11, Z+
+	mul r3, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	st X+, r19
+	clr r19
+	ld r12, Z+
+	mul r3, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	st X+, r20
+	clr r20
+	ld r13, Z+
+	mul r3, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	st X+, r21
+	clr r21
+	ld r14, Z+
+	mul r3, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	st X+, r19
+	clr r19
+	ld r15, Z+
+	mul r3, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	st X+, r20
+	clr r20
+	ld r16, Z+
+	mul r3, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	st X+, r21
+	clr r21
+	ld r17, Z+
+	mul r3, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	st X+, r19
+	clr r19
+	ld r18, Z+
+	mul r3, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	st X+, r20
+	clr r20
+	ld r11, Z+
+	mul r3, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_0 = t[0] + 38·t[32] + carry
 	ldd r22, Y+0
 	add r0, r22
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+33
-	mul r22, r16		; 38 * t_hi
+	add r0, r24
+	adc r1, r2
+	std Y+0, r0
+	mov r24, r1
+	clr r21
+	ld r12, Z+
+	mul r3, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_1 = t[1] + 38·t[33] + carry
 	ldd r22, Y+1
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+34
-	mul r22, r16		; 38 * t_hi
+	std Y+1, r0
+	mov r24, r1
+	clr r19
+	ld r13, Z+
+	mul r3, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_2 = t[2] + 38·t[34] + carry
 	ldd r22, Y+2
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+35
-	mul r22, r16		; 38 * t_hi
+	std Y+2, r0
+	mov r24, r1
+	clr r20
+	ld r14, Z+
+	mul r3, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_3 = t[3] + 38·t[35] + carry
 	ldd r22, Y+3
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+36
-	mul r22, r16		; 38 * t_hi
+	std Y+3, r0
+	mov r24, r1
+	clr r21
+	ld r15, Z+
+	mul r3, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_4 = t[4] + 38·t[36] + carry
 	ldd r22, Y+4
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+37
-	mul r22, r16		; 38 * t_hi
+	std Y+4, r0
+	mov r24, r1
+	clr r19
+	ld r16, Z+
+	mul r3, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_5 = t[5] + 38·t[37] + carry
 	ldd r22, Y+5
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+38
-	mul r22, r16		; 38 * t_hi
+	std Y+5, r0
+	mov r24, r1
+	clr r20
+	ld r17, Z+
+	mul r3, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_6 = t[6] + 38·t[38] + carry
 	ldd r22, Y+6
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+39
-	mul r22, r16		; 38 * t_hi
+	std Y+6, r0
+	mov r24, r1
+	clr r21
+	ld r18, Z+
+	mul r3, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_7 = t[7] + 38·t[39] + carry
 	ldd r22, Y+7
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+40
-	mul r22, r16		; 38 * t_hi
+	std Y+7, r0
+	mov r24, r1
+	clr r19
+	ld r11, Z+
+	mul r3, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_8 = t[8] + 38·t[40] + carry
 	ldd r22, Y+8
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+41
-	mul r22, r16		; 38 * t_hi
+	std Y+8, r0
+	mov r24, r1
+	clr r20
+	ld r12, Z+
+	mul r3, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_9 = t[9] + 38·t[41] + carry
 	ldd r22, Y+9
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+42
-	mul r22, r16		; 38 * t_hi
+	std Y+9, r0
+	mov r24, r1
+	clr r21
+	ld r13, Z+
+	mul r3, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_10 = t[10] + 38·t[42] + carry
 	ldd r22, Y+10
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+43
-	mul r22, r16		; 38 * t_hi
+	std Y+10, r0
+	mov r24, r1
+	clr r19
+	ld r14, Z+
+	mul r3, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_11 = t[11] + 38·t[43] + carry
 	ldd r22, Y+11
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+44
-	mul r22, r16		; 38 * t_hi
+	std Y+11, r0
+	mov r24, r1
+	clr r20
+	ld r15, Z+
+	mul r3, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_12 = t[12] + 38·t[44] + carry
 	ldd r22, Y+12
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+45
-	mul r22, r16		; 38 * t_hi
+	std Y+12, r0
+	mov r24, r1
+	clr r21
+	ld r16, Z+
+	mul r3, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_13 = t[13] + 38·t[45] + carry
 	ldd r22, Y+13
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+46
-	mul r22, r16		; 38 * t_hi
+	std Y+13, r0
+	mov r24, r1
+	clr r19
+	ld r17, Z+
+	mul r3, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_14 = t[14] + 38·t[46] + carry
 	ldd r22, Y+14
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+47
-	mul r22, r16		; 38 * t_hi
+	std Y+14, r0
+	mov r24, r1
+	clr r20
+	ld r18, Z+
+	mul r3, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_15 = t[15] + 38·t[47] + carry
 	ldd r22, Y+15
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+48
-	mul r22, r16		; 38 * t_hi
+	std Y+15, r0
+	mov r24, r1
+	clr r21
+	ld r11, Z+
+	mul r3, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_16 = t[16] + 38·t[48] + carry
 	ldd r22, Y+16
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+49
-	mul r22, r16		; 38 * t_hi
+	std Y+16, r0
+	mov r24, r1
+	clr r19
+	ld r12, Z+
+	mul r3, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_17 = t[17] + 38·t[49] + carry
 	ldd r22, Y+17
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+50
-	mul r22, r16		; 38 * t_hi
+	std Y+17, r0
+	mov r24, r1
+	clr r20
+	ld r13, Z+
+	mul r3, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_18 = t[18] + 38·t[50] + carry
 	ldd r22, Y+18
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+51
-	mul r22, r16		; 38 * t_hi
+	std Y+18, r0
+	mov r24, r1
+	clr r21
+	ld r14, Z+
+	mul r3, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_19 = t[19] + 38·t[51] + carry
 	ldd r22, Y+19
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+52
-	mul r22, r16		; 38 * t_hi
+	std Y+19, r0
+	mov r24, r1
+	clr r19
+	ld r15, Z+
+	mul r3, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_20 = t[20] + 38·t[52] + carry
 	ldd r22, Y+20
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+53
-	mul r22, r16		; 38 * t_hi
+	std Y+20, r0
+	mov r24, r1
+	clr r20
+	ld r16, Z+
+	mul r3, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	ld r22, X+
+	add r21, r22
+	adc r19, r2
+	adc r20, r2
+	mul r21, r25		; r_21 = t[21] + 38·t[53] + carry
 	ldd r22, Y+21
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+54
-	mul r22, r16		; 38 * t_hi
+	std Y+21, r0
+	mov r24, r1
+	clr r21
+	ld r17, Z+
+	mul r3, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	ld r22, X+
+	add r19, r22
+	adc r20, r2
+	adc r21, r2
+	mul r19, r25		; r_22 = t[22] + 38·t[54] + carry
 	ldd r22, Y+22
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+55
-	mul r22, r16		; 38 * t_hi
+	std Y+22, r0
+	mov r24, r1
+	clr r19
+	ld r18, Z+
+	mul r3, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	ld r22, X+
+	add r20, r22
+	adc r21, r2
+	adc r19, r2
+	mul r20, r25		; r_23 = t[23] + 38·t[55] + carry
 	ldd r22, Y+23
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+56
-	mul r22, r16		; 38 * t_hi
+	std Y+23, r0
+	mov r24, r1
+	clr r20
+	mul r4, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r21, r25		; r_24 = t[24] + 38·t[56] + carry
 	ldd r22, Y+24
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+57
-	mul r22, r16		; 38 * t_hi
+	std Y+24, r0
+	mov r24, r1
+	clr r21
+	mul r5, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r19, r25		; r_25 = t[25] + 38·t[57] + carry
 	ldd r22, Y+25
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+58
-	mul r22, r16		; 38 * t_hi
+	std Y+25, r0
+	mov r24, r1
+	clr r19
+	mul r6, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r20, r25		; r_26 = t[26] + 38·t[58] + carry
 	ldd r22, Y+26
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+59
-	mul r22, r16		; 38 * t_hi
+	std Y+26, r0
+	mov r24, r1
+	clr r20
+	mul r7, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r21, r25		; r_27 = t[27] + 38·t[59] + carry
 	ldd r22, Y+27
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+60
-	mul r22, r16		; 38 * t_hi
+	std Y+27, r0
+	mov r24, r1
+	clr r21
+	mul r8, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r19, r25		; r_28 = t[28] + 38·t[60] + carry
 	ldd r22, Y+28
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+61
-	mul r22, r16		; 38 * t_hi
+	std Y+28, r0
+	mov r24, r1
+	clr r19
+	mul r9, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r20, r25		; r_29 = t[29] + 38·t[61] + carry
 	ldd r22, Y+29
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+62
-	mul r22, r16		; 38 * t_hi
+	std Y+29, r0
+	mov r24, r1
+	clr r20
+	mul r10, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r21, r25		; r_30 = t[30] + 38·t[62] + carry
 	ldd r22, Y+30
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+63
-	mul r22, r16		; 38 * t_hi
+	std Y+30, r0
+	mov r24, r1
+	clr r21
+	mul r19, r25		; r_31 = t[31] + 38·t[63] + carry
 	ldd r22, Y+31
 	add r0, r22
 	adc r1, r2
-	add r0, r17
+	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r17, r1
+	std Y+31, r0
+	mov r24, r1
+	mov r17, r24		; the fold carry
+	ldi r16, 38
+	adiw r28, 32
+	ldd r24, Y+33		; r, pushed before the frame
+	ldd r25, Y+32
+	sbiw r28, 32
 	movw r26, r24
 	mul r17, r16
-	ld r22, X
+	ld r22, Y+
 	add r22, r0
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r1
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
-	ld r22, X
+	ld r22, Y+
 	adc r22, r2
 	st X+, r22
 	clr r17
 	adc r17, r2	; the last carry (0 or 1)
+	sbiw r28, 32		; Y = t (after the carry is taken: sbiw sets C)
 	mul r17, r16
 	movw r26, r24
 	ld r22, X

@@ -21,9 +21,12 @@ stack frame (the bytes earlier rows wrote are loaded and added; the row's
 carry byte lands in fresh t[8i+39]). Squaring runs the same rows over the
 off-diagonal products a_i a_j (i < j; row I pairs a[8I+u] with a[8I+j'],
 u < j'), then t = 2t + sum a_i^2 2^(16i): 496 + 32 byte products instead of
-1024. Both then fold r = t_lo + 38 t_hi with a running carry c and add 38c
+1024. Both fold r = t_lo + 38 t_hi with a running carry c and add 38c
 over all of r, and the carry of that (r is then below 38*40) adds 38 more to
-r[0..2], exactly as the portable `fold_wide` does. The small-constant
+r[0..2], exactly as the portable `fold_wide` does: the unrolled
+multiplication's last row folds each high byte as it makes it, and the
+unrolled squaring doubles, adds the diagonal and folds in one pass (the
+compact file keeps the separate passes). The small-constant
 product (c < 2^24) keeps a 32-bit running sum, three byte products a byte;
 its 38·carry is below 2^30, so its second fold pass covers r[0..4].
 Addition folds its carry c as 38c (twice: a second carry leaves r < 38);
@@ -80,16 +83,23 @@ def frame_alloc():
     e("\tadiw r26, 1\t\t; X = t")
 
 
-def row(products, first_col, last_col, existing_below, load):
+def row(products, first_col, last_col, existing_below, load, store=None):
     """One row of the product: columns first_col..last_col, column c summing
     the byte products `products(c)` (pairs of registers) in the rotating
     24-bit accumulator. `load(c)` emits the window load of column c. Each
     column's low byte is added to the byte of t under X when that byte was
     written by an earlier row (position < existing_below) and stored; the
-    row's final carry byte is stored after the last column."""
+    row's final carry byte is stored after the last column (column
+    last_col + 1). `store(c, reg)`, if given, replaces the store of the
+    columns it returns True for; X has then already been advanced past an
+    earlier row's byte (`ld r22, X+`)."""
     acc = list(ACC)
     for r in acc:
         e(f"\tclr {r}")
+
+    def custom(c):
+        return store is not None and store(c, None)
+
     for c in range(first_col, last_col + 1):
         load(c)
         for x, y in products(c):
@@ -98,14 +108,20 @@ def row(products, first_col, last_col, existing_below, load):
             e(f"\tadc {acc[1]}, r1")
             e(f"\tadc {acc[2]}, {ZERO}")
         if c < existing_below:
-            e("\tld r22, X")
+            e("\tld r22, X+" if custom(c) else "\tld r22, X")
             e(f"\tadd {acc[0]}, r22")
             e(f"\tadc {acc[1]}, {ZERO}")
             e(f"\tadc {acc[2]}, {ZERO}")
-        e(f"\tst X+, {acc[0]}")
+        if custom(c):
+            store(c, acc[0])
+        else:
+            e(f"\tst X+, {acc[0]}")
         e(f"\tclr {acc[0]}")
         acc = acc[1:] + acc[:1]
-    e(f"\tst X+, {acc[0]}\t; the row's carry byte")
+    if custom(last_col + 1):
+        store(last_col + 1, acc[0])
+    else:
+        e(f"\tst X+, {acc[0]}\t; the row's carry byte")
 
 
 def fold_and_close():
@@ -146,22 +162,27 @@ def close_frame():
     e("\tclr r1")
 
 
-def final_fold():
-    """r + 2^256 * r17 = r + 38 * r17; then once more for that carry."""
+def final_fold(source="X"):
+    """r + 2^256 * r17 = r + 38 * r17; then once more for that carry. With
+    `source` "Y", the first pass reads r's bytes from t under Y (which it
+    advances by 32 and puts back) instead of from r itself."""
+    ld = "ld r22, X" if source == "X" else "ld r22, Y+"
     e("\tmovw r26, r24")
     e("\tmul r17, r16")
-    e("\tld r22, X")
+    e(f"\t{ld}")
     e("\tadd r22, r0")
     e("\tst X+, r22")
-    e("\tld r22, X")
+    e(f"\t{ld}")
     e("\tadc r22, r1")
     e("\tst X+, r22")
     for _ in range(2, 32):
-        e("\tld r22, X")
+        e(f"\t{ld}")
         e(f"\tadc r22, {ZERO}")
         e("\tst X+, r22")
     e("\tclr r17")
     e(f"\tadc r17, {ZERO}\t; the last carry (0 or 1)")
+    if source == "Y":
+        e("\tsbiw r28, 32\t\t; Y = t (after the carry is taken: sbiw sets C)")
     e("\tmul r17, r16")
     e("\tmovw r26, r24")
     e("\tld r22, X")
@@ -172,13 +193,40 @@ def final_fold():
     e("\tst X, r22")
 
 
-def mul_row(existing_below):
+def mul_row(existing_below, last=False):
     """One row of the multiplication: the next 8 bytes of a (Y) times b
     (r25:r24), added into t under X where t's bytes below `existing_below`
-    (in columns) were written before."""
+    (in columns) were written before. The `last` row (X = t + 24) folds as
+    it goes: each final byte t[32+i] it makes becomes r_i = t[i] +
+    38·t[32+i] + carry at once, kept in t[i] (Y = t); the fold carry is left
+    in r17, 38 in r16."""
     for r in A_ROW:
         e(f"\tld {r}, Y+")
     e("\tmovw r30, r24\t; Z = b")
+    store = None
+    if last:
+        fold_carry, c38 = "r24", "r25"  # free once Z holds b
+        e("\tmovw r28, r26")
+        e("\tsbiw r28, 24\t\t; Y = t")
+        e(f"\tclr {fold_carry}")
+        e(f"\tldi {c38}, 38")
+
+        def store(c, reg):
+            position = 24 + c
+            if position < 32:
+                return False
+            if reg is None:
+                return True
+            i = position - 32
+            e(f"\tmul {reg}, {c38}\t\t; r_{i} = t[{i}] + 38·t[{position}] + carry")
+            e(f"\tldd r22, Y+{i}")
+            e("\tadd r0, r22")
+            e(f"\tadc r1, {ZERO}")
+            e(f"\tadd r0, {fold_carry}")
+            e(f"\tadc r1, {ZERO}")
+            e(f"\tstd Y+{i}, r0")
+            e(f"\tmov {fold_carry}, r1")
+            return True
 
     def products(c):
         return [(A_ROW[u], WINDOW[(c - u) % 8]) for u in range(max(0, c - 31), min(7, c) + 1)]
@@ -187,11 +235,15 @@ def mul_row(existing_below):
         if c < 32:
             e(f"\tld {WINDOW[c % 8]}, Z+")
 
-    row(products, 0, 38, existing_below, load)
+    row(products, 0, 38, existing_below, load, store)
+    if last:
+        e("\tmov r17, r24\t\t; the fold carry")
+        e("\tldi r16, 38")
 
 
 def emit_mul_unrolled():
-    """Four rows of eight bytes of a (operand caching), unrolled."""
+    """Four rows of eight bytes of a (operand caching), unrolled; the last
+    row folds as it goes (`mul_row(last=True)`)."""
     prologue("fe25519_mul_avr", SAVED)
     e("\tmovw r28, r22\t; Y = a")
     frame_alloc()
@@ -201,10 +253,15 @@ def emit_mul_unrolled():
         e(f"\t; row {i}: a[{8 * i}..{8 * i + 8}] * b")
         if i:
             e("\tsbiw r26, 32\t\t; X = t + 8i")
-        mul_row(32 if i else 0)
-    fold_and_close()
+        mul_row(32 if i else 0, last=i == 3)
+    # r_0..r_31 wait in t[0..32]: out to r with the fold's carry (Y = t).
+    e("\tadiw r28, 32")
+    e("\tldd r24, Y+33\t\t; r, pushed before the frame")
+    e("\tldd r25, Y+32")
+    e("\tsbiw r28, 32")
+    final_fold(source="Y")
+    close_frame()
     epilogue("fe25519_mul_avr", SAVED)
-
 
 
 def emit_mul_looped():
