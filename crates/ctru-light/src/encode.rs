@@ -90,12 +90,13 @@ pub fn e8_decode_block(v: &[u8]) -> u8 {
     for j in 0..8 {
         let x = v[j] as i16;
         let far = modarith::negative_mask_i16(128 - x) as u16; // 2·v > 256
-        let a = select16(far, (256 - x) as u16, x as u16); // ≤ 128
-        cost0[j] = a * a;
+        let a = select16(far, (256 - x) as u16, x as u16) as u8; // ≤ 128
+        // Distances fit a byte: 8×8-bit squares (one `mul` on the AVR).
+        cost0[j] = a as u16 * a as u16;
         let d = x - 128;
         let sign = modarith::negative_mask_i16(d);
-        let d = ((d ^ sign) - sign) as u16; // |v − 128| ≤ 128, by mask (no branch)
-        cost1[j] = d * d;
+        let d = ((d ^ sign) - sign) as u8; // |v − 128| ≤ 128, by mask (no branch)
+        cost1[j] = d as u16 * d as u16;
     }
     let mut cost = [0u32; 2];
     let mut pattern = [0u8; 2];
