@@ -23529,3 +23529,331 @@ ntt_baseinv_q769_n512_kred2x_blk_end:
 	ret
 	.size ntt_baseinv_q769_n512_kred2x, .-ntt_baseinv_q769_n512_kred2x
 
+	.section .text.crt_lift_block_q769_q3329, "ax", @progbits
+	.global crt_lift_block_q769_q3329
+	.type crt_lift_block_q769_q3329, @function
+crt_lift_block_q769_q3329:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r30, r24		; Z = packed
+	movw r28, r22		; Y = w
+	movw r26, r20		; X = out
+	movw r8, r18		; inv_r
+	clr r2
+	ldi r21, 13
+	ldi r16, 19
+	mov r5, r16
+	ldi r16, 2
+	mov r3, r16		; two groups of four values in five bytes
+crt_lift_block_q769_q3329_g:
+	ld r24, Z+
+	ld r25, Z
+	andi r25, 3
+	subi r24, lo8(384)
+	sbci r25, hi8(384)	; r1 = x − 384
+	ld r16, Y+
+	ld r17, Y+
+	sub r16, r24
+	sbc r17, r25		; r2 − r1
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	add r22, r24		; (r1 + u) mod 256
+	st X+, r22
+	ld r24, Z+
+	ld r25, Z
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	andi r25, 3
+	subi r24, lo8(384)
+	sbci r25, hi8(384)	; r1 = x − 384
+	ld r16, Y+
+	ld r17, Y+
+	sub r16, r24
+	sbc r17, r25		; r2 − r1
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	add r22, r24		; (r1 + u) mod 256
+	st X+, r22
+	ld r24, Z+
+	ld r25, Z
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	andi r25, 3
+	subi r24, lo8(384)
+	sbci r25, hi8(384)	; r1 = x − 384
+	ld r16, Y+
+	ld r17, Y+
+	sub r16, r24
+	sbc r17, r25		; r2 − r1
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	add r22, r24		; (r1 + u) mod 256
+	st X+, r22
+	ld r24, Z+
+	ld r25, Z
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	lsr r25
+	ror r24
+	andi r25, 3
+	subi r24, lo8(384)
+	sbci r25, hi8(384)	; r1 = x − 384
+	ld r16, Y+
+	ld r17, Y+
+	sub r16, r24
+	sbc r17, r25		; r2 − r1
+	movw r18, r8
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	add r22, r24		; (r1 + u) mod 256
+	st X+, r22
+	adiw r30, 1		; past the group's fifth byte
+	dec r3
+	breq crt_lift_block_q769_q3329_g_end
+	rjmp crt_lift_block_q769_q3329_g
+crt_lift_block_q769_q3329_g_end:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size crt_lift_block_q769_q3329, .-crt_lift_block_q769_q3329
+

@@ -1,12 +1,12 @@
 //! The CTRU-Light PKE (definition §3).
 
-use modarith::crt::{crt_bound_holds, crt_lift_centred};
+use modarith::crt::{crt_bound_holds, lift_block_769_3329, PACKED_BLOCK_BYTES};
 use modarith::{Modulus, Q769};
 use subtle::Choice;
 use zeroize::Zeroize;
 
 use crate::arith::{Arithmetic, Ring3329, Ring769};
-use kem_common::{pack_bits, unpack_bits};
+use kem_common::pack_bits;
 
 use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10, unpack_sk};
 use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
@@ -124,13 +124,13 @@ pub fn product_blocks<A: Arithmetic>(
     let mut w769 = [0u8; PK_BYTES]; // 512 ten-bit values, as a public key packs them
     let valid = products::<A>(sk_pke, ct, &mut w, &mut w769);
     let mut block = [0u8; 8];
-    unpack_bits(10, N, &w769, |i, x| {
-        let r769 = x as i16 - Q769::HALF;
-        block[i & 7] = crt_lift_centred::<Q769, modarith::Q3329>(r769, w[i]) as u8;
-        if i & 7 == 7 {
-            sink(i >> 3, &block);
+    // Eight values a block: 10 packed bytes mod 769, 8 centred values mod 3329.
+    for (b, (packed, w)) in w769.chunks_exact(PACKED_BLOCK_BYTES).zip(w.chunks_exact(8)).enumerate() {
+        if let (Ok(packed), Ok(w)) = (packed.try_into(), w.try_into()) {
+            lift_block_769_3329(packed, w, &mut block);
         }
-    });
+        sink(b, &block);
+    }
     block.zeroize();
     w.zeroize();
     w769.zeroize();
