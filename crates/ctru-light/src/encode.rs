@@ -76,6 +76,17 @@ fn select16(choose: u16, a: u16, b: u16) -> u16 {
     (a & choose) | (b & !choose)
 }
 
+/// E8 decoding (§2) of one block: on AVR the generated assembly
+/// (`asm-avr/e8_decode.S`, `cfg(e8_asm)`, tested bit for bit against
+/// [`e8_decode_block_portable`] in simavr), elsewhere the portable code.
+#[inline]
+pub fn e8_decode_block(v: &[u8; 8]) -> u8 {
+    #[cfg(e8_asm)]
+    return crate::avr::e8_decode_block(v);
+    #[cfg(not(e8_asm))]
+    e8_decode_block_portable(v)
+}
+
 /// E8 decoding (§2) of one block v_0..v_7 ∈ [0, 256) to a 4-bit value.
 /// Branch-free and index-free on the (secret) block. Not inlined: its cost
 /// tables then take stack only while it runs, not in the frame of the
@@ -84,7 +95,7 @@ fn select16(choose: u16, a: u16, b: u16) -> u16 {
 /// (≤ 2^15); only the coset totals (≤ 2^17) take 32: on an 8-bit core
 /// every select and comparison costs its width in instructions.
 #[inline(never)]
-pub fn e8_decode_block(v: &[u8]) -> u8 {
+pub fn e8_decode_block_portable(v: &[u8]) -> u8 {
     let mut cost0 = [0u16; 8];
     let mut cost1 = [0u16; 8];
     for j in 0..8 {

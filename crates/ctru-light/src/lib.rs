@@ -1,5 +1,5 @@
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::integer_division_remainder_used)]
 //! CTRU-Light: the lightweight NTRU-type KEM for 8-bit AVR sensor nodes
@@ -29,6 +29,8 @@
 //! `kem` §4, `symmetric` §5, `arith` §6.
 
 pub mod arith;
+#[cfg(e8_asm)]
+mod avr;
 mod encode;
 pub mod kem;
 pub mod params;
@@ -36,6 +38,10 @@ mod pke;
 pub mod symmetric;
 
 pub use arith::{Arithmetic, Kred2x, MontgomeryOpt, MontgomeryPlain};
+/// The portable E8 decoder, the reference the AVR assembly is tested against
+/// (`tests/avr_e8.rs`); not part of the KEM API.
+#[doc(hidden)]
+pub use encode::e8_decode_block_portable;
 pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
 pub use symmetric::{Ascon, Backend, Sha3};
 

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Generates e8_decode.S: CTRU-Light's E8 decoder (definition §2) for AVR,
+
+    uint8_t ctru_e8_decode_block_avr(const uint8_t v[8]);
+
+bit for bit the portable `ctru_light::encode::e8_decode_block_portable`
+(tested against it in simavr). Per coefficient x: the squared distance to 0
+(a = x or 256 − x, ≤ 128) and to 128 (|x − 128| ≤ 128): one 8×8-bit `mul`
+each. For each coset (pairs (cost0, cost0)/(cost1, cost1), then
+(cost1, cost0)/(cost0, cost1)): per pair b = [c1 < c0], total += min,
+|c0 − c1| kept if it is the smallest so far with its index, bit b; an odd
+parity flips the cheapest pair's bit and pays its difference. The cheaper
+coset wins. Every selection is a mask (all ones or zero, from a borrow),
+every shift count is public: straight-line code, constant time. The squares
+are computed again for the second coset rather than kept (registers).
+
+Registers: Z = v; total r2:r4, smallest difference r6:r5, its index r7,
+bits r8 (the first coset's total and bits wait in r9:r11, r12); zero r13;
+a pair's four costs r15:r14 (c00), r25:r24 (c01), r27:r26 (c10), r29:r28
+(c11); temporaries r16-r23.
+"""
+
+o = []
+e = o.append
+
+SAVED = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
+
+
+def costs(offset, far, near):
+    """v[offset] → its squared distance to 0 in `far` and to 128 in `near`
+    (register pairs, low register first)."""
+    e(f"\tldd r16, Z+{offset}")
+    # |x − 128|: t = x − 128 (mod 256) as a signed byte, (t ^ s) − s.
+    e("\tmov r22, r16")
+    e("\tsubi r22, 0x80")
+    e("\tmov r23, r22")
+    e("\tlsl r23")
+    e("\tsbc r23, r23")
+    e("\teor r22, r23")
+    e("\tsub r22, r23")
+    e("\tmul r22, r22")
+    e(f"\tmovw {near[0]}, r0")
+    # min(x, 256 − x): x where x ≤ 128 (x − 129 borrows), −x elsewhere.
+    e("\tcpi r16, 129")
+    e("\tsbc r20, r20\t\t; all ones iff x ≤ 128")
+    e("\tmov r21, r16")
+    e("\tneg r21")
+    e("\tand r16, r20")
+    e("\tcom r20")
+    e("\tand r21, r20")
+    e("\tor r16, r21")
+    e("\tmul r16, r16")
+    e(f"\tmovw {far[0]}, r0")
+
+
+def coset(k):
+    e(f"\t; coset {k}")
+    e("\tclr r2")
+    e("\tclr r3")
+    e("\tclr r4")
+    e("\tldi r16, 0xFF")
+    e("\tmov r5, r16")
+    e("\tmov r6, r16\t\t; smallest difference: above every difference")
+    e("\tclr r7")
+    e("\tclr r8")
+    c00, c01, c10, c11 = ("r14", "r15"), ("r24", "r25"), ("r26", "r27"), ("r28", "r29")
+    for i in range(4):
+        costs(2 * i, c00, c10)
+        costs(2 * i + 1, c01, c11)
+        a0, a1, b0, b1 = (c00, c01, c10, c11) if k == 0 else (c10, c01, c00, c11)
+        # c0 = a0 + a1 (r17:r16), c1 = b0 + b1 (r19:r18)
+        e(f"\tmovw r16, {a0[0]}")
+        e(f"\tadd r16, {a1[0]}")
+        e(f"\tadc r17, {a1[1]}")
+        e(f"\tmovw r18, {b0[0]}")
+        e(f"\tadd r18, {b1[0]}")
+        e(f"\tadc r19, {b1[1]}")
+        e("\tcp r18, r16")
+        e("\tcpc r19, r17")
+        e("\tsbc r20, r20\t\t; b: all ones iff c1 < c0")
+        # total += min(c0, c1) = c0 ^ ((c0 ^ c1) & b)
+        e("\tmovw r22, r16")
+        e("\teor r22, r18")
+        e("\teor r23, r19")
+        e("\tand r22, r20")
+        e("\tand r23, r20")
+        e("\teor r22, r16")
+        e("\teor r23, r17")
+        e("\tadd r2, r22")
+        e("\tadc r3, r23")
+        e("\tadc r4, r13")
+        # diff = b ? c0 − c1 : c1 − c0 (negated where b is clear)
+        e("\tmovw r22, r16")
+        e("\tsub r22, r18")
+        e("\tsbc r23, r19")
+        e("\tmov r21, r20")
+        e("\tcom r21")
+        e("\teor r22, r21")
+        e("\teor r23, r21")
+        e("\tsub r22, r21")
+        e("\tsbc r23, r21")
+        # smaller: all ones iff diff < the smallest so far; keep diff and i there
+        e("\tcp r22, r5")
+        e("\tcpc r23, r6")
+        e("\tsbc r21, r21")
+        e("\tmov r18, r5")
+        e("\teor r18, r22")
+        e("\tand r18, r21")
+        e("\teor r5, r18")
+        e("\tmov r18, r6")
+        e("\teor r18, r23")
+        e("\tand r18, r21")
+        e("\teor r6, r18")
+        e(f"\tldi r18, {i}")
+        e("\teor r18, r7")
+        e("\tand r18, r21")
+        e("\teor r7, r18")
+        e(f"\tandi r20, {1 << i}")
+        e("\tor r8, r20\t\t; bit i = b")
+    # odd parity: flip the bit of the smallest difference, pay that difference
+    e("\tmov r18, r8")
+    e("\tmov r19, r8")
+    for _ in range(3):
+        e("\tlsr r19")
+        e("\teor r18, r19")
+    e("\tandi r18, 1")
+    e("\tneg r18\t\t\t; all ones iff the parity is odd")
+    e("\tclr r22\t\t\t; 1 << index, without a shift by it")
+    for i in range(4):
+        e("\tmov r19, r7")
+        e(f"\tsubi r19, {i}")
+        e("\tsubi r19, 1")
+        e("\tsbc r19, r19")
+        e(f"\tandi r19, {1 << i}")
+        e("\tor r22, r19")
+    e("\tand r22, r18")
+    e("\teor r8, r22")
+    e("\tmov r19, r5")
+    e("\tand r19, r18")
+    e("\tadd r2, r19")
+    e("\tmov r19, r6")
+    e("\tand r19, r18")
+    e("\tadc r3, r19")
+    e("\tadc r4, r13")
+
+
+def main():
+    e("/* e8_decode.S: generated by asm-avr/gen_e8.py: do not edit. */")
+    e("\t.text")
+    e("\t.global ctru_e8_decode_block_avr")
+    e("\t.type ctru_e8_decode_block_avr, @function")
+    e("ctru_e8_decode_block_avr:")
+    for r in SAVED:
+        e(f"\tpush {r}")
+    e("\tmovw r30, r24\t\t; Z = v")
+    e("\tclr r13")
+    coset(0)
+    e("\tmov r9, r2")
+    e("\tmov r10, r3")
+    e("\tmov r11, r4")
+    e("\tmov r12, r8\t\t; the first coset's total and bits")
+    coset(1)
+    # r = [cost1 < cost0]; res = the bits of the chosen coset
+    e("\tcp r2, r9")
+    e("\tcpc r3, r10")
+    e("\tcpc r4, r11")
+    e("\tsbc r20, r20\t\t; all ones iff the second coset is cheaper")
+    e("\tmov r21, r8")
+    e("\teor r21, r12")
+    e("\tand r21, r20")
+    e("\teor r21, r12")
+    # ((((res ^ (res << 1)) & 3) | ((res >> 1) & 4)) << 1) | r
+    e("\tmov r24, r21")
+    e("\tlsl r24")
+    e("\teor r24, r21")
+    e("\tandi r24, 3")
+    e("\tmov r23, r21")
+    e("\tlsr r23")
+    e("\tandi r23, 4")
+    e("\tor r24, r23")
+    e("\tlsl r24")
+    e("\tandi r20, 1")
+    e("\tor r24, r20")
+    for r in reversed(SAVED):
+        e(f"\tpop {r}")
+    e("\tclr r25")
+    e("\tclr r1")
+    e("\tret")
+    e("\t.size ctru_e8_decode_block_avr, . - ctru_e8_decode_block_avr")
+    print("\n".join(o))
+
+
+if __name__ == "__main__":
+    main()
