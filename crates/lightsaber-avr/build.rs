@@ -3,14 +3,11 @@
 //! the matrix stream again per output polynomial (`pke::keygen`), instead
 //! of one accumulator per output polynomial (1 KB more stack).
 
-/// LLVM CPU names of the MCUs whose SRAM needs the one-accumulator key generation.
-const SMALL_SRAM: &[&str] = &["atmega4808", "atmega4809", "atmega3208", "atmega3209"];
-
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(saber_small_sram)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
-    if avr_asm_build::target_cpu().is_some_and(|cpu| SMALL_SRAM.contains(&cpu.as_str())) {
+    if avr_asm_build::small_mcu() {
         println!("cargo::rustc-cfg=saber_small_sram");
     }
 }

@@ -7,14 +7,9 @@
 //! which one an image has; without it, `ed25519_select.S` is assembled too
 //! (the fixed-base table read from flash).
 
-/// LLVM CPU names of the MCUs whose flash needs the compact field.
-const SMALL_FLASH: &[&str] = &["atmega4808", "atmega4809", "atmega3208", "atmega3209"];
-
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(fe25519_compact)");
-    let cpu = avr_asm_build::target_cpu();
-    let compact =
-        std::env::var_os("CARGO_FEATURE_COMPACT").is_some() || cpu.as_deref().is_some_and(|c| SMALL_FLASH.contains(&c));
+    let compact = std::env::var_os("CARGO_FEATURE_COMPACT").is_some() || avr_asm_build::small_mcu();
     // The unrolled field comes with the fixed-base table's selection (the
     // compact images keep the table-free ladder for X25519(k, 9)).
     let sources: &[&str] = if compact {

@@ -48,7 +48,7 @@ pub struct Stats {
 
 /// The first word address whose instruction count differs between two
 /// per-address profiles, as a byte address.
-fn first_difference(a: &[u32], b: &[u32]) -> Option<u32> {
+pub(crate) fn first_difference(a: &[u32], b: &[u32]) -> Option<u32> {
     (0..a.len().max(b.len()))
         .find(|&w| a.get(w).copied().unwrap_or(0) != b.get(w).copied().unwrap_or(0))
         .map(|w| 2 * w as u32)

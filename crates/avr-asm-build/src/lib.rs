@@ -27,6 +27,16 @@ pub fn target_cpu() -> Option<String> {
     })
 }
 
+/// LLVM CPU names of the small megaAVR 0-series parts (48 KB of flash or
+/// less, 6 KB of SRAM or less; the ATmega4808 is the one we test): crates
+/// pick their compact variants for them.
+pub const SMALL_MCUS: &[&str] = &["atmega4808", "atmega4809", "atmega3208", "atmega3209"];
+
+/// Whether this build targets one of [`SMALL_MCUS`].
+pub fn small_mcu() -> bool {
+    target_cpu().is_some_and(|cpu| SMALL_MCUS.contains(&cpu.as_str()))
+}
+
 /// avr-gcc's `-mmcu` for an LLVM CPU name: avr-gcc 5.4 has no ATmega4808
 /// device, so its core family (avrxmega3) is used for assembling.
 fn mmcu(cpu: &str) -> &str {

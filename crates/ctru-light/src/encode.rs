@@ -101,8 +101,8 @@ pub fn e8_decode_block_portable(v: &[u8]) -> u8 {
     for j in 0..8 {
         let x = v[j] as i16;
         let far = modarith::negative_mask_i16(128 - x) as u16; // 2·v > 256
-        let a = select16(far, (256 - x) as u16, x as u16) as u8; // ≤ 128
-                                                                 // Distances fit a byte: 8×8-bit squares (one `mul` on the AVR).
+                                                               // Distances (≤ 128) fit a byte: 8×8-bit squares, one `mul` on the AVR.
+        let a = select16(far, (256 - x) as u16, x as u16) as u8;
         cost0[j] = a as u16 * a as u16;
         let d = x - 128;
         let sign = modarith::negative_mask_i16(d);

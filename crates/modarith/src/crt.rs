@@ -65,9 +65,9 @@ pub fn lift_block_769_3329(packed: &[u8; PACKED_BLOCK_BYTES], w: &[i16; 8], out:
     lift_block_769_3329_portable(packed, w, out);
 }
 
-/// 769⁻¹·2^16 mod 3329, centred: the Montgomery factor of the lift.
-#[cfg_attr(not(ntt_asm), allow(dead_code))]
-const LIFT_769_3329_INV_R: i16 = prescale(crt_inverse(769, 3329) as u32, Q3329::R_MOD_Q, Q3329::Q);
+/// 769⁻¹·2^16 mod 3329, centred: the Montgomery factor of the lift (the
+/// assembly takes it as an argument; its test passes this constant too).
+pub const LIFT_769_3329_INV_R: i16 = prescale(crt_inverse(769, 3329) as u32, Q3329::R_MOD_Q, Q3329::Q);
 
 /// The portable [`lift_block_769_3329`] (the reference of the assembly).
 pub fn lift_block_769_3329_portable(packed: &[u8; PACKED_BLOCK_BYTES], w: &[i16; 8], out: &mut [u8; 8]) {

@@ -7,18 +7,10 @@
 use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
-use modarith::crt::{lift_block_769_3329_portable, PACKED_BLOCK_BYTES};
-use modarith::{Modulus, Q3329};
+use modarith::crt::{lift_block_769_3329_portable, LIFT_769_3329_INV_R, PACKED_BLOCK_BYTES};
 
 mod common;
 use common::Rng;
-
-/// 769⁻¹·2^16 mod 3329 (769⁻¹ = 1000), centred: the argument modarith
-/// passes to the assembly.
-fn inv_r() -> i16 {
-    let v = (1000 * Q3329::R_MOD_Q as i32) % 3329;
-    (if v > 1664 { v - 3329 } else { v }) as i16
-}
 
 /// Packs eight values in [0, 768] as a little-endian 10-bit stream.
 fn pack(values: &[u16; 8]) -> [u8; PACKED_BLOCK_BYTES] {
@@ -36,7 +28,6 @@ fn pack(values: &[u16; 8]) -> [u8; PACKED_BLOCK_BYTES] {
 
 #[test]
 fn assembly_crt_block_lift_matches_portable_and_is_constant_time() {
-    assert_eq!(1000 * 769 % 3329, 1, "769⁻¹ mod 3329");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let elf = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crt_harness.elf");
     avr_sim::harness::build_elf(
@@ -67,7 +58,7 @@ fn assembly_crt_block_lift_matches_portable_and_is_constant_time() {
         let packed = pack(v);
         let mut request = vec![1u8];
         request.extend_from_slice(&packed);
-        for x in w.iter().chain([inv_r()].iter()) {
+        for x in w.iter().chain([LIFT_769_3329_INV_R].iter()) {
             request.extend_from_slice(&x.to_le_bytes());
         }
         sim.send(&request);

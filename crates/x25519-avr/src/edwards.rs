@@ -4,7 +4,7 @@
 //! its base point B maps to u = 9, and the map respects the group law, so
 //! u(k·B) = X25519(k, 9).
 //!
-//! Why: the Montgomery ladder costs 255 steps of 5 multiplications and 4
+//! Why: the Montgomery ladder costs 251 steps of 5 multiplications and 4
 //! squarings whatever the point. For the fixed point B, the multiples
 //! (1..8)·256^j·B are precomputed ([`BASE_TABLE`], 24 KB, flash on AVR):
 //! the scalar, recoded into 64 signed radix-16 digits, costs 64 mixed
@@ -142,10 +142,13 @@ impl Extended {
 
     /// The Montgomery u = (1 + y)/(1 − y) = (Z + Y)/(Z − Y), canonical (0
     /// for the neutral element, as the ladder gives).
-    fn to_montgomery_u(self) -> [u8; 32] {
-        let num = self.z.add(&self.y);
-        let den = self.z.sub(&self.y);
-        num.mul(&den.invert()).to_bytes()
+    fn montgomery_u(&self) -> [u8; 32] {
+        let mut num = self.z.add(&self.y);
+        let mut den = self.z.sub(&self.y);
+        let u = num.mul(&den.invert()).to_bytes();
+        num.zeroize();
+        den.zeroize();
+        u
     }
 }
 
@@ -223,7 +226,7 @@ pub(crate) fn base_u(k: &[u8; 32]) -> [u8; 32] {
         h.add_niels(&q, &mut c, &mut scratch);
         h.set_completed(&c);
     }
-    let u = h.to_montgomery_u();
+    let u = h.montgomery_u();
     digits.zeroize();
     h.zeroize();
     c.zeroize();
@@ -345,7 +348,7 @@ mod tests {
         // −x² + y² = 1 + d·x²·y²
         assert_eq!(yy.sub(&xx).to_bytes(), Fe::ONE.add(&d().mul(&xx).mul(&yy)).to_bytes());
         assert_eq!(Fe::from_u32(5).mul(&y).to_bytes(), Fe::from_u32(4).0);
-        assert_eq!(base_point().to_montgomery_u(), crate::BASEPOINT);
+        assert_eq!(base_point().montgomery_u(), crate::BASEPOINT);
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub const BASEPOINT: [u8; 32] = {
 };
 
 /// X25519(k, u): the scalar `k` is clamped, the top bit of `u` ignored, as
-/// RFC 7748 §5 specifies. The Montgomery ladder runs all 255 steps with
-/// masked swaps whatever the scalar.
+/// RFC 7748 §5 specifies. The Montgomery ladder runs the same 251 steps
+/// (bits 253..3; the clamped bits 254 and 2..0 are known) with masked swaps
+/// whatever the scalar.
 pub fn x25519(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     let mut u_bytes = *u;
     u_bytes[31] &= 127;
@@ -150,9 +151,16 @@ fn ladder(k: &[u8; 32], x1: &LadderPoint) -> [u8; 32] {
 /// (x : z) ← 2·(x : z), the doubling half of [`ladder_step`], in place.
 #[inline(never)]
 fn ladder_double(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
+    Fe::add_into(&mut t[0], x, z); // A
+    Fe::sub_into(&mut t[1], x, z); // B
+    double_from_sum_difference(x, z, t);
+}
+
+/// (x : z) ← 2·(x : z) from A = x + z in t[0] and B = x − z in t[1] (t[2],
+/// t[3] are overwritten): x = AA·BB, z = E·(AA + a24·E) with E = AA − BB.
+#[inline(always)]
+fn double_from_sum_difference(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
     let [t0, t1, t2, t3] = t;
-    Fe::add_into(t0, x, z); // A
-    Fe::sub_into(t1, x, z); // B
     Fe::square_into(t2, t0); // AA
     Fe::square_into(t3, t1); // BB
     Fe::sub_into(t0, t2, t3); // E = AA − BB
@@ -164,23 +172,20 @@ fn ladder_double(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
 
 /// One differential addition-and-doubling (RFC 7748 §5 pseudocode), with
 /// four temporaries and every result written in place (no copies).
-/// Not inlined: one frame, shared by all 255 steps.
+/// Not inlined: one frame, shared by all 251 steps.
 #[inline(never)]
 fn ladder_step(x1: &LadderPoint, x2: &mut Fe, z2: &mut Fe, x3: &mut Fe, z3: &mut Fe, t: &mut [Fe; 4]) {
-    let [t0, t1, t2, t3] = t;
-    Fe::add_into(t0, x2, z2); // A
-    Fe::sub_into(t1, x2, z2); // B
-    Fe::add_into(t2, x3, z3); // C
-    Fe::sub_into(t3, x3, z3); // D
-    Fe::mul_into(x3, t3, t0); // DA
-    Fe::mul_into(z3, t2, t1); // CB
-    Fe::square_into(t2, t0); // AA
-    Fe::square_into(t3, t1); // BB
-    Fe::sub_into(t0, t2, t3); // E = AA − BB
-    Fe::mul_into(x2, t2, t3); // x2 = AA·BB
-    Fe::mul_small_into(t3, t0, SmallConstant::A24); // a24·E
-    Fe::add_into(t1, t2, t3); // AA + a24·E
-    Fe::mul_into(z2, t0, t1); // z2 = E·(AA + a24·E)
+    {
+        let [t0, t1, t2, t3] = &mut *t;
+        Fe::add_into(t0, x2, z2); // A
+        Fe::sub_into(t1, x2, z2); // B
+        Fe::add_into(t2, x3, z3); // C
+        Fe::sub_into(t3, x3, z3); // D
+        Fe::mul_into(x3, t3, t0); // DA
+        Fe::mul_into(z3, t2, t1); // CB
+    }
+    double_from_sum_difference(x2, z2, t);
+    let [t0, t1, t2, _] = t;
     Fe::add_into(t0, x3, z3); // DA + CB
     Fe::sub_into(t1, x3, z3); // DA − CB
     Fe::square_into(x3, t0); // x3 = (DA + CB)²
