@@ -1,10 +1,39 @@
 //! Support for the differential tests of hand-written assembly (`tests/avr_*.rs`
-//! in fips202, ascon-sponge and modarith): build a small C harness around one
-//! routine with avr-gcc, and check that generated assembly is what its
-//! generator prints today.
+//! in fips202, ascon-sponge, modarith, ctru-light and x25519-avr): build a
+//! small C harness around one routine with avr-gcc, stop it and read its
+//! timed calls, and check that generated assembly is what its generator
+//! prints today.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The timed calls of a harness run: each call is one GPIOR0 window.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Timed calls.
+    pub calls: usize,
+    /// Fewest cycles of a call.
+    pub min: u64,
+    /// Most cycles of a call.
+    pub max: u64,
+    /// Largest stack of a call, bytes.
+    pub stack: u16,
+}
+
+/// Sends a harness the end request (a 0 byte), runs it to its exit and
+/// returns its timed calls.
+pub fn stop_and_time(sim: &mut crate::Sim) -> Result<Timing, String> {
+    sim.send(&[0]);
+    sim.run_to_exit(1_000_000)
+        .map_err(|e| format!("harness does not stop: {e}"))?;
+    let windows = crate::windows(&sim.take_markers()).map_err(|e| format!("unpaired markers: {e}"))?;
+    Ok(Timing {
+        calls: windows.len(),
+        min: windows.iter().map(|w| w.cycles).min().unwrap_or(0),
+        max: windows.iter().map(|w| w.cycles).max().unwrap_or(0),
+        stack: windows.iter().map(|w| w.stack_bytes).max().unwrap_or(0),
+    })
+}
 
 /// Compiles and links `sources` (C and `.S` files) for `mcu` with
 /// `avr-gcc -Os` into `out`.

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use avr_sim::{windows, Sim};
+use avr_sim::Sim;
 use ctru_light::e8_decode_block_portable;
 
 #[test]
@@ -62,20 +62,13 @@ fn assembly_e8_decoder_matches_portable_and_is_constant_time() {
         assert_eq!(reply[1], expected, "block {n}, ABI-checked call");
         assert_eq!(reply[2], 0, "callee-saved registers or r1 not preserved");
     }
-    sim.send(&[0]);
-    sim.run_to_exit(1_000_000).expect("harness stops");
-    let runs: Vec<u64> = windows(&sim.take_markers())
-        .expect("paired markers")
-        .iter()
-        .map(|w| w.cycles)
-        .collect();
-    assert_eq!(runs.len(), blocks.len());
-    let (min, max) = (runs.iter().min().unwrap(), runs.iter().max().unwrap());
+    let t = avr_sim::harness::stop_and_time(&mut sim).expect("harness stops");
+    assert_eq!(t.calls, blocks.len());
     println!(
-        "ctru_e8_decode_block_avr: {min} cycles (max {max}), {} blocks",
-        runs.len()
+        "ctru_e8_decode_block_avr: {} cycles (max {}), {} blocks",
+        t.min, t.max, t.calls
     );
-    assert_eq!(min, max, "the cycle count depends on the block");
+    assert_eq!(t.min, t.max, "the cycle count depends on the block");
 }
 
 /// The committed assembly is exactly what its generator prints.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use avr_sim::{windows, Sim};
+use avr_sim::Sim;
 
 fn build_harness() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -53,18 +53,13 @@ fn assembly_permutation_matches_portable_and_is_constant_time() {
         assert_eq!(got, expected, "state {n}");
         assert_eq!(reply[200], 0, "state {n}: callee-saved registers or r1 not preserved");
     }
-    sim.send(&[0]);
-    sim.run_to_exit(1_000_000).expect("harness stops");
-    let windows = windows(&sim.take_markers()).expect("paired markers");
-    assert_eq!(windows.len(), states.len());
-    let cycles: Vec<u64> = windows.iter().map(|w| w.cycles).collect();
-    let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
-    let stack = windows.iter().map(|w| w.stack_bytes).max().unwrap();
+    let t = avr_sim::harness::stop_and_time(&mut sim).expect("harness stops");
+    assert_eq!(t.calls, states.len());
     println!(
-        "keccak_f1600_avr: {min} cycles (max {max}), {stack} bytes of stack, {} states",
-        states.len()
+        "keccak_f1600_avr: {} cycles (max {}), {} bytes of stack, {} states",
+        t.min, t.max, t.stack, t.calls
     );
-    assert_eq!(min, max, "the cycle count depends on the state");
+    assert_eq!(t.min, t.max, "the cycle count depends on the state");
 }
 
 /// The committed assembly is exactly what its generator prints.

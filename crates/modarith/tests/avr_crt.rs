@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use avr_sim::{windows, Sim};
+use avr_sim::Sim;
 use modarith::crt::{lift_block_769_3329_portable, LIFT_769_3329_INV_R, PACKED_BLOCK_BYTES};
 
 mod common;
@@ -69,18 +69,11 @@ fn assembly_crt_block_lift_matches_portable_and_is_constant_time() {
         assert_eq!(reply[8..16], expected, "case {n}, ABI-checked call");
         assert_eq!(reply[16], 0, "callee-saved registers or r1 not preserved");
     }
-    sim.send(&[0]);
-    sim.run_to_exit(1_000_000).expect("harness stops");
-    let runs: Vec<u64> = windows(&sim.take_markers())
-        .expect("paired markers")
-        .iter()
-        .map(|w| w.cycles)
-        .collect();
-    assert_eq!(runs.len(), cases.len());
-    let (min, max) = (runs.iter().min().unwrap(), runs.iter().max().unwrap());
+    let t = avr_sim::harness::stop_and_time(&mut sim).expect("harness stops");
+    assert_eq!(t.calls, cases.len());
     println!(
-        "crt_lift_block_q769_q3329: {min} cycles (max {max}), {} blocks",
-        runs.len()
+        "crt_lift_block_q769_q3329: {} cycles (max {}), {} blocks",
+        t.min, t.max, t.calls
     );
-    assert_eq!(min, max, "the cycle count depends on the data");
+    assert_eq!(t.min, t.max, "the cycle count depends on the data");
 }
