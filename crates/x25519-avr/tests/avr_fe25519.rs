@@ -65,6 +65,18 @@ fn check_assembly(assembly: &str) {
         ([0; 32], [0xFF; 32]),
         ([0; 32], one),
     ];
+    // Karatsuba's halves: equal halves (a zero middle difference), and the
+    // middle product with either sign at its largest.
+    let halves = |low: u8, high: u8| -> [u8; 32] { core::array::from_fn(|i| if i < 16 { low } else { high }) };
+    let equal_halves: [u8; 32] = core::array::from_fn(|i| (i % 16) as u8 * 17);
+    cases.extend([
+        (equal_halves, [0xFF; 32]),
+        ([0xFF; 32], equal_halves),
+        (halves(0, 0xFF), halves(0xFF, 0)),
+        (halves(0, 0xFF), halves(0, 0xFF)),
+        (halves(0xFF, 0), halves(0xFF, 0)),
+        (halves(0xFF, 0), p),
+    ]);
     for _ in 0..2000 {
         let a: [u8; 32] = core::array::from_fn(|_| next());
         let b: [u8; 32] = core::array::from_fn(|_| next());
