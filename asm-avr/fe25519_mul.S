@@ -234,23 +234,24 @@ fe25519_mul_avr:
 	st X+, r18
 	eor r23, r24		; 0xFF if (aL - aH)(bL - bH) < 0
 	movw r24, r30	; b
-	sbiw r26, 63
-	sbiw r26, 63
-	sbiw r26, 2		; X = t
+	movw r26, r28	; X = a
+	in r28, 0x3d
+	in r29, 0x3e
+	adiw r28, 1		; Y = t
 	rcall fe25519_mul128	; L = aL bL -> t[0..32]
 	adiw r24, 16
+	adiw r28, 32
 	rcall fe25519_mul128	; H = aH bH -> t[32..64]
-	movw r28, r26
-	adiw r28, 32		; Y = |aL - aH|
-	movw r24, r28
+	movw r26, r28
+	adiw r26, 63
+	adiw r26, 1		; X = |aL - aH|
+	movw r24, r26
 	adiw r24, 16		; |bL - bH|
+	adiw r28, 32
 	rcall fe25519_mul128	; M -> t[64..96]
-	movw r28, r26
+	movw r30, r28	; Z = M
 	sbiw r28, 63
-	sbiw r28, 33		; Y = t
-	movw r30, r28
-	adiw r30, 63
-	adiw r30, 1		; Z = M
+	sbiw r28, 1		; Y = t
 	com r23		; n = 0xFF: M is subtracted
 	ldd r3, Y+16
 	ldd r21, Y+32
@@ -1144,14 +1145,14 @@ fe25519_mul_avr:
 	.size fe25519_mul_avr, . - fe25519_mul_avr
 	.type fe25519_mul128, @function
 fe25519_mul128:
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
+	ld r3, X+
+	ld r4, X+
+	ld r5, X+
+	ld r6, X+
+	ld r7, X+
+	ld r8, X+
+	ld r9, X+
+	ld r10, X+
 	movw r30, r24	; Z = b
 	clr r19
 	clr r20
@@ -1161,7 +1162,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+0, r19
 	clr r19
 	ld r12, Z+
 	mul r3, r12
@@ -1172,7 +1173,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+1, r20
 	clr r20
 	ld r13, Z+
 	mul r3, r13
@@ -1187,7 +1188,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+2, r21
 	clr r21
 	ld r14, Z+
 	mul r3, r14
@@ -1206,7 +1207,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+3, r19
 	clr r19
 	ld r15, Z+
 	mul r3, r15
@@ -1229,7 +1230,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+4, r20
 	clr r20
 	ld r16, Z+
 	mul r3, r16
@@ -1256,7 +1257,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+5, r21
 	clr r21
 	ld r17, Z+
 	mul r3, r17
@@ -1287,7 +1288,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+6, r19
 	clr r19
 	ld r18, Z+
 	mul r3, r18
@@ -1322,7 +1323,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+7, r20
 	clr r20
 	ld r11, Z+
 	mul r3, r11
@@ -1357,7 +1358,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+8, r21
 	clr r21
 	ld r12, Z+
 	mul r3, r12
@@ -1392,7 +1393,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+9, r19
 	clr r19
 	ld r13, Z+
 	mul r3, r13
@@ -1427,7 +1428,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+10, r20
 	clr r20
 	ld r14, Z+
 	mul r3, r14
@@ -1462,7 +1463,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+11, r21
 	clr r21
 	ld r15, Z+
 	mul r3, r15
@@ -1497,7 +1498,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+12, r19
 	clr r19
 	ld r16, Z+
 	mul r3, r16
@@ -1532,7 +1533,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+13, r20
 	clr r20
 	ld r17, Z+
 	mul r3, r17
@@ -1567,7 +1568,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+14, r21
 	clr r21
 	ld r18, Z+
 	mul r3, r18
@@ -1602,7 +1603,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+15, r19
 	clr r19
 	mul r4, r18
 	add r20, r0
@@ -1632,7 +1633,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+16, r20
 	clr r20
 	mul r5, r18
 	add r21, r0
@@ -1658,7 +1659,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+17, r21
 	clr r21
 	mul r6, r18
 	add r19, r0
@@ -1680,7 +1681,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+18, r19
 	clr r19
 	mul r7, r18
 	add r20, r0
@@ -1698,7 +1699,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+19, r20
 	clr r20
 	mul r8, r18
 	add r21, r0
@@ -1712,7 +1713,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+20, r21
 	clr r21
 	mul r9, r18
 	add r19, r0
@@ -1722,38 +1723,38 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+21, r19
 	clr r19
 	mul r10, r18
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+22, r20
 	clr r20
-	st X+, r21	; the row's carry byte
-	sbiw r26, 16		; X = out + 8
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
+	std Y+23, r21	; the row's carry byte
+	ld r3, X+
+	ld r4, X+
+	ld r5, X+
+	ld r6, X+
+	ld r7, X+
+	ld r8, X+
+	ld r9, X+
+	ld r10, X+
 	movw r30, r24	; Z = b
 	clr r19
 	clr r20
 	clr r21
+	ldd r22, Y+8
+	ldd r0, Y+9
+	add r19, r22
+	adc r20, r0
+	adc r21, r2
 	ld r11, Z+
 	mul r3, r11
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
+	std Y+8, r19
 	clr r19
 	ld r12, Z+
 	mul r3, r12
@@ -1764,12 +1765,13 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
+	std Y+9, r20
 	clr r20
+	ldd r22, Y+10
+	ldd r0, Y+11
+	add r21, r22
+	adc r19, r0
+	adc r20, r2
 	ld r13, Z+
 	mul r3, r13
 	add r21, r0
@@ -1783,11 +1785,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
+	std Y+10, r21
 	clr r21
 	ld r14, Z+
 	mul r3, r14
@@ -1806,12 +1804,13 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
+	std Y+11, r19
 	clr r19
+	ldd r22, Y+12
+	ldd r0, Y+13
+	add r20, r22
+	adc r21, r0
+	adc r19, r2
 	ld r15, Z+
 	mul r3, r15
 	add r20, r0
@@ -1833,11 +1832,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
+	std Y+12, r20
 	clr r20
 	ld r16, Z+
 	mul r3, r16
@@ -1864,12 +1859,13 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
+	std Y+13, r21
 	clr r21
+	ldd r22, Y+14
+	ldd r0, Y+15
+	add r19, r22
+	adc r20, r0
+	adc r21, r2
 	ld r17, Z+
 	mul r3, r17
 	add r19, r0
@@ -1899,11 +1895,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
+	std Y+14, r19
 	clr r19
 	ld r18, Z+
 	mul r3, r18
@@ -1938,12 +1930,13 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
+	std Y+15, r20
 	clr r20
+	ldd r22, Y+16
+	ldd r0, Y+17
+	add r21, r22
+	adc r19, r0
+	adc r20, r2
 	ld r11, Z+
 	mul r3, r11
 	add r21, r0
@@ -1977,11 +1970,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
+	std Y+16, r21
 	clr r21
 	ld r12, Z+
 	mul r3, r12
@@ -2016,12 +2005,13 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
+	std Y+17, r19
 	clr r19
+	ldd r22, Y+18
+	ldd r0, Y+19
+	add r20, r22
+	adc r21, r0
+	adc r19, r2
 	ld r13, Z+
 	mul r3, r13
 	add r20, r0
@@ -2055,11 +2045,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
+	std Y+18, r20
 	clr r20
 	ld r14, Z+
 	mul r3, r14
@@ -2094,12 +2080,13 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
+	std Y+19, r21
 	clr r21
+	ldd r22, Y+20
+	ldd r0, Y+21
+	add r19, r22
+	adc r20, r0
+	adc r21, r2
 	ld r15, Z+
 	mul r3, r15
 	add r19, r0
@@ -2133,11 +2120,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
+	std Y+20, r19
 	clr r19
 	ld r16, Z+
 	mul r3, r16
@@ -2172,12 +2155,13 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
+	std Y+21, r20
 	clr r20
+	ldd r22, Y+22
+	ldd r0, Y+23
+	add r21, r22
+	adc r19, r0
+	adc r20, r2
 	ld r17, Z+
 	mul r3, r17
 	add r21, r0
@@ -2211,11 +2195,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
+	std Y+22, r21
 	clr r21
 	ld r18, Z+
 	mul r3, r18
@@ -2250,11 +2230,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
+	std Y+23, r19
 	clr r19
 	mul r4, r18
 	add r20, r0
@@ -2284,7 +2260,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+24, r20
 	clr r20
 	mul r5, r18
 	add r21, r0
@@ -2310,7 +2286,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+25, r21
 	clr r21
 	mul r6, r18
 	add r19, r0
@@ -2332,7 +2308,7 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+26, r19
 	clr r19
 	mul r7, r18
 	add r20, r0
@@ -2350,7 +2326,7 @@ fe25519_mul128:
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+27, r20
 	clr r20
 	mul r8, r18
 	add r21, r0
@@ -2364,7 +2340,7 @@ fe25519_mul128:
 	add r21, r0
 	adc r19, r1
 	adc r20, r2
-	st X+, r21
+	std Y+28, r21
 	clr r21
 	mul r9, r18
 	add r19, r0
@@ -2374,15 +2350,15 @@ fe25519_mul128:
 	add r19, r0
 	adc r20, r1
 	adc r21, r2
-	st X+, r19
+	std Y+29, r19
 	clr r19
 	mul r10, r18
 	add r20, r0
 	adc r21, r1
 	adc r19, r2
-	st X+, r20
+	std Y+30, r20
 	clr r20
-	st X+, r21	; the row's carry byte
+	std Y+31, r21	; the row's carry byte
 	ret
 	.size fe25519_mul128, . - fe25519_mul128
 	.global fe25519_sqr_avr

@@ -88,33 +88,45 @@ def frame_alloc(size=FRAME):
     e("\tadiw r26, 1\t\t; X = t")
 
 
-def row(products, first_col, last_col, existing_below, load):
+def row(products, first_col, last_col, existing_below, load, out_y=None):
     """One row of the product: columns first_col..last_col, column c summing
     the byte products `products(c)` (pairs of registers) in the rotating
     24-bit accumulator. `load(c)` emits the window load of column c. Each
     column's low byte is added to the byte of t under X when that byte was
     written by an earlier row (position < existing_below) and stored; the
     row's final carry byte is stored after the last column (column
-    last_col + 1)."""
+    last_col + 1). With `out_y` (an offset), column c is t[out_y + c] under
+    Y instead (X is not used) and the earlier row's bytes are added two at a
+    time (an even count), at the column's start, through r22 and r0."""
     acc = list(ACC)
     for r in acc:
         e(f"\tclr {r}")
+
+    def store(c, reg):
+        e(f"\tst X+, {reg}" if out_y is None else f"\tstd Y+{out_y + c}, {reg}")
+
     for c in range(first_col, last_col + 1):
+        if out_y is not None and c < existing_below and (c - first_col) % 2 == 0:
+            e(f"\tldd r22, Y+{out_y + c}")
+            e(f"\tldd r0, Y+{out_y + c + 1}")
+            e(f"\tadd {acc[0]}, r22")
+            e(f"\tadc {acc[1]}, r0")
+            e(f"\tadc {acc[2]}, {ZERO}")
         load(c)
         for x, y in products(c):
             e(f"\tmul {x}, {y}")
             e(f"\tadd {acc[0]}, r0")
             e(f"\tadc {acc[1]}, r1")
             e(f"\tadc {acc[2]}, {ZERO}")
-        if c < existing_below:
+        if out_y is None and c < existing_below:
             e("\tld r22, X")
             e(f"\tadd {acc[0]}, r22")
             e(f"\tadc {acc[1]}, {ZERO}")
             e(f"\tadc {acc[2]}, {ZERO}")
-        e(f"\tst X+, {acc[0]}")
+        store(c, acc[0])
         e(f"\tclr {acc[0]}")
         acc = acc[1:] + acc[:1]
-    e(f"\tst X+, {acc[0]}\t; the row's carry byte")
+    store(last_col + 1, f"{acc[0]}\t; the row's carry byte")
 
 
 def fold_and_close():
@@ -185,12 +197,13 @@ def final_fold():
     e("\tst X, r22")
 
 
-def mul_row(existing_below, b_len=32):
-    """One operand-caching row: the next 8 bytes of a (Y) times the `b_len`
-    bytes of b (r25:r24), added into t under X where t's bytes below
-    `existing_below` (in columns) were written before."""
+def mul_row(existing_below, b_len=32, a_ptr="Y", out_y=None):
+    """One operand-caching row: the next 8 bytes of a (under `a_ptr`) times
+    the `b_len` bytes of b (r25:r24), added into t where t's bytes below
+    `existing_below` (in columns) were written before; t under X, or at
+    Y + `out_y` (see `row`)."""
     for r in A_ROW:
-        e(f"\tld {r}, Y+")
+        e(f"\tld {r}, {a_ptr}+")
     e("\tmovw r30, r24\t; Z = b")
 
     def products(c):
@@ -200,7 +213,7 @@ def mul_row(existing_below, b_len=32):
         if c < b_len:
             e(f"\tld {WINDOW[c % 8]}, Z+")
 
-    row(products, 0, b_len + 6, existing_below, load)
+    row(products, 0, b_len + 6, existing_below, load, out_y)
 
 
 KARATSUBA_FRAME = 128  # t (64 bytes), M (32), |aL - aH| (16), |bL - bH| (16)
@@ -208,14 +221,13 @@ KARATSUBA_FRAME = 128  # t (64 bytes), M (32), |aL - aH| (16), |bL - bH| (16)
 
 def emit_mul128():
     """Local subroutine: out[0..32] = a[0..16] * b[0..16] by two operand-
-    caching rows of eight bytes of a. In: Y = a (left at a + 16), r25:r24 =
-    b (kept), X = out (left at out + 32). Clobbers r0, r1, r3..r22 and Z;
-    keeps r2 (zero) and r23."""
+    caching rows of eight bytes of a. In: X = a (left at a + 16), r25:r24 =
+    b and Y = out (both kept). Clobbers r0, r1, r3..r22 and Z; keeps r2
+    (zero) and r23."""
     e("\t.type fe25519_mul128, @function")
     e("fe25519_mul128:")
-    mul_row(0, b_len=16)
-    e("\tsbiw r26, 16\t\t; X = out + 8")
-    mul_row(16, b_len=16)
+    mul_row(0, b_len=16, a_ptr="X", out_y=0)
+    mul_row(16, b_len=16, a_ptr="X", out_y=8)
     e("\tret")
     e("\t.size fe25519_mul128, . - fe25519_mul128")
 
@@ -277,23 +289,24 @@ def emit_mul_karatsuba():
     abs_difference("Z", sign_b)
     e(f"\teor {sign}, {sign_b}\t\t; 0xFF if (aL - aH)(bL - bH) < 0")
     e("\tmovw r24, r30\t; b")
-    e("\tsbiw r26, 63")
-    e("\tsbiw r26, 63")
-    e("\tsbiw r26, 2\t\t; X = t")
+    e("\tmovw r26, r28\t; X = a")
+    e("\tin r28, 0x3d")
+    e("\tin r29, 0x3e")
+    e("\tadiw r28, 1\t\t; Y = t")
     e("\trcall fe25519_mul128\t; L = aL bL -> t[0..32]")
     e("\tadiw r24, 16")
+    e("\tadiw r28, 32")
     e("\trcall fe25519_mul128\t; H = aH bH -> t[32..64]")
-    e("\tmovw r28, r26")
-    e("\tadiw r28, 32\t\t; Y = |aL - aH|")
-    e("\tmovw r24, r28")
+    e("\tmovw r26, r28")
+    e("\tadiw r26, 63")
+    e("\tadiw r26, 1\t\t; X = |aL - aH|")
+    e("\tmovw r24, r26")
     e("\tadiw r24, 16\t\t; |bL - bH|")
+    e("\tadiw r28, 32")
     e("\trcall fe25519_mul128\t; M -> t[64..96]")
-    e("\tmovw r28, r26")
+    e("\tmovw r30, r28\t; Z = M")
     e("\tsbiw r28, 63")
-    e("\tsbiw r28, 33\t\t; Y = t")
-    e("\tmovw r30, r28")
-    e("\tadiw r30, 63")
-    e("\tadiw r30, 1\t\t; Z = M")
+    e("\tsbiw r28, 1\t\t; Y = t")
     n = sign
     e(f"\tcom {n}\t\t; n = 0xFF: M is subtracted")
     S = [f"r{i}" for i in range(3, 19)]
