@@ -42,7 +42,8 @@ Used by `crates/x25519-avr`, tested against its portable field in simavr.
 
 Registers: the zero register is r2 in multiplication and squaring (r21 in
 addition and subtraction); r is pushed below the frame and read back for the
-fold; X walks t, Y walks a, Z walks b.
+fold; X walks t, Y walks a, Z walks b (in `fe25519_mul128`, X walks a and
+its 32-byte product is under Y).
 """
 
 o = []
