@@ -6861,3 +6861,3114 @@ fe25519_mul_small_avr:
 	pop r14
 	ret
 	.size fe25519_mul_small_avr, . - fe25519_mul_small_avr
+	.global fe25519_invert_avr
+	.type fe25519_invert_avr, @function
+fe25519_invert_avr:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r30, r22	; Z = a
+	push r24
+	push r25
+	in r26, 0x3d
+	in r27, 0x3e
+	subi r26, 132
+	sbci r27, 0
+	in r0, 0x3f
+	cli
+	out 0x3e, r27
+	out 0x3f, r0
+	out 0x3d, r26
+	adiw r26, 1		; X = t
+	movw r28, r26	; Y = the frame
+	clr r2
+	ldd r22, Z+31
+	lsl r22		; C = bit 255 of a
+	sbc r23, r23
+	andi r23, 19
+	ldd r22, Z+0
+	add r22, r23
+	std Y+1, r22	; x
+	ldd r22, Z+1
+	adc r22, r2
+	std Y+3, r22	; x
+	ldd r22, Z+2
+	adc r22, r2
+	std Y+5, r22	; x
+	ldd r22, Z+3
+	adc r22, r2
+	std Y+7, r22	; x
+	ldd r22, Z+4
+	adc r22, r2
+	std Y+9, r22	; x
+	ldd r22, Z+5
+	adc r22, r2
+	std Y+11, r22	; x
+	ldd r22, Z+6
+	adc r22, r2
+	std Y+13, r22	; x
+	ldd r22, Z+7
+	adc r22, r2
+	std Y+15, r22	; x
+	ldd r22, Z+8
+	adc r22, r2
+	std Y+17, r22	; x
+	ldd r22, Z+9
+	adc r22, r2
+	std Y+19, r22	; x
+	ldd r22, Z+10
+	adc r22, r2
+	std Y+21, r22	; x
+	ldd r22, Z+11
+	adc r22, r2
+	std Y+23, r22	; x
+	ldd r22, Z+12
+	adc r22, r2
+	std Y+25, r22	; x
+	ldd r22, Z+13
+	adc r22, r2
+	std Y+27, r22	; x
+	ldd r22, Z+14
+	adc r22, r2
+	std Y+29, r22	; x
+	ldd r22, Z+15
+	adc r22, r2
+	std Y+31, r22	; x
+	ldd r22, Z+16
+	adc r22, r2
+	std Y+33, r22	; x
+	ldd r22, Z+17
+	adc r22, r2
+	std Y+35, r22	; x
+	ldd r22, Z+18
+	adc r22, r2
+	std Y+37, r22	; x
+	ldd r22, Z+19
+	adc r22, r2
+	std Y+39, r22	; x
+	ldd r22, Z+20
+	adc r22, r2
+	std Y+41, r22	; x
+	ldd r22, Z+21
+	adc r22, r2
+	std Y+43, r22	; x
+	ldd r22, Z+22
+	adc r22, r2
+	std Y+45, r22	; x
+	ldd r22, Z+23
+	adc r22, r2
+	std Y+47, r22	; x
+	ldd r22, Z+24
+	adc r22, r2
+	std Y+49, r22	; x
+	ldd r22, Z+25
+	adc r22, r2
+	std Y+51, r22	; x
+	ldd r22, Z+26
+	adc r22, r2
+	std Y+53, r22	; x
+	ldd r22, Z+27
+	adc r22, r2
+	std Y+55, r22	; x
+	ldd r22, Z+28
+	adc r22, r2
+	std Y+57, r22	; x
+	ldd r22, Z+29
+	adc r22, r2
+	std Y+59, r22	; x
+	ldd r22, Z+30
+	adc r22, r2
+	std Y+61, r22	; x
+	ldd r22, Z+31
+	andi r22, 0x7F
+	adc r22, r2
+	std Y+63, r22	; x
+	ldi r23, 19
+	ldd r22, Y+1
+	add r22, r23
+	std Y+0, r22	; y = x + 19
+	ldd r22, Y+3
+	adc r22, r2
+	std Y+2, r22	; y = x + 19
+	ldd r22, Y+5
+	adc r22, r2
+	std Y+4, r22	; y = x + 19
+	ldd r22, Y+7
+	adc r22, r2
+	std Y+6, r22	; y = x + 19
+	ldd r22, Y+9
+	adc r22, r2
+	std Y+8, r22	; y = x + 19
+	ldd r22, Y+11
+	adc r22, r2
+	std Y+10, r22	; y = x + 19
+	ldd r22, Y+13
+	adc r22, r2
+	std Y+12, r22	; y = x + 19
+	ldd r22, Y+15
+	adc r22, r2
+	std Y+14, r22	; y = x + 19
+	ldd r22, Y+17
+	adc r22, r2
+	std Y+16, r22	; y = x + 19
+	ldd r22, Y+19
+	adc r22, r2
+	std Y+18, r22	; y = x + 19
+	ldd r22, Y+21
+	adc r22, r2
+	std Y+20, r22	; y = x + 19
+	ldd r22, Y+23
+	adc r22, r2
+	std Y+22, r22	; y = x + 19
+	ldd r22, Y+25
+	adc r22, r2
+	std Y+24, r22	; y = x + 19
+	ldd r22, Y+27
+	adc r22, r2
+	std Y+26, r22	; y = x + 19
+	ldd r22, Y+29
+	adc r22, r2
+	std Y+28, r22	; y = x + 19
+	ldd r22, Y+31
+	adc r22, r2
+	std Y+30, r22	; y = x + 19
+	ldd r22, Y+33
+	adc r22, r2
+	std Y+32, r22	; y = x + 19
+	ldd r22, Y+35
+	adc r22, r2
+	std Y+34, r22	; y = x + 19
+	ldd r22, Y+37
+	adc r22, r2
+	std Y+36, r22	; y = x + 19
+	ldd r22, Y+39
+	adc r22, r2
+	std Y+38, r22	; y = x + 19
+	ldd r22, Y+41
+	adc r22, r2
+	std Y+40, r22	; y = x + 19
+	ldd r22, Y+43
+	adc r22, r2
+	std Y+42, r22	; y = x + 19
+	ldd r22, Y+45
+	adc r22, r2
+	std Y+44, r22	; y = x + 19
+	ldd r22, Y+47
+	adc r22, r2
+	std Y+46, r22	; y = x + 19
+	ldd r22, Y+49
+	adc r22, r2
+	std Y+48, r22	; y = x + 19
+	ldd r22, Y+51
+	adc r22, r2
+	std Y+50, r22	; y = x + 19
+	ldd r22, Y+53
+	adc r22, r2
+	std Y+52, r22	; y = x + 19
+	ldd r22, Y+55
+	adc r22, r2
+	std Y+54, r22	; y = x + 19
+	ldd r22, Y+57
+	adc r22, r2
+	std Y+56, r22	; y = x + 19
+	ldd r22, Y+59
+	adc r22, r2
+	std Y+58, r22	; y = x + 19
+	ldd r22, Y+61
+	adc r22, r2
+	std Y+60, r22	; y = x + 19
+	ldd r22, Y+63
+	adc r22, r2
+	std Y+62, r22	; y = x + 19
+	lsl r22		; C = bit 255 of y
+	sbc r23, r23		; all ones if x >= p
+	lsr r22
+	std Y+62, r22	; y - 2^255 where it is taken
+	ldd r22, Y+0
+	ldd r20, Y+1
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+1, r22	; g
+	ldd r22, Y+2
+	ldd r20, Y+3
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+3, r22	; g
+	ldd r22, Y+4
+	ldd r20, Y+5
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+5, r22	; g
+	ldd r22, Y+6
+	ldd r20, Y+7
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+7, r22	; g
+	ldd r22, Y+8
+	ldd r20, Y+9
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+9, r22	; g
+	ldd r22, Y+10
+	ldd r20, Y+11
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+11, r22	; g
+	ldd r22, Y+12
+	ldd r20, Y+13
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+13, r22	; g
+	ldd r22, Y+14
+	ldd r20, Y+15
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+15, r22	; g
+	ldd r22, Y+16
+	ldd r20, Y+17
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+17, r22	; g
+	ldd r22, Y+18
+	ldd r20, Y+19
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+19, r22	; g
+	ldd r22, Y+20
+	ldd r20, Y+21
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+21, r22	; g
+	ldd r22, Y+22
+	ldd r20, Y+23
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+23, r22	; g
+	ldd r22, Y+24
+	ldd r20, Y+25
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+25, r22	; g
+	ldd r22, Y+26
+	ldd r20, Y+27
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+27, r22	; g
+	ldd r22, Y+28
+	ldd r20, Y+29
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+29, r22	; g
+	ldd r22, Y+30
+	ldd r20, Y+31
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+31, r22	; g
+	ldd r22, Y+32
+	ldd r20, Y+33
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+33, r22	; g
+	ldd r22, Y+34
+	ldd r20, Y+35
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+35, r22	; g
+	ldd r22, Y+36
+	ldd r20, Y+37
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+37, r22	; g
+	ldd r22, Y+38
+	ldd r20, Y+39
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+39, r22	; g
+	ldd r22, Y+40
+	ldd r20, Y+41
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+41, r22	; g
+	ldd r22, Y+42
+	ldd r20, Y+43
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+43, r22	; g
+	ldd r22, Y+44
+	ldd r20, Y+45
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+45, r22	; g
+	ldd r22, Y+46
+	ldd r20, Y+47
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+47, r22	; g
+	ldd r22, Y+48
+	ldd r20, Y+49
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+49, r22	; g
+	ldd r22, Y+50
+	ldd r20, Y+51
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+51, r22	; g
+	ldd r22, Y+52
+	ldd r20, Y+53
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+53, r22	; g
+	ldd r22, Y+54
+	ldd r20, Y+55
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+55, r22	; g
+	ldd r22, Y+56
+	ldd r20, Y+57
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+57, r22	; g
+	ldd r22, Y+58
+	ldd r20, Y+59
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+59, r22	; g
+	ldd r22, Y+60
+	ldd r20, Y+61
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+61, r22	; g
+	ldd r22, Y+62
+	ldd r20, Y+63
+	eor r22, r20
+	and r22, r23
+	eor r22, r20	; the selection
+	std Y+63, r22	; g
+	ldi r22, 0xED
+	std Y+0, r22
+	ldi r22, 0xFF
+	std Y+2, r22
+	std Y+4, r22
+	std Y+6, r22
+	std Y+8, r22
+	std Y+10, r22
+	std Y+12, r22
+	std Y+14, r22
+	std Y+16, r22
+	std Y+18, r22
+	std Y+20, r22
+	std Y+22, r22
+	std Y+24, r22
+	std Y+26, r22
+	std Y+28, r22
+	std Y+30, r22
+	std Y+32, r22
+	std Y+34, r22
+	std Y+36, r22
+	std Y+38, r22
+	std Y+40, r22
+	std Y+42, r22
+	std Y+44, r22
+	std Y+46, r22
+	std Y+48, r22
+	std Y+50, r22
+	std Y+52, r22
+	std Y+54, r22
+	std Y+56, r22
+	std Y+58, r22
+	std Y+60, r22
+	ldi r22, 0x7F
+	std Y+62, r22	; f = p
+	movw r30, r28
+	adiw r30, 63
+	adiw r30, 1		; Z = the frame + 64
+	st Z+, r2	; f_32
+	st Z+, r2	; g_32
+	ldi r22, 1
+	st Z+, r2	; d_0
+	st Z+, r22	; e_0 = 1
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	st Z+, r2
+	ldi r24, 1
+	clr r25
+	ldi r22, 4
+	mov r6, r22
+	ldi r22, 27
+	mov r7, r22
+	ldi r22, 19
+	mov r8, r22
+	ldi r22, 128
+	mov r9, r22
+	ldi r22, 124
+	mov r3, r22
+fe25519_invert_avr_batch:
+	ldd r20, Y+0	; the low bytes of f and g
+	ldd r21, Y+1
+	ldi r16, 1
+	clr r17
+	clr r18
+	ldi r19, 1
+	clr r22
+	clr r23
+	sub r22, r24
+	sbc r23, r25	; -delta
+	lsl r23
+	sbc r1, r1		; all ones if delta > 0
+	mov r23, r21
+	andi r23, 1
+	neg r23
+	and r1, r23		; s: swap
+	mov r22, r20
+	eor r22, r21
+	and r22, r1
+	eor r20, r22
+	eor r21, r22
+	mov r22, r16
+	eor r22, r18
+	and r22, r1
+	eor r16, r22
+	eor r18, r22
+	mov r22, r17
+	eor r22, r19
+	and r22, r1
+	eor r17, r22
+	eor r19, r22
+	eor r21, r1
+	sub r21, r1		; negated under s
+	eor r18, r1
+	sub r18, r1		; negated under s
+	eor r19, r1
+	sub r19, r1		; negated under s
+	eor r24, r1
+	eor r25, r1
+	sub r24, r1
+	sbc r25, r1
+	mov r23, r21
+	andi r23, 1
+	neg r23		; all ones if g is odd
+	mov r22, r20
+	and r22, r23
+	add r21, r22
+	mov r22, r16
+	and r22, r23
+	add r18, r22
+	mov r22, r17
+	and r22, r23
+	add r19, r22
+	lsr r21
+	lsl r16
+	lsl r17
+	adiw r24, 1
+	clr r22
+	clr r23
+	sub r22, r24
+	sbc r23, r25	; -delta
+	lsl r23
+	sbc r1, r1		; all ones if delta > 0
+	mov r23, r21
+	andi r23, 1
+	neg r23
+	and r1, r23		; s: swap
+	mov r22, r20
+	eor r22, r21
+	and r22, r1
+	eor r20, r22
+	eor r21, r22
+	mov r22, r16
+	eor r22, r18
+	and r22, r1
+	eor r16, r22
+	eor r18, r22
+	mov r22, r17
+	eor r22, r19
+	and r22, r1
+	eor r17, r22
+	eor r19, r22
+	eor r21, r1
+	sub r21, r1		; negated under s
+	eor r18, r1
+	sub r18, r1		; negated under s
+	eor r19, r1
+	sub r19, r1		; negated under s
+	eor r24, r1
+	eor r25, r1
+	sub r24, r1
+	sbc r25, r1
+	mov r23, r21
+	andi r23, 1
+	neg r23		; all ones if g is odd
+	mov r22, r20
+	and r22, r23
+	add r21, r22
+	mov r22, r16
+	and r22, r23
+	add r18, r22
+	mov r22, r17
+	and r22, r23
+	add r19, r22
+	lsr r21
+	lsl r16
+	lsl r17
+	adiw r24, 1
+	clr r22
+	clr r23
+	sub r22, r24
+	sbc r23, r25	; -delta
+	lsl r23
+	sbc r1, r1		; all ones if delta > 0
+	mov r23, r21
+	andi r23, 1
+	neg r23
+	and r1, r23		; s: swap
+	mov r22, r20
+	eor r22, r21
+	and r22, r1
+	eor r20, r22
+	eor r21, r22
+	mov r22, r16
+	eor r22, r18
+	and r22, r1
+	eor r16, r22
+	eor r18, r22
+	mov r22, r17
+	eor r22, r19
+	and r22, r1
+	eor r17, r22
+	eor r19, r22
+	eor r21, r1
+	sub r21, r1		; negated under s
+	eor r18, r1
+	sub r18, r1		; negated under s
+	eor r19, r1
+	sub r19, r1		; negated under s
+	eor r24, r1
+	eor r25, r1
+	sub r24, r1
+	sbc r25, r1
+	mov r23, r21
+	andi r23, 1
+	neg r23		; all ones if g is odd
+	mov r22, r20
+	and r22, r23
+	add r21, r22
+	mov r22, r16
+	and r22, r23
+	add r18, r22
+	mov r22, r17
+	and r22, r23
+	add r19, r22
+	lsr r21
+	lsl r16
+	lsl r17
+	adiw r24, 1
+	clr r22
+	clr r23
+	sub r22, r24
+	sbc r23, r25	; -delta
+	lsl r23
+	sbc r1, r1		; all ones if delta > 0
+	mov r23, r21
+	andi r23, 1
+	neg r23
+	and r1, r23		; s: swap
+	mov r22, r20
+	eor r22, r21
+	and r22, r1
+	eor r20, r22
+	eor r21, r22
+	mov r22, r16
+	eor r22, r18
+	and r22, r1
+	eor r16, r22
+	eor r18, r22
+	mov r22, r17
+	eor r22, r19
+	and r22, r1
+	eor r17, r22
+	eor r19, r22
+	eor r21, r1
+	sub r21, r1		; negated under s
+	eor r18, r1
+	sub r18, r1		; negated under s
+	eor r19, r1
+	sub r19, r1		; negated under s
+	eor r24, r1
+	eor r25, r1
+	sub r24, r1
+	sbc r25, r1
+	mov r23, r21
+	andi r23, 1
+	neg r23		; all ones if g is odd
+	mov r22, r20
+	and r22, r23
+	add r21, r22
+	mov r22, r16
+	and r22, r23
+	add r18, r22
+	mov r22, r17
+	and r22, r23
+	add r19, r22
+	lsr r21
+	lsl r16
+	lsl r17
+	adiw r24, 1
+	clr r22
+	clr r23
+	sub r22, r24
+	sbc r23, r25	; -delta
+	lsl r23
+	sbc r1, r1		; all ones if delta > 0
+	mov r23, r21
+	andi r23, 1
+	neg r23
+	and r1, r23		; s: swap
+	mov r22, r20
+	eor r22, r21
+	and r22, r1
+	eor r20, r22
+	eor r21, r22
+	mov r22, r16
+	eor r22, r18
+	and r22, r1
+	eor r16, r22
+	eor r18, r22
+	mov r22, r17
+	eor r22, r19
+	and r22, r1
+	eor r17, r22
+	eor r19, r22
+	eor r21, r1
+	sub r21, r1		; negated under s
+	eor r18, r1
+	sub r18, r1		; negated under s
+	eor r19, r1
+	sub r19, r1		; negated under s
+	eor r24, r1
+	eor r25, r1
+	sub r24, r1
+	sbc r25, r1
+	mov r23, r21
+	andi r23, 1
+	neg r23		; all ones if g is odd
+	mov r22, r20
+	and r22, r23
+	add r21, r22
+	mov r22, r16
+	and r22, r23
+	add r18, r22
+	mov r22, r17
+	and r22, r23
+	add r19, r22
+	lsr r21
+	lsl r16
+	lsl r17
+	adiw r24, 1
+	clr r22
+	clr r23
+	sub r22, r24
+	sbc r23, r25	; -delta
+	lsl r23
+	sbc r1, r1		; all ones if delta > 0
+	mov r23, r21
+	andi r23, 1
+	neg r23
+	and r1, r23		; s: swap
+	mov r22, r20
+	eor r22, r21
+	and r22, r1
+	eor r20, r22
+	eor r21, r22
+	mov r22, r16
+	eor r22, r18
+	and r22, r1
+	eor r16, r22
+	eor r18, r22
+	mov r22, r17
+	eor r22, r19
+	and r22, r1
+	eor r17, r22
+	eor r19, r22
+	eor r21, r1
+	sub r21, r1		; negated under s
+	eor r18, r1
+	sub r18, r1		; negated under s
+	eor r19, r1
+	sub r19, r1		; negated under s
+	eor r24, r1
+	eor r25, r1
+	sub r24, r1
+	sbc r25, r1
+	mov r23, r21
+	andi r23, 1
+	neg r23		; all ones if g is odd
+	mov r22, r20
+	and r22, r23
+	add r21, r22
+	mov r22, r16
+	and r22, r23
+	add r18, r22
+	mov r22, r17
+	and r22, r23
+	add r19, r22
+	lsr r21
+	lsl r16
+	lsl r17
+	adiw r24, 1
+	movw r30, r28
+	movw r26, r30	; Z reads the pair, X writes the results a position behind
+	clr r12
+	clr r13
+	clr r14
+	clr r15
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	lsl r20
+	sbc r20, r20	; sign extension
+	lsl r21
+	sbc r21, r21	; sign extension
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	movw r30, r28
+	adiw r30, 63
+	adiw r30, 3
+	movw r26, r30	; Z reads the pair, X writes the results a position behind
+	clr r12
+	clr r13
+	clr r14
+	clr r15
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r7
+	mov r22, r0
+	andi r22, 63		; m: the sum + m p divides by 64
+	mul r22, r8
+	sub r12, r0
+	sbc r13, r1		; - 19 m
+	mul r14, r7
+	mov r23, r0
+	andi r23, 63		; m: the sum + m p divides by 64
+	mul r23, r8
+	sub r14, r0
+	sbc r15, r1		; - 19 m
+	mul r12, r6
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r22, r9
+	add r12, r0
+	adc r13, r1		; + m 2^255
+	mul r23, r9
+	add r14, r0
+	adc r15, r1		; + m 2^255
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	ld r20, Z+
+	ld r21, Z+
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mov r12, r13
+	lsl r13
+	sbc r13, r13	; the sum shifts down a byte
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	mov r14, r15
+	lsl r15
+	sbc r15, r15	; the sum shifts down a byte
+	lsl r20
+	sbc r20, r20	; sign extension
+	lsl r21
+	sbc r21, r21	; sign extension
+	mulsu r16, r20
+	add r12, r0
+	adc r13, r1
+	mulsu r17, r21
+	add r12, r0
+	adc r13, r1
+	mulsu r18, r20
+	add r14, r0
+	adc r15, r1
+	mulsu r19, r21
+	add r14, r0
+	adc r15, r1
+	mul r12, r6
+	or r0, r10
+	st X+, r0		; result byte k - 1
+	mov r10, r1
+	mul r14, r6
+	or r0, r11
+	st X+, r0		; result byte k - 1
+	mov r11, r1
+	dec r3
+	breq fe25519_invert_avr_done
+	jmp fe25519_invert_avr_batch	; (the unrolled batch is beyond rjmp's reach)
+fe25519_invert_avr_done:
+	movw r30, r28
+	adiw r30, 63
+	adiw r30, 1
+	ld r23, Z		; f_32: all ones if f = -1
+	movw r30, r28
+	adiw r30, 63
+	adiw r30, 3	; Z = d
+	movw r26, r28	; X = the frame's start: r, 33 bytes
+	ldi r16, 0xED
+	ldi r17, 0xFF
+	ldi r18, 0x7F
+	mov r22, r23
+	lsr r22		; C = 1 if f = -1: -d = ~d + 1
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r2	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r16	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r17	; + 256 p
+	st X+, r22
+	ld r22, Z+
+	ld r20, Z+
+	eor r22, r23
+	adc r22, r18	; + 256 p
+	st X+, r22
+	movw r30, r28
+	adiw r30, 63
+	adiw r30, 37
+	ldd r27, Z+32
+	ldd r26, Z+33		; X = the output
+	ldd r22, Y+32
+	ldi r23, 38
+	mul r22, r23		; 19 (r >> 255) = 38 r_32 + 19 (bit 255)
+	ldd r22, Y+31
+	lsl r22
+	sbc r23, r23
+	andi r23, 19
+	add r0, r23
+	adc r1, r2
+	ldd r22, Y+0
+	add r22, r0
+	st X+, r22
+	ldd r22, Y+1
+	adc r22, r1
+	st X+, r22
+	ldd r22, Y+2
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+3
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+4
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+5
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+6
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+7
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+8
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+9
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+10
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+11
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+12
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+13
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+14
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+15
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+16
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+17
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+18
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+19
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+20
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+21
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+22
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+23
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+24
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+25
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+26
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+27
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+28
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+29
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+30
+	adc r22, r2
+	st X+, r22
+	ldd r22, Y+31
+	andi r22, 0x7F
+	adc r22, r2
+	st X+, r22
+	clr r1
+	movw r26, r28
+	ldi r22, 132
+fe25519_invert_avr_wipe:
+	st X+, r2
+	dec r22
+	brne fe25519_invert_avr_wipe
+	adiw r28, 63
+	adiw r28, 63
+	adiw r28, 7		; SP back above r's two bytes
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_invert_avr, . - fe25519_invert_avr

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Generates fe25519_mul.S, multiplication, squaring, the product with a
-small constant, addition and subtraction modulo 2^255 - 19 for AVR:
+small constant, addition, subtraction and inversion modulo 2^255 - 19 for
+AVR:
 
     void fe25519_mul_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
     void fe25519_sqr_avr(uint8_t r[32], const uint8_t a[32]);
     void fe25519_add_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
     void fe25519_sub_avr(uint8_t r[32], const uint8_t a[32], const uint8_t b[32]);
     void fe25519_mul_small_avr(uint8_t r[32], const uint8_t a[32], uint32_t c);
+    void fe25519_invert_avr(uint8_t r[32], const uint8_t a[32]);
 
-Operands are little-endian integers below 2^256 (field elements, not
+(the inversion is emitted by `fe25519_invert_gen.py`: Bernstein-Yang
+divsteps, see there). Operands are little-endian integers below 2^256 (field elements, not
 necessarily fully reduced); r receives a value below 2^256 congruent to the
 product. r must not overlap a or b (a and b may be the same).
 
@@ -41,10 +44,18 @@ Straight-line code, no data-dependent branch or address: constant time.
 Used by `crates/x25519-avr`, tested against its portable field in simavr.
 
 Registers: the zero register is r2 in multiplication and squaring (r21 in
-addition and subtraction); r is pushed below the frame and read back for the
-fold; X walks t, Y walks a, Z walks b (in `fe25519_mul128`, X walks a and
-its 32-byte product is under Y).
+addition and subtraction); r is pushed just before the frame is opened (it
+sits at t + frame size, above t) and read back for the fold. Looped
+multiplication and squaring: X walks t, Y walks a, Z walks b.
+`fe25519_mul128`: X walks a, Z walks b, its product is under Y. The
+Karatsuba multiplication reads a and b under Y and Z by offset, writes the
+differences through X, then combines with Y = t and Z walking M, and X
+walking r; its stack peak is 152 bytes (18 saved registers, r, the 128-byte
+frame, two return addresses), the squaring's 86. r is written only after
+the last read of a and b.
 """
+
+from fe25519_invert_gen import emit_invert
 
 o = []
 e = o.append
@@ -654,7 +665,8 @@ def emit_mul_small(looped=False):
 def main(argv):
     """`gen_fe25519.py` prints fe25519_mul.S (unrolled, fastest);
     `gen_fe25519.py --compact` prints fe25519_compact.S (the multiplication
-    looped over its rows, squaring through it: ~6 KB instead of ~14 KB)."""
+    looped over its rows, squaring through it, the inversion looped: ~6.5 KB
+    instead of ~20 KB)."""
     compact = argv[1:] == ["--compact"]
     assert argv[1:] in ([], ["--compact"]), "usage: gen_fe25519.py [--compact]"
     name = "fe25519_compact.S" if compact else "fe25519_mul.S"
@@ -670,6 +682,7 @@ def main(argv):
         emit_sqr_unrolled()
         emit_add_sub()
     emit_mul_small(looped=compact)
+    emit_invert(e, frame_alloc, close_frame, looped=compact)
     print("\n".join(o))
 
 

@@ -119,9 +119,17 @@ impl Fe {
         a
     }
 
+    /// a^(−1) (0 for 0): on AVR by divsteps in assembly, elsewhere
+    /// [`invert_portable`] (see [`crate::backend::invert`]).
+    pub fn invert(&self) -> Fe {
+        let mut r = Fe::ZERO;
+        crate::backend::invert(&mut r.0, &self.0);
+        r
+    }
+
     /// a^(p − 2) = a^(−1) (0 for 0), by the fixed chain of 254 squarings
     /// and 11 multiplications.
-    pub fn invert(&self) -> Fe {
+    fn invert_by_fermat(&self) -> Fe {
         let z2 = self.square();
         let z9 = z2.square_n(2).mul(self);
         let z11 = z9.mul(&z2);
@@ -169,6 +177,12 @@ impl Zeroize for Fe {
     fn zeroize(&mut self) {
         self.0.zeroize();
     }
+}
+
+/// `r` ← a^(−1) (0 for 0) by Fermat's little theorem, a^(p − 2): the
+/// portable inversion and the reference of the assembly's.
+pub fn invert_portable(r: &mut [u8; 32], a: &[u8; 32]) {
+    *r = Fe(*a).invert_by_fermat().0;
 }
 
 /// Swaps `a` and `b` if `swap` is 1 (0 or 1 only), without a branch.

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
 use x25519_avr::edwards::{select_niels_portable, BASE_TABLE, NIELS_LEN, ROWS, ROW_LEN};
-use x25519_avr::field::{add_portable, mul_portable, mul_small_portable, sub_portable};
+use x25519_avr::field::{add_portable, invert_portable, mul_portable, mul_small_portable, sub_portable, Fe};
+
+/// Random inputs of the inversion test (each about 0.4 M cycles in simavr).
+const INVERSIONS: usize = 300;
 
 /// The harness around one of the two generated assemblies.
 fn build_harness(assembly: &str) -> PathBuf {
@@ -72,10 +75,14 @@ fn check_assembly(assembly: &str) {
     cases.extend([
         (equal_halves, [0xFF; 32]),
         ([0xFF; 32], equal_halves),
+        // A zero middle product under a negative sign mask.
+        (equal_halves, halves(0, 0xFF)),
+        (halves(0, 0xFF), equal_halves),
+        // Negative middle sign, both orientations; positive, both.
         (halves(0, 0xFF), halves(0xFF, 0)),
+        (halves(0xFF, 0), halves(0, 0xFF)),
         (halves(0, 0xFF), halves(0, 0xFF)),
         (halves(0xFF, 0), halves(0xFF, 0)),
-        (halves(0xFF, 0), p),
     ]);
     for _ in 0..2000 {
         let a: [u8; 32] = core::array::from_fn(|_| next());
@@ -90,6 +97,7 @@ fn check_assembly(assembly: &str) {
         "fe25519_sub_avr",
         "fe25519_mul_small_avr",
         "ed25519_select_avr",
+        "fe25519_invert_avr",
     ];
     // The small constants: the ladder's two, the extremes of [0, 2^24).
     for c in [121_665u32, 9, 0, 1, (1 << 24) - 1] {
@@ -151,13 +159,45 @@ fn check_assembly(assembly: &str) {
             selections += 1;
         }
     }
+    // Inversion: edges (0 and the other multiples of p, 1, p ± 1, the top
+    // bit, all ones) and random values, compared as canonical residues.
+    let mut inversions: Vec<[u8; 32]> = vec![[0; 32], one, p, [0xFF; 32]];
+    let two_p: [u8; 32] = core::array::from_fn(|i| if i == 0 { 0xDA } else { 0xFF });
+    let mut p_plus_one = p;
+    p_plus_one[0] += 1;
+    let mut p_minus_one = p;
+    p_minus_one[0] -= 1;
+    let top: [u8; 32] = core::array::from_fn(|i| if i == 31 { 0x80 } else { 0 });
+    let nineteen: [u8; 32] = core::array::from_fn(|i| if i == 0 { 19 } else { 0 });
+    inversions.extend([two_p, p_plus_one, p_minus_one, top, nineteen, equal_halves]);
+    for _ in 0..INVERSIONS {
+        inversions.push(core::array::from_fn(|_| next()));
+    }
+    for (n, a) in inversions.iter().enumerate() {
+        let mut request = vec![7];
+        request.extend_from_slice(a);
+        request.resize(65, 0);
+        sim.send(&request);
+        let reply = sim.run_until_output(65, 20_000_000).expect("harness answers");
+        let mut expected = [0u8; 32];
+        invert_portable(&mut expected, a);
+        let expected = Fe(expected).to_bytes();
+        let first: [u8; 32] = reply[..32].try_into().unwrap();
+        let second: [u8; 32] = reply[32..64].try_into().unwrap();
+        assert_eq!(Fe(first).to_bytes(), expected, "fe25519_invert_avr, case {n}");
+        assert_eq!(second, first, "fe25519_invert_avr, case {n}, ABI-checked call");
+        assert_eq!(
+            reply[64], 0,
+            "fe25519_invert_avr: callee-saved registers or r1 not preserved"
+        );
+    }
     sim.send(&[0]);
     sim.run_to_exit(1_000_000).expect("harness stops");
     let mut by_op: BTreeMap<u8, Vec<(u64, u16)>> = BTreeMap::new();
     for w in windows(&sim.take_markers()).expect("paired markers") {
         by_op.entry(w.id).or_default().push((w.cycles, w.stack_bytes));
     }
-    assert_eq!(by_op.len(), 6);
+    assert_eq!(by_op.len(), 7);
     for (op, runs) in by_op {
         let min = runs.iter().map(|r| r.0).min().unwrap();
         let max = runs.iter().map(|r| r.0).max().unwrap();
@@ -167,7 +207,12 @@ fn check_assembly(assembly: &str) {
             "{assembly} {name}: {min} cycles (max {max}), {stack} bytes of stack, {} runs",
             runs.len()
         );
-        assert_eq!(runs.len(), if op == 6 { selections } else { cases.len() });
+        let expected_runs = match op {
+            6 => selections,
+            7 => inversions.len(),
+            _ => cases.len(),
+        };
+        assert_eq!(runs.len(), expected_runs);
         assert_eq!(min, max, "{name}: the cycle count depends on the operands");
     }
 }

@@ -1,7 +1,8 @@
 /* Simulator harness for the AVR field multiplication and squaring (built by
  * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 3 = a+b, 4 = a-b,
  * 5 = a*c with c = b[0..3] little-endian, 6 = select the entry of
- * signed digit a[1] of row a[0] of the fixed-base table, 0 ends), a[32], b[32].
+ * signed digit a[1] of row a[0] of the fixed-base table, 7 = a^-1, 0 ends),
+ * a[32], b[32].
  * Reply: r of the timed call, r of a second, ABI-checked call, the ABI byte
  * (r is 96 bytes for op 6, 32 otherwise). */
 #include "../../../../asm-avr/test/uart.h"
@@ -11,6 +12,7 @@ extern void fe25519_sqr_avr(uint8_t *r, const uint8_t *a);
 extern void fe25519_mul_small_avr(uint8_t *r, const uint8_t *a, uint32_t c);
 extern void fe25519_add_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
 extern void fe25519_sub_avr(uint8_t *r, const uint8_t *a, const uint8_t *b);
+extern void fe25519_invert_avr(uint8_t *r, const uint8_t *a);
 extern void ed25519_select_avr(uint8_t *out, const uint8_t *row, int8_t digit);
 extern const uint8_t base_table[];
 extern uint8_t avr_abi_check(void (*routine)(void *, uint8_t), void *arg, uint8_t arg2);
@@ -30,6 +32,8 @@ static void call(void *out, uint8_t op)
 		fe25519_add_avr((uint8_t *)out, a, b);
 	else if (op == 4)
 		fe25519_sub_avr((uint8_t *)out, a, b);
+	else if (op == 7)
+		fe25519_invert_avr((uint8_t *)out, a);
 	else /* last, so the field routines' timed dispatch is as before */
 		ed25519_select_avr((uint8_t *)out, base_table + 768u * a[0], (int8_t)a[1]);
 }
