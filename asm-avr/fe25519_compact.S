@@ -2044,503 +2044,89 @@ fe25519_invert_avr:
 	lsl r22		; C = bit 255 of a
 	sbc r23, r23
 	andi r23, 19
-	ldd r22, Z+0
+	movw r26, r28
+	adiw r26, 1		; X = x_0
+	ld r22, Z+
 	add r22, r23
-	std Y+1, r22	; x
-	ldd r22, Z+1
+	st X+, r22	; x
+	st X+, r22	; (y's byte, written next)
+	ldi r21, 30
+	mov r4, r21
+1:
+	ld r22, Z+
 	adc r22, r2
-	std Y+3, r22	; x
-	ldd r22, Z+2
-	adc r22, r2
-	std Y+5, r22	; x
-	ldd r22, Z+3
-	adc r22, r2
-	std Y+7, r22	; x
-	ldd r22, Z+4
-	adc r22, r2
-	std Y+9, r22	; x
-	ldd r22, Z+5
-	adc r22, r2
-	std Y+11, r22	; x
-	ldd r22, Z+6
-	adc r22, r2
-	std Y+13, r22	; x
-	ldd r22, Z+7
-	adc r22, r2
-	std Y+15, r22	; x
-	ldd r22, Z+8
-	adc r22, r2
-	std Y+17, r22	; x
-	ldd r22, Z+9
-	adc r22, r2
-	std Y+19, r22	; x
-	ldd r22, Z+10
-	adc r22, r2
-	std Y+21, r22	; x
-	ldd r22, Z+11
-	adc r22, r2
-	std Y+23, r22	; x
-	ldd r22, Z+12
-	adc r22, r2
-	std Y+25, r22	; x
-	ldd r22, Z+13
-	adc r22, r2
-	std Y+27, r22	; x
-	ldd r22, Z+14
-	adc r22, r2
-	std Y+29, r22	; x
-	ldd r22, Z+15
-	adc r22, r2
-	std Y+31, r22	; x
-	ldd r22, Z+16
-	adc r22, r2
-	std Y+33, r22	; x
-	ldd r22, Z+17
-	adc r22, r2
-	std Y+35, r22	; x
-	ldd r22, Z+18
-	adc r22, r2
-	std Y+37, r22	; x
-	ldd r22, Z+19
-	adc r22, r2
-	std Y+39, r22	; x
-	ldd r22, Z+20
-	adc r22, r2
-	std Y+41, r22	; x
-	ldd r22, Z+21
-	adc r22, r2
-	std Y+43, r22	; x
-	ldd r22, Z+22
-	adc r22, r2
-	std Y+45, r22	; x
-	ldd r22, Z+23
-	adc r22, r2
-	std Y+47, r22	; x
-	ldd r22, Z+24
-	adc r22, r2
-	std Y+49, r22	; x
-	ldd r22, Z+25
-	adc r22, r2
-	std Y+51, r22	; x
-	ldd r22, Z+26
-	adc r22, r2
-	std Y+53, r22	; x
-	ldd r22, Z+27
-	adc r22, r2
-	std Y+55, r22	; x
-	ldd r22, Z+28
-	adc r22, r2
-	std Y+57, r22	; x
-	ldd r22, Z+29
-	adc r22, r2
-	std Y+59, r22	; x
-	ldd r22, Z+30
-	adc r22, r2
-	std Y+61, r22	; x
-	ldd r22, Z+31
+	st X+, r22	; x
+	st X+, r22	; (y's byte, written next)
+	dec r4
+	brne 1b
+	ld r22, Z+
 	andi r22, 0x7F
 	adc r22, r2
-	std Y+63, r22	; x
+	st X+, r22	; x
+	movw r30, r28
+	adiw r30, 1		; Z = x_0
+	movw r26, r28	; X = y_0
 	ldi r23, 19
-	ldd r22, Y+1
+	ld r22, Z+
+	ld r20, Z+	; (x's next byte: skipped)
 	add r22, r23
-	std Y+0, r22	; y = x + 19
-	ldd r22, Y+3
+	st X+, r22	; y = x + 19
+	ld r20, X+	; (skips x)
+	ldi r21, 31
+	mov r4, r21
+1:
+	ld r22, Z+
+	ld r20, Z+	; (x's next byte: skipped)
 	adc r22, r2
-	std Y+2, r22	; y = x + 19
-	ldd r22, Y+5
-	adc r22, r2
-	std Y+4, r22	; y = x + 19
-	ldd r22, Y+7
-	adc r22, r2
-	std Y+6, r22	; y = x + 19
-	ldd r22, Y+9
-	adc r22, r2
-	std Y+8, r22	; y = x + 19
-	ldd r22, Y+11
-	adc r22, r2
-	std Y+10, r22	; y = x + 19
-	ldd r22, Y+13
-	adc r22, r2
-	std Y+12, r22	; y = x + 19
-	ldd r22, Y+15
-	adc r22, r2
-	std Y+14, r22	; y = x + 19
-	ldd r22, Y+17
-	adc r22, r2
-	std Y+16, r22	; y = x + 19
-	ldd r22, Y+19
-	adc r22, r2
-	std Y+18, r22	; y = x + 19
-	ldd r22, Y+21
-	adc r22, r2
-	std Y+20, r22	; y = x + 19
-	ldd r22, Y+23
-	adc r22, r2
-	std Y+22, r22	; y = x + 19
-	ldd r22, Y+25
-	adc r22, r2
-	std Y+24, r22	; y = x + 19
-	ldd r22, Y+27
-	adc r22, r2
-	std Y+26, r22	; y = x + 19
-	ldd r22, Y+29
-	adc r22, r2
-	std Y+28, r22	; y = x + 19
-	ldd r22, Y+31
-	adc r22, r2
-	std Y+30, r22	; y = x + 19
-	ldd r22, Y+33
-	adc r22, r2
-	std Y+32, r22	; y = x + 19
-	ldd r22, Y+35
-	adc r22, r2
-	std Y+34, r22	; y = x + 19
-	ldd r22, Y+37
-	adc r22, r2
-	std Y+36, r22	; y = x + 19
-	ldd r22, Y+39
-	adc r22, r2
-	std Y+38, r22	; y = x + 19
-	ldd r22, Y+41
-	adc r22, r2
-	std Y+40, r22	; y = x + 19
-	ldd r22, Y+43
-	adc r22, r2
-	std Y+42, r22	; y = x + 19
-	ldd r22, Y+45
-	adc r22, r2
-	std Y+44, r22	; y = x + 19
-	ldd r22, Y+47
-	adc r22, r2
-	std Y+46, r22	; y = x + 19
-	ldd r22, Y+49
-	adc r22, r2
-	std Y+48, r22	; y = x + 19
-	ldd r22, Y+51
-	adc r22, r2
-	std Y+50, r22	; y = x + 19
-	ldd r22, Y+53
-	adc r22, r2
-	std Y+52, r22	; y = x + 19
-	ldd r22, Y+55
-	adc r22, r2
-	std Y+54, r22	; y = x + 19
-	ldd r22, Y+57
-	adc r22, r2
-	std Y+56, r22	; y = x + 19
-	ldd r22, Y+59
-	adc r22, r2
-	std Y+58, r22	; y = x + 19
-	ldd r22, Y+61
-	adc r22, r2
-	std Y+60, r22	; y = x + 19
-	ldd r22, Y+63
-	adc r22, r2
-	std Y+62, r22	; y = x + 19
+	st X+, r22	; y = x + 19
+	ld r20, X+	; (skips x)
+	dec r4
+	brne 1b
 	lsl r22		; C = bit 255 of y
 	sbc r23, r23		; all ones if x >= p
 	lsr r22
 	std Y+62, r22	; y - 2^255 where it is taken
-	ldd r22, Y+0
-	ldd r20, Y+1
+	movw r30, r28	; Z = (y_0, x_0)
+	movw r26, r28
+	adiw r26, 1		; X = x_0
+	ldi r21, 32
+	mov r4, r21
+1:
+	ld r22, Z+
+	ld r20, Z+
 	eor r22, r20
 	and r22, r23
 	eor r22, r20	; the selection
-	std Y+1, r22	; g
-	ldd r22, Y+2
-	ldd r20, Y+3
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+3, r22	; g
-	ldd r22, Y+4
-	ldd r20, Y+5
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+5, r22	; g
-	ldd r22, Y+6
-	ldd r20, Y+7
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+7, r22	; g
-	ldd r22, Y+8
-	ldd r20, Y+9
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+9, r22	; g
-	ldd r22, Y+10
-	ldd r20, Y+11
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+11, r22	; g
-	ldd r22, Y+12
-	ldd r20, Y+13
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+13, r22	; g
-	ldd r22, Y+14
-	ldd r20, Y+15
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+15, r22	; g
-	ldd r22, Y+16
-	ldd r20, Y+17
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+17, r22	; g
-	ldd r22, Y+18
-	ldd r20, Y+19
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+19, r22	; g
-	ldd r22, Y+20
-	ldd r20, Y+21
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+21, r22	; g
-	ldd r22, Y+22
-	ldd r20, Y+23
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+23, r22	; g
-	ldd r22, Y+24
-	ldd r20, Y+25
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+25, r22	; g
-	ldd r22, Y+26
-	ldd r20, Y+27
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+27, r22	; g
-	ldd r22, Y+28
-	ldd r20, Y+29
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+29, r22	; g
-	ldd r22, Y+30
-	ldd r20, Y+31
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+31, r22	; g
-	ldd r22, Y+32
-	ldd r20, Y+33
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+33, r22	; g
-	ldd r22, Y+34
-	ldd r20, Y+35
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+35, r22	; g
-	ldd r22, Y+36
-	ldd r20, Y+37
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+37, r22	; g
-	ldd r22, Y+38
-	ldd r20, Y+39
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+39, r22	; g
-	ldd r22, Y+40
-	ldd r20, Y+41
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+41, r22	; g
-	ldd r22, Y+42
-	ldd r20, Y+43
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+43, r22	; g
-	ldd r22, Y+44
-	ldd r20, Y+45
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+45, r22	; g
-	ldd r22, Y+46
-	ldd r20, Y+47
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+47, r22	; g
-	ldd r22, Y+48
-	ldd r20, Y+49
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+49, r22	; g
-	ldd r22, Y+50
-	ldd r20, Y+51
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+51, r22	; g
-	ldd r22, Y+52
-	ldd r20, Y+53
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+53, r22	; g
-	ldd r22, Y+54
-	ldd r20, Y+55
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+55, r22	; g
-	ldd r22, Y+56
-	ldd r20, Y+57
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+57, r22	; g
-	ldd r22, Y+58
-	ldd r20, Y+59
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+59, r22	; g
-	ldd r22, Y+60
-	ldd r20, Y+61
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+61, r22	; g
-	ldd r22, Y+62
-	ldd r20, Y+63
-	eor r22, r20
-	and r22, r23
-	eor r22, r20	; the selection
-	std Y+63, r22	; g
+	st X+, r22	; g
+	ld r20, X+	; (skips y)
+	dec r4
+	brne 1b
+	movw r26, r28
 	ldi r22, 0xED
-	std Y+0, r22
-	ldi r22, 0xFF
-	std Y+2, r22
-	std Y+4, r22
-	std Y+6, r22
-	std Y+8, r22
-	std Y+10, r22
-	std Y+12, r22
-	std Y+14, r22
-	std Y+16, r22
-	std Y+18, r22
-	std Y+20, r22
-	std Y+22, r22
-	std Y+24, r22
-	std Y+26, r22
-	std Y+28, r22
-	std Y+30, r22
-	std Y+32, r22
-	std Y+34, r22
-	std Y+36, r22
-	std Y+38, r22
-	std Y+40, r22
-	std Y+42, r22
-	std Y+44, r22
-	std Y+46, r22
-	std Y+48, r22
-	std Y+50, r22
-	std Y+52, r22
-	std Y+54, r22
-	std Y+56, r22
-	std Y+58, r22
-	std Y+60, r22
+	st X+, r22
+	ld r22, X+	; (g)
+	ldi r23, 0xFF
+	ldi r21, 30
+	mov r4, r21
+1:
+	st X+, r23
+	ld r22, X+	; (g)
+	dec r4
+	brne 1b
 	ldi r22, 0x7F
-	std Y+62, r22	; f = p
-	movw r30, r28
-	adiw r30, 63
-	adiw r30, 1		; Z = the frame + 64
-	st Z+, r2	; f_32
-	st Z+, r2	; g_32
+	st X+, r22	; f = p
+	ld r22, X+
+	st X+, r2	; f_32
+	st X+, r2	; g_32
 	ldi r22, 1
-	st Z+, r2	; d_0
-	st Z+, r22	; e_0 = 1
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
-	st Z+, r2
+	st X+, r2	; d_0
+	st X+, r22	; e_0 = 1
+	ldi r21, 64
+	mov r4, r21
+1:
+	st X+, r2
+	dec r4
+	brne 1b
 	ldi r24, 1
 	clr r25
 	ldi r22, 4
@@ -2946,167 +2532,27 @@ fe25519_invert_avr_done:
 	mov r22, r23
 	lsr r22		; C = 1 if f = -1: -d = ~d + 1
 	ld r22, Z+
-	ld r20, Z+
+	ld r20, Z+	; (e)
 	eor r22, r23
 	adc r22, r2	; + 256 p
 	st X+, r22
 	ld r22, Z+
-	ld r20, Z+
+	ld r20, Z+	; (e)
 	eor r22, r23
 	adc r22, r16	; + 256 p
 	st X+, r22
+	ldi r19, 30
+	mov r4, r19
+1:
 	ld r22, Z+
-	ld r20, Z+
+	ld r20, Z+	; (e)
 	eor r22, r23
 	adc r22, r17	; + 256 p
 	st X+, r22
+	dec r4
+	brne 1b
 	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
-	eor r22, r23
-	adc r22, r17	; + 256 p
-	st X+, r22
-	ld r22, Z+
-	ld r20, Z+
+	ld r20, Z+	; (e)
 	eor r22, r23
 	adc r22, r18	; + 256 p
 	st X+, r22
@@ -3124,100 +2570,22 @@ fe25519_invert_avr_done:
 	andi r23, 19
 	add r0, r23
 	adc r1, r2
-	ldd r22, Y+0
+	movw r30, r28	; Z = r's bytes
+	ld r22, Z+
 	add r22, r0
 	st X+, r22
-	ldd r22, Y+1
+	ld r22, Z+
 	adc r22, r1
 	st X+, r22
-	ldd r22, Y+2
+	ldi r19, 29
+	mov r4, r19
+1:
+	ld r22, Z+
 	adc r22, r2
 	st X+, r22
-	ldd r22, Y+3
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+4
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+5
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+6
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+7
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+8
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+9
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+10
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+11
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+12
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+13
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+14
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+15
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+16
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+17
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+18
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+19
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+20
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+21
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+22
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+23
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+24
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+25
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+26
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+27
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+28
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+29
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+30
-	adc r22, r2
-	st X+, r22
-	ldd r22, Y+31
+	dec r4
+	brne 1b
+	ld r22, Z+
 	andi r22, 0x7F
 	adc r22, r2
 	st X+, r22
