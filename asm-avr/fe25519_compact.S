@@ -2201,9 +2201,7 @@ fe25519_invert_avr_step:
 	lsl r17
 	adiw r24, 1
 	dec r4
-	breq fe25519_invert_avr_stepped
-	rjmp fe25519_invert_avr_step
-fe25519_invert_avr_stepped:
+	brne fe25519_invert_avr_step
 	movw r30, r28
 	movw r26, r30	; Z reads the pair, X writes the results a position behind
 	clr r12

@@ -59,16 +59,14 @@ U, V, Q, R = "r16", "r17", "r18", "r19"
 LOW = ("r20", "r21")  # the bytes of the pair read at a position
 T0, T1 = "r22", "r23"  # temporaries; m_d, m_e in the d/e application
 DELTA = ("r24", "r25")
-SAVED = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
 
 
-def emit_invert(e, frame_alloc, close_frame, looped=False):
+def emit_invert(e, asm, looped=False):
+    """`asm`: gen_fe25519's `prologue`, `epilogue`, `frame_alloc`,
+    `close_frame` and its list of saved registers (r2..r17, r28, r29)."""
+    prologue, epilogue, frame_alloc, close_frame, saved = asm
     name = "fe25519_invert_avr"
-    e(f"\t.global {name}")
-    e(f"\t.type {name}, @function")
-    e(f"{name}:")
-    for r in SAVED:
-        e(f"\tpush {r}")
+    prologue(name, saved)
     e("\tmovw r30, r22\t; Z = a")
     frame_alloc(FRAME)
     e("\tmovw r28, r26\t; Y = the frame")
@@ -90,9 +88,7 @@ def emit_invert(e, frame_alloc, close_frame, looped=False):
         e(f"{name}_step:")
         divstep(e)
         e(f"\tdec {COUNT}")
-        e(f"\tbreq {name}_stepped")
-        e(f"\trjmp {name}_step")
-        e(f"{name}_stepped:")
+        e(f"\tbrne {name}_step")
     else:
         for _ in range(STEPS):
             divstep(e)
@@ -110,10 +106,7 @@ def emit_invert(e, frame_alloc, close_frame, looped=False):
     e(f"\tdec {T0}")
     e(f"\tbrne {name}_wipe")
     close_frame(FRAME)
-    for r in reversed(SAVED):
-        e(f"\tpop {r}")
-    e("\tret")
-    e(f"\t.size {name}, . - {name}")
+    epilogue(name, saved)
 
 
 def counted(e, count, body, scratch):

@@ -682,7 +682,7 @@ def main(argv):
         emit_sqr_unrolled()
         emit_add_sub()
     emit_mul_small(looped=compact)
-    emit_invert(e, frame_alloc, close_frame, looped=compact)
+    emit_invert(e, (prologue, epilogue, frame_alloc, close_frame, SAVED), looped=compact)
     print("\n".join(o))
 
 

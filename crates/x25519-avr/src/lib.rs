@@ -6,12 +6,11 @@
 //!
 //! The field works on 32 little-endian bytes ([`field`]); multiplication,
 //! squaring, addition, subtraction and inversion are one swap point
-//! ([`backend`]): on
-//! AVR the generated assembly of `asm-avr/fe25519_mul.S` (selected by
-//! `build.rs`, `cfg(fe25519_asm)`), elsewhere the portable functions of
-//! [`field`], which always compile and are the reference the assembly is
-//! tested against in simavr (`tests/avr_fe25519.rs`). The ladder is tested against `x25519-dalek` and
-//! the RFC's vectors.
+//! ([`backend`]): on AVR the generated assembly of `asm-avr/fe25519_mul.S`
+//! (selected by `build.rs`, `cfg(fe25519_asm)`), elsewhere the portable
+//! functions of [`field`], which always compile and are the reference the
+//! assembly is tested against in simavr (`tests/avr_fe25519.rs`). The
+//! ladder is tested against `x25519-dalek` and the RFC's vectors.
 //!
 //! ```
 //! let sk = [7u8; 32];

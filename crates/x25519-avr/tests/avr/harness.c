@@ -1,4 +1,4 @@
-/* Simulator harness for the AVR field multiplication and squaring (built by
+/* Simulator harness for the AVR field arithmetic (built by
  * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 3 = a+b, 4 = a-b,
  * 5 = a*c with c = b[0..3] little-endian, 6 = select the entry of
  * signed digit a[1] of row a[0] of the fixed-base table, 7 = a^-1, 0 ends),
