@@ -19,8 +19,8 @@ bytes: |u| + |v| <= 2^STEPS = 64), and then applies it to the full numbers:
 with m = 27 * (low byte of the sum) mod 64 (27 = -p^(-1) mod 64), so that
 the sums divide exactly; m p = m 2^255 - 19 m is two small additions. The
 invariants f = d a, g = e a (mod p) hold throughout. 124 x 6 = 744 divsteps
-exceed the 739 that Theorem 11.2 of the paper requires for 255-bit inputs,
-so g ends at 0 and f at +-1 (f = p for a = 0): a^(-1) = f d. Then
+exceed the floor((49 d + 57) / 17) = 738 that Theorem 11.2 of the paper
+requires for f, g < 2^255 (d = 255, delta starting at 1), so g ends at 0 and f at +-1 (f = p for a = 0): a^(-1) = f d. Then
 |d| < 125 p < 2^262, and r = f d + 256 p (positive, below 2^264) is folded
 with 2^255 = 19 below 2^256.
 
