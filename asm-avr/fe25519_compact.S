@@ -1334,15 +1334,15 @@ fe25519_mul_avr:
 	movw r26, r24		; X = r
 	ldi r16, 38
 	clr r17		; fold carry
-	ldd r22, Y+32
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+32	; t_hi
+	mul r22, r16
 	ldd r22, Y+0
 	add r0, r22
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+33
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+33	; t_hi
+	mul r22, r16
 	ldd r22, Y+1
 	add r0, r22
 	adc r1, r2
@@ -1350,8 +1350,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+34
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+34	; t_hi
+	mul r22, r16
 	ldd r22, Y+2
 	add r0, r22
 	adc r1, r2
@@ -1359,8 +1359,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+35
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+35	; t_hi
+	mul r22, r16
 	ldd r22, Y+3
 	add r0, r22
 	adc r1, r2
@@ -1368,8 +1368,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+36
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+36	; t_hi
+	mul r22, r16
 	ldd r22, Y+4
 	add r0, r22
 	adc r1, r2
@@ -1377,8 +1377,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+37
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+37	; t_hi
+	mul r22, r16
 	ldd r22, Y+5
 	add r0, r22
 	adc r1, r2
@@ -1386,8 +1386,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+38
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+38	; t_hi
+	mul r22, r16
 	ldd r22, Y+6
 	add r0, r22
 	adc r1, r2
@@ -1395,8 +1395,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+39
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+39	; t_hi
+	mul r22, r16
 	ldd r22, Y+7
 	add r0, r22
 	adc r1, r2
@@ -1404,8 +1404,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+40
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+40	; t_hi
+	mul r22, r16
 	ldd r22, Y+8
 	add r0, r22
 	adc r1, r2
@@ -1413,8 +1413,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+41
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+41	; t_hi
+	mul r22, r16
 	ldd r22, Y+9
 	add r0, r22
 	adc r1, r2
@@ -1422,8 +1422,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+42
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+42	; t_hi
+	mul r22, r16
 	ldd r22, Y+10
 	add r0, r22
 	adc r1, r2
@@ -1431,8 +1431,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+43
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+43	; t_hi
+	mul r22, r16
 	ldd r22, Y+11
 	add r0, r22
 	adc r1, r2
@@ -1440,8 +1440,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+44
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+44	; t_hi
+	mul r22, r16
 	ldd r22, Y+12
 	add r0, r22
 	adc r1, r2
@@ -1449,8 +1449,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+45
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+45	; t_hi
+	mul r22, r16
 	ldd r22, Y+13
 	add r0, r22
 	adc r1, r2
@@ -1458,8 +1458,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+46
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+46	; t_hi
+	mul r22, r16
 	ldd r22, Y+14
 	add r0, r22
 	adc r1, r2
@@ -1467,8 +1467,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+47
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+47	; t_hi
+	mul r22, r16
 	ldd r22, Y+15
 	add r0, r22
 	adc r1, r2
@@ -1476,8 +1476,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+48
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+48	; t_hi
+	mul r22, r16
 	ldd r22, Y+16
 	add r0, r22
 	adc r1, r2
@@ -1485,8 +1485,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+49
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+49	; t_hi
+	mul r22, r16
 	ldd r22, Y+17
 	add r0, r22
 	adc r1, r2
@@ -1494,8 +1494,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+50
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+50	; t_hi
+	mul r22, r16
 	ldd r22, Y+18
 	add r0, r22
 	adc r1, r2
@@ -1503,8 +1503,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+51
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+51	; t_hi
+	mul r22, r16
 	ldd r22, Y+19
 	add r0, r22
 	adc r1, r2
@@ -1512,8 +1512,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+52
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+52	; t_hi
+	mul r22, r16
 	ldd r22, Y+20
 	add r0, r22
 	adc r1, r2
@@ -1521,8 +1521,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+53
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+53	; t_hi
+	mul r22, r16
 	ldd r22, Y+21
 	add r0, r22
 	adc r1, r2
@@ -1530,8 +1530,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+54
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+54	; t_hi
+	mul r22, r16
 	ldd r22, Y+22
 	add r0, r22
 	adc r1, r2
@@ -1539,8 +1539,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+55
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+55	; t_hi
+	mul r22, r16
 	ldd r22, Y+23
 	add r0, r22
 	adc r1, r2
@@ -1548,8 +1548,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+56
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+56	; t_hi
+	mul r22, r16
 	ldd r22, Y+24
 	add r0, r22
 	adc r1, r2
@@ -1557,8 +1557,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+57
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+57	; t_hi
+	mul r22, r16
 	ldd r22, Y+25
 	add r0, r22
 	adc r1, r2
@@ -1566,8 +1566,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+58
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+58	; t_hi
+	mul r22, r16
 	ldd r22, Y+26
 	add r0, r22
 	adc r1, r2
@@ -1575,8 +1575,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+59
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+59	; t_hi
+	mul r22, r16
 	ldd r22, Y+27
 	add r0, r22
 	adc r1, r2
@@ -1584,8 +1584,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+60
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+60	; t_hi
+	mul r22, r16
 	ldd r22, Y+28
 	add r0, r22
 	adc r1, r2
@@ -1593,8 +1593,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+61
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+61	; t_hi
+	mul r22, r16
 	ldd r22, Y+29
 	add r0, r22
 	adc r1, r2
@@ -1602,8 +1602,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+62
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+62	; t_hi
+	mul r22, r16
 	ldd r22, Y+30
 	add r0, r22
 	adc r1, r2
@@ -1611,8 +1611,8 @@ fe25519_mul_avr:
 	adc r1, r2
 	st X+, r0
 	mov r17, r1
-	ldd r22, Y+63
-	mul r22, r16		; 38 * t_hi
+	ldd r22, Y+63	; t_hi
+	mul r22, r16
 	ldd r22, Y+31
 	add r0, r22
 	adc r1, r2

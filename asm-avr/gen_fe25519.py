@@ -11,9 +11,9 @@ AVR:
     void fe25519_invert_avr(uint8_t r[32], const uint8_t a[32]);
 
 (the inversion is emitted by `fe25519_invert_gen.py`: Bernstein-Yang
-divsteps, see there). Operands are little-endian integers below 2^256 (field elements, not
-necessarily fully reduced); r receives a value below 2^256 congruent to the
-product. r must not overlap a or b (a and b may be the same).
+divsteps, see there). Operands are little-endian integers below 2^256
+(field elements, not necessarily fully reduced); r receives a value below
+2^256 congruent to the product. r must not overlap a or b (a and b may be the same).
 
 Multiplication: one level of subtractive Karatsuba (`emit_mul_karatsuba`):
 three 16-byte products (aL bL, aH bH, |aL - aH| |bL - bH|; 768 byte
@@ -153,16 +153,8 @@ def fold_and_close():
     e("\tldi r16, 38")
     e("\tclr r17\t\t; fold carry")
     for i in range(32):
-        e(f"\tldd r22, Y+{32 + i}")
-        e("\tmul r22, r16\t\t; 38 * t_hi")
-        e(f"\tldd r22, Y+{i}")
-        e("\tadd r0, r22")
-        e(f"\tadc r1, {ZERO}")
-        if i:
-            e("\tadd r0, r17")
-            e(f"\tadc r1, {ZERO}")
-        e("\tst X+, r0")
-        e("\tmov r17, r1")
+        e(f"\tldd r22, Y+{32 + i}\t; t_hi")
+        fold_byte("r22", f"Y+{i}", "r17", "r16", tmp="r22", carry_in=i > 0)
     final_fold()
     close_frame()
 
@@ -261,14 +253,16 @@ def abs_difference(base, mask):
         e(f"\tst X+, {r}")
 
 
-def fold_byte(high, low_source, fc, c38, tmp="r21"):
-    """r_i = low + 38·high + fc to X+; fc = the carry (below 40)."""
+def fold_byte(high, low_source, fc, c38, tmp="r21", carry_in=True):
+    """r_i = low + 38·high + fc to X+; fc = the carry (below 40). Without
+    `carry_in` (the first byte), fc is not added."""
     e(f"\tmul {high}, {c38}")
     e(f"\tldd {tmp}, {low_source}")
     e(f"\tadd r0, {tmp}")
     e(f"\tadc r1, {ZERO}")
-    e(f"\tadd r0, {fc}")
-    e(f"\tadc r1, {ZERO}")
+    if carry_in:
+        e(f"\tadd r0, {fc}")
+        e(f"\tadc r1, {ZERO}")
     e("\tst X+, r0")
     e(f"\tmov {fc}, r1")
 
