@@ -12,6 +12,11 @@ use crate::sampling::{add_cbd, sample_cbd, sample_cbd_packed, sample_ntt, unpack
 
 /// K-PKE.KeyGen (Algorithm 13) from the 64 bytes (ρ, σ) = G(…), writing
 /// ek = ByteEncode12(t̂) ‖ ρ and dk_pke = ByteEncode12(ŝ).
+///
+/// Two polynomials, not three: t̂_i's partial sums wait encoded in ek (the
+/// encoding of a canonical residue is lossless), and each later product
+/// is added to a decoded copy: 512 B less stack for one more encoding and
+/// decoding per product after a row's first.
 pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke: &mut [u8; DK_PKE_BYTES]) {
     let mut s = Poly::zero();
     for j in 0..K {
@@ -21,17 +26,24 @@ pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke:
     }
     let mut a = Poly::zero();
     for i in 0..K {
+        let t_i = &mut ek[i * POLY_BYTES..(i + 1) * POLY_BYTES];
         // t̂_i = Σ_j Â[i][j] ∘ ŝ_j + NTT(e_i)
-        let mut t = Poly::zero();
         for j in 0..K {
             sample_ntt(rho, j as u8, i as u8, &mut a);
             decode12(&dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES], &mut s);
-            t.base_mul_acc(&a, &s);
+            a.base_mul_assign(&s);
+            if j > 0 {
+                decode12(t_i, &mut s);
+                a.add(&s);
+            }
+            if j + 1 < K {
+                encode12(&a, t_i);
+            }
         }
         sample_cbd::<ETA1>(sigma, (K + i) as u8, &mut s);
         s.ntt();
-        t.add(&s);
-        encode12(&t, &mut ek[i * POLY_BYTES..(i + 1) * POLY_BYTES]);
+        a.add(&s);
+        encode12(&a, t_i);
     }
     ek[K * POLY_BYTES..].copy_from_slice(rho);
     s.zeroize();

@@ -27,6 +27,10 @@ impl Poly {
     pub fn inv_ntt(&mut self) {
         Ring::inverse(&mut self.0);
     }
+    /// `self = self ∘ b` in the NTT domain (Algorithms 11 and 12).
+    pub fn base_mul_assign(&mut self, b: &Poly) {
+        Ring::base_mul_assign(&mut self.0, &b.0);
+    }
     /// `self += a ∘ b` in the NTT domain (Algorithms 11 and 12).
     pub fn base_mul_acc(&mut self, a: &Poly, b: &Poly) {
         Ring::base_mul_acc(&a.0, &b.0, &mut self.0);
