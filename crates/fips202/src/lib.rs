@@ -187,16 +187,23 @@ impl Drop for Sponge {
 /// Not inlined, and the sponge is built here rather than passed in: each
 /// call's 200-byte state then lives in this one stack frame instead of
 /// taking a slot in every caller's frame for the caller's whole lifetime
-/// (stack matters on a 6 KB-SRAM MCU).
+/// (stack matters on a 6 KB-SRAM MCU). The output is a slice, so one copy
+/// serves every output length.
 #[inline(never)]
-fn oneshot<const OUT: usize>(rate: usize, pad: u8, parts: &[&[u8]]) -> [u8; OUT] {
+fn oneshot_into(rate: usize, pad: u8, parts: &[&[u8]], out: &mut [u8]) {
     let mut sponge = Sponge::new(rate, pad);
     for p in parts {
         sponge.absorb(p);
     }
     sponge.finalize();
+    sponge.squeeze(out);
+}
+
+/// [`oneshot_into`] a new array.
+#[inline(always)]
+fn oneshot<const OUT: usize>(rate: usize, pad: u8, parts: &[&[u8]]) -> [u8; OUT] {
     let mut out = [0u8; OUT];
-    sponge.squeeze(&mut out);
+    oneshot_into(rate, pad, parts, &mut out);
     out
 }
 
