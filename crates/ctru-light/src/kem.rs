@@ -3,8 +3,8 @@
 use core::fmt;
 use core::marker::PhantomData;
 
+use kem_common::Wipe;
 use rand_core::{CryptoRng, RngCore};
-use zeroize::Zeroize;
 
 use crate::arith::{Arithmetic, Kred2x};
 use crate::encode::pk_is_canonical;
@@ -68,7 +68,7 @@ impl<B: Backend> SecretKey<B> {
         let bytes = exact::<SK_BYTES>(bytes)?;
         let mut f = [0i16; crate::params::N];
         let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f);
-        f.zeroize();
+        f.wipe();
         if !f_ok {
             return Err(Error::SecretKeyMalformed);
         }
@@ -94,7 +94,7 @@ impl<B: Backend> SecretKey<B> {
 
 impl<B> Drop for SecretKey<B> {
     fn drop(&mut self) {
-        self.bytes.zeroize();
+        self.bytes.wipe();
     }
 }
 impl<B> zeroize::ZeroizeOnDrop for SecretKey<B> {}
@@ -200,9 +200,9 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
                 break;
             }
         }
-        coins.zeroize();
+        coins.wipe();
         if !found {
-            sk_pke.zeroize();
+            sk_pke.wipe();
             return Err(Error::KeyGenExhausted);
         }
         pk_part.copy_from_slice(pk);
@@ -216,7 +216,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         let mut d = [0u8; 32];
         fill(rng, &mut d)?;
         B::xof(&[&d], coins);
-        d.zeroize();
+        d.wipe();
         Ok(())
     }
 
@@ -239,7 +239,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     ) -> Result<SharedSecret, Error> {
         let mut m = Self::message(rng)?;
         let ss = Self::encrypt_derive(pk, &m, &mut |k, byte| ct[k] = byte);
-        m.zeroize();
+        m.wipe();
         Ok(ss)
     }
 
@@ -250,7 +250,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         fill(rng, &mut mu)?;
         let mut m = [0u8; 32];
         B::xof(&[&mu], &mut m);
-        mu.zeroize();
+        mu.wipe();
         Ok(m)
     }
 
@@ -263,7 +263,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         let mut m = [0u8; 32];
         let _ = pke::decrypt::<A>(sk_pke, ct, &mut m);
         let ss = Self::reencrypt_select(rest, ct, &m);
-        m.zeroize();
+        m.wipe();
         ss
     }
 
@@ -302,8 +302,8 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         pke::sample_r(&coins, r);
         let mut k = [0u8; 32];
         k.copy_from_slice(&g[..32]);
-        g.zeroize();
-        coins.zeroize();
+        g.wipe();
+        coins.wipe();
         k
     }
 }

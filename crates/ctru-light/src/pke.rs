@@ -1,9 +1,9 @@
 //! The CTRU-Light PKE (definition §3).
 
+use kem_common::Wipe;
 use modarith::crt::{crt_bound_holds, lift_block_769_3329, PACKED_BLOCK_BYTES};
 use modarith::{Modulus, Q769};
 use subtle::Choice;
-use zeroize::Zeroize;
 
 use crate::arith::{Arithmetic, Ring3329, Ring769};
 use kem_common::pack_bits;
@@ -39,8 +39,8 @@ pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke:
         *x = Q769::to_unsigned_small(*x) as i16; // centred by the inverse NTT
     }
     pack10(&g, pk);
-    f.zeroize();
-    g.zeroize();
+    f.wipe();
+    g.wipe();
     invertible
 }
 
@@ -94,8 +94,8 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
             // x is centred
         }
     }
-    sigma.zeroize();
-    r.zeroize();
+    sigma.wipe();
+    r.wipe();
 }
 
 /// c·f mod q in the ring `R`, into `acc` (c centred from the ciphertext bytes).
@@ -131,9 +131,9 @@ pub fn product_blocks<A: Arithmetic>(
         }
         sink(b, &block);
     }
-    block.zeroize();
-    w.zeroize();
-    w769.zeroize();
+    block.wipe();
+    w.wipe();
+    w769.wipe();
     valid
 }
 
@@ -149,7 +149,7 @@ fn products<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], w: &mut [i16; N],
     pack_bits(10, N, w769, |i| (w[i] + Q769::HALF) as u16);
     valid &= unpack_sk(sk_pke, &mut f);
     product_mod!(Ring3329<A>, ct, &mut f, w);
-    f.zeroize();
+    f.wipe();
     valid
 }
 

@@ -6,9 +6,9 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use kem_common::SharedSecret;
+use kem_common::Wipe;
 use rand_core::{CryptoRng, RngCore};
 use subtle::{Choice, ConstantTimeEq};
-use zeroize::Zeroize;
 
 use crate::kpke;
 use crate::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, Q};
@@ -158,7 +158,7 @@ impl<V: Variant> DecapsulationKey<V> {
 
 impl<V> Drop for DecapsulationKey<V> {
     fn drop(&mut self) {
-        self.bytes.zeroize();
+        self.bytes.wipe();
     }
 }
 
@@ -225,14 +225,14 @@ pub(crate) fn keygen_in_place<V: Variant>(ek: &mut [u8; EK_BYTES], dk: &mut [u8;
     let mut d = [0u8; 32];
     d.copy_from_slice(h);
     let (mut rho, mut sigma) = expand_split::<V>(&d);
-    d.zeroize();
+    d.wipe();
     if let Ok(dk_pke) = <&mut [u8; DK_PKE_BYTES]>::try_from(dk_pke) {
         kpke::keygen(&rho, &sigma, ek, dk_pke);
     }
     ek_copy.copy_from_slice(ek);
     h.copy_from_slice(&fips202::sha3_256(&[ek]));
-    rho.zeroize();
-    sigma.zeroize();
+    rho.wipe();
+    sigma.wipe();
 }
 
 /// (ρ, σ) from d. Not inlined (nor the two below): the 64-byte hash and
@@ -241,7 +241,7 @@ pub(crate) fn keygen_in_place<V: Variant>(ek: &mut [u8; EK_BYTES], dk: &mut [u8;
 fn expand_split<V: Variant>(d: &[u8; 32]) -> ([u8; 32], [u8; 32]) {
     let mut rho_sigma = V::expand_seed(d);
     let halves = split(&rho_sigma);
-    rho_sigma.zeroize();
+    rho_sigma.wipe();
     halves
 }
 
@@ -250,7 +250,7 @@ fn expand_split<V: Variant>(d: &[u8; 32]) -> ([u8; 32], [u8; 32]) {
 fn key_and_coins(m: &[u8; 32], h: &[u8]) -> ([u8; 32], [u8; 32]) {
     let mut kr = fips202::sha3_512(&[m, h]);
     let halves = split(&kr);
-    kr.zeroize();
+    kr.wipe();
     halves
 }
 
@@ -263,10 +263,16 @@ fn key_and_coins_for(m: &[u8; 32], ek: &[u8; EK_BYTES]) -> ([u8; 32], [u8; 32]) 
 /// Encaps_internal (Algorithm 17) with message m (after the variant's hashing).
 pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
     let (mut kbar, mut r) = key_and_coins_for(m, ek);
-    kpke::encrypt(ek, m, &r, &mut kpke::Resample, &mut |pos, byte| ct[pos] = byte);
+    kpke::encrypt(
+        ek,
+        m,
+        &r,
+        &mut kpke::Noise::Resample,
+        &mut kem_common::CiphertextSink::Write(ct),
+    );
     let ss = V::derive_key(&kbar, ct);
-    kbar.zeroize();
-    r.zeroize();
+    kbar.wipe();
+    r.wipe();
     SharedSecret::new(ss)
 }
 
@@ -278,7 +284,7 @@ pub(crate) fn decaps_bytes<V: Variant>(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES])
     let (dk_pke, rest) = dk.split_at(DK_PKE_BYTES);
     let mut m = kpke::decrypt(dk_pke, ct);
     let ss = reencrypt_select::<V>(rest, ct, &m);
-    m.zeroize();
+    m.wipe();
     ss
 }
 
@@ -290,15 +296,17 @@ fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]
     let (mut kbar, mut r) = key_and_coins(m, h);
     // Re-encrypt and compare byte by byte as the bytes come (no second
     // ciphertext buffer); the OR of all differences is zero iff equal.
-    let mut diff = 0u8;
+    let mut sink = kem_common::CiphertextSink::compare(ct);
+    // A key of the wrong length (impossible for a checked key) is a difference.
+    let mut same = Choice::from(0);
     if let Ok(ek) = <&[u8; EK_BYTES]>::try_from(ek) {
-        kpke::encrypt(ek, m, &r, &mut kpke::KeepPacked::default(), &mut |pos, byte| {
-            diff |= byte ^ ct[pos]
-        });
+        let mut kept = kpke::PackedNoise::default();
+        kpke::encrypt(ek, m, &r, &mut kpke::Noise::KeepPacked(&mut kept), &mut sink);
+        same = sink.equal();
     }
-    r.zeroize();
-    let ss = select_key::<V>(&kbar, z, ct, kem_common::is_zero(diff));
-    kbar.zeroize();
+    r.wipe();
+    let ss = select_key::<V>(&kbar, z, ct, same);
+    kbar.wipe();
     ss
 }
 
@@ -311,7 +319,7 @@ fn select_key<V: Variant>(kbar: &[u8; 32], z: &[u8], ct: &[u8; CT_BYTES], same: 
     let mut bad = V::reject_key(&z_arr, ct);
     let ss = kem_common::select_bytes(&bad, &good, same);
     for secret in [&mut z_arr, &mut good, &mut bad] {
-        secret.zeroize();
+        secret.wipe();
     }
     SharedSecret::new(ss)
 }
@@ -373,8 +381,8 @@ macro_rules! kem_api {
             let (mut d, mut z) = ([0u8; 32], [0u8; 32]);
             <$variant>::draw_keygen_seeds(rng, &mut d, &mut z)?;
             let keys = $crate::kem::keygen_internal::<$variant>(&d, &z);
-            zeroize::Zeroize::zeroize(&mut d);
-            zeroize::Zeroize::zeroize(&mut z);
+            kem_common::Wipe::wipe(&mut d);
+            kem_common::Wipe::wipe(&mut z);
             Ok(keys)
         }
 
@@ -386,7 +394,7 @@ macro_rules! kem_api {
             use $crate::kem::Variant;
             let mut m = <$variant>::draw_message(rng)?;
             let out = $crate::kem::encaps_internal(ek, &m);
-            zeroize::Zeroize::zeroize(&mut m);
+            kem_common::Wipe::wipe(&mut m);
             Ok(out)
         }
 
@@ -414,7 +422,7 @@ macro_rules! kem_api {
                     return Err($crate::Error::Rng);
                 };
                 if let Err(e) = <$variant>::draw_keygen_seeds(rng, d, z) {
-                    zeroize::Zeroize::zeroize(&mut dk[..]);
+                    kem_common::Wipe::wipe(dk);
                     return Err(e);
                 }
                 $crate::kem::keygen_in_place::<$variant>(ek, dk);
@@ -433,7 +441,7 @@ macro_rules! kem_api {
                 }
                 let mut m = <$variant>::draw_message(rng)?;
                 let ss = $crate::kem::encaps_bytes::<$variant>(ek, &m, ct);
-                zeroize::Zeroize::zeroize(&mut m);
+                kem_common::Wipe::wipe(&mut m);
                 Ok(ss)
             }
 
@@ -458,7 +466,7 @@ impl<V: Variant> ::kem::Encapsulate<Ciphertext<V>, SharedSecret> for Encapsulati
     fn encapsulate(&self, rng: &mut impl rand_core::CryptoRngCore) -> Result<(Ciphertext<V>, SharedSecret), Error> {
         let mut m = V::draw_message(rng)?;
         let out = encaps_internal(self, &m);
-        m.zeroize();
+        m.wipe();
         Ok(out)
     }
 }

@@ -3,10 +3,10 @@
 //! fly, ŝ stays in its encoded form, t̂ is decoded row by row, r̂_j is
 //! transformed again where it is needed (r_j sampled again, or unpacked).
 
-use zeroize::Zeroize;
+use kem_common::{CiphertextSink, Wipe};
 
 use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode_decompress, encode12};
-use crate::params::{C1_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
+use crate::params::{C1_BYTES, CT_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
 use crate::poly::Poly;
 use crate::sampling::{add_cbd, sample_cbd, sample_cbd_packed, sample_ntt, unpack_small, PACKED_SMALL_BYTES};
 
@@ -46,82 +46,83 @@ pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke:
         encode12(&a, t_i);
     }
     ek[K * POLY_BYTES..].copy_from_slice(rho);
-    s.zeroize();
+    s.wipe();
 }
 
 /// Where encryption gets r_j (before its NTT) each time a row needs it.
-pub trait NoiseVector {
-    /// r_j = SamplePolyCBD_η1(PRF(r, j)) into `out`.
-    fn load(&mut self, r: &[u8; 32], j: usize, out: &mut Poly);
+/// An enum, like [`CiphertextSink`], so that one copy of [`encrypt`]
+/// serves both kinds.
+pub enum Noise<'a> {
+    /// Samples r_j again every time (PRF and CBD): no stack beyond the
+    /// polynomial (Encaps, whose stack is at its 2.2 KB budget).
+    Resample,
+    /// Samples each r_j once and keeps it packed: the second use unpacks it
+    /// instead of 2 more PRF blocks (≈ 0.42 M cycles of Keccak). For
+    /// decapsulation's re-encryption, whose stack stays under the published
+    /// decaps row with the 256 B.
+    KeepPacked(&'a mut PackedNoise),
 }
 
-/// Samples r_j again every time (PRF and CBD): no stack beyond the
-/// polynomial (Encaps, whose stack is at its 2.2 KB budget).
-pub struct Resample;
-
-impl NoiseVector for Resample {
-    fn load(&mut self, r: &[u8; 32], j: usize, out: &mut Poly) {
-        sample_cbd::<ETA1>(r, j as u8, out);
-    }
-}
-
-/// Samples each r_j once and keeps it packed (4 bits a coefficient, 256 B
-/// for both): the second use unpacks it instead of 2 more PRF blocks
-/// (≈ 0.42 M cycles of Keccak). For decapsulation's re-encryption, whose
-/// stack stays under the published decaps row with the 256 B.
-pub struct KeepPacked {
+/// The r_j that [`Noise::KeepPacked`] sampled, 4 bits a coefficient (256 B
+/// for both). Wiped on drop.
+pub struct PackedNoise {
     packed: [[u8; PACKED_SMALL_BYTES]; K],
     sampled: [bool; K],
 }
 
-impl Default for KeepPacked {
+impl Default for PackedNoise {
     fn default() -> Self {
-        KeepPacked {
+        PackedNoise {
             packed: [[0; PACKED_SMALL_BYTES]; K],
             sampled: [false; K],
         }
     }
 }
 
-impl NoiseVector for KeepPacked {
+impl Drop for PackedNoise {
+    fn drop(&mut self) {
+        self.packed.wipe();
+    }
+}
+
+impl Noise<'_> {
+    /// r_j = SamplePolyCBD_η1(PRF(r, j)) into `out`. The branches depend on
+    /// the kind and the loop counters only.
     fn load(&mut self, r: &[u8; 32], j: usize, out: &mut Poly) {
-        let (Some(packed), Some(sampled)) = (self.packed.get_mut(j), self.sampled.get_mut(j)) else {
-            return;
-        };
-        // Whether r_j was sampled depends on the loop counters only.
-        if *sampled {
-            unpack_small::<ETA1>(packed, out);
-        } else {
-            sample_cbd_packed::<ETA1>(r, j as u8, out, packed);
-            *sampled = true;
+        match self {
+            Noise::Resample => sample_cbd::<ETA1>(r, j as u8, out),
+            Noise::KeepPacked(kept) => {
+                let (Some(packed), Some(sampled)) = (kept.packed.get_mut(j), kept.sampled.get_mut(j)) else {
+                    return;
+                };
+                if *sampled {
+                    unpack_small::<ETA1>(packed, out);
+                } else {
+                    sample_cbd_packed::<ETA1>(r, j as u8, out, packed);
+                    *sampled = true;
+                }
+            }
         }
     }
 }
 
-impl Drop for KeepPacked {
-    fn drop(&mut self) {
-        self.packed.zeroize();
-    }
-}
-
 /// K-PKE.Encrypt (Algorithm 14) of message `m` with randomness `r`; the
-/// ciphertext bytes go to `emit(position, byte)`, so decapsulation can
-/// compare its re-encryption without a second ciphertext buffer. `ek` must
-/// already have passed the modulus check where the caller requires it.
+/// ciphertext bytes go to `sink`. `ek` must already have passed the
+/// modulus check where the caller requires it.
 ///
 /// Three polynomials live at once (r̂_j, the Â entry, the accumulator):
 /// r̂_j is transformed again for the products that need it rather than
 /// kept (the 2.2 KB stack target; 2 transforms), and `noise`
-/// either samples r_j again ([`Resample`]: 2 PRF calls) or unpacks it
-/// ([`KeepPacked`]); `dyn`, so one copy of this code serves both. Rows take j in alternating order so consecutive
-/// products share r̂_j: 2K loads for the K² + K products.
+/// either samples r_j again ([`Noise::Resample`]: 2 PRF calls) or unpacks
+/// it ([`Noise::KeepPacked`]). Rows take j in alternating order so
+/// consecutive products share r̂_j: 2K loads for the K² + K products.
 #[inline(never)]
 pub fn encrypt(
     ek: &[u8; EK_BYTES],
     m: &[u8; 32],
     r: &[u8; 32],
-    noise: &mut dyn NoiseVector,
-    emit: &mut impl FnMut(usize, u8),
+    noise: &mut Noise,
+    sink: &mut CiphertextSink<CT_BYTES>,
 ) {
     let rho: &[u8; 32] = ek[K * POLY_BYTES..].try_into().unwrap_or(&[0; 32]);
     let mut r_hat = Poly::zero();
@@ -149,7 +150,7 @@ pub fn encrypt(
         }
         acc.inv_ntt();
         add_cbd::<ETA2>(r, (K + i) as u8, &mut acc);
-        compress_emit::<DU>(&acc, i * 32 * DU as usize, emit);
+        compress_emit::<DU>(&acc, i * 32 * DU as usize, &mut |k, byte| sink.put(k, byte));
     }
     // v = NTT^{-1}(t̂ ∘ r̂) + e2 + Decompress_1(m)
     acc.0.fill(0);
@@ -162,9 +163,9 @@ pub fn encrypt(
     acc.inv_ntt();
     add_cbd::<ETA2>(r, (2 * K) as u8, &mut acc);
     add_message(m, &mut acc);
-    compress_emit::<DV>(&acc, C1_BYTES, emit);
-    r_hat.zeroize();
-    acc.zeroize();
+    compress_emit::<DV>(&acc, C1_BYTES, &mut |k, byte| sink.put(k, byte));
+    r_hat.wipe();
+    acc.wipe();
 }
 
 /// K-PKE.Decrypt (Algorithm 15): m = Compress_1(v − NTT^{-1}(ŝ ∘ NTT(u))).
@@ -186,8 +187,8 @@ pub fn decrypt(dk_pke: &[u8], ct: &[u8]) -> [u8; 32] {
     u.sub(&acc);
     let mut m = [0u8; 32];
     compress_encode::<1>(&u, &mut m);
-    acc.zeroize();
-    u.zeroize();
-    s.zeroize();
+    acc.wipe();
+    u.wipe();
+    s.wipe();
     m
 }

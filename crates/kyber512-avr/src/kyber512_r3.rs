@@ -4,6 +4,7 @@
 //! handling: (ρ, σ) = G(d); m = H(randombytes(32)); K = KDF(K̄ ‖ H(c)) with
 //! KDF = SHAKE256; and no import checks on keys.
 
+use kem_common::Wipe;
 use rand_core::{CryptoRng, RngCore};
 
 use crate::kem::{fill, kem_api, Sealed, Variant};
@@ -41,7 +42,7 @@ impl Variant for Kyber512R3 {
         let mut raw = [0u8; 32];
         fill(rng, &mut raw)?;
         let m = fips202::sha3_256(&[&raw]);
-        zeroize::Zeroize::zeroize(&mut raw);
+        raw.wipe();
         Ok(m)
     }
 

@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+use kem_common::Wipe;
 use rand_core::{CryptoRng, RngCore};
 
 use crate::kem::{fill, kem_api, Sealed, Variant};
@@ -43,7 +44,7 @@ impl Variant for MlKem512 {
         fill(rng, &mut dz)?;
         d.copy_from_slice(&dz[..32]);
         z.copy_from_slice(&dz[32..]);
-        zeroize::Zeroize::zeroize(&mut dz);
+        dz.wipe();
         Ok(())
     }
 

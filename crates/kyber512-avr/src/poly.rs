@@ -4,9 +4,9 @@
 //! FIPS 203 NTT (same ζ = 17, same bit-reversed order, base multiplication
 //! with γ = ζ^{2·brv7(i)+1}); coefficients are kept centred, |a_i| ≤ (q−1)/2.
 
+use kem_common::Wipe;
 use modarith::rings::Kyber as Ring;
 use modarith::{Modulus, Q3329};
-use zeroize::Zeroize;
 
 use crate::params::N;
 
@@ -50,8 +50,8 @@ impl Poly {
     }
 }
 
-impl Zeroize for Poly {
-    fn zeroize(&mut self) {
-        self.0.zeroize();
+impl Wipe for Poly {
+    fn wipe(&mut self) {
+        self.0.wipe();
     }
 }

@@ -3,10 +3,9 @@
 
 use core::fmt;
 
-use kem_common::{fill, select_bytes, SharedSecret};
+use kem_common::{fill, select_bytes, CiphertextSink, SharedSecret, Wipe};
 use rand_core::{CryptoRng, RngCore};
 use subtle::ConstantTimeEq;
-use zeroize::Zeroize;
 
 use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
 use crate::pke;
@@ -79,7 +78,7 @@ impl SecretKey {
 
 impl Drop for SecretKey {
     fn drop(&mut self) {
-        self.0.zeroize();
+        self.0.wipe();
     }
 }
 impl zeroize::ZeroizeOnDrop for SecretKey {}
@@ -154,23 +153,23 @@ pub fn keygen_into(
     pk_part.copy_from_slice(pk);
     let (hpk, z) = rest.split_at_mut(32);
     hpk.copy_from_slice(&fips202::sha3_256(&[pk]));
-    raw.zeroize();
-    seed_s.zeroize();
+    raw.wipe();
+    seed_s.wipe();
     fill(rng, z)?;
     Ok(())
 }
 
-/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `emit`.
+/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `sink`.
 /// Returns K̄ (the caller hashes it with H of the ciphertext it received or sent).
-fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], emit: &mut impl FnMut(usize, u8)) -> [u8; 32] {
+fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) -> [u8; 32] {
     let mut kr = fips202::sha3_512(&[m, hpk]);
     let mut r = [0u8; 32];
     r.copy_from_slice(&kr[32..]);
-    pke::encrypt(m, &r, pk, emit);
+    pke::encrypt(m, &r, pk, sink);
     let mut kbar = [0u8; 32];
     kbar.copy_from_slice(&kr[..32]);
-    r.zeroize();
-    kr.zeroize();
+    r.wipe();
+    kr.wipe();
     kbar
 }
 
@@ -184,11 +183,11 @@ pub fn encapsulate_into(
     fill(rng, &mut raw)?;
     let mut m = fips202::sha3_256(&[&raw]);
     let hpk = fips202::sha3_256(&[pk]);
-    let mut kbar = encrypt_derive(&m, &hpk, pk, &mut |k, byte| ct[k] = byte);
+    let mut kbar = encrypt_derive(&m, &hpk, pk, &mut CiphertextSink::Write(ct));
     let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[ct])]));
-    raw.zeroize();
-    m.zeroize();
-    kbar.zeroize();
+    raw.wipe();
+    m.wipe();
+    kbar.wipe();
     Ok(ss)
 }
 
@@ -203,16 +202,16 @@ pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecre
     // Re-encrypt and compare as the bytes come (no second ciphertext buffer):
     // the OR of all byte differences is zero iff equal. (subtle's slice
     // ct_eq compiled to a branch per byte on AVR: `cargo xtask ct` saw it.)
-    let mut diff = 0u8;
-    let mut kbar = encrypt_derive(&m, hpk, pk, &mut |k, byte| diff |= byte ^ ct[k]);
-    let fail = !kem_common::is_zero(diff);
+    let mut sink = CiphertextSink::compare(ct);
+    let mut kbar = encrypt_derive(&m, hpk, pk, &mut sink);
+    let fail = !sink.equal();
     let mut z_arr = [0u8; 32];
     z_arr.copy_from_slice(z);
     // The reference hashes the received ciphertext, valid or not.
     let mut chosen = select_bytes(&kbar, &z_arr, fail);
     let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[ct])]));
     for secret in [&mut m[..], &mut chosen[..], &mut z_arr[..], &mut kbar[..]] {
-        secret.zeroize();
+        secret.wipe();
     }
     ss
 }

@@ -1,7 +1,7 @@
 //! Saber.PKE (round-3 specification Algorithms 17–19 / reference `indcpa.c`).
 
 use kem_common::{pack_bits, pack_bits_with, unpack_bits};
-use zeroize::Zeroize;
+use kem_common::{CiphertextSink, Wipe};
 
 use crate::params::{
     CT_BYTES, EP, EQ, ET, H1, H2, L, N, PK_BYTES, POLYVEC_P_BYTES, POLY_P_BYTES, POLY_Q_BYTES, SEED_BYTES, SK_PKE_BYTES,
@@ -33,7 +33,7 @@ pub fn keygen(
     keygen_one_pass(seed_a, &s, pk, sk);
     #[cfg(saber_small_sram)]
     keygen_by_columns(seed_a, &s, pk, sk);
-    s.zeroize();
+    s.wipe();
 }
 
 /// [`keygen`] after GenSecret with l accumulators: each entry A[r][c], in
@@ -58,7 +58,7 @@ fn keygen_one_pass(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_
         emit_key_column(c, &scratch.a, s, pk, sk);
     }
     pk[POLYVEC_P_BYTES..].copy_from_slice(seed_a);
-    scratch.zeroize();
+    scratch.wipe();
 }
 
 /// [`keygen`] after GenSecret with one accumulator: output polynomial c
@@ -85,7 +85,7 @@ fn keygen_by_columns(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; P
         emit_key_column(c, &scratch.a, s, pk, sk);
     }
     pk[POLYVEC_P_BYTES..].copy_from_slice(seed_a);
-    scratch.zeroize();
+    scratch.wipe();
 }
 
 /// b_c rounded to p into pk, s_c into sk (output polynomial c of keygen).
@@ -99,21 +99,20 @@ fn emit_key_column(c: usize, b: &[i16; N], s: &[Secret; L], pk: &mut [u8; PK_BYT
     });
 }
 
-/// Saber.PKE.Enc of message m with seed_s'; ciphertext byte k goes to
-/// `emit(k, byte)`, so decapsulation compares its re-encryption without a
-/// second ciphertext buffer. Not inlined, so its buffers never share a frame
-/// with decryption's.
+/// Saber.PKE.Enc of message m with seed_s'; the ciphertext goes to `sink`
+/// (written, or compared without a second ciphertext buffer). Not inlined,
+/// so its buffers never share a frame with decryption's.
 #[inline(never)]
-pub fn encrypt(m: &[u8; 32], seed_sp: &[u8; SEED_BYTES], pk: &[u8], emit: &mut impl FnMut(usize, u8)) {
+pub fn encrypt(m: &[u8; 32], seed_sp: &[u8; SEED_BYTES], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut sp = [[0u8; N >> 1]; L];
     gen_secret(seed_sp, &mut sp);
-    encrypt_with(m, &sp, pk, emit);
-    sp.zeroize();
+    encrypt_with(m, &sp, pk, sink);
+    sp.wipe();
 }
 
 /// [`encrypt`] after GenSecret (not inlined, like [`keygen_with`]).
 #[inline(never)]
-fn encrypt_with(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], emit: &mut impl FnMut(usize, u8)) {
+fn encrypt_with(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
     let mut stream = MatrixStream::new(&pk[POLYVEC_P_BYTES..PK_BYTES]);
@@ -130,7 +129,7 @@ fn encrypt_with(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], emit: &mut impl FnMut
             EP,
             N,
             |k| (out[k] as u16 + H1) >> (EQ - EP),
-            |k, byte| emit(i * POLY_P_BYTES + k, byte),
+            |k, byte| sink.put(i * POLY_P_BYTES + k, byte),
         );
     }
     // v' = bᵀ s' mod p; c_m = (v' − 2^(ε_p−1)·m + h1) ≫ (ε_p − ε_T).
@@ -145,9 +144,9 @@ fn encrypt_with(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], emit: &mut impl FnMut
             let bit = ((m[k >> 3] >> (k & 7)) & 1) as u16;
             (out[k] as u16).wrapping_sub(bit << (EP - 1)).wrapping_add(H1) >> (EP - ET)
         },
-        |k, byte| emit(POLYVEC_P_BYTES + k, byte),
+        |k, byte| sink.put(POLYVEC_P_BYTES + k, byte),
     );
-    scratch.zeroize();
+    scratch.wipe();
 }
 
 /// Σ_j b_j·s_j for the packed mod-p vector `b`, into `scratch.a`
@@ -182,7 +181,7 @@ pub fn decrypt(sk: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
         let bit = (v[k] as u16).wrapping_add(H2).wrapping_sub(cm << (EP - ET)) >> (EP - 1) & 1;
         m[k >> 3] |= (bit as u8) << (k & 7);
     });
-    scratch.zeroize();
+    scratch.wipe();
 }
 
 /// Whether every 13-bit secret coefficient lies in [−5, 5] (no early exit).

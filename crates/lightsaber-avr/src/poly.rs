@@ -4,10 +4,10 @@
 //! secret s (|s_i| ≤ μ/2), summed over l terms, stays below 3329·7681/2, so
 //! the lift is the true integer and reducing it mod 2^13 is exact.
 
+use kem_common::Wipe;
 use modarith::crt::{crt_bound_holds, crt_lift_centred};
 use modarith::rings::{Saber3329, Saber7681};
 use modarith::{Modulus, Q3329, Q7681};
-use zeroize::Zeroize;
 
 use crate::params::{EQ, L, MU, N};
 
@@ -48,10 +48,10 @@ impl Scratch {
     }
 }
 
-impl Zeroize for Scratch {
-    fn zeroize(&mut self) {
-        self.a.zeroize();
-        self.s.zeroize();
+impl Wipe for Scratch {
+    fn wipe(&mut self) {
+        self.a.wipe();
+        self.s.wipe();
     }
 }
 
@@ -86,7 +86,7 @@ impl Accumulator {
         Saber7681::forward(&mut scratch.a);
         Saber7681::forward(&mut scratch.s);
         Saber7681::base_mul_acc(&scratch.a, &scratch.s, &mut self.p7681);
-        scratch.s.zeroize();
+        scratch.s.wipe();
     }
 
     /// The exact sum reduced mod 2^13 (values in [0, 2^13)) into `out`;
@@ -97,14 +97,14 @@ impl Accumulator {
         for ((o, &x), &y) in out.iter_mut().zip(self.p3329.iter()).zip(self.p7681.iter()) {
             *o = crt_lift_centred::<Q3329, Q7681>(x, y) as i16 & ((1 << EQ) - 1);
         }
-        self.zeroize();
+        self.wipe();
     }
 }
 
-impl Zeroize for Accumulator {
-    fn zeroize(&mut self) {
-        self.p3329.zeroize();
-        self.p7681.zeroize();
+impl Wipe for Accumulator {
+    fn wipe(&mut self) {
+        self.p3329.wipe();
+        self.p7681.wipe();
     }
 }
 
