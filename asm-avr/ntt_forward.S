@@ -66,15 +66,10 @@ ntt_fwd_q3329_n256_l0_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -128,15 +123,10 @@ ntt_fwd_q3329_n256_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -190,15 +180,10 @@ ntt_fwd_q3329_n256_l2_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -252,15 +237,10 @@ ntt_fwd_q3329_n256_l3_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -314,15 +294,10 @@ ntt_fwd_q3329_n256_l4_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -376,15 +351,10 @@ ntt_fwd_q3329_n256_l5_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -438,15 +408,10 @@ ntt_fwd_q3329_n256_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -613,15 +578,10 @@ ntt_inv_q3329_n256_l0_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -677,15 +637,10 @@ ntt_inv_q3329_n256_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -741,15 +696,10 @@ ntt_inv_q3329_n256_l2_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -827,15 +777,10 @@ ntt_inv_q3329_n256_l3_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -849,7 +794,7 @@ ntt_inv_q3329_n256_l3_b:
 	breq ntt_inv_q3329_n256_l3_d
 	rjmp ntt_inv_q3329_n256_l3_g
 ntt_inv_q3329_n256_l3_d:
-	; layer 4: 4 groups of 32
+	; layer 4: 4 groups of 32; sums centred
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -891,29 +836,46 @@ ntt_inv_q3329_n256_l4_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	st Y+, r8
-	st Y+, r9
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	st Y+, r22
+	st Y+, r23
 	dec r4
-	brne ntt_inv_q3329_n256_l4_b
+	breq ntt_inv_q3329_n256_l4_e
+	rjmp ntt_inv_q3329_n256_l4_b
+ntt_inv_q3329_n256_l4_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q3329_n256_l4_d
 	rjmp ntt_inv_q3329_n256_l4_g
 ntt_inv_q3329_n256_l4_d:
-	; layer 5: 2 groups of 64; sums centred
+	; layer 5: 2 groups of 64
 	movw r28, r24		; Y = a
 	subi r26, lo8(12)
 	sbci r27, hi8(12)	; X = &zetas_inv[N/(2len)]
@@ -955,45 +917,18 @@ ntt_inv_q3329_n256_l5_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
-	mov r20, r1		; t
-	mul r20, r21
-	sub r17, r0
-	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	st Y+, r8
+	st Y+, r9
 	dec r4
-	breq ntt_inv_q3329_n256_l5_e
-	rjmp ntt_inv_q3329_n256_l5_b
-ntt_inv_q3329_n256_l5_e:
+	brne ntt_inv_q3329_n256_l5_b
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q3329_n256_l5_d
@@ -1045,15 +980,10 @@ ntt_inv_q3329_n256_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -1099,15 +1029,10 @@ ntt_inv_q3329_n256_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -1244,15 +1169,10 @@ ntt_basemul_q3329_n256_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -1297,15 +1217,10 @@ ntt_basemul_q3329_n256_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -1328,15 +1243,10 @@ ntt_basemul_q3329_n256_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -1412,15 +1322,10 @@ ntt_basemul_q3329_n256_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -1443,15 +1348,10 @@ ntt_basemul_q3329_n256_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -1580,15 +1480,10 @@ ntt_fwd_q769_n512_l0_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -1642,15 +1537,10 @@ ntt_fwd_q769_n512_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -1704,15 +1594,10 @@ ntt_fwd_q769_n512_l2_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -1766,15 +1651,10 @@ ntt_fwd_q769_n512_l3_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -1828,15 +1708,10 @@ ntt_fwd_q769_n512_l4_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -1890,15 +1765,10 @@ ntt_fwd_q769_n512_l5_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -1952,15 +1822,10 @@ ntt_fwd_q769_n512_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -2127,15 +1992,10 @@ ntt_inv_q769_n512_l0_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -2191,15 +2051,10 @@ ntt_inv_q769_n512_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -2255,15 +2110,10 @@ ntt_inv_q769_n512_l2_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -2319,15 +2169,10 @@ ntt_inv_q769_n512_l3_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -2383,15 +2228,10 @@ ntt_inv_q769_n512_l4_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -2469,15 +2309,10 @@ ntt_inv_q769_n512_l5_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -2537,15 +2372,10 @@ ntt_inv_q769_n512_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -2591,15 +2421,10 @@ ntt_inv_q769_n512_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -2780,15 +2605,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -2833,15 +2653,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -2864,15 +2679,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -2948,15 +2758,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -3023,15 +2828,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -3054,15 +2854,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -3116,15 +2911,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -3213,15 +3003,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -3244,15 +3029,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -3372,15 +3152,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -3403,15 +3178,10 @@ ntt_basemul_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -3548,15 +3318,10 @@ ntt_fwd_q3329_n512_l0_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -3610,15 +3375,10 @@ ntt_fwd_q3329_n512_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -3672,15 +3432,10 @@ ntt_fwd_q3329_n512_l2_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -3734,15 +3489,10 @@ ntt_fwd_q3329_n512_l3_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -3796,15 +3546,10 @@ ntt_fwd_q3329_n512_l4_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -3858,15 +3603,10 @@ ntt_fwd_q3329_n512_l5_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -3920,15 +3660,10 @@ ntt_fwd_q3329_n512_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -4095,15 +3830,10 @@ ntt_inv_q3329_n512_l0_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -4159,15 +3889,10 @@ ntt_inv_q3329_n512_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -4223,15 +3948,10 @@ ntt_inv_q3329_n512_l2_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -4309,15 +4029,10 @@ ntt_inv_q3329_n512_l3_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -4331,7 +4046,7 @@ ntt_inv_q3329_n512_l3_b:
 	breq ntt_inv_q3329_n512_l3_d
 	rjmp ntt_inv_q3329_n512_l3_g
 ntt_inv_q3329_n512_l3_d:
-	; layer 4: 4 groups of 64
+	; layer 4: 4 groups of 64; sums centred
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -4373,29 +4088,46 @@ ntt_inv_q3329_n512_l4_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	st Y+, r8
-	st Y+, r9
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	st Y+, r22
+	st Y+, r23
 	dec r4
-	brne ntt_inv_q3329_n512_l4_b
+	breq ntt_inv_q3329_n512_l4_e
+	rjmp ntt_inv_q3329_n512_l4_b
+ntt_inv_q3329_n512_l4_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q3329_n512_l4_d
 	rjmp ntt_inv_q3329_n512_l4_g
 ntt_inv_q3329_n512_l4_d:
-	; layer 5: 2 groups of 128; sums centred
+	; layer 5: 2 groups of 128
 	movw r28, r24		; Y = a
 	subi r26, lo8(12)
 	sbci r27, hi8(12)	; X = &zetas_inv[N/(2len)]
@@ -4437,45 +4169,18 @@ ntt_inv_q3329_n512_l5_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
-	mov r20, r1		; t
-	mul r20, r21
-	sub r17, r0
-	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	st Y+, r8
+	st Y+, r9
 	dec r4
-	breq ntt_inv_q3329_n512_l5_e
-	rjmp ntt_inv_q3329_n512_l5_b
-ntt_inv_q3329_n512_l5_e:
+	brne ntt_inv_q3329_n512_l5_b
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q3329_n512_l5_d
@@ -4527,15 +4232,10 @@ ntt_inv_q3329_n512_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -4581,15 +4281,10 @@ ntt_inv_q3329_n512_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -4770,15 +4465,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -4823,15 +4513,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -4854,15 +4539,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -4938,15 +4618,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -5013,15 +4688,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -5044,15 +4714,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -5106,15 +4771,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -5203,15 +4863,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -5234,15 +4889,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -5362,15 +5012,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -5393,15 +5038,10 @@ ntt_basemul_q3329_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -6906,15 +6546,10 @@ ntt_basemul_q7681_n256_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -6937,15 +6572,10 @@ ntt_basemul_q7681_n256_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r16, X+
@@ -7082,15 +6712,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+1, r12
@@ -7116,15 +6741,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+3, r12
@@ -7150,15 +6770,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+5, r12
@@ -7184,15 +6799,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+7, r12
@@ -7219,15 +6829,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7254,15 +6859,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+11, r12
@@ -7288,15 +6888,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+11, r12
@@ -7323,15 +6918,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+13, r12
@@ -7357,15 +6947,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+13, r12
@@ -7407,15 +6992,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+11, r12
@@ -7442,15 +7022,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7477,15 +7052,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+15, r12
@@ -7511,15 +7081,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+15, r12
@@ -7561,15 +7126,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7596,15 +7156,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+11, r12
@@ -7630,15 +7185,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+11, r12
@@ -7703,15 +7253,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7738,15 +7283,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7773,15 +7313,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7808,15 +7343,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7843,15 +7373,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7878,15 +7403,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7913,15 +7433,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7948,15 +7463,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -7983,15 +7493,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8018,15 +7523,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8053,15 +7553,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8088,15 +7583,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8123,15 +7613,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8158,15 +7643,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8193,15 +7673,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8228,15 +7703,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8263,15 +7733,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8298,15 +7763,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+13, r12
@@ -8333,15 +7793,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8376,15 +7831,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+15, r12
@@ -8411,15 +7861,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+11, r12
@@ -8445,15 +7890,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+11, r12
@@ -8489,15 +7929,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+1, r12
@@ -8524,15 +7959,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+5, r12
@@ -8568,15 +7998,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+1, r12
@@ -8603,15 +8028,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+15, r12
@@ -8637,15 +8057,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+15, r12
@@ -8684,15 +8099,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+9, r12
@@ -8719,15 +8129,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	std Y+13, r12
@@ -8766,15 +8171,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -8821,15 +8221,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -8876,15 +8271,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -8931,15 +8321,10 @@ ntt_baseinv_q769_n512_blk_go:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -23590,15 +22975,10 @@ crt_lift_block_q769_q3329_g:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -23655,15 +23035,10 @@ crt_lift_block_q769_q3329_g:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -23724,15 +23099,10 @@ crt_lift_block_q769_q3329_g:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -23797,15 +23167,10 @@ crt_lift_block_q769_q3329_g:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
