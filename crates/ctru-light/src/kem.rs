@@ -59,23 +59,37 @@ impl<B: Backend> PublicKey<B> {
     }
 }
 
+/// The checks of [`SecretKey::from_bytes`] on the encoded key in place (no
+/// copy on the stack): its length, the packed f holding values 0..=5, and
+/// the embedded public key reduced.
+pub(crate) fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
+    let bytes = <&[u8; SK_BYTES]>::try_from(bytes).map_err(|_| Error::InvalidLength {
+        expected: SK_BYTES,
+        got: bytes.len(),
+    })?;
+    let mut f = [0i16; crate::params::N];
+    let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f);
+    f.wipe();
+    if !f_ok {
+        return Err(Error::SecretKeyMalformed);
+    }
+    if !pk_is_canonical(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]) {
+        return Err(Error::PublicKeyNotReduced);
+    }
+    Ok(())
+}
+
 impl<B: Backend> SecretKey<B> {
     /// Encoded length.
     pub const LEN: usize = SK_BYTES;
     /// Imports a secret key: the packed f must hold values 0..=5 and the
     /// embedded public key must be reduced.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        let bytes = exact::<SK_BYTES>(bytes)?;
-        let mut f = [0i16; crate::params::N];
-        let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f);
-        f.wipe();
-        if !f_ok {
-            return Err(Error::SecretKeyMalformed);
-        }
-        if !pk_is_canonical(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]) {
-            return Err(Error::PublicKeyNotReduced);
-        }
-        Ok(SecretKey { bytes, _b: PhantomData })
+        check_secret_key(bytes)?;
+        Ok(SecretKey {
+            bytes: exact::<SK_BYTES>(bytes)?,
+            _b: PhantomData,
+        })
     }
     /// The encoded key (secret).
     pub fn as_bytes(&self) -> &[u8; SK_BYTES] {
@@ -254,8 +268,14 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         Ok(m)
     }
 
+    /// The checks [`SecretKey::from_bytes`] makes, on the encoded key in
+    /// place (for callers that keep keys as bytes).
+    pub fn check_secret_key(sk: &[u8]) -> Result<(), Error> {
+        check_secret_key(sk)
+    }
+
     /// [`Self::decapsulate`] with an encoded secret key, which must come from
-    /// [`Self::keygen_into`] or have passed [`SecretKey::from_bytes`].
+    /// [`Self::keygen_into`] or have passed [`Self::check_secret_key`].
     /// Decryption and the re-encryption run in frames of their own, so only
     /// m is held here while the (larger) decryption product runs.
     pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {

@@ -106,6 +106,16 @@ fn malformed_input_is_a_typed_error() {
         SecretKey::<Sha3>::from_bytes(&bad_f).unwrap_err(),
         Error::SecretKeyMalformed
     );
+    // The in-place check (no typed copy) gives the same answers.
+    assert_eq!(
+        CtruLight::<Sha3>::check_secret_key(&bad_f),
+        Err(Error::SecretKeyMalformed)
+    );
+    assert_eq!(CtruLight::<Sha3>::check_secret_key(sk.as_bytes()), Ok(()));
+    assert!(matches!(
+        CtruLight::<Sha3>::check_secret_key(&bad_f[1..]),
+        Err(Error::InvalidLength { .. })
+    ));
     // Round trips through bytes.
     assert_eq!(PublicKey::<Sha3>::from_bytes(pk.as_bytes()).unwrap(), pk);
     assert_eq!(SecretKey::<Sha3>::from_bytes(sk.as_bytes()).unwrap().public_key(), pk);

@@ -62,6 +62,9 @@ macro_rules! ctru_module {
                 sk.public_key()
             }
             pub type Raw = ctru_light::CtruLight<$backend>;
+            pub fn secret_key_ok(sk: &[u8]) -> bool {
+                Raw::check_secret_key(sk).is_ok()
+            }
         }
     };
 }
@@ -79,6 +82,9 @@ macro_rules! kyber_module {
             use $path as k;
             pub fn public_of(sk: &SecretKey) -> PublicKey {
                 sk.encapsulation_key()
+            }
+            pub fn secret_key_ok(sk: &[u8]) -> bool {
+                k::raw::check_decapsulation_key(sk).is_ok()
             }
         }
     };
@@ -99,12 +105,15 @@ mod lightsaber {
     pub fn public_of(sk: &SecretKey) -> PublicKey {
         sk.public_key()
     }
+    pub fn secret_key_ok(sk: &[u8]) -> bool {
+        lightsaber_avr::check_secret_key(sk).is_ok()
+    }
 }
 
 // The byte-array (`*_into`) APIs work in the caller's buffers: no key or
-// ciphertext copies on the stack, which matters on an 8-bit sensor. Keys
-// are still checked by the typed `from_bytes`, in a frame of its own that is
-// gone before the KEM runs.
+// ciphertext copies on the stack, which matters on an 8-bit sensor. Secret
+// keys are checked in place (each KEM's `check_secret_key`: the checks of
+// its typed `from_bytes` without the copy).
 
 /// Generates a key pair into `pk_out` (exactly `pk_len`) and `sk_out` (exactly `sk_len`).
 pub(crate) fn keygen(
@@ -137,10 +146,11 @@ pub(crate) fn encapsulate(
     }, else Err(KemFail::Unsupported))
 }
 
-/// Whether `sk` is a well-formed secret key of `kem` (its own frame: the typed copy is freed on return).
+/// Whether `sk` is a well-formed secret key of `kem` (checked in place, in a
+/// frame of its own that is gone before the KEM runs).
 #[inline(never)]
 fn secret_key_ok(kem: KemId, sk: &[u8]) -> bool {
-    dispatch!(kem, m => m::SecretKey::from_bytes(sk).is_ok(), else false)
+    dispatch!(kem, m => m::secret_key_ok(sk), else false)
 }
 
 /// Decapsulates `ct` with `sk`.

@@ -113,6 +113,21 @@ impl<V> fmt::Debug for EncapsulationKey<V> {
     }
 }
 
+/// The checks of [`DecapsulationKey::from_bytes`] on the encoded key in
+/// place (no copy: a typed key is 1.6 KB of stack): its length and, for
+/// ML-KEM-512, the §7.3 hash check.
+pub(crate) fn check_decapsulation_key<V: Variant>(bytes: &[u8]) -> Result<(), Error> {
+    check_len(bytes.len(), DK_BYTES)?;
+    if V::CHECK_KEYS {
+        let ek = &bytes[DK_PKE_BYTES..DK_PKE_BYTES + EK_BYTES];
+        let h = fips202::sha3_256(&[ek]);
+        if !bool::from(h.ct_eq(&bytes[DK_PKE_BYTES + EK_BYTES..DK_BYTES - 32])) {
+            return Err(Error::DecapsulationKeyHashMismatch);
+        }
+    }
+    Ok(())
+}
+
 impl<V: Variant> DecapsulationKey<V> {
     /// Encoded length.
     pub const LEN: usize = DK_BYTES;
@@ -120,19 +135,12 @@ impl<V: Variant> DecapsulationKey<V> {
     /// Imports a key. For ML-KEM-512 the §7.3 hash check applies
     /// (and the embedded ek's modulus check).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        check_len(bytes.len(), DK_BYTES)?;
-        let mut dk = [0u8; DK_BYTES];
-        dk.copy_from_slice(bytes);
-        let key = DecapsulationKey {
-            bytes: dk,
+        check_decapsulation_key::<V>(bytes)?;
+        let mut key = DecapsulationKey {
+            bytes: [0u8; DK_BYTES],
             _v: PhantomData,
         };
-        if V::CHECK_KEYS {
-            let h = fips202::sha3_256(&[key.ek_bytes()]);
-            if !bool::from(h.ct_eq(key.h())) {
-                return Err(Error::DecapsulationKeyHashMismatch);
-            }
-        }
+        key.bytes.copy_from_slice(bytes); // checked: DK_BYTES long
         Ok(key)
     }
 
@@ -150,9 +158,6 @@ impl<V: Variant> DecapsulationKey<V> {
 
     fn ek_bytes(&self) -> &[u8] {
         &self.bytes[DK_PKE_BYTES..DK_PKE_BYTES + EK_BYTES]
-    }
-    fn h(&self) -> &[u8] {
-        &self.bytes[DK_PKE_BYTES + EK_BYTES..DK_BYTES - 32]
     }
 }
 
@@ -445,8 +450,14 @@ macro_rules! kem_api {
                 Ok(ss)
             }
 
+            /// The checks `DecapsulationKey::from_bytes` makes, on the
+            /// encoded key in place.
+            pub fn check_decapsulation_key(dk: &[u8]) -> Result<(), $crate::Error> {
+                $crate::kem::check_decapsulation_key::<$variant>(dk)
+            }
+
             /// Decapsulation with the encoded key `dk`, which must come from
-            /// [`keygen_into`] or have passed `DecapsulationKey::from_bytes`.
+            /// [`keygen_into`] or have passed [`check_decapsulation_key`].
             pub fn decapsulate_into(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
                 $crate::kem::decaps_bytes::<$variant>(dk, ct)
             }

@@ -87,7 +87,14 @@ fn corrupted_decapsulation_key_hash() {
             hazmat::decaps(&bad, &[0; 768]).unwrap_err(),
             Error::DecapsulationKeyHashMismatch
         );
+        assert_eq!(
+            ml_kem_512::raw::check_decapsulation_key(&bad),
+            Err(Error::DecapsulationKeyHashMismatch)
+        );
+        // Round 3 has no hash check.
+        assert_eq!(kyber512_avr::kyber512_r3::raw::check_decapsulation_key(&bad), Ok(()));
     }
+    assert_eq!(ml_kem_512::raw::check_decapsulation_key(&dk), Ok(()));
     // dk_pke and z are not covered by the hash: the key imports.
     let mut other = dk;
     other[0] ^= 1;

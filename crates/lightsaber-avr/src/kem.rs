@@ -43,20 +43,34 @@ impl PublicKey {
     }
 }
 
+/// The checks of [`SecretKey::from_bytes`] on the encoded key in place (no
+/// 1.6 KB copy on the stack): its length, every secret coefficient in
+/// [−5, 5], and H(pk) matching the embedded pk.
+pub fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
+    if bytes.len() != SK_BYTES {
+        return Err(Error::InvalidLength {
+            expected: SK_BYTES,
+            got: bytes.len(),
+        });
+    }
+    if !pke::secret_in_range(&bytes[..SK_PKE_BYTES]) {
+        return Err(Error::SecretKeyMalformed);
+    }
+    let (pk, hpk) = bytes[SK_PKE_BYTES..].split_at(PK_BYTES);
+    if !bool::from(fips202::sha3_256(&[pk]).ct_eq(&hpk[..32])) {
+        return Err(Error::SecretKeyHashMismatch);
+    }
+    Ok(())
+}
+
 impl SecretKey {
     /// Encoded length.
     pub const LEN: usize = SK_BYTES;
     /// Imports a secret key: every secret coefficient must be in [−5, 5]
     /// and H(pk) must match the embedded pk.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        let key = SecretKey(exact(bytes)?);
-        if !pke::secret_in_range(&key.0[..SK_PKE_BYTES]) {
-            return Err(Error::SecretKeyMalformed);
-        }
-        if !bool::from(fips202::sha3_256(&[key.pk()]).ct_eq(key.hpk())) {
-            return Err(Error::SecretKeyHashMismatch);
-        }
-        Ok(key)
+        check_secret_key(bytes)?;
+        exact(bytes).map(SecretKey)
     }
     /// The encoded key (secret).
     pub fn as_bytes(&self) -> &[u8; SK_BYTES] {
@@ -70,9 +84,6 @@ impl SecretKey {
     }
     fn pk(&self) -> &[u8] {
         &self.0[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]
-    }
-    fn hpk(&self) -> &[u8] {
-        &self.0[SK_BYTES - 64..SK_BYTES - 32]
     }
 }
 
@@ -192,7 +203,7 @@ pub fn encapsulate_into(
 }
 
 /// [`decapsulate`] with an encoded secret key, which must come from
-/// [`keygen_into`] or have passed [`SecretKey::from_bytes`].
+/// [`keygen_into`] or have passed [`check_secret_key`].
 pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
     let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
     let (pk, rest) = rest.split_at(PK_BYTES);

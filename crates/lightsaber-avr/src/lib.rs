@@ -31,7 +31,8 @@ mod poly;
 mod sampling;
 
 pub use kem::{
-    decapsulate, decapsulate_into, encapsulate, encapsulate_into, keygen, keygen_into, Ciphertext, PublicKey, SecretKey,
+    check_secret_key, decapsulate, decapsulate_into, encapsulate, encapsulate_into, keygen, keygen_into, Ciphertext,
+    PublicKey, SecretKey,
 };
 pub use kem_common::SharedSecret;
 

@@ -53,6 +53,19 @@ fn malformed_input_is_a_typed_error() {
     let mut bad = *sk.as_bytes();
     bad[832 + 5] ^= 1;
     assert_eq!(SecretKey::from_bytes(&bad).unwrap_err(), Error::SecretKeyHashMismatch);
+    // The in-place check (no typed copy) gives the same answers.
+    assert_eq!(
+        lightsaber_avr::check_secret_key(&bad),
+        Err(Error::SecretKeyHashMismatch)
+    );
+    assert_eq!(lightsaber_avr::check_secret_key(sk.as_bytes()), Ok(()));
+    assert_eq!(
+        lightsaber_avr::check_secret_key(&bad[..1567]),
+        Err(Error::InvalidLength {
+            expected: 1568,
+            got: 1567
+        })
+    );
 }
 
 /// The byte-buffer API draws and outputs exactly what the typed API does.
