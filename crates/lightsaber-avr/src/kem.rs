@@ -215,13 +215,13 @@ pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecre
     // ct_eq compiled to a branch per byte on AVR: `cargo xtask ct` saw it.)
     let mut sink = CiphertextSink::compare(ct);
     let mut kbar = encrypt_derive(&m, hpk, pk, &mut sink);
+    // K̄, or z (read in place) if the ciphertexts differ. The reference
+    // hashes the received ciphertext, valid or not.
     let fail = !sink.equal();
-    let mut z_arr = [0u8; 32];
-    z_arr.copy_from_slice(z);
-    // The reference hashes the received ciphertext, valid or not.
-    let mut chosen = select_bytes(&kbar, &z_arr, fail);
+    let z: &[u8; 32] = z.try_into().unwrap_or(&[0; 32]); // 32 bytes by the key's layout
+    let mut chosen = select_bytes(&kbar, z, fail);
     let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[ct])]));
-    for secret in [&mut m[..], &mut chosen[..], &mut z_arr[..], &mut kbar[..]] {
+    for secret in [&mut m, &mut chosen, &mut kbar] {
         secret.wipe();
     }
     ss
