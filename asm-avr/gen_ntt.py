@@ -370,14 +370,76 @@ def inverse_routine(q, n, layers):
     return o
 
 
+def barrett_parameters(q, total):
+    """Shift s, reciprocal m = round(2^(16+s)/q) and bias c of `barrett` for
+    |T| < total, and the exclusive bound on |r| it returns. x = T ≫ s must
+    fit 16 signed bits and m 16 unsigned bits. With the three dropped
+    partial-product fractions (each below one), the computed quotient u lies
+    in (T/q − 2^s/q − 1/4 − 3, T/q + 1/4]: r = T − (u + c)·q then lies in
+    (−(1/4 + c)·q, (2^s/q + 13/4 − c)·q); c centres that interval. Checked
+    on sampled inputs against the byte arithmetic (`barrett_model`)."""
+    shift = max(0, (total - 1).bit_length() - 15)
+    assert (1 << shift) < q and total <= 1 << (15 + shift)
+    recip = ((1 << (16 + shift)) + q // 2) // q
+    assert recip < 1 << 16
+    lower, upper = -q / 4, ((1 << shift) / q + 3.25) * q  # r before the bias
+    bias = round((lower + upper) / 2 / q)
+    r_bound = int(max(-(lower - bias * q), upper - bias * q)) + 2
+    assert r_bound <= 32767
+    for t in list(range(-total + 1, -total + 2000)) + list(range(-2000, 2000)) + \
+            list(range(total - 2000, total)) + [(x * 48271) % (2 * total - 1) - total + 1 for x in range(20000)]:
+        r = barrett_model(t, shift, recip, bias, q)
+        assert (t - r) % q == 0 and abs(r) < r_bound, (q, t, r)
+    return shift, recip, bias, r_bound
+
+
+def barrett_model(t, shift, recip, bias, q):
+    """`barrett`'s byte arithmetic in Python (16-bit wrap-around included)."""
+    x = t >> shift
+    xh, xl = x >> 8, x & 0xFF  # signed high byte, unsigned low byte
+    mh, ml = recip >> 8, recip & 0xFF
+    u = xh * mh + ((xl * mh) >> 8) + ((xh * ml) >> 8)
+    k = (q - 1) >> 8
+    low = ((u & 0xFF) | ((((u >> 8) + (u & 0xFF) * k) & 0xFF) << 8)) & 0xFFFF  # low 16 bits of u·q
+    r = ((t & 0xFFFF) - low - bias * q) & 0xFFFF
+    return r - (1 << 16) if r >= 1 << 15 else r
+
+
+def barrett(shift, recip, bias, q):
+    """r13:r12 ≡ T (mod q), |r| below barrett_parameters' bound, for T in
+    r13:r12:r11:r10 (signed); k in r21, zero in r2. Only T's low 16 bits and
+    x = T ≫ s are needed: r is small, so T − (u + c)·q is computed mod 2^16,
+    and the low 16 bits of u·q (q = k·2^8 + 1) are u + (low8(u_lo·k) ≪ 8).
+    Clobbers r0, r1, r10-r17, r20, r22, r23."""
+    o = ["\tmovw r22, r10\t\t; T mod 2^16"]
+    if shift >= 8:
+        for _ in range(shift - 8):
+            o += ["\tasr r13", "\tror r12", "\tror r11"]
+    else:
+        for _ in range(8 - shift):
+            o += ["\tlsl r10", "\trol r11", "\trol r12"]
+    o += ["\tmov r16, r11", "\tmov r17, r12\t\t; x = T ≫ s (mulsu takes r16-r23 only)",
+          f"\tldi r20, hi8({recip})", "\tmulsu r17, r20\t\t; x_hi·m_hi", "\tmovw r14, r0",
+          "\tmul r16, r20", "\tadd r14, r1", "\tadc r15, r2\t\t; + (x_lo·m_hi) ≫ 8",
+          f"\tldi r20, lo8({recip})", "\tmulsu r17, r20", "\tsbc r20, r20\t\t; its sign",
+          "\tadd r14, r1", "\tadc r15, r20\t\t; u = + (x_hi·m_lo) ≫ 8",
+          "\tmul r14, r21", "\tadd r15, r0\t\t; low 16 bits of u·q",
+          "\tsub r22, r14", "\tsbc r23, r15"]
+    if bias:
+        o += [f"\tsubi r22, lo8({bias * q})", f"\tsbci r23, hi8({bias * q})\t; − c·q"]
+    return o + ["\tmovw r12, r22\t\t; r ≡ T (mod q)"]
+
+
 def base_mul_routine(q, n, d):
     """Blockwise product mod x^d − γ_i (γ_{2j} = ζ[64+j], γ_{2j+1} = −γ_{2j}):
     c_t = Σ_{u≤t} a_u b_{t−u} + γ·Σ_{u>t} a_u b_{t+d−u}, canonical and centred;
     with `acc` ≠ 0, c_t is added to out_t (|out_t| < q) first. The high sum is
-    Montgomery-reduced and multiplied by γ·2^16, the total reduced again and
-    brought back by 2^32 mod q (the `s2` argument), so every term is exact.
-    Outputs of a block are kept on the stack until the block is done, so
-    `out` may alias `a` or `b`.
+    reduced (≡ high·S) and multiplied by the table's γ·S⁻¹, so the total T
+    is an exact 32-bit integer ≡ c_t; a Barrett reduction (`barrett`) then
+    brings it below a few q without the reduction factor S, so no product by
+    the `s2` argument (S⁻²) is needed: s2 is ignored, and stays in the
+    signature the base inversion shares. Outputs of a block are kept on the
+    stack until the block is done, so `out` may alias `a` or `b`.
 
         void ntt_basemul_q<q>_n<n>(const int16_t *a, const int16_t *b, int16_t *out,
                                   const int16_t *gammas, int16_t s2, uint8_t acc);
@@ -387,14 +449,17 @@ def base_mul_routine(q, n, d):
     # times s2, reduced; plus out (|out| < q) into centre().
     h = (q - 1) // 2
     high = red_bound(q, (d - 1) * (q - 1) ** 2 + 1, 1)
-    total = red_bound(q, (high - 1) * h + d * (q - 1) ** 2 + 1, 1)
-    assert total < OUT_OF_RANGE and red_bound(q, total, h) + q - 1 <= span(q) * q
+    assert high < OUT_OF_RANGE
+    # |T| below: γ·H plus t + 1 low products (t < d − 1), or d low products.
+    total = max((high - 1) * h + (d - 1) * (q - 1) ** 2, d * (q - 1) ** 2) + 1
+    shift, recip, bias, r_bound = barrett_parameters(q, total)
+    assert r_bound + q - 1 <= span(q) * q  # plus out, into centre()
     name = f"ntt_basemul_q{q}_n{n}{suffix()}"
     blocks = n // d
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
     o += [f"\tpush {r}" for r in saved]
-    o += ["\tmov r4, r14\t\t; acc flag", "\tmovw r8, r16\t\t; s2 = 2^32 mod q", "\tmovw r28, r24\t\t; Y = a",
+    o += ["\tmov r4, r14\t\t; acc flag", "\tmovw r28, r24\t\t; Y = a",
           "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out", "\tmovw r24, r18\t\t; gammas",
           "\tclr r2", f"\tldi r21, {k}", f"\tldi r16, {65536 // q}", "\tmov r5, r16",
           f"\tldi r16, {blocks & 0xFF}", "\tmov r3, r16"]
@@ -421,7 +486,7 @@ def base_mul_routine(q, n, d):
         for u, v in low:
             o += load(u, v) + (product_acc() if started else product())
             started = True
-        o += reduce(q) + ["\tmovw r16, r12", "\tmovw r18, r8"] + product() + reduce(q)
+        o += barrett(shift, recip, bias, q)
         o += ["\tld r16, X+", "\tld r17, X+", "\tsbrc r4, 0", "\tadd r12, r16", "\tsbrc r4, 0", "\tadc r13, r17"]
         o += ["\tmovw r16, r12"] + centre(q) + ["\tpush r22", "\tpush r23"]
     o += [f"\tpop r16\n\tst -X, r16" for _ in range(2 * d)]

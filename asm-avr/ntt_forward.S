@@ -1118,7 +1118,6 @@ ntt_basemul_q3329_n256:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -1213,42 +1212,33 @@ ntt_basemul_q3329_n256_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(20159)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(20159)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -1318,42 +1308,33 @@ ntt_basemul_q3329_n256_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(20159)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(20159)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -2510,7 +2491,6 @@ ntt_basemul_q769_n512:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -2649,42 +2629,30 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -2824,42 +2792,30 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -2999,42 +2955,30 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -3148,42 +3092,30 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -4370,7 +4302,6 @@ ntt_basemul_q3329_n512:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -4509,42 +4440,36 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -4684,42 +4609,36 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -4859,42 +4778,36 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -5008,42 +4921,36 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -6495,7 +6402,6 @@ ntt_basemul_q7681_n256:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -6542,42 +6448,36 @@ ntt_basemul_q7681_n256_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(17474)
+	mulsu r17, r20		; x_hi·m_hi
 	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mul r10, r21		; B = t_lo·k
-	mov r20, r11
-	sub r20, r0		; t_hi
-	movw r14, r0
-	mul r20, r21		; A = t_hi·k
-	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
-	adc r15, r0		; B1 + A0
-	adc r1, r2		; A1
-	sub r12, r15
-	sbc r13, r1		; mont(b·z)
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(17474)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(15362)
+	sbci r23, hi8(15362)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -9798,7 +9698,6 @@ ntt_basemul_q3329_n256_mont:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -9913,82 +9812,33 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(20159)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(20159)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -10058,82 +9908,33 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(20159)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(20159)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -11590,7 +11391,6 @@ ntt_basemul_q769_n512_mont:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -11749,82 +11549,30 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -11984,82 +11732,30 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -12219,82 +11915,30 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -12408,82 +12052,30 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(64769)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(64769)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(64769)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(769)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(769)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(769)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(769)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -13970,7 +13562,6 @@ ntt_basemul_q3329_n512_mont:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -14129,82 +13720,36 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -14364,82 +13909,36 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -14599,82 +14098,36 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -14788,82 +14241,36 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(62209)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(62209)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(62209)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(3329)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(3329)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(3329)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(3329)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(6658)
+	sbci r23, hi8(6658)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -16570,7 +15977,6 @@ ntt_basemul_q7681_n256_mont:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -16617,82 +16023,36 @@ ntt_basemul_q7681_n256_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldi r22, lo8(57857)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(57857)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(57857)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(7681)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(7681)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(7681)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(7681)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, lo8(57857)
-	mul r10, r22		; p0·qi0
-	movw r16, r0		; t_lo, partial t_hi
-	ldi r22, hi8(57857)
-	mul r10, r22
-	add r17, r0
-	ldi r22, lo8(57857)
-	mul r11, r22
-	add r17, r0		; t = r17:r16
-	ldi r22, lo8(7681)
-	mul r16, r22		; t_lo·q_lo (low byte = p0)
-	mov r14, r1
-	ldi r22, hi8(7681)
-	mul r16, r22		; t_lo·q_hi
-	add r14, r0
-	mov r15, r1
-	adc r15, r2
-	clr r20
-	ldi r22, lo8(7681)
-	mulsu r17, r22		; t_hi·q_lo (signed)
-	sbc r22, r22		; its sign
-	add r14, r0
-	adc r15, r1
-	adc r20, r22
-	ldi r22, hi8(7681)
-	mulsu r17, r22		; t_hi·q_hi (signed)
-	add r15, r0
-	adc r20, r1
-	sub r12, r15
-	sbc r13, r20		; mont(p)
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(17474)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(17474)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(15362)
+	sbci r23, hi8(15362)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -20541,7 +19901,6 @@ ntt_basemul_q769_n512_kred2x:
 	push r28
 	push r29
 	mov r4, r14		; acc flag
-	movw r8, r16		; s2 = 2^32 mod q
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -20678,38 +20037,30 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -20847,38 +20198,30 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -21016,38 +20359,30 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
@@ -21161,38 +20496,30 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
-	movw r16, r12
-	movw r18, r8
-	muls r17, r19
-	movw r12, r0
-	mul r16, r18
-	movw r10, r0
-	mulsu r17, r18
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	mulsu r19, r16
-	sbc r13, r2
-	add r11, r0
-	adc r12, r1
-	adc r13, r2
-	ldi r22, 9
-	mul r10, r22		; k²·C0
-	add r12, r0
-	adc r13, r1
-	ldi r22, 3
-	mul r11, r22		; k·C1
-	sub r12, r0
-	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	subi r22, lo8(1538)
+	sbci r23, hi8(1538)	; − c·q
+	movw r12, r22		; r ≡ T (mod q)
 	ld r16, X+
 	ld r17, X+
 	sbrc r4, 0
