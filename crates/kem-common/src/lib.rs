@@ -79,9 +79,16 @@ pub trait Wipe {
 /// Zeroizes `bytes` (the loop behind [`Wipe`] for byte buffers).
 #[inline(never)]
 pub fn wipe_bytes(bytes: &mut [u8]) {
-    // Element by element: the slice impl builds an iterator on the stack
-    // and costs about twice as many cycles a byte on the AVR.
-    for b in bytes.iter_mut() {
+    // Element by element (the slice impl builds an iterator on the stack and
+    // costs about twice as many cycles a byte on the AVR), four a turn: the
+    // loop's pointer update and compare are paid once per four stores.
+    let mut quads = bytes.chunks_exact_mut(4);
+    for quad in &mut quads {
+        for b in quad {
+            b.zeroize();
+        }
+    }
+    for b in quads.into_remainder() {
         b.zeroize();
     }
 }
@@ -89,7 +96,13 @@ pub fn wipe_bytes(bytes: &mut [u8]) {
 /// Zeroizes `values` (the loop behind [`Wipe`] for coefficient buffers).
 #[inline(never)]
 pub fn wipe_i16(values: &mut [i16]) {
-    for v in values.iter_mut() {
+    let mut quads = values.chunks_exact_mut(4); // as in wipe_bytes
+    for quad in &mut quads {
+        for v in quad {
+            v.zeroize();
+        }
+    }
+    for v in quads.into_remainder() {
         v.zeroize();
     }
 }
