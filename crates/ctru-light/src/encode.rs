@@ -40,12 +40,31 @@ pub fn pack_sk(f: &[i16; N], out: &mut [u8; SK_PKE_BYTES]) {
 
 /// UnpackSK (§2): f_i = 3 − v_i. Returns whether every v_i ≤ 5 (computed
 /// without an early exit: the values are secret).
+///
+/// Eight values from three bytes a turn, in 8-bit arithmetic (the generic
+/// unpacking works on 32-bit windows); a short input takes the generic
+/// path, whose missing bytes read as zero.
 pub fn unpack_sk(sk: &[u8], f: &mut [i16; N]) -> bool {
     let mut bad = 0i16;
-    unpack_bits(3, N, sk, |i, v| {
+    let mut put = |slot: &mut i16, v: u8| {
         bad |= (5 - v as i16) >> 15;
-        f[i] = 3 - v as i16;
-    });
+        *slot = 3 - v as i16;
+    };
+    if sk.len() < SK_PKE_BYTES {
+        unpack_bits(3, N, sk, |i, v| put(&mut f[i], v as u8));
+        return bad == 0;
+    }
+    for (v, b) in f.chunks_exact_mut(8).zip(sk.chunks_exact(3)) {
+        let (b0, b1, b2) = (b[0], b[1], b[2]);
+        put(&mut v[0], b0 & 7);
+        put(&mut v[1], (b0 >> 3) & 7);
+        put(&mut v[2], b0 >> 6 | (b1 & 1) << 2);
+        put(&mut v[3], (b1 >> 1) & 7);
+        put(&mut v[4], (b1 >> 4) & 7);
+        put(&mut v[5], b1 >> 7 | (b2 & 3) << 1);
+        put(&mut v[6], (b2 >> 2) & 7);
+        put(&mut v[7], b2 >> 5);
+    }
     bad == 0
 }
 
@@ -263,5 +282,37 @@ mod tests {
         assert_eq!(fb, f);
         sk[0] |= 7; // v_0 = 7 > 5
         assert!(!unpack_sk(&sk, &mut fb));
+    }
+
+    /// The byte-wise UnpackSK equals the generic bit unpacking on random
+    /// and extreme bytes, flags exactly the 3-bit values above 5, and keeps
+    /// the generic meaning of a short input.
+    #[test]
+    fn unpacking_matches_the_generic_bit_stream() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..200 {
+            let byte = |x: &mut u64| {
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                match round {
+                    0 => 0,
+                    1 => 0xFF,
+                    _ => *x as u8,
+                }
+            };
+            let (mut fast, mut generic) = ([0i16; N], [0i16; N]);
+            let sk: [u8; SK_PKE_BYTES] = core::array::from_fn(|_| byte(&mut x));
+            let mut want_ok = true;
+            unpack_bits(3, N, &sk, |i, v| {
+                generic[i] = 3 - v as i16;
+                want_ok &= v <= 5;
+            });
+            assert_eq!(unpack_sk(&sk, &mut fast), want_ok, "round {round}");
+            assert_eq!(fast, generic, "round {round}");
+        }
+        let mut short = [7i16; N];
+        assert!(unpack_sk(&[0x05], &mut short)); // v_0 = 5, then zeros (v = 0)
+        assert_eq!(short[..3], [-2, 3, 3]);
     }
 }
