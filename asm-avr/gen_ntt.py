@@ -456,22 +456,48 @@ def base_mul_routine(q, n, d):
     assert r_bound + q - 1 <= span(q) * q  # plus out, into centre()
     name = f"ntt_basemul_q{q}_n{n}{suffix()}"
     blocks = n // d
+    # Degree 1 and 2 store each output as soon as it is made: with d = 1 the
+    # block's two operands are in registers by then; with d = 2, a_0 and b_0
+    # (the only operands an early c_0 could overwrite when out aliases a or
+    # b) are kept in r8:r9 and r24:r25, and the γ pointer moves to the stack.
+    # Degree 4 keeps a block's outputs on the stack until it is done.
+    direct = d <= 2
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
     o += [f"\tpush {r}" for r in saved]
     o += ["\tmov r4, r14\t\t; acc flag", "\tmovw r28, r24\t\t; Y = a",
-          "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out", "\tmovw r24, r18\t\t; gammas",
-          "\tclr r2", f"\tldi r21, {k}", f"\tldi r16, {65536 // q}", "\tmov r5, r16",
+          "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out"]
+    if d == 2:
+        o += ["\tpush r18", "\tpush r19\t\t; the γ pointer, on the stack"]
+    elif d > 2:
+        o += ["\tmovw r24, r18\t\t; gammas"]
+    o += ["\tclr r2", f"\tldi r21, {k}", f"\tldi r16, {65536 // q}", "\tmov r5, r16",
           f"\tldi r16, {blocks & 0xFF}", "\tmov r3, r16"]
     lab = f"{name}_blk"
-    o += [f"{lab}:", "\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it",
-          f"\trjmp {lab}_neg",
-          "\tpush r30", "\tpush r31", "\tmovw r30, r24", "\tld r6, Z+", "\tld r7, Z+", "\tmovw r24, r30",
-          "\tpop r31", "\tpop r30", f"\trjmp {lab}_go",
-          f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
+    o += [f"{lab}:"]
+    if d > 1:  # degree 1 has no high sum, so no γ
+        if d == 2:
+            fetch = ["\tmovw r14, r30", "\tpop r31", "\tpop r30", "\tld r6, Z+", "\tld r7, Z+", "\tpush r30",
+                     "\tpush r31", "\tmovw r30, r14"]
+        else:
+            fetch = ["\tpush r30", "\tpush r31", "\tmovw r30, r24", "\tld r6, Z+", "\tld r7, Z+", "\tmovw r24, r30",
+                     "\tpop r31", "\tpop r30"]
+        o += ["\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it", f"\trjmp {lab}_neg"] + fetch
+        o += [f"\trjmp {lab}_go", f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
 
-    def load(u, v):
-        return [f"\tldd r16, Y+{2 * u}", f"\tldd r17, Y+{2 * u + 1}", f"\tldd r18, Z+{2 * v}", f"\tldd r19, Z+{2 * v + 1}"]
+    def load(u, v, first):
+        """Operands a_u into r17:r16 and b_v into r19:r18 (d = 2: a_0 and
+        b_0 from their registers, loaded there on `first` use)."""
+        code = []
+        for ptr, i, lo, cache in (("Y", u, "r16", "r8"), ("Z", v, "r18", "r24")):
+            hi = f"r{int(lo[1:]) + 1}"
+            if d == 2 and i == 0:
+                if first:
+                    code += [f"\tld {cache}, {ptr}", f"\tldd r{int(cache[1:]) + 1}, {ptr}+1"]
+                code += [f"\tmovw {lo}, {cache}"]
+            else:
+                code += [f"\tldd {lo}, {ptr}+{2 * i}", f"\tldd {hi}, {ptr}+{2 * i + 1}"]
+        return code
 
     for t in range(d):
         high = [(u, t + d - u) for u in range(t + 1, d)]
@@ -480,18 +506,23 @@ def base_mul_routine(q, n, d):
         started = False
         if high:
             for i, (u, v) in enumerate(high):
-                o += load(u, v) + (product() if i == 0 else product_acc())
+                o += load(u, v, t == 0) + (product() if i == 0 else product_acc())
             o += reduce(q) + ["\tmovw r16, r12", "\tmovw r18, r6"] + product()
             started = True
         for u, v in low:
-            o += load(u, v) + (product_acc() if started else product())
+            o += load(u, v, t == 0) + (product_acc() if started else product())
             started = True
         o += barrett(shift, recip, bias, q)
         o += ["\tld r16, X+", "\tld r17, X+", "\tsbrc r4, 0", "\tadd r12, r16", "\tsbrc r4, 0", "\tadc r13, r17"]
-        o += ["\tmovw r16, r12"] + centre(q) + ["\tpush r22", "\tpush r23"]
-    o += [f"\tpop r16\n\tst -X, r16" for _ in range(2 * d)]
-    o += [f"\tadiw r26, {2 * d}", f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}",
+        o += ["\tmovw r16, r12"] + centre(q)
+        o += ["\tsbiw r26, 2", "\tst X+, r22", "\tst X+, r23"] if direct else ["\tpush r22", "\tpush r23"]
+    if not direct:
+        o += [f"\tpop r16\n\tst -X, r16" for _ in range(2 * d)]
+        o += [f"\tadiw r26, {2 * d}"]
+    o += [f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}",
           "\tdec r3", f"\tbreq {lab}_end", f"\tjmp {lab}", f"{lab}_end:"]
+    if d == 2:
+        o += ["\tpop r0", "\tpop r0\t\t; drop the γ pointer"]
     o += [f"\tpop {r}" for r in reversed(saved)]
     o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
     return o

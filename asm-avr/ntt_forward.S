@@ -1121,7 +1121,8 @@ ntt_basemul_q3329_n256:
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
+	push r18
+	push r19		; the γ pointer, on the stack
 	clr r2
 	ldi r21, 13
 	ldi r16, 19
@@ -1131,14 +1132,14 @@ ntt_basemul_q3329_n256:
 ntt_basemul_q3329_n256_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q3329_n256_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
+	movw r14, r30
 	pop r31
 	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
 	rjmp ntt_basemul_q3329_n256_blk_go
 ntt_basemul_q3329_n256_blk_neg:
 	neg r7
@@ -1190,10 +1191,12 @@ ntt_basemul_q3329_n256_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
-	ldd r18, Z+0
-	ldd r19, Z+1
+	ld r8, Y
+	ldd r9, Y+1
+	movw r16, r8
+	ld r24, Z
+	ldd r25, Z+1
+	movw r18, r24
 	muls r17, r19
 	add r12, r0
 	adc r13, r1
@@ -1265,11 +1268,11 @@ ntt_basemul_q3329_n256_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
 	; c1
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r8
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -1288,8 +1291,7 @@ ntt_basemul_q3329_n256_blk_go:
 	adc r13, r2
 	ldd r16, Y+2
 	ldd r17, Y+3
-	ldd r18, Z+0
-	ldd r19, Z+1
+	movw r18, r24
 	muls r17, r19
 	add r12, r0
 	adc r13, r1
@@ -1361,23 +1363,17 @@ ntt_basemul_q3329_n256_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 4
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
 	adiw r28, 4
 	adiw r30, 4
 	dec r3
 	breq ntt_basemul_q3329_n256_blk_end
 	jmp ntt_basemul_q3329_n256_blk
 ntt_basemul_q3329_n256_blk_end:
+	pop r0
+	pop r0		; drop the γ pointer
 	pop r29
 	pop r28
 	pop r17
@@ -6405,7 +6401,6 @@ ntt_basemul_q7681_n256:
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
 	clr r2
 	ldi r21, 30
 	ldi r16, 8
@@ -6413,22 +6408,6 @@ ntt_basemul_q7681_n256:
 	ldi r16, 0
 	mov r3, r16
 ntt_basemul_q7681_n256_blk:
-	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
-	rjmp ntt_basemul_q7681_n256_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
-	pop r31
-	pop r30
-	rjmp ntt_basemul_q7681_n256_blk_go
-ntt_basemul_q7681_n256_blk_neg:
-	neg r7
-	neg r6
-	sbc r7, r2		; γ = −γ
-ntt_basemul_q7681_n256_blk_go:
 	; c0
 	ldd r16, Y+0
 	ldd r17, Y+1
@@ -6504,13 +6483,9 @@ ntt_basemul_q7681_n256_blk_go:
 	adc r23, r17
 	subi r22, lo8(3840)
 	sbci r23, hi8(3840)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 2
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
 	adiw r28, 2
 	adiw r30, 2
 	dec r3
@@ -9701,7 +9676,8 @@ ntt_basemul_q3329_n256_mont:
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
+	push r18
+	push r19		; the γ pointer, on the stack
 	clr r2
 	ldi r21, 13
 	ldi r16, 19
@@ -9711,14 +9687,14 @@ ntt_basemul_q3329_n256_mont:
 ntt_basemul_q3329_n256_mont_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q3329_n256_mont_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
+	movw r14, r30
 	pop r31
 	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
 	rjmp ntt_basemul_q3329_n256_mont_blk_go
 ntt_basemul_q3329_n256_mont_blk_neg:
 	neg r7
@@ -9790,10 +9766,12 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
-	ldd r18, Z+0
-	ldd r19, Z+1
+	ld r8, Y
+	ldd r9, Y+1
+	movw r16, r8
+	ld r24, Z
+	ldd r25, Z+1
+	movw r18, r24
 	muls r17, r19
 	add r12, r0
 	adc r13, r1
@@ -9865,11 +9843,11 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
 	; c1
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r8
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -9888,8 +9866,7 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	adc r13, r2
 	ldd r16, Y+2
 	ldd r17, Y+3
-	ldd r18, Z+0
-	ldd r19, Z+1
+	movw r18, r24
 	muls r17, r19
 	add r12, r0
 	adc r13, r1
@@ -9961,23 +9938,17 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 4
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
 	adiw r28, 4
 	adiw r30, 4
 	dec r3
 	breq ntt_basemul_q3329_n256_mont_blk_end
 	jmp ntt_basemul_q3329_n256_mont_blk
 ntt_basemul_q3329_n256_mont_blk_end:
+	pop r0
+	pop r0		; drop the γ pointer
 	pop r29
 	pop r28
 	pop r17
@@ -15980,7 +15951,6 @@ ntt_basemul_q7681_n256_mont:
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
 	clr r2
 	ldi r21, 30
 	ldi r16, 8
@@ -15988,22 +15958,6 @@ ntt_basemul_q7681_n256_mont:
 	ldi r16, 0
 	mov r3, r16
 ntt_basemul_q7681_n256_mont_blk:
-	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
-	rjmp ntt_basemul_q7681_n256_mont_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
-	pop r31
-	pop r30
-	rjmp ntt_basemul_q7681_n256_mont_blk_go
-ntt_basemul_q7681_n256_mont_blk_neg:
-	neg r7
-	neg r6
-	sbc r7, r2		; γ = −γ
-ntt_basemul_q7681_n256_mont_blk_go:
 	; c0
 	ldd r16, Y+0
 	ldd r17, Y+1
@@ -16079,13 +16033,9 @@ ntt_basemul_q7681_n256_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(3840)
 	sbci r23, hi8(3840)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 2
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
 	adiw r28, 2
 	adiw r30, 2
 	dec r3
