@@ -21,7 +21,7 @@ Montgomery product of b and z (|b| < 8q, |z| ≤ (q-1)/2):
   p = b·z (32-bit); t = p·q⁻¹ mod 2^16 with q⁻¹ = 1 − k·2^8, i.e.
   t_lo = p0, t_hi = p1 − low8(p0·k); result = p_hi16 − (t·q)_hi16, where
   t·q = (t·k)·2^8 + t (the low 16 bits of p and t·q agree by construction).
-  t is unsigned where that is cheaper (`cheaper`: four cycles a reduction,
+  t is unsigned where that is cheaper (`cheaper`: five cycles a reduction,
   for a result in (p/2^16 − q, p/2^16] instead of around p/2^16).
 Final centring: a' = a + (q−1)/2 + c·q ∈ [0, 2^16) (c = span(q)); t = ((a' ≫ 8)·⌊2^16/q⌋) ≫ 8
 underestimates a'/q by less than one, so a' − t·q ∈ [0, 2q); one masked
@@ -105,7 +105,7 @@ UNSIGNED_T = True
 
 def cheaper(make):
     """The routine `make()` generates with the NTT-friendly reduction's t
-    unsigned or signed, whichever executes fewer cycles: unsigned saves four
+    unsigned or signed, whichever executes fewer cycles: unsigned saves five
     cycles a reduction, but its wider output range can make a layer centre
     its outputs (about 21 cycles a value), e.g. for q = 7681, whose centring
     domain is only 4q. Every reduction and centring in these routines sits in
@@ -123,7 +123,7 @@ def cheaper(make):
         except AssertionError:
             continue
         text = "\n".join(code)
-        cost = 21 * text.count("a' − t·q ∈ [0, 2q)") + (13 if unsigned else 17) * text.count("mont(b·z)")
+        cost = 21 * text.count("a' − t·q ∈ [0, 2q)") + (12 if unsigned else 17) * text.count("mont(b·z)")
         if best is None or cost < best[0]:
             best = (cost, code)
     UNSIGNED_T = True
@@ -138,7 +138,8 @@ def suffix():
 def reduce(q):
     """r13:r12 = r13:r12:r11:r10 · 2^-16 mod q (|input| < q·2^15), k in r21, zero in r2
     (K-RED2X: ≡ k²·input, |input| < 2^29).
-    Clobbers r0, r1, r14, r15, r20 (plain: also r16, r17, r22; K-RED2X: r0, r1, r22 only)."""
+    Clobbers r0, r1, r14, r15, r20 (signed friendly: also r22; plain: also r16, r17, r22;
+    K-RED2X: r0, r1, r22 only)."""
     if VARIANT == "plain":
         return reduce_plain(q)
     if VARIANT == "kred2x":
@@ -150,7 +151,7 @@ def reduce(q):
                 "\tmov r22, r20", "\tlsl r22", "\tsbc r22, r22\t\t; sign of t",
                 "\tadd r14, r20\t\t; carry out of byte 1 of t·q", "\tadc r15, r22", "\tadc r1, r22",
                 "\tsub r12, r15", "\tsbc r13, r1\t\t; mont(b·z)"]
-    # t taken unsigned (t ∈ [0, 2^16)): no sign extension, four cycles fewer
+    # t taken unsigned (t ∈ [0, 2^16)): no sign extension, five cycles fewer
     # than a signed t, but the result lies in (p/2^16 − q, p/2^16] rather
     # than around p/2^16 (red_bound accounts for it).
     return ["\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
@@ -438,15 +439,15 @@ def base_mul_routine(q, n, d):
     is an exact 32-bit integer ≡ c_t; a Barrett reduction (`barrett`) then
     brings it below a few q without the reduction factor S, so no product by
     the `s2` argument (S⁻²) is needed: s2 is ignored, and stays in the
-    signature the base inversion shares. Outputs of a block are kept on the
-    stack until the block is done, so `out` may alias `a` or `b`.
+    signature the base inversion shares. `out` may alias `a` or `b`: see
+    `direct` below for how each degree keeps the operands it still needs.
 
         void ntt_basemul_q<q>_n<n>(const int16_t *a, const int16_t *b, int16_t *out,
                                   const int16_t *gammas, int16_t s2, uint8_t acc);
     """
     k = (q - 1) >> 8
-    # The ranges: the high sum reduced, times γ, plus the low sum; reduced,
-    # times s2, reduced; plus out (|out| < q) into centre().
+    # The ranges: the high sum reduced, times γ, plus the low sum (T), into
+    # the Barrett reduction; plus out (|out| < q) into centre().
     h = (q - 1) // 2
     high = red_bound(q, (d - 1) * (q - 1) ** 2 + 1, 1)
     assert high < OUT_OF_RANGE
@@ -491,7 +492,9 @@ def base_mul_routine(q, n, d):
         code = []
         for ptr, i, lo, cache in (("Y", u, "r16", "r8"), ("Z", v, "r18", "r24")):
             hi = f"r{int(lo[1:]) + 1}"
-            if d == 2 and i == 0:
+            if d == 1:  # the block's only operands: step the pointers past them
+                code += [f"\tld {lo}, {ptr}+", f"\tld {hi}, {ptr}+"]
+            elif d == 2 and i == 0:
                 if first:
                     code += [f"\tld {cache}, {ptr}", f"\tldd r{int(cache[1:]) + 1}, {ptr}+1"]
                 code += [f"\tmovw {lo}, {cache}"]
@@ -519,8 +522,9 @@ def base_mul_routine(q, n, d):
     if not direct:
         o += [f"\tpop r16\n\tst -X, r16" for _ in range(2 * d)]
         o += [f"\tadiw r26, {2 * d}"]
-    o += [f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}",
-          "\tdec r3", f"\tbreq {lab}_end", f"\tjmp {lab}", f"{lab}_end:"]
+    if d > 1:
+        o += [f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}"]
+    o += ["\tdec r3", f"\tbreq {lab}_end", f"\tjmp {lab}", f"{lab}_end:"]
     if d == 2:
         o += ["\tpop r0", "\tpop r0\t\t; drop the γ pointer"]
     o += [f"\tpop {r}" for r in reversed(saved)]

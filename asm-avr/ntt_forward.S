@@ -6409,10 +6409,10 @@ ntt_basemul_q7681_n256:
 	mov r3, r16
 ntt_basemul_q7681_n256_blk:
 	; c0
-	ldd r16, Y+0
-	ldd r17, Y+1
-	ldd r18, Z+0
-	ldd r19, Z+1
+	ld r16, Y+
+	ld r17, Y+
+	ld r18, Z+
+	ld r19, Z+
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -6486,8 +6486,6 @@ ntt_basemul_q7681_n256_blk:
 	sbiw r26, 2
 	st X+, r22
 	st X+, r23
-	adiw r28, 2
-	adiw r30, 2
 	dec r3
 	breq ntt_basemul_q7681_n256_blk_end
 	jmp ntt_basemul_q7681_n256_blk
@@ -15959,10 +15957,10 @@ ntt_basemul_q7681_n256_mont:
 	mov r3, r16
 ntt_basemul_q7681_n256_mont_blk:
 	; c0
-	ldd r16, Y+0
-	ldd r17, Y+1
-	ldd r18, Z+0
-	ldd r19, Z+1
+	ld r16, Y+
+	ld r17, Y+
+	ld r18, Z+
+	ld r19, Z+
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -16036,8 +16034,6 @@ ntt_basemul_q7681_n256_mont_blk:
 	sbiw r26, 2
 	st X+, r22
 	st X+, r23
-	adiw r28, 2
-	adiw r30, 2
 	dec r3
 	breq ntt_basemul_q7681_n256_mont_blk_end
 	jmp ntt_basemul_q7681_n256_mont_blk

@@ -3,7 +3,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use kem_common::Wipe;
+use kem_common::{CiphertextSink, Wipe};
 use rand_core::{CryptoRng, RngCore};
 
 use crate::arith::{Arithmetic, Kred2x};
@@ -252,7 +252,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
         let mut m = Self::message(rng)?;
-        let ss = Self::encrypt_derive(pk, &m, &mut |k, byte| ct[k] = byte);
+        let ss = Self::encrypt_derive(pk, &m, &mut CiphertextSink::Write(ct));
         m.wipe();
         Ok(ss)
     }
@@ -294,9 +294,9 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     #[inline(never)]
     fn reencrypt_select(pk_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
         let (pk, z) = pk_z.split_at(PK_BYTES);
-        let mut diff = 0u8;
-        let good = Self::encrypt_derive(pk, m, &mut |k, byte| diff |= byte ^ ct[k]);
-        let same = kem_common::is_zero(diff);
+        let mut sink = CiphertextSink::compare(ct);
+        let good = Self::encrypt_derive(pk, m, &mut sink);
+        let same = sink.equal();
         let bad = B::hrej(&[ct, z]);
         SharedSecret::new(kem_common::select_bytes(&bad, good.as_bytes(), same))
     }
@@ -304,10 +304,10 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// G = Hg(ID(pk) ‖ m); ct = Enc(pk, m, XOF(G[32..64], 128)); K = G[0..32].
     /// Not inlined: the callers' frames stay small under the encryption.
     #[inline(never)]
-    fn encrypt_derive(pk: &[u8], m: &[u8; 32], emit: &mut impl FnMut(usize, u8)) -> SharedSecret {
+    fn encrypt_derive(pk: &[u8], m: &[u8; 32], sink: &mut CiphertextSink<CT_BYTES>) -> SharedSecret {
         let mut r = [0i16; crate::params::N];
         let k = Self::key_and_r(pk, m, &mut r);
-        pke::encrypt_with_r::<A>(pk, m, &mut r, emit);
+        pke::encrypt_with_r::<A>(pk, m, &mut r, sink);
         SharedSecret::new(k)
     }
 
@@ -344,7 +344,7 @@ pub mod hazmat {
     /// PKE.Enc.
     pub fn pke_encrypt<A: Arithmetic>(pk: &[u8; PK_BYTES], m: &[u8; 32], coins: &[u8; 128]) -> [u8; CT_BYTES] {
         let mut ct = [0u8; CT_BYTES];
-        pke::encrypt::<A>(pk, m, coins, &mut |k, byte| ct[k] = byte);
+        pke::encrypt::<A>(pk, m, coins, &mut CiphertextSink::Write(&mut ct));
         ct
     }
 

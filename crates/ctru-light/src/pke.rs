@@ -1,12 +1,11 @@
 //! The CTRU-Light PKE (definition §3).
 
-use kem_common::Wipe;
+use kem_common::{pack_bits, CiphertextSink, Wipe};
 use modarith::crt::{crt_bound_holds, lift_block_769_3329, PACKED_BLOCK_BYTES};
 use modarith::{Modulus, Q769};
 use subtle::Choice;
 
 use crate::arith::{Arithmetic, Ring3329, Ring769};
-use kem_common::pack_bits;
 
 use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10, unpack_sk};
 use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
@@ -58,13 +57,13 @@ pub fn compress(sigma: u16, bit: u8) -> u8 {
     ((s as u32 * RECIP_Q as u32 + HALF_Q_SCALED) >> 16) as u8
 }
 
-/// PKE.Enc (§3): ct from pk, message and 128 coin bytes; ciphertext byte k
-/// goes to `emit(k, c_k)`, so decapsulation compares its re-encryption
-/// without a second ciphertext buffer.
-pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], emit: &mut impl FnMut(usize, u8)) {
+/// PKE.Enc (§3): ct from pk, message and 128 coin bytes, into `sink`
+/// (written, or compared by decapsulation without a second ciphertext
+/// buffer).
+pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut r = [0i16; N];
     sample_r(coins, &mut r);
-    encrypt_with_r::<A>(pk, m, &mut r, emit);
+    encrypt_with_r::<A>(pk, m, &mut r, sink);
 }
 
 /// r = CBD1(coins), the encryption's only use of its coins: callers can
@@ -76,7 +75,7 @@ pub fn sample_r(coins: &[u8; 128], r: &mut [i16; N]) {
 /// [`encrypt`] from r = [`sample_r`] (r is consumed and cleared). Not
 /// inlined, so its buffers never share a frame with decryption's.
 #[inline(never)]
-pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], emit: &mut impl FnMut(usize, u8)) {
+pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut sigma = [0i16; N];
     unpack10(pk, &mut sigma);
     for x in sigma.iter_mut() {
@@ -90,7 +89,7 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
     for (b, s) in sigma.chunks_exact(8).enumerate() {
         let codeword = e8_codeword(m, b);
         for (j, &x) in s.iter().enumerate() {
-            emit(8 * b + j, compress(Q769::to_unsigned_small(x), (codeword >> j) & 1));
+            sink.put(8 * b + j, compress(Q769::to_unsigned_small(x), (codeword >> j) & 1));
             // x is centred
         }
     }

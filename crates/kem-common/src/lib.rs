@@ -52,8 +52,8 @@ impl<'a, const N: usize> CiphertextSink<'a, N> {
     }
 
     /// For a comparing sink: whether every byte put so far equalled the
-    /// expected one (the caller also checks the length it emitted). A
-    /// writing sink is never "equal".
+    /// expected one. Positions never put are not compared: the encryptions
+    /// using it put every ciphertext byte. A writing sink is never "equal".
     pub fn equal(&self) -> Choice {
         match self {
             CiphertextSink::Compare { diff, .. } => is_zero(*diff),

@@ -65,7 +65,9 @@ pub fn encode12(p: &Poly, out: &mut [u8]) {
 }
 
 /// ByteDecode_12 into a polynomial (values mod q, centred), two values from
-/// three bytes a turn (as [`encode12`]); missing input bytes read as zero.
+/// three bytes a turn (as [`encode12`]). Every caller passes 384 bytes; a
+/// shorter input decodes its whole triples and leaves the rest zero (a
+/// trailing partial triple is ignored).
 /// Returns whether every 12-bit value was already below q (the FIPS 203
 /// §7.2 modulus check).
 #[inline(never)] // three callers: one copy

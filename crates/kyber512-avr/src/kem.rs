@@ -132,8 +132,8 @@ impl<V: Variant> DecapsulationKey<V> {
     /// Encoded length.
     pub const LEN: usize = DK_BYTES;
 
-    /// Imports a key. For ML-KEM-512 the §7.3 hash check applies
-    /// (and the embedded ek's modulus check).
+    /// Imports a key: its length and, for ML-KEM-512, the §7.3 hash check
+    /// ([`check_decapsulation_key`] on the bytes, then one copy).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         check_decapsulation_key::<V>(bytes)?;
         let mut key = DecapsulationKey {
