@@ -44,17 +44,27 @@ pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke:
 }
 
 /// round(2^24 / 769) and ⌊2^16·384/769⌋: ⌊(s·256 + 384) / 769⌋ =
-/// (s·M + C) ≫ 16 for every s = σ + b·385 ≤ 1153, a 16×16-bit product (the
-/// cheapest multiplication an 8-bit core has).
+/// (s·M + C) ≫ 16 for every s = σ + b·385 ≤ 1153.
 const RECIP_Q: u16 = ((1u64 << 24) + (Q as u64 >> 1)).div_euclid(Q as u64) as u16;
-const HALF_Q_SCALED: u32 = ((1u64 << 16) * 384).div_euclid(Q as u64) as u32;
+const HALF_Q_SCALED: u16 = ((1u64 << 16) * 384).div_euclid(Q as u64) as u16;
 
 /// c = ⌊((σ + b·385)·256 + 384) / 769⌋ mod 256 (§3 Enc), constant time: no
 /// divide instruction, proven exact for all inputs by a test.
-#[inline]
+///
+/// (s·M + C) ≫ 16 is put together from four byte products in 16-bit
+/// arithmetic: s = s1·2^8 + s0 (s1 ≤ 4), M = m1·2^8 + m0, and
+/// (s·M + C) ≫ 16 = s1·m1 + ((s1·m0 + s0·m1 + ((s0·m0 + C) ≫ 8)) ≫ 8), every
+/// partial sum below 2^16. The AVR multiplies bytes in one instruction; a
+/// 32-bit product was a chain of three library calls. Not inlined: one
+/// copy, not one per coefficient of an unrolled block.
+#[inline(never)]
 pub fn compress(sigma: u16, bit: u8) -> u8 {
     let s = sigma + bit as u16 * 385;
-    ((s as u32 * RECIP_Q as u32 + HALF_Q_SCALED) >> 16) as u8
+    let (s0, s1) = (s & 0xFF, s >> 8);
+    let (m0, m1) = (RECIP_Q & 0xFF, RECIP_Q >> 8);
+    let low = s0 * m0 + HALF_Q_SCALED; // ≤ 255·57 + 32723
+    let mid = s1 * m0 + s0 * m1 + (low >> 8); // ≤ 4·57 + 255·85 + 255
+    (s1 * m1 + (mid >> 8)) as u8
 }
 
 /// PKE.Enc (§3): ct from pk, message and 128 coin bytes, into `sink`
