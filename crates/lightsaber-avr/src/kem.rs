@@ -171,17 +171,26 @@ pub fn keygen_into(
 }
 
 /// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `sink`.
-/// Returns K̄ (the caller hashes it with H of the ciphertext it received or sent).
+/// Returns K̄ (the caller hashes it with H of the ciphertext it received or
+/// sent). Inlined: only K̄ and r are held while the encryption runs.
+#[inline(always)]
 fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) -> [u8; 32] {
-    let mut kr = fips202::sha3_512(&[m, hpk]);
-    let mut r = [0u8; 32];
-    r.copy_from_slice(&kr[32..]);
+    let (kbar, mut r) = key_and_r(m, hpk);
     pke::encrypt(m, &r, pk, sink);
-    let mut kbar = [0u8; 32];
-    kbar.copy_from_slice(&kr[..32]);
     r.wipe();
-    kr.wipe();
     kbar
+}
+
+/// (K̄, r) = G(m ‖ H(pk)), the 64-byte hash in a frame of its own (gone
+/// before the encryption runs).
+#[inline(never)]
+fn key_and_r(m: &[u8; 32], hpk: &[u8]) -> ([u8; 32], [u8; 32]) {
+    let mut kr = fips202::sha3_512(&[m, hpk]);
+    let (mut kbar, mut r) = ([0u8; 32], [0u8; 32]);
+    kbar.copy_from_slice(&kr[..32]);
+    r.copy_from_slice(&kr[32..]);
+    kr.wipe();
+    (kbar, r)
 }
 
 /// [`encapsulate`] to an encoded public key, into `ct`.
