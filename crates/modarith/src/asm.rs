@@ -16,6 +16,9 @@ use crate::reduce::{KRed2x, Montgomery, NttFriendlyMontgomery, Reduction};
 
 type Forward = unsafe extern "C" fn(a: *mut i16, zetas: *const i16);
 type Inverse = unsafe extern "C" fn(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
+/// `s2` is ignored by the base multiplications (they end in a Barrett
+/// reduction, see `asm-avr/gen_ntt.py`); it stays in the signature the base
+/// inversions share, which use it.
 type BaseMul = unsafe extern "C" fn(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
 
 extern "C" {
