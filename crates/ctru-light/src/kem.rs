@@ -13,11 +13,17 @@ use crate::pke;
 use crate::symmetric::Backend;
 use crate::{Error, SharedSecret};
 
-fn exact<const L: usize>(bytes: &[u8]) -> Result<[u8; L], Error> {
+/// `bytes` as an array of exactly `L` bytes (in place).
+fn exact_ref<const L: usize>(bytes: &[u8]) -> Result<&[u8; L], Error> {
     bytes.try_into().map_err(|_| Error::InvalidLength {
         expected: L,
         got: bytes.len(),
     })
+}
+
+/// A copy of `bytes`, which must be exactly `L` long.
+fn exact<const L: usize>(bytes: &[u8]) -> Result<[u8; L], Error> {
+    exact_ref(bytes).copied()
 }
 
 /// A public key: 512 coefficients below q, 10 bits each. Validated on import.
@@ -63,10 +69,7 @@ impl<B: Backend> PublicKey<B> {
 /// copy on the stack): its length, the packed f holding values 0..=5, and
 /// the embedded public key reduced.
 pub(crate) fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
-    let bytes = <&[u8; SK_BYTES]>::try_from(bytes).map_err(|_| Error::InvalidLength {
-        expected: SK_BYTES,
-        got: bytes.len(),
-    })?;
+    let bytes = exact_ref::<SK_BYTES>(bytes)?;
     let mut f = [0i16; crate::params::N];
     let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f);
     f.wipe();

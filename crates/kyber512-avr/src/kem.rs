@@ -5,8 +5,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use kem_common::SharedSecret;
-use kem_common::Wipe;
+use kem_common::{SharedSecret, Wipe};
 use rand_core::{CryptoRng, RngCore};
 use subtle::{Choice, ConstantTimeEq};
 

@@ -11,11 +11,17 @@ use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
 use crate::pke;
 use crate::Error;
 
-fn exact<const LEN: usize>(bytes: &[u8]) -> Result<[u8; LEN], Error> {
+/// `bytes` as an array of exactly `LEN` bytes (in place).
+fn exact_ref<const LEN: usize>(bytes: &[u8]) -> Result<&[u8; LEN], Error> {
     bytes.try_into().map_err(|_| Error::InvalidLength {
         expected: LEN,
         got: bytes.len(),
     })
+}
+
+/// A copy of `bytes`, which must be exactly `LEN` long.
+fn exact<const LEN: usize>(bytes: &[u8]) -> Result<[u8; LEN], Error> {
+    exact_ref(bytes).copied()
 }
 
 /// A public key: b ‖ seed_A (any bytes of the right length are valid).
@@ -47,12 +53,7 @@ impl PublicKey {
 /// 1.6 KB copy on the stack): its length, every secret coefficient in
 /// [−5, 5], and H(pk) matching the embedded pk.
 pub fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
-    if bytes.len() != SK_BYTES {
-        return Err(Error::InvalidLength {
-            expected: SK_BYTES,
-            got: bytes.len(),
-        });
-    }
+    let bytes = exact_ref::<SK_BYTES>(bytes)?;
     if !pke::secret_in_range(&bytes[..SK_PKE_BYTES]) {
         return Err(Error::SecretKeyMalformed);
     }
