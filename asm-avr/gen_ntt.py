@@ -62,12 +62,17 @@ def check_centring(q):
     assert span(q) >= 2, q
 
 
-def centre(q):
-    """r17:r16 (|x| < span(q)·q) → r23:r22, the centred residue. Clobbers r0, r1, r16, r17, r20."""
+def centre(q, less=0, recip_reg="r5"):
+    """r17:r16 − less (|x| < span(q)·q for x = r17:r16 − less) → r23:r22,
+    the centred residue; `less` costs nothing (it joins the offset). ⌊2^16/q⌋
+    is read from `recip_reg` (r5), or with None loaded into r20 (one cycle).
+    Clobbers r0, r1, r16, r17, r20."""
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
     c = span(q)
-    return [f"\tsubi r16, lo8(-{h + c * q})", f"\tsbci r17, hi8(-{h + c * q})",
-            "\tmul r17, r5", "\tmov r20, r1\t\t; t", "\tmul r20, r21",
+    scale = ["\tmul r17, r5"] if recip_reg == "r5" else [f"\tldi r20, {m}", "\tmul r17, r20"]
+    assert recip_reg in ("r5", None)
+    return [f"\tsubi r16, lo8(-{h + c * q - less})", f"\tsbci r17, hi8(-{h + c * q - less})"] + scale + [
+            "\tmov r20, r1\t\t; t", "\tmul r20, r21",
             "\tsub r17, r0", "\tsub r16, r20", "\tsbc r17, r2\t\t; a' − t·q ∈ [0, 2q)",
             "\tmovw r22, r16", f"\tsubi r22, lo8({q})", f"\tsbci r23, hi8({q})",
             "\tsbc r16, r16\t\t; all ones if a' − t·q < q", "\tmov r17, r16",
@@ -406,8 +411,9 @@ def barrett_model(t, shift, recip, bias, q):
     return r - (1 << 16) if r >= 1 << 15 else r
 
 
-def barrett(shift, recip, bias, q):
-    """r13:r12 ≡ T (mod q), |r| below barrett_parameters' bound, for T in
+def barrett(shift, recip, q):
+    """r23:r22 = r + c·q ≡ T (mod q), |r| below barrett_parameters' bound (the
+    caller's centre() subtracts the bias c·q: `less`), for T in
     r13:r12:r11:r10 (signed); k in r21, zero in r2. Only T's low 16 bits and
     x = T ≫ s are needed: r is small, so T − (u + c)·q is computed mod 2^16,
     and the low 16 bits of u·q (q = k·2^8 + 1) are u + (low8(u_lo·k) ≪ 8).
@@ -426,9 +432,7 @@ def barrett(shift, recip, bias, q):
           "\tadd r14, r1", "\tadc r15, r20\t\t; u = + (x_hi·m_lo) ≫ 8",
           "\tmul r14, r21", "\tadd r15, r0\t\t; low 16 bits of u·q",
           "\tsub r22, r14", "\tsbc r23, r15"]
-    if bias:
-        o += [f"\tsubi r22, lo8({bias * q})", f"\tsbci r23, hi8({bias * q})\t; − c·q"]
-    return o + ["\tmovw r12, r22\t\t; r ≡ T (mod q)"]
+    return o + ["\t; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q"]
 
 
 def base_mul_routine(q, n, d):
@@ -439,8 +443,9 @@ def base_mul_routine(q, n, d):
     is an exact 32-bit integer ≡ c_t; a Barrett reduction (`barrett`) then
     brings it below a few q without the reduction factor S, so no product by
     the `s2` argument (S⁻²) is needed: s2 is ignored, and stays in the
-    signature the base inversion shares. `out` may alias `a` or `b`: see
-    `direct` below for how each degree keeps the operands it still needs.
+    signature the base inversion shares. `out` may alias `a` or `b` (not
+    both): see the layout below for how each degree keeps the operands it
+    still needs.
 
         void ntt_basemul_q<q>_n<n>(const int16_t *a, const int16_t *b, int16_t *out,
                                   const int16_t *gammas, int16_t s2, uint8_t acc);
@@ -457,75 +462,97 @@ def base_mul_routine(q, n, d):
     assert r_bound + q - 1 <= span(q) * q  # plus out, into centre()
     name = f"ntt_basemul_q{q}_n{n}{suffix()}"
     blocks = n // d
-    # Degree 1 and 2 store each output as soon as it is made: with d = 1 the
-    # block's two operands are in registers by then; with d = 2, a_0 and b_0
-    # (the only operands an early c_0 could overwrite when out aliases a or
-    # b) are kept in r8:r9 and r24:r25, and the γ pointer moves to the stack.
-    # Degree 4 keeps a block's outputs on the stack until it is done.
-    direct = d <= 2
+    # Every degree stores each output as soon as it is made:
+    # - d = 1: the block's two operands are in registers by then;
+    # - d = 2: a_0 and b_0 (the only operands an early c_0 could overwrite
+    #   when out aliases a or b) are kept in r8:r9 and r24:r25;
+    # - d = 4: a_0..a_2 are kept in r4:r5, r8:r9, r24:r25 (each is used four
+    #   times, so this also saves three cycles a use), and when out aliases b
+    #   the routine swaps a and b at entry (the product commutes, bit for
+    #   bit), so out can only alias the kept operand; ⌊2^16/q⌋ is then loaded
+    #   by centre() itself, r5 being taken.
+    # The γ pointer waits on the stack (d ≥ 2). Degrees 1 and 4 test `acc`
+    # once and run one of two loops; degree 2 (Kyber, Saber: code size
+    # counts there) runs one loop and masks out_t with 0 or 0xFF.
+    cached = {0: "r4", 1: "r8", 2: "r24"} if d == 4 else {}
+    recip_reg = None if d == 4 else "r5"
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
     o += [f"\tpush {r}" for r in saved]
-    o += ["\tmov r4, r14\t\t; acc flag", "\tmovw r28, r24\t\t; Y = a",
-          "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out"]
+    o += ["\tmovw r28, r24\t\t; Y = a", "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out"]
+    if d == 4:
+        o += ["\tcp r20, r22", "\tcpc r21, r23", f"\tbrne {name}_kept",
+              "\tmovw r28, r22\t\t; out = b: swap a and b, so out aliases the kept operands only",
+              "\tmovw r30, r24", f"{name}_kept:"]
     if d == 2:
+        o += ["\tmov r4, r14", "\tneg r4\t\t\t; out_t's mask: 0 or 0xFF"]
+    if d > 1:
         o += ["\tpush r18", "\tpush r19\t\t; the γ pointer, on the stack"]
-    elif d > 2:
-        o += ["\tmovw r24, r18\t\t; gammas"]
-    o += ["\tclr r2", f"\tldi r21, {k}", f"\tldi r16, {65536 // q}", "\tmov r5, r16",
-          f"\tldi r16, {blocks & 0xFF}", "\tmov r3, r16"]
-    lab = f"{name}_blk"
-    o += [f"{lab}:"]
-    if d > 1:  # degree 1 has no high sum, so no γ
-        if d == 2:
-            fetch = ["\tmovw r14, r30", "\tpop r31", "\tpop r30", "\tld r6, Z+", "\tld r7, Z+", "\tpush r30",
-                     "\tpush r31", "\tmovw r30, r14"]
-        else:
-            fetch = ["\tpush r30", "\tpush r31", "\tmovw r30, r24", "\tld r6, Z+", "\tld r7, Z+", "\tmovw r24, r30",
-                     "\tpop r31", "\tpop r30"]
-        o += ["\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it", f"\trjmp {lab}_neg"] + fetch
-        o += [f"\trjmp {lab}_go", f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
+    o += ["\tclr r2", f"\tldi r21, {k}"]
+    if recip_reg:
+        o += [f"\tldi r16, {65536 // q}", f"\tmov {recip_reg}, r16"]
+    o += [f"\tldi r16, {blocks & 0xFF}", "\tmov r3, r16"]
+    if d != 2:
+        o += ["\tsbrc r14, 0", f"\trjmp {name}_acc_blk"]
 
-    def load(u, v, first):
-        """Operands a_u into r17:r16 and b_v into r19:r18 (d = 2: a_0 and
-        b_0 from their registers, loaded there on `first` use)."""
+    def load(u, v, kept):
+        """Operands a_u into r17:r16 and b_v into r19:r18, from their
+        registers where the layout keeps them (loaded there on first use)."""
         code = []
-        for ptr, i, lo, cache in (("Y", u, "r16", "r8"), ("Z", v, "r18", "r24")):
+        for ptr, i, lo, cache in (("Y", u, "r16", cached.get(u)), ("Z", v, "r18", None)):
             hi = f"r{int(lo[1:]) + 1}"
+            if d == 2 and i == 0:
+                cache = "r8" if ptr == "Y" else "r24"
             if d == 1:  # the block's only operands: step the pointers past them
                 code += [f"\tld {lo}, {ptr}+", f"\tld {hi}, {ptr}+"]
-            elif d == 2 and i == 0:
-                if first:
-                    code += [f"\tld {cache}, {ptr}", f"\tldd r{int(cache[1:]) + 1}, {ptr}+1"]
+            elif cache:
+                if (ptr, i) not in kept:
+                    kept.add((ptr, i))
+                    code += [f"\tldd {cache}, {ptr}+{2 * i}", f"\tldd r{int(cache[1:]) + 1}, {ptr}+{2 * i + 1}"]
                 code += [f"\tmovw {lo}, {cache}"]
             else:
                 code += [f"\tldd {lo}, {ptr}+{2 * i}", f"\tldd {hi}, {ptr}+{2 * i + 1}"]
         return code
 
-    for t in range(d):
-        high = [(u, t + d - u) for u in range(t + 1, d)]
-        low = [(u, t - u) for u in range(t + 1)]
-        o.append(f"\t; c{t}")
-        started = False
-        if high:
-            for i, (u, v) in enumerate(high):
-                o += load(u, v, t == 0) + (product() if i == 0 else product_acc())
-            o += reduce(q) + ["\tmovw r16, r12", "\tmovw r18, r6"] + product()
-            started = True
-        for u, v in low:
-            o += load(u, v, t == 0) + (product_acc() if started else product())
-            started = True
-        o += barrett(shift, recip, bias, q)
-        o += ["\tld r16, X+", "\tld r17, X+", "\tsbrc r4, 0", "\tadd r12, r16", "\tsbrc r4, 0", "\tadc r13, r17"]
-        o += ["\tmovw r16, r12"] + centre(q)
-        o += ["\tsbiw r26, 2", "\tst X+, r22", "\tst X+, r23"] if direct else ["\tpush r22", "\tpush r23"]
-    if not direct:
-        o += [f"\tpop r16\n\tst -X, r16" for _ in range(2 * d)]
-        o += [f"\tadiw r26, {2 * d}"]
+    for acc in ([None] if d == 2 else [False, True]):  # None: the mask in r4
+        lab = f"{name}_acc_blk" if acc else f"{name}_blk"
+        o += [f"{lab}:"]
+        if d > 1:  # degree 1 has no high sum, so no γ
+            o += ["\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it", f"\trjmp {lab}_neg",
+                  "\tmovw r14, r30", "\tpop r31", "\tpop r30", "\tld r6, Z+", "\tld r7, Z+", "\tpush r30",
+                  "\tpush r31", "\tmovw r30, r14", f"\trjmp {lab}_go",
+                  f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
+        kept = set()
+        for t in range(d):
+            high = [(u, t + d - u) for u in range(t + 1, d)]
+            low = [(u, t - u) for u in range(t + 1)]
+            o.append(f"\t; c{t}")
+            started = False
+            if high:
+                for i, (u, v) in enumerate(high):
+                    o += load(u, v, kept) + (product() if i == 0 else product_acc())
+                o += reduce(q) + ["\tmovw r16, r12", "\tmovw r18, r6"] + product()
+                started = True
+            for u, v in low:
+                o += load(u, v, kept) + (product_acc() if started else product())
+                started = True
+            o += barrett(shift, recip, q)
+            if acc is None:
+                o += ["\tld r16, X+", "\tld r17, X+", "\tand r16, r4", "\tand r17, r4",
+                      "\tadd r16, r22", "\tadc r17, r23\t\t; r + c·q (+ out_t)"]
+            elif acc:
+                o += ["\tld r16, X+", "\tld r17, X+", "\tadd r16, r22", "\tadc r17, r23\t\t; r + c·q + out_t"]
+            else:
+                o += ["\tmovw r16, r22"]
+            o += centre(q, bias * q, recip_reg)
+            o += (["\tsbiw r26, 2"] if acc is not False else []) + ["\tst X+, r22", "\tst X+, r23"]
+        if d > 1:
+            o += [f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}"]
+        o += ["\tdec r3", f"\tbreq {lab}_end", f"\trjmp {lab}", f"{lab}_end:"]
+        if acc is False:
+            o += [f"\trjmp {name}_done"]
+    o += [f"{name}_done:"]
     if d > 1:
-        o += [f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}"]
-    o += ["\tdec r3", f"\tbreq {lab}_end", f"\tjmp {lab}", f"{lab}_end:"]
-    if d == 2:
         o += ["\tpop r0", "\tpop r0\t\t; drop the γ pointer"]
     o += [f"\tpop {r}" for r in reversed(saved)]
     o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]

@@ -1117,10 +1117,11 @@ ntt_basemul_q3329_n256:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
+	mov r4, r14
+	neg r4			; out_t's mask: 0 or 0xFF
 	push r18
 	push r19		; the γ pointer, on the stack
 	clr r2
@@ -1191,10 +1192,10 @@ ntt_basemul_q3329_n256_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1
 	movw r16, r8
-	ld r24, Z
+	ldd r24, Z+0
 	ldd r25, Z+1
 	movw r18, r24
 	muls r17, r19
@@ -1239,18 +1240,15 @@ ntt_basemul_q3329_n256_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
 	ld r16, X+
 	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	and r16, r4
+	and r17, r4
+	add r16, r22
+	adc r17, r23		; r + c·q (+ out_t)
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1334,18 +1332,15 @@ ntt_basemul_q3329_n256_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
 	ld r16, X+
 	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	and r16, r4
+	and r17, r4
+	add r16, r22
+	adc r17, r23		; r + c·q (+ out_t)
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -1370,8 +1365,9 @@ ntt_basemul_q3329_n256_blk_go:
 	adiw r30, 4
 	dec r3
 	breq ntt_basemul_q3329_n256_blk_end
-	jmp ntt_basemul_q3329_n256_blk
+	rjmp ntt_basemul_q3329_n256_blk
 ntt_basemul_q3329_n256_blk_end:
+ntt_basemul_q3329_n256_done:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -2486,28 +2482,34 @@ ntt_basemul_q769_n512:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_q769_n512_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_q769_n512_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
 	clr r2
 	ldi r21, 3
-	ldi r16, 85
-	mov r5, r16
 	ldi r16, 128
 	mov r3, r16
+	sbrc r14, 0
+	rjmp ntt_basemul_q769_n512_acc_blk
 ntt_basemul_q769_n512_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q769_n512_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
+	movw r14, r30
 	pop r31
 	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
 	rjmp ntt_basemul_q769_n512_blk_go
 ntt_basemul_q769_n512_blk_neg:
 	neg r7
@@ -2515,8 +2517,9 @@ ntt_basemul_q769_n512_blk_neg:
 	sbc r7, r2		; γ = −γ
 ntt_basemul_q769_n512_blk_go:
 	; c0
-	ldd r16, Y+2
-	ldd r17, Y+3
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -2533,8 +2536,9 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+4
-	ldd r17, Y+5
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -2603,8 +2607,9 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -2646,19 +2651,12 @@ ntt_basemul_q769_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -2675,11 +2673,10 @@ ntt_basemul_q769_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c1
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -2744,8 +2741,7 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -2766,8 +2762,7 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -2809,19 +2804,12 @@ ntt_basemul_q769_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -2838,8 +2826,8 @@ ntt_basemul_q769_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c2
 	ldd r16, Y+6
 	ldd r17, Y+7
@@ -2885,8 +2873,7 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -2907,8 +2894,7 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -2929,8 +2915,7 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -2972,19 +2957,12 @@ ntt_basemul_q769_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -3001,11 +2979,10 @@ ntt_basemul_q769_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c3
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -3022,8 +2999,7 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -3044,8 +3020,7 @@ ntt_basemul_q769_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -3109,19 +3084,12 @@ ntt_basemul_q769_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -3138,31 +3106,649 @@ ntt_basemul_q769_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 8
+	st X+, r22
+	st X+, r23
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
 	breq ntt_basemul_q769_n512_blk_end
-	jmp ntt_basemul_q769_n512_blk
+	rjmp ntt_basemul_q769_n512_blk
 ntt_basemul_q769_n512_blk_end:
+	rjmp ntt_basemul_q769_n512_done
+ntt_basemul_q769_n512_acc_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q769_n512_acc_blk_neg
+	movw r14, r30
+	pop r31
+	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
+	rjmp ntt_basemul_q769_n512_acc_blk_go
+ntt_basemul_q769_n512_acc_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q769_n512_acc_blk_go:
+	; c0
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c1
+	movw r16, r24
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c3
+	movw r16, r4
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r8
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q769_n512_acc_blk_end
+	rjmp ntt_basemul_q769_n512_acc_blk
+ntt_basemul_q769_n512_acc_blk_end:
+ntt_basemul_q769_n512_done:
+	pop r0
+	pop r0		; drop the γ pointer
 	pop r29
 	pop r28
 	pop r17
@@ -4297,28 +4883,34 @@ ntt_basemul_q3329_n512:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_q3329_n512_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_q3329_n512_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
 	clr r2
 	ldi r21, 13
-	ldi r16, 19
-	mov r5, r16
 	ldi r16, 128
 	mov r3, r16
+	sbrc r14, 0
+	rjmp ntt_basemul_q3329_n512_acc_blk
 ntt_basemul_q3329_n512_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q3329_n512_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
+	movw r14, r30
 	pop r31
 	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
 	rjmp ntt_basemul_q3329_n512_blk_go
 ntt_basemul_q3329_n512_blk_neg:
 	neg r7
@@ -4326,8 +4918,9 @@ ntt_basemul_q3329_n512_blk_neg:
 	sbc r7, r2		; γ = −γ
 ntt_basemul_q3329_n512_blk_go:
 	; c0
-	ldd r16, Y+2
-	ldd r17, Y+3
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -4344,8 +4937,9 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+4
-	ldd r17, Y+5
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -4414,8 +5008,9 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -4463,19 +5058,12 @@ ntt_basemul_q3329_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -4492,11 +5080,10 @@ ntt_basemul_q3329_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c1
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -4561,8 +5148,7 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -4583,8 +5169,7 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -4632,19 +5217,12 @@ ntt_basemul_q3329_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -4661,8 +5239,8 @@ ntt_basemul_q3329_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c2
 	ldd r16, Y+6
 	ldd r17, Y+7
@@ -4708,8 +5286,7 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -4730,8 +5307,7 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -4752,8 +5328,7 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -4801,19 +5376,12 @@ ntt_basemul_q3329_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -4830,11 +5398,10 @@ ntt_basemul_q3329_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c3
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -4851,8 +5418,7 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -4873,8 +5439,7 @@ ntt_basemul_q3329_n512_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -4944,19 +5509,12 @@ ntt_basemul_q3329_n512_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -4973,31 +5531,673 @@ ntt_basemul_q3329_n512_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 8
+	st X+, r22
+	st X+, r23
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
 	breq ntt_basemul_q3329_n512_blk_end
-	jmp ntt_basemul_q3329_n512_blk
+	rjmp ntt_basemul_q3329_n512_blk
 ntt_basemul_q3329_n512_blk_end:
+	rjmp ntt_basemul_q3329_n512_done
+ntt_basemul_q3329_n512_acc_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q3329_n512_acc_blk_neg
+	movw r14, r30
+	pop r31
+	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
+	rjmp ntt_basemul_q3329_n512_acc_blk_go
+ntt_basemul_q3329_n512_acc_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q3329_n512_acc_blk_go:
+	; c0
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c1
+	movw r16, r24
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c3
+	movw r16, r4
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r8
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q3329_n512_acc_blk_end
+	rjmp ntt_basemul_q3329_n512_acc_blk
+ntt_basemul_q3329_n512_acc_blk_end:
+ntt_basemul_q3329_n512_done:
+	pop r0
+	pop r0		; drop the γ pointer
 	pop r29
 	pop r28
 	pop r17
@@ -6397,7 +7597,6 @@ ntt_basemul_q7681_n256:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -6407,6 +7606,8 @@ ntt_basemul_q7681_n256:
 	mov r5, r16
 	ldi r16, 0
 	mov r3, r16
+	sbrc r14, 0
+	rjmp ntt_basemul_q7681_n256_acc_blk
 ntt_basemul_q7681_n256_blk:
 	; c0
 	ld r16, Y+
@@ -6454,18 +7655,88 @@ ntt_basemul_q7681_n256_blk:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(15362)
-	sbci r23, hi8(15362)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-19202)
+	sbci r17, hi8(-19202)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st X+, r22
+	st X+, r23
+	dec r3
+	breq ntt_basemul_q7681_n256_blk_end
+	rjmp ntt_basemul_q7681_n256_blk
+ntt_basemul_q7681_n256_blk_end:
+	rjmp ntt_basemul_q7681_n256_done
+ntt_basemul_q7681_n256_acc_blk:
+	; c0
+	ld r16, Y+
+	ld r17, Y+
+	ld r18, Z+
+	ld r19, Z+
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(17474)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(17474)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
 	ld r16, X+
 	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-19202)
+	sbci r17, hi8(-19202)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -6487,9 +7758,10 @@ ntt_basemul_q7681_n256_blk:
 	st X+, r22
 	st X+, r23
 	dec r3
-	breq ntt_basemul_q7681_n256_blk_end
-	jmp ntt_basemul_q7681_n256_blk
-ntt_basemul_q7681_n256_blk_end:
+	breq ntt_basemul_q7681_n256_acc_blk_end
+	rjmp ntt_basemul_q7681_n256_acc_blk
+ntt_basemul_q7681_n256_acc_blk_end:
+ntt_basemul_q7681_n256_done:
 	pop r29
 	pop r28
 	pop r17
@@ -9670,10 +10942,11 @@ ntt_basemul_q3329_n256_mont:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
+	mov r4, r14
+	neg r4			; out_t's mask: 0 or 0xFF
 	push r18
 	push r19		; the γ pointer, on the stack
 	clr r2
@@ -9764,10 +11037,10 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1
 	movw r16, r8
-	ld r24, Z
+	ldd r24, Z+0
 	ldd r25, Z+1
 	movw r18, r24
 	muls r17, r19
@@ -9812,18 +11085,15 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
 	ld r16, X+
 	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	and r16, r4
+	and r17, r4
+	add r16, r22
+	adc r17, r23		; r + c·q (+ out_t)
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -9907,18 +11177,15 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
 	ld r16, X+
 	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	and r16, r4
+	and r17, r4
+	add r16, r22
+	adc r17, r23		; r + c·q (+ out_t)
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -9943,8 +11210,9 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	adiw r30, 4
 	dec r3
 	breq ntt_basemul_q3329_n256_mont_blk_end
-	jmp ntt_basemul_q3329_n256_mont_blk
+	rjmp ntt_basemul_q3329_n256_mont_blk
 ntt_basemul_q3329_n256_mont_blk_end:
+ntt_basemul_q3329_n256_mont_done:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -11359,28 +12627,34 @@ ntt_basemul_q769_n512_mont:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_q769_n512_mont_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_q769_n512_mont_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
 	clr r2
 	ldi r21, 3
-	ldi r16, 85
-	mov r5, r16
 	ldi r16, 128
 	mov r3, r16
+	sbrc r14, 0
+	rjmp ntt_basemul_q769_n512_mont_acc_blk
 ntt_basemul_q769_n512_mont_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q769_n512_mont_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
+	movw r14, r30
 	pop r31
 	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
 	rjmp ntt_basemul_q769_n512_mont_blk_go
 ntt_basemul_q769_n512_mont_blk_neg:
 	neg r7
@@ -11388,8 +12662,9 @@ ntt_basemul_q769_n512_mont_blk_neg:
 	sbc r7, r2		; γ = −γ
 ntt_basemul_q769_n512_mont_blk_go:
 	; c0
-	ldd r16, Y+2
-	ldd r17, Y+3
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -11406,8 +12681,9 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+4
-	ldd r17, Y+5
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -11496,8 +12772,9 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -11539,19 +12816,12 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -11568,11 +12838,10 @@ ntt_basemul_q769_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c1
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -11657,8 +12926,7 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -11679,8 +12947,7 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -11722,19 +12989,12 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -11751,8 +13011,8 @@ ntt_basemul_q769_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c2
 	ldd r16, Y+6
 	ldd r17, Y+7
@@ -11818,8 +13078,7 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -11840,8 +13099,7 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -11862,8 +13120,7 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -11905,19 +13162,12 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -11934,11 +13184,10 @@ ntt_basemul_q769_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c3
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -11955,8 +13204,7 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -11977,8 +13225,7 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -12042,19 +13289,12 @@ ntt_basemul_q769_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -12071,31 +13311,709 @@ ntt_basemul_q769_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 8
+	st X+, r22
+	st X+, r23
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
 	breq ntt_basemul_q769_n512_mont_blk_end
-	jmp ntt_basemul_q769_n512_mont_blk
+	rjmp ntt_basemul_q769_n512_mont_blk
 ntt_basemul_q769_n512_mont_blk_end:
+	rjmp ntt_basemul_q769_n512_mont_done
+ntt_basemul_q769_n512_mont_acc_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q769_n512_mont_acc_blk_neg
+	movw r14, r30
+	pop r31
+	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
+	rjmp ntt_basemul_q769_n512_mont_acc_blk_go
+ntt_basemul_q769_n512_mont_acc_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q769_n512_mont_acc_blk_go:
+	; c0
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c1
+	movw r16, r24
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c3
+	movw r16, r4
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r8
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q769_n512_mont_acc_blk_end
+	rjmp ntt_basemul_q769_n512_mont_acc_blk
+ntt_basemul_q769_n512_mont_acc_blk_end:
+ntt_basemul_q769_n512_mont_done:
+	pop r0
+	pop r0		; drop the γ pointer
 	pop r29
 	pop r28
 	pop r17
@@ -13530,28 +15448,34 @@ ntt_basemul_q3329_n512_mont:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_q3329_n512_mont_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_q3329_n512_mont_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
 	clr r2
 	ldi r21, 13
-	ldi r16, 19
-	mov r5, r16
 	ldi r16, 128
 	mov r3, r16
+	sbrc r14, 0
+	rjmp ntt_basemul_q3329_n512_mont_acc_blk
 ntt_basemul_q3329_n512_mont_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q3329_n512_mont_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
+	movw r14, r30
 	pop r31
 	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
 	rjmp ntt_basemul_q3329_n512_mont_blk_go
 ntt_basemul_q3329_n512_mont_blk_neg:
 	neg r7
@@ -13559,8 +15483,9 @@ ntt_basemul_q3329_n512_mont_blk_neg:
 	sbc r7, r2		; γ = −γ
 ntt_basemul_q3329_n512_mont_blk_go:
 	; c0
-	ldd r16, Y+2
-	ldd r17, Y+3
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -13577,8 +15502,9 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+4
-	ldd r17, Y+5
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -13667,8 +15593,9 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -13716,19 +15643,12 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -13745,11 +15665,10 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c1
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -13834,8 +15753,7 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -13856,8 +15774,7 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -13905,19 +15822,12 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -13934,8 +15844,8 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c2
 	ldd r16, Y+6
 	ldd r17, Y+7
@@ -14001,8 +15911,7 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -14023,8 +15932,7 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -14045,8 +15953,7 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -14094,19 +16001,12 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -14123,11 +16023,10 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c3
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -14144,8 +16043,7 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -14166,8 +16064,7 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -14237,19 +16134,12 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(6658)
-	sbci r23, hi8(6658)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -14266,31 +16156,733 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 8
+	st X+, r22
+	st X+, r23
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
 	breq ntt_basemul_q3329_n512_mont_blk_end
-	jmp ntt_basemul_q3329_n512_mont_blk
+	rjmp ntt_basemul_q3329_n512_mont_blk
 ntt_basemul_q3329_n512_mont_blk_end:
+	rjmp ntt_basemul_q3329_n512_mont_done
+ntt_basemul_q3329_n512_mont_acc_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q3329_n512_mont_acc_blk_neg
+	movw r14, r30
+	pop r31
+	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
+	rjmp ntt_basemul_q3329_n512_mont_acc_blk_go
+ntt_basemul_q3329_n512_mont_acc_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q3329_n512_mont_acc_blk_go:
+	; c0
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c1
+	movw r16, r24
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c3
+	movw r16, r4
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r8
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(40318)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(40318)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-24967)
+	sbci r17, hi8(-24967)
+	ldi r20, 19
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q3329_n512_mont_acc_blk_end
+	rjmp ntt_basemul_q3329_n512_mont_acc_blk
+ntt_basemul_q3329_n512_mont_acc_blk_end:
+ntt_basemul_q3329_n512_mont_done:
+	pop r0
+	pop r0		; drop the γ pointer
 	pop r29
 	pop r28
 	pop r17
@@ -15945,7 +18537,6 @@ ntt_basemul_q7681_n256_mont:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
@@ -15955,6 +18546,8 @@ ntt_basemul_q7681_n256_mont:
 	mov r5, r16
 	ldi r16, 0
 	mov r3, r16
+	sbrc r14, 0
+	rjmp ntt_basemul_q7681_n256_mont_acc_blk
 ntt_basemul_q7681_n256_mont_blk:
 	; c0
 	ld r16, Y+
@@ -16002,18 +18595,88 @@ ntt_basemul_q7681_n256_mont_blk:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(15362)
-	sbci r23, hi8(15362)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-19202)
+	sbci r17, hi8(-19202)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	st X+, r22
+	st X+, r23
+	dec r3
+	breq ntt_basemul_q7681_n256_mont_blk_end
+	rjmp ntt_basemul_q7681_n256_mont_blk
+ntt_basemul_q7681_n256_mont_blk_end:
+	rjmp ntt_basemul_q7681_n256_mont_done
+ntt_basemul_q7681_n256_mont_acc_blk:
+	; c0
+	ld r16, Y+
+	ld r17, Y+
+	ld r18, Z+
+	ld r19, Z+
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r22, r10		; T mod 2^16
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	asr r13
+	ror r12
+	ror r11
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(17474)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(17474)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
 	ld r16, X+
 	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-19202)
+	sbci r17, hi8(-19202)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
@@ -16035,9 +18698,10 @@ ntt_basemul_q7681_n256_mont_blk:
 	st X+, r22
 	st X+, r23
 	dec r3
-	breq ntt_basemul_q7681_n256_mont_blk_end
-	jmp ntt_basemul_q7681_n256_mont_blk
-ntt_basemul_q7681_n256_mont_blk_end:
+	breq ntt_basemul_q7681_n256_mont_acc_blk_end
+	rjmp ntt_basemul_q7681_n256_mont_acc_blk
+ntt_basemul_q7681_n256_mont_acc_blk_end:
+ntt_basemul_q7681_n256_mont_done:
 	pop r29
 	pop r28
 	pop r17
@@ -19846,28 +22510,34 @@ ntt_basemul_q769_n512_kred2x:
 	push r17
 	push r28
 	push r29
-	mov r4, r14		; acc flag
 	movw r28, r24		; Y = a
 	movw r30, r22		; Z = b
 	movw r26, r20		; X = out
-	movw r24, r18		; gammas
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_q769_n512_kred2x_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_q769_n512_kred2x_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
 	clr r2
 	ldi r21, 3
-	ldi r16, 85
-	mov r5, r16
 	ldi r16, 128
 	mov r3, r16
+	sbrc r14, 0
+	rjmp ntt_basemul_q769_n512_kred2x_acc_blk
 ntt_basemul_q769_n512_kred2x_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q769_n512_kred2x_blk_neg
-	push r30
-	push r31
-	movw r30, r24
-	ld r6, Z+
-	ld r7, Z+
-	movw r24, r30
+	movw r14, r30
 	pop r31
 	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
 	rjmp ntt_basemul_q769_n512_kred2x_blk_go
 ntt_basemul_q769_n512_kred2x_blk_neg:
 	neg r7
@@ -19875,8 +22545,9 @@ ntt_basemul_q769_n512_kred2x_blk_neg:
 	sbc r7, r2		; γ = −γ
 ntt_basemul_q769_n512_kred2x_blk_go:
 	; c0
-	ldd r16, Y+2
-	ldd r17, Y+3
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -19893,8 +22564,9 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+4
-	ldd r17, Y+5
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -19961,8 +22633,9 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -20004,19 +22677,12 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -20033,11 +22699,10 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c1
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -20100,8 +22765,7 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -20122,8 +22786,7 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -20165,19 +22828,12 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -20194,8 +22850,8 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c2
 	ldd r16, Y+6
 	ldd r17, Y+7
@@ -20239,8 +22895,7 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -20261,8 +22916,7 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -20283,8 +22937,7 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+0
 	ldd r19, Z+1
 	muls r17, r19
@@ -20326,19 +22979,12 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -20355,11 +23001,10 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
+	st X+, r22
+	st X+, r23
 	; c3
-	ldd r16, Y+0
-	ldd r17, Y+1
+	movw r16, r4
 	ldd r18, Z+6
 	ldd r19, Z+7
 	muls r17, r19
@@ -20376,8 +23021,7 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r2
-	ldd r16, Y+2
-	ldd r17, Y+3
+	movw r16, r8
 	ldd r18, Z+4
 	ldd r19, Z+5
 	muls r17, r19
@@ -20398,8 +23042,7 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r11, r0
 	adc r12, r1
 	adc r13, r20
-	ldd r16, Y+4
-	ldd r17, Y+5
+	movw r16, r24
 	ldd r18, Z+2
 	ldd r19, Z+3
 	muls r17, r19
@@ -20463,19 +23106,12 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	add r15, r0		; low 16 bits of u·q
 	sub r22, r14
 	sbc r23, r15
-	subi r22, lo8(1538)
-	sbci r23, hi8(1538)	; − c·q
-	movw r12, r22		; r ≡ T (mod q)
-	ld r16, X+
-	ld r17, X+
-	sbrc r4, 0
-	add r12, r16
-	sbrc r4, 0
-	adc r13, r17
-	movw r16, r12
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
-	mul r17, r5
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	movw r16, r22
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
@@ -20492,31 +23128,643 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	push r22
-	push r23
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	pop r16
-	st -X, r16
-	adiw r26, 8
+	st X+, r22
+	st X+, r23
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
 	breq ntt_basemul_q769_n512_kred2x_blk_end
-	jmp ntt_basemul_q769_n512_kred2x_blk
+	rjmp ntt_basemul_q769_n512_kred2x_blk
 ntt_basemul_q769_n512_kred2x_blk_end:
+	rjmp ntt_basemul_q769_n512_kred2x_done
+ntt_basemul_q769_n512_kred2x_acc_blk:
+	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
+	rjmp ntt_basemul_q769_n512_kred2x_acc_blk_neg
+	movw r14, r30
+	pop r31
+	pop r30
+	ld r6, Z+
+	ld r7, Z+
+	push r30
+	push r31
+	movw r30, r14
+	rjmp ntt_basemul_q769_n512_kred2x_acc_blk_go
+ntt_basemul_q769_n512_kred2x_acc_blk_neg:
+	neg r7
+	neg r6
+	sbc r7, r2		; γ = −γ
+ntt_basemul_q769_n512_kred2x_acc_blk_go:
+	; c0
+	ldd r8, Y+2
+	ldd r9, Y+3
+	movw r16, r8
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r24, Y+4
+	ldd r25, Y+5
+	movw r16, r24
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r4, Y+0
+	ldd r5, Y+1
+	movw r16, r4
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c1
+	movw r16, r24
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c2
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	movw r18, r6
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r4
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r8
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	; c3
+	movw r16, r4
+	ldd r18, Z+6
+	ldd r19, Z+7
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	movw r16, r8
+	ldd r18, Z+4
+	ldd r19, Z+5
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r16, r24
+	ldd r18, Z+2
+	ldd r19, Z+3
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	ldd r16, Y+6
+	ldd r17, Y+7
+	ldd r18, Z+0
+	ldd r19, Z+1
+	muls r17, r19
+	add r12, r0
+	adc r13, r1
+	mul r16, r18
+	add r10, r0
+	adc r11, r1
+	adc r12, r2
+	adc r13, r2
+	mulsu r17, r18
+	sbc r20, r20		; sign extension (C = bit 15)
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	mulsu r19, r16
+	sbc r20, r20
+	add r11, r0
+	adc r12, r1
+	adc r13, r20
+	movw r22, r10		; T mod 2^16
+	lsl r10
+	rol r11
+	rol r12
+	mov r16, r11
+	mov r17, r12		; x = T ≫ s (mulsu takes r16-r23 only)
+	ldi r20, hi8(10908)
+	mulsu r17, r20		; x_hi·m_hi
+	movw r14, r0
+	mul r16, r20
+	add r14, r1
+	adc r15, r2		; + (x_lo·m_hi) ≫ 8
+	ldi r20, lo8(10908)
+	mulsu r17, r20
+	sbc r20, r20		; its sign
+	add r14, r1
+	adc r15, r20		; u = + (x_hi·m_lo) ≫ 8
+	mul r14, r21
+	add r15, r0		; low 16 bits of u·q
+	sub r22, r14
+	sbc r23, r15
+	; r + c·q ≡ T (mod q) in r23:r22: centre() subtracts c·q
+	ld r16, X+
+	ld r17, X+
+	add r16, r22
+	adc r17, r23		; r + c·q + out_t
+	subi r16, lo8(-31144)
+	sbci r17, hi8(-31144)
+	ldi r20, 85
+	mul r17, r20
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	sbiw r26, 2
+	st X+, r22
+	st X+, r23
+	adiw r28, 8
+	adiw r30, 8
+	dec r3
+	breq ntt_basemul_q769_n512_kred2x_acc_blk_end
+	rjmp ntt_basemul_q769_n512_kred2x_acc_blk
+ntt_basemul_q769_n512_kred2x_acc_blk_end:
+ntt_basemul_q769_n512_kred2x_done:
+	pop r0
+	pop r0		; drop the γ pointer
 	pop r29
 	pop r28
 	pop r17

@@ -35,8 +35,9 @@ fn build_harness() -> PathBuf {
     out
 }
 
-/// Runs base multiplication routine `id` (6-8), plain and accumulating,
-/// against `base_mul` and `base_mul_acc`.
+/// Runs base multiplication routine `id` (6-8, 12), plain, accumulating
+/// and with out aliasing a or b, against `base_mul`, `base_mul_acc` and
+/// `base_mul_assign`; returns the plain calls' cycle counts.
 fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
     let zetas = Ntt::<R, N, L>::ZETAS;
@@ -50,9 +51,10 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
         (extreme, [1 - q as i16; N], [1 - q as i16; N]),
     ];
     cases.extend((0..BASE_MUL_CASES).map(|_| (rng.poly::<N>(q), rng.poly::<N>(q), rng.poly::<N>(q))));
+    // 0: out = a∘b, 1: out += a∘b, 2: a = a∘b (out aliases a), 4: b = a∘b.
+    const MODES: [u8; 4] = [0, 1, 2, 4];
     for (n, (a, b, out)) in cases.iter().enumerate() {
-        // 0: out = a∘b, 1: out += a∘b, 2: a = a∘b (out aliases a).
-        for acc in [0u8, 1, 2] {
+        for acc in MODES {
             let mut request = vec![id];
             request.extend(gammas.iter().flat_map(|z| z.to_le_bytes()));
             request.extend([Ntt::<R, N, L>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
@@ -68,7 +70,7 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
                 .collect();
             let mut expected = *out;
             match acc {
-                0 => Ntt::<R, N, L>::base_mul(a, b, &mut expected),
+                0 | 4 => Ntt::<R, N, L>::base_mul(a, b, &mut expected),
                 1 => Ntt::<R, N, L>::base_mul_acc(a, b, &mut expected),
                 _ => {
                     expected = *a;
@@ -83,7 +85,15 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
         .iter()
         .map(|w| w.cycles)
         .collect();
-    w
+    // `acc` and the aliasing are public and may choose the loop; within a
+    // mode the count must not depend on the data.
+    for (m, mode) in MODES.iter().enumerate() {
+        let c: Vec<u64> = w.iter().skip(m).step_by(MODES.len()).copied().collect();
+        let (min, max) = (c.iter().min().unwrap(), c.iter().max().unwrap());
+        println!("  routine {id:#x} mode {mode}: {min} cycles (max {max})");
+        assert_eq!(min, max, "routine {id:#x}, mode {mode}: the cycle count depends on the data");
+    }
+    w.into_iter().step_by(MODES.len()).collect()
 }
 
 /// Runs the base inversion (routine 9, q = 769; `id` carries the variant
@@ -295,13 +305,13 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
             "inverse q3329 n256",
             "inverse q769 n512",
             "inverse q3329 n512",
-            "base_mul (+acc) q3329 n256",
-            "base_mul (+acc) q769 n512",
-            "base_mul (+acc) q3329 n512",
+            "base_mul q3329 n256",
+            "base_mul q769 n512",
+            "base_mul q3329 n512",
             "base_inv q769 n512",
             "forward q7681 n256",
             "inverse q7681 n256",
-            "base_mul (+acc) q7681 n256",
+            "base_mul q7681 n256",
         ];
         let variant = match id & 0x30 {
             PLAIN => "plain Montgomery",

@@ -86,10 +86,10 @@ int main(void)
 			read16(poly_out, n);
 			acc = get();
 		}
-		/* acc bit 1: write the product over a (out aliases a); the arguments
-		 * are fixed before the window, and memory barriers keep the compiler
-		 * from moving work into it */
-		int16_t *dst = acc & 2 ? poly : poly_out;
+		/* acc bit 1: write the product over a (out aliases a); bit 2: over
+		 * b (out aliases b); the arguments are fixed before the window, and
+		 * memory barriers keep the compiler from moving work into it */
+		int16_t *dst = acc & 2 ? poly : acc & 4 ? poly_b : poly_out;
 		uint8_t add = acc & 1;
 		__asm__ volatile("" : "+r"(dst), "+r"(add) : : "memory");
 		uint8_t marker = 1 + id + (variant >> 4) * 13;
@@ -107,9 +107,9 @@ int main(void)
 			}
 		}
 		GPIOR0 = marker | 0x80;
-		if (is_base_mul && !(acc & 2))
+		if (is_base_mul && dst != poly)
 			for (uint16_t i = 0; i < n; i++)
-				poly[i] = poly_out[i];
+				poly[i] = dst[i];
 		__asm__ volatile("" ::: "memory");
 		for (uint16_t i = 0; i < n; i++) {
 			put((uint8_t)poly[i]);
