@@ -21,8 +21,11 @@ Montgomery product of b and z (|b| < 8q, |z| ≤ (q-1)/2):
   p = b·z (32-bit); t = p·q⁻¹ mod 2^16 with q⁻¹ = 1 − k·2^8, i.e.
   t_lo = p0, t_hi = p1 − low8(p0·k); result = p_hi16 − (t·q)_hi16, where
   t·q = (t·k)·2^8 + t (the low 16 bits of p and t·q agree by construction).
-  t is unsigned where that is cheaper (`cheaper`: five cycles a reduction,
-  for a result in (p/2^16 − q, p/2^16] instead of around p/2^16).
+  t is unsigned where that is cheaper (`cheaper`, and per layer in the
+  forward transform, `layer_plan`: five cycles a reduction, for a result in
+  (p/2^16 − q, p/2^16] instead of around p/2^16).
+Partial centring (`partial`, a middle layer whose successors would leave
+16 bits): the same quotient estimate, without the compare, into [−q, q).
 Final centring: a' = a + (q−1)/2 + c·q ∈ [0, 2^16) (c = span(q)); t = ((a' ≫ 8)·⌊2^16/q⌋) ≫ 8
 underestimates a'/q by less than one, so a' − t·q ∈ [0, 2q); one masked
 subtraction and the −(q−1)/2 shift give the centred residue (the ranges are
@@ -103,35 +106,41 @@ def mont(q):
 
 # The variant being generated: "friendly", "plain" or "kred2x".
 VARIANT = "friendly"
-# NTT-friendly Montgomery with an unsigned t (cheaper, wider output range)
-# or a signed one; `cheaper` picks per routine.
-UNSIGNED_T = True
+# How the NTT-friendly reduction takes t (`cheaper` picks per routine; the
+# forward transform picks per layer, `layer_plan`):
+# - "unsigned": t ∈ [0, 2^16), 12 cycles, result in (p/2^16 − q, p/2^16];
+# - "signed": t ∈ [−2^15, 2^15), 17 cycles, result around p/2^16.
+T_MODE = "unsigned"
+T_COST = {"unsigned": 12, "signed": 17}
 
 
 def cheaper(make):
     """The routine `make()` generates with the NTT-friendly reduction's t
-    unsigned or signed, whichever executes fewer cycles: unsigned saves five
-    cycles a reduction, but its wider output range can make a layer centre
-    its outputs (about 21 cycles a value), e.g. for q = 7681, whose centring
-    domain is only 4q. Every reduction and centring in these routines sits in
-    a loop body or block run the same number of times per layer or block, so
-    counting them in the code compares the executed counts. A variant whose
-    ranges fail the routine's checks is not a candidate."""
-    global UNSIGNED_T
+    taken each way (T_MODE), whichever executes fewer cycles: unsigned saves
+    five cycles a reduction on signed, but its wider output range can make a
+    layer centre its outputs (about 21 cycles a value), e.g. for q = 7681,
+    whose centring domain is only 4q. Every reduction and centring in these
+    routines sits in a loop body or block run the same number of times per
+    layer or block, so counting them in the code compares the executed
+    counts (a partial centring, `partial`, costs 12). A variant whose ranges
+    fail the routine's checks, or that the routine cannot host, is not a
+    candidate."""
+    global T_MODE
     if VARIANT != "friendly":
         return make()
     best = None
-    for unsigned in (True, False):
-        UNSIGNED_T = unsigned
+    for mode in T_COST:
+        T_MODE = mode
         try:
             code = make()
         except AssertionError:
             continue
         text = "\n".join(code)
-        cost = 21 * text.count("a' − t·q ∈ [0, 2q)") + (12 if unsigned else 17) * text.count("mont(b·z)")
+        cost = 21 * text.count("a' − t·q ∈ [0, 2q)") + 12 * text.count("y ∈ [0, 2q)") + \
+            T_COST[mode] * text.count("mont(b·z)")
         if best is None or cost < best[0]:
             best = (cost, code)
-    UNSIGNED_T = True
+    T_MODE = "unsigned"
     assert best is not None
     return best[1]
 
@@ -149,7 +158,7 @@ def reduce(q):
         return reduce_plain(q)
     if VARIANT == "kred2x":
         return reduce_kred2x(q)
-    if not UNSIGNED_T:
+    if T_MODE == "signed":
         return ["\tmul r10, r21\t\t; B = t_lo·k", "\tmov r20, r11", "\tsub r20, r0\t\t; t_hi",
                 "\tmovw r14, r0", "\tmulsu r20, r21\t\t; A = t_hi·k",
                 "\tadd r15, r0\t\t; c1 = B1 + A0", "\tadc r1, r2\t\t; c2 = A1 + carry",
@@ -252,7 +261,7 @@ def red_bound(q, b, z=None):
         return p // 65536 + 2 + (k * k + k) * 255 if p < 1 << 29 else OUT_OF_RANGE
     if p >= q << 15:
         return OUT_OF_RANGE
-    if VARIANT == "friendly" and UNSIGNED_T:  # t < 2^16: (p − t·q)/2^16 ∈ (p/2^16 − q, p/2^16]
+    if VARIANT == "friendly" and T_MODE == "unsigned":  # t < 2^16: (p − t·q)/2^16 ∈ (p/2^16 − q, p/2^16]
         return (p + (q << 16)) // 65536 + 1
     return (p + (q << 15)) // 65536 + 1
 
@@ -261,49 +270,189 @@ def red_bound(q, b, z=None):
 OUT_OF_RANGE = 1 << 30
 
 
+def partial_holds(q, c):
+    """partial() with span c leaves every |x| < c·q in [−q, q) (exhaustive)."""
+    k, m = (q - 1) >> 8, 65536 // q
+    for a in range(max(-c * q + 1, -32768), min(c * q, 32768)):
+        ap = a + c * q
+        if not 0 <= ap < 65536:
+            return False
+        t = ((ap >> 8) * m) >> 8
+        if t * k > 255 or not 0 <= ap - t * q < 2 * q:
+            return False
+    return True
+
+
+def partial(q):
+    """r17:r16 (|x| < span(q)·q) → r17:r16 ≡ x in [−q, q): centre()'s
+    quotient estimate without its final compare and shift (12 cycles instead
+    of 21), for a layer that only has to keep the next ones inside 16 bits.
+    Clobbers r0, r1, r20."""
+    c = span(q)
+    assert partial_holds(q, c)
+    return [f"\tsubi r16, lo8(-{c * q})", f"\tsbci r17, hi8(-{c * q})", "\tmul r17, r5", "\tmov r20, r1\t\t; t",
+            "\tmul r20, r21", "\tsub r17, r0", "\tsub r16, r20", "\tsbc r17, r2\t\t; y ∈ [0, 2q)",
+            f"\tsubi r16, lo8({q})", f"\tsbci r17, hi8({q})\t; y − q ∈ [−q, q)"]
+
+
+# Layers with at most this many butterflies a group run straight-line groups:
+# no inner loop, and the group's overhead (17 cycles) shrinks to 9.
+STRAIGHT_LINE_LEN = 4
+
+
+def layer_plan(q, n, layers):
+    """Per layer of the forward transform: the reduction's t mode (T_MODE;
+    NTT-friendly only) and what follows the butterflies: nothing,
+    `partial` (back into [−q, q)) or, after the last layer, `centre`. The
+    cheapest plan (reductions and centrings, in cycles a butterfly) whose
+    ranges stay inside centre()'s domain, found exhaustively; when the last
+    two layers are merged (`merge_last_two`), nothing may follow the first."""
+    import itertools
+    limit = min(32768, span(q) * q)  # centre()'s domain, and 16 bits
+    modes = list(T_COST) if VARIANT == "friendly" else [T_MODE]
+    best = None
+    for plan_modes in itertools.product(modes, repeat=layers):
+        for parts in itertools.product((False, True), repeat=layers - 1):
+            if merge_last_two(n, layers) and parts[-1]:
+                continue
+            bound, cost = q, 0  # exclusive bound on |a_i| entering the layer
+            for layer, mode in enumerate(plan_modes):
+                set_t_mode(mode)
+                out = bound + red_bound(q, bound)
+                if out > limit:
+                    break
+                cost += T_COST.get(mode, 0)
+                bound = out
+                if layer == layers - 1:
+                    cost += 42
+                elif parts[layer]:
+                    cost += 24
+                    bound = q + 1
+            else:
+                if best is None or cost < best[0]:
+                    best = (cost, plan_modes, parts + (False,))
+    set_t_mode("unsigned")
+    assert best is not None, q
+    return [(m, "centre" if i == layers - 1 else "partial" if p else None)
+            for i, (m, p) in enumerate(zip(best[1], best[2]))]
+
+
+def set_t_mode(mode):
+    global T_MODE
+    T_MODE = mode
+
+
+def merge_last_two(n, layers):
+    """The last two layers run as one pass over blocks of four coefficients
+    when the last has one butterfly a group (q = 7681: degree-1 bases): each
+    value is loaded and stored once for both layers, and the group loop runs
+    half as often."""
+    return n >> (layers - 1) == 2
+
+
 def routine(q, n, layers):
+    """Cooley–Tukey forward NTT, one layer per pass (the last two merged, see
+    `merge_last_two`), each layer's reduction and range control chosen by
+    `layer_plan`. Y walks the butterflies' first halves, Z their second
+    halves, X the twiddles."""
     k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
     check_centring(q)
     name = f"ntt_fwd_q{q}_n{n}{suffix()}"
+    plan = layer_plan(q, n, layers)
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
     o += [f"\tpush {r}" for r in saved]
     o += ["\tclr r2\t\t\t; zero", f"\tldi r21, {k}\t\t; k", f"\tldi r16, {m}", "\tmov r5, r16\t\t; floor(2^16/q)",
           "\tmovw r26, r22\t\t; X = zetas", "\tadiw r26, 2\t\t; zetas[0] is unused"]
     length = n // 2
-    bound = q  # exclusive bound on |a_i| entering the layer
-    limit = min(32768, span(q) * q)  # centre()'s domain, and 16 bits
+    bound = q  # exclusive bound on |a_i| entering the layer, checked again here
+    limit = min(32768, span(q) * q)
+
+    def post(kind, src, store):
+        """The butterfly output in src, brought into range by `kind`, stored
+        (both range controls take their input in r17:r16)."""
+        move = [] if src == "r16" or kind is None else [f"\tmovw r16, {src}"]
+        if kind is None:
+            return store(src, f"r{int(src[1:]) + 1}")
+        if kind == "partial":
+            return move + partial(q) + store("r16", "r17")
+        return move + centre(q) + store("r22", "r23")
+
+    def std(d):
+        return lambda lo, hi: [f"\tstd Y+{d}, {lo}", f"\tstd Y+{d + 1}, {hi}"]
+
+    def st_inc(ptr):
+        return lambda lo, hi: [f"\tst {ptr}+, {lo}", f"\tst {ptr}+, {hi}"]
+
+    def ld(reg, at):
+        return f"\tldd {reg}, {at}" if "+" in at else f"\tld {reg}, {at}"
+
     for layer in range(layers):
         groups = n // (2 * length)
         lab = f"{name}_l{layer}"
-        last = layer == layers - 1
-        # This layer's outputs are below `out`; centre them when the next
-        # layer's could leave centre()'s domain (or 16 bits).
+        mode, after = plan[layer]
+        set_t_mode(mode)
         out = bound + red_bound(q, bound)
-        centre_out = last or out + red_bound(q, out) > limit
         assert out <= limit
-        o += [f"\t; layer {layer}: {groups} groups of {length} butterflies",
-              "\tmovw r28, r24\t\t; Y = a", f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16",
-              f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z",
-              "\tmovw r30, r28", f"\tsubi r30, lo8(-{2 * length})", f"\tsbci r31, hi8(-{2 * length})\t; Z = Y + len",
-              f"\tldi r16, {length & 0xFF}", "\tmov r4, r16",
-              f"{lab}_b:",
-              "\tld r16, Z", "\tldd r17, Z+1\t\t; b",
-              ] + mont(q) + [
-              "\tld r8, Y", "\tldd r9, Y+1\t\t; a",
-              "\tmovw r6, r8", "\tsub r6, r12", "\tsbc r7, r13\t\t; a − t",
-              "\tadd r8, r12", "\tadc r9, r13\t\t; a + t"]
-        if not centre_out:
-            o += ["\tst Z+, r6", "\tst Z+, r7", "\tst Y+, r8", "\tst Y+, r9"]
-            o += ["\tdec r4", f"\tbrne {lab}_b"]
+        bound = h + 1 if after == "centre" else q + 1 if after == "partial" else out
+        if merge_last_two(n, layers) and layer == layers - 1:
+            continue  # emitted with the layer before
+        o += [f"\t; layer {layer}: {groups} groups of {length} butterflies", "\tmovw r28, r24\t\t; Y = a",
+              f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16"]
+        if merge_last_two(n, layers) and layer == layers - 2:
+            # Blocks a_0..a_3: (a_0, a_2) and (a_1, a_3) by z1 (this layer,
+            # X), then (a_0, a_1) by z2 and (a_2, a_3) by z3 (the last layer,
+            # Z, two entries a block further on).
+            o += ["\tmovw r30, r26", f"\tsubi r30, lo8(-{2 * groups})", f"\tsbci r31, hi8(-{2 * groups})\t; Z = z2",
+                  f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z1"]
+            last_mode, last_after = plan[layer + 1]
+            o += ["\tldd r16, Y+4", "\tldd r17, Y+5\t\t; a2"] + mont(q) + [
+                "\tldd r8, Y+0", "\tldd r9, Y+1\t\t; a0", "\tmovw r6, r8", "\tsub r6, r12",
+                "\tsbc r7, r13\t\t; a2' = a0 − t", "\tadd r8, r12", "\tadc r9, r13\t\t; a0' = a0 + t",
+                "\tldd r16, Y+6", "\tldd r17, Y+7\t\t; a3"] + mont(q) + [
+                "\tldd r24, Y+2", "\tldd r25, Y+3\t\t; a1", "\tmovw r16, r24", "\tadd r16, r12",
+                "\tadc r17, r13\t\t; a1' = a1 + t", "\tsub r24, r12", "\tsbc r25, r13\t\t; a3' = a1 − t"]
+            set_t_mode(last_mode)
+            o += ["\tld r18, Z+", "\tld r19, Z+\t\t; z2"] + mont(q) + [
+                "\tmovw r16, r8", "\tsub r16, r12", "\tsbc r17, r13\t\t; a0' − t"] + post(last_after, "r16", std(2))
+            o += ["\tadd r8, r12", "\tadc r9, r13\t\t; a0' + t"] + post(last_after, "r8", std(0))
+            o += ["\tmovw r16, r24", "\tld r18, Z+", "\tld r19, Z+\t\t; z3"] + mont(q) + [
+                "\tmovw r16, r6", "\tsub r16, r12", "\tsbc r17, r13\t\t; a2' − t"] + post(last_after, "r16", std(6))
+            o += ["\tadd r6, r12", "\tadc r7, r13\t\t; a2' + t"] + post(last_after, "r6", std(4))
+            o += ["\tadiw r28, 8\t\t; next block (r24:r25, a, is not needed again)",
+                  "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
+            continue
+        o += [f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z"]
+        straight = length <= STRAIGHT_LINE_LEN
+        if not straight:
+            o += ["\tmovw r30, r28", f"\tsubi r30, lo8(-{2 * length})", f"\tsbci r31, hi8(-{2 * length})\t; Z = Y + len",
+                  f"\tldi r16, {length & 0xFF}", "\tmov r4, r16", f"{lab}_b:"]
+        for j in range(length if straight else 1):
+            # Straight-line: both halves at displacements from Y; looped:
+            # a at Y, b at Z, both stepped by the stores.
+            if straight:
+                b_ld, a_ld = (f"Y+{2 * (length + j)}", f"Y+{2 * (length + j) + 1}"), (f"Y+{2 * j}", f"Y+{2 * j + 1}")
+                b_st, a_st = std(2 * (length + j)), std(2 * j)
+            else:
+                b_ld, a_ld = ("Z", "Z+1"), ("Y", "Y+1")
+                b_st, a_st = st_inc("Z"), st_inc("Y")
+            diff = "r6" if after is None else "r16"  # straight into post's input
+            o += [ld("r16", b_ld[0]), ld("r17", b_ld[1]) + "\t\t; b"] + mont(q) + [
+                ld("r8", a_ld[0]), ld("r9", a_ld[1]) + "\t\t; a",
+                f"\tmovw {diff}, r8", f"\tsub {diff}, r12", f"\tsbc r{int(diff[1:]) + 1}, r13\t\t; a − t",
+                "\tadd r8, r12", "\tadc r9, r13\t\t; a + t"]
+            o += post(after, diff, b_st) + post(after, "r8", a_st)
+        if straight:
+            o += [f"\tadiw r28, {4 * length}\t\t; next group"]
         else:
-            # Centre both outputs in registers before storing.
-            o += ["\tmovw r16, r6"] + centre(q) + ["\tst Z+, r22", "\tst Z+, r23"]
-            o += ["\tmovw r16, r8"] + centre(q) + ["\tst Y+, r22", "\tst Y+, r23"]
-            o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]  # too long for brne
-        o += ["\tmovw r28, r30\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
-        bound = (q - 1) // 2 + 1 if centre_out else out
+            if after is None:
+                o += ["\tdec r4", f"\tbrne {lab}_b"]
+            else:
+                o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]  # too long for brne
+            o += ["\tmovw r28, r30\t\t; next group"]
+        o += ["\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
         length //= 2
+    set_t_mode("unsigned")
     o += [f"\tpop {r}" for r in reversed(saved)]
     o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
     return o
@@ -772,7 +921,7 @@ for VARIANT in ["friendly", "plain", "kred2x"]:
             if q != 769:
                 continue  # K-RED2X's output fits 16 bits only for k = 3
             check_kred2x_reduction(q)
-        out += cheaper(lambda: routine(q, n, layers))
+        out += routine(q, n, layers)  # chooses each layer's t mode itself
         out += cheaper(lambda: inverse_routine(q, n, layers))
         out += cheaper(lambda: base_mul_routine(q, n, n >> layers))
     out += cheaper(lambda: base_inv_routine(769, 512))

@@ -325,14 +325,8 @@ ntt_fwd_q3329_n256_l4_d:
 ntt_fwd_q3329_n256_l5_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q3329_n256_l5_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -357,20 +351,129 @@ ntt_fwd_q3329_n256_l5_b:
 	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
 	movw r6, r8
 	sub r6, r12
 	sbc r7, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_fwd_q3329_n256_l5_b
-	movw r28, r30		; next group
+	std Y+8, r6
+	std Y+9, r7
+	std Y+0, r8
+	std Y+1, r9
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+10, r6
+	std Y+11, r7
+	std Y+2, r8
+	std Y+3, r9
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+12, r6
+	std Y+13, r7
+	std Y+4, r8
+	std Y+5, r9
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+14, r6
+	std Y+15, r7
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q3329_n256_l5_d
 	rjmp ntt_fwd_q3329_n256_l5_g
@@ -382,14 +485,8 @@ ntt_fwd_q3329_n256_l5_d:
 ntt_fwd_q3329_n256_l6_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-4)
-	sbci r31, hi8(-4)	; Z = Y + len
-	ldi r16, 2
-	mov r4, r16
-ntt_fwd_q3329_n256_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+4
+	ldd r17, Y+5		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -414,14 +511,13 @@ ntt_fwd_q3329_n256_l6_b:
 	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
 	mul r17, r5
@@ -441,8 +537,8 @@ ntt_fwd_q3329_n256_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Z+, r22
-	st Z+, r23
+	std Y+4, r22
+	std Y+5, r23
 	movw r16, r8
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
@@ -463,13 +559,85 @@ ntt_fwd_q3329_n256_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q3329_n256_l6_e
-	rjmp ntt_fwd_q3329_n256_l6_b
-ntt_fwd_q3329_n256_l6_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	ldd r16, Y+6
+	ldd r17, Y+7		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+6, r22
+	std Y+7, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+2, r22
+	std Y+3, r23
+	adiw r28, 8		; next group
 	dec r3
 	breq ntt_fwd_q3329_n256_l6_d
 	rjmp ntt_fwd_q3329_n256_l6_g
@@ -1769,14 +1937,8 @@ ntt_fwd_q769_n512_l5_d:
 ntt_fwd_q769_n512_l6_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q769_n512_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -1801,14 +1963,13 @@ ntt_fwd_q769_n512_l6_b:
 	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
 	subi r16, lo8(-32682)
 	sbci r17, hi8(-32682)
 	mul r17, r5
@@ -1828,8 +1989,8 @@ ntt_fwd_q769_n512_l6_b:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	st Z+, r22
-	st Z+, r23
+	std Y+8, r22
+	std Y+9, r23
 	movw r16, r8
 	subi r16, lo8(-32682)
 	sbci r17, hi8(-32682)
@@ -1850,13 +2011,237 @@ ntt_fwd_q769_n512_l6_b:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q769_n512_l6_e
-	rjmp ntt_fwd_q769_n512_l6_b
-ntt_fwd_q769_n512_l6_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+10, r22
+	std Y+11, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+2, r22
+	std Y+3, r23
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+12, r22
+	std Y+13, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+4, r22
+	std Y+5, r23
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+14, r22
+	std Y+15, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+6, r22
+	std Y+7, r23
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q769_n512_l6_d
 	rjmp ntt_fwd_q769_n512_l6_g
@@ -4148,14 +4533,8 @@ ntt_fwd_q3329_n512_l5_d:
 ntt_fwd_q3329_n512_l6_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q3329_n512_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -4180,14 +4559,13 @@ ntt_fwd_q3329_n512_l6_b:
 	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
 	mul r17, r5
@@ -4207,8 +4585,8 @@ ntt_fwd_q3329_n512_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Z+, r22
-	st Z+, r23
+	std Y+8, r22
+	std Y+9, r23
 	movw r16, r8
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
@@ -4229,13 +4607,237 @@ ntt_fwd_q3329_n512_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q3329_n512_l6_e
-	rjmp ntt_fwd_q3329_n512_l6_b
-ntt_fwd_q3329_n512_l6_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+10, r22
+	std Y+11, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+2, r22
+	std Y+3, r23
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+12, r22
+	std Y+13, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+4, r22
+	std Y+5, r23
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+14, r22
+	std Y+15, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+6, r22
+	std Y+7, r23
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q3329_n512_l6_d
 	rjmp ntt_fwd_q3329_n512_l6_g
@@ -6343,15 +6945,10 @@ ntt_fwd_q7681_n256_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
@@ -6480,55 +7077,36 @@ ntt_fwd_q7681_n256_l3_b:
 	sbc r13, r1		; mont(b·z)
 	ld r8, Y
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Z+, r22
-	st Z+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Z+, r16
+	st Z+, r17
 	movw r16, r8
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_fwd_q7681_n256_l3_e
 	rjmp ntt_fwd_q7681_n256_l3_b
@@ -6607,14 +7185,8 @@ ntt_fwd_q7681_n256_l4_d:
 ntt_fwd_q7681_n256_l5_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q7681_n256_l5_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -6633,31 +7205,135 @@ ntt_fwd_q7681_n256_l5_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
 	movw r6, r8
 	sub r6, r12
 	sbc r7, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_fwd_q7681_n256_l5_b
-	movw r28, r30		; next group
+	std Y+8, r6
+	std Y+9, r7
+	std Y+0, r8
+	std Y+1, r9
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+10, r6
+	std Y+11, r7
+	std Y+2, r8
+	std Y+3, r9
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+12, r6
+	std Y+13, r7
+	std Y+4, r8
+	std Y+5, r9
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+14, r6
+	std Y+15, r7
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q7681_n256_l5_d
 	rjmp ntt_fwd_q7681_n256_l5_g
@@ -6666,17 +7342,14 @@ ntt_fwd_q7681_n256_l5_d:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
+	movw r30, r26
+	subi r30, lo8(-128)
+	sbci r31, hi8(-128)	; Z = z2
 ntt_fwd_q7681_n256_l6_g:
 	ld r18, X+
-	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-4)
-	sbci r31, hi8(-4)	; Z = Y + len
-	ldi r16, 2
-	mov r4, r16
-ntt_fwd_q7681_n256_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ld r19, X+		; z1
+	ldd r16, Y+4
+	ldd r17, Y+5		; a2
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -6706,39 +7379,15 @@ ntt_fwd_q7681_n256_l6_b:
 	adc r1, r22
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	ld r8, Y
-	ldd r9, Y+1		; a
+	ldd r8, Y+0
+	ldd r9, Y+1		; a0
 	movw r6, r8
 	sub r6, r12
-	sbc r7, r13		; a − t
+	sbc r7, r13		; a2' = a0 − t
 	add r8, r12
-	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_fwd_q7681_n256_l6_b
-	movw r28, r30		; next group
-	dec r3
-	breq ntt_fwd_q7681_n256_l6_d
-	rjmp ntt_fwd_q7681_n256_l6_g
-ntt_fwd_q7681_n256_l6_d:
-	; layer 7: 128 groups of 1 butterflies
-	movw r28, r24		; Y = a
-	ldi r16, 128
-	mov r3, r16
-ntt_fwd_q7681_n256_l7_g:
-	ld r18, X+
-	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-2)
-	sbci r31, hi8(-2)	; Z = Y + len
-	ldi r16, 1
-	mov r4, r16
-ntt_fwd_q7681_n256_l7_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	adc r9, r13		; a0' = a0 + t
+	ldd r16, Y+6
+	ldd r17, Y+7		; a3
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -6768,14 +7417,47 @@ ntt_fwd_q7681_n256_l7_b:
 	adc r1, r22
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	ld r8, Y
-	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
-	add r8, r12
-	adc r9, r13		; a + t
-	movw r16, r6
+	ldd r24, Y+2
+	ldd r25, Y+3		; a1
+	movw r16, r24
+	add r16, r12
+	adc r17, r13		; a1' = a1 + t
+	sub r24, r12
+	sbc r25, r13		; a3' = a1 − t
+	ld r18, Z+
+	ld r19, Z+		; z2
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a0' − t
 	subi r16, lo8(-34564)
 	sbci r17, hi8(-34564)
 	mul r17, r5
@@ -6795,8 +7477,10 @@ ntt_fwd_q7681_n256_l7_b:
 	adc r23, r17
 	subi r22, lo8(3840)
 	sbci r23, hi8(3840)
-	st Z+, r22
-	st Z+, r23
+	std Y+2, r22
+	std Y+3, r23
+	add r8, r12
+	adc r9, r13		; a0' + t
 	movw r16, r8
 	subi r16, lo8(-34564)
 	sbci r17, hi8(-34564)
@@ -6817,17 +7501,93 @@ ntt_fwd_q7681_n256_l7_b:
 	adc r23, r17
 	subi r22, lo8(3840)
 	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q7681_n256_l7_e
-	rjmp ntt_fwd_q7681_n256_l7_b
-ntt_fwd_q7681_n256_l7_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	movw r16, r24
+	ld r18, Z+
+	ld r19, Z+		; z3
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mulsu r20, r21		; A = t_hi·k
+	add r15, r0		; c1 = B1 + A0
+	adc r1, r2		; c2 = A1 + carry
+	mov r22, r20
+	lsl r22
+	sbc r22, r22		; sign of t
+	add r14, r20		; carry out of byte 1 of t·q
+	adc r15, r22
+	adc r1, r22
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r6
+	sub r16, r12
+	sbc r17, r13		; a2' − t
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	std Y+6, r22
+	std Y+7, r23
+	add r6, r12
+	adc r7, r13		; a2' + t
+	movw r16, r6
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	std Y+4, r22
+	std Y+5, r23
+	adiw r28, 8		; next block (r24:r25, a, is not needed again)
 	dec r3
-	breq ntt_fwd_q7681_n256_l7_d
-	rjmp ntt_fwd_q7681_n256_l7_g
-ntt_fwd_q7681_n256_l7_d:
+	breq ntt_fwd_q7681_n256_l6_d
+	rjmp ntt_fwd_q7681_n256_l6_g
+ntt_fwd_q7681_n256_l6_d:
 	pop r29
 	pop r28
 	pop r17
@@ -9950,14 +10710,8 @@ ntt_fwd_q3329_n256_mont_l4_d:
 ntt_fwd_q3329_n256_mont_l5_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q3329_n256_mont_l5_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -10002,20 +10756,189 @@ ntt_fwd_q3329_n256_mont_l5_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
 	movw r6, r8
 	sub r6, r12
 	sbc r7, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_fwd_q3329_n256_mont_l5_b
-	movw r28, r30		; next group
+	std Y+8, r6
+	std Y+9, r7
+	std Y+0, r8
+	std Y+1, r9
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+10, r6
+	std Y+11, r7
+	std Y+2, r8
+	std Y+3, r9
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+12, r6
+	std Y+13, r7
+	std Y+4, r8
+	std Y+5, r9
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+14, r6
+	std Y+15, r7
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q3329_n256_mont_l5_d
 	rjmp ntt_fwd_q3329_n256_mont_l5_g
@@ -10027,14 +10950,8 @@ ntt_fwd_q3329_n256_mont_l5_d:
 ntt_fwd_q3329_n256_mont_l6_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-4)
-	sbci r31, hi8(-4)	; Z = Y + len
-	ldi r16, 2
-	mov r4, r16
-ntt_fwd_q3329_n256_mont_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+4
+	ldd r17, Y+5		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -10079,14 +10996,13 @@ ntt_fwd_q3329_n256_mont_l6_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
 	mul r17, r5
@@ -10106,8 +11022,8 @@ ntt_fwd_q3329_n256_mont_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Z+, r22
-	st Z+, r23
+	std Y+4, r22
+	std Y+5, r23
 	movw r16, r8
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
@@ -10128,13 +11044,105 @@ ntt_fwd_q3329_n256_mont_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q3329_n256_mont_l6_e
-	rjmp ntt_fwd_q3329_n256_mont_l6_b
-ntt_fwd_q3329_n256_mont_l6_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	ldd r16, Y+6
+	ldd r17, Y+7		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+6, r22
+	std Y+7, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+2, r22
+	std Y+3, r23
+	adiw r28, 8		; next group
 	dec r3
 	breq ntt_fwd_q3329_n256_mont_l6_d
 	rjmp ntt_fwd_q3329_n256_mont_l6_g
@@ -11734,14 +12742,8 @@ ntt_fwd_q769_n512_mont_l5_d:
 ntt_fwd_q769_n512_mont_l6_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q769_n512_mont_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -11786,14 +12788,13 @@ ntt_fwd_q769_n512_mont_l6_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
 	subi r16, lo8(-32682)
 	sbci r17, hi8(-32682)
 	mul r17, r5
@@ -11813,8 +12814,8 @@ ntt_fwd_q769_n512_mont_l6_b:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	st Z+, r22
-	st Z+, r23
+	std Y+8, r22
+	std Y+9, r23
 	movw r16, r8
 	subi r16, lo8(-32682)
 	sbci r17, hi8(-32682)
@@ -11835,13 +12836,297 @@ ntt_fwd_q769_n512_mont_l6_b:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q769_n512_mont_l6_e
-	rjmp ntt_fwd_q769_n512_mont_l6_b
-ntt_fwd_q769_n512_mont_l6_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+10, r22
+	std Y+11, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+2, r22
+	std Y+3, r23
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+12, r22
+	std Y+13, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+4, r22
+	std Y+5, r23
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+14, r22
+	std Y+15, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+6, r22
+	std Y+7, r23
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q769_n512_mont_l6_d
 	rjmp ntt_fwd_q769_n512_mont_l6_g
@@ -14533,14 +15818,8 @@ ntt_fwd_q3329_n512_mont_l5_d:
 ntt_fwd_q3329_n512_mont_l6_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q3329_n512_mont_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -14585,14 +15864,13 @@ ntt_fwd_q3329_n512_mont_l6_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
 	mul r17, r5
@@ -14612,8 +15890,8 @@ ntt_fwd_q3329_n512_mont_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Z+, r22
-	st Z+, r23
+	std Y+8, r22
+	std Y+9, r23
 	movw r16, r8
 	subi r16, lo8(-31625)
 	sbci r17, hi8(-31625)
@@ -14634,13 +15912,297 @@ ntt_fwd_q3329_n512_mont_l6_b:
 	adc r23, r17
 	subi r22, lo8(1664)
 	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q3329_n512_mont_l6_e
-	rjmp ntt_fwd_q3329_n512_mont_l6_b
-ntt_fwd_q3329_n512_mont_l6_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+10, r22
+	std Y+11, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+2, r22
+	std Y+3, r23
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+12, r22
+	std Y+13, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+4, r22
+	std Y+5, r23
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+14, r22
+	std Y+15, r23
+	movw r16, r8
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	std Y+6, r22
+	std Y+7, r23
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q3329_n512_mont_l6_d
 	rjmp ntt_fwd_q3329_n512_mont_l6_g
@@ -17225,55 +18787,36 @@ ntt_fwd_q7681_n256_mont_l3_b:
 	sbc r13, r20		; mont(p)
 	ld r8, Y
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Z+, r22
-	st Z+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Z+, r16
+	st Z+, r17
 	movw r16, r8
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_fwd_q7681_n256_mont_l3_e
 	rjmp ntt_fwd_q7681_n256_mont_l3_b
@@ -17367,14 +18910,8 @@ ntt_fwd_q7681_n256_mont_l4_d:
 ntt_fwd_q7681_n256_mont_l5_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q7681_n256_mont_l5_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -17419,20 +18956,189 @@ ntt_fwd_q7681_n256_mont_l5_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
 	movw r6, r8
 	sub r6, r12
 	sbc r7, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_fwd_q7681_n256_mont_l5_b
-	movw r28, r30		; next group
+	std Y+8, r6
+	std Y+9, r7
+	std Y+0, r8
+	std Y+1, r9
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(57857)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(57857)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(57857)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(7681)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(7681)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(7681)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(7681)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+10, r6
+	std Y+11, r7
+	std Y+2, r8
+	std Y+3, r9
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(57857)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(57857)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(57857)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(7681)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(7681)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(7681)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(7681)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+12, r6
+	std Y+13, r7
+	std Y+4, r8
+	std Y+5, r9
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(57857)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(57857)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(57857)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(7681)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(7681)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(7681)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(7681)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	std Y+14, r6
+	std Y+15, r7
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q7681_n256_mont_l5_d
 	rjmp ntt_fwd_q7681_n256_mont_l5_g
@@ -17441,17 +19147,14 @@ ntt_fwd_q7681_n256_mont_l5_d:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
+	movw r30, r26
+	subi r30, lo8(-128)
+	sbci r31, hi8(-128)	; Z = z2
 ntt_fwd_q7681_n256_mont_l6_g:
 	ld r18, X+
-	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-4)
-	sbci r31, hi8(-4)	; Z = Y + len
-	ldi r16, 2
-	mov r4, r16
-ntt_fwd_q7681_n256_mont_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ld r19, X+		; z1
+	ldd r16, Y+4
+	ldd r17, Y+5		; a2
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -17496,39 +19199,15 @@ ntt_fwd_q7681_n256_mont_l6_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	ld r8, Y
-	ldd r9, Y+1		; a
+	ldd r8, Y+0
+	ldd r9, Y+1		; a0
 	movw r6, r8
 	sub r6, r12
-	sbc r7, r13		; a − t
+	sbc r7, r13		; a2' = a0 − t
 	add r8, r12
-	adc r9, r13		; a + t
-	st Z+, r6
-	st Z+, r7
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_fwd_q7681_n256_mont_l6_b
-	movw r28, r30		; next group
-	dec r3
-	breq ntt_fwd_q7681_n256_mont_l6_d
-	rjmp ntt_fwd_q7681_n256_mont_l6_g
-ntt_fwd_q7681_n256_mont_l6_d:
-	; layer 7: 128 groups of 1 butterflies
-	movw r28, r24		; Y = a
-	ldi r16, 128
-	mov r3, r16
-ntt_fwd_q7681_n256_mont_l7_g:
-	ld r18, X+
-	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-2)
-	sbci r31, hi8(-2)	; Z = Y + len
-	ldi r16, 1
-	mov r4, r16
-ntt_fwd_q7681_n256_mont_l7_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	adc r9, r13		; a0' = a0 + t
+	ldd r16, Y+6
+	ldd r17, Y+7		; a3
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -17573,14 +19252,62 @@ ntt_fwd_q7681_n256_mont_l7_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	ld r8, Y
-	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
-	add r8, r12
-	adc r9, r13		; a + t
-	movw r16, r6
+	ldd r24, Y+2
+	ldd r25, Y+3		; a1
+	movw r16, r24
+	add r16, r12
+	adc r17, r13		; a1' = a1 + t
+	sub r24, r12
+	sbc r25, r13		; a3' = a1 − t
+	ld r18, Z+
+	ld r19, Z+		; z2
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(57857)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(57857)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(57857)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(7681)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(7681)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(7681)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(7681)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a0' − t
 	subi r16, lo8(-34564)
 	sbci r17, hi8(-34564)
 	mul r17, r5
@@ -17600,8 +19327,10 @@ ntt_fwd_q7681_n256_mont_l7_b:
 	adc r23, r17
 	subi r22, lo8(3840)
 	sbci r23, hi8(3840)
-	st Z+, r22
-	st Z+, r23
+	std Y+2, r22
+	std Y+3, r23
+	add r8, r12
+	adc r9, r13		; a0' + t
 	movw r16, r8
 	subi r16, lo8(-34564)
 	sbci r17, hi8(-34564)
@@ -17622,17 +19351,108 @@ ntt_fwd_q7681_n256_mont_l7_b:
 	adc r23, r17
 	subi r22, lo8(3840)
 	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q7681_n256_mont_l7_e
-	rjmp ntt_fwd_q7681_n256_mont_l7_b
-ntt_fwd_q7681_n256_mont_l7_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	movw r16, r24
+	ld r18, Z+
+	ld r19, Z+		; z3
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(57857)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(57857)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(57857)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(7681)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(7681)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(7681)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(7681)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r6
+	sub r16, r12
+	sbc r17, r13		; a2' − t
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	std Y+6, r22
+	std Y+7, r23
+	add r6, r12
+	adc r7, r13		; a2' + t
+	movw r16, r6
+	subi r16, lo8(-34564)
+	sbci r17, hi8(-34564)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(7681)
+	sbci r23, hi8(7681)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(7681)
+	andi r17, hi8(7681)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(3840)
+	sbci r23, hi8(3840)
+	std Y+4, r22
+	std Y+5, r23
+	adiw r28, 8		; next block (r24:r25, a, is not needed again)
 	dec r3
-	breq ntt_fwd_q7681_n256_mont_l7_d
-	rjmp ntt_fwd_q7681_n256_mont_l7_g
-ntt_fwd_q7681_n256_mont_l7_d:
+	breq ntt_fwd_q7681_n256_mont_l6_d
+	rjmp ntt_fwd_q7681_n256_mont_l6_g
+ntt_fwd_q7681_n256_mont_l6_d:
 	pop r29
 	pop r28
 	pop r17
@@ -21815,14 +23635,8 @@ ntt_fwd_q769_n512_kred2x_l5_d:
 ntt_fwd_q769_n512_kred2x_l6_g:
 	ld r18, X+
 	ld r19, X+		; z
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_fwd_q769_n512_kred2x_l6_b:
-	ld r16, Z
-	ldd r17, Z+1		; b
+	ldd r16, Y+8
+	ldd r17, Y+9		; b
 	muls r17, r19
 	movw r12, r0
 	mul r16, r18
@@ -21845,14 +23659,13 @@ ntt_fwd_q769_n512_kred2x_l6_b:
 	mul r11, r22		; k·C1
 	sub r12, r0
 	sbc r13, r1		; k²·C0 − k·C1 + C2
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; a
-	movw r6, r8
-	sub r6, r12
-	sbc r7, r13		; a − t
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
 	add r8, r12
 	adc r9, r13		; a + t
-	movw r16, r6
 	subi r16, lo8(-32682)
 	sbci r17, hi8(-32682)
 	mul r17, r5
@@ -21872,8 +23685,8 @@ ntt_fwd_q769_n512_kred2x_l6_b:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	st Z+, r22
-	st Z+, r23
+	std Y+8, r22
+	std Y+9, r23
 	movw r16, r8
 	subi r16, lo8(-32682)
 	sbci r17, hi8(-32682)
@@ -21894,13 +23707,231 @@ ntt_fwd_q769_n512_kred2x_l6_b:
 	adc r23, r17
 	subi r22, lo8(384)
 	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
-	dec r4
-	breq ntt_fwd_q769_n512_kred2x_l6_e
-	rjmp ntt_fwd_q769_n512_kred2x_l6_b
-ntt_fwd_q769_n512_kred2x_l6_e:
-	movw r28, r30		; next group
+	std Y+0, r22
+	std Y+1, r23
+	ldd r16, Y+10
+	ldd r17, Y+11		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ldd r8, Y+2
+	ldd r9, Y+3		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+10, r22
+	std Y+11, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+2, r22
+	std Y+3, r23
+	ldd r16, Y+12
+	ldd r17, Y+13		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ldd r8, Y+4
+	ldd r9, Y+5		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+12, r22
+	std Y+13, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+4, r22
+	std Y+5, r23
+	ldd r16, Y+14
+	ldd r17, Y+15		; b
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	ldd r8, Y+6
+	ldd r9, Y+7		; a
+	movw r16, r8
+	sub r16, r12
+	sbc r17, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+14, r22
+	std Y+15, r23
+	movw r16, r8
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	std Y+6, r22
+	std Y+7, r23
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_fwd_q769_n512_kred2x_l6_d
 	rjmp ntt_fwd_q769_n512_kred2x_l6_g
