@@ -222,15 +222,19 @@ for y in range(5):
     for x in range(5):
         emit(f"\tldd {a[x]}, Z+{8 * x}")
     for x in range(5):
-        emit(f"\tmov r0, {a[(x + 1) % 5]}")
-        emit("\tcom r0")
-        emit(f"\tand r0, {a[(x + 2) % 5]}")
-        emit(f"\teor r0, {a[x]}")
-        emit(f"\tstd Z+{8 * x}, r0")
+        # a[0] is last read by the last output (as its complemented
+        # operand), which can therefore work in a[0] itself: no copy.
+        t = "r0" if x < 4 else a[0]
+        if x < 4:
+            emit(f"\tmov r0, {a[(x + 1) % 5]}")
+        emit(f"\tcom {t}")
+        emit(f"\tand {t}, {a[(x + 2) % 5]}")
+        emit(f"\teor {t}, {a[x]}")
+        emit(f"\tstd Z+{8 * x}, {t}")
         if y == 0:
-            emit(f"\tmov {c[x]}, r0")
+            emit(f"\tmov {c[x]}, {t}")
         else:
-            emit(f"\teor {c[x]}, r0")
+            emit(f"\teor {c[x]}, {t}")
     if y < 4:
         emit("\tadiw r30, 40\t\t; next row")
 for x in range(5):

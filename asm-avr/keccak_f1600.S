@@ -1805,12 +1805,11 @@ keccak_f1600_avr:
 	eor r0, r22
 	std Z+24, r0
 	mov r5, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+32, r0
-	mov r6, r0
+	com r19
+	and r19, r20
+	eor r19, r23
+	std Z+32, r19
+	mov r6, r19
 	adiw r30, 40		; next row
 	ldd r19, Z+0
 	ldd r20, Z+8
@@ -1841,12 +1840,11 @@ keccak_f1600_avr:
 	eor r0, r22
 	std Z+24, r0
 	eor r5, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+32, r0
-	eor r6, r0
+	com r19
+	and r19, r20
+	eor r19, r23
+	std Z+32, r19
+	eor r6, r19
 	adiw r30, 40		; next row
 	ldd r19, Z+0
 	ldd r20, Z+8
@@ -1877,12 +1875,11 @@ keccak_f1600_avr:
 	eor r0, r22
 	std Z+24, r0
 	eor r5, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+32, r0
-	eor r6, r0
+	com r19
+	and r19, r20
+	eor r19, r23
+	std Z+32, r19
+	eor r6, r19
 	adiw r30, 40		; next row
 	ldd r19, Z+0
 	ldd r20, Z+8
@@ -1913,12 +1910,11 @@ keccak_f1600_avr:
 	eor r0, r22
 	std Z+24, r0
 	eor r5, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+32, r0
-	eor r6, r0
+	com r19
+	and r19, r20
+	eor r19, r23
+	std Z+32, r19
+	eor r6, r19
 	adiw r30, 40		; next row
 	ldd r19, Z+0
 	ldd r20, Z+8
@@ -1949,12 +1945,11 @@ keccak_f1600_avr:
 	eor r0, r22
 	std Z+24, r0
 	eor r5, r0
-	mov r0, r19
-	com r0
-	and r0, r20
-	eor r0, r23
-	std Z+32, r0
-	eor r6, r0
+	com r19
+	and r19, r20
+	eor r19, r23
+	std Z+32, r19
+	eor r6, r19
 	std Y+0, r2
 	std Y+8, r3
 	std Y+16, r4
