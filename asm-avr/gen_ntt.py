@@ -458,12 +458,57 @@ def routine(q, n, layers):
     return o
 
 
+def inverse_plan(q, layers):
+    """Per layer of the inverse transform: the reduction's t mode and what
+    brings the sums back in range (nothing, `partial` or centre()), the
+    cheapest in cycles a butterfly whose ranges hold: no difference
+    overflows 16 bits, sums are only brought back from inside centre()'s
+    domain, and the last layer's products (sum·F, difference·ζ⁻¹·F) can be
+    reduced and centred. A dynamic programme over (layer, bound)."""
+    h = (q - 1) // 2
+    modes = list(T_COST) if VARIANT == "friendly" else [T_MODE]
+    post_cost = {None: 0, "partial": 12, "centre": 21}
+
+    @functools.lru_cache(maxsize=None)
+    def best(layer, bound):
+        """(cycles, plan) for layers layer.. entered with |a_i| < bound."""
+        if 2 * bound - 1 > 32768:  # a difference would overflow
+            return None
+        sums = 2 * bound - 1
+        last = layer == layers - 1
+        options = []
+        for mode in modes:
+            set_t_mode(mode)
+            diffs = max(q, red_bound(q, sums))
+            if diffs >= OUT_OF_RANGE:
+                continue
+            if last:
+                if red_bound(q, sums) <= span(q) * q:
+                    options.append((2 * T_COST.get(mode, 0) + 42, [(mode, None)]))
+                continue
+            for post in post_cost:
+                if post and sums > span(q) * q:
+                    continue
+                after = h + 1 if post == "centre" else q + 1 if post == "partial" else sums
+                rest = best(layer + 1, max(after, diffs))
+                if rest:
+                    options.append((T_COST.get(mode, 0) + post_cost[post] + rest[0], [(mode, post)] + rest[1]))
+        set_t_mode("unsigned")
+        return min(options, key=lambda c: c[0]) if options else None
+
+    found = best(0, q)
+    assert found is not None, q
+    return found[1]
+
+
 def inverse_routine(q, n, layers):
-    """Gentleman–Sande inverse NTT; sums are centred in the layers where the
-    next layer's difference could overflow 16 bits; the final 2^-7 scaling is
-    folded into the last layer: sum·F and difference·ζ⁻¹·F, both by mont."""
+    """Gentleman–Sande inverse NTT; the sums go back in range where
+    `inverse_plan` says (the next layer's difference could overflow 16 bits,
+    or its sums leave centre()'s domain); the final 2^-7 scaling is folded
+    into the last layer: sum·F and difference·ζ⁻¹·F, both by mont."""
     k, m = (q - 1) >> 8, 65536 // q
     h = (q - 1) // 2
+    plan = inverse_plan(q, layers)
     name = f"ntt_inv_q{q}_n{n}{suffix()}"
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
@@ -477,18 +522,16 @@ def inverse_routine(q, n, layers):
     for layer in range(layers):
         groups = n // (2 * length)
         last = layer == layers - 1
+        mode, post = plan[layer]
+        set_t_mode(mode)
         assert 2 * bound - 1 <= 32768, "a difference would overflow"
         sums = 2 * bound - 1
-        # Centre this layer's sums if the next layer's difference would
-        # overflow 16 bits, or its sums would leave centre()'s domain (span(q)·q).
         # The differences leave through the reduction (below q for Montgomery).
         diffs = max(q, red_bound(q, 2 * bound - 1))
-        assert diffs < OUT_OF_RANGE
-        next_sums = 2 * max(sums, diffs) - 1
-        next_last = layer + 1 == layers - 1
-        centre_sums = not last and (next_sums > 32768 or (not next_last and next_sums > span(q) * q))
+        assert diffs < OUT_OF_RANGE and (post is None or sums <= span(q) * q)
+        assert not last or red_bound(q, sums) <= span(q) * q
         lab = f"{name}_l{layer}"
-        o += [f"\t; layer {layer}: {groups} groups of {length}" + ("; sums centred" if centre_sums else ""),
+        o += [f"\t; layer {layer}: {groups} groups of {length}" + (f"; sums: {post}" if post else ""),
               "\tmovw r28, r24\t\t; Y = a"]
         if layer == 0:
             o += [f"\tsubi r26, lo8(-{2 * groups})", f"\tsbci r27, hi8(-{2 * groups})\t; X = &zetas_inv[N/(2len)]"]
@@ -503,8 +546,11 @@ def inverse_routine(q, n, layers):
               "\tadd r8, r6", "\tadc r9, r7\t\t; x + y"]
         if not last:
             o += mont(q) + ["\tst Z+, r12", "\tst Z+, r13"]
-            if centre_sums:
+            if post == "centre":
                 o += ["\tmovw r16, r8"] + centre(q) + ["\tst Y+, r22", "\tst Y+, r23"]
+                o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
+            elif post == "partial":
+                o += ["\tmovw r16, r8"] + partial(q) + ["\tst Y+, r16", "\tst Y+, r17"]
                 o += ["\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
             else:
                 o += ["\tst Y+, r8", "\tst Y+, r9", "\tdec r4", f"\tbrne {lab}_b"]
@@ -517,8 +563,9 @@ def inverse_routine(q, n, layers):
             o += ["\tmovw r28, r30", f"\tsubi r28, lo8({2 * length + 2})", f"\tsbci r29, hi8({2 * length + 2})",
                   "\tst Y+, r22", "\tst Y+, r23", "\tdec r4", f"\tbreq {lab}_e", f"\trjmp {lab}_b", f"{lab}_e:"]
         o += ["\tmovw r28, r30\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
-        bound = max(h + 1 if centre_sums else sums, diffs)
+        bound = max(h + 1 if post == "centre" else q + 1 if post == "partial" else sums, diffs)
         length *= 2
+    set_t_mode("unsigned")
     o += ["\tpop r9", "\tpop r8", "\tpop r7", "\tpop r6"]
     o += [f"\tpop {r}" for r in reversed(saved)]
     o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
@@ -922,7 +969,7 @@ for VARIANT in ["friendly", "plain", "kred2x"]:
                 continue  # K-RED2X's output fits 16 bits only for k = 3
             check_kred2x_reduction(q)
         out += routine(q, n, layers)  # chooses each layer's t mode itself
-        out += cheaper(lambda: inverse_routine(q, n, layers))
+        out += inverse_routine(q, n, layers)  # chooses each layer's t mode itself
         out += cheaper(lambda: base_mul_routine(q, n, n >> layers))
     out += cheaper(lambda: base_inv_routine(769, 512))
 out += crt_block_routine()

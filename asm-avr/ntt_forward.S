@@ -822,7 +822,7 @@ ntt_inv_q3329_n256_l1_b:
 	breq ntt_inv_q3329_n256_l1_d
 	rjmp ntt_inv_q3329_n256_l1_g
 ntt_inv_q3329_n256_l1_d:
-	; layer 2: 16 groups of 8; sums centred
+	; layer 2: 16 groups of 8; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -873,27 +873,18 @@ ntt_inv_q3329_n256_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n256_l2_e
 	rjmp ntt_inv_q3329_n256_l2_b
@@ -962,7 +953,7 @@ ntt_inv_q3329_n256_l3_b:
 	breq ntt_inv_q3329_n256_l3_d
 	rjmp ntt_inv_q3329_n256_l3_g
 ntt_inv_q3329_n256_l3_d:
-	; layer 4: 4 groups of 32; sums centred
+	; layer 4: 4 groups of 32; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -1013,27 +1004,18 @@ ntt_inv_q3329_n256_l4_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n256_l4_e
 	rjmp ntt_inv_q3329_n256_l4_b
@@ -2544,7 +2526,7 @@ ntt_inv_q769_n512_l3_b:
 	breq ntt_inv_q769_n512_l3_d
 	rjmp ntt_inv_q769_n512_l3_g
 ntt_inv_q769_n512_l3_d:
-	; layer 4: 4 groups of 64; sums centred
+	; layer 4: 4 groups of 64; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -2595,27 +2577,18 @@ ntt_inv_q769_n512_l4_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
+	subi r16, lo8(-32298)
+	sbci r17, hi8(-32298)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(769)
-	sbci r23, hi8(769)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(769)
-	andi r17, hi8(769)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(384)
-	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(769)
+	sbci r17, hi8(769)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q769_n512_l4_e
 	rjmp ntt_inv_q769_n512_l4_b
@@ -5022,7 +4995,7 @@ ntt_inv_q3329_n512_l1_b:
 	breq ntt_inv_q3329_n512_l1_d
 	rjmp ntt_inv_q3329_n512_l1_g
 ntt_inv_q3329_n512_l1_d:
-	; layer 2: 16 groups of 16; sums centred
+	; layer 2: 16 groups of 16; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -5073,27 +5046,18 @@ ntt_inv_q3329_n512_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n512_l2_e
 	rjmp ntt_inv_q3329_n512_l2_b
@@ -5162,7 +5126,7 @@ ntt_inv_q3329_n512_l3_b:
 	breq ntt_inv_q3329_n512_l3_d
 	rjmp ntt_inv_q3329_n512_l3_g
 ntt_inv_q3329_n512_l3_d:
-	; layer 4: 4 groups of 64; sums centred
+	; layer 4: 4 groups of 64; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -5213,27 +5177,18 @@ ntt_inv_q3329_n512_l4_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n512_l4_e
 	rjmp ntt_inv_q3329_n512_l4_b
@@ -7692,15 +7647,10 @@ ntt_inv_q7681_n256_l0_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -7714,7 +7664,7 @@ ntt_inv_q7681_n256_l0_b:
 	breq ntt_inv_q7681_n256_l0_d
 	rjmp ntt_inv_q7681_n256_l0_g
 ntt_inv_q7681_n256_l0_d:
-	; layer 1: 64 groups of 2; sums centred
+	; layer 1: 64 groups of 2; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(384)
 	sbci r27, hi8(384)	; X = &zetas_inv[N/(2len)]
@@ -7756,41 +7706,27 @@ ntt_inv_q7681_n256_l1_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q7681_n256_l1_e
 	rjmp ntt_inv_q7681_n256_l1_b
@@ -7800,7 +7736,7 @@ ntt_inv_q7681_n256_l1_e:
 	breq ntt_inv_q7681_n256_l1_d
 	rjmp ntt_inv_q7681_n256_l1_g
 ntt_inv_q7681_n256_l1_d:
-	; layer 2: 32 groups of 4
+	; layer 2: 32 groups of 4; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(192)
 	sbci r27, hi8(192)	; X = &zetas_inv[N/(2len)]
@@ -7842,29 +7778,37 @@ ntt_inv_q7681_n256_l2_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	st Y+, r8
-	st Y+, r9
+	movw r16, r8
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
-	brne ntt_inv_q7681_n256_l2_b
+	breq ntt_inv_q7681_n256_l2_e
+	rjmp ntt_inv_q7681_n256_l2_b
+ntt_inv_q7681_n256_l2_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q7681_n256_l2_d
 	rjmp ntt_inv_q7681_n256_l2_g
 ntt_inv_q7681_n256_l2_d:
-	; layer 3: 16 groups of 8; sums centred
+	; layer 3: 16 groups of 8; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -7906,41 +7850,27 @@ ntt_inv_q7681_n256_l3_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q7681_n256_l3_e
 	rjmp ntt_inv_q7681_n256_l3_b
@@ -7950,7 +7880,7 @@ ntt_inv_q7681_n256_l3_e:
 	breq ntt_inv_q7681_n256_l3_d
 	rjmp ntt_inv_q7681_n256_l3_g
 ntt_inv_q7681_n256_l3_d:
-	; layer 4: 8 groups of 16
+	; layer 4: 8 groups of 16; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(48)
 	sbci r27, hi8(48)	; X = &zetas_inv[N/(2len)]
@@ -7992,29 +7922,37 @@ ntt_inv_q7681_n256_l4_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
 	st Z+, r13
-	st Y+, r8
-	st Y+, r9
+	movw r16, r8
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
-	brne ntt_inv_q7681_n256_l4_b
+	breq ntt_inv_q7681_n256_l4_e
+	rjmp ntt_inv_q7681_n256_l4_b
+ntt_inv_q7681_n256_l4_e:
 	movw r28, r30		; next group
 	dec r3
 	breq ntt_inv_q7681_n256_l4_d
 	rjmp ntt_inv_q7681_n256_l4_g
 ntt_inv_q7681_n256_l4_d:
-	; layer 5: 4 groups of 32; sums centred
+	; layer 5: 4 groups of 32; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -8070,27 +8008,18 @@ ntt_inv_q7681_n256_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q7681_n256_l5_e
 	rjmp ntt_inv_q7681_n256_l5_b
@@ -8142,15 +8071,10 @@ ntt_inv_q7681_n256_l6_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	st Z+, r12
@@ -8210,15 +8134,10 @@ ntt_inv_q7681_n256_l7_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -8264,15 +8183,10 @@ ntt_inv_q7681_n256_l7_b:
 	mov r20, r11
 	sub r20, r0		; t_hi
 	movw r14, r0
-	mulsu r20, r21		; A = t_hi·k
-	add r15, r0		; c1 = B1 + A0
-	adc r1, r2		; c2 = A1 + carry
-	mov r22, r20
-	lsl r22
-	sbc r22, r22		; sign of t
-	add r14, r20		; carry out of byte 1 of t·q
-	adc r15, r22
-	adc r1, r22
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
 	movw r16, r12
@@ -11367,7 +11281,7 @@ ntt_inv_q3329_n256_mont_l1_b:
 	breq ntt_inv_q3329_n256_mont_l1_d
 	rjmp ntt_inv_q3329_n256_mont_l1_g
 ntt_inv_q3329_n256_mont_l1_d:
-	; layer 2: 16 groups of 8; sums centred
+	; layer 2: 16 groups of 8; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -11438,27 +11352,18 @@ ntt_inv_q3329_n256_mont_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n256_mont_l2_e
 	rjmp ntt_inv_q3329_n256_mont_l2_b
@@ -11626,7 +11531,7 @@ ntt_inv_q3329_n256_mont_l4_b:
 	breq ntt_inv_q3329_n256_mont_l4_d
 	rjmp ntt_inv_q3329_n256_mont_l4_g
 ntt_inv_q3329_n256_mont_l4_d:
-	; layer 5: 2 groups of 64; sums centred
+	; layer 5: 2 groups of 64; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(12)
 	sbci r27, hi8(12)	; X = &zetas_inv[N/(2len)]
@@ -11697,27 +11602,18 @@ ntt_inv_q3329_n256_mont_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n256_mont_l5_e
 	rjmp ntt_inv_q3329_n256_mont_l5_b
@@ -13509,7 +13405,7 @@ ntt_inv_q769_n512_mont_l3_b:
 	breq ntt_inv_q769_n512_mont_l3_d
 	rjmp ntt_inv_q769_n512_mont_l3_g
 ntt_inv_q769_n512_mont_l3_d:
-	; layer 4: 4 groups of 64; sums centred
+	; layer 4: 4 groups of 64; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -13580,27 +13476,18 @@ ntt_inv_q769_n512_mont_l4_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
+	subi r16, lo8(-32298)
+	sbci r17, hi8(-32298)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(769)
-	sbci r23, hi8(769)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(769)
-	andi r17, hi8(769)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(384)
-	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(769)
+	sbci r17, hi8(769)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q769_n512_mont_l4_e
 	rjmp ntt_inv_q769_n512_mont_l4_b
@@ -16427,7 +16314,7 @@ ntt_inv_q3329_n512_mont_l1_b:
 	breq ntt_inv_q3329_n512_mont_l1_d
 	rjmp ntt_inv_q3329_n512_mont_l1_g
 ntt_inv_q3329_n512_mont_l1_d:
-	; layer 2: 16 groups of 16; sums centred
+	; layer 2: 16 groups of 16; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -16498,27 +16385,18 @@ ntt_inv_q3329_n512_mont_l2_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n512_mont_l2_e
 	rjmp ntt_inv_q3329_n512_mont_l2_b
@@ -16686,7 +16564,7 @@ ntt_inv_q3329_n512_mont_l4_b:
 	breq ntt_inv_q3329_n512_mont_l4_d
 	rjmp ntt_inv_q3329_n512_mont_l4_g
 ntt_inv_q3329_n512_mont_l4_d:
-	; layer 5: 2 groups of 128; sums centred
+	; layer 5: 2 groups of 128; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(12)
 	sbci r27, hi8(12)	; X = &zetas_inv[N/(2len)]
@@ -16757,27 +16635,18 @@ ntt_inv_q3329_n512_mont_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-31625)
-	sbci r17, hi8(-31625)
+	subi r16, lo8(-29961)
+	sbci r17, hi8(-29961)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(3329)
-	sbci r23, hi8(3329)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(3329)
-	andi r17, hi8(3329)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(1664)
-	sbci r23, hi8(1664)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(3329)
+	sbci r17, hi8(3329)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q3329_n512_mont_l5_e
 	rjmp ntt_inv_q3329_n512_mont_l5_b
@@ -19594,7 +19463,7 @@ ntt_inv_q7681_n256_mont_l0_b:
 	breq ntt_inv_q7681_n256_mont_l0_d
 	rjmp ntt_inv_q7681_n256_mont_l0_g
 ntt_inv_q7681_n256_mont_l0_d:
-	; layer 1: 64 groups of 2; sums centred
+	; layer 1: 64 groups of 2; sums: centre
 	movw r28, r24		; Y = a
 	subi r26, lo8(384)
 	sbci r27, hi8(384)	; X = &zetas_inv[N/(2len)]
@@ -19774,7 +19643,7 @@ ntt_inv_q7681_n256_mont_l2_b:
 	breq ntt_inv_q7681_n256_mont_l2_d
 	rjmp ntt_inv_q7681_n256_mont_l2_g
 ntt_inv_q7681_n256_mont_l2_d:
-	; layer 3: 16 groups of 8; sums centred
+	; layer 3: 16 groups of 8; sums: centre
 	movw r28, r24		; Y = a
 	subi r26, lo8(96)
 	sbci r27, hi8(96)	; X = &zetas_inv[N/(2len)]
@@ -19954,7 +19823,7 @@ ntt_inv_q7681_n256_mont_l4_b:
 	breq ntt_inv_q7681_n256_mont_l4_d
 	rjmp ntt_inv_q7681_n256_mont_l4_g
 ntt_inv_q7681_n256_mont_l4_d:
-	; layer 5: 4 groups of 32; sums centred
+	; layer 5: 4 groups of 32; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(24)
 	sbci r27, hi8(24)	; X = &zetas_inv[N/(2len)]
@@ -20025,27 +19894,18 @@ ntt_inv_q7681_n256_mont_l5_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-34564)
-	sbci r17, hi8(-34564)
+	subi r16, lo8(-30724)
+	sbci r17, hi8(-30724)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(7681)
-	sbci r23, hi8(7681)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(7681)
-	andi r17, hi8(7681)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(3840)
-	sbci r23, hi8(3840)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(7681)
+	sbci r17, hi8(7681)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q7681_n256_mont_l5_e
 	rjmp ntt_inv_q7681_n256_mont_l5_b
@@ -24169,7 +24029,7 @@ ntt_inv_q769_n512_kred2x_l2_b:
 	breq ntt_inv_q769_n512_kred2x_l2_d
 	rjmp ntt_inv_q769_n512_kred2x_l2_g
 ntt_inv_q769_n512_kred2x_l2_d:
-	; layer 3: 8 groups of 32; sums centred
+	; layer 3: 8 groups of 32; sums: partial
 	movw r28, r24		; Y = a
 	subi r26, lo8(48)
 	sbci r27, hi8(48)	; X = &zetas_inv[N/(2len)]
@@ -24218,27 +24078,18 @@ ntt_inv_q769_n512_kred2x_l3_b:
 	st Z+, r12
 	st Z+, r13
 	movw r16, r8
-	subi r16, lo8(-32682)
-	sbci r17, hi8(-32682)
+	subi r16, lo8(-32298)
+	sbci r17, hi8(-32298)
 	mul r17, r5
 	mov r20, r1		; t
 	mul r20, r21
 	sub r17, r0
 	sub r16, r20
-	sbc r17, r2		; a' − t·q ∈ [0, 2q)
-	movw r22, r16
-	subi r22, lo8(769)
-	sbci r23, hi8(769)
-	sbc r16, r16		; all ones if a' − t·q < q
-	mov r17, r16
-	andi r16, lo8(769)
-	andi r17, hi8(769)
-	add r22, r16
-	adc r23, r17
-	subi r22, lo8(384)
-	sbci r23, hi8(384)
-	st Y+, r22
-	st Y+, r23
+	sbc r17, r2		; y ∈ [0, 2q)
+	subi r16, lo8(769)
+	sbci r17, hi8(769)	; y − q ∈ [−q, q)
+	st Y+, r16
+	st Y+, r17
 	dec r4
 	breq ntt_inv_q769_n512_kred2x_l3_e
 	rjmp ntt_inv_q769_n512_kred2x_l3_b
