@@ -501,6 +501,14 @@ def inverse_plan(q, layers):
     return found[1]
 
 
+def inverse_straight_line_len(n):
+    """The inverse's layers with at most this many butterflies a group run
+    straight-line groups, as the forward's (STRAIGHT_LINE_LEN): for n = 512
+    (CTRU-Light, far below its published code size); none for n = 256, whose
+    routine counts against Kyber's published code size."""
+    return STRAIGHT_LINE_LEN if n == 512 else 0
+
+
 def inverse_routine(q, n, layers):
     """Gentleman–Sande inverse NTT; the sums go back in range where
     `inverse_plan` says (the next layer's difference could overflow 16 bits,
@@ -537,9 +545,27 @@ def inverse_routine(q, n, layers):
             o += [f"\tsubi r26, lo8(-{2 * groups})", f"\tsbci r27, hi8(-{2 * groups})\t; X = &zetas_inv[N/(2len)]"]
         else:  # back from the end of the previous layer's range [2G, 4G) to [G, 2G)
             o += [f"\tsubi r26, lo8({6 * groups})", f"\tsbci r27, hi8({6 * groups})\t; X = &zetas_inv[N/(2len)]"]
-        o += [f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16",
-              f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; ζ⁻¹",
-              "\tmovw r30, r28", f"\tsubi r30, lo8(-{2 * length})", f"\tsbci r31, hi8(-{2 * length})\t; Z = Y + len",
+        o += [f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16", f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; ζ⁻¹"]
+        if not last and length <= inverse_straight_line_len(n):
+            # Straight-line groups: x and y at displacements from Y.
+            for j in range(length):
+                xd, yd = 2 * j, 2 * (length + j)
+                o += [f"\tldd r8, Y+{xd}", f"\tldd r9, Y+{xd + 1}\t\t; x", f"\tldd r6, Y+{yd}",
+                      f"\tldd r7, Y+{yd + 1}\t\t; y", "\tmovw r16, r8", "\tsub r16, r6", "\tsbc r17, r7\t\t; x − y",
+                      "\tadd r8, r6", "\tadc r9, r7\t\t; x + y"]
+                o += mont(q) + [f"\tstd Y+{yd}, r12", f"\tstd Y+{yd + 1}, r13"]
+                if post:
+                    o += ["\tmovw r16, r8"] + (centre(q) if post == "centre" else partial(q))
+                    src = "r22" if post == "centre" else "r16"
+                else:
+                    src = "r8"
+                o += [f"\tstd Y+{xd}, {src}", f"\tstd Y+{xd + 1}, r{int(src[1:]) + 1}"]
+            o += [f"\tadiw r28, {4 * length}\t\t; next group", "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g",
+                  f"{lab}_d:"]
+            bound = max(h + 1 if post == "centre" else q + 1 if post == "partial" else sums, diffs)
+            length *= 2
+            continue
+        o += ["\tmovw r30, r28", f"\tsubi r30, lo8(-{2 * length})", f"\tsbci r31, hi8(-{2 * length})\t; Z = Y + len",
               f"\tldi r16, {length & 0xFF}", "\tmov r4, r16", f"{lab}_b:",
               "\tld r8, Y", "\tldd r9, Y+1\t\t; x", "\tld r6, Z", "\tldd r7, Z+1\t\t; y",
               "\tmovw r16, r8", "\tsub r16, r6", "\tsbc r17, r7\t\t; x − y",

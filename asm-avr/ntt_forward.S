@@ -2299,16 +2299,10 @@ ntt_inv_q769_n512:
 ntt_inv_q769_n512_l0_g:
 	ld r18, X+
 	ld r19, X+		; ζ⁻¹
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_inv_q769_n512_l0_b:
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; x
-	ld r6, Z
-	ldd r7, Z+1		; y
+	ldd r6, Y+8
+	ldd r7, Y+9		; y
 	movw r16, r8
 	sub r16, r6
 	sbc r17, r7		; x − y
@@ -2338,13 +2332,122 @@ ntt_inv_q769_n512_l0_b:
 	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	st Z+, r12
-	st Z+, r13
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_inv_q769_n512_l0_b
-	movw r28, r30		; next group
+	std Y+8, r12
+	std Y+9, r13
+	std Y+0, r8
+	std Y+1, r9
+	ldd r8, Y+2
+	ldd r9, Y+3		; x
+	ldd r6, Y+10
+	ldd r7, Y+11		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+10, r12
+	std Y+11, r13
+	std Y+2, r8
+	std Y+3, r9
+	ldd r8, Y+4
+	ldd r9, Y+5		; x
+	ldd r6, Y+12
+	ldd r7, Y+13		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+12, r12
+	std Y+13, r13
+	std Y+4, r8
+	std Y+5, r9
+	ldd r8, Y+6
+	ldd r9, Y+7		; x
+	ldd r6, Y+14
+	ldd r7, Y+15		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+14, r12
+	std Y+15, r13
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_inv_q769_n512_l0_d
 	rjmp ntt_inv_q769_n512_l0_g
@@ -4886,16 +4989,10 @@ ntt_inv_q3329_n512:
 ntt_inv_q3329_n512_l0_g:
 	ld r18, X+
 	ld r19, X+		; ζ⁻¹
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_inv_q3329_n512_l0_b:
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; x
-	ld r6, Z
-	ldd r7, Z+1		; y
+	ldd r6, Y+8
+	ldd r7, Y+9		; y
 	movw r16, r8
 	sub r16, r6
 	sbc r17, r7		; x − y
@@ -4925,13 +5022,122 @@ ntt_inv_q3329_n512_l0_b:
 	adc r1, r2		; A1
 	sub r12, r15
 	sbc r13, r1		; mont(b·z)
-	st Z+, r12
-	st Z+, r13
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_inv_q3329_n512_l0_b
-	movw r28, r30		; next group
+	std Y+8, r12
+	std Y+9, r13
+	std Y+0, r8
+	std Y+1, r9
+	ldd r8, Y+2
+	ldd r9, Y+3		; x
+	ldd r6, Y+10
+	ldd r7, Y+11		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+10, r12
+	std Y+11, r13
+	std Y+2, r8
+	std Y+3, r9
+	ldd r8, Y+4
+	ldd r9, Y+5		; x
+	ldd r6, Y+12
+	ldd r7, Y+13		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+12, r12
+	std Y+13, r13
+	std Y+4, r8
+	std Y+5, r9
+	ldd r8, Y+6
+	ldd r9, Y+7		; x
+	ldd r6, Y+14
+	ldd r7, Y+15		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	std Y+14, r12
+	std Y+15, r13
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_inv_q3329_n512_l0_d
 	rjmp ntt_inv_q3329_n512_l0_g
@@ -13098,16 +13304,10 @@ ntt_inv_q769_n512_mont:
 ntt_inv_q769_n512_mont_l0_g:
 	ld r18, X+
 	ld r19, X+		; ζ⁻¹
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_inv_q769_n512_mont_l0_b:
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; x
-	ld r6, Z
-	ldd r7, Z+1		; y
+	ldd r6, Y+8
+	ldd r7, Y+9		; y
 	movw r16, r8
 	sub r16, r6
 	sbc r17, r7		; x − y
@@ -13157,13 +13357,182 @@ ntt_inv_q769_n512_mont_l0_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	st Z+, r12
-	st Z+, r13
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_inv_q769_n512_mont_l0_b
-	movw r28, r30		; next group
+	std Y+8, r12
+	std Y+9, r13
+	std Y+0, r8
+	std Y+1, r9
+	ldd r8, Y+2
+	ldd r9, Y+3		; x
+	ldd r6, Y+10
+	ldd r7, Y+11		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	std Y+10, r12
+	std Y+11, r13
+	std Y+2, r8
+	std Y+3, r9
+	ldd r8, Y+4
+	ldd r9, Y+5		; x
+	ldd r6, Y+12
+	ldd r7, Y+13		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	std Y+12, r12
+	std Y+13, r13
+	std Y+4, r8
+	std Y+5, r9
+	ldd r8, Y+6
+	ldd r9, Y+7		; x
+	ldd r6, Y+14
+	ldd r7, Y+15		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	std Y+14, r12
+	std Y+15, r13
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_inv_q769_n512_mont_l0_d
 	rjmp ntt_inv_q769_n512_mont_l0_g
@@ -16165,16 +16534,10 @@ ntt_inv_q3329_n512_mont:
 ntt_inv_q3329_n512_mont_l0_g:
 	ld r18, X+
 	ld r19, X+		; ζ⁻¹
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_inv_q3329_n512_mont_l0_b:
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; x
-	ld r6, Z
-	ldd r7, Z+1		; y
+	ldd r6, Y+8
+	ldd r7, Y+9		; y
 	movw r16, r8
 	sub r16, r6
 	sbc r17, r7		; x − y
@@ -16224,13 +16587,182 @@ ntt_inv_q3329_n512_mont_l0_b:
 	adc r20, r1
 	sub r12, r15
 	sbc r13, r20		; mont(p)
-	st Z+, r12
-	st Z+, r13
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_inv_q3329_n512_mont_l0_b
-	movw r28, r30		; next group
+	std Y+8, r12
+	std Y+9, r13
+	std Y+0, r8
+	std Y+1, r9
+	ldd r8, Y+2
+	ldd r9, Y+3		; x
+	ldd r6, Y+10
+	ldd r7, Y+11		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	std Y+10, r12
+	std Y+11, r13
+	std Y+2, r8
+	std Y+3, r9
+	ldd r8, Y+4
+	ldd r9, Y+5		; x
+	ldd r6, Y+12
+	ldd r7, Y+13		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	std Y+12, r12
+	std Y+13, r13
+	std Y+4, r8
+	std Y+5, r9
+	ldd r8, Y+6
+	ldd r9, Y+7		; x
+	ldd r6, Y+14
+	ldd r7, Y+15		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	std Y+14, r12
+	std Y+15, r13
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_inv_q3329_n512_mont_l0_d
 	rjmp ntt_inv_q3329_n512_mont_l0_g
@@ -23867,16 +24399,10 @@ ntt_inv_q769_n512_kred2x:
 ntt_inv_q769_n512_kred2x_l0_g:
 	ld r18, X+
 	ld r19, X+		; ζ⁻¹
-	movw r30, r28
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)	; Z = Y + len
-	ldi r16, 4
-	mov r4, r16
-ntt_inv_q769_n512_kred2x_l0_b:
-	ld r8, Y
+	ldd r8, Y+0
 	ldd r9, Y+1		; x
-	ld r6, Z
-	ldd r7, Z+1		; y
+	ldd r6, Y+8
+	ldd r7, Y+9		; y
 	movw r16, r8
 	sub r16, r6
 	sbc r17, r7		; x − y
@@ -23904,13 +24430,116 @@ ntt_inv_q769_n512_kred2x_l0_b:
 	mul r11, r22		; k·C1
 	sub r12, r0
 	sbc r13, r1		; k²·C0 − k·C1 + C2
-	st Z+, r12
-	st Z+, r13
-	st Y+, r8
-	st Y+, r9
-	dec r4
-	brne ntt_inv_q769_n512_kred2x_l0_b
-	movw r28, r30		; next group
+	std Y+8, r12
+	std Y+9, r13
+	std Y+0, r8
+	std Y+1, r9
+	ldd r8, Y+2
+	ldd r9, Y+3		; x
+	ldd r6, Y+10
+	ldd r7, Y+11		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+10, r12
+	std Y+11, r13
+	std Y+2, r8
+	std Y+3, r9
+	ldd r8, Y+4
+	ldd r9, Y+5		; x
+	ldd r6, Y+12
+	ldd r7, Y+13		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+12, r12
+	std Y+13, r13
+	std Y+4, r8
+	std Y+5, r9
+	ldd r8, Y+6
+	ldd r9, Y+7		; x
+	ldd r6, Y+14
+	ldd r7, Y+15		; y
+	movw r16, r8
+	sub r16, r6
+	sbc r17, r7		; x − y
+	add r8, r6
+	adc r9, r7		; x + y
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	std Y+14, r12
+	std Y+15, r13
+	std Y+6, r8
+	std Y+7, r9
+	adiw r28, 16		; next group
 	dec r3
 	breq ntt_inv_q769_n512_kred2x_l0_d
 	rjmp ntt_inv_q769_n512_kred2x_l0_g
