@@ -671,6 +671,7 @@ def base_mul_routine(q, n, d):
 
         void ntt_basemul_q<q>_n<n>(const int16_t *a, const int16_t *b, int16_t *out,
                                   const int16_t *gammas, int16_t s2, uint8_t acc);
+        ntt_basemul_acc_q<q>_n<n>: the same arguments (d = 1, 4)
     """
     k = (q - 1) >> 8
     # The ranges: the high sum reduced, times γ, plus the low sum (T), into
@@ -693,29 +694,14 @@ def base_mul_routine(q, n, d):
     #   the routine swaps a and b at entry (the product commutes, bit for
     #   bit), so out can only alias the kept operand; ⌊2^16/q⌋ is then loaded
     #   by centre() itself, r5 being taken.
-    # The γ pointer waits on the stack (d ≥ 2). Degrees 1 and 4 test `acc`
-    # once and run one of two loops; degree 2 (Kyber, Saber: code size
-    # counts there) runs one loop and masks out_t with 0 or 0xFF.
+    # The γ pointer waits on the stack (d ≥ 2). Degrees 1 and 4 have two
+    # routines, `ntt_basemul_…` (which ignores `acc`) and `ntt_basemul_acc_…`
+    # (which assumes it), each in its own section, so an image without
+    # accumulation (CTRU-Light) links one; degree 2 (Kyber, Saber: code size
+    # counts there) has one routine that masks out_t with 0 or 0xFF.
     cached = {0: "r4", 1: "r8", 2: "r24"} if d == 4 else {}
     recip_reg = None if d == 4 else "r5"
-    o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
-    o += [f"\tpush {r}" for r in saved]
-    o += ["\tmovw r28, r24\t\t; Y = a", "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out"]
-    if d == 4:
-        o += ["\tcp r20, r22", "\tcpc r21, r23", f"\tbrne {name}_kept",
-              "\tmovw r28, r22\t\t; out = b: swap a and b, so out aliases the kept operands only",
-              "\tmovw r30, r24", f"{name}_kept:"]
-    if d == 2:
-        o += ["\tmov r4, r14", "\tneg r4\t\t\t; out_t's mask: 0 or 0xFF"]
-    if d > 1:
-        o += ["\tpush r18", "\tpush r19\t\t; the γ pointer, on the stack"]
-    o += ["\tclr r2", f"\tldi r21, {k}"]
-    if recip_reg:
-        o += [f"\tldi r16, {65536 // q}", f"\tmov {recip_reg}, r16"]
-    o += [f"\tldi r16, {blocks & 0xFF}", "\tmov r3, r16"]
-    if d != 2:
-        o += ["\tsbrc r14, 0", f"\trjmp {name}_acc_blk"]
 
     def load(u, v, kept):
         """Operands a_u into r17:r16 and b_v into r19:r18, from their
@@ -736,8 +722,26 @@ def base_mul_routine(q, n, d):
                 code += [f"\tldd {lo}, {ptr}+{2 * i}", f"\tldd {hi}, {ptr}+{2 * i + 1}"]
         return code
 
+    o = []
     for acc in ([None] if d == 2 else [False, True]):  # None: the mask in r4
-        lab = f"{name}_acc_blk" if acc else f"{name}_blk"
+        fname = name.replace("basemul", "basemul_acc") if acc else name
+        o += [f"\t.section .text.{fname}, \"ax\", @progbits", f"\t.global {fname}",
+              f"\t.type {fname}, @function", f"{fname}:"]
+        o += [f"\tpush {r}" for r in saved]
+        o += ["\tmovw r28, r24\t\t; Y = a", "\tmovw r30, r22\t\t; Z = b", "\tmovw r26, r20\t\t; X = out"]
+        if d == 4:
+            o += ["\tcp r20, r22", "\tcpc r21, r23", f"\tbrne {fname}_kept",
+                  "\tmovw r28, r22\t\t; out = b: swap a and b, so out aliases the kept operands only",
+                  "\tmovw r30, r24", f"{fname}_kept:"]
+        if d == 2:
+            o += ["\tmov r4, r14", "\tneg r4\t\t\t; out_t's mask: 0 or 0xFF"]
+        if d > 1:
+            o += ["\tpush r18", "\tpush r19\t\t; the γ pointer, on the stack"]
+        o += ["\tclr r2", f"\tldi r21, {k}"]
+        if recip_reg:
+            o += [f"\tldi r16, {65536 // q}", f"\tmov {recip_reg}, r16"]
+        o += [f"\tldi r16, {blocks & 0xFF}", "\tmov r3, r16"]
+        lab = f"{fname}_blk"
         o += [f"{lab}:"]
         if d > 1:  # degree 1 has no high sum, so no γ
             o += ["\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it", f"\trjmp {lab}_neg",
@@ -771,13 +775,10 @@ def base_mul_routine(q, n, d):
         if d > 1:
             o += [f"\tadiw r28, {2 * d}", f"\tadiw r30, {2 * d}"]
         o += ["\tdec r3", f"\tbreq {lab}_end", f"\trjmp {lab}", f"{lab}_end:"]
-        if acc is False:
-            o += [f"\trjmp {name}_done"]
-    o += [f"{name}_done:"]
-    if d > 1:
-        o += ["\tpop r0", "\tpop r0\t\t; drop the γ pointer"]
-    o += [f"\tpop {r}" for r in reversed(saved)]
-    o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
+        if d > 1:
+            o += ["\tpop r0", "\tpop r0\t\t; drop the γ pointer"]
+        o += [f"\tpop {r}" for r in reversed(saved)]
+        o += ["\tclr r1", "\tret", f"\t.size {fname}, .-{fname}", ""]
     return o
 
 

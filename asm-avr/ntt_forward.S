@@ -1517,7 +1517,6 @@ ntt_basemul_q3329_n256_blk_go:
 	breq ntt_basemul_q3329_n256_blk_end
 	rjmp ntt_basemul_q3329_n256_blk
 ntt_basemul_q3329_n256_blk_end:
-ntt_basemul_q3329_n256_done:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -2958,8 +2957,6 @@ ntt_basemul_q769_n512_kept:
 	ldi r21, 3
 	ldi r16, 128
 	mov r3, r16
-	sbrc r14, 0
-	rjmp ntt_basemul_q769_n512_acc_blk
 ntt_basemul_q769_n512_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q769_n512_blk_neg
@@ -3575,10 +3572,70 @@ ntt_basemul_q769_n512_blk_go:
 	breq ntt_basemul_q769_n512_blk_end
 	rjmp ntt_basemul_q769_n512_blk
 ntt_basemul_q769_n512_blk_end:
-	rjmp ntt_basemul_q769_n512_done
-ntt_basemul_q769_n512_acc_blk:
+	pop r0
+	pop r0		; drop the γ pointer
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q769_n512, .-ntt_basemul_q769_n512
+
+	.section .text.ntt_basemul_acc_q769_n512, "ax", @progbits
+	.global ntt_basemul_acc_q769_n512
+	.type ntt_basemul_acc_q769_n512, @function
+ntt_basemul_acc_q769_n512:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_acc_q769_n512_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_acc_q769_n512_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
+	clr r2
+	ldi r21, 3
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_acc_q769_n512_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
-	rjmp ntt_basemul_q769_n512_acc_blk_neg
+	rjmp ntt_basemul_acc_q769_n512_blk_neg
 	movw r14, r30
 	pop r31
 	pop r30
@@ -3587,12 +3644,12 @@ ntt_basemul_q769_n512_acc_blk:
 	push r30
 	push r31
 	movw r30, r14
-	rjmp ntt_basemul_q769_n512_acc_blk_go
-ntt_basemul_q769_n512_acc_blk_neg:
+	rjmp ntt_basemul_acc_q769_n512_blk_go
+ntt_basemul_acc_q769_n512_blk_neg:
 	neg r7
 	neg r6
 	sbc r7, r2		; γ = −γ
-ntt_basemul_q769_n512_acc_blk_go:
+ntt_basemul_acc_q769_n512_blk_go:
 	; c0
 	ldd r8, Y+2
 	ldd r9, Y+3
@@ -4204,10 +4261,9 @@ ntt_basemul_q769_n512_acc_blk_go:
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
-	breq ntt_basemul_q769_n512_acc_blk_end
-	rjmp ntt_basemul_q769_n512_acc_blk
-ntt_basemul_q769_n512_acc_blk_end:
-ntt_basemul_q769_n512_done:
+	breq ntt_basemul_acc_q769_n512_blk_end
+	rjmp ntt_basemul_acc_q769_n512_blk
+ntt_basemul_acc_q769_n512_blk_end:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -4230,7 +4286,7 @@ ntt_basemul_q769_n512_done:
 	pop r2
 	clr r1
 	ret
-	.size ntt_basemul_q769_n512, .-ntt_basemul_q769_n512
+	.size ntt_basemul_acc_q769_n512, .-ntt_basemul_acc_q769_n512
 
 	.section .text.ntt_fwd_q3329_n512, "ax", @progbits
 	.global ntt_fwd_q3329_n512
@@ -5661,8 +5717,6 @@ ntt_basemul_q3329_n512_kept:
 	ldi r21, 13
 	ldi r16, 128
 	mov r3, r16
-	sbrc r14, 0
-	rjmp ntt_basemul_q3329_n512_acc_blk
 ntt_basemul_q3329_n512_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q3329_n512_blk_neg
@@ -6302,10 +6356,70 @@ ntt_basemul_q3329_n512_blk_go:
 	breq ntt_basemul_q3329_n512_blk_end
 	rjmp ntt_basemul_q3329_n512_blk
 ntt_basemul_q3329_n512_blk_end:
-	rjmp ntt_basemul_q3329_n512_done
-ntt_basemul_q3329_n512_acc_blk:
+	pop r0
+	pop r0		; drop the γ pointer
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q3329_n512, .-ntt_basemul_q3329_n512
+
+	.section .text.ntt_basemul_acc_q3329_n512, "ax", @progbits
+	.global ntt_basemul_acc_q3329_n512
+	.type ntt_basemul_acc_q3329_n512, @function
+ntt_basemul_acc_q3329_n512:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_acc_q3329_n512_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_acc_q3329_n512_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
+	clr r2
+	ldi r21, 13
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_acc_q3329_n512_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
-	rjmp ntt_basemul_q3329_n512_acc_blk_neg
+	rjmp ntt_basemul_acc_q3329_n512_blk_neg
 	movw r14, r30
 	pop r31
 	pop r30
@@ -6314,12 +6428,12 @@ ntt_basemul_q3329_n512_acc_blk:
 	push r30
 	push r31
 	movw r30, r14
-	rjmp ntt_basemul_q3329_n512_acc_blk_go
-ntt_basemul_q3329_n512_acc_blk_neg:
+	rjmp ntt_basemul_acc_q3329_n512_blk_go
+ntt_basemul_acc_q3329_n512_blk_neg:
 	neg r7
 	neg r6
 	sbc r7, r2		; γ = −γ
-ntt_basemul_q3329_n512_acc_blk_go:
+ntt_basemul_acc_q3329_n512_blk_go:
 	; c0
 	ldd r8, Y+2
 	ldd r9, Y+3
@@ -6955,10 +7069,9 @@ ntt_basemul_q3329_n512_acc_blk_go:
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
-	breq ntt_basemul_q3329_n512_acc_blk_end
-	rjmp ntt_basemul_q3329_n512_acc_blk
-ntt_basemul_q3329_n512_acc_blk_end:
-ntt_basemul_q3329_n512_done:
+	breq ntt_basemul_acc_q3329_n512_blk_end
+	rjmp ntt_basemul_acc_q3329_n512_blk
+ntt_basemul_acc_q3329_n512_blk_end:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -6981,7 +7094,7 @@ ntt_basemul_q3329_n512_done:
 	pop r2
 	clr r1
 	ret
-	.size ntt_basemul_q3329_n512, .-ntt_basemul_q3329_n512
+	.size ntt_basemul_acc_q3329_n512, .-ntt_basemul_acc_q3329_n512
 
 	.section .text.ntt_fwd_q7681_n256, "ax", @progbits
 	.global ntt_fwd_q7681_n256
@@ -8486,8 +8599,6 @@ ntt_basemul_q7681_n256:
 	mov r5, r16
 	ldi r16, 0
 	mov r3, r16
-	sbrc r14, 0
-	rjmp ntt_basemul_q7681_n256_acc_blk
 ntt_basemul_q7681_n256_blk:
 	; c0
 	ld r16, Y+
@@ -8562,8 +8673,60 @@ ntt_basemul_q7681_n256_blk:
 	breq ntt_basemul_q7681_n256_blk_end
 	rjmp ntt_basemul_q7681_n256_blk
 ntt_basemul_q7681_n256_blk_end:
-	rjmp ntt_basemul_q7681_n256_done
-ntt_basemul_q7681_n256_acc_blk:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q7681_n256, .-ntt_basemul_q7681_n256
+
+	.section .text.ntt_basemul_acc_q7681_n256, "ax", @progbits
+	.global ntt_basemul_acc_q7681_n256
+	.type ntt_basemul_acc_q7681_n256, @function
+ntt_basemul_acc_q7681_n256:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	clr r2
+	ldi r21, 30
+	ldi r16, 8
+	mov r5, r16
+	ldi r16, 0
+	mov r3, r16
+ntt_basemul_acc_q7681_n256_blk:
 	; c0
 	ld r16, Y+
 	ld r17, Y+
@@ -8638,10 +8801,9 @@ ntt_basemul_q7681_n256_acc_blk:
 	st X+, r22
 	st X+, r23
 	dec r3
-	breq ntt_basemul_q7681_n256_acc_blk_end
-	rjmp ntt_basemul_q7681_n256_acc_blk
-ntt_basemul_q7681_n256_acc_blk_end:
-ntt_basemul_q7681_n256_done:
+	breq ntt_basemul_acc_q7681_n256_blk_end
+	rjmp ntt_basemul_acc_q7681_n256_blk
+ntt_basemul_acc_q7681_n256_blk_end:
 	pop r29
 	pop r28
 	pop r17
@@ -8662,7 +8824,7 @@ ntt_basemul_q7681_n256_done:
 	pop r2
 	clr r1
 	ret
-	.size ntt_basemul_q7681_n256, .-ntt_basemul_q7681_n256
+	.size ntt_basemul_acc_q7681_n256, .-ntt_basemul_acc_q7681_n256
 
 	.section .text.ntt_baseinv_q769_n512, "ax", @progbits
 	.global ntt_baseinv_q769_n512
@@ -12322,7 +12484,6 @@ ntt_basemul_q3329_n256_mont_blk_go:
 	breq ntt_basemul_q3329_n256_mont_blk_end
 	rjmp ntt_basemul_q3329_n256_mont_blk
 ntt_basemul_q3329_n256_mont_blk_end:
-ntt_basemul_q3329_n256_mont_done:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -14183,8 +14344,6 @@ ntt_basemul_q769_n512_mont_kept:
 	ldi r21, 3
 	ldi r16, 128
 	mov r3, r16
-	sbrc r14, 0
-	rjmp ntt_basemul_q769_n512_mont_acc_blk
 ntt_basemul_q769_n512_mont_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q769_n512_mont_blk_neg
@@ -14860,10 +15019,70 @@ ntt_basemul_q769_n512_mont_blk_go:
 	breq ntt_basemul_q769_n512_mont_blk_end
 	rjmp ntt_basemul_q769_n512_mont_blk
 ntt_basemul_q769_n512_mont_blk_end:
-	rjmp ntt_basemul_q769_n512_mont_done
-ntt_basemul_q769_n512_mont_acc_blk:
+	pop r0
+	pop r0		; drop the γ pointer
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q769_n512_mont, .-ntt_basemul_q769_n512_mont
+
+	.section .text.ntt_basemul_acc_q769_n512_mont, "ax", @progbits
+	.global ntt_basemul_acc_q769_n512_mont
+	.type ntt_basemul_acc_q769_n512_mont, @function
+ntt_basemul_acc_q769_n512_mont:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_acc_q769_n512_mont_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_acc_q769_n512_mont_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
+	clr r2
+	ldi r21, 3
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_acc_q769_n512_mont_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
-	rjmp ntt_basemul_q769_n512_mont_acc_blk_neg
+	rjmp ntt_basemul_acc_q769_n512_mont_blk_neg
 	movw r14, r30
 	pop r31
 	pop r30
@@ -14872,12 +15091,12 @@ ntt_basemul_q769_n512_mont_acc_blk:
 	push r30
 	push r31
 	movw r30, r14
-	rjmp ntt_basemul_q769_n512_mont_acc_blk_go
-ntt_basemul_q769_n512_mont_acc_blk_neg:
+	rjmp ntt_basemul_acc_q769_n512_mont_blk_go
+ntt_basemul_acc_q769_n512_mont_blk_neg:
 	neg r7
 	neg r6
 	sbc r7, r2		; γ = −γ
-ntt_basemul_q769_n512_mont_acc_blk_go:
+ntt_basemul_acc_q769_n512_mont_blk_go:
 	; c0
 	ldd r8, Y+2
 	ldd r9, Y+3
@@ -15549,10 +15768,9 @@ ntt_basemul_q769_n512_mont_acc_blk_go:
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
-	breq ntt_basemul_q769_n512_mont_acc_blk_end
-	rjmp ntt_basemul_q769_n512_mont_acc_blk
-ntt_basemul_q769_n512_mont_acc_blk_end:
-ntt_basemul_q769_n512_mont_done:
+	breq ntt_basemul_acc_q769_n512_mont_blk_end
+	rjmp ntt_basemul_acc_q769_n512_mont_blk
+ntt_basemul_acc_q769_n512_mont_blk_end:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -15575,7 +15793,7 @@ ntt_basemul_q769_n512_mont_done:
 	pop r2
 	clr r1
 	ret
-	.size ntt_basemul_q769_n512_mont, .-ntt_basemul_q769_n512_mont
+	.size ntt_basemul_acc_q769_n512_mont, .-ntt_basemul_acc_q769_n512_mont
 
 	.section .text.ntt_fwd_q3329_n512_mont, "ax", @progbits
 	.global ntt_fwd_q3329_n512_mont
@@ -17426,8 +17644,6 @@ ntt_basemul_q3329_n512_mont_kept:
 	ldi r21, 13
 	ldi r16, 128
 	mov r3, r16
-	sbrc r14, 0
-	rjmp ntt_basemul_q3329_n512_mont_acc_blk
 ntt_basemul_q3329_n512_mont_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q3329_n512_mont_blk_neg
@@ -18127,10 +18343,70 @@ ntt_basemul_q3329_n512_mont_blk_go:
 	breq ntt_basemul_q3329_n512_mont_blk_end
 	rjmp ntt_basemul_q3329_n512_mont_blk
 ntt_basemul_q3329_n512_mont_blk_end:
-	rjmp ntt_basemul_q3329_n512_mont_done
-ntt_basemul_q3329_n512_mont_acc_blk:
+	pop r0
+	pop r0		; drop the γ pointer
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q3329_n512_mont, .-ntt_basemul_q3329_n512_mont
+
+	.section .text.ntt_basemul_acc_q3329_n512_mont, "ax", @progbits
+	.global ntt_basemul_acc_q3329_n512_mont
+	.type ntt_basemul_acc_q3329_n512_mont, @function
+ntt_basemul_acc_q3329_n512_mont:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_acc_q3329_n512_mont_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_acc_q3329_n512_mont_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
+	clr r2
+	ldi r21, 13
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_acc_q3329_n512_mont_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
-	rjmp ntt_basemul_q3329_n512_mont_acc_blk_neg
+	rjmp ntt_basemul_acc_q3329_n512_mont_blk_neg
 	movw r14, r30
 	pop r31
 	pop r30
@@ -18139,12 +18415,12 @@ ntt_basemul_q3329_n512_mont_acc_blk:
 	push r30
 	push r31
 	movw r30, r14
-	rjmp ntt_basemul_q3329_n512_mont_acc_blk_go
-ntt_basemul_q3329_n512_mont_acc_blk_neg:
+	rjmp ntt_basemul_acc_q3329_n512_mont_blk_go
+ntt_basemul_acc_q3329_n512_mont_blk_neg:
 	neg r7
 	neg r6
 	sbc r7, r2		; γ = −γ
-ntt_basemul_q3329_n512_mont_acc_blk_go:
+ntt_basemul_acc_q3329_n512_mont_blk_go:
 	; c0
 	ldd r8, Y+2
 	ldd r9, Y+3
@@ -18840,10 +19116,9 @@ ntt_basemul_q3329_n512_mont_acc_blk_go:
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
-	breq ntt_basemul_q3329_n512_mont_acc_blk_end
-	rjmp ntt_basemul_q3329_n512_mont_acc_blk
-ntt_basemul_q3329_n512_mont_acc_blk_end:
-ntt_basemul_q3329_n512_mont_done:
+	breq ntt_basemul_acc_q3329_n512_mont_blk_end
+	rjmp ntt_basemul_acc_q3329_n512_mont_blk
+ntt_basemul_acc_q3329_n512_mont_blk_end:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -18866,7 +19141,7 @@ ntt_basemul_q3329_n512_mont_done:
 	pop r2
 	clr r1
 	ret
-	.size ntt_basemul_q3329_n512_mont, .-ntt_basemul_q3329_n512_mont
+	.size ntt_basemul_acc_q3329_n512_mont, .-ntt_basemul_acc_q3329_n512_mont
 
 	.section .text.ntt_fwd_q7681_n256_mont, "ax", @progbits
 	.global ntt_fwd_q7681_n256_mont
@@ -20758,8 +21033,6 @@ ntt_basemul_q7681_n256_mont:
 	mov r5, r16
 	ldi r16, 0
 	mov r3, r16
-	sbrc r14, 0
-	rjmp ntt_basemul_q7681_n256_mont_acc_blk
 ntt_basemul_q7681_n256_mont_blk:
 	; c0
 	ld r16, Y+
@@ -20834,8 +21107,60 @@ ntt_basemul_q7681_n256_mont_blk:
 	breq ntt_basemul_q7681_n256_mont_blk_end
 	rjmp ntt_basemul_q7681_n256_mont_blk
 ntt_basemul_q7681_n256_mont_blk_end:
-	rjmp ntt_basemul_q7681_n256_mont_done
-ntt_basemul_q7681_n256_mont_acc_blk:
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q7681_n256_mont, .-ntt_basemul_q7681_n256_mont
+
+	.section .text.ntt_basemul_acc_q7681_n256_mont, "ax", @progbits
+	.global ntt_basemul_acc_q7681_n256_mont
+	.type ntt_basemul_acc_q7681_n256_mont, @function
+ntt_basemul_acc_q7681_n256_mont:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	clr r2
+	ldi r21, 30
+	ldi r16, 8
+	mov r5, r16
+	ldi r16, 0
+	mov r3, r16
+ntt_basemul_acc_q7681_n256_mont_blk:
 	; c0
 	ld r16, Y+
 	ld r17, Y+
@@ -20910,10 +21235,9 @@ ntt_basemul_q7681_n256_mont_acc_blk:
 	st X+, r22
 	st X+, r23
 	dec r3
-	breq ntt_basemul_q7681_n256_mont_acc_blk_end
-	rjmp ntt_basemul_q7681_n256_mont_acc_blk
-ntt_basemul_q7681_n256_mont_acc_blk_end:
-ntt_basemul_q7681_n256_mont_done:
+	breq ntt_basemul_acc_q7681_n256_mont_blk_end
+	rjmp ntt_basemul_acc_q7681_n256_mont_blk
+ntt_basemul_acc_q7681_n256_mont_blk_end:
 	pop r29
 	pop r28
 	pop r17
@@ -20934,7 +21258,7 @@ ntt_basemul_q7681_n256_mont_done:
 	pop r2
 	clr r1
 	ret
-	.size ntt_basemul_q7681_n256_mont, .-ntt_basemul_q7681_n256_mont
+	.size ntt_basemul_acc_q7681_n256_mont, .-ntt_basemul_acc_q7681_n256_mont
 
 	.section .text.ntt_baseinv_q769_n512_mont, "ax", @progbits
 	.global ntt_baseinv_q769_n512_mont
@@ -25036,8 +25360,6 @@ ntt_basemul_q769_n512_kred2x_kept:
 	ldi r21, 3
 	ldi r16, 128
 	mov r3, r16
-	sbrc r14, 0
-	rjmp ntt_basemul_q769_n512_kred2x_acc_blk
 ntt_basemul_q769_n512_kred2x_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
 	rjmp ntt_basemul_q769_n512_kred2x_blk_neg
@@ -25647,10 +25969,70 @@ ntt_basemul_q769_n512_kred2x_blk_go:
 	breq ntt_basemul_q769_n512_kred2x_blk_end
 	rjmp ntt_basemul_q769_n512_kred2x_blk
 ntt_basemul_q769_n512_kred2x_blk_end:
-	rjmp ntt_basemul_q769_n512_kred2x_done
-ntt_basemul_q769_n512_kred2x_acc_blk:
+	pop r0
+	pop r0		; drop the γ pointer
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ntt_basemul_q769_n512_kred2x, .-ntt_basemul_q769_n512_kred2x
+
+	.section .text.ntt_basemul_acc_q769_n512_kred2x, "ax", @progbits
+	.global ntt_basemul_acc_q769_n512_kred2x
+	.type ntt_basemul_acc_q769_n512_kred2x, @function
+ntt_basemul_acc_q769_n512_kred2x:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	movw r28, r24		; Y = a
+	movw r30, r22		; Z = b
+	movw r26, r20		; X = out
+	cp r20, r22
+	cpc r21, r23
+	brne ntt_basemul_acc_q769_n512_kred2x_kept
+	movw r28, r22		; out = b: swap a and b, so out aliases the kept operands only
+	movw r30, r24
+ntt_basemul_acc_q769_n512_kred2x_kept:
+	push r18
+	push r19		; the γ pointer, on the stack
+	clr r2
+	ldi r21, 3
+	ldi r16, 128
+	mov r3, r16
+ntt_basemul_acc_q769_n512_kred2x_blk:
 	sbrc r3, 0		; counter even: fetch the next γ; odd: negate it
-	rjmp ntt_basemul_q769_n512_kred2x_acc_blk_neg
+	rjmp ntt_basemul_acc_q769_n512_kred2x_blk_neg
 	movw r14, r30
 	pop r31
 	pop r30
@@ -25659,12 +26041,12 @@ ntt_basemul_q769_n512_kred2x_acc_blk:
 	push r30
 	push r31
 	movw r30, r14
-	rjmp ntt_basemul_q769_n512_kred2x_acc_blk_go
-ntt_basemul_q769_n512_kred2x_acc_blk_neg:
+	rjmp ntt_basemul_acc_q769_n512_kred2x_blk_go
+ntt_basemul_acc_q769_n512_kred2x_blk_neg:
 	neg r7
 	neg r6
 	sbc r7, r2		; γ = −γ
-ntt_basemul_q769_n512_kred2x_acc_blk_go:
+ntt_basemul_acc_q769_n512_kred2x_blk_go:
 	; c0
 	ldd r8, Y+2
 	ldd r9, Y+3
@@ -26270,10 +26652,9 @@ ntt_basemul_q769_n512_kred2x_acc_blk_go:
 	adiw r28, 8
 	adiw r30, 8
 	dec r3
-	breq ntt_basemul_q769_n512_kred2x_acc_blk_end
-	rjmp ntt_basemul_q769_n512_kred2x_acc_blk
-ntt_basemul_q769_n512_kred2x_acc_blk_end:
-ntt_basemul_q769_n512_kred2x_done:
+	breq ntt_basemul_acc_q769_n512_kred2x_blk_end
+	rjmp ntt_basemul_acc_q769_n512_kred2x_blk
+ntt_basemul_acc_q769_n512_kred2x_blk_end:
 	pop r0
 	pop r0		; drop the γ pointer
 	pop r29
@@ -26296,7 +26677,7 @@ ntt_basemul_q769_n512_kred2x_done:
 	pop r2
 	clr r1
 	ret
-	.size ntt_basemul_q769_n512_kred2x, .-ntt_basemul_q769_n512_kred2x
+	.size ntt_basemul_acc_q769_n512_kred2x, .-ntt_basemul_acc_q769_n512_kred2x
 
 	.section .text.ntt_baseinv_q769_n512_kred2x, "ax", @progbits
 	.global ntt_baseinv_q769_n512_kred2x

@@ -31,11 +31,14 @@ extern "C" {
     fn ntt_inv_q3329_n512(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q3329_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_basemul_q769_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_acc_q769_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_basemul_q3329_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_acc_q3329_n512(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_baseinv_q769_n512(a: *mut i16, gammas: *const i16, s2: i16) -> u8;
     fn ntt_fwd_q7681_n256(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q7681_n256(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q7681_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_acc_q7681_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_fwd_q3329_n256_mont(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q769_n512_mont(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q3329_n512_mont(a: *mut i16, zetas: *const i16);
@@ -44,22 +47,58 @@ extern "C" {
     fn ntt_inv_q3329_n512_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q3329_n256_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_basemul_q769_n512_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_acc_q769_n512_mont(
+        a: *const i16,
+        b: *const i16,
+        out: *mut i16,
+        gammas: *const i16,
+        s2: i16,
+        acc: u8,
+    );
     fn ntt_basemul_q3329_n512_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_acc_q3329_n512_mont(
+        a: *const i16,
+        b: *const i16,
+        out: *mut i16,
+        gammas: *const i16,
+        s2: i16,
+        acc: u8,
+    );
     fn ntt_baseinv_q769_n512_mont(a: *mut i16, gammas: *const i16, s2: i16) -> u8;
     fn ntt_fwd_q7681_n256_mont(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q7681_n256_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q7681_n256_mont(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_acc_q7681_n256_mont(
+        a: *const i16,
+        b: *const i16,
+        out: *mut i16,
+        gammas: *const i16,
+        s2: i16,
+        acc: u8,
+    );
     fn ntt_fwd_q769_n512_kred2x(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q769_n512_kred2x(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q769_n512_kred2x(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
+    fn ntt_basemul_acc_q769_n512_kred2x(
+        a: *const i16,
+        b: *const i16,
+        out: *mut i16,
+        gammas: *const i16,
+        s2: i16,
+        acc: u8,
+    );
     fn ntt_baseinv_q769_n512_kred2x(a: *mut i16, gammas: *const i16, s2: i16) -> u8;
 }
 
-/// The routines of one ring.
+/// The routines of one ring. The degree-1 and degree-4 rings accumulate in
+/// a routine of their own (`base_mul_acc`), so an image that never
+/// accumulates links only `base_mul`; the degree-2 ring's one routine takes
+/// the flag.
 struct Routines {
     forward: Forward,
     inverse: Inverse,
     base_mul: BaseMul,
+    base_mul_acc: BaseMul,
     tables: &'static Tables,
 }
 
@@ -153,12 +192,13 @@ fn asm_variant<R: Reduction>() -> Option<(u16, Variant)> {
 }
 
 macro_rules! routines {
-    ($($name:ident = $forward:ident, $inverse:ident, $base_mul:ident, $tables:ident;)*) => {
+    ($($name:ident = $forward:ident, $inverse:ident, $base_mul:ident, $base_mul_acc:ident, $tables:ident;)*) => {
         $(
             static $name: Routines = Routines {
                 forward: $forward,
                 inverse: $inverse,
                 base_mul: $base_mul,
+                base_mul_acc: $base_mul_acc,
                 tables: &$tables,
             };
         )*
@@ -166,16 +206,24 @@ macro_rules! routines {
 }
 
 routines! {
-    Q3329_N256_FRIENDLY_ASM = ntt_fwd_q3329_n256, ntt_inv_q3329_n256, ntt_basemul_q3329_n256, Q3329_N256;
-    Q3329_N256_PLAIN_ASM = ntt_fwd_q3329_n256_mont, ntt_inv_q3329_n256_mont, ntt_basemul_q3329_n256_mont, Q3329_N256;
-    Q769_N512_FRIENDLY_ASM = ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, Q769_N512;
-    Q769_N512_PLAIN_ASM = ntt_fwd_q769_n512_mont, ntt_inv_q769_n512_mont, ntt_basemul_q769_n512_mont, Q769_N512;
+    Q3329_N256_FRIENDLY_ASM = ntt_fwd_q3329_n256, ntt_inv_q3329_n256, ntt_basemul_q3329_n256, ntt_basemul_q3329_n256,
+        Q3329_N256;
+    Q3329_N256_PLAIN_ASM = ntt_fwd_q3329_n256_mont, ntt_inv_q3329_n256_mont, ntt_basemul_q3329_n256_mont,
+        ntt_basemul_q3329_n256_mont, Q3329_N256;
+    Q769_N512_FRIENDLY_ASM = ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, ntt_basemul_acc_q769_n512,
+        Q769_N512;
+    Q769_N512_PLAIN_ASM = ntt_fwd_q769_n512_mont, ntt_inv_q769_n512_mont, ntt_basemul_q769_n512_mont,
+        ntt_basemul_acc_q769_n512_mont, Q769_N512;
     Q769_N512_KRED2X_ASM = ntt_fwd_q769_n512_kred2x, ntt_inv_q769_n512_kred2x, ntt_basemul_q769_n512_kred2x,
-        Q769_N512_KRED2X;
-    Q3329_N512_FRIENDLY_ASM = ntt_fwd_q3329_n512, ntt_inv_q3329_n512, ntt_basemul_q3329_n512, Q3329_N512;
-    Q3329_N512_PLAIN_ASM = ntt_fwd_q3329_n512_mont, ntt_inv_q3329_n512_mont, ntt_basemul_q3329_n512_mont, Q3329_N512;
-    Q7681_N256_FRIENDLY_ASM = ntt_fwd_q7681_n256, ntt_inv_q7681_n256, ntt_basemul_q7681_n256, Q7681_N256;
-    Q7681_N256_PLAIN_ASM = ntt_fwd_q7681_n256_mont, ntt_inv_q7681_n256_mont, ntt_basemul_q7681_n256_mont, Q7681_N256;
+        ntt_basemul_acc_q769_n512_kred2x, Q769_N512_KRED2X;
+    Q3329_N512_FRIENDLY_ASM = ntt_fwd_q3329_n512, ntt_inv_q3329_n512, ntt_basemul_q3329_n512,
+        ntt_basemul_acc_q3329_n512, Q3329_N512;
+    Q3329_N512_PLAIN_ASM = ntt_fwd_q3329_n512_mont, ntt_inv_q3329_n512_mont, ntt_basemul_q3329_n512_mont,
+        ntt_basemul_acc_q3329_n512_mont, Q3329_N512;
+    Q7681_N256_FRIENDLY_ASM = ntt_fwd_q7681_n256, ntt_inv_q7681_n256, ntt_basemul_q7681_n256,
+        ntt_basemul_acc_q7681_n256, Q7681_N256;
+    Q7681_N256_PLAIN_ASM = ntt_fwd_q7681_n256_mont, ntt_inv_q7681_n256_mont, ntt_basemul_q7681_n256_mont,
+        ntt_basemul_acc_q7681_n256_mont, Q7681_N256;
 }
 
 /// The routines and tables of this ring, if it has them. The checks fold to
@@ -233,7 +281,8 @@ pub(crate) fn inverse<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [
 
 /// `out = a ∘ b` (or `out += a ∘ b` with `acc`) in assembly when this ring
 /// has it; false otherwise. Raw pointers, so that `out` may be `a` (the
-/// routine holds a block's outputs until it has read the block).
+/// routine keeps the operands an early output would overwrite in
+/// registers).
 #[inline]
 pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     a: *const i16,
@@ -246,10 +295,12 @@ pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     };
     // The γ of block pair j is ζ[2^(LAYERS-1) + j].
     let gammas = r.tables.zetas[1 << (LAYERS - 1)..].as_ptr();
+    let routine = if acc { r.base_mul_acc } else { r.base_mul };
     // SAFETY: the routine reads N coefficients of `a` and `b`, writes N of
     // `out`, reads 2^(LAYERS-1) γ values; callers pass pointers to N-element
-    // arrays, `out` derived from the only mutable borrow.
-    unsafe { (r.base_mul)(a, b, out, gammas, r.tables.s2, acc as u8) };
+    // arrays, `out` derived from the only mutable borrow (which may be `a`,
+    // never `b`: see gen_ntt.py for the aliasing each degree allows).
+    unsafe { routine(a, b, out, gammas, r.tables.s2, acc as u8) };
     true
 }
 

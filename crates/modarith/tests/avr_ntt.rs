@@ -91,7 +91,10 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
         let c: Vec<u64> = w.iter().skip(m).step_by(MODES.len()).copied().collect();
         let (min, max) = (c.iter().min().unwrap(), c.iter().max().unwrap());
         println!("  routine {id:#x} mode {mode}: {min} cycles (max {max})");
-        assert_eq!(min, max, "routine {id:#x}, mode {mode}: the cycle count depends on the data");
+        assert_eq!(
+            min, max,
+            "routine {id:#x}, mode {mode}: the cycle count depends on the data"
+        );
     }
     w.into_iter().step_by(MODES.len()).collect()
 }

@@ -21,19 +21,24 @@
 	extern void ntt_inv_q3329_n512##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
 	extern void ntt_basemul_q3329_n256##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
 	extern void ntt_basemul_q769_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
+	extern void ntt_basemul_acc_q769_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
 	extern void ntt_fwd_q7681_n256##V(int16_t *a, const int16_t *zetas); \
 	extern void ntt_inv_q7681_n256##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
 	extern void ntt_basemul_q7681_n256##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
+	extern void ntt_basemul_acc_q7681_n256##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
 	extern uint8_t ntt_baseinv_q769_n512##V(int16_t *a, const int16_t *g, int16_t s2); \
-	extern void ntt_basemul_q3329_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+	extern void ntt_basemul_q3329_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc); \
+	extern void ntt_basemul_acc_q3329_n512##V(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 DECLARE()
 DECLARE(_mont)
 extern void ntt_fwd_q769_n512_kred2x(int16_t *a, const int16_t *zetas);
 extern void ntt_inv_q769_n512_kred2x(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
 extern void ntt_basemul_q769_n512_kred2x(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
+extern void ntt_basemul_acc_q769_n512_kred2x(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 extern uint8_t ntt_baseinv_q769_n512_kred2x(int16_t *a, const int16_t *g, int16_t s2);
 
-/* One dispatch for both Montgomery variants: V is empty or _mont. */
+/* One dispatch for both Montgomery variants: V is empty or _mont. Degree
+ * 4 and degree 1 base multiplications accumulate in their _acc routine. */
 #define DISPATCH(V) \
 	switch (id) { \
 	case 0: ntt_fwd_q3329_n256##V(poly, zetas); break; \
@@ -43,12 +48,12 @@ extern uint8_t ntt_baseinv_q769_n512_kred2x(int16_t *a, const int16_t *g, int16_
 	case 4: ntt_inv_q769_n512##V(poly, zetas, last); break; \
 	case 5: ntt_inv_q3329_n512##V(poly, zetas, last); break; \
 	case 6: ntt_basemul_q3329_n256##V(poly, poly_b, dst, zetas, last[0], add); break; \
-	case 7: ntt_basemul_q769_n512##V(poly, poly_b, dst, zetas, last[0], add); break; \
-	case 8: ntt_basemul_q3329_n512##V(poly, poly_b, dst, zetas, last[0], add); break; \
+	case 7: (add ? ntt_basemul_acc_q769_n512##V : ntt_basemul_q769_n512##V)(poly, poly_b, dst, zetas, last[0], add); break; \
+	case 8: (add ? ntt_basemul_acc_q3329_n512##V : ntt_basemul_q3329_n512##V)(poly, poly_b, dst, zetas, last[0], add); break; \
 	case 9: zero_norms = ntt_baseinv_q769_n512##V(poly, zetas, last[0]); break; \
 	case 10: ntt_fwd_q7681_n256##V(poly, zetas); break; \
 	case 11: ntt_inv_q7681_n256##V(poly, zetas, last); break; \
-	default: ntt_basemul_q7681_n256##V(poly, poly_b, dst, zetas, last[0], add); break; \
+	default: (add ? ntt_basemul_acc_q7681_n256##V : ntt_basemul_q7681_n256##V)(poly, poly_b, dst, zetas, last[0], add); break; \
 	}
 
 static int16_t zetas[256];
@@ -102,7 +107,7 @@ int main(void)
 			switch (id) {
 			case 1: ntt_fwd_q769_n512_kred2x(poly, zetas); break;
 			case 4: ntt_inv_q769_n512_kred2x(poly, zetas, last); break;
-			case 7: ntt_basemul_q769_n512_kred2x(poly, poly_b, dst, zetas, last[0], add); break;
+			case 7: (add ? ntt_basemul_acc_q769_n512_kred2x : ntt_basemul_q769_n512_kred2x)(poly, poly_b, dst, zetas, last[0], add); break;
 			default: zero_norms = ntt_baseinv_q769_n512_kred2x(poly, zetas, last[0]); break;
 			}
 		}
