@@ -1,6 +1,10 @@
-//! On AVR, assembles the E8 decoder of `asm-avr/` and sets `cfg(e8_asm)`;
-//! elsewhere the portable decoder is used.
+//! On AVR, assembles the E8 decoder and the ciphertext compression of
+//! `asm-avr/` and sets `cfg(ctru_asm)`; elsewhere the portable code is used.
 
 fn main() {
-    avr_asm_build::assemble("e8_asm", "ctru_e8_avr", &["../../asm-avr/e8_decode.S"]);
+    avr_asm_build::assemble(
+        "ctru_asm",
+        "ctru_avr",
+        &["../../asm-avr/e8_decode.S", "../../asm-avr/ctru_compress.S"],
+    );
 }

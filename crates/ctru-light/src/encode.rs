@@ -96,13 +96,13 @@ fn select16(choose: u16, a: u16, b: u16) -> u16 {
 }
 
 /// E8 decoding (§2) of one block: on AVR the generated assembly
-/// (`asm-avr/e8_decode.S`, `cfg(e8_asm)`, tested bit for bit against
+/// (`asm-avr/e8_decode.S`, `cfg(ctru_asm)`, tested bit for bit against
 /// [`e8_decode_block_portable`] in simavr), elsewhere the portable code.
 #[inline]
 pub fn e8_decode_block(v: &[u8; 8]) -> u8 {
-    #[cfg(e8_asm)]
+    #[cfg(ctru_asm)]
     return crate::avr::e8_decode_block(v);
-    #[cfg(not(e8_asm))]
+    #[cfg(not(ctru_asm))]
     e8_decode_block_portable(v)
 }
 

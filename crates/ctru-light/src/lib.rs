@@ -29,7 +29,7 @@
 //! `kem` §4, `symmetric` §5, `arith` §6.
 
 pub mod arith;
-#[cfg(e8_asm)]
+#[cfg(ctru_asm)]
 mod avr;
 mod encode;
 pub mod kem;
@@ -43,6 +43,10 @@ pub use arith::{Arithmetic, Kred2x, MontgomeryOpt, MontgomeryPlain};
 #[doc(hidden)]
 pub use encode::e8_decode_block_portable;
 pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
+/// The portable ciphertext compression of one block, the reference the AVR
+/// assembly is tested against (`tests/avr_compress.rs`); not part of the KEM API.
+#[doc(hidden)]
+pub use pke::compress_block_portable;
 pub use symmetric::{Ascon, Backend, Sha3};
 
 /// CTRU-Light with the SHA-3 back-end (K-RED2X arithmetic).

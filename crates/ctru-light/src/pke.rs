@@ -82,6 +82,23 @@ pub fn sample_r(coins: &[u8; 128], r: &mut [i16; N]) {
     cbd1(coins, r);
 }
 
+/// Compress (§3 Enc) of one block: c_j = compress(σ_j mod q, bit j of the
+/// block's E8 codeword) for the centred σ_j. On AVR the generated assembly
+/// (`asm-avr/ctru_compress.S`, `cfg(ctru_asm)`, tested bit for bit against
+/// [`compress_block_portable`] in simavr), elsewhere the portable code.
+#[inline]
+pub fn compress_block(sigma: &[i16; 8], codeword: u8) -> [u8; 8] {
+    #[cfg(ctru_asm)]
+    return crate::avr::compress_block(sigma, codeword);
+    #[cfg(not(ctru_asm))]
+    compress_block_portable(sigma, codeword)
+}
+
+/// [`compress_block`] in portable Rust, by [`compress`].
+pub fn compress_block_portable(sigma: &[i16; 8], codeword: u8) -> [u8; 8] {
+    core::array::from_fn(|j| compress(Q769::to_unsigned_small(sigma[j]), (codeword >> j) & 1))
+}
+
 /// [`encrypt`] from r = [`sample_r`] (r is consumed and cleared). Not
 /// inlined, so its buffers never share a frame with decryption's.
 #[inline(never)]
@@ -95,14 +112,17 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
     Ring769::<A>::forward(r);
     Ring769::<A>::base_mul_assign(&mut sigma, r);
     Ring769::<A>::inverse(&mut sigma);
-    // E8 bits block by block: no 512-byte bit buffer.
+    // E8 bits block by block: no 512-byte bit buffer. σ is centred.
+    let mut block = [0u8; 8];
     for (b, s) in sigma.chunks_exact(8).enumerate() {
-        let codeword = e8_codeword(m, b);
-        for (j, &x) in s.iter().enumerate() {
-            sink.put(8 * b + j, compress(Q769::to_unsigned_small(x), (codeword >> j) & 1));
-            // x is centred
+        if let Ok(s) = s.try_into() {
+            block = compress_block(s, e8_codeword(m, b));
+        }
+        for (j, &c) in block.iter().enumerate() {
+            sink.put(8 * b + j, c);
         }
     }
+    block.wipe();
     sigma.wipe();
     r.wipe();
 }
