@@ -39,6 +39,68 @@ def pi(i):
     return y + 5 * ((2 * x + 3 * y) % 5)
 
 
+# Lane complementing (Bertoni et al., "Keccak implementation overview"
+# §2.2): the state is kept with the lanes of COMPLEMENTED inverted, all
+# through the rounds, so chi can use a ^ (b & c) or a ^ (b | c) in most
+# places instead of a ^ (~b & c). theta, rho, pi and iota are linear, so
+# the pattern just moves through them (`chi_inputs_complemented`); chi
+# turns it back into COMPLEMENTED. This set (x, y) was found by an
+# exhaustive search over all sets of up to six lanes: it leaves 6 of chi's
+# 25 outputs a round needing a NOT (checked below), against 25 without the
+# transform; the permutation inverts the six lanes on entry and on exit.
+COMPLEMENTED = {(1, 0), (2, 1), (3, 1), (4, 2), (2, 3), (2, 4)}
+
+
+def chi_inputs_complemented():
+    """Which lanes (x, y) enter chi inverted: COMPLEMENTED after theta (a
+    column whose neighbours hold an odd and an even number of inverted
+    lanes gets D inverted, so all its lanes flip), rho (rotation keeps an
+    all-ones mask) and pi ((x, y) → (y, 2x + 3y))."""
+    odd = [sum(1 for (x, _) in COMPLEMENTED if x == col) % 2 for col in range(5)]
+    flip = [odd[(x - 1) % 5] ^ odd[(x + 1) % 5] for x in range(5)]
+    after_theta = {(x, y) for x in range(5) for y in range(5) if ((x, y) in COMPLEMENTED) ^ flip[x]}
+    return {(y, (2 * x + 3 * y) % 5) for (x, y) in after_theta}
+
+
+def chi_form(x, y, inverted):
+    """How chi's output (x, y) = a ^ (~b & c) (a, b, c: lanes x, x+1, x+2
+    of row y) is computed from the stored, possibly inverted, a, b, c so
+    that it is stored inverted iff (x, y) ∈ COMPLEMENTED: (first, invert
+    first, op, second, invert after) for t = first; [com t]; op t, second;
+    [com t]; t ^= a. With A, B, C the stored values and p the inversions,
+    the stored output is A ^ f(B, C), f = p_a ^ p_out ^ (b̄ & c)."""
+    pa, pb, pc = ((((x + i) % 5, y) in inverted) for i in range(3))
+    g_is_not = pa != ((x, y) in COMPLEMENTED)  # f = ~g
+    # g = (pb ? B : ~B) & (pc ? ~C : C)
+    if pb and not pc:
+        return ("b", False, "and", "c", g_is_not)  # B & C, or ~(B & C)
+    if not pb and pc:
+        return ("b", False, "or", "c", not g_is_not)  # ~(B | C), or B | C
+    if not pb and not pc:  # ~B & C, or B | ~C
+        return ("c", True, "or", "b", False) if g_is_not else ("b", True, "and", "c", False)
+    # pb and pc: B & ~C, or ~B | C
+    return ("b", True, "or", "c", False) if g_is_not else ("c", True, "and", "b", False)
+
+
+def chi_model(form, a, b, c):
+    """A byte of chi_form's output for stored bytes a, b, c."""
+    first, inv_first, op, second, inv_after = form
+    v = {"b": b, "c": c}
+    t = v[first] ^ (0xFF if inv_first else 0)
+    t = t & v[second] if op == "and" else t | v[second]
+    return (t ^ (0xFF if inv_after else 0)) ^ a
+
+
+_INVERTED = chi_inputs_complemented()
+for _y in range(5):
+    for _x in range(5):
+        _form = chi_form(_x, _y, _INVERTED)
+        _p = [0xFF if (((_x + i) % 5, _y) in _INVERTED) else 0 for i in range(3)]
+        _po = 0xFF if (_x, _y) in COMPLEMENTED else 0
+        for _a, _b, _c in [(0x0F, 0x33, 0x55), (0xF0, 0xCC, 0xAA)]:
+            assert chi_model(_form, _a ^ _p[0], _b ^ _p[1], _c ^ _p[2]) == (_a ^ (~_b & _c) ^ _po) & 0xFF
+assert sum(_f[1] + _f[4] for _f in (chi_form(x, y, _INVERTED) for x in range(5) for y in range(5))) == 6
+
 SET = [[f"r{2 + j}" for j in range(8)], [f"r{10 + j}" for j in range(8)]]
 out = []
 emit = out.append
@@ -79,6 +141,28 @@ def rotate(regs, bits):
     return 1
 
 
+def complement_lanes():
+    """Inverts the lanes of COMPLEMENTED in the state (r24:r25): a byte
+    loop per run of adjacent lanes, not straight-line code (which would
+    cost Kyber its published code size for 300 cycles a permutation)."""
+    lanes = sorted(x + 5 * y for (x, y) in COMPLEMENTED)
+    runs = []
+    for lane in lanes:
+        if runs and runs[-1][1] == lane:
+            runs[-1][1] += 1
+        else:
+            runs.append([lane, lane + 1])
+    for start, end in runs:
+        point_z(8 * start)
+        emit(f"\tldi r19, {8 * (end - start)}")
+        emit("7:")
+        emit("\tld r0, Z")
+        emit("\tcom r0")
+        emit("\tst Z+, r0")
+        emit("\tdec r19")
+        emit("\tbrne 7b")
+
+
 def load_lane_xor_d(regs, lane, x):
     point_z(8 * lane)
     for j, r in enumerate(regs):
@@ -103,7 +187,9 @@ emit("""/* Keccak-f[1600] for AVR (classic AVRe/AVRe+ and AVRxt cores).
  * stores it, and iota into C[0] too: theta never reads the state again.
  * rho and pi run in place along pi's single 24-cycle with two 8-byte
  * register sets, applying D as each lane is loaded; iota xors the non-zero
- * bytes (0, 1, 3, 7) of the round constant from flash. Every path is
+ * bytes (0, 1, 3, 7) of the round constant from flash. Six lanes are kept
+ * inverted through the rounds (lane complementing: chi then needs 6 NOTs a
+ * round instead of 25) and inverted back on exit. Every path is
  * straight-line or counts a public loop: the cycle count does not depend on
  * the state.
  * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.
@@ -133,6 +219,8 @@ emit("\tout 0x3e, r29")
 emit("\tout 0x3f, r0")
 emit("\tout 0x3d, r28")
 emit("\tadiw r28, 1")
+emit("\t; invert the lanes of COMPLEMENTED (lane complementing)")
+complement_lanes()
 emit("\t; C[x] = xor of column x, for x = 0..4 (once; chi keeps it after that)")
 emit("\tmovw r30, r24\t\t; Z = lane (x, 0)")
 emit("\tmovw r26, r28")
@@ -222,13 +310,18 @@ for y in range(5):
     for x in range(5):
         emit(f"\tldd {a[x]}, Z+{8 * x}")
     for x in range(5):
-        # a[0] is last read by the last output (as its complemented
-        # operand), which can therefore work in a[0] itself: no copy.
-        t = "r0" if x < 4 else a[0]
+        first, inv_first, op, second, inv_after = chi_form(x, y, _INVERTED)
+        lane = {"b": a[(x + 1) % 5], "c": a[(x + 2) % 5]}
+        # a[0] and a[1] are last read by the row's last output, which can
+        # therefore work in its first operand's register: no copy.
+        t = "r0" if x < 4 else lane[first]
         if x < 4:
-            emit(f"\tmov r0, {a[(x + 1) % 5]}")
-        emit(f"\tcom {t}")
-        emit(f"\tand {t}, {a[(x + 2) % 5]}")
+            emit(f"\tmov r0, {lane[first]}")
+        if inv_first:
+            emit(f"\tcom {t}")
+        emit(f"\t{op} {t}, {lane[second]}")
+        if inv_after:
+            emit(f"\tcom {t}")
         emit(f"\teor {t}, {a[x]}")
         emit(f"\tstd Z+{8 * x}, {t}")
         if y == 0:
@@ -271,6 +364,8 @@ emit("\tcpi r18, 24")
 emit("\tbreq 3f")
 emit("\tjmp 1b\t\t; the round body is beyond rjmp's reach")
 emit("3:")
+emit("\t; invert the lanes of COMPLEMENTED back")
+complement_lanes()
 emit("\t; drop the frame: SP += 80 with interrupts held off")
 emit(f"\tsubi r28, lo8(-{FRAME - 1})")
 emit(f"\tsbci r29, hi8(-{FRAME - 1})")

@@ -9,7 +9,9 @@
  * stores it, and iota into C[0] too: theta never reads the state again.
  * rho and pi run in place along pi's single 24-cycle with two 8-byte
  * register sets, applying D as each lane is loaded; iota xors the non-zero
- * bytes (0, 1, 3, 7) of the round constant from flash. Every path is
+ * bytes (0, 1, 3, 7) of the round constant from flash. Six lanes are kept
+ * inverted through the rounds (lane complementing: chi then needs 6 NOTs a
+ * round instead of 25) and inverted back on exit. Every path is
  * straight-line or counts a public loop: the cycle count does not depend on
  * the state.
  * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.
@@ -74,6 +76,57 @@ keccak_f1600_avr:
 	out 0x3f, r0
 	out 0x3d, r28
 	adiw r28, 1
+	; invert the lanes of COMPLEMENTED (lane complementing)
+	movw r30, r24
+	subi r30, lo8(-8)
+	sbci r31, hi8(-8)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-56)
+	sbci r31, hi8(-56)
+	ldi r19, 16
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-112)
+	sbci r31, hi8(-112)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-136)
+	sbci r31, hi8(-136)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-176)
+	sbci r31, hi8(-176)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
 	; C[x] = xor of column x, for x = 0..4 (once; chi keeps it after that)
 	movw r30, r24		; Z = lane (x, 0)
 	movw r26, r28
@@ -1782,7 +1835,6 @@ keccak_f1600_avr:
 	ldd r22, Z+24
 	ldd r23, Z+32
 	mov r0, r20
-	com r0
 	and r0, r21
 	eor r0, r19
 	std Z+0, r0
@@ -1794,19 +1846,17 @@ keccak_f1600_avr:
 	std Z+8, r0
 	mov r3, r0
 	mov r0, r22
+	or r0, r23
 	com r0
-	and r0, r23
 	eor r0, r21
 	std Z+16, r0
 	mov r4, r0
 	mov r0, r23
-	com r0
 	and r0, r19
 	eor r0, r22
 	std Z+24, r0
 	mov r5, r0
-	com r19
-	and r19, r20
+	or r19, r20
 	eor r19, r23
 	std Z+32, r19
 	mov r6, r19
@@ -1817,30 +1867,88 @@ keccak_f1600_avr:
 	ldd r22, Z+24
 	ldd r23, Z+32
 	mov r0, r20
-	com r0
 	and r0, r21
 	eor r0, r19
 	std Z+0, r0
 	eor r2, r0
 	mov r0, r21
-	com r0
-	and r0, r22
+	or r0, r22
 	eor r0, r20
 	std Z+8, r0
 	eor r3, r0
 	mov r0, r22
 	com r0
+	or r0, r23
+	eor r0, r21
+	std Z+16, r0
+	eor r4, r0
+	mov r0, r23
+	and r0, r19
+	eor r0, r22
+	std Z+24, r0
+	eor r5, r0
+	or r19, r20
+	eor r19, r23
+	std Z+32, r19
+	eor r6, r19
+	adiw r30, 40		; next row
+	ldd r19, Z+0
+	ldd r20, Z+8
+	ldd r21, Z+16
+	ldd r22, Z+24
+	ldd r23, Z+32
+	mov r0, r20
+	and r0, r21
+	eor r0, r19
+	std Z+0, r0
+	eor r2, r0
+	mov r0, r21
+	or r0, r22
+	eor r0, r20
+	std Z+8, r0
+	eor r3, r0
+	mov r0, r22
+	and r0, r23
+	eor r0, r21
+	std Z+16, r0
+	eor r4, r0
+	mov r0, r19
+	com r0
+	or r0, r23
+	eor r0, r22
+	std Z+24, r0
+	eor r5, r0
+	or r19, r20
+	eor r19, r23
+	std Z+32, r19
+	eor r6, r19
+	adiw r30, 40		; next row
+	ldd r19, Z+0
+	ldd r20, Z+8
+	ldd r21, Z+16
+	ldd r22, Z+24
+	ldd r23, Z+32
+	mov r0, r20
+	or r0, r21
+	eor r0, r19
+	std Z+0, r0
+	eor r2, r0
+	mov r0, r22
+	com r0
+	and r0, r21
+	eor r0, r20
+	std Z+8, r0
+	eor r3, r0
+	mov r0, r22
 	and r0, r23
 	eor r0, r21
 	std Z+16, r0
 	eor r4, r0
 	mov r0, r23
-	com r0
-	and r0, r19
+	or r0, r19
 	eor r0, r22
 	std Z+24, r0
 	eor r5, r0
-	com r19
 	and r19, r20
 	eor r19, r23
 	std Z+32, r19
@@ -1852,101 +1960,27 @@ keccak_f1600_avr:
 	ldd r22, Z+24
 	ldd r23, Z+32
 	mov r0, r20
-	com r0
 	and r0, r21
 	eor r0, r19
 	std Z+0, r0
 	eor r2, r0
-	mov r0, r21
+	mov r0, r22
 	com r0
-	and r0, r22
+	or r0, r21
 	eor r0, r20
 	std Z+8, r0
 	eor r3, r0
 	mov r0, r22
-	com r0
-	and r0, r23
+	or r0, r23
 	eor r0, r21
 	std Z+16, r0
 	eor r4, r0
 	mov r0, r23
-	com r0
 	and r0, r19
 	eor r0, r22
 	std Z+24, r0
 	eor r5, r0
-	com r19
-	and r19, r20
-	eor r19, r23
-	std Z+32, r19
-	eor r6, r19
-	adiw r30, 40		; next row
-	ldd r19, Z+0
-	ldd r20, Z+8
-	ldd r21, Z+16
-	ldd r22, Z+24
-	ldd r23, Z+32
-	mov r0, r20
-	com r0
-	and r0, r21
-	eor r0, r19
-	std Z+0, r0
-	eor r2, r0
-	mov r0, r21
-	com r0
-	and r0, r22
-	eor r0, r20
-	std Z+8, r0
-	eor r3, r0
-	mov r0, r22
-	com r0
-	and r0, r23
-	eor r0, r21
-	std Z+16, r0
-	eor r4, r0
-	mov r0, r23
-	com r0
-	and r0, r19
-	eor r0, r22
-	std Z+24, r0
-	eor r5, r0
-	com r19
-	and r19, r20
-	eor r19, r23
-	std Z+32, r19
-	eor r6, r19
-	adiw r30, 40		; next row
-	ldd r19, Z+0
-	ldd r20, Z+8
-	ldd r21, Z+16
-	ldd r22, Z+24
-	ldd r23, Z+32
-	mov r0, r20
-	com r0
-	and r0, r21
-	eor r0, r19
-	std Z+0, r0
-	eor r2, r0
-	mov r0, r21
-	com r0
-	and r0, r22
-	eor r0, r20
-	std Z+8, r0
-	eor r3, r0
-	mov r0, r22
-	com r0
-	and r0, r23
-	eor r0, r21
-	std Z+16, r0
-	eor r4, r0
-	mov r0, r23
-	com r0
-	and r0, r19
-	eor r0, r22
-	std Z+24, r0
-	eor r5, r0
-	com r19
-	and r19, r20
+	or r19, r20
 	eor r19, r23
 	std Z+32, r19
 	eor r6, r19
@@ -2005,6 +2039,57 @@ keccak_f1600_avr:
 	breq 3f
 	jmp 1b		; the round body is beyond rjmp's reach
 3:
+	; invert the lanes of COMPLEMENTED back
+	movw r30, r24
+	subi r30, lo8(-8)
+	sbci r31, hi8(-8)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-56)
+	sbci r31, hi8(-56)
+	ldi r19, 16
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-112)
+	sbci r31, hi8(-112)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-136)
+	sbci r31, hi8(-136)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
+	movw r30, r24
+	subi r30, lo8(-176)
+	sbci r31, hi8(-176)
+	ldi r19, 8
+7:
+	ld r0, Z
+	com r0
+	st Z+, r0
+	dec r19
+	brne 7b
 	; drop the frame: SP += 80 with interrupts held off
 	subi r28, lo8(-79)
 	sbci r29, hi8(-79)
