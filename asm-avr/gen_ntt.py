@@ -17,15 +17,17 @@ centred): the twiddles are never typed here, they come from the Rust const
 fn. Inputs |a_i| < q; outputs are the canonical centred residues, exactly as
 modarith's portable `Ntt::forward` (the reference it is tested against).
 
-Montgomery product of b and z (|b| < 8q, |z| ≤ (q-1)/2):
+Montgomery product of b and z (|z| ≤ (q-1)/2; |b·z| < q·2^15, which
+red_bound checks at every use):
   p = b·z (32-bit); t = p·q⁻¹ mod 2^16 with q⁻¹ = 1 − k·2^8, i.e.
   t_lo = p0, t_hi = p1 − low8(p0·k); result = p_hi16 − (t·q)_hi16, where
   t·q = (t·k)·2^8 + t (the low 16 bits of p and t·q agree by construction).
-  t is unsigned where that is cheaper (`cheaper`, and per layer in the
-  forward transform, `layer_plan`: five cycles a reduction, for a result in
-  (p/2^16 − q, p/2^16] instead of around p/2^16).
-Partial centring (`partial`, a middle layer whose successors would leave
-16 bits): the same quotient estimate, without the compare, into [−q, q).
+  t is unsigned where that is cheaper (per routine, `cheaper`; per layer of
+  the transforms, `layer_plan` and `inverse_plan`: five cycles a reduction,
+  for a result in (p/2^16 − q, p/2^16] instead of around p/2^16).
+Partial centring (`partial`, wherever the planners find range control
+cheapest; the hard limit is centre()'s domain): the same quotient estimate,
+without the compare, into [−q, q).
 Final centring: a' = a + (q−1)/2 + c·q ∈ [0, 2^16) (c = span(q)); t = ((a' ≫ 8)·⌊2^16/q⌋) ≫ 8
 underestimates a'/q by less than one, so a' − t·q ∈ [0, 2q); one masked
 subtraction and the −(q−1)/2 shift give the centred residue (the ranges are
@@ -107,7 +109,7 @@ def mont(q):
 # The variant being generated: "friendly", "plain" or "kred2x".
 VARIANT = "friendly"
 # How the NTT-friendly reduction takes t (`cheaper` picks per routine; the
-# forward transform picks per layer, `layer_plan`):
+# transforms pick per layer, `layer_plan` and `inverse_plan`):
 # - "unsigned": t ∈ [0, 2^16), 12 cycles, result in (p/2^16 − q, p/2^16];
 # - "signed": t ∈ [−2^15, 2^15), 17 cycles, result around p/2^16.
 T_MODE = "unsigned"
@@ -116,13 +118,13 @@ T_COST = {"unsigned": 12, "signed": 17}
 
 def cheaper(make):
     """The routine `make()` generates with the NTT-friendly reduction's t
-    taken each way (T_MODE), whichever executes fewer cycles: unsigned saves
-    five cycles a reduction on signed, but its wider output range can make a
-    layer centre its outputs (about 21 cycles a value), e.g. for q = 7681,
-    whose centring domain is only 4q. Every reduction and centring in these
-    routines sits in a loop body or block run the same number of times per
-    layer or block, so counting them in the code compares the executed
-    counts (a partial centring, `partial`, costs 12). A variant whose ranges
+    taken each way (T_MODE), whichever executes fewer cycles (base
+    multiplication and base inversion; the transforms plan per layer):
+    unsigned saves five cycles a reduction on signed, but its wider output
+    range can make a step centre its values (about 21 cycles a value).
+    Every reduction and centring in these routines sits in a block run the
+    same number of times, so counting them in the code compares the
+    executed counts (a partial centring, `partial`, costs 12). A variant whose ranges
     fail the routine's checks, or that the routine cannot host, is not a
     candidate."""
     global T_MODE
@@ -215,7 +217,10 @@ def check_kred2x_reduction(q):
 
 def check_friendly_reduction(q):
     """The byte arithmetic of the NTT-friendly reduce() (unsigned t) is the
-    exact Montgomery reduction, inside red_bound, on sampled inputs."""
+    exact Montgomery reduction, inside red_bound, on sampled inputs; with t
+    signed (the representative of the same t_lo, t_hi bytes in
+    [−2^15, 2^15)), the exact reduction lies inside red_bound too."""
+    global T_MODE
     k = (q - 1) >> 8
     for p in list(range(-(q << 15) + 1, -(q << 15) + 3000)) + list(range(-3000, 3000)) + \
             list(range((q << 15) - 3000, q << 15)) + [(x * 7919) % (2 * (q << 15)) - (q << 15) for x in range(20000)]:
@@ -229,6 +234,11 @@ def check_friendly_reduction(q):
         assert (p - t * q) % (1 << 16) == 0 and high == (t * q) >> 16 and high < 1 << 16
         r = (p >> 16) - high
         assert r == (p - t * q) >> 16 and abs(r) < red_bound(q, abs(p) + 1, 1), (q, p)
+        ts = t - (1 << 16) if t >= 1 << 15 else t
+        assert (p - ts * q) % (1 << 16) == 0
+        T_MODE = "signed"
+        assert abs((p - ts * q) >> 16) < red_bound(q, abs(p) + 1, 1), (q, p)
+        T_MODE = "unsigned"
 
 
 def check_plain_reduction(q):
@@ -400,6 +410,7 @@ def routine(q, n, layers):
         o += [f"\t; layer {layer}: {groups} groups of {length} butterflies", "\tmovw r28, r24\t\t; Y = a",
               f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16"]
         if merge_last_two(n, layers) and layer == layers - 2:
+            assert after is None  # layer_plan keeps the merged pair's middle free
             # Blocks a_0..a_3: (a_0, a_2) and (a_1, a_3) by z1 (this layer,
             # X), then (a_0, a_1) by z2 and (a_2, a_3) by z3 (the last layer,
             # Z, two entries a block further on).
@@ -504,16 +515,19 @@ def inverse_plan(q, layers):
 def inverse_straight_line_len(n):
     """The inverse's layers with at most this many butterflies a group run
     straight-line groups, as the forward's (STRAIGHT_LINE_LEN): for n = 512
-    (CTRU-Light, far below its published code size); none for n = 256, whose
-    routine counts against Kyber's published code size."""
+    (CTRU-Light, far below its published code size); none for n = 256,
+    whose routine counts against Kyber's published code size: the
+    forward's straight-line groups (+340 B) fit in Kyber's row, the
+    inverse's too would not."""
     return STRAIGHT_LINE_LEN if n == 512 else 0
 
 
 def inverse_routine(q, n, layers):
     """Gentleman–Sande inverse NTT; the sums go back in range where
-    `inverse_plan` says (the next layer's difference could overflow 16 bits,
-    or its sums leave centre()'s domain); the final 2^-7 scaling is folded
-    into the last layer: sum·F and difference·ζ⁻¹·F, both by mont."""
+    `inverse_plan` finds it cheapest (it must before a difference could
+    overflow 16 bits or sums leave centre()'s domain, and may earlier where
+    the wider unsigned reduction then pays); the final 2^-7 scaling is
+    folded into the last layer: sum·F and difference·ζ⁻¹·F, both by mont."""
     k, m = (q - 1) >> 8, 65536 // q
     h = (q - 1) // 2
     plan = inverse_plan(q, layers)
@@ -665,9 +679,11 @@ def base_mul_routine(q, n, d):
     is an exact 32-bit integer ≡ c_t; a Barrett reduction (`barrett`) then
     brings it below a few q without the reduction factor S, so no product by
     the `s2` argument (S⁻²) is needed: s2 is ignored, and stays in the
-    signature the base inversion shares. `out` may alias `a` or `b` (not
-    both): see the layout below for how each degree keeps the operands it
-    still needs.
+    signature the base inversion shares. Degree 2 accumulates iff
+    acc ≠ 0; degrees 1 and 4 ignore acc (`ntt_basemul_acc_…` accumulates,
+    `ntt_basemul_…` does not). `out` may alias `a` or `b` (not both: degree 4
+    cannot square in place): see the layout below for how each degree keeps
+    the operands it still needs.
 
         void ntt_basemul_q<q>_n<n>(const int16_t *a, const int16_t *b, int16_t *out,
                                   const int16_t *gammas, int16_t s2, uint8_t acc);
@@ -734,7 +750,7 @@ def base_mul_routine(q, n, d):
                   "\tmovw r28, r22\t\t; out = b: swap a and b, so out aliases the kept operands only",
                   "\tmovw r30, r24", f"{fname}_kept:"]
         if d == 2:
-            o += ["\tmov r4, r14", "\tneg r4\t\t\t; out_t's mask: 0 or 0xFF"]
+            o += ["\tclr r4", "\tcp r4, r14", "\tsbc r4, r4\t\t; out_t's mask: 0xFF iff acc ≠ 0"]
         if d > 1:
             o += ["\tpush r18", "\tpush r19\t\t; the γ pointer, on the stack"]
         o += ["\tclr r2", f"\tldi r21, {k}"]
@@ -982,7 +998,8 @@ def crt_block_routine():
 out = ["/* NTTs for AVR, NTT-friendly and plain (_mont) Montgomery arithmetic.",
        " * GENERATED by asm-avr/gen_ntt.py: do not edit. See the generator for the method.",
        " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
-       " * Constant time: every loop count is public.",
+       " * Constant time: every loop count is public, and so are the pointers the",
+       " * degree-4 base multiplication compares (out = b swaps its operands).",
        " * Each routine has its own section, so the linker drops the unused ones.",
        " */", "\t.text"]
 for VARIANT in ["friendly", "plain", "kred2x"]:

@@ -282,7 +282,8 @@ pub(crate) fn inverse<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [
 /// `out = a ∘ b` (or `out += a ∘ b` with `acc`) in assembly when this ring
 /// has it; false otherwise. Raw pointers, so that `out` may be `a` (the
 /// routine keeps the operands an early output would overwrite in
-/// registers).
+/// registers). `out` must not be both `a` and `b`: the degree-4 routines
+/// cannot square in place (no caller does; borrowck keeps `b` apart).
 #[inline]
 pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     a: *const i16,
@@ -295,6 +296,10 @@ pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     };
     // The γ of block pair j is ζ[2^(LAYERS-1) + j].
     let gammas = r.tables.zetas[1 << (LAYERS - 1)..].as_ptr();
+    debug_assert!(
+        !(core::ptr::eq(out as *const i16, b) && core::ptr::eq(a, b)),
+        "in-place squaring"
+    );
     let routine = if acc { r.base_mul_acc } else { r.base_mul };
     // SAFETY: the routine reads N coefficients of `a` and `b`, writes N of
     // `out`, reads 2^(LAYERS-1) γ values; callers pass pointers to N-element

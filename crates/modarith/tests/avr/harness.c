@@ -1,8 +1,9 @@
 /* Simulator harness for the AVR NTT routines (built by ../avr_ntt.rs).
  * Request: routine id (0xFF ends), 256 little-endian twiddles, 2 factors
  * for the inverse's last layer, n coefficients. Ids 0-2 forward, 3-5 inverse.
- * Ids 6-8 base multiplication: then also b and out (n each) and the acc flag;
- * the twiddles are the γ table and the first factor is 2^32 mod q.
+ * Ids 6-8 and 12 base multiplication: then also b and out (n each) and a
+ * mode byte (bit 0: accumulate; bit 1: out aliases a; bit 2: out aliases
+ * b); the twiddles are the γ table and the first factor is 2^32 mod q.
  * Id 9 base inversion (q = 769): γ table, 2^32 mod q, a; reply a⁻¹ and the
  * number of non-invertible blocks. Ids 10-12: forward, inverse and base
  * multiplication of Saber's q = 7681 ring (8 layers).
