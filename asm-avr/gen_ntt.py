@@ -296,7 +296,7 @@ def partial_holds(q, c):
 def partial(q):
     """r17:r16 (|x| < span(q)·q) → r17:r16 ≡ x in [−q, q): centre()'s
     quotient estimate without its final compare and shift (12 cycles instead
-    of 21), for a layer that only has to keep the next ones inside 16 bits.
+    of 21): range control between layers, where exactness is not needed.
     Clobbers r0, r1, r20."""
     c = span(q)
     assert partial_holds(q, c)
@@ -315,36 +315,37 @@ def layer_plan(q, n, layers):
     NTT-friendly only) and what follows the butterflies: nothing,
     `partial` (back into [−q, q)) or, after the last layer, `centre`. The
     cheapest plan (reductions and centrings, in cycles a butterfly) whose
-    ranges stay inside centre()'s domain, found exhaustively; when the last
-    two layers are merged (`merge_last_two`), nothing may follow the first."""
-    import itertools
+    ranges stay inside centre()'s domain; when the last two layers are
+    merged (`merge_last_two`), nothing may follow the first. A dynamic
+    programme over (layer, bound), as `inverse_plan`."""
     limit = min(32768, span(q) * q)  # centre()'s domain, and 16 bits
     modes = list(T_COST) if VARIANT == "friendly" else [T_MODE]
-    best = None
-    for plan_modes in itertools.product(modes, repeat=layers):
-        for parts in itertools.product((False, True), repeat=layers - 1):
-            if merge_last_two(n, layers) and parts[-1]:
+
+    @functools.lru_cache(maxsize=None)
+    def best(layer, bound):
+        """(cycles, plan) for layers layer.. entered with |a_i| < bound."""
+        options = []
+        for mode in modes:
+            set_t_mode(mode)
+            out = bound + red_bound(q, bound)
+            if out > limit:
                 continue
-            bound, cost = q, 0  # exclusive bound on |a_i| entering the layer
-            for layer, mode in enumerate(plan_modes):
-                set_t_mode(mode)
-                out = bound + red_bound(q, bound)
-                if out > limit:
-                    break
-                cost += T_COST.get(mode, 0)
-                bound = out
-                if layer == layers - 1:
-                    cost += 42
-                elif parts[layer]:
-                    cost += 24
-                    bound = q + 1
-            else:
-                if best is None or cost < best[0]:
-                    best = (cost, plan_modes, parts + (False,))
-    set_t_mode("unsigned")
-    assert best is not None, q
-    return [(m, "centre" if i == layers - 1 else "partial" if p else None)
-            for i, (m, p) in enumerate(zip(best[1], best[2]))]
+            cost = T_COST.get(mode, 0)
+            if layer == layers - 1:
+                options.append((cost + 42, [(mode, "centre")]))
+                continue
+            for post in (None, "partial"):
+                if post and merge_last_two(n, layers) and layer == layers - 2:
+                    continue
+                rest = best(layer + 1, q + 1 if post else out)
+                if rest:
+                    options.append((cost + (24 if post else 0) + rest[0], [(mode, post)] + rest[1]))
+        set_t_mode("unsigned")
+        return min(options, key=lambda c: c[0]) if options else None
+
+    found = best(0, q)
+    assert found is not None, q
+    return found[1]
 
 
 def set_t_mode(mode):
