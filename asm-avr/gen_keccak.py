@@ -47,7 +47,8 @@ def pi(i):
 # turns it back into COMPLEMENTED. This set (x, y) was found by an
 # exhaustive search over all sets of up to six lanes: it leaves 6 of chi's
 # 25 outputs a round needing a NOT (checked below), against 25 without the
-# transform; the permutation inverts the six lanes on entry and on exit.
+# transform (5 once `shared_inversions` lets two uses share one); the
+# permutation inverts the six lanes on entry and on exit.
 COMPLEMENTED = {(1, 0), (2, 1), (3, 1), (4, 2), (2, 3), (2, 4)}
 
 
@@ -100,6 +101,45 @@ for _y in range(5):
         for _a, _b, _c in [(0x0F, 0x33, 0x55), (0xF0, 0xCC, 0xAA)]:
             assert chi_model(_form, _a ^ _p[0], _b ^ _p[1], _c ^ _p[2]) == (_a ^ (~_b & _c) ^ _po) & 0xFF
 assert sum(_f[1] + _f[4] for _f in (chi_form(x, y, _INVERTED) for x in range(5) for y in range(5))) == 6
+
+def shared_inversions(forms):
+    """A row's chi forms with NOTs shared: where every remaining use of a
+    lane (from some output k on, at least two uses) wants it inverted (as
+    an inverted first operand, or as a with the output inverted after:
+    ~f ^ a = f ^ ~a), the lane's register is inverted once, in place, before
+    output k, and those uses drop their own NOT. Returns the new forms and,
+    per output, the lanes to invert before it."""
+    forms = [list(f) for f in forms]
+    before = {k: [] for k in range(5)}
+    for lane in range(5):
+        uses = []  # (output, which flag of its form would go)
+        for j in range(5):
+            first, inv_first, _, _, inv_after = forms[j]
+            if lane == j:
+                uses.append((j, 4, inv_after))
+            elif lane == (j + 1) % 5:
+                uses.append((j, 1, inv_first) if first == "b" else (j, None, False))
+            elif lane == (j + 2) % 5:
+                uses.append((j, 1, inv_first) if first == "c" else (j, None, False))
+        for k in range(5):
+            rest = [u for u in uses if u[0] >= k]
+            if len(rest) >= 2 and all(wants for _, _, wants in rest):
+                before[k].append(lane)
+                for j, flag, _ in rest:
+                    forms[j][flag] = False
+                break
+    return forms, before
+
+
+for _y in range(5):  # the shared forms compute the same outputs
+    _forms, _before = shared_inversions([chi_form(x, _y, _INVERTED) for x in range(5)])
+    for _vals in [(0x0F, 0x33, 0x55, 0x0F, 0x33), (0xF0, 0xCC, 0xAA, 0x3C, 0x96)]:
+        _regs = list(_vals)
+        for _x in range(5):
+            for _lane in _before[_x]:
+                _regs[_lane] ^= 0xFF
+            _want = chi_model(chi_form(_x, _y, _INVERTED), _vals[_x], _vals[(_x + 1) % 5], _vals[(_x + 2) % 5])
+            assert chi_model(_forms[_x], _regs[_x], _regs[(_x + 1) % 5], _regs[(_x + 2) % 5]) == _want
 
 SET = [[f"r{2 + j}" for j in range(8)], [f"r{10 + j}" for j in range(8)]]
 out = []
@@ -188,7 +228,7 @@ emit("""/* Keccak-f[1600] for AVR (classic AVRe/AVRe+ and AVRxt cores).
  * rho and pi run in place along pi's single 24-cycle with two 8-byte
  * register sets, applying D as each lane is loaded; iota xors the non-zero
  * bytes (0, 1, 3, 7) of the round constant from flash. Six lanes are kept
- * inverted through the rounds (lane complementing: chi then needs 6 NOTs a
+ * inverted through the rounds (lane complementing: chi then needs 5 NOTs a
  * round instead of 25) and inverted back on exit. Every path is
  * straight-line or counts a public loop: the cycle count does not depend on
  * the state.
@@ -309,8 +349,11 @@ c = ["r2", "r3", "r4", "r5", "r6"]
 for y in range(5):
     for x in range(5):
         emit(f"\tldd {a[x]}, Z+{8 * x}")
+    forms, before = shared_inversions([chi_form(x, y, _INVERTED) for x in range(5)])
     for x in range(5):
-        first, inv_first, op, second, inv_after = chi_form(x, y, _INVERTED)
+        for inverted in before[x]:
+            emit(f"\tcom {a[inverted]}\t\t; for all its remaining uses")
+        first, inv_first, op, second, inv_after = forms[x]
         lane = {"b": a[(x + 1) % 5], "c": a[(x + 2) % 5]}
         # a[0] and a[1] are last read by the row's last output, which can
         # therefore work in its first operand's register: no copy.

@@ -10,7 +10,7 @@
  * rho and pi run in place along pi's single 24-cycle with two 8-byte
  * register sets, applying D as each lane is loaded; iota xors the non-zero
  * bytes (0, 1, 3, 7) of the round constant from flash. Six lanes are kept
- * inverted through the rounds (lane complementing: chi then needs 6 NOTs a
+ * inverted through the rounds (lane complementing: chi then needs 5 NOTs a
  * round instead of 25) and inverted back on exit. Every path is
  * straight-line or counts a public loop: the cycle count does not depend on
  * the state.
@@ -1839,15 +1839,14 @@ keccak_f1600_avr:
 	eor r0, r19
 	std Z+0, r0
 	mov r2, r0
+	com r21		; for all its remaining uses
 	mov r0, r21
-	com r0
 	and r0, r22
 	eor r0, r20
 	std Z+8, r0
 	mov r3, r0
 	mov r0, r22
 	or r0, r23
-	com r0
 	eor r0, r21
 	std Z+16, r0
 	mov r4, r0

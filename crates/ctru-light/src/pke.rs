@@ -62,7 +62,7 @@ pub fn compress(sigma: u16, bit: u8) -> u8 {
     let s = sigma + bit as u16 * 385;
     let (s0, s1) = (s & 0xFF, s >> 8);
     let (m0, m1) = (RECIP_Q & 0xFF, RECIP_Q >> 8);
-    let low = s0 * m0 + HALF_Q_SCALED; // ≤ 255·57 + 32723
+    let low = s0 * m0 + HALF_Q_SCALED; // ≤ 255·57 + 32725
     let mid = s1 * m0 + s0 * m1 + (low >> 8); // ≤ 4·57 + 255·85 + 255
     (s1 * m1 + (mid >> 8)) as u8
 }

@@ -1,6 +1,7 @@
 //! The AVR assembly ciphertext compression (`asm-avr/ctru_compress.S`)
 //! against the portable `compress`, in simavr: every σ ∈ [−384, 384] with
-//! both bits, the extremes in every position, random blocks and codewords;
+//! both bits (each in one position of its block), the extremes in every
+//! position, random blocks and codewords;
 //! the ABI, and a data-independent cycle count. Needs avr-gcc and libsimavr
 //! (`cargo xtask setup` installs them).
 
@@ -32,8 +33,9 @@ fn assembly_compression_matches_portable_and_is_constant_time() {
         seed
     };
     let mut cases: Vec<([i16; 8], u8)> = Vec::new();
-    // Every centred value in every position, with both bits (a block of
-    // eight consecutive values, the codeword's bits alternating or not).
+    // Every centred value, with both bits: blocks of eight consecutive
+    // values (each value in one position), the codeword's bits alternating
+    // or not.
     for start in (-384i16..=384).step_by(8) {
         let block = core::array::from_fn(|j| (start + j as i16).min(384));
         for codeword in [0x00, 0xFF, 0x55, 0xAA] {
