@@ -408,7 +408,7 @@ def routine(q, n, layers):
         bound = h + 1 if after == "centre" else q + 1 if after == "partial" else out
         if merge_last_two(n, layers) and layer == layers - 1:
             continue  # emitted with the layer before
-        o += [f"\t; layer {layer}: {groups} groups of {length} butterflies", "\tmovw r28, r24\t\t; Y = a",
+        o += [f"\t; layer {layer}: {groups} groups of {length} butterflies", f"{lab}_in:", "\tmovw r28, r24\t\t; Y = a",
               f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16"]
         if merge_last_two(n, layers) and layer == layers - 2:
             assert after is None  # layer_plan keeps the merged pair's middle free
@@ -467,6 +467,51 @@ def routine(q, n, layers):
     set_t_mode("unsigned")
     o += [f"\tpop {r}" for r in reversed(saved)]
     o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
+    if n == 512:
+        o += small_entry(q, n, name, plan, saved)
+    return o
+
+
+# The small-input forward transform's inputs: |a_i| ≤ SMALL_INPUT (CTRU-Light's
+# f ∈ [−4, 3] even for a malformed key, r and g ∈ [−1, 1]).
+SMALL_INPUT = 4
+
+
+def small_entry(q, n, name, plan, saved):
+    """ntt_fwd_small_q<q>_n<n>: the same transform for inputs |a_i| ≤
+    SMALL_INPUT. Layer 0's products b·ζ are then exact in 16 bits, so it
+    needs no reduction: ζ (the table holds it scaled) is recovered once as
+    reduce(table·1), centred, and each product is two byte products of b's
+    low byte (b fits a signed byte). The routine then joins the main one at
+    layer 1, whose plan assumed a wider layer-0 output than this gives.
+
+        void ntt_fwd_small_q<q>_n<n>(int16_t a[n], const int16_t zetas[]);
+    """
+    h = (q - 1) // 2
+    assert plan[0][1] is None
+    # Layers 1.. of the main plan, entered with this layer 0's bound.
+    bound, limit = SMALL_INPUT + SMALL_INPUT * h + 1, min(32768, span(q) * q)
+    for mode, after in plan[1:]:
+        set_t_mode(mode)
+        bound += red_bound(q, bound)
+        assert bound <= limit
+        bound = h + 1 if after == "centre" else q + 1 if after == "partial" else bound
+    set_t_mode("unsigned")
+    small = name.replace("ntt_fwd_", "ntt_fwd_small_")
+    o = [f"\t.section .text.{small}, \"ax\", @progbits", f"\t.global {small}", f"\t.type {small}, @function", f"{small}:"]
+    o += [f"\tpush {r}" for r in saved]
+    o += ["\tclr r2\t\t\t; zero", f"\tldi r21, {(q - 1) >> 8}\t\t; k", f"\tldi r16, {65536 // q}",
+          "\tmov r5, r16\t\t; floor(2^16/q)", "\tmovw r26, r22\t\t; X = zetas", "\tadiw r26, 2\t\t; zetas[0] is unused",
+          "\tld r18, X+", "\tld r19, X+\t\t; zetas[1], scaled", "\tldi r16, 1", "\tclr r17"]
+    o += mont(q) + ["\tmovw r16, r12"] + centre(q) + ["\t; r23:r22 = ζ, centred"]
+    o += ["\tmovw r28, r24\t\t; Y = a", "\tmovw r30, r24", f"\tsubi r30, lo8(-{n})", f"\tsbci r31, hi8(-{n})\t; Z = Y + n/2",
+          f"\tldi r16, {(n // 2) & 0xFF}", "\tmov r4, r16\t\t; n/2 butterflies (0 counts 256)",
+          f"{small}_b:", "\tld r16, Z\t\t; b's low byte (|b| ≤ 4)", "\tmulsu r16, r22\t\t; b·ζ_lo",
+          "\tmovw r12, r0", "\tmuls r16, r23\t\t; b·ζ_hi", "\tadd r13, r0\t\t; t = b·ζ, exact",
+          "\tld r8, Y", "\tldd r9, Y+1\t\t; a", "\tmovw r6, r8", "\tsub r6, r12", "\tsbc r7, r13\t\t; a − t",
+          "\tadd r8, r12", "\tadc r9, r13\t\t; a + t", "\tst Z+, r6", "\tst Z+, r7", "\tst Y+, r8", "\tst Y+, r9",
+          "\tdec r4", f"\tbrne {small}_b", f"\tjmp {name}_l1_in\t; layers 1.. as the main routine",
+          f"\t.size {small}, .-{small}", ""]
     return o
 
 

@@ -35,6 +35,7 @@ ntt_fwd_q3329_n256:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 128 butterflies
+ntt_fwd_q3329_n256_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -92,6 +93,7 @@ ntt_fwd_q3329_n256_l0_b:
 	rjmp ntt_fwd_q3329_n256_l0_g
 ntt_fwd_q3329_n256_l0_d:
 	; layer 1: 2 groups of 64 butterflies
+ntt_fwd_q3329_n256_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -149,6 +151,7 @@ ntt_fwd_q3329_n256_l1_b:
 	rjmp ntt_fwd_q3329_n256_l1_g
 ntt_fwd_q3329_n256_l1_d:
 	; layer 2: 4 groups of 32 butterflies
+ntt_fwd_q3329_n256_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -206,6 +209,7 @@ ntt_fwd_q3329_n256_l2_b:
 	rjmp ntt_fwd_q3329_n256_l2_g
 ntt_fwd_q3329_n256_l2_d:
 	; layer 3: 8 groups of 16 butterflies
+ntt_fwd_q3329_n256_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -263,6 +267,7 @@ ntt_fwd_q3329_n256_l3_b:
 	rjmp ntt_fwd_q3329_n256_l3_g
 ntt_fwd_q3329_n256_l3_d:
 	; layer 4: 16 groups of 8 butterflies
+ntt_fwd_q3329_n256_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -320,6 +325,7 @@ ntt_fwd_q3329_n256_l4_b:
 	rjmp ntt_fwd_q3329_n256_l4_g
 ntt_fwd_q3329_n256_l4_d:
 	; layer 5: 32 groups of 4 butterflies
+ntt_fwd_q3329_n256_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -480,6 +486,7 @@ ntt_fwd_q3329_n256_l5_g:
 	rjmp ntt_fwd_q3329_n256_l5_g
 ntt_fwd_q3329_n256_l5_d:
 	; layer 6: 64 groups of 2 butterflies
+ntt_fwd_q3329_n256_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -1572,6 +1579,7 @@ ntt_fwd_q769_n512:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 256 butterflies
+ntt_fwd_q769_n512_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -1629,6 +1637,7 @@ ntt_fwd_q769_n512_l0_b:
 	rjmp ntt_fwd_q769_n512_l0_g
 ntt_fwd_q769_n512_l0_d:
 	; layer 1: 2 groups of 128 butterflies
+ntt_fwd_q769_n512_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -1686,6 +1695,7 @@ ntt_fwd_q769_n512_l1_b:
 	rjmp ntt_fwd_q769_n512_l1_g
 ntt_fwd_q769_n512_l1_d:
 	; layer 2: 4 groups of 64 butterflies
+ntt_fwd_q769_n512_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -1743,6 +1753,7 @@ ntt_fwd_q769_n512_l2_b:
 	rjmp ntt_fwd_q769_n512_l2_g
 ntt_fwd_q769_n512_l2_d:
 	; layer 3: 8 groups of 32 butterflies
+ntt_fwd_q769_n512_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -1800,6 +1811,7 @@ ntt_fwd_q769_n512_l3_b:
 	rjmp ntt_fwd_q769_n512_l3_g
 ntt_fwd_q769_n512_l3_d:
 	; layer 4: 16 groups of 16 butterflies
+ntt_fwd_q769_n512_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -1857,6 +1869,7 @@ ntt_fwd_q769_n512_l4_b:
 	rjmp ntt_fwd_q769_n512_l4_g
 ntt_fwd_q769_n512_l4_d:
 	; layer 5: 32 groups of 8 butterflies
+ntt_fwd_q769_n512_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -1914,6 +1927,7 @@ ntt_fwd_q769_n512_l5_b:
 	rjmp ntt_fwd_q769_n512_l5_g
 ntt_fwd_q769_n512_l5_d:
 	; layer 6: 64 groups of 4 butterflies
+ntt_fwd_q769_n512_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -2250,6 +2264,111 @@ ntt_fwd_q769_n512_l6_d:
 	clr r1
 	ret
 	.size ntt_fwd_q769_n512, .-ntt_fwd_q769_n512
+
+	.section .text.ntt_fwd_small_q769_n512, "ax", @progbits
+	.global ntt_fwd_small_q769_n512
+	.type ntt_fwd_small_q769_n512, @function
+ntt_fwd_small_q769_n512:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	clr r2			; zero
+	ldi r21, 3		; k
+	ldi r16, 85
+	mov r5, r16		; floor(2^16/q)
+	movw r26, r22		; X = zetas
+	adiw r26, 2		; zetas[0] is unused
+	ld r18, X+
+	ld r19, X+		; zetas[1], scaled
+	ldi r16, 1
+	clr r17
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	; r23:r22 = ζ, centred
+	movw r28, r24		; Y = a
+	movw r30, r24
+	subi r30, lo8(-512)
+	sbci r31, hi8(-512)	; Z = Y + n/2
+	ldi r16, 0
+	mov r4, r16		; n/2 butterflies (0 counts 256)
+ntt_fwd_small_q769_n512_b:
+	ld r16, Z		; b's low byte (|b| ≤ 4)
+	mulsu r16, r22		; b·ζ_lo
+	movw r12, r0
+	muls r16, r23		; b·ζ_hi
+	add r13, r0		; t = b·ζ, exact
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_small_q769_n512_b
+	jmp ntt_fwd_q769_n512_l1_in	; layers 1.. as the main routine
+	.size ntt_fwd_small_q769_n512, .-ntt_fwd_small_q769_n512
 
 	.section .text.ntt_inv_q769_n512, "ax", @progbits
 	.global ntt_inv_q769_n512
@@ -4319,6 +4438,7 @@ ntt_fwd_q3329_n512:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 256 butterflies
+ntt_fwd_q3329_n512_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -4376,6 +4496,7 @@ ntt_fwd_q3329_n512_l0_b:
 	rjmp ntt_fwd_q3329_n512_l0_g
 ntt_fwd_q3329_n512_l0_d:
 	; layer 1: 2 groups of 128 butterflies
+ntt_fwd_q3329_n512_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -4433,6 +4554,7 @@ ntt_fwd_q3329_n512_l1_b:
 	rjmp ntt_fwd_q3329_n512_l1_g
 ntt_fwd_q3329_n512_l1_d:
 	; layer 2: 4 groups of 64 butterflies
+ntt_fwd_q3329_n512_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -4490,6 +4612,7 @@ ntt_fwd_q3329_n512_l2_b:
 	rjmp ntt_fwd_q3329_n512_l2_g
 ntt_fwd_q3329_n512_l2_d:
 	; layer 3: 8 groups of 32 butterflies
+ntt_fwd_q3329_n512_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -4547,6 +4670,7 @@ ntt_fwd_q3329_n512_l3_b:
 	rjmp ntt_fwd_q3329_n512_l3_g
 ntt_fwd_q3329_n512_l3_d:
 	; layer 4: 16 groups of 16 butterflies
+ntt_fwd_q3329_n512_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -4604,6 +4728,7 @@ ntt_fwd_q3329_n512_l4_b:
 	rjmp ntt_fwd_q3329_n512_l4_g
 ntt_fwd_q3329_n512_l4_d:
 	; layer 5: 32 groups of 8 butterflies
+ntt_fwd_q3329_n512_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -4661,6 +4786,7 @@ ntt_fwd_q3329_n512_l5_b:
 	rjmp ntt_fwd_q3329_n512_l5_g
 ntt_fwd_q3329_n512_l5_d:
 	; layer 6: 64 groups of 4 butterflies
+ntt_fwd_q3329_n512_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -4997,6 +5123,111 @@ ntt_fwd_q3329_n512_l6_d:
 	clr r1
 	ret
 	.size ntt_fwd_q3329_n512, .-ntt_fwd_q3329_n512
+
+	.section .text.ntt_fwd_small_q3329_n512, "ax", @progbits
+	.global ntt_fwd_small_q3329_n512
+	.type ntt_fwd_small_q3329_n512, @function
+ntt_fwd_small_q3329_n512:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	clr r2			; zero
+	ldi r21, 13		; k
+	ldi r16, 19
+	mov r5, r16		; floor(2^16/q)
+	movw r26, r22		; X = zetas
+	adiw r26, 2		; zetas[0] is unused
+	ld r18, X+
+	ld r19, X+		; zetas[1], scaled
+	ldi r16, 1
+	clr r17
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mul r10, r21		; B = t_lo·k
+	mov r20, r11
+	sub r20, r0		; t_hi
+	movw r14, r0
+	mul r20, r21		; A = t_hi·k
+	add r14, r20		; byte 1 of t·q: t_hi + B0, its carry
+	adc r15, r0		; B1 + A0
+	adc r1, r2		; A1
+	sub r12, r15
+	sbc r13, r1		; mont(b·z)
+	movw r16, r12
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	; r23:r22 = ζ, centred
+	movw r28, r24		; Y = a
+	movw r30, r24
+	subi r30, lo8(-512)
+	sbci r31, hi8(-512)	; Z = Y + n/2
+	ldi r16, 0
+	mov r4, r16		; n/2 butterflies (0 counts 256)
+ntt_fwd_small_q3329_n512_b:
+	ld r16, Z		; b's low byte (|b| ≤ 4)
+	mulsu r16, r22		; b·ζ_lo
+	movw r12, r0
+	muls r16, r23		; b·ζ_hi
+	add r13, r0		; t = b·ζ, exact
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_small_q3329_n512_b
+	jmp ntt_fwd_q3329_n512_l1_in	; layers 1.. as the main routine
+	.size ntt_fwd_small_q3329_n512, .-ntt_fwd_small_q3329_n512
 
 	.section .text.ntt_inv_q3329_n512, "ax", @progbits
 	.global ntt_inv_q3329_n512
@@ -7127,6 +7358,7 @@ ntt_fwd_q7681_n256:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 128 butterflies
+ntt_fwd_q7681_n256_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -7189,6 +7421,7 @@ ntt_fwd_q7681_n256_l0_b:
 	rjmp ntt_fwd_q7681_n256_l0_g
 ntt_fwd_q7681_n256_l0_d:
 	; layer 1: 2 groups of 64 butterflies
+ntt_fwd_q7681_n256_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -7246,6 +7479,7 @@ ntt_fwd_q7681_n256_l1_b:
 	rjmp ntt_fwd_q7681_n256_l1_g
 ntt_fwd_q7681_n256_l1_d:
 	; layer 2: 4 groups of 32 butterflies
+ntt_fwd_q7681_n256_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -7308,6 +7542,7 @@ ntt_fwd_q7681_n256_l2_b:
 	rjmp ntt_fwd_q7681_n256_l2_g
 ntt_fwd_q7681_n256_l2_d:
 	; layer 3: 8 groups of 16 butterflies
+ntt_fwd_q7681_n256_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -7393,6 +7628,7 @@ ntt_fwd_q7681_n256_l3_e:
 	rjmp ntt_fwd_q7681_n256_l3_g
 ntt_fwd_q7681_n256_l3_d:
 	; layer 4: 16 groups of 8 butterflies
+ntt_fwd_q7681_n256_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -7455,6 +7691,7 @@ ntt_fwd_q7681_n256_l4_b:
 	rjmp ntt_fwd_q7681_n256_l4_g
 ntt_fwd_q7681_n256_l4_d:
 	; layer 5: 32 groups of 4 butterflies
+ntt_fwd_q7681_n256_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -7615,6 +7852,7 @@ ntt_fwd_q7681_n256_l5_g:
 	rjmp ntt_fwd_q7681_n256_l5_g
 ntt_fwd_q7681_n256_l5_d:
 	; layer 6: 64 groups of 2 butterflies
+ntt_fwd_q7681_n256_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -10603,6 +10841,7 @@ ntt_fwd_q3329_n256_mont:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 128 butterflies
+ntt_fwd_q3329_n256_mont_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -10680,6 +10919,7 @@ ntt_fwd_q3329_n256_mont_l0_b:
 	rjmp ntt_fwd_q3329_n256_mont_l0_g
 ntt_fwd_q3329_n256_mont_l0_d:
 	; layer 1: 2 groups of 64 butterflies
+ntt_fwd_q3329_n256_mont_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -10757,6 +10997,7 @@ ntt_fwd_q3329_n256_mont_l1_b:
 	rjmp ntt_fwd_q3329_n256_mont_l1_g
 ntt_fwd_q3329_n256_mont_l1_d:
 	; layer 2: 4 groups of 32 butterflies
+ntt_fwd_q3329_n256_mont_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -10834,6 +11075,7 @@ ntt_fwd_q3329_n256_mont_l2_b:
 	rjmp ntt_fwd_q3329_n256_mont_l2_g
 ntt_fwd_q3329_n256_mont_l2_d:
 	; layer 3: 8 groups of 16 butterflies
+ntt_fwd_q3329_n256_mont_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -10911,6 +11153,7 @@ ntt_fwd_q3329_n256_mont_l3_b:
 	rjmp ntt_fwd_q3329_n256_mont_l3_g
 ntt_fwd_q3329_n256_mont_l3_d:
 	; layer 4: 16 groups of 8 butterflies
+ntt_fwd_q3329_n256_mont_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -10988,6 +11231,7 @@ ntt_fwd_q3329_n256_mont_l4_b:
 	rjmp ntt_fwd_q3329_n256_mont_l4_g
 ntt_fwd_q3329_n256_mont_l4_d:
 	; layer 5: 32 groups of 4 butterflies
+ntt_fwd_q3329_n256_mont_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -11228,6 +11472,7 @@ ntt_fwd_q3329_n256_mont_l5_g:
 	rjmp ntt_fwd_q3329_n256_mont_l5_g
 ntt_fwd_q3329_n256_mont_l5_d:
 	; layer 6: 64 groups of 2 butterflies
+ntt_fwd_q3329_n256_mont_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -12540,6 +12785,7 @@ ntt_fwd_q769_n512_mont:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 256 butterflies
+ntt_fwd_q769_n512_mont_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -12617,6 +12863,7 @@ ntt_fwd_q769_n512_mont_l0_b:
 	rjmp ntt_fwd_q769_n512_mont_l0_g
 ntt_fwd_q769_n512_mont_l0_d:
 	; layer 1: 2 groups of 128 butterflies
+ntt_fwd_q769_n512_mont_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -12694,6 +12941,7 @@ ntt_fwd_q769_n512_mont_l1_b:
 	rjmp ntt_fwd_q769_n512_mont_l1_g
 ntt_fwd_q769_n512_mont_l1_d:
 	; layer 2: 4 groups of 64 butterflies
+ntt_fwd_q769_n512_mont_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -12771,6 +13019,7 @@ ntt_fwd_q769_n512_mont_l2_b:
 	rjmp ntt_fwd_q769_n512_mont_l2_g
 ntt_fwd_q769_n512_mont_l2_d:
 	; layer 3: 8 groups of 32 butterflies
+ntt_fwd_q769_n512_mont_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -12848,6 +13097,7 @@ ntt_fwd_q769_n512_mont_l3_b:
 	rjmp ntt_fwd_q769_n512_mont_l3_g
 ntt_fwd_q769_n512_mont_l3_d:
 	; layer 4: 16 groups of 16 butterflies
+ntt_fwd_q769_n512_mont_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -12925,6 +13175,7 @@ ntt_fwd_q769_n512_mont_l4_b:
 	rjmp ntt_fwd_q769_n512_mont_l4_g
 ntt_fwd_q769_n512_mont_l4_d:
 	; layer 5: 32 groups of 8 butterflies
+ntt_fwd_q769_n512_mont_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -13002,6 +13253,7 @@ ntt_fwd_q769_n512_mont_l5_b:
 	rjmp ntt_fwd_q769_n512_mont_l5_g
 ntt_fwd_q769_n512_mont_l5_d:
 	; layer 6: 64 groups of 4 butterflies
+ntt_fwd_q769_n512_mont_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -13418,6 +13670,131 @@ ntt_fwd_q769_n512_mont_l6_d:
 	clr r1
 	ret
 	.size ntt_fwd_q769_n512_mont, .-ntt_fwd_q769_n512_mont
+
+	.section .text.ntt_fwd_small_q769_n512_mont, "ax", @progbits
+	.global ntt_fwd_small_q769_n512_mont
+	.type ntt_fwd_small_q769_n512_mont, @function
+ntt_fwd_small_q769_n512_mont:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	clr r2			; zero
+	ldi r21, 3		; k
+	ldi r16, 85
+	mov r5, r16		; floor(2^16/q)
+	movw r26, r22		; X = zetas
+	adiw r26, 2		; zetas[0] is unused
+	ld r18, X+
+	ld r19, X+		; zetas[1], scaled
+	ldi r16, 1
+	clr r17
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(64769)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(64769)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(64769)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(769)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(769)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(769)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(769)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	; r23:r22 = ζ, centred
+	movw r28, r24		; Y = a
+	movw r30, r24
+	subi r30, lo8(-512)
+	sbci r31, hi8(-512)	; Z = Y + n/2
+	ldi r16, 0
+	mov r4, r16		; n/2 butterflies (0 counts 256)
+ntt_fwd_small_q769_n512_mont_b:
+	ld r16, Z		; b's low byte (|b| ≤ 4)
+	mulsu r16, r22		; b·ζ_lo
+	movw r12, r0
+	muls r16, r23		; b·ζ_hi
+	add r13, r0		; t = b·ζ, exact
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_small_q769_n512_mont_b
+	jmp ntt_fwd_q769_n512_mont_l1_in	; layers 1.. as the main routine
+	.size ntt_fwd_small_q769_n512_mont, .-ntt_fwd_small_q769_n512_mont
 
 	.section .text.ntt_inv_q769_n512_mont, "ax", @progbits
 	.global ntt_inv_q769_n512_mont
@@ -15827,6 +16204,7 @@ ntt_fwd_q3329_n512_mont:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 256 butterflies
+ntt_fwd_q3329_n512_mont_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -15904,6 +16282,7 @@ ntt_fwd_q3329_n512_mont_l0_b:
 	rjmp ntt_fwd_q3329_n512_mont_l0_g
 ntt_fwd_q3329_n512_mont_l0_d:
 	; layer 1: 2 groups of 128 butterflies
+ntt_fwd_q3329_n512_mont_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -15981,6 +16360,7 @@ ntt_fwd_q3329_n512_mont_l1_b:
 	rjmp ntt_fwd_q3329_n512_mont_l1_g
 ntt_fwd_q3329_n512_mont_l1_d:
 	; layer 2: 4 groups of 64 butterflies
+ntt_fwd_q3329_n512_mont_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -16058,6 +16438,7 @@ ntt_fwd_q3329_n512_mont_l2_b:
 	rjmp ntt_fwd_q3329_n512_mont_l2_g
 ntt_fwd_q3329_n512_mont_l2_d:
 	; layer 3: 8 groups of 32 butterflies
+ntt_fwd_q3329_n512_mont_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -16135,6 +16516,7 @@ ntt_fwd_q3329_n512_mont_l3_b:
 	rjmp ntt_fwd_q3329_n512_mont_l3_g
 ntt_fwd_q3329_n512_mont_l3_d:
 	; layer 4: 16 groups of 16 butterflies
+ntt_fwd_q3329_n512_mont_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -16212,6 +16594,7 @@ ntt_fwd_q3329_n512_mont_l4_b:
 	rjmp ntt_fwd_q3329_n512_mont_l4_g
 ntt_fwd_q3329_n512_mont_l4_d:
 	; layer 5: 32 groups of 8 butterflies
+ntt_fwd_q3329_n512_mont_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -16289,6 +16672,7 @@ ntt_fwd_q3329_n512_mont_l5_b:
 	rjmp ntt_fwd_q3329_n512_mont_l5_g
 ntt_fwd_q3329_n512_mont_l5_d:
 	; layer 6: 64 groups of 4 butterflies
+ntt_fwd_q3329_n512_mont_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -16705,6 +17089,131 @@ ntt_fwd_q3329_n512_mont_l6_d:
 	clr r1
 	ret
 	.size ntt_fwd_q3329_n512_mont, .-ntt_fwd_q3329_n512_mont
+
+	.section .text.ntt_fwd_small_q3329_n512_mont, "ax", @progbits
+	.global ntt_fwd_small_q3329_n512_mont
+	.type ntt_fwd_small_q3329_n512_mont, @function
+ntt_fwd_small_q3329_n512_mont:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	clr r2			; zero
+	ldi r21, 13		; k
+	ldi r16, 19
+	mov r5, r16		; floor(2^16/q)
+	movw r26, r22		; X = zetas
+	adiw r26, 2		; zetas[0] is unused
+	ld r18, X+
+	ld r19, X+		; zetas[1], scaled
+	ldi r16, 1
+	clr r17
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, lo8(62209)
+	mul r10, r22		; p0·qi0
+	movw r16, r0		; t_lo, partial t_hi
+	ldi r22, hi8(62209)
+	mul r10, r22
+	add r17, r0
+	ldi r22, lo8(62209)
+	mul r11, r22
+	add r17, r0		; t = r17:r16
+	ldi r22, lo8(3329)
+	mul r16, r22		; t_lo·q_lo (low byte = p0)
+	mov r14, r1
+	ldi r22, hi8(3329)
+	mul r16, r22		; t_lo·q_hi
+	add r14, r0
+	mov r15, r1
+	adc r15, r2
+	clr r20
+	ldi r22, lo8(3329)
+	mulsu r17, r22		; t_hi·q_lo (signed)
+	sbc r22, r22		; its sign
+	add r14, r0
+	adc r15, r1
+	adc r20, r22
+	ldi r22, hi8(3329)
+	mulsu r17, r22		; t_hi·q_hi (signed)
+	add r15, r0
+	adc r20, r1
+	sub r12, r15
+	sbc r13, r20		; mont(p)
+	movw r16, r12
+	subi r16, lo8(-31625)
+	sbci r17, hi8(-31625)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(3329)
+	sbci r23, hi8(3329)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(3329)
+	andi r17, hi8(3329)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(1664)
+	sbci r23, hi8(1664)
+	; r23:r22 = ζ, centred
+	movw r28, r24		; Y = a
+	movw r30, r24
+	subi r30, lo8(-512)
+	sbci r31, hi8(-512)	; Z = Y + n/2
+	ldi r16, 0
+	mov r4, r16		; n/2 butterflies (0 counts 256)
+ntt_fwd_small_q3329_n512_mont_b:
+	ld r16, Z		; b's low byte (|b| ≤ 4)
+	mulsu r16, r22		; b·ζ_lo
+	movw r12, r0
+	muls r16, r23		; b·ζ_hi
+	add r13, r0		; t = b·ζ, exact
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_small_q3329_n512_mont_b
+	jmp ntt_fwd_q3329_n512_mont_l1_in	; layers 1.. as the main routine
+	.size ntt_fwd_small_q3329_n512_mont, .-ntt_fwd_small_q3329_n512_mont
 
 	.section .text.ntt_inv_q3329_n512_mont, "ax", @progbits
 	.global ntt_inv_q3329_n512_mont
@@ -19175,6 +19684,7 @@ ntt_fwd_q7681_n256_mont:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 128 butterflies
+ntt_fwd_q7681_n256_mont_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -19252,6 +19762,7 @@ ntt_fwd_q7681_n256_mont_l0_b:
 	rjmp ntt_fwd_q7681_n256_mont_l0_g
 ntt_fwd_q7681_n256_mont_l0_d:
 	; layer 1: 2 groups of 64 butterflies
+ntt_fwd_q7681_n256_mont_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -19329,6 +19840,7 @@ ntt_fwd_q7681_n256_mont_l1_b:
 	rjmp ntt_fwd_q7681_n256_mont_l1_g
 ntt_fwd_q7681_n256_mont_l1_d:
 	; layer 2: 4 groups of 32 butterflies
+ntt_fwd_q7681_n256_mont_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -19406,6 +19918,7 @@ ntt_fwd_q7681_n256_mont_l2_b:
 	rjmp ntt_fwd_q7681_n256_mont_l2_g
 ntt_fwd_q7681_n256_mont_l2_d:
 	; layer 3: 8 groups of 16 butterflies
+ntt_fwd_q7681_n256_mont_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -19506,6 +20019,7 @@ ntt_fwd_q7681_n256_mont_l3_e:
 	rjmp ntt_fwd_q7681_n256_mont_l3_g
 ntt_fwd_q7681_n256_mont_l3_d:
 	; layer 4: 16 groups of 8 butterflies
+ntt_fwd_q7681_n256_mont_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -19583,6 +20097,7 @@ ntt_fwd_q7681_n256_mont_l4_b:
 	rjmp ntt_fwd_q7681_n256_mont_l4_g
 ntt_fwd_q7681_n256_mont_l4_d:
 	; layer 5: 32 groups of 4 butterflies
+ntt_fwd_q7681_n256_mont_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -19823,6 +20338,7 @@ ntt_fwd_q7681_n256_mont_l5_g:
 	rjmp ntt_fwd_q7681_n256_mont_l5_g
 ntt_fwd_q7681_n256_mont_l5_d:
 	; layer 6: 64 groups of 2 butterflies
+ntt_fwd_q7681_n256_mont_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -24018,6 +24534,7 @@ ntt_fwd_q769_n512_kred2x:
 	movw r26, r22		; X = zetas
 	adiw r26, 2		; zetas[0] is unused
 	; layer 0: 1 groups of 256 butterflies
+ntt_fwd_q769_n512_kred2x_l0_in:
 	movw r28, r24		; Y = a
 	ldi r16, 1
 	mov r3, r16
@@ -24073,6 +24590,7 @@ ntt_fwd_q769_n512_kred2x_l0_b:
 	rjmp ntt_fwd_q769_n512_kred2x_l0_g
 ntt_fwd_q769_n512_kred2x_l0_d:
 	; layer 1: 2 groups of 128 butterflies
+ntt_fwd_q769_n512_kred2x_l1_in:
 	movw r28, r24		; Y = a
 	ldi r16, 2
 	mov r3, r16
@@ -24128,6 +24646,7 @@ ntt_fwd_q769_n512_kred2x_l1_b:
 	rjmp ntt_fwd_q769_n512_kred2x_l1_g
 ntt_fwd_q769_n512_kred2x_l1_d:
 	; layer 2: 4 groups of 64 butterflies
+ntt_fwd_q769_n512_kred2x_l2_in:
 	movw r28, r24		; Y = a
 	ldi r16, 4
 	mov r3, r16
@@ -24183,6 +24702,7 @@ ntt_fwd_q769_n512_kred2x_l2_b:
 	rjmp ntt_fwd_q769_n512_kred2x_l2_g
 ntt_fwd_q769_n512_kred2x_l2_d:
 	; layer 3: 8 groups of 32 butterflies
+ntt_fwd_q769_n512_kred2x_l3_in:
 	movw r28, r24		; Y = a
 	ldi r16, 8
 	mov r3, r16
@@ -24238,6 +24758,7 @@ ntt_fwd_q769_n512_kred2x_l3_b:
 	rjmp ntt_fwd_q769_n512_kred2x_l3_g
 ntt_fwd_q769_n512_kred2x_l3_d:
 	; layer 4: 16 groups of 16 butterflies
+ntt_fwd_q769_n512_kred2x_l4_in:
 	movw r28, r24		; Y = a
 	ldi r16, 16
 	mov r3, r16
@@ -24293,6 +24814,7 @@ ntt_fwd_q769_n512_kred2x_l4_b:
 	rjmp ntt_fwd_q769_n512_kred2x_l4_g
 ntt_fwd_q769_n512_kred2x_l4_d:
 	; layer 5: 32 groups of 8 butterflies
+ntt_fwd_q769_n512_kred2x_l5_in:
 	movw r28, r24		; Y = a
 	ldi r16, 32
 	mov r3, r16
@@ -24348,6 +24870,7 @@ ntt_fwd_q769_n512_kred2x_l5_b:
 	rjmp ntt_fwd_q769_n512_kred2x_l5_g
 ntt_fwd_q769_n512_kred2x_l5_d:
 	; layer 6: 64 groups of 4 butterflies
+ntt_fwd_q769_n512_kred2x_l6_in:
 	movw r28, r24		; Y = a
 	ldi r16, 64
 	mov r3, r16
@@ -24676,6 +25199,109 @@ ntt_fwd_q769_n512_kred2x_l6_d:
 	clr r1
 	ret
 	.size ntt_fwd_q769_n512_kred2x, .-ntt_fwd_q769_n512_kred2x
+
+	.section .text.ntt_fwd_small_q769_n512_kred2x, "ax", @progbits
+	.global ntt_fwd_small_q769_n512_kred2x
+	.type ntt_fwd_small_q769_n512_kred2x, @function
+ntt_fwd_small_q769_n512_kred2x:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	clr r2			; zero
+	ldi r21, 3		; k
+	ldi r16, 85
+	mov r5, r16		; floor(2^16/q)
+	movw r26, r22		; X = zetas
+	adiw r26, 2		; zetas[0] is unused
+	ld r18, X+
+	ld r19, X+		; zetas[1], scaled
+	ldi r16, 1
+	clr r17
+	muls r17, r19
+	movw r12, r0
+	mul r16, r18
+	movw r10, r0
+	mulsu r17, r18
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	mulsu r19, r16
+	sbc r13, r2
+	add r11, r0
+	adc r12, r1
+	adc r13, r2
+	ldi r22, 9
+	mul r10, r22		; k²·C0
+	add r12, r0
+	adc r13, r1
+	ldi r22, 3
+	mul r11, r22		; k·C1
+	sub r12, r0
+	sbc r13, r1		; k²·C0 − k·C1 + C2
+	movw r16, r12
+	subi r16, lo8(-32682)
+	sbci r17, hi8(-32682)
+	mul r17, r5
+	mov r20, r1		; t
+	mul r20, r21
+	sub r17, r0
+	sub r16, r20
+	sbc r17, r2		; a' − t·q ∈ [0, 2q)
+	movw r22, r16
+	subi r22, lo8(769)
+	sbci r23, hi8(769)
+	sbc r16, r16		; all ones if a' − t·q < q
+	mov r17, r16
+	andi r16, lo8(769)
+	andi r17, hi8(769)
+	add r22, r16
+	adc r23, r17
+	subi r22, lo8(384)
+	sbci r23, hi8(384)
+	; r23:r22 = ζ, centred
+	movw r28, r24		; Y = a
+	movw r30, r24
+	subi r30, lo8(-512)
+	sbci r31, hi8(-512)	; Z = Y + n/2
+	ldi r16, 0
+	mov r4, r16		; n/2 butterflies (0 counts 256)
+ntt_fwd_small_q769_n512_kred2x_b:
+	ld r16, Z		; b's low byte (|b| ≤ 4)
+	mulsu r16, r22		; b·ζ_lo
+	movw r12, r0
+	muls r16, r23		; b·ζ_hi
+	add r13, r0		; t = b·ζ, exact
+	ld r8, Y
+	ldd r9, Y+1		; a
+	movw r6, r8
+	sub r6, r12
+	sbc r7, r13		; a − t
+	add r8, r12
+	adc r9, r13		; a + t
+	st Z+, r6
+	st Z+, r7
+	st Y+, r8
+	st Y+, r9
+	dec r4
+	brne ntt_fwd_small_q769_n512_kred2x_b
+	jmp ntt_fwd_q769_n512_kred2x_l1_in	; layers 1.. as the main routine
+	.size ntt_fwd_small_q769_n512_kred2x, .-ntt_fwd_small_q769_n512_kred2x
 
 	.section .text.ntt_inv_q769_n512_kred2x, "ax", @progbits
 	.global ntt_inv_q769_n512_kred2x

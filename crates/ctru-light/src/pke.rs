@@ -27,11 +27,11 @@ pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke:
     }
     f[0] += 1;
     pack_sk(&f, sk_pke);
-    Ring769::<A>::forward(&mut f);
+    Ring769::<A>::forward_small(&mut f); // |f_i| ≤ 3
     let invertible = Ring769::<A>::base_inv(&mut f);
     let mut g = [0i16; N];
     cbd1(g_coins, &mut g);
-    Ring769::<A>::forward(&mut g);
+    Ring769::<A>::forward_small(&mut g); // |g_i| ≤ 1
     Ring769::<A>::base_mul_assign(&mut g, &f);
     Ring769::<A>::inverse(&mut g);
     for x in g.iter_mut() {
@@ -109,7 +109,7 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
         *x = Q769::center_fixup(*x); // raw 10-bit values (< 1024 ≤ q + (q−1)/2) may be ≥ q
     }
     Ring769::<A>::forward(&mut sigma);
-    Ring769::<A>::forward(r);
+    Ring769::<A>::forward_small(r); // |r_i| ≤ 1
     Ring769::<A>::base_mul_assign(&mut sigma, r);
     Ring769::<A>::inverse(&mut sigma);
     // E8 bits block by block: no 512-byte bit buffer. σ is centred.
@@ -134,7 +134,7 @@ macro_rules! product_mod {
             *a = c as i8 as i16;
         }
         <$ring>::forward($acc);
-        <$ring>::forward($f);
+        <$ring>::forward_small($f); // |f_i| ≤ 4, even from a malformed key
         <$ring>::base_mul_assign($acc, $f);
         <$ring>::inverse($acc);
     }};

@@ -25,7 +25,9 @@ extern "C" {
     fn crt_lift_block_q769_q3329(packed: *const u8, w: *const i16, out: *mut u8, inv_r: i16);
     fn ntt_fwd_q3329_n256(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q769_n512(a: *mut i16, zetas: *const i16);
+    fn ntt_fwd_small_q769_n512(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q3329_n512(a: *mut i16, zetas: *const i16);
+    fn ntt_fwd_small_q3329_n512(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q3329_n256(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_inv_q769_n512(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_inv_q3329_n512(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
@@ -41,7 +43,9 @@ extern "C" {
     fn ntt_basemul_acc_q7681_n256(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_fwd_q3329_n256_mont(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q769_n512_mont(a: *mut i16, zetas: *const i16);
+    fn ntt_fwd_small_q769_n512_mont(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q3329_n512_mont(a: *mut i16, zetas: *const i16);
+    fn ntt_fwd_small_q3329_n512_mont(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q3329_n256_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_inv_q769_n512_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_inv_q3329_n512_mont(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
@@ -77,6 +81,7 @@ extern "C" {
         acc: u8,
     );
     fn ntt_fwd_q769_n512_kred2x(a: *mut i16, zetas: *const i16);
+    fn ntt_fwd_small_q769_n512_kred2x(a: *mut i16, zetas: *const i16);
     fn ntt_inv_q769_n512_kred2x(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
     fn ntt_basemul_q769_n512_kred2x(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
     fn ntt_basemul_acc_q769_n512_kred2x(
@@ -96,6 +101,9 @@ extern "C" {
 /// the flag.
 struct Routines {
     forward: Forward,
+    /// The forward transform for inputs |a_i| ≤ [`crate::ntt::SMALL_INPUT`]
+    /// (its first layer without reductions; n = 512 rings, else `forward`).
+    forward_small: Forward,
     inverse: Inverse,
     base_mul: BaseMul,
     base_mul_acc: BaseMul,
@@ -192,10 +200,12 @@ fn asm_variant<R: Reduction>() -> Option<(u16, Variant)> {
 }
 
 macro_rules! routines {
-    ($($name:ident = $forward:ident, $inverse:ident, $base_mul:ident, $base_mul_acc:ident, $tables:ident;)*) => {
+    ($($name:ident = $forward:ident, $forward_small:ident, $inverse:ident, $base_mul:ident, $base_mul_acc:ident,
+        $tables:ident;)*) => {
         $(
             static $name: Routines = Routines {
                 forward: $forward,
+                forward_small: $forward_small,
                 inverse: $inverse,
                 base_mul: $base_mul,
                 base_mul_acc: $base_mul_acc,
@@ -206,23 +216,23 @@ macro_rules! routines {
 }
 
 routines! {
-    Q3329_N256_FRIENDLY_ASM = ntt_fwd_q3329_n256, ntt_inv_q3329_n256, ntt_basemul_q3329_n256, ntt_basemul_q3329_n256,
+    Q3329_N256_FRIENDLY_ASM = ntt_fwd_q3329_n256, ntt_fwd_q3329_n256, ntt_inv_q3329_n256, ntt_basemul_q3329_n256, ntt_basemul_q3329_n256,
         Q3329_N256;
-    Q3329_N256_PLAIN_ASM = ntt_fwd_q3329_n256_mont, ntt_inv_q3329_n256_mont, ntt_basemul_q3329_n256_mont,
+    Q3329_N256_PLAIN_ASM = ntt_fwd_q3329_n256_mont, ntt_fwd_q3329_n256_mont, ntt_inv_q3329_n256_mont, ntt_basemul_q3329_n256_mont,
         ntt_basemul_q3329_n256_mont, Q3329_N256;
-    Q769_N512_FRIENDLY_ASM = ntt_fwd_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, ntt_basemul_acc_q769_n512,
+    Q769_N512_FRIENDLY_ASM = ntt_fwd_q769_n512, ntt_fwd_small_q769_n512, ntt_inv_q769_n512, ntt_basemul_q769_n512, ntt_basemul_acc_q769_n512,
         Q769_N512;
-    Q769_N512_PLAIN_ASM = ntt_fwd_q769_n512_mont, ntt_inv_q769_n512_mont, ntt_basemul_q769_n512_mont,
+    Q769_N512_PLAIN_ASM = ntt_fwd_q769_n512_mont, ntt_fwd_small_q769_n512_mont, ntt_inv_q769_n512_mont, ntt_basemul_q769_n512_mont,
         ntt_basemul_acc_q769_n512_mont, Q769_N512;
-    Q769_N512_KRED2X_ASM = ntt_fwd_q769_n512_kred2x, ntt_inv_q769_n512_kred2x, ntt_basemul_q769_n512_kred2x,
+    Q769_N512_KRED2X_ASM = ntt_fwd_q769_n512_kred2x, ntt_fwd_small_q769_n512_kred2x, ntt_inv_q769_n512_kred2x, ntt_basemul_q769_n512_kred2x,
         ntt_basemul_acc_q769_n512_kred2x, Q769_N512_KRED2X;
-    Q3329_N512_FRIENDLY_ASM = ntt_fwd_q3329_n512, ntt_inv_q3329_n512, ntt_basemul_q3329_n512,
+    Q3329_N512_FRIENDLY_ASM = ntt_fwd_q3329_n512, ntt_fwd_small_q3329_n512, ntt_inv_q3329_n512, ntt_basemul_q3329_n512,
         ntt_basemul_acc_q3329_n512, Q3329_N512;
-    Q3329_N512_PLAIN_ASM = ntt_fwd_q3329_n512_mont, ntt_inv_q3329_n512_mont, ntt_basemul_q3329_n512_mont,
+    Q3329_N512_PLAIN_ASM = ntt_fwd_q3329_n512_mont, ntt_fwd_small_q3329_n512_mont, ntt_inv_q3329_n512_mont, ntt_basemul_q3329_n512_mont,
         ntt_basemul_acc_q3329_n512_mont, Q3329_N512;
-    Q7681_N256_FRIENDLY_ASM = ntt_fwd_q7681_n256, ntt_inv_q7681_n256, ntt_basemul_q7681_n256,
+    Q7681_N256_FRIENDLY_ASM = ntt_fwd_q7681_n256, ntt_fwd_q7681_n256, ntt_inv_q7681_n256, ntt_basemul_q7681_n256,
         ntt_basemul_acc_q7681_n256, Q7681_N256;
-    Q7681_N256_PLAIN_ASM = ntt_fwd_q7681_n256_mont, ntt_inv_q7681_n256_mont, ntt_basemul_q7681_n256_mont,
+    Q7681_N256_PLAIN_ASM = ntt_fwd_q7681_n256_mont, ntt_fwd_q7681_n256_mont, ntt_inv_q7681_n256_mont, ntt_basemul_q7681_n256_mont,
         ntt_basemul_acc_q7681_n256_mont, Q7681_N256;
 }
 
@@ -252,13 +262,30 @@ fn routines<R: Reduction, const N: usize, const LAYERS: u32>() -> Option<&'stati
 /// Runs the assembly forward NTT when this ring has one; false otherwise.
 #[inline]
 pub(crate) fn forward<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> bool {
+    forward_by::<R, N, LAYERS>(a, |r| r.forward)
+}
+
+/// Runs the assembly forward NTT for inputs |a_i| ≤ [`crate::ntt::SMALL_INPUT`]
+/// when this ring has one; false otherwise.
+#[inline]
+pub(crate) fn forward_small<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> bool {
+    forward_by::<R, N, LAYERS>(a, |r| r.forward_small)
+}
+
+/// The forward routine `pick` chooses, run on `a`.
+#[inline(always)]
+fn forward_by<R: Reduction, const N: usize, const LAYERS: u32>(
+    a: &mut [i16; N],
+    pick: impl Fn(&Routines) -> Forward,
+) -> bool {
     let Some(r) = routines::<R, N, LAYERS>() else {
         return false;
     };
-    // SAFETY: the routine transforms exactly N coefficients in place and
-    // reads the 2^LAYERS twiddles of `zetas`; it follows the avr-gcc ABI
-    // (tests/avr_ntt.rs checks it in simavr).
-    unsafe { (r.forward)(a.as_mut_ptr(), r.tables.zetas.as_ptr()) };
+    // SAFETY: both forward routines transform exactly N coefficients in
+    // place and read the 2^LAYERS twiddles of `zetas`; they follow the
+    // avr-gcc ABI (tests/avr_ntt.rs checks them in simavr, the small one on
+    // inputs up to SMALL_INPUT, which `Ntt::forward_small` requires).
+    unsafe { pick(r)(a.as_mut_ptr(), r.tables.zetas.as_ptr()) };
     true
 }
 

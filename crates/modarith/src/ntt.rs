@@ -29,6 +29,12 @@ use crate::reduce::Reduction;
 /// Largest twiddle table any ring needs (2^8 entries).
 pub const MAX_TWIDDLES: usize = 256;
 
+/// The largest |a_i| [`Ntt::forward_small`] accepts: CTRU-Light's f ∈ [−4, 3]
+/// (even from a malformed key), r and g ∈ [−1, 1]. `asm-avr/gen_ntt.py`
+/// proves its ranges for this bound (its `SMALL_INPUT`; a test checks the two
+/// agree).
+pub const SMALL_INPUT: i16 = 4;
+
 const fn bit_reverse(mut k: usize, bits: u32) -> usize {
     let mut r = 0;
     let mut i = 0;
@@ -136,6 +142,21 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
         for x in a.iter_mut() {
             *x = <Q<R>>::center(*x);
         }
+    }
+
+    /// [`Self::forward`] for a polynomial with small coefficients, |a_i| ≤
+    /// [`SMALL_INPUT`] (CBD samples, ternary-derived keys): the same output.
+    /// On AVR the n = 512 rings run a first layer without reductions (its
+    /// products are exact in 16 bits); a larger coefficient there gives a
+    /// wrong result, as |a_i| ≥ q does for [`Self::forward`] (checked in
+    /// debug builds).
+    pub fn forward_small(a: &mut [i16; N]) {
+        debug_assert!(a.iter().all(|x| x.unsigned_abs() <= SMALL_INPUT as u16));
+        #[cfg(ntt_asm)]
+        if crate::asm::forward_small::<R, N, LAYERS>(a) {
+            return;
+        }
+        Self::forward(a)
     }
 
     /// Forward NTT in place (normal order in, blocks in bit-reversed order out).

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use avr_sim::{windows, Sim};
+use modarith::ntt::SMALL_INPUT;
 use modarith::{KRed2x, Modulus, Montgomery, Ntt, NttFriendlyMontgomery, Reduction, Q3329, Q7681, Q769};
 
 mod common;
@@ -209,13 +210,32 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
     };
     let last = Ntt::<R, N, L>::INVERSE_LAST_LAYER;
     let mut rng = Rng::new(seed);
-    let mut inputs: Vec<[i16; N]> = vec![[(q - 1) as i16; N], [1 - q as i16; N], [0; N]];
-    if q == 7681 && !inverse {
+    // Ids 13, 14: the small-input forward transforms, |a_i| ≤ SMALL_INPUT.
+    let small = matches!(id & 0x0F, 13 | 14);
+    let mut inputs: Vec<[i16; N]> = if small {
+        let s = SMALL_INPUT;
+        vec![
+            [s; N],
+            [-s; N],
+            core::array::from_fn(|i| if i % 2 == 0 { s } else { -s }),
+            [0; N],
+        ]
+    } else {
+        vec![[(q - 1) as i16; N], [1 - q as i16; N], [0; N]]
+    };
+    if small {
+        let span = 2 * SMALL_INPUT as u64 + 1;
+        inputs.extend(
+            (0..TRANSFORM_CASES).map(|_| core::array::from_fn(|_| (rng.next_u64() % span) as i16 - SMALL_INPUT)),
+        );
+    } else if q == 7681 && !inverse {
         // Breaks the routine unless a middle layer centres its outputs.
         let growth = q7681_growth_input();
         inputs.push(core::array::from_fn(|i| growth[i % 256]));
     }
-    inputs.extend((0..TRANSFORM_CASES).map(|_| rng.poly::<N>(q)));
+    if !small {
+        inputs.extend((0..TRANSFORM_CASES).map(|_| rng.poly::<N>(q)));
+    }
     for (n, input) in inputs.iter().enumerate() {
         let mut request = vec![id];
         request.extend(zetas.iter().flat_map(|z| z.to_le_bytes()));
@@ -282,6 +302,8 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
         (10, run_ring::<F7681, 256, 8>(&mut sim, 10, 11)),
         (11, run_ring::<F7681, 256, 8>(&mut sim, 11, 12)),
         (12, run_base_mul::<F7681, 256, 8>(&mut sim, 12, 13)),
+        (13, run_ring::<F769, 512, 7>(&mut sim, 13, 14)),
+        (14, run_ring::<F3329, 512, 7>(&mut sim, 14, 15)),
         (PLAIN, run_ring::<P3329, 256, 7>(&mut sim, PLAIN, 21)),
         (PLAIN | 1, run_ring::<P769, 512, 7>(&mut sim, PLAIN | 1, 22)),
         (PLAIN | 2, run_ring::<P3329, 512, 7>(&mut sim, PLAIN | 2, 23)),
@@ -295,13 +317,16 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
         (PLAIN | 10, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 10, 31)),
         (PLAIN | 11, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 11, 32)),
         (PLAIN | 12, run_base_mul::<P7681, 256, 8>(&mut sim, PLAIN | 12, 33)),
+        (PLAIN | 13, run_ring::<P769, 512, 7>(&mut sim, PLAIN | 13, 34)),
+        (PLAIN | 14, run_ring::<P3329, 512, 7>(&mut sim, PLAIN | 14, 35)),
         (KRED2X | 1, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 1, 42)),
         (KRED2X | 4, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 4, 45)),
+        (KRED2X | 13, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 13, 46)),
         (KRED2X | 7, run_base_mul::<K769, 512, 7>(&mut sim, KRED2X | 7, 48)),
         (KRED2X | 9, run_base_inv::<K769>(&mut sim, KRED2X | 9)),
     ] {
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
-        const NAMES: [&str; 13] = [
+        const NAMES: [&str; 15] = [
             "forward q3329 n256",
             "forward q769 n512",
             "forward q3329 n512",
@@ -315,6 +340,8 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
             "forward q7681 n256",
             "inverse q7681 n256",
             "base_mul q7681 n256",
+            "forward_small q769 n512",
+            "forward_small q3329 n512",
         ];
         let variant = match id & 0x30 {
             PLAIN => "plain Montgomery",
@@ -330,6 +357,18 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
     }
     sim.send(&[0xFF]);
     sim.run_to_exit(1_000_000).expect("harness stops");
+}
+
+/// The generator proves the small-input transforms' ranges for the bound
+/// the Rust side documents.
+#[test]
+fn small_input_bound_agrees_with_the_generator() {
+    let gen = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr/gen_ntt.py");
+    let text = std::fs::read_to_string(gen).expect("gen_ntt.py");
+    assert!(
+        text.contains(&format!("\nSMALL_INPUT = {SMALL_INPUT}\n")),
+        "SMALL_INPUT differs"
+    );
 }
 
 /// The committed assembly is exactly what its generator prints.

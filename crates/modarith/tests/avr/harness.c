@@ -6,7 +6,9 @@
  * b); the twiddles are the γ table and the first factor is 2^32 mod q.
  * Id 9 base inversion (q = 769): γ table, 2^32 mod q, a; reply a⁻¹ and the
  * number of non-invertible blocks. Ids 10-12: forward, inverse and base
- * multiplication of Saber's q = 7681 ring (8 layers).
+ * multiplication of Saber's q = 7681 ring (8 layers). Ids 13, 14: the
+ * small-input forward transforms (ntt_fwd_small_…) of q = 769 and q = 3329,
+ * n = 512.
  * Id | 0x10: the same routine in plain Montgomery arithmetic (_mont);
  * id | 0x20: in K-RED2X arithmetic (_kred2x, q = 769 only: ids 1, 4, 7, 9).
  * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
@@ -17,6 +19,8 @@
 	extern void ntt_fwd_q3329_n256##V(int16_t *a, const int16_t *zetas); \
 	extern void ntt_fwd_q769_n512##V(int16_t *a, const int16_t *zetas); \
 	extern void ntt_fwd_q3329_n512##V(int16_t *a, const int16_t *zetas); \
+	extern void ntt_fwd_small_q769_n512##V(int16_t *a, const int16_t *zetas); \
+	extern void ntt_fwd_small_q3329_n512##V(int16_t *a, const int16_t *zetas); \
 	extern void ntt_inv_q3329_n256##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
 	extern void ntt_inv_q769_n512##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
 	extern void ntt_inv_q3329_n512##V(int16_t *a, const int16_t *zetas_inv, const int16_t *last); \
@@ -33,6 +37,7 @@
 DECLARE()
 DECLARE(_mont)
 extern void ntt_fwd_q769_n512_kred2x(int16_t *a, const int16_t *zetas);
+extern void ntt_fwd_small_q769_n512_kred2x(int16_t *a, const int16_t *zetas);
 extern void ntt_inv_q769_n512_kred2x(int16_t *a, const int16_t *zetas_inv, const int16_t *last);
 extern void ntt_basemul_q769_n512_kred2x(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
 extern void ntt_basemul_acc_q769_n512_kred2x(const int16_t *a, const int16_t *b, int16_t *out, const int16_t *g, int16_t s2, uint8_t acc);
@@ -54,7 +59,9 @@ extern uint8_t ntt_baseinv_q769_n512_kred2x(int16_t *a, const int16_t *g, int16_
 	case 9: zero_norms = ntt_baseinv_q769_n512##V(poly, zetas, last[0]); break; \
 	case 10: ntt_fwd_q7681_n256##V(poly, zetas); break; \
 	case 11: ntt_inv_q7681_n256##V(poly, zetas, last); break; \
-	default: (add ? ntt_basemul_acc_q7681_n256##V : ntt_basemul_q7681_n256##V)(poly, poly_b, dst, zetas, last[0], add); break; \
+	case 12: (add ? ntt_basemul_acc_q7681_n256##V : ntt_basemul_q7681_n256##V)(poly, poly_b, dst, zetas, last[0], add); break; \
+	case 13: ntt_fwd_small_q769_n512##V(poly, zetas); break; \
+	default: ntt_fwd_small_q3329_n512##V(poly, zetas); break; \
 	}
 
 static int16_t zetas[256];
@@ -78,9 +85,10 @@ int main(void)
 		uint8_t id = get();
 		uint8_t variant = id & 0x30;
 		id &= 0x0F;
-		if (id > 12 || variant == 0x30 || (variant == 0x20 && id != 1 && id != 4 && id != 7 && id != 9))
+		if (id > 14 || variant == 0x30 ||
+		    (variant == 0x20 && id != 1 && id != 4 && id != 7 && id != 9 && id != 13))
 			break;
-		uint16_t n = id >= 10 || (id % 3 == 0 && id != 9) ? 256 : 512;
+		uint16_t n = id >= 13 ? 512 : id >= 10 || (id % 3 == 0 && id != 9) ? 256 : 512;
 		uint8_t is_base_mul = (id >= 6 && id <= 8) || id == 12;
 		uint8_t zero_norms = 0;
 		read16(zetas, 256);
@@ -98,7 +106,7 @@ int main(void)
 		int16_t *dst = acc & 2 ? poly : acc & 4 ? poly_b : poly_out;
 		uint8_t add = acc & 1;
 		__asm__ volatile("" : "+r"(dst), "+r"(add) : : "memory");
-		uint8_t marker = 1 + id + (variant >> 4) * 13;
+		uint8_t marker = 1 + id + (variant >> 4) * 15;
 		GPIOR0 = marker;
 		if (variant == 0) {
 			DISPATCH()
@@ -109,6 +117,7 @@ int main(void)
 			case 1: ntt_fwd_q769_n512_kred2x(poly, zetas); break;
 			case 4: ntt_inv_q769_n512_kred2x(poly, zetas, last); break;
 			case 7: (add ? ntt_basemul_acc_q769_n512_kred2x : ntt_basemul_q769_n512_kred2x)(poly, poly_b, dst, zetas, last[0], add); break;
+			case 13: ntt_fwd_small_q769_n512_kred2x(poly, zetas); break;
 			default: zero_norms = ntt_baseinv_q769_n512_kred2x(poly, zetas, last[0]); break;
 			}
 		}
