@@ -106,13 +106,25 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
     let mut sigma = [0i16; N];
     unpack10(pk, &mut sigma);
     for x in sigma.iter_mut() {
-        *x = Q769::center_fixup(*x); // raw 10-bit values (< 1024 ≤ q + (q−1)/2) may be ≥ q
+        // A raw 10-bit value (< 1024 < 2q) may be ≥ q: one masked
+        // subtraction puts it in [0, q), the forward NTT's input range.
+        *x -= Q as i16 & modarith::negative_mask_i16(Q as i16 - 1 - *x);
     }
     Ring769::<A>::forward(&mut sigma);
     Ring769::<A>::forward_small(r); // |r_i| ≤ 1
     Ring769::<A>::base_mul_assign(&mut sigma, r);
     Ring769::<A>::inverse(&mut sigma);
-    // E8 bits block by block: no 512-byte bit buffer. σ is centred.
+    emit_ciphertext(&sigma, m, sink);
+    sigma.wipe();
+    r.wipe();
+}
+
+/// The ciphertext from the centred σ, block by block with the E8 bits of m
+/// (no 512-byte bit buffer). Not inlined: in a frame of its own the block
+/// buffer is within reach of the AVR's 6-bit displacements; beside σ's
+/// kilobyte every access to it cost a frame-pointer adjustment.
+#[inline(never)]
+fn emit_ciphertext(sigma: &[i16; N], m: &[u8; 32], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut block = [0u8; 8];
     for (b, s) in sigma.chunks_exact(8).enumerate() {
         if let Ok(s) = s.try_into() {
@@ -123,8 +135,6 @@ pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], 
         }
     }
     block.wipe();
-    sigma.wipe();
-    r.wipe();
 }
 
 /// c·f mod q in the ring `R`, into `acc` (c centred from the ciphertext bytes).
