@@ -50,11 +50,14 @@ def span(q):
     return c
 
 
-def centring_holds(q, c):
-    """centre() with span c is exact on every |x| < c·q (exhaustive)."""
-    k, h, m = (q - 1) >> 8, (q - 1) // 2, 65536 // q
+def centring_holds(q, c, shift=None):
+    """centre() with span c is exact on every |x| < c·q (exhaustive): its
+    quotient estimate of a' = x + shift + c·q (shift (q−1)/2; partial()
+    uses 0) stays a byte product and leaves a' − t·q ∈ [0, 2q)."""
+    k, m = (q - 1) >> 8, 65536 // q
+    shift = (q - 1) // 2 if shift is None else shift
     for a in range(max(-c * q + 1, -32768), min(c * q, 32768)):
-        ap = a + h + c * q
+        ap = a + shift + c * q
         if not 0 <= ap < 65536:
             return False
         t = ((ap >> 8) * m) >> 8
@@ -280,26 +283,13 @@ def red_bound(q, b, z=None):
 OUT_OF_RANGE = 1 << 30
 
 
-def partial_holds(q, c):
-    """partial() with span c leaves every |x| < c·q in [−q, q) (exhaustive)."""
-    k, m = (q - 1) >> 8, 65536 // q
-    for a in range(max(-c * q + 1, -32768), min(c * q, 32768)):
-        ap = a + c * q
-        if not 0 <= ap < 65536:
-            return False
-        t = ((ap >> 8) * m) >> 8
-        if t * k > 255 or not 0 <= ap - t * q < 2 * q:
-            return False
-    return True
-
-
 def partial(q):
     """r17:r16 (|x| < span(q)·q) → r17:r16 ≡ x in [−q, q): centre()'s
     quotient estimate without its final compare and shift (12 cycles instead
     of 21): range control between layers, where exactness is not needed.
     Clobbers r0, r1, r20."""
     c = span(q)
-    assert partial_holds(q, c)
+    assert centring_holds(q, c, 0)  # y ∈ [0, 2q), so y − q ∈ [−q, q)
     return [f"\tsubi r16, lo8(-{c * q})", f"\tsbci r17, hi8(-{c * q})", "\tmul r17, r5", "\tmov r20, r1\t\t; t",
             "\tmul r20, r21", "\tsub r17, r0", "\tsub r16, r20", "\tsbc r17, r2\t\t; y ∈ [0, 2q)",
             f"\tsubi r16, lo8({q})", f"\tsbci r17, hi8({q})\t; y − q ∈ [−q, q)"]
