@@ -1,10 +1,15 @@
-//! On AVR, assembles the E8 decoder and the ciphertext compression of
-//! `asm-avr/` and sets `cfg(ctru_asm)`; elsewhere the portable code is used.
+//! On AVR, assembles the E8 decoder, the ciphertext compression and the
+//! base case of decryption's product of `asm-avr/` and sets `cfg(ctru_asm)`;
+//! elsewhere the portable code is used.
 
 fn main() {
     avr_asm_build::assemble(
         "ctru_asm",
         "ctru_avr",
-        &["../../asm-avr/e8_decode.S", "../../asm-avr/ctru_compress.S"],
+        &[
+            "../../asm-avr/e8_decode.S",
+            "../../asm-avr/ctru_compress.S",
+            "../../asm-avr/ctru_mul.S",
+        ],
     );
 }

@@ -796,13 +796,15 @@ fn kem_summary(records: &[Record]) -> String {
              not included). Published: CTRU-Light paper artifact (avr-gcc 14.1 -O3, ATmega1284p).\n\
              Our Kyber512-r3 is compared with their Kyber512 (round 3); ML-KEM-512 is shown beside\n\
              the same row.\n\n\
-             Variants (CTRU-Light; they never change an output byte): `montgomery-opt` is\n\
+             Variants (CTRU-Light; they never change an output byte) choose the reduction of the\n\
+             q = 769 NTT (key generation, encryption, re-encryption): `montgomery-opt` is\n\
              NTT-friendly Montgomery (q = k·2^8 + 1, so the products by q⁻¹ and q are products by\n\
-             the small k: two byte products per reduction) in both rings, assembly; `montgomery` is\n\
+             the small k: two byte products per reduction), assembly; `montgomery` is\n\
              plain Montgomery (general 16-bit q⁻¹ and q: seven byte products), assembly;\n\
-             `kred2x` is K-RED2X for 769 (k²·C0 − k·C1 + C2, two byte products, no 2^16 scaling),\n\
-             assembly, with NTT-friendly Montgomery assembly for 3329. `default` (Kyber, LightSaber) is NTT-friendly Montgomery\n\
-             assembly. Twiddle tables are in SRAM (`.data`) on the 1284p, in flash on the 4808.\n\n\
+             `kred2x` is K-RED2X (k²·C0 − k·C1 + C2, two byte products, no 2^16 scaling),\n\
+             assembly. Decryption's c·f is the same in all three: Karatsuba modulo q2 = 256 with a\n\
+             32×32 assembly base case (the paper lifts two NTT products mod 769 and 3329 by CRT).\n\
+             `default` (Kyber, LightSaber) is NTT-friendly Montgomery assembly. Twiddle tables are in SRAM (`.data`) on the 1284p, in flash on the 4808.\n\n\
              | MCU | scheme | variant | keygen k | encaps k | decaps k | stack K/E/D | code B | published row | pub. k K/E/D | pub. stack K/E/D | pub. code | ratio K/E/D |\n\
              |---|---|---|---:|---:|---:|---|---:|---|---|---|---:|---|\n",
         );

@@ -223,7 +223,7 @@ mod tests {
                 bytes(&mut m);
                 bytes(&mut c);
                 let ct = hazmat::pke_encrypt::<Kred2x>(&pk, &m, &c);
-                let w = hazmat::pke_decrypt_product::<Kred2x>(&sk, &ct);
+                let w = hazmat::pke_decrypt_product(&sk, &ct);
                 let bits = hazmat::e8_bits(&m);
                 for (x, b) in w.iter().zip(bits.iter()) {
                     counts[x.wrapping_sub(b.wrapping_mul(128)) as usize] += 1;

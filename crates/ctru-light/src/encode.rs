@@ -38,17 +38,18 @@ pub fn pack_sk(f: &[i16; N], out: &mut [u8; SK_PKE_BYTES]) {
     pack_bits(3, N, out, |i| (3 - f[i]) as u16);
 }
 
-/// UnpackSK (§2): f_i = 3 − v_i. Returns whether every v_i ≤ 5 (computed
-/// without an early exit: the values are secret).
+/// UnpackSK (§2): f_i = 3 − v_i, modulo 256 (decryption's ring; f_i ∈
+/// [−4, 3] is the byte's value as i8). Returns whether every v_i ≤ 5
+/// (computed without an early exit: the values are secret).
 ///
 /// Eight values from three bytes a turn, in 8-bit arithmetic (the generic
 /// unpacking works on 32-bit windows); a short input takes the generic
 /// path, whose missing bytes read as zero.
-pub fn unpack_sk(sk: &[u8], f: &mut [i16; N]) -> bool {
+pub fn unpack_sk(sk: &[u8], f: &mut [u8; N]) -> bool {
     let mut bad = 0i16;
-    let mut put = |slot: &mut i16, v: u8| {
+    let mut put = |slot: &mut u8, v: u8| {
         bad |= (5 - v as i16) >> 15;
-        *slot = 3 - v as i16;
+        *slot = 3u8.wrapping_sub(v);
     };
     if sk.len() < SK_PKE_BYTES {
         unpack_bits(3, N, sk, |i, v| put(&mut f[i], v as u8));
@@ -277,9 +278,9 @@ mod tests {
         let f: [i16; N] = core::array::from_fn(|i| [-2, 0, 2, -1, 1, 3][i % 6]);
         let mut sk = [0u8; SK_PKE_BYTES];
         pack_sk(&f, &mut sk);
-        let mut fb = [0i16; N];
+        let mut fb = [0u8; N];
         assert!(unpack_sk(&sk, &mut fb));
-        assert_eq!(fb, f);
+        assert_eq!(fb.map(|x| x as i8 as i16), f);
         sk[0] |= 7; // v_0 = 7 > 5
         assert!(!unpack_sk(&sk, &mut fb));
     }
@@ -301,18 +302,18 @@ mod tests {
                     _ => *x as u8,
                 }
             };
-            let (mut fast, mut generic) = ([0i16; N], [0i16; N]);
+            let (mut fast, mut generic) = ([0u8; N], [0u8; N]);
             let sk: [u8; SK_PKE_BYTES] = core::array::from_fn(|_| byte(&mut x));
             let mut want_ok = true;
             unpack_bits(3, N, &sk, |i, v| {
-                generic[i] = 3 - v as i16;
+                generic[i] = 3u8.wrapping_sub(v as u8);
                 want_ok &= v <= 5;
             });
             assert_eq!(unpack_sk(&sk, &mut fast), want_ok, "round {round}");
             assert_eq!(fast, generic, "round {round}");
         }
-        let mut short = [7i16; N];
+        let mut short = [7u8; N];
         assert!(unpack_sk(&[0x05], &mut short)); // v_0 = 5, then zeros (v = 0)
-        assert_eq!(short[..3], [-2, 3, 3]);
+        assert_eq!(short[..3], [0xFE, 3, 3]);
     }
 }

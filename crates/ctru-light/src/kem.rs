@@ -70,7 +70,7 @@ impl<B: Backend> PublicKey<B> {
 /// the embedded public key reduced.
 pub(crate) fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
     let bytes = exact_ref::<SK_BYTES>(bytes)?;
-    let mut f = [0i16; crate::params::N];
+    let mut f = [0u8; crate::params::N];
     let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f);
     f.wipe();
     if !f_ok {
@@ -284,7 +284,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
         let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
         let mut m = [0u8; 32];
-        let _ = pke::decrypt::<A>(sk_pke, ct, &mut m);
+        let _ = pke::decrypt(sk_pke, ct, &mut m);
         let ss = Self::reencrypt_select(rest, ct, &m);
         m.wipe();
         ss
@@ -353,9 +353,9 @@ pub mod hazmat {
 
     /// The exact decryption product w = c·f mod 256 that PKE.Dec decodes
     /// (for noise measurements).
-    pub fn pke_decrypt_product<A: Arithmetic>(sk_pke: &[u8; SK_PKE_BYTES], ct: &[u8; CT_BYTES]) -> [u8; CT_BYTES] {
+    pub fn pke_decrypt_product(sk_pke: &[u8; SK_PKE_BYTES], ct: &[u8; CT_BYTES]) -> [u8; CT_BYTES] {
         let mut w = [0u8; CT_BYTES];
-        let _ = pke::product_blocks::<A>(sk_pke, ct, |b, block| w[8 * b..8 * b + 8].copy_from_slice(block));
+        let _ = pke::product_blocks(sk_pke, ct, |b, block| w[8 * b..8 * b + 8].copy_from_slice(block));
         w
     }
 
@@ -364,10 +364,10 @@ pub mod hazmat {
         core::array::from_fn(|k| (crate::encode::e8_codeword(m, k >> 3) >> (k & 7)) & 1)
     }
 
-    /// PKE.Dec.
-    pub fn pke_decrypt<A: Arithmetic>(sk_pke: &[u8; SK_PKE_BYTES], ct: &[u8; CT_BYTES]) -> [u8; 32] {
+    /// PKE.Dec (the same in every arithmetic: its product is taken mod 256).
+    pub fn pke_decrypt(sk_pke: &[u8; SK_PKE_BYTES], ct: &[u8; CT_BYTES]) -> [u8; 32] {
         let mut m = [0u8; 32];
-        let _ = pke::decrypt::<A>(sk_pke, ct, &mut m);
+        let _ = pke::decrypt(sk_pke, ct, &mut m);
         m
     }
 }

@@ -33,6 +33,7 @@ pub mod arith;
 mod avr;
 mod encode;
 pub mod kem;
+mod mul256;
 pub mod params;
 mod pke;
 pub mod symmetric;
@@ -45,6 +46,8 @@ pub use encode::e8_decode_block_portable;
 pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
 /// The portable ciphertext compression of one block, the reference the AVR
 /// assembly is tested against (`tests/avr_compress.rs`); not part of the KEM API.
+#[doc(hidden)]
+pub use mul256::leaf_product_portable;
 #[doc(hidden)]
 pub use pke::compress_block_portable;
 pub use symmetric::{Ascon, Backend, Sha3};

@@ -1,18 +1,14 @@
 //! The CTRU-Light PKE (definition §3).
 
-use kem_common::{pack_bits, CiphertextSink, Wipe};
-use modarith::crt::{crt_bound_holds, lift_block_769_3329, PACKED_BLOCK_BYTES};
+use kem_common::{CiphertextSink, Wipe};
 use modarith::{Modulus, Q769};
 use subtle::Choice;
 
-use crate::arith::{Arithmetic, Ring3329, Ring769};
+use crate::arith::{Arithmetic, Ring769};
+use crate::mul256;
 
 use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10, unpack_sk};
 use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
-
-// Decryption lifts c·f exactly: |c_i| ≤ 128 and |f_i| ≤ 4 even for a
-// malformed secret key (3-bit values 6 and 7), over 512 terms.
-const _: () = assert!(crt_bound_holds(128 * 4 * N as u32, 769, 3329));
 
 /// PKE.KeyGen (§3) from 256 coin bytes. Writes pk and sk_pke; returns
 /// whether f was invertible (decided in constant time by modarith). Not
@@ -137,66 +133,38 @@ fn emit_ciphertext(sigma: &[i16; N], m: &[u8; 32], sink: &mut CiphertextSink<CT_
     block.wipe();
 }
 
-/// c·f mod q in the ring `R`, into `acc` (c centred from the ciphertext bytes).
-macro_rules! product_mod {
-    ($ring:ty, $ct:expr, $f:expr, $acc:expr) => {{
-        for (a, &c) in $acc.iter_mut().zip($ct.iter()) {
-            *a = c as i8 as i16;
-        }
-        <$ring>::forward($acc);
-        <$ring>::forward_small($f); // |f_i| ≤ 4, even from a malformed key
-        <$ring>::base_mul_assign($acc, $f);
-        <$ring>::inverse($acc);
-    }};
-}
-
-/// w = c·f in Z_256[x]/(x^512 + 1), exactly, by NTTs mod 769 and mod 3329
-/// and a CRT lift; `sink(b, block)` receives each 8-coefficient block.
-/// Returns false if sk_pke holds a 3-bit value above 5.
+/// w = c·f in Z_256[x]/(x^512 + 1), exactly ([`crate::mul256`]);
+/// `sink(b, block)` receives each 8-coefficient block. Returns false if
+/// sk_pke holds a 3-bit value above 5.
 #[inline(never)]
-pub fn product_blocks<A: Arithmetic>(
-    sk_pke: &[u8],
-    ct: &[u8; CT_BYTES],
-    mut sink: impl FnMut(usize, &[u8; 8]),
-) -> bool {
-    let mut w = [0i16; N];
-    let mut w769 = [0u8; PK_BYTES]; // 512 ten-bit values, as a public key packs them
-    let valid = products::<A>(sk_pke, ct, &mut w, &mut w769);
-    let mut block = [0u8; 8];
-    // Eight values a block: 10 packed bytes mod 769, 8 centred values mod 3329.
-    for (b, (packed, w)) in w769.chunks_exact(PACKED_BLOCK_BYTES).zip(w.chunks_exact(8)).enumerate() {
-        if let (Ok(packed), Ok(w)) = (packed.try_into(), w.try_into()) {
-            lift_block_769_3329(packed, w, &mut block);
+pub fn product_blocks(sk_pke: &[u8], ct: &[u8; CT_BYTES], mut sink: impl FnMut(usize, &[u8; 8])) -> bool {
+    let mut w = [0u8; N];
+    let valid = product(sk_pke, ct, &mut w);
+    for (b, block) in w.chunks_exact(8).enumerate() {
+        if let Ok(block) = block.try_into() {
+            sink(b, block);
         }
-        sink(b, &block);
     }
-    block.wipe();
     w.wipe();
-    w769.wipe();
     valid
 }
 
-/// c·f mod 3329 into `w` and mod 769, packed in 10-bit values, into `w769`:
-/// the product mod 769 waits packed while the buffers are reused for the
-/// product mod 3329. Not inlined, so f is off the stack before the lift
-/// and the E8 decoding run: two polynomials at a time, never three.
+/// w = c·f mod 256. Not inlined, so f and the product's scratch are off
+/// the stack before the E8 decoding runs.
 #[inline(never)]
-fn products<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], w: &mut [i16; N], w769: &mut [u8; PK_BYTES]) -> bool {
-    let mut f = [0i16; N];
-    let mut valid = unpack_sk(sk_pke, &mut f);
-    product_mod!(Ring769<A>, ct, &mut f, w);
-    pack_bits(10, N, w769, |i| (w[i] + Q769::HALF) as u16);
-    valid &= unpack_sk(sk_pke, &mut f);
-    product_mod!(Ring3329<A>, ct, &mut f, w);
+fn product(sk_pke: &[u8], ct: &[u8; CT_BYTES], w: &mut [u8; N]) -> bool {
+    let mut f = [0u8; N];
+    let valid = unpack_sk(sk_pke, &mut f);
+    mul256::mul_negacyclic(ct, &mut f, w);
     f.wipe();
     valid
 }
 
 /// PKE.Dec (§3): E8-decode each block of w = c·f. Returns false (with m
 /// still computed) if sk_pke holds a 3-bit value above 5.
-pub fn decrypt<A: Arithmetic>(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
+pub fn decrypt(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
     m.fill(0);
-    product_blocks::<A>(sk_pke, ct, |b, block| {
+    product_blocks(sk_pke, ct, |b, block| {
         m[b >> 1] |= e8_decode_block(block) << (4 * (b & 1))
     })
 }

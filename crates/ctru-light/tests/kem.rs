@@ -23,10 +23,7 @@ fn arithmetic_variants_agree_and_pke_round_trips() {
         let ct = hazmat::pke_encrypt::<Kred2x>(&pk, &m, &enc_coins);
         assert_eq!(ct, hazmat::pke_encrypt::<MontgomeryOpt>(&pk, &m, &enc_coins));
         assert_eq!(ct, hazmat::pke_encrypt::<MontgomeryPlain>(&pk, &m, &enc_coins));
-        let back = hazmat::pke_decrypt::<Kred2x>(&sk, &ct);
-        assert_eq!(back, hazmat::pke_decrypt::<MontgomeryOpt>(&sk, &ct));
-        assert_eq!(back, hazmat::pke_decrypt::<MontgomeryPlain>(&sk, &ct));
-        assert_eq!(back, m);
+        assert_eq!(hazmat::pke_decrypt(&sk, &ct), m);
         round_trips += 1;
     }
     assert_eq!(round_trips, 40);
