@@ -22,7 +22,6 @@ type Inverse = unsafe extern "C" fn(a: *mut i16, zetas_inv: *const i16, last_lay
 type BaseMul = unsafe extern "C" fn(a: *const i16, b: *const i16, out: *mut i16, gammas: *const i16, s2: i16, acc: u8);
 
 extern "C" {
-    fn crt_lift_block_q769_q3329(packed: *const u8, w: *const i16, out: *mut u8, inv_r: i16);
     fn ntt_fwd_q3329_n256(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_q769_n512(a: *mut i16, zetas: *const i16);
     fn ntt_fwd_small_q769_n512(a: *mut i16, zetas: *const i16);
@@ -354,12 +353,4 @@ pub(crate) fn base_inv<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut 
     // SAFETY: inverts the 128 blocks of 4 coefficients of `a` in place,
     // reading 64 γ values; avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).
     Some(unsafe { routine(a.as_mut_ptr(), t.zetas[64..].as_ptr(), t.s2) })
-}
-
-/// `crate::crt::lift_block_769_3329` in assembly.
-#[inline]
-pub(crate) fn crt_lift_block_769_3329(packed: &[u8; 10], w: &[i16; 8], out: &mut [u8; 8], inv_r: i16) {
-    // SAFETY: reads the 10 bytes of `packed` and 8 values of `w`, writes the
-    // 8 bytes of `out`; avr-gcc ABI (tested in simavr).
-    unsafe { crt_lift_block_q769_q3329(packed.as_ptr(), w.as_ptr(), out.as_mut_ptr(), inv_r) }
 }

@@ -1,12 +1,11 @@
 //! Chinese remaindering of two NTT results into the exact signed integer.
 //!
-//! Saber (q1 = 3329, q2 = 7681) and CTRU-Light decryption (q1 = 769,
-//! q2 = 3329) multiply in two NTT rings and need the true product
-//! coefficient, which is known to satisfy |x| < q1·q2 / 2. The schemes assert
-//! their worst case with [`crt_bound_holds`] in a `const` block.
+//! Saber (q1 = 3329, q2 = 7681) multiplies in two NTT rings and needs the
+//! true product coefficient, which is known to satisfy |x| < q1·q2 / 2. A
+//! scheme asserts its worst case with [`crt_bound_holds`] in a `const` block.
 
 use crate::consts::prescale;
-use crate::modulus::{Modulus, Q3329, Q769};
+use crate::modulus::Modulus;
 use crate::reduce::montgomery;
 
 pub use crate::consts::crt_inverse;
@@ -44,44 +43,4 @@ pub fn crt_lift_centred<M1: Modulus, M2: Modulus>(r1: i16, r2: i16) -> i32 {
     let inv_r = const { prescale(crt_inverse(M1::Q, M2::Q) as u32, M2::R_MOD_Q, M2::Q) };
     let u = M2::center_fixup(montgomery::<M2>((r2 - r1) as i32 * inv_r as i32));
     r1 as i32 + M1::Q as i32 * u as i32
-}
-
-/// Packed bytes of one block of [`lift_block_769_3329`]: eight 10-bit values.
-pub const PACKED_BLOCK_BYTES: usize = 10;
-
-/// The low bytes of the CRT lifts of eight values x_i with |x_i| ≤
-/// 1,280,000 (CTRU-Light's decryption product, §3): x_i mod 769 comes
-/// packed as 10-bit values x_i mod 769 + 384 ∈ [0, 768] (a little-endian
-/// bit stream, 10 bytes, the layout of a packed public key), x_i mod 3329
-/// centred in `w`; `out_i` = x_i mod 256. Since 769 ≡ 1 (mod 256), the lift
-/// r1 + 769·u needs only r1 + u. On AVR one assembly routine per block
-/// (`crt_lift_block_q769_q3329`, tested against this function's portable
-/// path in simavr), elsewhere [`crt_lift_centred`] per value.
-#[inline]
-pub fn lift_block_769_3329(packed: &[u8; PACKED_BLOCK_BYTES], w: &[i16; 8], out: &mut [u8; 8]) {
-    #[cfg(ntt_asm)]
-    crate::asm::crt_lift_block_769_3329(packed, w, out, LIFT_769_3329_INV_R);
-    #[cfg(not(ntt_asm))]
-    lift_block_769_3329_portable(packed, w, out);
-}
-
-/// 769⁻¹·2^16 mod 3329, centred: the Montgomery factor of the lift (the
-/// assembly takes it as an argument; its test passes this constant too).
-pub const LIFT_769_3329_INV_R: i16 = prescale(crt_inverse(769, 3329) as u32, Q3329::R_MOD_Q, Q3329::Q);
-
-/// The portable [`lift_block_769_3329`] (the reference of the assembly).
-pub fn lift_block_769_3329_portable(packed: &[u8; PACKED_BLOCK_BYTES], w: &[i16; 8], out: &mut [u8; 8]) {
-    let mut bits = 0u32;
-    let mut have = 0;
-    let mut next = packed.iter();
-    for (o, &r2) in out.iter_mut().zip(w.iter()) {
-        while have < 10 {
-            bits |= (*next.next().unwrap_or(&0) as u32) << have;
-            have += 8;
-        }
-        let r1 = (bits & 0x3FF) as i16 - Q769::HALF;
-        bits >>= 10;
-        have -= 10;
-        *o = crt_lift_centred::<Q769, Q3329>(r1, r2) as u8;
-    }
 }
