@@ -465,3 +465,525 @@ ctru_mul32_group_clear:
 	ret
 	.size ctru_mul32_avr, .-ctru_mul32_avr
 
+	.section .text.ctru_kara_combine32_avr, "ax", @progbits
+	.global ctru_kara_combine32_avr
+	.type ctru_kara_combine32_avr, @function
+ctru_kara_combine32_avr:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r28
+	push r29
+	movw r30, r24
+	subi r30, lo8(-32)
+	sbci r31, hi8(-32)
+	movw r28, r22		; Z = &L1[0], Y = &M0[0]
+	ldi r26, 4
+ctru_kara_combine32_avr_loop:
+	ld r18, Z+		; L1
+	ld r19, Z+		; L1
+	ld r20, Z+		; L1
+	ld r21, Z+		; L1
+	ld r22, Z+		; L1
+	ld r23, Z+		; L1
+	ld r24, Z+		; L1
+	ld r25, Z+		; L1
+	subi r30, lo8(-24)
+	sbci r31, hi8(-24)
+	ld r0, Z+		; H0
+	sub r18, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r19, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r20, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r21, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r22, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r23, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r24, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r25, r0		; T = L1 − H0
+	subi r30, lo8(72)
+	sbci r31, hi8(72)
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r2, r18
+	add r2, r0
+	sub r2, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r3, r19
+	add r3, r0
+	sub r3, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r4, r20
+	add r4, r0
+	sub r4, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r5, r21
+	add r5, r0
+	sub r5, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r6, r22
+	add r6, r0
+	sub r6, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r7, r23
+	add r7, r0
+	sub r7, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r8, r24
+	add r8, r0
+	sub r8, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r9, r25
+	add r9, r0
+	sub r9, r1		; L1 ← T + M0 − L0
+	subi r30, lo8(-24)
+	sbci r31, hi8(-24)
+	st Z+, r2
+	st Z+, r3
+	st Z+, r4
+	st Z+, r5
+	st Z+, r6
+	st Z+, r7
+	st Z+, r8
+	st Z+, r9
+	subi r28, lo8(-24)
+	sbci r29, hi8(-24)
+	subi r30, lo8(-56)
+	sbci r31, hi8(-56)
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r18
+	mov r2, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r19
+	mov r3, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r20
+	mov r4, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r21
+	mov r5, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r22
+	mov r6, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r23
+	mov r7, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r24
+	mov r8, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r25
+	mov r9, r0		; H0 ← M1 − H1 − T
+	subi r30, lo8(40)
+	sbci r31, hi8(40)
+	st Z+, r2
+	st Z+, r3
+	st Z+, r4
+	st Z+, r5
+	st Z+, r6
+	st Z+, r7
+	st Z+, r8
+	st Z+, r9
+	subi r28, lo8(32)
+	sbci r29, hi8(32)
+	subi r30, lo8(32)
+	sbci r31, hi8(32)
+	dec r26
+	breq ctru_kara_combine32_avr_end
+	rjmp ctru_kara_combine32_avr_loop
+ctru_kara_combine32_avr_end:
+	pop r29
+	pop r28
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ctru_kara_combine32_avr, .-ctru_kara_combine32_avr
+
+	.section .text.ctru_kara_combine64_avr, "ax", @progbits
+	.global ctru_kara_combine64_avr
+	.type ctru_kara_combine64_avr, @function
+ctru_kara_combine64_avr:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r28
+	push r29
+	movw r30, r24
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	movw r28, r22		; Z = &L1[0], Y = &M0[0]
+	ldi r26, 8
+ctru_kara_combine64_avr_loop:
+	ld r18, Z+		; L1
+	ld r19, Z+		; L1
+	ld r20, Z+		; L1
+	ld r21, Z+		; L1
+	ld r22, Z+		; L1
+	ld r23, Z+		; L1
+	ld r24, Z+		; L1
+	ld r25, Z+		; L1
+	subi r30, lo8(-56)
+	sbci r31, hi8(-56)
+	ld r0, Z+		; H0
+	sub r18, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r19, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r20, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r21, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r22, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r23, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r24, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r25, r0		; T = L1 − H0
+	subi r30, lo8(136)
+	sbci r31, hi8(136)
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r2, r18
+	add r2, r0
+	sub r2, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r3, r19
+	add r3, r0
+	sub r3, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r4, r20
+	add r4, r0
+	sub r4, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r5, r21
+	add r5, r0
+	sub r5, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r6, r22
+	add r6, r0
+	sub r6, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r7, r23
+	add r7, r0
+	sub r7, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r8, r24
+	add r8, r0
+	sub r8, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r9, r25
+	add r9, r0
+	sub r9, r1		; L1 ← T + M0 − L0
+	subi r30, lo8(-56)
+	sbci r31, hi8(-56)
+	st Z+, r2
+	st Z+, r3
+	st Z+, r4
+	st Z+, r5
+	st Z+, r6
+	st Z+, r7
+	st Z+, r8
+	st Z+, r9
+	subi r28, lo8(-56)
+	sbci r29, hi8(-56)
+	subi r30, lo8(-120)
+	sbci r31, hi8(-120)
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r18
+	mov r2, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r19
+	mov r3, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r20
+	mov r4, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r21
+	mov r5, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r22
+	mov r6, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r23
+	mov r7, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r24
+	mov r8, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r25
+	mov r9, r0		; H0 ← M1 − H1 − T
+	subi r30, lo8(72)
+	sbci r31, hi8(72)
+	st Z+, r2
+	st Z+, r3
+	st Z+, r4
+	st Z+, r5
+	st Z+, r6
+	st Z+, r7
+	st Z+, r8
+	st Z+, r9
+	subi r28, lo8(64)
+	sbci r29, hi8(64)
+	subi r30, lo8(64)
+	sbci r31, hi8(64)
+	dec r26
+	breq ctru_kara_combine64_avr_end
+	rjmp ctru_kara_combine64_avr_loop
+ctru_kara_combine64_avr_end:
+	pop r29
+	pop r28
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ctru_kara_combine64_avr, .-ctru_kara_combine64_avr
+
+	.section .text.ctru_kara_combine128_avr, "ax", @progbits
+	.global ctru_kara_combine128_avr
+	.type ctru_kara_combine128_avr, @function
+ctru_kara_combine128_avr:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r28
+	push r29
+	movw r30, r24
+	subi r30, lo8(-128)
+	sbci r31, hi8(-128)
+	movw r28, r22		; Z = &L1[0], Y = &M0[0]
+	ldi r26, 16
+ctru_kara_combine128_avr_loop:
+	ld r18, Z+		; L1
+	ld r19, Z+		; L1
+	ld r20, Z+		; L1
+	ld r21, Z+		; L1
+	ld r22, Z+		; L1
+	ld r23, Z+		; L1
+	ld r24, Z+		; L1
+	ld r25, Z+		; L1
+	subi r30, lo8(-120)
+	sbci r31, hi8(-120)
+	ld r0, Z+		; H0
+	sub r18, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r19, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r20, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r21, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r22, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r23, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r24, r0		; T = L1 − H0
+	ld r0, Z+		; H0
+	sub r25, r0		; T = L1 − H0
+	subi r30, lo8(264)
+	sbci r31, hi8(264)
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r2, r18
+	add r2, r0
+	sub r2, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r3, r19
+	add r3, r0
+	sub r3, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r4, r20
+	add r4, r0
+	sub r4, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r5, r21
+	add r5, r0
+	sub r5, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r6, r22
+	add r6, r0
+	sub r6, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r7, r23
+	add r7, r0
+	sub r7, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r8, r24
+	add r8, r0
+	sub r8, r1		; L1 ← T + M0 − L0
+	ld r0, Y+		; M0
+	ld r1, Z+		; L0
+	mov r9, r25
+	add r9, r0
+	sub r9, r1		; L1 ← T + M0 − L0
+	subi r30, lo8(-120)
+	sbci r31, hi8(-120)
+	st Z+, r2
+	st Z+, r3
+	st Z+, r4
+	st Z+, r5
+	st Z+, r6
+	st Z+, r7
+	st Z+, r8
+	st Z+, r9
+	subi r28, lo8(-120)
+	sbci r29, hi8(-120)
+	subi r30, lo8(-248)
+	sbci r31, hi8(-248)
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r18
+	mov r2, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r19
+	mov r3, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r20
+	mov r4, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r21
+	mov r5, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r22
+	mov r6, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r23
+	mov r7, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r24
+	mov r8, r0		; H0 ← M1 − H1 − T
+	ld r0, Y+		; M1
+	ld r1, Z+		; H1
+	sub r0, r1
+	sub r0, r25
+	mov r9, r0		; H0 ← M1 − H1 − T
+	subi r30, lo8(136)
+	sbci r31, hi8(136)
+	st Z+, r2
+	st Z+, r3
+	st Z+, r4
+	st Z+, r5
+	st Z+, r6
+	st Z+, r7
+	st Z+, r8
+	st Z+, r9
+	subi r28, lo8(128)
+	sbci r29, hi8(128)
+	subi r30, lo8(128)
+	sbci r31, hi8(128)
+	dec r26
+	breq ctru_kara_combine128_avr_end
+	rjmp ctru_kara_combine128_avr_loop
+ctru_kara_combine128_avr_end:
+	pop r29
+	pop r28
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	clr r1
+	ret
+	.size ctru_kara_combine128_avr, .-ctru_kara_combine128_avr
+

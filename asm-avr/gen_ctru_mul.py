@@ -9,6 +9,15 @@ portable `leaf_product_portable` in simavr: crates/ctru-light/tests/avr_mul.rs).
 r = a·b in Z_256[x] (63 coefficients, r[63] = 0). Modulo 256 a product is
 the low byte of one `mul` (r0) and a sum one `add`.
 
+    void ctru_kara_combine{32,64,128}_avr(uint8_t r[4h], const uint8_t m[2h]);
+
+One Karatsuba recombination (`mul256::combine_portable`): with r = L ‖ H
+and m = M (products of n = 2h coefficients, in quarters L0 L1 H0 H1 and
+M0 M1 of h bytes), r[h..3h) += M − L − H, i.e. with T = L1 − H0:
+L1 ← T + M0 − L0 and H0 ← M1 − H1 − T. Eight i at a time: Z visits the
+four quarters of r and Y the two of m (an `ldd` reaches only 63 bytes), h an
+immediate, so one routine per h.
+
 Operand scanning in four chunks of b: chunk k holds b[8k..8k+8) in r2-r9
 and streams a_0..a_31; the eight accumulators r18-r25 are the window
 r[i+8k..i+8k+8). After a_i the window's lowest byte is final: it is stored
@@ -88,4 +97,56 @@ out += ["\tclr r1", "\tret"]
 out += group("ctru_mul32_group_load", True)
 out += group("ctru_mul32_group_clear", False)
 out += ["\t.size ctru_mul32_avr, .-ctru_mul32_avr", ""]
+
+T = ACC  # T = L1 − H0, eight i
+V = B  # the eight new values of a quarter
+
+
+def add_z(k):
+    """Z += k (k may be negative)."""
+    return [f"\tsubi r30, lo8({-k})", f"\tsbci r31, hi8({-k})"]
+
+
+def add_y(k):
+    return [f"\tsubi r28, lo8({-k})", f"\tsbci r29, hi8({-k})"]
+
+
+def combine_routine(h):
+    name = f"ctru_kara_combine{h}_avr"
+    saved = B + ["r28", "r29"]
+    o = [
+        f"\t.section .text.{name}, \"ax\", @progbits",
+        f"\t.global {name}",
+        f"\t.type {name}, @function",
+        f"{name}:",
+    ]
+    o += [f"\tpush {r}" for r in saved]
+    o += ["\tmovw r30, r24", *add_z(h), "\tmovw r28, r22\t\t; Z = &L1[0], Y = &M0[0]",
+          f"\tldi r26, {h // CHUNK}", f"{name}_loop:"]
+    o += [f"\tld {T[k]}, Z+\t\t; L1" for k in range(CHUNK)]
+    o += add_z(h - CHUNK)
+    for k in range(CHUNK):
+        o += ["\tld r0, Z+\t\t; H0", f"\tsub {T[k]}, r0\t\t; T = L1 − H0"]
+    o += add_z(-(2 * h + CHUNK))
+    for k in range(CHUNK):
+        o += ["\tld r0, Y+\t\t; M0", "\tld r1, Z+\t\t; L0", f"\tmov {V[k]}, {T[k]}",
+              f"\tadd {V[k]}, r0", f"\tsub {V[k]}, r1\t\t; L1 ← T + M0 − L0"]
+    o += add_z(h - CHUNK)
+    o += [f"\tst Z+, {V[k]}" for k in range(CHUNK)]
+    o += add_y(h - CHUNK) + add_z(2 * h - CHUNK)
+    for k in range(CHUNK):
+        o += ["\tld r0, Y+\t\t; M1", "\tld r1, Z+\t\t; H1", "\tsub r0, r1",
+              "\tsub r0, " + T[k], f"\tmov {V[k]}, r0\t\t; H0 ← M1 − H1 − T"]
+    o += add_z(-(h + CHUNK))
+    o += [f"\tst Z+, {V[k]}" for k in range(CHUNK)]
+    o += add_y(-h) + add_z(-h)  # Y = &M0[i+8], Z = &L1[i+8]
+    o += ["\tdec r26", f"\tbreq {name}_end", f"\trjmp {name}_loop", f"{name}_end:"]
+    o += [f"\tpop {r}" for r in reversed(saved)]
+    o += ["\tclr r1", "\tret", f"\t.size {name}, .-{name}", ""]
+    return o
+
+
+for h in (32, 64, 128):
+    assert h % CHUNK == 0
+    out += combine_routine(h)
 print("\n".join(out))

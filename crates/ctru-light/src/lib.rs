@@ -47,7 +47,7 @@ pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
 /// The portable ciphertext compression of one block, the reference the AVR
 /// assembly is tested against (`tests/avr_compress.rs`); not part of the KEM API.
 #[doc(hidden)]
-pub use mul256::leaf_product_portable;
+pub use mul256::{combine_portable, leaf_product_portable};
 #[doc(hidden)]
 pub use pke::compress_block_portable;
 pub use symmetric::{Ascon, Backend, Sha3};

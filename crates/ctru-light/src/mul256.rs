@@ -77,12 +77,32 @@ fn karatsuba(a: &[u8], b: &mut [u8], r: &mut [u8], scratch: &mut [u8]) {
         sub_assign(b0, b1);
     }
     let (b0, b1) = b.split_at_mut(h);
+    {
+        let (low, high) = r.split_at_mut(n);
+        karatsuba(a0, b0, low, scratch); // L
+        karatsuba(a1, b1, high, scratch); // H
+    }
+    combine(r, m);
+}
+
+/// One Karatsuba recombination: r = L ‖ H (2n bytes), m = M (n bytes);
+/// r[h..h + n] += M − L − H. On AVR one assembly routine per h
+/// (`ctru_kara_combine{h}_avr`, tested against [`combine_portable`] in simavr).
+#[inline]
+fn combine(r: &mut [u8], m: &[u8]) {
+    #[cfg(ctru_asm)]
+    crate::avr::combine(r, m);
+    #[cfg(not(ctru_asm))]
+    combine_portable(r, m);
+}
+
+/// [`combine`] in Rust, the reference of the assembly. One pass: iteration
+/// i reads L_i, L_{h+i}, H_i, H_{h+i} before it writes r[h + i] (= L_{h+i})
+/// and r[n + i] (= H_i), and no later iteration reads those two.
+pub fn combine_portable(r: &mut [u8], m: &[u8]) {
+    let n = m.len();
+    let h = n >> 1;
     let (low, high) = r.split_at_mut(n);
-    karatsuba(a0, b0, low, scratch); // L
-    karatsuba(a1, b1, high, scratch); // H
-                                      // r[h..h + n] += M − L − H, one pass: iteration i reads L_i, L_{h+i},
-                                      // H_i, H_{h+i} before it writes r[h + i] (= L_{h+i}) and r[n + i]
-                                      // (= H_i), and no later iteration reads those two.
     let (l0, l1) = low.split_at_mut(h);
     let (h0, h1) = high.split_at_mut(h);
     let (m0, m1) = m.split_at(h);
@@ -94,9 +114,9 @@ fn karatsuba(a: &[u8], b: &mut [u8], r: &mut [u8], scratch: &mut [u8]) {
         .zip(m0)
         .zip(m1)
     {
-        let (x1, y0) = (*l1, *h0);
-        *l1 = x1.wrapping_add(m0.wrapping_sub(l0).wrapping_sub(y0));
-        *h0 = y0.wrapping_add(m1.wrapping_sub(x1).wrapping_sub(h1));
+        let t = l1.wrapping_sub(*h0); // T = L1 − H0
+        *l1 = t.wrapping_add(m0).wrapping_sub(l0);
+        *h0 = m1.wrapping_sub(h1).wrapping_sub(t);
     }
 }
 

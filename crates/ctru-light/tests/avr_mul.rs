@@ -1,20 +1,22 @@
-//! The AVR schoolbook base case of the decryption product modulo 256
-//! (`asm-avr/ctru_mul.S`) against the portable `leaf_product_portable`, in
-//! simavr: random operands, the extremes (all 0x00, 0xFF, 0x80, one-hot),
-//! the ABI, and a data-independent cycle count. Needs avr-gcc and libsimavr
-//! (`cargo xtask setup` installs them).
+//! The AVR routines of the decryption product modulo 256
+//! (`asm-avr/ctru_mul.S`) against their portable code, in simavr: the
+//! schoolbook base case against `leaf_product_portable` and each Karatsuba
+//! recombination against `combine_portable`, on random operands and the
+//! extremes (all 0x00, 0xFF, 0x80, one-hot); the ABI, and a data-independent
+//! cycle count per routine. Needs avr-gcc and libsimavr (`cargo xtask
+//! setup` installs them).
 
 use std::path::PathBuf;
 
 use avr_sim::Sim;
-use ctru_light::leaf_product_portable;
+use ctru_light::{combine_portable, leaf_product_portable};
 
 const LEAF: usize = 32;
 
-#[test]
-fn assembly_base_case_matches_portable_and_is_constant_time() {
+/// The harness, built once per test (each test times one routine).
+fn harness(name: &str) -> Sim {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let elf = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mul_harness.elf");
+    let elf = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mul_harness_{name}.elf"));
     avr_sim::harness::build_elf(
         "atmega1284p",
         &elf,
@@ -24,15 +26,23 @@ fn assembly_base_case_matches_portable_and_is_constant_time() {
             root.join("../../asm-avr/ctru_mul.S"),
         ],
     )
-    .unwrap_or_else(|e| panic!("the base-case harness: {e}"));
-    let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut seed = 0x5EED_CAFE_u64;
-    let mut next = || {
+    .unwrap_or_else(|e| panic!("the product harness: {e}"));
+    Sim::load(&elf, "atmega1284p").expect("simavr loads the harness")
+}
+
+fn xorshift(mut seed: u64) -> impl FnMut() -> u8 {
+    move || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed as u8
-    };
+    }
+}
+
+#[test]
+fn assembly_base_case_matches_portable_and_is_constant_time() {
+    let mut sim = harness("leaf");
+    let mut next = xorshift(0x5EED_CAFE);
     let mut cases: Vec<([u8; LEAF], [u8; LEAF])> = Vec::new();
     for x in [0x00, 0xFF, 0x80, 0x7F, 0x01] {
         for y in [0x00, 0xFF, 0x80, 0xFC, 0x03] {
@@ -74,6 +84,66 @@ fn assembly_base_case_matches_portable_and_is_constant_time() {
     assert_eq!(t.calls, cases.len());
     println!("ctru_mul32_avr: {} cycles (max {}), {} products", t.min, t.max, t.calls);
     assert_eq!(t.min, t.max, "the cycle count depends on the operands");
+}
+
+fn combine_matches_portable(h: usize) {
+    let mut sim = harness(&format!("combine{h}"));
+    let mut next = xorshift(0xC0DE_0000 + h as u64);
+    let mut cases: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for (x, y) in [(0x00, 0x00), (0xFF, 0xFF), (0x80, 0x7F), (0xFF, 0x00), (0x00, 0xFF)] {
+        cases.push((vec![x; 4 * h], vec![y; 2 * h]));
+    }
+    // One-hot in every position of r and of m: each lands where it must.
+    for i in 0..4 * h {
+        let mut r = vec![0u8; 4 * h];
+        r[i] = 1;
+        cases.push((r, (0..2 * h).map(|j| j as u8).collect()));
+    }
+    for i in 0..2 * h {
+        let mut m = vec![0u8; 2 * h];
+        m[i] = 0x81;
+        cases.push(((0..4 * h).map(|j| (3 * j) as u8).collect(), m));
+    }
+    for _ in 0..300 {
+        cases.push((
+            (0..4 * h).map(|_| next()).collect(),
+            (0..2 * h).map(|_| next()).collect(),
+        ));
+    }
+    for (n, (r, m)) in cases.iter().enumerate() {
+        let mut request = vec![2u8, h as u8];
+        request.extend_from_slice(r);
+        request.extend_from_slice(m);
+        sim.send(&request);
+        let reply = sim.run_until_output(8 * h + 1, 10_000_000).expect("harness answers");
+        let mut expected = r.clone();
+        combine_portable(&mut expected, m);
+        assert_eq!(reply[..4 * h], expected[..], "h = {h}, case {n}");
+        assert_eq!(reply[4 * h..8 * h], expected[..], "h = {h}, case {n}, ABI-checked call");
+        assert_eq!(reply[8 * h], 0, "callee-saved registers or r1 not preserved");
+    }
+    let t = avr_sim::harness::stop_and_time(&mut sim).expect("harness stops");
+    assert_eq!(t.calls, cases.len());
+    println!(
+        "ctru_kara_combine{h}_avr: {} cycles (max {}), {} calls",
+        t.min, t.max, t.calls
+    );
+    assert_eq!(t.min, t.max, "the cycle count depends on the data");
+}
+
+#[test]
+fn assembly_recombination_h32_matches_portable_and_is_constant_time() {
+    combine_matches_portable(32);
+}
+
+#[test]
+fn assembly_recombination_h64_matches_portable_and_is_constant_time() {
+    combine_matches_portable(64);
+}
+
+#[test]
+fn assembly_recombination_h128_matches_portable_and_is_constant_time() {
+    combine_matches_portable(128);
 }
 
 /// The committed assembly is exactly what its generator prints.
