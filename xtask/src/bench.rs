@@ -803,7 +803,8 @@ fn kem_summary(records: &[Record]) -> String {
              plain Montgomery (general 16-bit q⁻¹ and q: seven byte products), assembly;\n\
              `kred2x` is K-RED2X (k²·C0 − k·C1 + C2, two byte products, no 2^16 scaling),\n\
              assembly. Decryption's c·f is the same in all three: Karatsuba modulo q2 = 256 with a\n\
-             32×32 assembly base case (the paper lifts two NTT products mod 769 and 3329 by CRT).\n\
+             32×32 assembly base case (the method the paper's tables imply lifts two NTT products,\n\
+             mod 769 and mod 3329, by CRT; the definition allows any exact method, §6).\n\
              `default` (Kyber, LightSaber) is NTT-friendly Montgomery assembly. Twiddle tables are in SRAM (`.data`) on the 1284p, in flash on the 4808.\n\n\
              | MCU | scheme | variant | keygen k | encaps k | decaps k | stack K/E/D | code B | published row | pub. k K/E/D | pub. stack K/E/D | pub. code | ratio K/E/D |\n\
              |---|---|---|---:|---:|---:|---|---:|---|---|---|---:|---|\n",
