@@ -463,7 +463,7 @@ def routine(q, n, layers):
 
 
 # The small-input forward transform's inputs: |a_i| ≤ SMALL_INPUT (CTRU-Light's
-# f ∈ [−4, 3] even for a malformed key, r and g ∈ [−1, 1]).
+# key generation f = 2f′ + 1 ∈ [−1, 3], r and g ∈ [−1, 1]; 4 leaves a margin).
 SMALL_INPUT = 4
 
 

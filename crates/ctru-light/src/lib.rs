@@ -44,10 +44,13 @@ pub use arith::{Arithmetic, Kred2x, MontgomeryOpt, MontgomeryPlain};
 #[doc(hidden)]
 pub use encode::e8_decode_block_portable;
 pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
-/// The portable ciphertext compression of one block, the reference the AVR
-/// assembly is tested against (`tests/avr_compress.rs`); not part of the KEM API.
+/// The portable base case and recombination of decryption's product, the
+/// references the AVR assembly is tested against (`tests/avr_mul.rs`); not
+/// part of the KEM API.
 #[doc(hidden)]
 pub use mul256::{combine_portable, leaf_product_portable};
+/// The portable ciphertext compression of one block, the reference the AVR
+/// assembly is tested against (`tests/avr_compress.rs`); not part of the KEM API.
 #[doc(hidden)]
 pub use pke::compress_block_portable;
 pub use symmetric::{Ascon, Backend, Sha3};

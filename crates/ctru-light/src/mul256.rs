@@ -15,6 +15,8 @@
 //! against [`leaf_product_portable`] in simavr). Every step is the same
 //! sequence of operations whatever the data: no branch or index depends on f.
 
+use kem_common::Wipe;
+
 use crate::params::N;
 
 /// Coefficients of the schoolbook base case.
@@ -59,6 +61,7 @@ fn leaf_product(a: &[u8], b: &[u8], r: &mut [u8]) {
 /// holds at least [`scratch_bytes`]`(n)` bytes.
 fn karatsuba(a: &[u8], b: &mut [u8], r: &mut [u8], scratch: &mut [u8]) {
     let n = a.len();
+    debug_assert!(b.len() == n && r.len() == 2 * n && scratch.len() >= scratch_bytes(n));
     if n <= LEAF {
         leaf_product(a, b, r);
         return;
@@ -167,8 +170,9 @@ pub fn mul_negacyclic(c: &[u8; N], f: &mut [u8; N], w: &mut [u8; N]) {
     // − H·(1 + x^256) = (H1 − H0) − (H0 + H1)·x^256.
     karatsuba(c1, f1, &mut product, &mut scratch);
     fold(w0, w1, &product, 0xFF);
-    product.fill(0);
-    scratch.fill(0);
+    // Both hold products of parts of the secret f with the public c.
+    product.wipe();
+    scratch.wipe();
 }
 
 /// w0 += s·P0 + P1, w1 += s·P1 − P0: for s = 1 the halves of

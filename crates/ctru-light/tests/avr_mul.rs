@@ -2,8 +2,8 @@
 //! (`asm-avr/ctru_mul.S`) against their portable code, in simavr: the
 //! schoolbook base case against `leaf_product_portable` and each Karatsuba
 //! recombination against `combine_portable`, on random operands and the
-//! extremes (all 0x00, 0xFF, 0x80, one-hot); the ABI, and a data-independent
-//! cycle count per routine. Needs avr-gcc and libsimavr (`cargo xtask
+//! extremes (all 0x00, 0xFF, 0x80, one-hot); the ABI, no write outside the
+//! output (guard bytes), and a data-independent cycle count per routine. Needs avr-gcc and libsimavr (`cargo xtask
 //! setup` installs them).
 
 use std::path::PathBuf;
@@ -73,12 +73,13 @@ fn assembly_base_case_matches_portable_and_is_constant_time() {
         request.extend_from_slice(a);
         request.extend_from_slice(b);
         sim.send(&request);
-        let reply = sim.run_until_output(129, 1_000_000).expect("harness answers");
+        let reply = sim.run_until_output(130, 1_000_000).expect("harness answers");
         let mut expected = [0u8; 2 * LEAF];
         leaf_product_portable(a, b, &mut expected);
         assert_eq!(reply[..64], expected, "case {n}: a = {a:?}, b = {b:?}");
         assert_eq!(reply[64..128], expected, "case {n}, ABI-checked call");
         assert_eq!(reply[128], 0, "callee-saved registers or r1 not preserved");
+        assert_eq!(reply[129], 0, "a write outside r");
     }
     let t = avr_sim::harness::stop_and_time(&mut sim).expect("harness stops");
     assert_eq!(t.calls, cases.len());
@@ -115,12 +116,13 @@ fn combine_matches_portable(h: usize) {
         request.extend_from_slice(r);
         request.extend_from_slice(m);
         sim.send(&request);
-        let reply = sim.run_until_output(8 * h + 1, 10_000_000).expect("harness answers");
+        let reply = sim.run_until_output(8 * h + 2, 10_000_000).expect("harness answers");
         let mut expected = r.clone();
         combine_portable(&mut expected, m);
         assert_eq!(reply[..4 * h], expected[..], "h = {h}, case {n}");
         assert_eq!(reply[4 * h..8 * h], expected[..], "h = {h}, case {n}, ABI-checked call");
         assert_eq!(reply[8 * h], 0, "callee-saved registers or r1 not preserved");
+        assert_eq!(reply[8 * h + 1], 0, "a write outside r");
     }
     let t = avr_sim::harness::stop_and_time(&mut sim).expect("harness stops");
     assert_eq!(t.calls, cases.len());

@@ -153,7 +153,7 @@ modulus!(
     Q769 = 769, k = 3, m = 8
 );
 modulus!(
-    /// q = 3329 = 13·2^8 + 1, Kyber's modulus (also CTRU-Light's and Saber's second NTT prime).
+    /// q = 3329 = 13·2^8 + 1, Kyber's modulus (also Saber's second NTT prime).
     Q3329 = 3329, k = 13, m = 8
 );
 modulus!(

@@ -29,8 +29,8 @@ use crate::reduce::Reduction;
 /// Largest twiddle table any ring needs (2^8 entries).
 pub const MAX_TWIDDLES: usize = 256;
 
-/// The largest |a_i| [`Ntt::forward_small`] accepts: CTRU-Light's f ∈ [−4, 3]
-/// (even from a malformed key), r and g ∈ [−1, 1]. `asm-avr/gen_ntt.py`
+/// The largest |a_i| [`Ntt::forward_small`] accepts: CTRU-Light's key
+/// generation f = 2f′ + 1 ∈ [−1, 3], r and g ∈ [−1, 1] (4 leaves a margin). `asm-avr/gen_ntt.py`
 /// proves its ranges for this bound (its `SMALL_INPUT`; a test checks the two
 /// agree).
 pub const SMALL_INPUT: i16 = 4;

@@ -11,7 +11,8 @@ use crate::reduce::{KRed2x, NttFriendlyMontgomery};
 pub type Ctru769With<R> = Ntt<R, 512, 7>;
 /// [`Ctru769With`] with K-RED2X, the paper's fastest variant.
 pub type Ctru769 = Ctru769With<KRed2x<Q769>>;
-/// Z_3329[x]/(x^512 + 1), 7 layers, degree-4 bases (CTRU-Light decryption), any reduction.
+/// Z_3329[x]/(x^512 + 1), 7 layers, degree-4 bases (the CTRU-Light paper's second
+/// decryption ring, benchmarked per routine), any reduction.
 pub type Ctru3329With<R> = Ntt<R, 512, 7>;
 /// [`Ctru3329With`] with NTT-friendly Montgomery.
 pub type Ctru3329 = Ctru3329With<NttFriendlyMontgomery<Q3329>>;

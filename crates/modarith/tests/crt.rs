@@ -4,7 +4,7 @@ use modarith::crt::{crt_bound_holds, crt_lift, crt_lift_centred};
 use modarith::*;
 
 // Worst cases the schemes rely on (asserted at compile time, as they do).
-const _: () = assert!(crt_bound_holds(131_200, 769, 3329)); // CTRU-Light decryption
+const _: () = assert!(crt_bound_holds(131_200, 769, 3329)); // c·f of CTRU-Light, §3's method
 const _: () = assert!(crt_bound_holds(4096 * 5 * 256 * 2, 3329, 7681)); // LightSaber, L = 2
 const _: () = assert!(!crt_bound_holds(1_280_001, 769, 3329));
 
