@@ -23,6 +23,16 @@ pub const SS_LEN: usize = 32;
 pub const PREFIX_LEN: usize = 3;
 /// First KEM op id.
 pub const FIRST_KEM_OP: u8 = 0x40;
+/// CTRU-Light's exact decryption product w = c·f mod 256
+/// (`ctru_light::kem::hazmat::pke_decrypt_product`, the same in every
+/// arithmetic variant), served by every image with a CTRU-Light KEM, for the
+/// differential test of the whole product on the device: request
+/// `sk_pke[192] ‖ ct[512]` → reply `w[512]`. Not measured.
+pub const OP_CTRU_DECRYPT_PRODUCT: u8 = 0x6C;
+/// Request bytes of [`OP_CTRU_DECRYPT_PRODUCT`].
+pub const CTRU_PRODUCT_REQUEST_LEN: usize = 192 + 512;
+/// Reply bytes of [`OP_CTRU_DECRYPT_PRODUCT`].
+pub const CTRU_PRODUCT_REPLY_LEN: usize = 512;
 
 /// A KEM scheme with one arithmetic variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

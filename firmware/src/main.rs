@@ -448,6 +448,43 @@ mod device {
             ctru_light::Ascon,
             ctru_light::MontgomeryPlain
         );
+
+        /// [`firmware::kem::OP_CTRU_DECRYPT_PRODUCT`]: c·f mod 256 exactly,
+        /// for the host's differential test (decapsulation alone could not
+        /// show a small error: E8 decoding absorbs it).
+        #[cfg(any(feature = "ctru-sha3", feature = "ctru-ascon"))]
+        pub mod ctru_product {
+            use super::*;
+            use ctru_light::params::{CT_BYTES, SK_PKE_BYTES};
+            use firmware::kem::{CTRU_PRODUCT_REPLY_LEN, CTRU_PRODUCT_REQUEST_LEN, OP_CTRU_DECRYPT_PRODUCT};
+
+            const _: () =
+                assert!(CTRU_PRODUCT_REQUEST_LEN == SK_PKE_BYTES + CT_BYTES && CTRU_PRODUCT_REPLY_LEN == CT_BYTES);
+
+            fn run(io: &mut Uart) {
+                // SAFETY: disjoint regions, single-threaded.
+                let (sk, ct, w) = unsafe {
+                    (
+                        region::<0, SK_PKE_BYTES>(),
+                        region::<SK_PKE_BYTES, CT_BYTES>(),
+                        region::<{ SK_PKE_BYTES + CT_BYTES }, CT_BYTES>(),
+                    )
+                };
+                io.read_bytes(sk);
+                io.read_bytes(ct);
+                *w = ctru_light::kem::hazmat::pke_decrypt_product(sk, ct);
+                io.reply(Status::Ok, CT_BYTES as u16);
+                io.write_bytes(w);
+            }
+
+            /// The op.
+            pub const OPS: [Op<Uart>; 1] = [Op {
+                id: OP_CTRU_DECRYPT_PRODUCT,
+                request_len: CTRU_PRODUCT_REQUEST_LEN as u16,
+                reply_len: CTRU_PRODUCT_REPLY_LEN as u16,
+                run,
+            }];
+        }
     }
 
     #[cfg(mqtt)]
@@ -820,6 +857,8 @@ mod device {
         &kems::ctru_ascon_montopt::OPS,
         #[cfg(ctru_ascon_mont)]
         &kems::ctru_ascon_mont::OPS,
+        #[cfg(all(kem, any(feature = "ctru-sha3", feature = "ctru-ascon")))]
+        &kems::ctru_product::OPS,
         #[cfg(mqtt)]
         &mqtt::OPS,
     ];
