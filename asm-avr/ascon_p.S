@@ -42,10 +42,10 @@ ascon_permute_avr:
 	ldd r18, Z+8
 	ldd r19, Z+16
 	ldd r20, Z+24
-	ldd r21, Z+32
+	ldd r10, Z+32
 	eor r19, r26		; round constant
-	eor r2, r21
-	eor r21, r20
+	eor r2, r10
+	eor r10, r20
 	eor r19, r18
 	mov r23, r2
 	com r23
@@ -58,29 +58,28 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r10
+	mov r0, r10
 	com r0
 	and r0, r2
 	eor r2, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r10, r23
 	eor r18, r2
-	eor r2, r21
+	eor r2, r10
 	eor r20, r19
 	com r19
 	std Z+8, r18
 	std Z+16, r19
 	std Z+24, r20
-	std Z+32, r21
 	ldd r18, Z+9
 	ldd r19, Z+17
 	ldd r20, Z+25
-	ldd r21, Z+33
-	eor r3, r21
-	eor r21, r20
+	ldd r11, Z+33
+	eor r3, r11
+	eor r11, r20
 	eor r19, r18
 	mov r23, r3
 	com r23
@@ -93,29 +92,28 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r11
+	mov r0, r11
 	com r0
 	and r0, r3
 	eor r3, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r11, r23
 	eor r18, r3
-	eor r3, r21
+	eor r3, r11
 	eor r20, r19
 	com r19
 	std Z+9, r18
 	std Z+17, r19
 	std Z+25, r20
-	std Z+33, r21
 	ldd r18, Z+10
 	ldd r19, Z+18
 	ldd r20, Z+26
-	ldd r21, Z+34
-	eor r4, r21
-	eor r21, r20
+	ldd r12, Z+34
+	eor r4, r12
+	eor r12, r20
 	eor r19, r18
 	mov r23, r4
 	com r23
@@ -128,29 +126,28 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r12
+	mov r0, r12
 	com r0
 	and r0, r4
 	eor r4, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r12, r23
 	eor r18, r4
-	eor r4, r21
+	eor r4, r12
 	eor r20, r19
 	com r19
 	std Z+10, r18
 	std Z+18, r19
 	std Z+26, r20
-	std Z+34, r21
 	ldd r18, Z+11
 	ldd r19, Z+19
 	ldd r20, Z+27
-	ldd r21, Z+35
-	eor r5, r21
-	eor r21, r20
+	ldd r13, Z+35
+	eor r5, r13
+	eor r13, r20
 	eor r19, r18
 	mov r23, r5
 	com r23
@@ -163,29 +160,28 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r13
+	mov r0, r13
 	com r0
 	and r0, r5
 	eor r5, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r13, r23
 	eor r18, r5
-	eor r5, r21
+	eor r5, r13
 	eor r20, r19
 	com r19
 	std Z+11, r18
 	std Z+19, r19
 	std Z+27, r20
-	std Z+35, r21
 	ldd r18, Z+12
 	ldd r19, Z+20
 	ldd r20, Z+28
-	ldd r21, Z+36
-	eor r6, r21
-	eor r21, r20
+	ldd r14, Z+36
+	eor r6, r14
+	eor r14, r20
 	eor r19, r18
 	mov r23, r6
 	com r23
@@ -198,29 +194,28 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r14
+	mov r0, r14
 	com r0
 	and r0, r6
 	eor r6, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r14, r23
 	eor r18, r6
-	eor r6, r21
+	eor r6, r14
 	eor r20, r19
 	com r19
 	std Z+12, r18
 	std Z+20, r19
 	std Z+28, r20
-	std Z+36, r21
 	ldd r18, Z+13
 	ldd r19, Z+21
 	ldd r20, Z+29
-	ldd r21, Z+37
-	eor r7, r21
-	eor r21, r20
+	ldd r15, Z+37
+	eor r7, r15
+	eor r15, r20
 	eor r19, r18
 	mov r23, r7
 	com r23
@@ -233,29 +228,28 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r15
+	mov r0, r15
 	com r0
 	and r0, r7
 	eor r7, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r15, r23
 	eor r18, r7
-	eor r7, r21
+	eor r7, r15
 	eor r20, r19
 	com r19
 	std Z+13, r18
 	std Z+21, r19
 	std Z+29, r20
-	std Z+37, r21
 	ldd r18, Z+14
 	ldd r19, Z+22
 	ldd r20, Z+30
-	ldd r21, Z+38
-	eor r8, r21
-	eor r21, r20
+	ldd r16, Z+38
+	eor r8, r16
+	eor r16, r20
 	eor r19, r18
 	mov r23, r8
 	com r23
@@ -268,29 +262,28 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r16
+	mov r0, r16
 	com r0
 	and r0, r8
 	eor r8, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r16, r23
 	eor r18, r8
-	eor r8, r21
+	eor r8, r16
 	eor r20, r19
 	com r19
 	std Z+14, r18
 	std Z+22, r19
 	std Z+30, r20
-	std Z+38, r21
 	ldd r18, Z+15
 	ldd r19, Z+23
 	ldd r20, Z+31
-	ldd r21, Z+39
-	eor r9, r21
-	eor r21, r20
+	ldd r17, Z+39
+	eor r9, r17
+	eor r17, r20
 	eor r19, r18
 	mov r23, r9
 	com r23
@@ -303,24 +296,23 @@ ascon_permute_avr:
 	and r25, r20
 	mov r27, r20
 	com r27
-	and r27, r21
-	mov r0, r21
+	and r27, r17
+	mov r0, r17
 	com r0
 	and r0, r9
 	eor r9, r24
 	eor r18, r25
 	eor r19, r27
 	eor r20, r0
-	eor r21, r23
+	eor r17, r23
 	eor r18, r9
-	eor r9, r21
+	eor r9, r17
 	eor r20, r19
 	com r19
 	std Z+15, r18
 	std Z+23, r19
 	std Z+31, r20
-	std Z+39, r21
-	; linear layer: x0 in place, then x1..x4 one at a time
+	; linear layer: x0 and x4 in place, then x1..x3 one at a time
 	movw r18, r2
 	movw r20, r4
 	movw r22, r6
@@ -381,6 +373,63 @@ ascon_permute_avr:
 	eor r7, r18
 	eor r8, r19
 	eor r9, r20
+	movw r18, r10
+	movw r20, r12
+	movw r22, r14
+	movw r24, r16
+	bst r22, 0
+	lsr r21
+	ror r20
+	ror r19
+	ror r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	bld r21, 7
+	bst r22, 0
+	lsr r21
+	ror r20
+	ror r19
+	ror r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	bld r21, 7
+	eor r22, r10
+	eor r23, r11
+	eor r24, r12
+	eor r25, r13
+	eor r18, r14
+	eor r19, r15
+	eor r20, r16
+	eor r21, r17
+	lsl r23
+	rol r24
+	rol r25
+	rol r18
+	rol r19
+	rol r20
+	rol r21
+	rol r22
+	adc r23, r1
+	eor r10, r23
+	eor r11, r24
+	eor r12, r25
+	eor r13, r18
+	eor r14, r19
+	eor r15, r20
+	eor r16, r21
+	eor r17, r22
+	std Z+32, r10
+	std Z+33, r11
+	std Z+34, r12
+	std Z+35, r13
+	std Z+36, r14
+	std Z+37, r15
+	std Z+38, r16
+	std Z+39, r17
 	ldd r10, Z+8
 	ldd r11, Z+9
 	ldd r12, Z+10
@@ -573,71 +622,6 @@ ascon_permute_avr:
 	std Z+29, r15
 	std Z+30, r16
 	std Z+31, r17
-	ldd r10, Z+32
-	ldd r11, Z+33
-	ldd r12, Z+34
-	ldd r13, Z+35
-	ldd r14, Z+36
-	ldd r15, Z+37
-	ldd r16, Z+38
-	ldd r17, Z+39
-	movw r18, r10
-	movw r20, r12
-	movw r22, r14
-	movw r24, r16
-	bst r22, 0
-	lsr r21
-	ror r20
-	ror r19
-	ror r18
-	ror r25
-	ror r24
-	ror r23
-	ror r22
-	bld r21, 7
-	bst r22, 0
-	lsr r21
-	ror r20
-	ror r19
-	ror r18
-	ror r25
-	ror r24
-	ror r23
-	ror r22
-	bld r21, 7
-	eor r22, r10
-	eor r23, r11
-	eor r24, r12
-	eor r25, r13
-	eor r18, r14
-	eor r19, r15
-	eor r20, r16
-	eor r21, r17
-	lsl r23
-	rol r24
-	rol r25
-	rol r18
-	rol r19
-	rol r20
-	rol r21
-	rol r22
-	adc r23, r1
-	eor r10, r23
-	eor r11, r24
-	eor r12, r25
-	eor r13, r18
-	eor r14, r19
-	eor r15, r20
-	eor r16, r21
-	eor r17, r22
-	std Z+32, r10
-	std Z+33, r11
-	std Z+34, r12
-	std Z+35, r13
-	std Z+36, r14
-	std Z+37, r15
-	std Z+38, r16
-	std Z+39, r17
 	subi r26, 0x0f
 	cpi r26, 0x3c
 	breq 2f

@@ -5,9 +5,11 @@
 
 Words are little-endian (byte j of x_i at offset 8i + j), as in the
 RustCrypto `ascon-core` State this is tested against. Word x0 stays in
-registers (r2..r9) for the whole permutation; x1..x4 live in memory. The
-substitution layer runs a byte column (one byte of each word) at a time; the
-linear layer loads one word into registers and computes
+registers (r2..r9) for the whole permutation; x1..x4 live in memory, except
+that within a round the substitution layer leaves x4 in r10..r17, where the
+linear layer takes it first (no store and reload). The substitution layer
+runs a byte column (one byte of each word) at a time; the linear layer loads
+each other word into registers and computes
 x ^ (x >>> A) ^ (x >>> B) as x ^ ((x ^ (x >>> (B−A))) >>> A), or as
 x ^ ((x ^ (x <<< (B−A))) >>> B) where that needs fewer single-bit
 rotations: byte rotations are register renaming, only the remaining 1..4-bit
@@ -98,7 +100,7 @@ e("\tclr r1")
 e("1:")
 e("\t; substitution layer, one byte column at a time")
 for j in range(8):
-    a = [K[j], "r18", "r19", "r20", "r21"]
+    a = [K[j], "r18", "r19", "r20", X[j]]  # x4's byte stays in X[j]
     t = ["r23", "r24", "r25", "r27", "r0"]
     for i in range(1, 5):
         e(f"\tldd {a[i]}, Z+{8 * i + j}")
@@ -117,13 +119,14 @@ for j in range(8):
     e(f"\teor {a[0]}, {a[4]}")
     e(f"\teor {a[3]}, {a[2]}")
     e(f"\tcom {a[2]}")
-    for i in range(1, 5):
+    for i in range(1, 4):
         e(f"\tstd Z+{8 * i + j}, {a[i]}")
-e("\t; linear layer: x0 in place, then x1..x4 one at a time")
+e("\t; linear layer: x0 and x4 in place, then x1..x3 one at a time")
 linear(K, T, *ROT[0])
-for i in range(1, 5):
-    for j in range(8):
-        e(f"\tldd {X[j]}, Z+{8 * i + j}")
+for i in (4, 1, 2, 3):
+    if i != 4:
+        for j in range(8):
+            e(f"\tldd {X[j]}, Z+{8 * i + j}")
     linear(X, T, *ROT[i])
     for j in range(8):
         e(f"\tstd Z+{8 * i + j}, {X[j]}")
