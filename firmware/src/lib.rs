@@ -25,15 +25,15 @@ pub use kem::{decode_kem_op, kem_op_id, kem_ops, Group, Kem, KemOp};
 /// The rings of `modarith::rings`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ring {
-    /// Z_769[x]/(x^512+1), K-RED2X.
+    /// Z_769\[x\]/(x^512+1), K-RED2X.
     Ctru769 = 0,
-    /// Z_3329[x]/(x^512+1), NTT-friendly Montgomery.
+    /// Z_3329\[x\]/(x^512+1), NTT-friendly Montgomery.
     Ctru3329 = 1,
-    /// Kyber's Z_3329[x]/(x^256+1).
+    /// Kyber's Z_3329\[x\]/(x^256+1).
     Kyber = 2,
     /// Saber's first NTT prime (same ring as Kyber).
     Saber3329 = 3,
-    /// Saber's Z_7681[x]/(x^256+1).
+    /// Saber's Z_7681\[x\]/(x^256+1).
     Saber7681 = 4,
 }
 

@@ -23,7 +23,7 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  ci        fmt check, clippy (warnings denied), every test, the AVR builds, the
+  ci        fmt check, clippy and rustdoc (warnings denied), every test, the AVR builds, the
             simulated differential and KAT tests, the AVR constant-time check,
             the valgrind secret-independence check and a short fuzzing run —
             what CI runs
@@ -126,6 +126,12 @@ fn ci() -> Result<(), String> {
     // (The Debian packages and yasimavr were installed by `main`.)
     util::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
     util::run(Command::new("cargo").args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    // The API docs build without a broken or private link.
+    util::run(
+        Command::new("cargo")
+            .args(["doc", "--workspace", "--no-deps", "-q"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     util::run(Command::new("cargo").args(["test", "--workspace"]))?;
     for mcu in avr::MCUS {
         avr::build(*mcu)?;

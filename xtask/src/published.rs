@@ -178,8 +178,8 @@ pub fn label(ring: Ring) -> String {
     format!("{} {}{mark}", r.ring, r.implementation)
 }
 
-/// One row of the published KEM table (CTRU-Light paper artifact; [KS25],
-/// [HKS25] as cited there).
+/// One row of the published KEM table (CTRU-Light paper artifact; \[KS25\],
+/// \[HKS25\] as cited there).
 #[derive(Clone, Copy, Debug)]
 pub struct KemRow {
     /// Scheme and variant as the paper writes it.

@@ -2,7 +2,7 @@
 //! a byte of pk, sk, ct or ss; the variants differ only in speed, so they are
 //! a type parameter that benchmarks instantiate one by one. They choose the
 //! reduction of the q = 769 NTT (key generation and encryption); decryption's
-//! product is computed modulo q2 = 256 by [`crate::mul256`] in every variant.
+//! product is computed modulo q2 = 256 (Karatsuba, `mul256`) in every variant.
 
 use modarith::rings::Ctru769With;
 use modarith::{KRed2x, Montgomery, NttFriendlyMontgomery, Reduction, Q769};

@@ -25,8 +25,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Module map (definition sections): `params` §1, `encode` §2, `pke` §3,
-//! `kem` §4, `symmetric` §5, `arith` §6.
+//! Module map (definition sections): `params` §1, `encode` §2, `pke` §3
+//! (its decryption product in `mul256`), `kem` §4, `symmetric` §5, `arith` §6.
 
 pub mod arith;
 #[cfg(ctru_asm)]

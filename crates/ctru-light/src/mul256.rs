@@ -35,7 +35,7 @@ const fn scratch_bytes(n: usize) -> usize {
     }
 }
 
-/// r = a·b in Z_256[x] (2·LEAF − 1 coefficients; r[2·LEAF − 1] = 0), the
+/// r = a·b in Z_256\[x\] (2·LEAF − 1 coefficients; r[2·LEAF − 1] = 0), the
 /// reference of the assembly.
 pub fn leaf_product_portable(a: &[u8; LEAF], b: &[u8; LEAF], r: &mut [u8; 2 * LEAF]) {
     r.fill(0);
@@ -101,7 +101,7 @@ fn combine(r: &mut [u8], m: &[u8]) {
     combine_portable(r, m);
 }
 
-/// [`combine`] in Rust, the reference of the assembly. One pass: iteration
+/// `combine` in Rust, the reference of the assembly. One pass: iteration
 /// i reads L_i, L_{h+i}, H_i, H_{h+i} before it writes r[h + i] (= L_{h+i})
 /// and r[n + i] (= H_i), and no later iteration reads those two.
 pub fn combine_portable(r: &mut [u8], m: &[u8]) {

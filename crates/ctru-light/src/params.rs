@@ -1,6 +1,6 @@
 //! Parameters (CTRU-Light definition §1).
 
-/// n: coefficients per polynomial; the ring is Z_q[x]/(x^512 + 1).
+/// n: coefficients per polynomial; the ring is Z_q\[x\]/(x^512 + 1).
 pub const N: usize = 512;
 /// q.
 pub const Q: u16 = 769;

@@ -90,7 +90,7 @@ pub fn compress_block(sigma: &[i16; 8], codeword: u8) -> [u8; 8] {
     compress_block_portable(sigma, codeword)
 }
 
-/// [`compress_block`] in portable Rust, by [`compress`].
+/// `compress_block` in portable Rust, by `compress`.
 pub fn compress_block_portable(sigma: &[i16; 8], codeword: u8) -> [u8; 8] {
     core::array::from_fn(|j| compress(Q769::to_unsigned_small(sigma[j]), (codeword >> j) & 1))
 }

@@ -4,7 +4,7 @@
 //! SHA-3 and SHAKE (FIPS 202) as small incremental sponges.
 //!
 //! Every KEM of the workspace hashes through this crate, so the
-//! Keccak-f[1600] permutation is a single swap point ([`permute`]): on AVR the
+//! Keccak-f\[1600\] permutation is a single swap point ([`permute`]): on AVR the
 //! hand-written assembly of `asm-avr/keccak_f1600.S` (selected by `build.rs`,
 //! `cfg(keccak_asm)`), elsewhere the portable [`keccak::f1600`], which always
 //! compiles and is the reference the assembly is tested against
@@ -35,7 +35,7 @@ pub const SHA3_512_RATE: usize = 72;
 const SHA3_PAD: u8 = 0x06;
 const SHAKE_PAD: u8 = 0x1F;
 
-/// The Keccak-f[1600] permutation every sponge here uses, on the state as
+/// The Keccak-f\[1600\] permutation every sponge here uses, on the state as
 /// 200 bytes (lane i is bytes 8i..8i+8, little-endian, as FIPS 202 orders
 /// them). The sponges work on bytes because a variable 64-bit shift per
 /// byte is a library call on an 8-bit core.

@@ -5,7 +5,7 @@
 //! LightSaber (Saber, NIST round 3) for 8-bit AVR sensor nodes.
 //!
 //! l = 2, q = 2^13, p = 2^10, T = 2^3, μ = 10; pk 672, sk 1568, ct 736,
-//! ss 32 bytes. Polynomial products in Z_{2^13}[x]/(x^256 + 1) are computed
+//! ss 32 bytes. Polynomial products in Z_{2^13}\[x\]/(x^256 + 1) are computed
 //! exactly through NTTs over 3329 and 7681 and a CRT lift (modarith), with
 //! inner products accumulated in the NTT domain; the matrix A is streamed
 //! from SHAKE128 entry by entry, so no operation holds more than a few

@@ -33,7 +33,7 @@ pub const ROW_LEN: usize = ROW_POINTS * NIELS_LEN;
 /// Rows: one per byte of the scalar.
 pub const ROWS: usize = 32;
 
-/// (k + 1)·256^j·B at offset (j·8 + k)·96, as [`Niels`] bytes.
+/// (k + 1)·256^j·B at offset (j·8 + k)·96, as `Niels` bytes.
 ///
 /// On AVR in flash (`.progmem.data`): only `asm-avr/ed25519_select.S`
 /// reads it, with `lpm`; Rust code there never dereferences it (a data-space
