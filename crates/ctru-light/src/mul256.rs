@@ -73,9 +73,7 @@ fn karatsuba(a: &[u8], b: &mut [u8], r: &mut [u8], scratch: &mut [u8]) {
         // M = (a0 + a1)·(b0 + b1): a0 + a1 waits in r (L and H overwrite
         // it afterwards), b0 + b1 in b0.
         let (sum_a, _) = r.split_at_mut(h);
-        for ((s, &x), &y) in sum_a.iter_mut().zip(a0).zip(a1) {
-            *s = x.wrapping_add(y);
-        }
+        add(sum_a, a0, a1);
         let (b0, b1) = b.split_at_mut(h);
         add_assign(b0, b1);
         karatsuba(sum_a, b0, m, scratch);
@@ -125,6 +123,13 @@ pub fn combine_portable(r: &mut [u8], m: &[u8]) {
     }
 }
 
+/// out = x + y, coefficient-wise.
+fn add(out: &mut [u8], x: &[u8], y: &[u8]) {
+    for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
+        *o = x.wrapping_add(y);
+    }
+}
+
 fn add_assign(x: &mut [u8], y: &[u8]) {
     for (x, &y) in x.iter_mut().zip(y) {
         *x = x.wrapping_add(y);
@@ -150,9 +155,7 @@ pub fn mul_negacyclic(c: &[u8; N], f: &mut [u8; N], w: &mut [u8; N]) {
     let (w0, w1) = w.split_at_mut(HALF);
     {
         let (f0, f1) = f.split_at_mut(HALF);
-        for ((s, &x), &y) in w0.iter_mut().zip(c0).zip(c1) {
-            *s = x.wrapping_add(y);
-        }
+        add(w0, c0, c1);
         add_assign(f0, f1);
         karatsuba(w0, f0, &mut product, &mut scratch);
         sub_assign(f0, f1);
