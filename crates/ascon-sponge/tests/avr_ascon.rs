@@ -29,15 +29,10 @@ fn build_harness() -> PathBuf {
 fn assembly_permutation_matches_portable_and_is_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut seed = 0x0123_4567_89ab_cdefu64;
+    let mut next = avr_sim::harness::xorshift(0x0123_4567_89ab_cdef);
     let mut states: Vec<[u64; 5]> = vec![[0; 5], [u64::MAX; 5]];
     for _ in 0..1000 {
-        states.push(core::array::from_fn(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        }));
+        states.push(core::array::from_fn(|_| next()));
     }
     for rounds in [12u8, 8, 6] {
         for (n, state) in states.iter().enumerate() {

@@ -7,6 +7,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The xorshift64 generator (shifts 13, 7, 17) the tests draw their random
+/// inputs from: reproducible from `seed` (non-zero), no dependency.
+pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 /// The timed calls of a harness run: each call is one GPIOR0 window.
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {

@@ -30,19 +30,11 @@ fn harness(name: &str) -> Sim {
     Sim::load(&elf, "atmega1284p").expect("simavr loads the harness")
 }
 
-fn xorshift(mut seed: u64) -> impl FnMut() -> u8 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed as u8
-    }
-}
-
 #[test]
 fn assembly_base_case_matches_portable_and_is_constant_time() {
     let mut sim = harness("leaf");
-    let mut next = xorshift(0x5EED_CAFE);
+    let mut random = avr_sim::harness::xorshift(0x5EED_CAFE);
+    let mut next = || random() as u8;
     let mut cases: Vec<([u8; LEAF], [u8; LEAF])> = Vec::new();
     for x in [0x00, 0xFF, 0x80, 0x7F, 0x01] {
         for y in [0x00, 0xFF, 0x80, 0xFC, 0x03] {
@@ -89,7 +81,8 @@ fn assembly_base_case_matches_portable_and_is_constant_time() {
 
 fn combine_matches_portable(h: usize) {
     let mut sim = harness(&format!("combine{h}"));
-    let mut next = xorshift(0xC0DE_0000 + h as u64);
+    let mut random = avr_sim::harness::xorshift(0xC0DE_0000 + h as u64);
+    let mut next = || random() as u8;
     let mut cases: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for (x, y) in [(0x00, 0x00), (0xFF, 0xFF), (0x80, 0x7F), (0xFF, 0x00), (0x00, 0xFF)] {
         cases.push((vec![x; 4 * h], vec![y; 2 * h]));

@@ -27,15 +27,10 @@ fn build_harness() -> PathBuf {
 fn assembly_permutation_matches_portable_and_is_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut next = avr_sim::harness::xorshift(0x1234_5678_9abc_def0);
     let mut states: Vec<[u64; 25]> = vec![[0; 25], [u64::MAX; 25]];
     for _ in 0..1000 {
-        states.push(core::array::from_fn(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        }));
+        states.push(core::array::from_fn(|_| next()));
     }
     for (n, state) in states.iter().enumerate() {
         let mut request = vec![1u8];

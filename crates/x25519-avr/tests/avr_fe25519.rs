@@ -46,13 +46,8 @@ fn compact_assembly_matches_portable_and_is_constant_time() {
 fn check_assembly(assembly: &str) {
     let elf = build_harness(assembly);
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut seed = 0x0123_4567_89ab_cdefu64;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed >> 24) as u8
-    };
+    let mut random = avr_sim::harness::xorshift(0x0123_4567_89ab_cdef);
+    let mut next = || (random() >> 24) as u8;
     // Extremes: 0, 1, all ones (the largest column sums and both folds), p.
     let mut p = [0xFFu8; 32];
     p[0] = 0xED;
