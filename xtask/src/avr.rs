@@ -1,4 +1,4 @@
-//! `setup` and `build-avr`: Debian packages, the AVR cross build, sizes.
+//! `build-avr`: the AVR cross build and its sizes.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -8,26 +8,7 @@ use firmware::{Group, Kem};
 
 use crate::util;
 
-/// Debian packages the AVR pipeline needs.
-pub const PACKAGES: &[&str] = &[
-    "rustc-web",
-    "cargo-web",
-    "rust-web-src",
-    "gcc-avr",
-    "avr-libc",
-    "binutils-avr",
-    "simavr",
-    "libsimavr-dev",
-    "libelf-dev",
-    "pkg-config",
-    // The KEM-MQTT plugin's integration test runs Debian's broker.
-    "mosquitto",
-    "mosquitto-dev",
-];
-
-/// The AVR compiler and cargo from Debian's rustc-web/cargo-web (the rustup host toolchain stays untouched).
-const AVR_RUSTC: &str = "/usr/bin/rustc";
-const AVR_CARGO: &str = "/usr/bin/cargo";
+use crate::setup::{AVR_CARGO, AVR_RUSTC};
 
 /// An MCU the firmware can be built for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,79 +52,6 @@ pub fn mcu(name: &str) -> Result<Mcu, String> {
         let known: Vec<_> = MCUS.iter().map(|m| m.name).collect();
         format!("unknown MCU `{name}` (supported: {})", known.join(", "))
     })
-}
-
-fn installed(pkg: &str) -> bool {
-    Command::new("dpkg-query")
-        .args(["-W", "-f=${Status}", pkg])
-        .output()
-        .map(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
-        .unwrap_or(false)
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-/// `cargo xtask setup [--yasimavr]`: installs the missing Debian packages
-/// (idempotent); with `--yasimavr`, also yasimavr (PyPI) into `.venv` for the
-/// ATmega4808 smoke test.
-pub fn setup(args: &[String]) -> Result<(), String> {
-    let opts = crate::Opts::parse(args, &[], &["--yasimavr"])?;
-    setup_debian()?;
-    if opts.flag("--yasimavr") {
-        let venv = util::workspace_root().join(".venv");
-        let python = venv.join("bin/python");
-        if !python.exists() {
-            util::run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-        }
-        let have = Command::new(&python)
-            .args(["-c", "import yasimavr"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !have {
-            util::run(Command::new(&python).args(["-m", "pip", "install", "-q", "yasimavr"]))?;
-        }
-        eprintln!("xtask: yasimavr available in {}", venv.display());
-    }
-    Ok(())
-}
-
-fn setup_debian() -> Result<(), String> {
-    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
-    if missing.is_empty() {
-        eprintln!("xtask: all {} AVR packages are installed", PACKAGES.len());
-        return Ok(());
-    }
-    let cmd = format!("apt-get install -y --no-install-recommends {}", missing.join(" "));
-    if !is_root() {
-        return Err(format!(
-            "missing packages: {}\nrun as root:\n  apt-get update && {cmd}",
-            missing.join(" ")
-        ));
-    }
-    eprintln!("xtask: installing {}", missing.join(" "));
-    let install = || {
-        util::run(
-            Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends"])
-                .args(&missing)
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-        )
-    };
-    if install().is_err() {
-        util::run(Command::new("apt-get").arg("update"))?;
-        install()?;
-    }
-    let still: Vec<&str> = missing.iter().copied().filter(|p| !installed(p)).collect();
-    if !still.is_empty() {
-        return Err(format!("still missing after apt-get: {}", still.join(" ")));
-    }
-    Ok(())
 }
 
 /// A built firmware image and its sizes.

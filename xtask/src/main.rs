@@ -14,6 +14,7 @@ mod mega0;
 mod mqtt;
 mod opts;
 mod published;
+mod setup;
 mod simtest;
 mod util;
 
@@ -28,8 +29,10 @@ commands:
             the valgrind secret-independence check and a short fuzzing run —
             what CI runs
   setup     [--yasimavr]
-            install the missing Debian packages of the AVR pipeline (as root);
-            --yasimavr: also yasimavr into .venv (ATmega4808 smoke test)
+            check what this machine can do (Debian rustc-web with avr-none,
+            avr-gcc, the simulator headers, mosquitto) and, as root, apt-get
+            update + install what is missing or too old; otherwise print the
+            commands; --yasimavr: also yasimavr into .venv (ATmega4808)
   build-avr [--mcu atmega1284p|atmega4808] [--image rings|kyber|saber|ctru-sha3|ctru-ascon|<kem>|mqtt-<kem>[-x25519]|all]
             cross-build a firmware image, report flash and static RAM
   sim-test  [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build]
@@ -67,37 +70,39 @@ commands:
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    // Commands that simulate need the Debian packages; on a fresh machine this
-    // binary was built before they existed, without the simulator, so after
-    // installing them it runs itself again through cargo (which rebuilds it).
+    // Commands that build or simulate need the Debian packages; on a new
+    // machine this binary was compiled before they existed, without the
+    // simulator, so after installing them it is rebuilt and run again, once.
     if matches!(
         args.first().map(String::as_str),
-        Some("ci" | "bench" | "sim-test" | "ct" | "mqtt")
+        Some("ci" | "bench" | "sim-test" | "ct" | "mqtt" | "build-avr")
     ) {
-        let setup_args: Vec<String> = if args[0] == "ci" {
-            vec!["--yasimavr".into()]
-        } else {
-            vec![]
-        };
-        if let Err(e) = avr::setup(&setup_args) {
-            eprintln!("xtask: {e}");
-            return ExitCode::FAILURE;
-        }
-        if !avr_sim::AVAILABLE {
-            eprintln!("xtask: rebuilding with the simulator now that its packages are installed");
-            return match Command::new("cargo")
-                .args(["run", "--quiet", "--package", "xtask", "--"])
-                .args(&args)
-                .status()
-            {
-                Ok(s) if s.success() => ExitCode::SUCCESS,
-                _ => ExitCode::FAILURE,
-            };
+        let rebuild = setup::ensure_machine().and_then(|rebuild| {
+            if args[0] == "ci" {
+                setup::setup_yasimavr()?;
+            }
+            Ok(rebuild)
+        });
+        match rebuild {
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                return ExitCode::FAILURE;
+            }
+            Ok(true) => {
+                return match setup::rebuild_and_rerun(&args) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("xtask: {e}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
+            Ok(false) => {}
         }
     }
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
-        Some("setup") => avr::setup(&args[1..]),
+        Some("setup") => setup::setup(&args[1..]),
         Some("build-avr") => avr::build_cmd(&args[1..]),
         Some("sim-test") => simtest::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
