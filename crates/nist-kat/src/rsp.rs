@@ -1,6 +1,8 @@
 //! NIST `.rsp` known-answer files: `count`, `seed`, `pk`, `sk`, `ct`, `ss`
 //! in upper-case hex, records separated by a blank line, after an optional
-//! `# name` header.
+//! `# name` header line and a blank line (`PQCgenKAT_kem` writes one; some
+//! published files have none). [`write`] of a file's [`header`] and parsed
+//! records gives the file back byte for byte.
 
 use std::fmt::Write;
 
@@ -42,6 +44,12 @@ pub fn hex_decode(s: &str) -> Result<Vec<u8>, String> {
                 .ok_or_else(|| format!("bad hex digit near offset {i}"))
         })
         .collect()
+}
+
+/// The text of the file's first line after `# `, if it starts with one.
+pub fn header(text: &str) -> Option<&str> {
+    let first = text.strip_prefix("# ")?;
+    Some(first.find('\n').map_or(first, |i| &first[..i]))
 }
 
 /// The file body without its `#` header line and the blank line after it:
@@ -98,9 +106,10 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
     Ok(records)
 }
 
-/// Writes records in NIST's layout, after a `# header` line and a blank line.
-pub fn write(header: &str, records: &[Record]) -> String {
-    let mut out = format!("# {header}\n\n");
+/// Writes records in NIST's layout: a `# header` line and a blank line if
+/// `header` is given, then each record followed by a blank line.
+pub fn write(header: Option<&str>, records: &[Record]) -> String {
+    let mut out = header.map_or_else(String::new, |h| format!("# {h}\n\n"));
     for r in records {
         let _ = write!(
             out,
@@ -130,11 +139,20 @@ mod tests {
             ct: vec![],
             ss: vec![9],
         };
-        let text = write("T", &[r.clone(), Record { count: 1, ..r.clone() }]);
+        let records = [r.clone(), Record { count: 1, ..r.clone() }];
+        let text = write(Some("T"), &records);
+        assert!(text.starts_with("# T\n\ncount = 0\nseed = 0101"));
         let parsed = parse(&text).unwrap();
-        assert_eq!(parsed.len(), 2);
-        assert_eq!(parsed[0], r);
+        assert_eq!(parsed, records);
+        assert_eq!(header(&text), Some("T"));
         assert_eq!(body(&text), &text[5..]);
+        assert_eq!(write(header(&text), &parsed), text);
+        // Without a header line, none is written.
+        let bare = write(None, &records);
+        assert!(bare.starts_with("count = 0\n"));
+        assert_eq!(header(&bare), None);
+        assert_eq!(write(header(&bare), &parse(&bare).unwrap()), bare);
+        assert_eq!(header("# only"), Some("only"));
     }
 
     #[test]
