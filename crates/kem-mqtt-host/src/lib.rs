@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 //! KEM-MQTT/1 on hosts: the `std` layers on top of the `kem-mqtt` core.
 //!
+//! - [`admission`]: rate limits on ClientHellos, checked before any decapsulation;
 //! - [`keys`]: versioned JSON key files and the client registry (hex keys);
 //! - [`provision`]: broker key generation and sensor enrolment;
 //! - [`mqtt`]: a minimal MQTT v5 codec with enhanced authentication;
@@ -13,6 +14,7 @@
 //! `kem-mqtt/hs/<client id>/b2c` (BrokerHello) and carries records on
 //! `kem-mqtt/data/<client id>/c2b` and `…/b2c`.
 
+pub mod admission;
 pub mod broker;
 pub mod gateway;
 pub mod keys;
