@@ -70,7 +70,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             ));
         }
         if records.len() == theirs.len() {
-            println!("{name}: all {count} records; the file equals {} byte for byte", scheme.reference_file);
+            println!(
+                "{name}: all {count} records; the file equals {} byte for byte",
+                scheme.reference_file
+            );
         } else {
             println!("{name}: the first {count} records equal {}'s", scheme.reference_file);
         }

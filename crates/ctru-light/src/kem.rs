@@ -175,7 +175,8 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         Ok((pk, sk))
     }
 
-    /// KEM.Encaps (§4).
+    /// KEM.Encaps (§4): m is 32 bytes from `rng`; G = Hg(ID(pk) ‖ m),
+    /// ct = Enc(pk, m, XOF(G[32..64], 128)), K = G[0..32].
     pub fn encapsulate(
         pk: &PublicKey<B>,
         rng: &mut (impl RngCore + CryptoRng),
@@ -254,21 +255,12 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         rng: &mut (impl RngCore + CryptoRng),
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
-        let mut m = Self::message(rng)?;
+        // m: 32 bytes straight from the RNG (§4), no hash of them.
+        let mut m = [0u8; 32];
+        fill(rng, &mut m)?;
         let ss = Self::encrypt_derive(pk, &m, &mut CiphertextSink::Write(ct));
         m.wipe();
         Ok(ss)
-    }
-
-    /// m = XOF(μ) for a fresh μ (its own frame: μ is gone before encryption).
-    #[inline(never)]
-    fn message(rng: &mut (impl RngCore + CryptoRng)) -> Result<[u8; 32], Error> {
-        let mut mu = [0u8; 32];
-        fill(rng, &mut mu)?;
-        let mut m = [0u8; 32];
-        B::xof(&[&mu], &mut m);
-        mu.wipe();
-        Ok(m)
     }
 
     /// The checks [`SecretKey::from_bytes`] makes, on the encoded key in

@@ -40,27 +40,30 @@ pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke:
 }
 
 /// round(2^24 / 769) and ⌊2^16·384/769⌋: ⌊(s·256 + 384) / 769⌋ =
-/// (s·M + C) ≫ 16 for every s = σ + b·385 ≤ 1153.
+/// (s·M + C) ≫ 16 for every s ≤ 1153 (σ ∈ [0, q) here; σ + q ≤ 1153 for
+/// the centred σ in the assembly, `asm-avr/gen_ctru_compress.py`, which
+/// checks the same constants).
 const RECIP_Q: u16 = ((1u64 << 24) + (Q as u64 >> 1)).div_euclid(Q as u64) as u16;
 const HALF_Q_SCALED: u16 = ((1u64 << 16) * 384).div_euclid(Q as u64) as u16;
 
-/// c = ⌊((σ + b·385)·256 + 384) / 769⌋ mod 256 (§3 Enc), constant time: no
-/// divide instruction, proven exact for all inputs by a test.
+/// c = (⌊(σ·256 + 384) / 769⌋ + 128·b) mod 256 for σ ∈ [0, q) (§3 Enc),
+/// constant time: no divide instruction, proven exact for all inputs by a
+/// test.
 ///
 /// (s·M + C) ≫ 16 is put together from four byte products in 16-bit
-/// arithmetic: s = s1·2^8 + s0 (s1 ≤ 4), M = m1·2^8 + m0, and
+/// arithmetic: s = s1·2^8 + s0 (s1 ≤ 3), M = m1·2^8 + m0, and
 /// (s·M + C) ≫ 16 = s1·m1 + ((s1·m0 + s0·m1 + ((s0·m0 + C) ≫ 8)) ≫ 8), every
 /// partial sum below 2^16. The AVR multiplies bytes in one instruction; a
-/// 32-bit product was a chain of three library calls. Not inlined: one
-/// copy, not one per coefficient of an unrolled block.
+/// 32-bit product was a chain of three library calls. Adding 128·b modulo
+/// 256 flips bit 7: an XOR with b ≪ 7, no select. Not inlined: one copy,
+/// not one per coefficient of an unrolled block.
 #[inline(never)]
 pub fn compress(sigma: u16, bit: u8) -> u8 {
-    let s = sigma + bit as u16 * 385;
-    let (s0, s1) = (s & 0xFF, s >> 8);
+    let (s0, s1) = (sigma & 0xFF, sigma >> 8);
     let (m0, m1) = (RECIP_Q & 0xFF, RECIP_Q >> 8);
     let low = s0 * m0 + HALF_Q_SCALED; // ≤ 255·57 + 32725
-    let mid = s1 * m0 + s0 * m1 + (low >> 8); // ≤ 4·57 + 255·85 + 255
-    (s1 * m1 + (mid >> 8)) as u8
+    let mid = s1 * m0 + s0 * m1 + (low >> 8); // ≤ 3·57 + 255·85 + 255
+    (s1 * m1 + (mid >> 8)) as u8 ^ (bit << 7)
 }
 
 /// PKE.Enc (§3): ct from pk, message and 128 coin bytes, into `sink`
@@ -174,17 +177,46 @@ pub fn decrypt(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
 mod tests {
     use super::*;
 
-    /// The multiply-shift equals the exact division for every input (§3).
+    /// The multiply-shift equals the definition's formula, with an exact
+    /// division, for every σ ∈ [0, q) and b ∈ {0, 1} (§3 Enc).
     #[test]
-    fn compress_division_identity_holds_for_all_inputs() {
+    fn compression_equals_the_definition_for_all_inputs() {
+        let mut checked = 0;
         for sigma in 0..Q as u64 {
             for bit in 0..2u64 {
-                let exact = ((((sigma + bit * 385) * 256) + 384).div_euclid(769)) % 256;
+                let exact = ((256 * sigma + 384).div_euclid(769) + 128 * bit) % 256;
                 assert_eq!(
                     compress(sigma as u16, bit as u8) as u64,
                     exact,
                     "σ = {sigma}, b = {bit}"
                 );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 2 * 769);
+        // The top value rounds up to q2 = 256 ≡ 0: the wrap is the definition's.
+        assert_eq!(compress(768, 0), 0);
+        assert_eq!(compress(768, 1), 128);
+    }
+
+    /// The block function takes centred σ (|σ| ≤ 384) and the codeword's
+    /// bit j for coefficient j: every centred value in every position, with
+    /// both bits, equals `compress` of σ mod q.
+    #[test]
+    fn block_compression_takes_centred_values() {
+        for sigma in -384i16..=384 {
+            for j in 0..8 {
+                for codeword in [0x00u8, 0xFF, 1 << j] {
+                    let mut block = [0i16; 8];
+                    block[j] = sigma;
+                    let out = compress_block_portable(&block, codeword);
+                    let bit = (codeword >> j) & 1;
+                    assert_eq!(
+                        out[j],
+                        compress(sigma.rem_euclid(769) as u16, bit),
+                        "σ = {sigma}, j = {j}"
+                    );
+                }
             }
         }
     }

@@ -87,13 +87,16 @@ pub const ALL: &[Scheme] = &[
     },
     Scheme {
         name: "ctru-light-sha3",
-        header: Some("CTRU-Light rev 0, sha3 back-end (see ../../specs/ctru-light.md)"),
+        // The shared folder's header (its relative path is the shared folder's).
+        header: Some(
+            "CTRU-Light rev 1, sha3 back-end (= the authors' reference C code under the NIST DRBG; see ../../specs/ctru-light.md)",
+        ),
         reference_file: "ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp",
         run: ctru_runner!(ctru_light::CtruLightSha3),
     },
     Scheme {
         name: "ctru-light-ascon",
-        header: Some("CTRU-Light rev 0, ascon back-end (see ../../specs/ctru-light.md)"),
+        header: Some("CTRU-Light rev 1, ascon back-end (see ../../specs/ctru-light.md)"),
         reference_file: "ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp",
         run: ctru_runner!(ctru_light::CtruLightAscon),
     },
