@@ -1,9 +1,11 @@
 //! The AVR assembly ciphertext compression (`asm-avr/ctru_compress.S`)
-//! against the portable `compress`, in simavr: every σ ∈ [−384, 384] with
-//! both bits (each in one position of its block), the extremes in every
-//! position, random blocks and codewords;
-//! the ABI, and a data-independent cycle count. Needs avr-gcc and libsimavr
-//! (`cargo xtask setup` installs them).
+//! against the portable `compress` (itself checked against the
+//! definition's formula for every input by a unit test in `src/pke.rs`),
+//! in simavr: exhaustively, every σ mod q ∈ [0, 769) (the centred
+//! σ ∈ [−384, 384] the routine takes) with both bits b ∈ {0, 1}, each in
+//! one position of its block; the extremes in every position, random
+//! blocks and codewords; the ABI, and a data-independent cycle count.
+//! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
 
 use std::path::PathBuf;
 
@@ -46,6 +48,14 @@ fn assembly_compression_matches_portable_and_is_constant_time() {
         let block = core::array::from_fn(|j| ((r >> (7 * j)) % 769) as i16 - 384);
         cases.push((block, (r >> 56) as u8));
     }
+    // The cases cover every (σ mod q, b) pair.
+    let mut covered = std::collections::BTreeSet::new();
+    for (sigma, codeword) in &cases {
+        for (j, &x) in sigma.iter().enumerate() {
+            covered.insert((x.rem_euclid(769), (codeword >> j) & 1));
+        }
+    }
+    assert_eq!(covered.len(), 2 * 769, "every σ ∈ [0, 769) with both bits");
     for (n, (sigma, codeword)) in cases.iter().enumerate() {
         let mut request = vec![1u8];
         request.extend(sigma.iter().flat_map(|x| x.to_le_bytes()));
