@@ -1,4 +1,4 @@
-//! Ring arithmetic (CTRU-Light definition §6), on modarith. It never changes
+//! Ring arithmetic (`SPEC.md` §6), on modarith. It never changes
 //! a byte of pk, sk, ct or ss; the variants differ only in speed, so they are
 //! a type parameter that benchmarks instantiate one by one. They choose the
 //! reduction of the q = 769 NTT (key generation and encryption); decryption's

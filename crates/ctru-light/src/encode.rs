@@ -1,4 +1,4 @@
-//! Sampling and encodings (CTRU-Light definition §2), all constant time.
+//! Sampling and encodings (`SPEC.md` §2), all constant time.
 
 use kem_common::{pack_bits, unpack_bits};
 

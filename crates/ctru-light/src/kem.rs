@@ -1,4 +1,4 @@
-//! The CTRU-Light KEM (definition §4): FO transform with implicit rejection.
+//! The CTRU-Light KEM (`SPEC.md` §4): FO transform with implicit rejection.
 
 use core::fmt;
 use core::marker::PhantomData;

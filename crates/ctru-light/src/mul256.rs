@@ -1,4 +1,4 @@
-//! Decryption's product w = c·f in Z_256[x]/(x^512 + 1) (definition §3,
+//! Decryption's product w = c·f in Z_256[x]/(x^512 + 1) (`SPEC.md` §3,
 //! PKE.Dec), computed directly modulo q2 = 256 by Karatsuba.
 //!
 //! Only w mod 256 is decoded, and modulo 2^8 every coefficient is a byte:

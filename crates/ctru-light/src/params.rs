@@ -1,4 +1,4 @@
-//! Parameters (CTRU-Light definition §1).
+//! Parameters (`SPEC.md` §1).
 
 /// n: coefficients per polynomial; the ring is Z_q\[x\]/(x^512 + 1).
 pub const N: usize = 512;

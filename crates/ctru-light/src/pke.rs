@@ -1,4 +1,4 @@
-//! The CTRU-Light PKE (definition §3).
+//! The CTRU-Light PKE (`SPEC.md` §3).
 
 use kem_common::{CiphertextSink, Wipe};
 use modarith::{Modulus, Q769};

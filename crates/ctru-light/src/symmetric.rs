@@ -1,4 +1,4 @@
-//! Symmetric back-ends (CTRU-Light definition §5): XOF, Hg and Hrej.
+//! Symmetric back-ends (`SPEC.md` §5): XOF, Hg and Hrej.
 
 use fips202::Sponge;
 

@@ -1,7 +1,7 @@
 //! NIST `.rsp` known-answer files: `count`, `seed`, `pk`, `sk`, `ct`, `ss`
 //! in upper-case hex, records separated by a blank line, after an optional
 //! `# name` header line and a blank line (`PQCgenKAT_kem` writes one; some
-//! published files have none). [`write`] of a file's [`header`] and parsed
+//! published files have none). [`write()`] of a file's [`header()`] and parsed
 //! records gives the file back byte for byte.
 
 use std::fmt::Write;
