@@ -46,6 +46,18 @@ pub const MCUS: &[Mcu] = &[
 /// SRAM we want left for the stack after .data and .bss.
 const MIN_STACK_RESERVE: u32 = 1024;
 
+/// Options of `cargo xtask build-avr`.
+#[derive(clap::Parser, Debug)]
+pub struct BuildArgs {
+    /// The MCU to build for (atmega1284p, atmega4808)
+    #[arg(long, default_value = "atmega1284p", value_parser = mcu)]
+    pub mcu: Mcu,
+    /// The image: rings, kyber, saber, ctru-sha3, ctru-ascon, a KEM name,
+    /// mqtt-<kem>[-x25519], or all
+    #[arg(long, default_value = "rings")]
+    pub image: String,
+}
+
 /// Looks up `--mcu`.
 pub fn mcu(name: &str) -> Result<Mcu, String> {
     MCUS.iter().copied().find(|m| m.name == name).ok_or_else(|| {
@@ -504,10 +516,9 @@ pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
 }
 
 /// `cargo xtask build-avr [--mcu M] [--image I]`.
-pub fn build_cmd(args: &[String]) -> Result<(), String> {
-    let opts = crate::Opts::parse(args, &["--mcu", "--image"], &[])?;
-    let m = mcu(opts.value("--mcu").unwrap_or("atmega1284p"))?;
-    for image in images(m, opts.value("--image").unwrap_or("rings"))? {
+pub fn build_cmd(opts: &BuildArgs) -> Result<(), String> {
+    let m = opts.mcu;
+    for image in images(m, &opts.image)? {
         let b = build_image(m, &image)?;
         println!(
             "{} {}: {} (flash {} B, static RAM {} B)",

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::avr::{self, CallGraph};
 use crate::device::{encode, Device};
-use crate::opts::{output, Opts, Rng};
+use crate::opts::{output, Rng};
 use crate::{kems as kemsim, published, simtest, util};
 
 /// The scheme name of the NTT-arithmetic benchmarks.
@@ -168,12 +168,26 @@ fn empty_window(dev: &mut Device) -> Result<u64, String> {
     Ok(empty)
 }
 
+/// Options of `cargo xtask bench`.
+#[derive(clap::Parser, Debug)]
+pub struct BenchArgs {
+    /// The MCU (atmega1284p in simavr; atmega4808: which KEMs and KEM-MQTT
+    /// suites fit, run in yasimavr, recorded in benchmarks/atmega4808/*.md)
+    #[arg(long, default_value = "atmega1284p", value_parser = avr::mcu)]
+    pub mcu: avr::Mcu,
+    /// Only operations whose name contains this text (e.g. kyber512-r3, ntt, kem-mqtt)
+    #[arg(long, default_value = "")]
+    pub filter: String,
+    /// Use the images already built
+    #[arg(long)]
+    pub no_build: bool,
+}
+
 /// `cargo xtask bench [--mcu M] [--filter S] [--no-build]`.
-pub fn run(args: &[String]) -> Result<(), String> {
-    let o = Opts::parse(args, &["--mcu", "--filter"], &["--no-build"])?;
-    let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
-    let filter = o.value("--filter").unwrap_or("").to_lowercase();
-    let no_build = o.flag("--no-build");
+pub fn run(o: &BenchArgs) -> Result<(), String> {
+    let mcu = o.mcu;
+    let filter = o.filter.to_lowercase();
+    let no_build = o.no_build;
     if !mcu.simulated {
         // No cycle-accurate model (simavr has no megaAVR-0): what fits, run in
         // yasimavr; recorded only by an unfiltered run (a filtered one would

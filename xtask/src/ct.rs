@@ -24,7 +24,7 @@ use rand_core::RngCore as _;
 use crate::avr;
 use crate::device::Device;
 use crate::kems::{self, measured, Recorder, TestRng};
-use crate::opts::{Opts, Rng};
+use crate::opts::Rng;
 use crate::simtest::image_elf;
 
 /// Cycle statistics of one operation over its inputs.
@@ -422,23 +422,47 @@ fn row(s: &mut String, kem: Kem, op: &str, st: &Stats, note: &str) {
     );
 }
 
+/// Options of `cargo xtask ct`.
+#[derive(clap::Parser, Debug)]
+pub struct CtArgs {
+    /// Random inputs per operation (at least 2)
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..))]
+    pub count: u64,
+    /// The MCU (cycle-accurate simulation: atmega1284p)
+    #[arg(long, default_value = "atmega1284p", value_parser = avr::mcu)]
+    pub mcu: avr::Mcu,
+    /// Seed of the inputs
+    #[arg(long, default_value_t = 0xC7_C7)]
+    pub seed: u64,
+    /// Only KEM variants whose name contains this text
+    #[arg(long, default_value = "")]
+    pub filter: String,
+    /// Images simulated at once
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: u64,
+    /// Print the PCs whose instruction counts differ
+    #[arg(long)]
+    pub explain: bool,
+    /// Print where each operation spends its instructions
+    #[arg(long)]
+    pub profile: bool,
+    /// Use the images already built
+    #[arg(long)]
+    pub no_build: bool,
+}
+
 /// `cargo xtask ct [--count N] [--mcu M] [--seed S] [--filter S] [--jobs J] [--explain] [--profile] [--no-build]`.
 ///
 /// Every operation whose cycles vary is re-run on its fastest and slowest
 /// input with the simulator's instruction profile, and the functions whose
 /// instruction counts differ are printed (`--explain`: with the PCs).
-pub fn run(args: &[String]) -> Result<(), String> {
-    let o = Opts::parse(
-        args,
-        &["--count", "--mcu", "--seed", "--filter", "--jobs"],
-        &["--no-build", "--explain", "--profile"],
-    )?;
+pub fn run(o: &CtArgs) -> Result<(), String> {
     // Varying operations are always explained by function; `--explain` adds the PCs;
     // `--profile` prints where each operation spends its instructions.
     let explain_varying = true;
-    let show_pcs = o.flag("--explain");
-    let profile = o.flag("--profile");
-    let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
+    let show_pcs = o.explain;
+    let profile = o.profile;
+    let mcu = o.mcu;
     if !mcu.simulated {
         return Err(format!(
             "{}: the constant-time check needs cycle-accurate simulation (simavr has no model; \
@@ -446,11 +470,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             mcu.name
         ));
     }
-    let count = o.number("--count", 100)?.max(2) as usize;
-    let seed = o.number("--seed", 0xC7_C7)?;
-    let jobs = o.number("--jobs", 2)?.max(1) as usize;
-    let filter = o.value("--filter").unwrap_or("").to_lowercase();
-    let no_build = o.flag("--no-build");
+    let count = o.count as usize;
+    let seed = o.seed;
+    let jobs = o.jobs as usize;
+    let filter = o.filter.to_lowercase();
+    let no_build = o.no_build;
     let work = avr::kem_images_matching(mcu, &filter);
     if work.is_empty() {
         return Err(format!("no KEM matches --filter `{filter}`"));

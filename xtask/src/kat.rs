@@ -5,50 +5,44 @@ use nist_kat::{rsp, schemes, DEFAULT_MASTER_SEED};
 
 use crate::util::workspace_root;
 
-const USAGE: &str = "usage: cargo xtask kat --scheme NAME [--master-seed HEX48] [--count N] [--write FILE] [--check]";
+/// Options of `cargo xtask kat`.
+#[derive(clap::Parser, Debug)]
+pub struct KatArgs {
+    /// The scheme: ml-kem-512, kyber512-r3, lightsaber, ctru-light-sha3, ctru-light-ascon
+    #[arg(long)]
+    pub scheme: String,
+    /// The NIST DRBG master seed, 48 bytes in hex (default: 00 01 … 2F)
+    #[arg(long, value_parser = master_seed)]
+    pub master_seed: Option<[u8; 48]>,
+    /// Records to generate
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: u64,
+    /// Write the file here instead of printing it
+    #[arg(long)]
+    pub write: Option<std::path::PathBuf>,
+    /// Compare with the official file in kat-vectors/
+    #[arg(long)]
+    pub check: bool,
+}
 
-/// Parses the options and runs.
-pub fn run(args: &[String]) -> Result<(), String> {
-    let mut scheme = None;
-    let mut seed = DEFAULT_MASTER_SEED;
-    let mut count = 100usize;
-    let mut write = None;
-    let mut check = false;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "--scheme" => scheme = Some(value()?),
-            "--master-seed" => {
-                let bytes = rsp::hex_decode(&value()?)?;
-                seed = bytes
-                    .try_into()
-                    .map_err(|b: Vec<u8>| format!("--master-seed needs 48 bytes, got {}", b.len()))?;
-            }
-            "--count" => {
-                count = value()?
-                    .parse()
-                    .map_err(|_| format!("--count needs a number\n{USAGE}"))?
-            }
-            "--write" => write = Some(value()?),
-            "--check" => check = true,
-            other => return Err(format!("unknown option `{other}`\n{USAGE}")),
-        }
-    }
+fn master_seed(hex: &str) -> Result<[u8; 48], String> {
+    rsp::hex_decode(hex)?
+        .try_into()
+        .map_err(|b: Vec<u8>| format!("needs 48 bytes, got {}", b.len()))
+}
+
+/// Generates, writes or checks.
+pub fn run(o: &KatArgs) -> Result<(), String> {
+    let seed = o.master_seed.unwrap_or(DEFAULT_MASTER_SEED);
+    let (count, check, name) = (o.count as usize, o.check, o.scheme.as_str());
     let names: Vec<&str> = schemes::ALL.iter().map(|s| s.name).collect();
-    let name = scheme.ok_or_else(|| format!("--scheme is required (one of {})\n{USAGE}", names.join(", ")))?;
-    let scheme =
-        schemes::find(&name).ok_or_else(|| format!("unknown scheme `{name}` (one of {})", names.join(", ")))?;
+    let scheme = schemes::find(name).ok_or_else(|| format!("unknown scheme `{name}` (one of {})", names.join(", ")))?;
     let records = scheme.generate(&seed, count)?;
     let text = rsp::write(scheme.header, &records);
-    match &write {
+    match &o.write {
         Some(path) => {
-            std::fs::write(path, &text).map_err(|e| format!("cannot write {path}: {e}"))?;
-            eprintln!("xtask: wrote {count} {name} records to {path}");
+            std::fs::write(path, &text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            eprintln!("xtask: wrote {count} {name} records to {}", path.display());
         }
         None if !check => print!("{text}"),
         None => {}

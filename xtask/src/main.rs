@@ -2,6 +2,8 @@
 
 use std::process::{Command, ExitCode};
 
+use clap::{Parser, Subcommand};
+
 mod avr;
 mod bench;
 mod ct;
@@ -18,105 +20,110 @@ mod setup;
 mod simtest;
 mod util;
 
-pub use opts::Opts;
+/// `cargo xtask <command>`: the project's tasks.
+#[derive(Parser, Debug)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Build, simulate, test and benchmark the AVR post-quantum KEMs",
+    arg_required_else_help = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
 
-const USAGE: &str = "\
-usage: cargo xtask <command> [options]
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// What CI runs: fmt, clippy and rustdoc (warnings denied), every test, the AVR
+    /// builds, the simulated differential and KAT tests, the AVR constant-time
+    /// check, the valgrind secret-independence check and a short fuzzing run
+    Ci,
+    /// Check what this machine can do (Debian rustc-web with avr-none, avr-gcc, the
+    /// simulator headers, mosquitto) and, as root, apt-get update + install what is
+    /// missing or too old; otherwise print the commands
+    Setup(setup::SetupArgs),
+    /// Cross-build firmware images and report flash and static RAM
+    BuildAvr(avr::BuildArgs),
+    /// Randomised differential test of the ring operations (firmware in simavr vs
+    /// modarith) and official KAT records reproduced by the firmware
+    SimTest(simtest::SimTestArgs),
+    /// Constant-time check in simavr: every KEM operation takes the same cycles
+    /// (and per-address instruction counts) for every input
+    Ct(ct::CtArgs),
+    /// Cycles, stack and code size of every operation in simavr; writes
+    /// benchmarks/<mcu>/*.json, benchmarks/latest.json and docs/benchmarks.*
+    Bench(bench::BenchArgs),
+    /// The KEM-MQTT/1 sensor handshake of every suite on the AVR against the host broker
+    Mqtt(mqtt::MqttArgs),
+    /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
+    Kat(kat::KatArgs),
+    /// CTRU-Light decryption-failure rate by convolution of its noise model
+    Dfr {
+        /// Options of the DFR computation
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
+    Report,
+}
 
-commands:
-  ci        fmt check, clippy and rustdoc (warnings denied), every test, the AVR builds, the
-            simulated differential and KAT tests, the AVR constant-time check,
-            the valgrind secret-independence check and a short fuzzing run —
-            what CI runs
-  setup     [--yasimavr]
-            check what this machine can do (Debian rustc-web with avr-none,
-            avr-gcc, the simulator headers, mosquitto) and, as root, apt-get
-            update + install what is missing or too old; otherwise print the
-            commands; --yasimavr: also yasimavr into .venv (ATmega4808)
-  build-avr [--mcu atmega1284p|atmega4808] [--image rings|kyber|saber|ctru-sha3|ctru-ascon|<kem>|mqtt-<kem>[-x25519]|all]
-            cross-build a firmware image, report flash and static RAM
-  sim-test  [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build]
-            [--require-fit]
-            randomized differential test of the ring ops (firmware in simavr vs
-            modarith) and the first N (3) official KAT records of every KEM
-            variant reproduced by the firmware; --mcu atmega4808 --kat 1: KAT
-            record 0 of every KEM that fits, in yasimavr (--require-fit: a KEM
-            that does not fit is a failure)
-  ct        [--count N] [--mcu M] [--filter S] [--seed S] [--jobs J] [--explain] [--no-build]
-            constant-time check in simavr: keygen/encaps/decaps of every KEM
-            variant on N (100) random inputs must take min == max cycles
-  bench     [--mcu M] [--filter S] [--no-build]
-            cycles, stack and code size of every operation in simavr; writes
-            benchmarks/<mcu>/<scheme>.json, benchmarks/latest.json,
-            docs/benchmarks.md and docs/benchmarks.svg; --mcu atmega4808 (no
-            simavr model): which KEMs and KEM-MQTT suites fit, run in yasimavr,
-            recorded in benchmarks/atmega4808/*.md and docs/benchmarks.md
-  mqtt      [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit] [--seeds N]
-            the KEM-MQTT/1 sensor handshake of every suite on the AVR (firmware
-            images mqtt-<kem>[-x25519]) against the host broker: flights and a
-            record checked, cycles and stack per step; --mcu atmega4808: which
-            suites fit (flash, SRAM), run in yasimavr (--require-fit: a selected
-            suite that does not fit is a failure); --profile: where start and
-            finish spend their instructions, by function; --seeds N: N keys and
-            randomness per suite, cycles must not change (CTRU-Light exempt:
-            public key-generation retries)
-  kat       --scheme ml-kem-512|kyber512-r3|lightsaber|ctru-light-sha3|ctru-light-ascon
-            [--master-seed HEX48] [--count N] [--write FILE] [--check]
-            NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
-  dfr       CTRU-Light decryption-failure rate by convolution of its noise model
-  report    regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
-  help      this text
-";
+impl Cmd {
+    /// Whether the command builds or simulates firmware (and so needs the machine set up).
+    fn needs_machine(&self) -> bool {
+        matches!(
+            self,
+            Cmd::Ci | Cmd::Bench(_) | Cmd::SimTest(_) | Cmd::Ct(_) | Cmd::Mqtt(_) | Cmd::BuildAvr(_)
+        )
+    }
+}
+
+/// Parses a fixed internal argument list (the tasks CI chains): a parse error
+/// here is a bug in this file, reported like any other error.
+pub fn args<T: Parser>(argv: &[&str]) -> Result<T, String> {
+    T::try_parse_from(argv).map_err(|e| format!("internal arguments {argv:?}: {e}"))
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    // clap prints --help and usage errors itself (exit 0 for help, 2 for errors).
+    let cli = Cli::parse();
     // Commands that build or simulate need the Debian packages; on a new
     // machine this binary was compiled before they existed, without the
     // simulator, so after installing them it is rebuilt and run again, once.
-    if matches!(
-        args.first().map(String::as_str),
-        Some("ci" | "bench" | "sim-test" | "ct" | "mqtt" | "build-avr")
-    ) {
+    if cli.command.needs_machine() {
         let rebuild = setup::ensure_machine().and_then(|rebuild| {
-            if args[0] == "ci" {
+            if matches!(cli.command, Cmd::Ci) {
                 setup::setup_yasimavr()?;
             }
             Ok(rebuild)
         });
-        match rebuild {
-            Err(e) => {
-                eprintln!("xtask: {e}");
-                return ExitCode::FAILURE;
-            }
-            Ok(true) => {
-                return match setup::rebuild_and_rerun(&args) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        eprintln!("xtask: {e}");
-                        ExitCode::FAILURE
-                    }
-                };
-            }
-            Ok(false) => {}
-        }
+        let rerun = match rebuild {
+            Err(e) => Err(e),
+            Ok(true) => setup::rebuild_and_rerun(&raw),
+            Ok(false) => return finish(run(cli.command)),
+        };
+        return finish(rerun);
     }
-    let result = match args.first().map(String::as_str) {
-        Some("ci") => ci(),
-        Some("setup") => setup::setup(&args[1..]),
-        Some("build-avr") => avr::build_cmd(&args[1..]),
-        Some("sim-test") => simtest::run(&args[1..]),
-        Some("bench") => bench::run(&args[1..]),
-        Some("report") => bench::regenerate(),
-        Some("kat") => kat::run(&args[1..]),
-        Some("dfr") => dfr::run(&args[1..]),
-        Some("ct") => ct::run(&args[1..]),
-        Some("mqtt") => mqtt::cmd(&args[1..]),
-        None | Some("help") | Some("--help") | Some("-h") => {
-            print!("{USAGE}");
-            Ok(())
-        }
-        Some(other) => Err(format!("unknown command `{other}`\n\n{USAGE}")),
-    };
+    finish(run(cli.command))
+}
+
+fn run(command: Cmd) -> Result<(), String> {
+    match command {
+        Cmd::Ci => ci(),
+        Cmd::Setup(a) => setup::setup(&a),
+        Cmd::BuildAvr(a) => avr::build_cmd(&a),
+        Cmd::SimTest(a) => simtest::run(&a),
+        Cmd::Bench(a) => bench::run(&a),
+        Cmd::Report => bench::regenerate(),
+        Cmd::Kat(a) => kat::run(&a),
+        Cmd::Dfr { args } => dfr::run(&args),
+        Cmd::Ct(a) => ct::run(&a),
+        Cmd::Mqtt(a) => mqtt::cmd(&a),
+    }
+}
+
+fn finish(result: Result<(), String>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -146,13 +153,13 @@ fn ci() -> Result<(), String> {
     for image in avr::all_images(m1284).iter().skip(1) {
         avr::build_image(m1284, image)?;
     }
-    simtest::run(&["--no-build".to_string()])?;
+    simtest::run(&args(&["sim-test", "--no-build"])?)?;
     // The KEM-MQTT/1 sensor of every suite against the host broker, three
     // keys and randomness each: the cycles must not change (X25519 both
     // ways, the key schedule, the KEMs; CTRU-Light's public retries aside).
-    mqtt::cmd(&["--seeds".into(), "3".into()])?;
+    mqtt::cmd(&args(&["mqtt", "--seeds", "3"])?)?;
     // Every KEM operation must take the same cycles for every input.
-    ct::run(&["--count".into(), "8".into(), "--no-build".into()])?;
+    ct::run(&args(&["ct", "--count", "8", "--no-build"])?)?;
     // The host secret-independence check (valgrind memcheck) and a short
     // fuzzing run of every target (SECURITY.md has the long runs).
     let root = util::workspace_root();
@@ -167,23 +174,127 @@ fn ci() -> Result<(), String> {
             .env("FUZZ_SECONDS", "5"),
     )?;
     if util::workspace_root().join(".venv/bin/python").exists() {
-        simtest::run(&["--mcu".into(), "atmega4808".into(), "--no-build".into()])?;
+        simtest::run(&args(&["sim-test", "--mcu", "atmega4808", "--no-build"])?)?;
         // Every KEM variant in its own 4808 image: KAT record 0 in 6 KB of SRAM.
-        simtest::run(&[
-            "--mcu".into(),
-            "atmega4808".into(),
-            "--kat".into(),
-            "1".into(),
-            "--require-fit".into(),
-        ])?;
+        simtest::run(&args(&[
+            "sim-test",
+            "--mcu",
+            "atmega4808",
+            "--kat",
+            "1",
+            "--require-fit",
+        ])?)?;
         // The CTRU-Light sensor (pure and hybrid, both families) keeps fitting the 4808.
-        mqtt::cmd(&[
-            "--mcu".into(),
-            "atmega4808".into(),
-            "--filter".into(),
-            "ctru-light".into(),
-            "--require-fit".into(),
-        ])?;
+        mqtt::cmd(&args(&[
+            "mqtt",
+            "--mcu",
+            "atmega4808",
+            "--filter",
+            "ctru-light",
+            "--require-fit",
+        ])?)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().copied()))
+    }
+
+    fn error(argv: &[&str]) -> (ErrorKind, String) {
+        let e = parse(argv).expect_err("must be refused");
+        (e.kind(), e.to_string())
+    }
+
+    #[test]
+    fn every_command_has_help() {
+        for cmd in [
+            "ci",
+            "setup",
+            "build-avr",
+            "sim-test",
+            "ct",
+            "bench",
+            "mqtt",
+            "kat",
+            "report",
+        ] {
+            assert_eq!(error(&[cmd, "--help"]).0, ErrorKind::DisplayHelp, "{cmd} --help");
+        }
+        assert_eq!(error(&["--help"]).0, ErrorKind::DisplayHelp);
+    }
+
+    #[test]
+    fn unknown_commands_and_options_are_refused_by_name() {
+        let (kind, text) = error(&["frobnicate"]);
+        assert_eq!(kind, ErrorKind::InvalidSubcommand);
+        assert!(text.contains("frobnicate"), "{text}");
+        let (kind, text) = error(&["bench", "--fast"]);
+        assert_eq!(kind, ErrorKind::UnknownArgument);
+        assert!(text.contains("--fast"), "{text}");
+    }
+
+    #[test]
+    fn numbers_are_parsed_or_refused() {
+        let (kind, text) = error(&["ct", "--count", "abc"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(text.contains("--count") && text.contains("abc"), "{text}");
+        // Below the minimum: refused, not silently raised.
+        assert_eq!(error(&["ct", "--count", "1"]).0, ErrorKind::ValueValidation);
+        assert_eq!(error(&["mqtt", "--seeds", "0"]).0, ErrorKind::ValueValidation);
+        assert_eq!(
+            error(&["kat", "--scheme", "lightsaber", "--count", "0"]).0,
+            ErrorKind::ValueValidation
+        );
+        match parse(&["ct", "--count", "8", "--jobs", "1"]).unwrap().command {
+            Cmd::Ct(a) => assert_eq!((a.count, a.jobs), (8, 1)),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_mcus_name_the_supported_ones() {
+        let (kind, text) = error(&["sim-test", "--mcu", "atmega328p"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(
+            text.contains("atmega328p") && text.contains("atmega1284p, atmega4808"),
+            "{text}"
+        );
+        match parse(&["bench", "--mcu", "atmega4808"]).unwrap().command {
+            Cmd::Bench(a) => assert_eq!(a.mcu.name, "atmega4808"),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kat_needs_a_scheme_and_a_48_byte_seed() {
+        assert_eq!(error(&["kat"]).0, ErrorKind::MissingRequiredArgument);
+        let (kind, text) = error(&["kat", "--scheme", "lightsaber", "--master-seed", "00ff"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(text.contains("48 bytes, got 2"), "{text}");
+    }
+
+    #[test]
+    fn only_building_commands_set_up_the_machine() {
+        assert!(parse(&["bench"]).unwrap().command.needs_machine());
+        assert!(parse(&["ci"]).unwrap().command.needs_machine());
+        assert!(!parse(&["report"]).unwrap().command.needs_machine());
+        assert!(!parse(&["kat", "--scheme", "lightsaber"])
+            .unwrap()
+            .command
+            .needs_machine());
+    }
+
+    #[test]
+    fn ci_internal_argument_lists_parse() {
+        args::<simtest::SimTestArgs>(&["sim-test", "--mcu", "atmega4808", "--kat", "1", "--require-fit"]).unwrap();
+        args::<mqtt::MqttArgs>(&["mqtt", "--seeds", "3"]).unwrap();
+        assert!(args::<ct::CtArgs>(&["ct", "--count", "x"]).is_err());
+    }
 }

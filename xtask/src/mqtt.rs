@@ -295,6 +295,29 @@ pub fn provision(mcu: crate::avr::Mcu, image: &crate::avr::Image) -> Result<std:
 /// Seed of the keys and randomness of the measured handshakes.
 pub const SEED: u64 = 0x4D51_5454;
 
+/// Options of `cargo xtask mqtt`.
+#[derive(clap::Parser, Debug)]
+pub struct MqttArgs {
+    /// The MCU (atmega1284p in simavr; atmega4808: which suites fit, run in yasimavr)
+    #[arg(long, default_value = "atmega1284p", value_parser = crate::avr::mcu)]
+    pub mcu: crate::avr::Mcu,
+    /// Only suites whose name contains this text (e.g. ctru-light, x25519)
+    #[arg(long, default_value = "")]
+    pub filter: String,
+    /// Use the images already built
+    #[arg(long)]
+    pub no_build: bool,
+    /// Print where start and finish spend their instructions, by function
+    #[arg(long)]
+    pub profile: bool,
+    /// A selected suite that does not fit the MCU is a failure
+    #[arg(long)]
+    pub require_fit: bool,
+    /// Run each suite with N keys and randomness; the cycles must not change
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub seeds: u64,
+}
+
 /// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit] [--seeds N]`:
 /// the sensor's handshake of every selected suite in the simulator against
 /// the host broker. With `--seeds N`, each suite runs N times with other keys
@@ -303,21 +326,13 @@ pub const SEED: u64 = 0x4D51_5454;
 /// schedule, ML-KEM, Kyber, LightSaber); CTRU-Light suites are reported but
 /// exempt: their key generation retries, publicly, when f is not
 /// invertible.
-pub fn cmd(args: &[String]) -> Result<(), String> {
-    let o = crate::Opts::parse(
-        args,
-        &["--mcu", "--filter", "--seeds"],
-        &["--no-build", "--profile", "--require-fit"],
-    )?;
-    let seeds: u64 = match o.value("--seeds") {
-        Some(v) => v.parse().map_err(|_| format!("--seeds wants a count, not `{v}`"))?,
-        None => 1,
-    };
-    let mcu = crate::avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
-    let filter = o.value("--filter").unwrap_or("").to_lowercase();
-    let no_build = o.flag("--no-build");
+pub fn cmd(o: &MqttArgs) -> Result<(), String> {
+    let seeds = o.seeds;
+    let mcu = o.mcu;
+    let filter = o.filter.to_lowercase();
+    let no_build = o.no_build;
     if !mcu.simulated {
-        return mega0(mcu, &filter, no_build, false, o.flag("--require-fit"));
+        return mega0(mcu, &filter, no_build, false, o.require_fit);
     }
     let mut n = 0;
     println!(
@@ -332,7 +347,7 @@ pub fn cmd(args: &[String]) -> Result<(), String> {
                 continue;
             }
             let r = run(&mut dev, suite, SEED)?;
-            if o.flag("--profile") {
+            if o.profile {
                 // With --seeds, every seed's profile (to find what varies).
                 for i in 0..seeds {
                     let seed = seed_number(i);

@@ -1,61 +1,6 @@
-//! Tiny option parsing and process helpers for the AVR tasks.
+//! Process output and the reproducible PRNG of the AVR tasks.
 
 use std::process::Command;
-
-/// Parsed `--key value` options and `--flag`s.
-#[derive(Debug, Default)]
-pub struct Opts {
-    values: Vec<(String, String)>,
-    flags: Vec<String>,
-}
-
-impl Opts {
-    /// Parses `args`; `valued` options take a value, `flags` do not; anything else is an error.
-    pub fn parse(args: &[String], valued: &[&str], flags: &[&str]) -> Result<Opts, String> {
-        let mut o = Opts::default();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let (key, inline) = match a.split_once('=') {
-                Some((k, v)) => (k, Some(v.to_string())),
-                None => (a.as_str(), None),
-            };
-            if valued.contains(&key) {
-                let v = match inline {
-                    Some(v) => v,
-                    None => it.next().ok_or_else(|| format!("{key} needs a value"))?.clone(),
-                };
-                o.values.push((key.to_string(), v));
-            } else if flags.contains(&key) && inline.is_none() {
-                o.flags.push(key.to_string());
-            } else {
-                return Err(format!("unexpected argument `{a}`"));
-            }
-        }
-        Ok(o)
-    }
-
-    /// The last value of `key`.
-    pub fn value(&self, key: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// A numeric option, or `default`.
-    pub fn number(&self, key: &str, default: u64) -> Result<u64, String> {
-        match self.value(key) {
-            None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("{key}: `{v}` is not a number")),
-        }
-    }
-
-    /// Whether `flag` was given.
-    pub fn flag(&self, flag: &str) -> bool {
-        self.flags.iter().any(|f| f == flag)
-    }
-}
 
 /// Runs a command and returns its stdout; a failure is an error with its stderr.
 pub fn output(cmd: &mut Command) -> Result<String, String> {
@@ -98,19 +43,6 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_options() {
-        let args: Vec<String> = ["--mcu", "atmega4808", "--filter=kyber", "--quick"]
-            .map(String::from)
-            .to_vec();
-        let o = Opts::parse(&args, &["--mcu", "--filter"], &["--quick"]).unwrap();
-        assert_eq!(o.value("--mcu"), Some("atmega4808"));
-        assert_eq!(o.value("--filter"), Some("kyber"));
-        assert!(o.flag("--quick"));
-        assert!(Opts::parse(&["--bogus".to_string()], &[], &[]).is_err());
-        assert!(Opts::parse(&["--mcu".to_string()], &["--mcu"], &[]).is_err());
-    }
 
     #[test]
     fn rng_bounds() {

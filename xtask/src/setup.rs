@@ -245,14 +245,21 @@ pub fn ensure_machine() -> Result<bool, String> {
     Ok(after.rebuild)
 }
 
+/// Options of `cargo xtask setup`.
+#[derive(clap::Parser, Debug)]
+pub struct SetupArgs {
+    /// Also build yasimavr (the ATmega4808 simulator, PyPI) into .venv
+    #[arg(long)]
+    pub yasimavr: bool,
+}
+
 /// `cargo xtask setup [--yasimavr]`: installs what is missing (idempotent);
 /// with `--yasimavr`, also yasimavr (PyPI) into `.venv` for the ATmega4808.
-pub fn setup(args: &[String]) -> Result<(), String> {
-    let opts = crate::Opts::parse(args, &[], &["--yasimavr"])?;
+pub fn setup(opts: &SetupArgs) -> Result<(), String> {
     if ensure_machine()? {
         eprintln!("xtask: the simulator is installed; the next xtask command rebuilds the xtask with it");
     }
-    if opts.flag("--yasimavr") {
+    if opts.yasimavr {
         setup_yasimavr()?;
     }
     Ok(())

@@ -9,7 +9,7 @@ use crate::avr;
 use crate::device::{encode, Device};
 use crate::hosteval::expected;
 use crate::kems;
-use crate::opts::{Opts, Rng};
+use crate::opts::Rng;
 
 /// Input polynomials for trial `t`: the first trials are the extremes, then random.
 pub fn inputs(ring: Ring, kind: Kind, t: u64, rng: &mut Rng) -> Vec<Vec<i16>> {
@@ -90,31 +90,47 @@ fn yasimavr_smoke(mcu: avr::Mcu, no_build: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// Options of `cargo xtask sim-test`.
+#[derive(clap::Parser, Debug)]
+pub struct SimTestArgs {
+    /// The MCU (atmega1284p in simavr; atmega4808 in yasimavr: a smoke test, or
+    /// with --kat, KAT record 0 of every KEM that fits)
+    #[arg(long, default_value = "atmega1284p", value_parser = avr::mcu)]
+    pub mcu: avr::Mcu,
+    /// Random trials per ring operation
+    #[arg(long, default_value_t = 12)]
+    pub trials: u64,
+    /// Official KAT records reproduced per KEM variant (default 3)
+    #[arg(long)]
+    pub kat: Option<usize>,
+    /// Seed of the random trials
+    #[arg(long, default_value_t = 0x5EED)]
+    pub seed: u64,
+    /// Only operations and KEMs whose name contains this text
+    #[arg(long, default_value = "")]
+    pub filter: String,
+    /// Use the images already built
+    #[arg(long)]
+    pub no_build: bool,
+    /// A KEM that does not fit the MCU is a failure
+    #[arg(long)]
+    pub require_fit: bool,
+}
+
 /// `cargo xtask sim-test [--mcu M] [--trials N] [--kat N] [--seed S] [--filter S] [--no-build] [--require-fit]`.
-pub fn run(args: &[String]) -> Result<(), String> {
-    let o = Opts::parse(
-        args,
-        &["--mcu", "--trials", "--kat", "--seed", "--filter"],
-        &["--no-build", "--require-fit"],
-    )?;
-    let mcu = avr::mcu(o.value("--mcu").unwrap_or("atmega1284p"))?;
+pub fn run(o: &SimTestArgs) -> Result<(), String> {
+    let mcu = o.mcu;
     if !mcu.simulated {
-        if o.value("--kat").is_some() {
-            return crate::mega0::kat(
-                mcu,
-                o.value("--filter").unwrap_or(""),
-                o.flag("--no-build"),
-                o.flag("--require-fit"),
-                false,
-            );
+        if o.kat.is_some() {
+            return crate::mega0::kat(mcu, &o.filter, o.no_build, o.require_fit, false);
         }
-        return yasimavr_smoke(mcu, o.flag("--no-build"));
+        return yasimavr_smoke(mcu, o.no_build);
     }
-    let trials = o.number("--trials", 12)?;
-    let kat_count = o.number("--kat", 3)? as usize;
-    let seed = o.number("--seed", 0x5EED)?;
-    let filter = o.value("--filter").unwrap_or("").to_lowercase();
-    let no_build = o.flag("--no-build");
+    let trials = o.trials;
+    let kat_count = o.kat.unwrap_or(3);
+    let seed = o.seed;
+    let filter = o.filter.to_lowercase();
+    let no_build = o.no_build;
     let (mut passed, mut failed) = (0u32, 0u32);
     if trials > 0 {
         let (p, f) = rings(mcu, trials, seed, &filter, no_build)?;
