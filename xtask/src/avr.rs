@@ -202,6 +202,20 @@ impl Image {
     }
 }
 
+/// Whether `image` can run now: always when it is about to be built; with
+/// `--no-build` only if its ELF exists, so that a `--filter` never selects an
+/// image that was not built and then fails deep inside a measurement.
+pub fn runnable(mcu: Mcu, image: &Image, no_build: bool) -> bool {
+    if !no_build || image.elf(mcu).exists() {
+        return true;
+    }
+    eprintln!(
+        "xtask: skipping {} (--no-build, and it is not built: `cargo xtask build-avr --mcu {} --image {}`)",
+        image.name, mcu.name, image.name
+    );
+    false
+}
+
 /// The KEM images of `mcu` and the KEMs each serves: on the ATmega1284p
 /// (128 KB) Kyber's two variants share one image and every other KEM
 /// variant has its own (all six CTRU-Light instances exceed 128 KB, and so
@@ -228,7 +242,7 @@ pub fn all_images(mcu: Mcu) -> Vec<Image> {
 }
 
 /// The KEM images of `mcu` serving a KEM whose name contains `filter`, with those KEMs.
-pub fn kem_images_matching(mcu: Mcu, filter: &str) -> Vec<(Image, Vec<Kem>)> {
+pub fn kem_images_matching(mcu: Mcu, filter: &str, no_build: bool) -> Vec<(Image, Vec<Kem>)> {
     kem_images(mcu)
         .into_iter()
         .map(|(i, ks)| {
@@ -237,7 +251,7 @@ pub fn kem_images_matching(mcu: Mcu, filter: &str) -> Vec<(Image, Vec<Kem>)> {
                 ks.into_iter().filter(|k| k.name().contains(filter)).collect::<Vec<_>>(),
             )
         })
-        .filter(|(_, ks)| !ks.is_empty())
+        .filter(|(i, ks)| !ks.is_empty() && runnable(mcu, i, no_build))
         .collect()
 }
 
@@ -530,4 +544,35 @@ pub fn build_cmd(opts: &BuildArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_build_selects_only_built_images() {
+        let m = mcu("atmega1284p").unwrap();
+        let never = Image {
+            name: "test-image-that-is-never-built".into(),
+            features: vec![],
+            opt_level: None,
+        };
+        assert!(!never.elf(m).exists());
+        assert!(!runnable(m, &never, true), "not built: skipped under --no-build");
+        assert!(runnable(m, &never, false), "it will be built first");
+    }
+
+    #[test]
+    fn a_kem_filter_selects_that_kem_only() {
+        let m = mcu("atmega1284p").unwrap();
+        let picked = kem_images_matching(m, "kyber512-r3", false);
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].1.len(), 1);
+        assert_eq!(picked[0].1[0].name(), "kyber512-r3");
+        assert!(kem_images_matching(m, "no-such-kem", false).is_empty());
+        // Every KEM variant is selected by the empty filter, each in one image.
+        let all: usize = kem_images_matching(m, "", false).iter().map(|(_, k)| k.len()).sum();
+        assert_eq!(all, firmware::Kem::ALL.len());
+    }
 }

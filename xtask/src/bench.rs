@@ -211,13 +211,13 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let mut simulated = 0;
     let mut all = Vec::new();
     let mut ring_names = firmware::ops().map(|(r, k)| format!("{}.{}", r.name(), k.name()));
-    if ring_names.any(|n| n.to_lowercase().contains(&filter)) {
+    if ring_names.any(|n| n.to_lowercase().contains(&filter)) && avr::runnable(mcu, &avr::Image::rings(), no_build) {
         let (records, cycles) = bench_rings(&ctx, &filter, no_build)?;
         save(mcu.name, SCHEME, &records, !filter.is_empty())?;
         simulated += cycles;
         all.extend(records);
     }
-    for (image, kems) in avr::kem_images_matching(mcu, &filter) {
+    for (image, kems) in avr::kem_images_matching(mcu, &filter, no_build) {
         let (records, cycles) = bench_kems(&ctx, &image, &kems, no_build)?;
         let mut schemes: Vec<&str> = kems.iter().map(|k| k.scheme()).collect();
         schemes.dedup();
@@ -232,6 +232,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     // with `--filter kem-mqtt`): each image is a build of its own.
     let mqtt_images: Vec<avr::Image> = crate::mqtt::images(mcu, &filter)
         .into_iter()
+        .filter(|i| avr::runnable(mcu, i, no_build))
         .filter(|i| !filter.is_empty() || MQTT_DEFAULT_IMAGES.contains(&i.name.as_str()))
         .collect();
     if !mqtt_images.is_empty() {

@@ -475,7 +475,7 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
     let jobs = o.jobs as usize;
     let filter = o.filter.to_lowercase();
     let no_build = o.no_build;
-    let work = avr::kem_images_matching(mcu, &filter);
+    let work = avr::kem_images_matching(mcu, &filter, no_build);
     if work.is_empty() {
         return Err(format!("no KEM matches --filter `{filter}`"));
     }

@@ -339,7 +339,10 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
         "| suite | start cycles | finish cycles | total | stack B start/finish (sim) | painted | CH/BH/CF/record B |"
     );
     println!("|---|---:|---:|---:|---|---|---|");
-    for image in images(mcu, &filter) {
+    for image in images(mcu, &filter)
+        .into_iter()
+        .filter(|i| crate::avr::runnable(mcu, i, no_build))
+    {
         let elf = crate::simtest::image_elf(mcu, &image, no_build)?;
         let mut dev = Device::open(&elf, mcu.name)?;
         for suite in suites_of(&image) {

@@ -132,13 +132,15 @@ pub fn run(o: &SimTestArgs) -> Result<(), String> {
     let filter = o.filter.to_lowercase();
     let no_build = o.no_build;
     let (mut passed, mut failed) = (0u32, 0u32);
-    if trials > 0 {
+    let rings_selected =
+        firmware::ops().any(|(r, k)| format!("{}.{}", r.name(), k.name()).to_lowercase().contains(&filter));
+    if trials > 0 && rings_selected && avr::runnable(mcu, &avr::Image::rings(), no_build) {
         let (p, f) = rings(mcu, trials, seed, &filter, no_build)?;
         passed += p;
         failed += f;
     }
     if kat_count > 0 {
-        for (image, kems) in avr::kem_images_matching(mcu, &filter) {
+        for (image, kems) in avr::kem_images_matching(mcu, &filter, no_build) {
             let (p, f) = kat(mcu, &image, &kems, kat_count, no_build)?;
             passed += p;
             failed += f;
