@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::avr::{self, CallGraph};
 use crate::device::{encode, Device};
 use crate::opts::{output, Rng};
+use crate::progress::Progress;
 use crate::{kems as kemsim, published, simtest, util};
 
 /// The scheme name of the NTT-arithmetic benchmarks.
@@ -210,14 +211,30 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let start = Instant::now();
     let mut simulated = 0;
     let mut all = Vec::new();
-    let mut ring_names = firmware::ops().map(|(r, k)| format!("{}.{}", r.name(), k.name()));
-    if ring_names.any(|n| n.to_lowercase().contains(&filter)) && avr::runnable(mcu, &avr::Image::rings(), no_build) {
+    // What the filter selects, decided up front so progress can count it.
+    let rings_selected = firmware::ops()
+        .any(|(r, k)| format!("{}.{}", r.name(), k.name()).to_lowercase().contains(&filter))
+        && avr::runnable(mcu, &avr::Image::rings(), no_build);
+    let kem_images = avr::kem_images_matching(mcu, &filter, no_build);
+    // The default run measures the two suites issue #8 compares (the others
+    // with `--filter kem-mqtt`): each image is a build of its own.
+    let mqtt_images: Vec<avr::Image> = crate::mqtt::images(mcu, &filter)
+        .into_iter()
+        .filter(|i| avr::runnable(mcu, i, no_build))
+        .filter(|i| !filter.is_empty() || MQTT_DEFAULT_IMAGES.contains(&i.name.as_str()))
+        .collect();
+    let steps = u64::from(rings_selected) + kem_images.len() as u64 + mqtt_images.len() as u64;
+    let mut progress = Progress::new("bench", steps);
+    if rings_selected {
+        progress.step("rings: build, then the 25 ring operations");
         let (records, cycles) = bench_rings(&ctx, &filter, no_build)?;
         save(mcu.name, SCHEME, &records, !filter.is_empty())?;
         simulated += cycles;
         all.extend(records);
     }
-    for (image, kems) in avr::kem_images_matching(mcu, &filter, no_build) {
+    for (image, kems) in kem_images {
+        let names: Vec<&str> = kems.iter().map(|k| k.name()).collect();
+        progress.step(&format!("{}: build, then {}", image.name, names.join(", ")));
         let (records, cycles) = bench_kems(&ctx, &image, &kems, no_build)?;
         let mut schemes: Vec<&str> = kems.iter().map(|k| k.scheme()).collect();
         schemes.dedup();
@@ -228,19 +245,18 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         simulated += cycles;
         all.extend(records);
     }
-    // The default run measures the two suites issue #8 compares (the others
-    // with `--filter kem-mqtt`): each image is a build of its own.
-    let mqtt_images: Vec<avr::Image> = crate::mqtt::images(mcu, &filter)
-        .into_iter()
-        .filter(|i| avr::runnable(mcu, i, no_build))
-        .filter(|i| !filter.is_empty() || MQTT_DEFAULT_IMAGES.contains(&i.name.as_str()))
-        .collect();
-    if !mqtt_images.is_empty() {
-        let (records, cycles) = bench_mqtt(&ctx, &mqtt_images, &filter, no_build)?;
-        save(mcu.name, MQTT_SCHEME, &records, true)?;
+    let mut mqtt_records = Vec::new();
+    for image in &mqtt_images {
+        progress.step(&format!("{}: build, then the sensor handshake", image.name));
+        let (records, cycles) = bench_mqtt(&ctx, std::slice::from_ref(image), &filter, no_build)?;
         simulated += cycles;
-        all.extend(records);
+        mqtt_records.extend(records);
     }
+    if !mqtt_records.is_empty() {
+        save(mcu.name, MQTT_SCHEME, &mqtt_records, true)?;
+        all.extend(mqtt_records);
+    }
+    progress.finish();
     if all.is_empty() {
         return Err(format!("no operation matches --filter `{filter}`"));
     }

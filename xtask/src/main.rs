@@ -15,6 +15,7 @@ mod kems;
 mod mega0;
 mod mqtt;
 mod opts;
+mod progress;
 mod published;
 mod setup;
 mod simtest;
@@ -136,64 +137,119 @@ fn finish(result: Result<(), String>) -> ExitCode {
 /// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 fn ci() -> Result<(), String> {
     // (The Debian packages and yasimavr were installed by `main`.)
-    util::run(Command::new("cargo").args(["fmt", "--all", "--check"]))?;
-    util::run(Command::new("cargo").args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    // The API docs build without a broken or private link.
-    util::run(
-        Command::new("cargo")
-            .args(["doc", "--workspace", "--no-deps", "-q"])
-            .env("RUSTDOCFLAGS", "-D warnings"),
-    )?;
-    util::run(Command::new("cargo").args(["test", "--workspace"]))?;
-    for mcu in avr::MCUS {
-        avr::build(*mcu)?;
-    }
-    // The KEM images of the 1284p, one build at a time.
-    let m1284 = avr::mcu("atmega1284p")?;
-    for image in avr::all_images(m1284).iter().skip(1) {
-        avr::build_image(m1284, image)?;
-    }
-    simtest::run(&args(&["sim-test", "--no-build"])?)?;
-    // The KEM-MQTT/1 sensor of every suite against the host broker, three
-    // keys and randomness each: the cycles must not change (X25519 both
-    // ways, the key schedule, the KEMs; CTRU-Light's public retries aside).
-    mqtt::cmd(&args(&["mqtt", "--seeds", "3"])?)?;
-    // Every KEM operation must take the same cycles for every input.
-    ct::run(&args(&["ct", "--count", "8", "--no-build"])?)?;
-    // The host secret-independence check (valgrind memcheck) and a short
-    // fuzzing run of every target (SECURITY.md has the long runs).
+    let cargo = |args: &'static [&'static str]| move || util::run(Command::new("cargo").args(args));
     let root = util::workspace_root();
-    util::run(
-        Command::new("bash")
-            .arg(root.join("ci/ct-valgrind.sh"))
-            .args(["1", "all"]),
-    )?;
-    util::run(
-        Command::new("bash")
-            .arg(root.join("ci/fuzz-smoke.sh"))
-            .env("FUZZ_SECONDS", "5"),
-    )?;
-    if util::workspace_root().join(".venv/bin/python").exists() {
-        simtest::run(&args(&["sim-test", "--mcu", "atmega4808", "--no-build"])?)?;
+    type Step = Box<dyn Fn() -> Result<(), String>>;
+    let steps: Vec<(&str, Step)> = vec![
+        ("cargo fmt --check", Box::new(cargo(&["fmt", "--all", "--check"]))),
+        (
+            "cargo clippy (warnings denied)",
+            Box::new(cargo(&[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])),
+        ),
+        // The API docs build without a broken or private link.
+        (
+            "cargo doc (warnings denied)",
+            Box::new(|| {
+                util::run(
+                    Command::new("cargo")
+                        .args(["doc", "--workspace", "--no-deps", "-q"])
+                        .env("RUSTDOCFLAGS", "-D warnings"),
+                )
+            }),
+        ),
+        ("cargo test --workspace", Box::new(cargo(&["test", "--workspace"]))),
+        (
+            "AVR builds (every MCU's rings image, every 1284p KEM image)",
+            Box::new(|| {
+                for mcu in avr::MCUS {
+                    avr::build(*mcu)?;
+                }
+                // The KEM images of the 1284p, one build at a time.
+                let m1284 = avr::mcu("atmega1284p")?;
+                for image in avr::all_images(m1284).iter().skip(1) {
+                    avr::build_image(m1284, image)?;
+                }
+                Ok(())
+            }),
+        ),
+        (
+            "sim-test (rings, KATs, CTRU-Light product) in simavr",
+            Box::new(|| simtest::run(&args(&["sim-test", "--no-build"])?)),
+        ),
+        // The KEM-MQTT/1 sensor of every suite against the host broker, three
+        // keys and randomness each: the cycles must not change (X25519 both
+        // ways, the key schedule, the KEMs; CTRU-Light's public retries aside).
+        (
+            "KEM-MQTT sensor of every suite, 3 seeds",
+            Box::new(|| mqtt::cmd(&args(&["mqtt", "--seeds", "3"])?)),
+        ),
+        // Every KEM operation must take the same cycles for every input.
+        (
+            "ct: constant cycles in simavr",
+            Box::new(|| ct::run(&args(&["ct", "--count", "8", "--no-build"])?)),
+        ),
+        // The host secret-independence check (valgrind memcheck) and a short
+        // fuzzing run of every target (SECURITY.md has the long runs).
+        (
+            "ct-valgrind (host secret independence)",
+            Box::new({
+                let script = root.join("ci/ct-valgrind.sh");
+                move || util::run(Command::new("bash").arg(&script).args(["1", "all"]))
+            }),
+        ),
+        (
+            "fuzz smoke (5 s per target)",
+            Box::new({
+                let script = root.join("ci/fuzz-smoke.sh");
+                move || util::run(Command::new("bash").arg(&script).env("FUZZ_SECONDS", "5"))
+            }),
+        ),
+        (
+            "ATmega4808 smoke test in yasimavr",
+            Box::new(|| simtest::run(&args(&["sim-test", "--mcu", "atmega4808", "--no-build"])?)),
+        ),
         // Every KEM variant in its own 4808 image: KAT record 0 in 6 KB of SRAM.
-        simtest::run(&args(&[
-            "sim-test",
-            "--mcu",
-            "atmega4808",
-            "--kat",
-            "1",
-            "--require-fit",
-        ])?)?;
+        (
+            "ATmega4808 KAT record 0 of every KEM",
+            Box::new(|| {
+                simtest::run(&args(&[
+                    "sim-test",
+                    "--mcu",
+                    "atmega4808",
+                    "--kat",
+                    "1",
+                    "--require-fit",
+                ])?)
+            }),
+        ),
         // The CTRU-Light sensor (pure and hybrid, both families) keeps fitting the 4808.
-        mqtt::cmd(&args(&[
-            "mqtt",
-            "--mcu",
-            "atmega4808",
-            "--filter",
-            "ctru-light",
-            "--require-fit",
-        ])?)?;
+        (
+            "ATmega4808 CTRU-Light sensor fit",
+            Box::new(|| {
+                mqtt::cmd(&args(&[
+                    "mqtt",
+                    "--mcu",
+                    "atmega4808",
+                    "--filter",
+                    "ctru-light",
+                    "--require-fit",
+                ])?)
+            }),
+        ),
+    ];
+    let mut progress = progress::Progress::new("ci", steps.len() as u64);
+    for (name, step) in &steps {
+        progress.step(name);
+        step().map_err(|e| format!("ci step `{name}`: {e}"))?;
     }
+    progress.finish();
     Ok(())
 }
 
