@@ -7,14 +7,29 @@
 //! | registry | `kem-mqtt/registry` | per client id: KEM, KEM public key, X25519 public key, allowed suites (the policy) |
 //!
 //! Every file carries `"version": 1`; another version is refused. Keys are
-//! validated on load (lengths, reduced coefficients, secret key ↔ public key).
+//! validated on load: lengths, reduced coefficients, and every key pair in
+//! full ([`kem_mqtt::check_key_pair`]: the embedded public key, H(pk), and an
+//! encapsulation to the public key that must decapsulate under the secret
+//! key; X25519 public keys derived again from the secret key); an all-zero
+//! X25519 secret key, or a sensor's static-static X25519 secret that comes
+//! out all-zero, is refused. Errors of [`SensorKeys::load`] and friends name
+//! the file.
+//!
+//! Files are written with mode 0600 (written to a temporary file in the same
+//! directory, then renamed over the target, so a reader never sees half a
+//! file and an older file's wider mode does not survive);
+//! [`private_dir`] creates key directories with mode 0700. `Debug` of every
+//! type here prints `[redacted]` for secret fields.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 use kem_mqtt::{BrokerKeys, ClientEntry, KemId, Suite, SuiteSet};
+use rand_core::OsRng;
 use serde::{Deserialize, Serialize};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Version of all three file formats.
 pub const FORMAT_VERSION: u32 = 1;
@@ -36,6 +51,42 @@ pub enum KeyError {
     Format(String),
     /// A malformed field.
     Invalid(String),
+    /// A secret key and its public key are not one key pair (named: which key).
+    KeyPairMismatch(String),
+    /// An all-zero X25519 secret: a secret key, or a static-static secret
+    /// (the peer's public key has small order). Named: which one.
+    X25519Zero(String),
+    /// The file exists and the caller asked not to replace it.
+    Exists(PathBuf),
+    /// The client id is already enrolled (provisioning without `--force`).
+    AlreadyEnrolled(String),
+    /// An error in this file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        error: Box<KeyError>,
+    },
+}
+
+impl KeyError {
+    /// The error without the file it was found in.
+    pub fn inner(&self) -> &KeyError {
+        match self {
+            KeyError::File { error, .. } => error.inner(),
+            e => e,
+        }
+    }
+
+    fn in_file(self, path: &Path) -> KeyError {
+        match self {
+            e @ KeyError::File { .. } => e,
+            e => KeyError::File {
+                path: path.to_path_buf(),
+                error: Box::new(e),
+            },
+        }
+    }
 }
 
 impl std::fmt::Display for KeyError {
@@ -45,6 +96,11 @@ impl std::fmt::Display for KeyError {
             KeyError::Json(e) => write!(f, "json: {e}"),
             KeyError::Format(s) => write!(f, "format: {s}"),
             KeyError::Invalid(s) => write!(f, "invalid: {s}"),
+            KeyError::KeyPairMismatch(s) => write!(f, "{s}: the secret key does not belong to the public key"),
+            KeyError::X25519Zero(s) => write!(f, "{s}: all-zero X25519 secret"),
+            KeyError::Exists(p) => write!(f, "{} exists and is not replaced", p.display()),
+            KeyError::AlreadyEnrolled(id) => write!(f, "client id {id:?} is already enrolled"),
+            KeyError::File { path, error } => write!(f, "{}: {error}", path.display()),
         }
     }
 }
@@ -96,36 +152,92 @@ fn check_format(format: &str, version: u32, expected: &str) -> Result<(), KeyErr
 }
 
 fn check_pair(kem: KemId, sk: &[u8], pk: &[u8], what: &str) -> Result<(), KeyError> {
-    let mut derived = vec![0u8; kem.pk_len()];
-    kem_mqtt::public_key_of(kem, sk, &mut derived).map_err(|e| KeyError::Invalid(format!("{what} secret key: {e}")))?;
-    if derived != pk {
-        return Err(KeyError::Invalid(format!(
-            "{what}: public key does not match the secret key"
-        )));
+    // Malformed (import checks) and mismatched (the full check) are told
+    // apart: the first is a damaged file, the second usually a wrong one.
+    let mut embedded = vec![0u8; kem.pk_len()];
+    kem_mqtt::public_key_of(kem, sk, &mut embedded)
+        .map_err(|e| KeyError::Invalid(format!("{what} {} secret key: {e}", kem.name())))?;
+    match kem_mqtt::check_key_pair(kem, sk, pk, &mut OsRng) {
+        Ok(()) => Ok(()),
+        Err(kem_mqtt::Error::Rng) => Err(KeyError::Io(std::io::Error::other("random number generator failed"))),
+        Err(_) => Err(KeyError::KeyPairMismatch(format!("{what} {} key", kem.name()))),
     }
-    Ok(())
+}
+
+/// Whether all 32 bytes are zero (one pass over every byte whatever their
+/// values: only the answer, which refuses the key, is revealed).
+fn all_zero(x: &[u8; 32]) -> bool {
+    x.iter().fold(0u8, |acc, b| acc | b) == 0
 }
 
 fn check_x25519(sk: &[u8; 32], pk: &[u8; 32], what: &str) -> Result<(), KeyError> {
+    // All zero is what an unset or wiped key looks like; X25519's clamping
+    // would still make a public key of it, so the pair check alone passes.
+    if all_zero(sk) {
+        return Err(KeyError::X25519Zero(format!("{what} X25519 secret key")));
+    }
     if x25519_dalek::x25519(*sk, x25519_dalek::X25519_BASEPOINT_BYTES) != *pk {
-        return Err(KeyError::Invalid(format!("{what}: X25519 public key does not match")));
+        return Err(KeyError::KeyPairMismatch(format!("{what} X25519 key")));
     }
     Ok(())
 }
 
 fn load_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyError> {
-    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+    // The text holds secrets in hex: wiped after parsing.
+    let text = Zeroizing::new(std::fs::read_to_string(path)?);
+    Ok(serde_json::from_str(&text)?)
 }
 
-fn save_json<T: Serialize>(value: &T, path: &Path) -> Result<(), KeyError> {
-    let mut s = serde_json::to_string_pretty(value)?;
-    s.push('\n');
-    std::fs::write(path, s)?;
+/// Creates `dir` (and missing parents) with mode 0700. An existing
+/// directory is left as it is (it may be shared, e.g. a temporary
+/// directory); the files written into it are 0600 either way.
+pub fn private_dir(dir: &Path) -> Result<(), KeyError> {
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     Ok(())
 }
 
-/// A sensor key file (serialized form).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// Writes `value` as JSON to `path` with mode 0600: into a new temporary
+/// file beside it, then renamed over `path` (atomic on one file system). With
+/// `replace` false an existing `path` is [`KeyError::Exists`].
+fn save_json<T: Serialize>(value: &T, path: &Path, replace: bool) -> Result<(), KeyError> {
+    let mut text = Zeroizing::new(serde_json::to_string_pretty(value)?);
+    text.push('\n');
+    let name = path
+        .file_name()
+        .ok_or_else(|| KeyError::Invalid(format!("{}: not a file name", path.display())))?;
+    let tmp = path.with_file_name(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        if replace {
+            std::fs::rename(&tmp, path)
+        } else {
+            // A hard link fails if `path` exists: no window in which another
+            // writer's file could be replaced.
+            std::fs::hard_link(&tmp, path)?;
+            std::fs::remove_file(&tmp)
+        }
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(match e.kind() {
+            std::io::ErrorKind::AlreadyExists if !replace => KeyError::Exists(path.to_path_buf()),
+            _ => KeyError::Io(e),
+        });
+    }
+    Ok(())
+}
+
+/// Writes the secret fields of `Debug` output.
+const REDACTED: &str = "[redacted]";
+
+/// A sensor key file (serialized form; the secret hex strings are wiped on drop).
+#[derive(Clone, Serialize, Deserialize)]
 pub struct SensorKeyFile {
     /// Always [`SENSOR_FORMAT`].
     pub format: String,
@@ -149,6 +261,30 @@ pub struct SensorKeyFile {
     pub broker_x25519_pk: String,
 }
 
+impl Drop for SensorKeyFile {
+    fn drop(&mut self) {
+        self.kem_sk.zeroize();
+        self.x25519_sk.zeroize();
+    }
+}
+
+impl std::fmt::Debug for SensorKeyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SensorKeyFile")
+            .field("format", &self.format)
+            .field("version", &self.version)
+            .field("client_id", &self.client_id)
+            .field("suite", &self.suite)
+            .field("kem_sk", &REDACTED)
+            .field("kem_pk", &self.kem_pk)
+            .field("x25519_sk", &REDACTED)
+            .field("x25519_pk", &self.x25519_pk)
+            .field("broker_kem_pk", &self.broker_kem_pk)
+            .field("broker_x25519_pk", &self.broker_x25519_pk)
+            .finish()
+    }
+}
+
 /// A validated sensor identity.
 #[derive(Clone)]
 pub struct SensorKeys {
@@ -170,6 +306,19 @@ pub struct SensorKeys {
     pub broker_x25519_pk: [u8; 32],
 }
 
+impl std::fmt::Debug for SensorKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SensorKeys")
+            .field("client_id", &self.client_id)
+            .field("suite", &self.suite.name())
+            .field("kem_sk", &REDACTED)
+            .field("kem_pk", &hex::encode(&self.kem_pk))
+            .field("x25519_sk", &REDACTED)
+            .field("x25519_pk", &hex::encode(self.x25519_pk))
+            .finish_non_exhaustive()
+    }
+}
+
 impl SensorKeys {
     /// Validates a parsed file.
     pub fn from_file(f: &SensorKeyFile) -> Result<Self, KeyError> {
@@ -188,6 +337,16 @@ impl SensorKeys {
         let broker_kem_pk = unhex("broker_kem_pk", &f.broker_kem_pk, kem.pk_len())?;
         kem_mqtt::check_public_key(kem, &broker_kem_pk)
             .map_err(|e| KeyError::Invalid(format!("broker_kem_pk: {e}")))?;
+        let broker_x25519_pk = unhex32("broker_x25519_pk", &f.broker_x25519_pk)?;
+        // The static-static secret every hybrid handshake of this sensor
+        // uses: all-zero for a small-order broker key, which the handshake
+        // would refuse each time — refused here, at load, instead.
+        let static_secret = Zeroizing::new(x25519_dalek::x25519(*x25519_sk, broker_x25519_pk));
+        if all_zero(&static_secret) {
+            return Err(KeyError::X25519Zero(
+                "static-static secret with broker_x25519_pk (a small-order key)".into(),
+            ));
+        }
         Ok(SensorKeys {
             client_id: f.client_id.clone(),
             suite,
@@ -196,7 +355,7 @@ impl SensorKeys {
             x25519_sk,
             x25519_pk,
             broker_kem_pk,
-            broker_x25519_pk: unhex32("broker_x25519_pk", &f.broker_x25519_pk)?,
+            broker_x25519_pk,
         })
     }
 
@@ -216,14 +375,21 @@ impl SensorKeys {
         }
     }
 
-    /// Loads and validates a sensor key file.
+    /// Loads and validates a sensor key file; errors name the file.
     pub fn load(path: &Path) -> Result<Self, KeyError> {
-        Self::from_file(&load_json(path)?)
+        load_json(path)
+            .and_then(|f| Self::from_file(&f))
+            .map_err(|e| e.in_file(path))
     }
 
-    /// Writes the key file.
+    /// Writes the key file (mode 0600), replacing an existing one.
     pub fn save(&self, path: &Path) -> Result<(), KeyError> {
-        save_json(&self.to_file(), path)
+        save_json(&self.to_file(), path, true).map_err(|e| e.in_file(path))
+    }
+
+    /// Writes the key file (mode 0600); an existing file is [`KeyError::Exists`].
+    pub fn save_new(&self, path: &Path) -> Result<(), KeyError> {
+        save_json(&self.to_file(), path, false).map_err(|e| e.in_file(path))
     }
 
     /// Credentials for the protocol core.
@@ -239,8 +405,8 @@ impl SensorKeys {
     }
 }
 
-/// One KEM key pair in the broker key file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One KEM key pair in the broker key file (the secret hex is wiped on drop).
+#[derive(Clone, Serialize, Deserialize)]
 pub struct BrokerKemEntry {
     /// KEM name.
     pub kem: String,
@@ -250,8 +416,24 @@ pub struct BrokerKemEntry {
     pub pk: String,
 }
 
-/// A broker key file (serialized form).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+impl Drop for BrokerKemEntry {
+    fn drop(&mut self) {
+        self.sk.zeroize();
+    }
+}
+
+impl std::fmt::Debug for BrokerKemEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerKemEntry")
+            .field("kem", &self.kem)
+            .field("sk", &REDACTED)
+            .field("pk", &self.pk)
+            .finish()
+    }
+}
+
+/// A broker key file (serialized form; the secret hex is wiped on drop).
+#[derive(Clone, Serialize, Deserialize)]
 pub struct BrokerKeyFile {
     /// Always [`BROKER_FORMAT`].
     pub format: String,
@@ -265,6 +447,24 @@ pub struct BrokerKeyFile {
     pub x25519_pk: String,
 }
 
+impl Drop for BrokerKeyFile {
+    fn drop(&mut self) {
+        self.x25519_sk.zeroize();
+    }
+}
+
+impl std::fmt::Debug for BrokerKeyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerKeyFile")
+            .field("format", &self.format)
+            .field("version", &self.version)
+            .field("kems", &self.kems)
+            .field("x25519_sk", &REDACTED)
+            .field("x25519_pk", &self.x25519_pk)
+            .finish()
+    }
+}
+
 /// The broker's validated static keys.
 #[derive(Clone)]
 pub struct BrokerSecrets {
@@ -276,6 +476,17 @@ pub struct BrokerSecrets {
     pub x25519_pk: [u8; 32],
 }
 
+impl std::fmt::Debug for BrokerSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kems: Vec<&str> = self.kems.keys().map(|k| k.name()).collect();
+        f.debug_struct("BrokerSecrets")
+            .field("kems", &kems)
+            .field("secret_keys", &REDACTED)
+            .field("x25519_pk", &hex::encode(self.x25519_pk))
+            .finish()
+    }
+}
+
 impl BrokerSecrets {
     /// Validates a parsed file.
     pub fn from_file(f: &BrokerKeyFile) -> Result<Self, KeyError> {
@@ -285,7 +496,7 @@ impl BrokerSecrets {
             let kem = kem_by_name(&e.kem)?;
             let sk = Zeroizing::new(unhex("sk", &e.sk, kem.sk_len())?);
             let pk = unhex("pk", &e.pk, kem.pk_len())?;
-            check_pair(kem, &sk, &pk, kem.name())?;
+            check_pair(kem, &sk, &pk, "broker")?;
             if kems.insert(kem, (sk, pk)).is_some() {
                 return Err(KeyError::Invalid(format!("two keys for {}", kem.name())));
             }
@@ -319,14 +530,21 @@ impl BrokerSecrets {
         }
     }
 
-    /// Loads and validates a broker key file.
+    /// Loads and validates a broker key file; errors name the file.
     pub fn load(path: &Path) -> Result<Self, KeyError> {
-        Self::from_file(&load_json(path)?)
+        load_json(path)
+            .and_then(|f| Self::from_file(&f))
+            .map_err(|e| e.in_file(path))
     }
 
-    /// Writes the key file.
+    /// Writes the key file (mode 0600), replacing an existing one.
     pub fn save(&self, path: &Path) -> Result<(), KeyError> {
-        save_json(&self.to_file(), path)
+        save_json(&self.to_file(), path, true).map_err(|e| e.in_file(path))
+    }
+
+    /// Writes the key file (mode 0600); an existing file is [`KeyError::Exists`].
+    pub fn save_new(&self, path: &Path) -> Result<(), KeyError> {
+        save_json(&self.to_file(), path, false).map_err(|e| e.in_file(path))
     }
 }
 
@@ -433,16 +651,20 @@ impl Registry {
     }
 
     /// Loads and validates a registry; a missing file is an empty registry.
+    /// Errors name the file.
     pub fn load_or_empty(path: &Path) -> Result<Self, KeyError> {
         if !path.exists() {
             return Ok(Registry::default());
         }
-        Self::from_file(&load_json(path)?)
+        load_json(path)
+            .and_then(|f| Self::from_file(&f))
+            .map_err(|e| e.in_file(path))
     }
 
-    /// Writes the registry.
+    /// Writes the registry (mode 0600: it holds no secret, but it is the
+    /// broker's access policy), replacing an existing one.
     pub fn save(&self, path: &Path) -> Result<(), KeyError> {
-        save_json(&self.to_file(), path)
+        save_json(&self.to_file(), path, true).map_err(|e| e.in_file(path))
     }
 }
 

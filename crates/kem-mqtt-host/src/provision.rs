@@ -32,8 +32,27 @@ pub fn generate_broker(kems: &[KemId], rng: &mut (impl RngCore + CryptoRng)) -> 
 }
 
 /// Enrols a sensor: generates its static keys for `suite`'s KEM, registers
-/// it with policy `allowed` and returns its key file contents.
+/// it with policy `allowed` and returns its key file contents. An id that
+/// is already in `registry` is [`KeyError::AlreadyEnrolled`]: replacing a
+/// sensor's keys locks the deployed sensor out, so it takes
+/// [`reprovision_sensor`].
 pub fn provision_sensor(
+    broker: &BrokerSecrets,
+    registry: &mut Registry,
+    client_id: &str,
+    suite: Suite,
+    allowed: SuiteSet,
+    rng: &mut (impl RngCore + CryptoRng),
+) -> Result<SensorKeys, KeyError> {
+    if registry.clients.contains_key(client_id) {
+        return Err(KeyError::AlreadyEnrolled(client_id.to_string()));
+    }
+    reprovision_sensor(broker, registry, client_id, suite, allowed, rng)
+}
+
+/// [`provision_sensor`] that replaces the keys and policy of an enrolled id
+/// (`kem-mqtt provision --force`).
+pub fn reprovision_sensor(
     broker: &BrokerSecrets,
     registry: &mut Registry,
     client_id: &str,

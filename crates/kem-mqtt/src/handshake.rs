@@ -306,6 +306,12 @@ impl SensorHandshake {
                 fill(rng, &mut state.x_e)?;
                 share.copy_from_slice(&x25519_public(&state.x_e));
                 Some(match creds.x25519_static_secret {
+                    // A cached secret gets the check a computed one gets: an
+                    // all-zero value (a small-order broker key, or a cache
+                    // never filled) would leave ES to the KEM alone.
+                    Some(cached) if bool::from(kem_common::bytes_equal(cached, &[0u8; 32])) => {
+                        return Err(Error::X25519NonContributory)
+                    }
                     Some(cached) => Secret32(*cached),
                     None => x25519_shared(sk, pk)?,
                 })
@@ -608,6 +614,14 @@ impl AwaitClientFinished {
 
     /// Checks the ClientFinished in constant time and releases the session.
     pub fn receive_client_finished(self, msg: &[u8]) -> Result<Session, Error> {
+        self.check_client_finished(msg)
+    }
+
+    /// [`Self::receive_client_finished`] without consuming the state: a
+    /// broker that keeps handshakes pending verifies a flight 3 first and
+    /// discards the state only once it verifies, so a forged flight 3 cannot
+    /// discard a pending handshake.
+    pub fn check_client_finished(&self, msg: &[u8]) -> Result<Session, Error> {
         let expected = self.suite.client_finished_len();
         check_header(msg, MSG_CLIENT_FINISHED, expected)?;
         check_len(msg, expected)?;

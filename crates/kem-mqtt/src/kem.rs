@@ -185,6 +185,48 @@ pub fn public_key_of(kem: KemId, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Err
     }, else Err(Error::SuiteNotSupported(kem as u8)))
 }
 
+/// The full check that `sk` and `pk` are one key pair of `kem`, for keys
+/// loaded from storage:
+///
+/// - `sk` passes the KEM's import checks (lengths and ranges; for ML-KEM,
+///   Kyber and LightSaber also the stored H(pk) against the embedded pk);
+/// - the public key embedded in `sk` is `pk`, and `pk` is a valid key;
+/// - a pair-wise consistency test: a fresh encapsulation to `pk`
+///   decapsulates under `sk` to the same secret.
+///
+/// Why the last one: the public key inside a secret key is a copy, so the
+/// first two checks pass when a bit of the secret part (ŝ, s or f) flips;
+/// such a key would only fail later, in a handshake, as a Finished that does
+/// not verify — blaming the peer. None of the KEMs can recompute the public
+/// key from the secret part (the error term of ML-KEM, Kyber and LightSaber,
+/// and g of CTRU-Light, are not stored), so the test checks the property the
+/// pair is for: decryption under the secret part. A wrong secret polynomial
+/// makes decryption fail except with negligible probability. What no check
+/// can see is the implicit-rejection secret z (random, no redundancy); a
+/// flipped z changes only the keys derived from invalid ciphertexts.
+///
+/// Any failure is [`Error::InvalidKey`] ([`Error::Rng`] if `rng` fails).
+pub fn check_key_pair(kem: KemId, sk: &[u8], pk: &[u8], rng: &mut (impl RngCore + CryptoRng)) -> Result<(), Error> {
+    check_public_key(kem, pk)?;
+    let mut embedded = [0u8; crate::suite::MAX_PK_LEN];
+    let embedded = embedded.get_mut(..kem.pk_len()).ok_or(Error::InvalidKey)?;
+    public_key_of(kem, sk, embedded)?;
+    if !bool::from(kem_common::bytes_equal(embedded, pk)) {
+        return Err(Error::InvalidKey);
+    }
+    let mut ct = [0u8; crate::suite::MAX_CT_LEN];
+    let ct = ct.get_mut(..kem.ct_len()).ok_or(Error::InvalidKey)?;
+    let sent = encapsulate(kem, pk, rng, ct).map_err(|e| match e {
+        KemFail::Rng => Error::Rng,
+        _ => Error::InvalidKey,
+    })?;
+    let received = decapsulate(kem, sk, ct).map_err(|_| Error::InvalidKey)?;
+    if !bool::from(kem_common::bytes_equal(sent.as_bytes(), received.as_bytes())) {
+        return Err(Error::InvalidKey);
+    }
+    Ok(())
+}
+
 fn copy(out: &mut [u8], src: &[u8]) {
     for (o, s) in out.iter_mut().zip(src) {
         *o = *s;

@@ -169,7 +169,7 @@ pub use handshake::{
     valid_client_id, AwaitBrokerHello, AwaitClientFinished, BrokerHandshake, BrokerKeys, ClientEntry, EphemeralKey,
     SensorCredentials, SensorHandshake, NONCE_LEN, X25519_LEN,
 };
-pub use kem::{check_public_key, generate_keypair, public_key_of};
+pub use kem::{check_key_pair, check_public_key, generate_keypair, public_key_of};
 pub use record::{Role, Session, MAX_TOPIC_LEN, RECORD_LABEL, RECORD_OVERHEAD, REPLAY_WINDOW, SEQ_LEN, TAG_LEN};
 pub use suite::{Family, KemId, Suite, SuiteSet};
 

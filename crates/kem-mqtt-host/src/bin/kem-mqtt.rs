@@ -7,18 +7,20 @@ use std::time::{Duration, Instant};
 use kem_mqtt::{KemId, Suite, SuiteSet};
 use kem_mqtt_host::broker::EmbeddedBroker;
 use kem_mqtt_host::gateway::{Gateway, GatewayEvent};
-use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry, SensorKeys};
-use kem_mqtt_host::provision::{generate_broker, provision_sensor};
+use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, KeyError, Registry, SensorKeys};
+use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::HostError;
 use rand_core::OsRng;
 
 const USAGE: &str = "\
 usage:
-  kem-mqtt provision --dir DIR [--client ID --suite SUITE [--allow-pure]]
-      creates DIR/broker-key.json (all KEMs) if missing; with --client, enrols
-      a sensor: DIR/sensor-ID.json and an entry in DIR/registry.json
-      (policy: the suite's KEM hybrid only, or pure and hybrid with --allow-pure)
+  kem-mqtt provision --dir DIR [--client ID --suite SUITE [--allow-pure] [--force]]
+      creates DIR (mode 0700) and DIR/broker-key.json (all KEMs) if missing;
+      with --client, enrols a sensor: DIR/sensor-ID.json and an entry in
+      DIR/registry.json (policy: the suite's KEM hybrid only, or pure and
+      hybrid with --allow-pure); an enrolled ID is refused unless --force.
+      Key files are written with mode 0600.
   kem-mqtt gateway --broker HOST:PORT --dir DIR
       topic-mode gateway; answers every message with \"ack <n>\"
   kem-mqtt sensor --broker HOST:PORT --key FILE [--mode topic|auth] [--count N] [--message TEXT]
@@ -66,13 +68,14 @@ fn main() {
 
 fn provision(args: &[String]) -> Result<(), HostError> {
     let dir = PathBuf::from(need(args, "--dir")?);
-    std::fs::create_dir_all(&dir)?;
+    private_dir(&dir)?;
     let broker_path = dir.join("broker-key.json");
     let broker = if broker_path.exists() {
         BrokerSecrets::load(&broker_path)?
     } else {
         let b = generate_broker(&KemId::ALL, &mut OsRng);
-        b.save(&broker_path)?;
+        // save_new: two provisioning runs racing must not end with two broker keys.
+        b.save_new(&broker_path)?;
         println!("wrote {}", broker_path.display());
         b
     };
@@ -87,9 +90,26 @@ fn provision(args: &[String]) -> Result<(), HostError> {
         };
         let reg_path = dir.join("registry.json");
         let mut registry = Registry::load_or_empty(&reg_path)?;
-        let keys = provision_sensor(&broker, &mut registry, &client, suite, allowed, &mut OsRng)?;
         let key_path = dir.join(format!("sensor-{client}.json"));
-        keys.save(&key_path)?;
+        // A second enrolment would lock the deployed sensor out: only on request.
+        let force = flag(args, "--force");
+        let refused = |e: KeyError| HostError::Unexpected(format!("{e}; --force replaces its keys"));
+        let keys = if force {
+            reprovision_sensor(&broker, &mut registry, &client, suite, allowed, &mut OsRng)?
+        } else {
+            provision_sensor(&broker, &mut registry, &client, suite, allowed, &mut OsRng).map_err(|e| match e {
+                KeyError::AlreadyEnrolled(_) => refused(e),
+                e => e.into(),
+            })?
+        };
+        if force {
+            keys.save(&key_path)?;
+        } else {
+            keys.save_new(&key_path).map_err(|e| match e.inner() {
+                KeyError::Exists(_) => refused(e),
+                _ => e.into(),
+            })?;
+        }
         registry.save(&reg_path)?;
         println!("wrote {} and {}", key_path.display(), reg_path.display());
     }

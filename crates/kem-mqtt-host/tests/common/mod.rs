@@ -1,0 +1,32 @@
+//! Shared by the integration tests: enrolment of test sensors.
+
+use kem_mqtt::{Suite, SuiteSet};
+use kem_mqtt_host::keys::{BrokerState, Registry, SensorKeys};
+use kem_mqtt_host::provision::{generate_broker, provision_sensor};
+use rand_core::OsRng;
+
+/// A broker with keys for the KEMs of `suites` and one sensor per suite,
+/// `sensor-<i>`, with policy `allowed(suite)`.
+pub fn enrol(suites: &[Suite], allowed: impl Fn(Suite) -> SuiteSet) -> (BrokerState, Vec<SensorKeys>) {
+    let mut kems: Vec<_> = suites.iter().map(|s| s.kem()).collect();
+    kems.sort();
+    kems.dedup();
+    let secrets = generate_broker(&kems, &mut OsRng);
+    let mut registry = Registry::default();
+    let sensors = suites
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            provision_sensor(
+                &secrets,
+                &mut registry,
+                &format!("sensor-{i}"),
+                s,
+                allowed(s),
+                &mut OsRng,
+            )
+            .unwrap()
+        })
+        .collect();
+    (BrokerState { secrets, registry }, sensors)
+}
