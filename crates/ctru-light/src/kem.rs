@@ -255,12 +255,12 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         rng: &mut (impl RngCore + CryptoRng),
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
-        // m: 32 bytes straight from the RNG (§4), no hash of them.
+        // m: 32 bytes straight from the RNG (§4), no hash of them; wiped
+        // whether or not the RNG failed part-way.
         let mut m = [0u8; 32];
-        fill(rng, &mut m)?;
-        let ss = Self::encrypt_derive(pk, &m, &mut CiphertextSink::Write(ct));
+        let ss = fill(rng, &mut m).map(|()| Self::encrypt_derive(pk, &m, &mut CiphertextSink::Write(ct)));
         m.wipe();
-        Ok(ss)
+        ss
     }
 
     /// The checks [`SecretKey::from_bytes`] makes, on the encoded key in

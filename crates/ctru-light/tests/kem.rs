@@ -5,7 +5,7 @@ use ctru_light::kem::hazmat;
 use ctru_light::symmetric::Backend;
 use ctru_light::*;
 
-use kem_common::TestRng as Rng;
+use kem_common::{Tape, TestRng as Rng};
 
 /// The three arithmetic variants never change a byte (definition §6).
 #[test]
@@ -148,4 +148,26 @@ fn kem_traits_round_trip() {
     let (pk, sk) = CtruLightAscon::keygen(&mut rng).unwrap();
     let (ct, ss) = pk.encapsulate(&mut rng).unwrap();
     assert_eq!(sk.decapsulate(&ct).unwrap(), ss);
+}
+
+/// A failing RNG is a typed error in key generation (its d or z draw) and
+/// in encapsulation (its one draw, m), never a panic.
+#[test]
+fn rng_failure_is_a_typed_error() {
+    let bytes: [u8; 64] = Rng(9).bytes();
+    // No d, or d but no z.
+    for len in [0, 32] {
+        let mut tape = Tape::new(&bytes[..len]);
+        assert_eq!(CtruLightSha3::keygen(&mut tape).unwrap_err(), Error::Rng, "{len} bytes");
+    }
+    // Keygen draws d and z; encapsulation's one draw, m, fails.
+    let mut tape = Tape::new(&bytes);
+    let (pk, _) = CtruLightAscon::keygen(&mut tape).unwrap();
+    assert_eq!(tape.used(), 64);
+    assert_eq!(CtruLightAscon::encapsulate(&pk, &mut tape).unwrap_err(), Error::Rng);
+    let mut ct = [0u8; 512];
+    assert_eq!(
+        CtruLightAscon::encapsulate_into(pk.as_bytes(), &mut tape, &mut ct).unwrap_err(),
+        Error::Rng
+    );
 }

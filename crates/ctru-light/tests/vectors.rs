@@ -19,8 +19,9 @@ use ctru_light::symmetric::Backend;
 use ctru_light::{
     Arithmetic, Ascon, Ciphertext, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, PublicKey, SecretKey, Sha3,
 };
+use kem_common::Tape;
 use nist_kat::{rsp, NistDrbg};
-use rand_core::{CryptoRng, RngCore};
+use rand_core::RngCore;
 use serde_json::Value;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../kat-vectors/ctru-light/");
@@ -199,34 +200,6 @@ fn ascon_kat_montgomery_plain() {
     kat_records::<Ascon, MontgomeryPlain>();
 }
 
-/// An RNG that hands out a fixed tape, draw by draw, and fails the test if
-/// asked for more.
-struct Tape {
-    bytes: Vec<u8>,
-    at: usize,
-}
-
-impl RngCore for Tape {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
-    }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        let end = self.at + dest.len();
-        assert!(end <= self.bytes.len(), "the tape has {} bytes", self.bytes.len());
-        dest.copy_from_slice(&self.bytes[self.at..end]);
-        self.at = end;
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
-}
-
-impl CryptoRng for Tape {}
-
 /// CBD1 (§2): coefficient 4i + j = bit 2j − bit 2j+1 of byte i.
 fn cbd1(buf: &[u8]) -> Vec<i64> {
     buf.iter()
@@ -316,14 +289,12 @@ fn draft_standard_example<A: Arithmetic>() {
     );
 
     // The KEM from the example's randomness, in its order: seed, z, m.
-    let mut tape = Tape {
-        bytes: [&seed[..], &z, &m].concat(),
-        at: 0,
-    };
+    let randomness = [&seed[..], &z, &m].concat();
+    let mut tape = Tape::new(&randomness);
     let (our_pk, our_sk) = CtruLight::<Sha3, A>::keygen(&mut tape).expect("keygen");
     assert_eq!((&our_pk.as_bytes()[..], &our_sk.as_bytes()[..]), (&pk[..], &sk[..]));
     let (our_ct, our_k) = CtruLight::<Sha3, A>::encapsulate(&our_pk, &mut tape).expect("encaps");
-    assert_eq!(tape.at, tape.bytes.len(), "keygen and encaps drew the whole tape");
+    assert_eq!(tape.used(), randomness.len(), "keygen and encaps drew the whole tape");
 
     // Encapsulation's intermediates: G = Hg(ID(pk) ‖ m), coins = XOF(G[32..], 128).
     let big_g = Sha3::ref_hg(&[&pk[..33], &m[..]].concat());

@@ -349,6 +349,56 @@ pub fn doc_rng() -> impl RngCore + CryptoRng {
     Lcg(1)
 }
 
+/// An RNG that replays `bytes` in order, for tests that feed a KEM known
+/// randomness (a KAT's draws, a standard's worked example): a draw past the
+/// end fails (`try_fill_bytes`, which the KEMs use, returns an error; the
+/// KEM returns its own), so a test also learns when more was drawn than
+/// the tape holds. `used()` tells how much was drawn.
+#[doc(hidden)]
+pub struct Tape<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Tape<'a> {
+    /// A tape over `bytes`, nothing drawn yet.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Tape { bytes, pos: 0 }
+    }
+    /// Bytes drawn so far (all of them after a failed draw).
+    pub fn used(&self) -> usize {
+        self.pos
+    }
+}
+
+impl RngCore for Tape<'_> {
+    fn next_u32(&mut self) -> u32 {
+        rand_core::impls::next_u32_via_fill(self)
+    }
+    fn next_u64(&mut self) -> u64 {
+        rand_core::impls::next_u64_via_fill(self)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        let _ = self.try_fill_bytes(dest);
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        let end = self.pos + dest.len();
+        match self.bytes.get(self.pos..end) {
+            Some(src) => {
+                dest.copy_from_slice(src);
+                self.pos = end;
+                Ok(())
+            }
+            None => {
+                self.pos = self.bytes.len();
+                Err(rand_core::Error::from(core::num::NonZeroU32::MIN))
+            }
+        }
+    }
+}
+
+impl CryptoRng for Tape<'_> {}
+
 /// Hex-string serde support for fixed-size byte types (feature `serde`).
 #[cfg(feature = "serde")]
 pub mod hex_serde {
@@ -447,6 +497,25 @@ impl TestRng {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tape_replays_in_order_and_fails_past_its_end() {
+        let bytes = [1u8, 2, 3, 4, 5];
+        let mut tape = Tape::new(&bytes);
+        let (mut a, mut b) = ([0u8; 2], [0u8; 3]);
+        assert!(tape.try_fill_bytes(&mut a).is_ok());
+        assert!(tape.try_fill_bytes(&mut b).is_ok());
+        assert_eq!((a, b, tape.used()), ([1, 2], [3, 4, 5], 5));
+        let mut c = [9u8; 1];
+        assert!(tape.try_fill_bytes(&mut c).is_err());
+        assert_eq!((c, tape.used()), ([9], 5));
+        let mut short = Tape::new(&bytes[..1]);
+        assert!(
+            short.try_fill_bytes(&mut a).is_err(),
+            "a draw longer than the rest fails whole"
+        );
+        assert_eq!(a, [1, 2]);
+    }
 
     #[test]
     fn is_zero_only_for_zero() {
