@@ -25,7 +25,8 @@ use crate::avr;
 use crate::device::Device;
 use crate::kems::{self, measured, Recorder, TestRng};
 use crate::opts::Rng;
-use crate::simtest::image_elf;
+use crate::symbols;
+use crate::target;
 
 /// Cycle statistics of one operation over its inputs.
 #[derive(Clone, Debug, Default)]
@@ -44,14 +45,6 @@ pub struct Stats {
     pub trace: Option<Vec<u32>>,
     /// The first address whose count differed from the first input's.
     pub trace_differs: Option<u32>,
-}
-
-/// The first word address whose instruction count differs between two
-/// per-address profiles, as a byte address.
-pub(crate) fn first_difference(a: &[u32], b: &[u32]) -> Option<u32> {
-    (0..a.len().max(b.len()))
-        .find(|&w| a.get(w).copied().unwrap_or(0) != b.get(w).copied().unwrap_or(0))
-        .map(|w| 2 * w as u32)
 }
 
 impl Stats {
@@ -81,7 +74,7 @@ impl Stats {
             None => self.trace = Some(counts),
             Some(first) => {
                 if self.trace_differs.is_none() {
-                    self.trace_differs = first_difference(first, &counts);
+                    self.trace_differs = symbols::first_difference(first, &counts);
                 }
             }
         }
@@ -107,7 +100,7 @@ impl Stats {
             }
         };
         let across = match (&self.trace, &o.trace) {
-            (Some(a), Some(b)) => first_difference(a, b),
+            (Some(a), Some(b)) => symbols::first_difference(a, b),
             _ => None,
         };
         Stats {
@@ -221,28 +214,6 @@ fn run_kem(dev: &mut Device, kem: Kem, count: usize, seed: u64) -> Result<KemRes
     Ok(res)
 }
 
-/// Function symbols of an ELF: (start byte address, size, demangled name), sorted.
-pub(crate) fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
-    let nm = crate::opts::output(std::process::Command::new("avr-nm").args(["-S", "-C"]).arg(elf))?;
-    let mut v: Vec<(u32, u32, String)> = nm
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.splitn(4, ' ');
-            let (a, sz, kind, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
-            if !matches!(kind, "t" | "T" | "w" | "W") {
-                return None;
-            }
-            Some((
-                u32::from_str_radix(a, 16).ok()?,
-                u32::from_str_radix(sz, 16).ok()?,
-                name.to_string(),
-            ))
-        })
-        .collect();
-    v.sort();
-    Ok(v)
-}
-
 /// Runs the fastest and slowest request of `op` with the instruction profile on
 /// and names the functions whose instruction counts differ.
 fn explain(
@@ -272,7 +243,7 @@ fn explain(
         }
         let addr = 2 * w as u32;
         pcs.push((addr, *x, *y));
-        let name = function_at(syms, addr);
+        let name = symbols::function_at(syms, addr);
         let e = per_fn.entry(name).or_default();
         e.0 += *y as i64 - *x as i64;
         e.1 += (*y as i64 - *x as i64).unsigned_abs();
@@ -294,76 +265,16 @@ fn explain(
     Ok(s)
 }
 
-/// The function (by ELF symbol) whose body holds byte address `addr`, or "?".
-/// `syms` is sorted by start address; zero-sized symbols still claim their
-/// first word so labels in assembly files are found.
-pub(crate) fn function_at(syms: &[(u32, u32, String)], addr: u32) -> &str {
-    syms.iter()
-        .rev()
-        .find(|(s, sz, _)| *s <= addr && addr < s + (*sz).max(2))
-        .map(|(_, _, n)| n.as_str())
-        .unwrap_or("?")
-}
-
-/// Where one run of `op` spends its instructions, by function (the top 12):
-/// the per-function profile that guides optimisation (`--profile`).
-pub(crate) fn profile_top(
-    dev: &mut Device,
-    syms: &[(u32, u32, String)],
-    id: u8,
-    what: &str,
-    req: &[u8],
-) -> Result<String, String> {
-    dev.set_profiling(true);
-    dev.call(id, req)?;
-    let p = dev.take_profile();
-    dev.set_profiling(false);
-    dev.take_markers();
-    // XTASK_PROFILE_DUMP=FILE appends the per-address counts (to compare
-    // two inputs instruction by instruction).
-    if let Some(path) = std::env::var_os("XTASK_PROFILE_DUMP") {
-        use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.to_string_lossy()))?;
-        for (w, n) in p.iter().enumerate().filter(|(_, n)| **n > 0) {
-            writeln!(f, "{what} {:#07x} {n}", 2 * w).map_err(|e| e.to_string())?;
-        }
-        writeln!(f, "end").map_err(|e| e.to_string())?;
-    }
-    let mut per_fn: std::collections::BTreeMap<&str, u64> = Default::default();
-    for (w, n) in p.iter().enumerate().filter(|(_, n)| **n > 0) {
-        let addr = 2 * w as u32;
-        let name = function_at(syms, addr);
-        *per_fn.entry(name).or_default() += *n as u64;
-    }
-    let total: u64 = per_fn.values().sum();
-    let mut v: Vec<_> = per_fn.into_iter().collect();
-    v.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
-    let mut s = format!("{what}: {total} instructions executed, by function:\n");
-    // XTASK_PROFILE_TOP=N lists N functions instead of 12.
-    let top = std::env::var("XTASK_PROFILE_TOP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
-    for (name, n) in v.iter().take(top) {
-        let _ = writeln!(s, "    {n:>9} {:5.1} %  {name}", 100.0 * *n as f64 / total as f64);
-    }
-    Ok(s)
-}
-
 fn run_image(
-    mcu: avr::Mcu,
-    image: &avr::Image,
+    mcu: target::Mcu,
+    image: &target::Image,
     kems: &[Kem],
     (count, seed, explain_varying, show_pcs, profile): (usize, u64, bool, bool, bool),
     no_build: bool,
 ) -> Result<Vec<(Kem, KemResult)>, String> {
-    let elf = image_elf(mcu, image, no_build)?;
+    let elf = avr::image_elf(mcu, image, no_build)?;
     let syms = if explain_varying || profile {
-        symbols(&elf)?
+        symbols::symbols(&elf)?
     } else {
         Vec::new()
     };
@@ -378,7 +289,7 @@ fn run_image(
                 (KemOp::Decaps, "decaps", &r.decaps_valid),
             ] {
                 if let Some((req, _)) = &st.extremes {
-                    let p = profile_top(
+                    let p = symbols::profile_top(
                         &mut dev,
                         &syms,
                         kem_op_id(kem, op),
@@ -429,8 +340,8 @@ pub struct CtArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..))]
     pub count: u64,
     /// The MCU (cycle-accurate simulation: atmega1284p)
-    #[arg(long, default_value = "atmega1284p", value_parser = avr::mcu)]
-    pub mcu: avr::Mcu,
+    #[arg(long, default_value = "atmega1284p", value_parser = target::mcu)]
+    pub mcu: target::Mcu,
     /// Seed of the inputs
     #[arg(long, default_value_t = 0xC7_C7)]
     pub seed: u64,
@@ -475,7 +386,7 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
     let jobs = o.jobs as usize;
     let filter = o.filter.to_lowercase();
     let no_build = o.no_build;
-    let work = avr::kem_images_matching(mcu, &filter, no_build);
+    let work = target::kem_images_matching(mcu, &filter, no_build);
     if work.is_empty() {
         return Err(format!("no KEM matches --filter `{filter}`"));
     }

@@ -13,12 +13,18 @@ mod hosteval;
 mod kat;
 mod kems;
 mod mega0;
+mod mega0_link;
 mod mqtt;
 mod opts;
 mod progress;
 mod published;
+mod records;
+mod report;
+mod sensor;
 mod setup;
 mod simtest;
+mod symbols;
+mod target;
 mod util;
 
 /// `cargo xtask <command>`: the project's tasks.
@@ -79,6 +85,43 @@ impl Cmd {
     }
 }
 
+/// The xtask's modules, lowest layer first; each may use only modules before
+/// it (checked by a test), so the layers import downwards and never in a circle:
+/// support → toolchain set-up → what to build and what was measured →
+/// running firmware (device, KEM and sensor drivers) → building → measuring →
+/// reporting → commands.
+pub const LAYERS: &[&str] = &[
+    // support
+    "util",
+    "opts",
+    "progress",
+    // toolchain
+    "setup",
+    // what can be built, the published figures, the stored measurements
+    "target",
+    "published",
+    "hosteval",
+    "records",
+    // running firmware in a simulator, and the host side of each exchange
+    "device",
+    "kems",
+    "sensor",
+    // building
+    "mega0_link",
+    "avr",
+    // measuring and reporting
+    "symbols",
+    "report",
+    // commands
+    "mega0",
+    "simtest",
+    "ct",
+    "mqtt",
+    "bench",
+    "kat",
+    "dfr",
+];
+
 /// Parses a fixed internal argument list (the tasks CI chains): a parse error
 /// here is a bug in this file, reported like any other error.
 pub fn args<T: Parser>(argv: &[&str]) -> Result<T, String> {
@@ -116,7 +159,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::BuildAvr(a) => avr::build_cmd(&a),
         Cmd::SimTest(a) => simtest::run(&a),
         Cmd::Bench(a) => bench::run(&a),
-        Cmd::Report => bench::regenerate(),
+        Cmd::Report => report::regenerate(),
         Cmd::Kat(a) => kat::run(&a),
         Cmd::Dfr { args } => dfr::run(&args),
         Cmd::Ct(a) => ct::run(&a),
@@ -168,12 +211,12 @@ fn ci() -> Result<(), String> {
         (
             "AVR builds (every MCU's rings image, every 1284p KEM image)",
             Box::new(|| {
-                for mcu in avr::MCUS {
+                for mcu in target::MCUS {
                     avr::build(*mcu)?;
                 }
                 // The KEM images of the 1284p, one build at a time.
-                let m1284 = avr::mcu("atmega1284p")?;
-                for image in avr::all_images(m1284).iter().skip(1) {
+                let m1284 = target::mcu("atmega1284p")?;
+                for image in target::all_images(m1284).iter().skip(1) {
                     avr::build_image(m1284, image)?;
                 }
                 Ok(())
@@ -345,6 +388,77 @@ mod tests {
             .unwrap()
             .command
             .needs_machine());
+    }
+
+    /// The modules a source file names through `crate::…`.
+    fn used_modules(text: &str) -> Vec<String> {
+        let mut used = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + "crate::".len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                // `use crate::{a, b::c, …}`
+                Some(group) => group[..group.find('}').unwrap_or(0)]
+                    .split(',')
+                    .map(|n| n.trim().split("::").next().unwrap_or(""))
+                    .collect(),
+                None => vec![rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("")],
+            };
+            for n in names {
+                let n = n.split_whitespace().next().unwrap_or("");
+                if !n.is_empty() && n.chars().next().is_some_and(|c| c.is_lowercase()) && !used.iter().any(|u| u == n) {
+                    used.push(n.to_string());
+                }
+            }
+        }
+        used
+    }
+
+    #[test]
+    fn modules_import_only_lower_layers() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut seen = Vec::new();
+        for entry in std::fs::read_dir(&src).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if name == "main" {
+                continue;
+            }
+            // A module is a file, or a folder of submodules beside it.
+            let files: Vec<std::path::PathBuf> = if path.is_dir() {
+                std::fs::read_dir(&path).unwrap().flatten().map(|e| e.path()).collect()
+            } else {
+                vec![path.clone()]
+            };
+            let rank = LAYERS
+                .iter()
+                .position(|m| *m == name)
+                .unwrap_or_else(|| panic!("module `{name}` is not in LAYERS"));
+            for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "rs")) {
+                let text = std::fs::read_to_string(file).unwrap();
+                for used in used_modules(&text) {
+                    if used == name {
+                        continue;
+                    }
+                    let used_rank = LAYERS.iter().position(|m| *m == used);
+                    assert!(
+                        used_rank.is_some_and(|r| r < rank),
+                        "{} uses `{used}`, which is not below `{name}` in LAYERS",
+                        file.display()
+                    );
+                }
+            }
+            seen.push(name);
+        }
+        for m in LAYERS {
+            assert!(seen.iter().any(|s| s == m), "LAYERS names `{m}`, which has no source");
+        }
+    }
+
+    #[test]
+    fn the_import_scan_sees_every_form() {
+        let text = "use crate::{kems as kemsim, published::X, util};\nlet b = crate::avr::build(m);";
+        assert_eq!(used_modules(text), ["kems", "published", "util", "avr"]);
     }
 
     #[test]

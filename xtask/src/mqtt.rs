@@ -1,4 +1,4 @@
-//! The KEM-MQTT/1 sensor on the AVR: the firmware runs the sensor's two
+//! `cargo xtask mqtt`: the KEM-MQTT/1 sensor on the AVR (the handshake driver is `sensor`): the firmware runs the sensor's two
 //! steps (`firmware::mqtt`), the host plays the broker with `kem_mqtt`'s
 //! `BrokerHandshake` and checks every flight and a record sealed under the new key.
 //!
@@ -8,299 +8,28 @@
 //! yasimavr run of the ATmega4808 needs).
 
 use avr_harness::protocol::OP_STACK;
-use firmware::mqtt::{self as fw, Layout};
-use kem_mqtt::testing::{broker_fixture, sensor_fixture, BrokerFixture};
-use kem_mqtt::{BrokerHandshake, KemId, SensorHandshake, Suite, SuiteSet};
+use firmware::mqtt as fw;
+use kem_mqtt::{KemId, Suite};
 
 use crate::device::Device;
-use crate::kems::{self, Measured, Recorder, TestRng};
-use crate::opts::Rng;
-
-/// The message layout of `kem`'s image.
-pub fn layout(kem: KemId) -> Layout {
-    Layout {
-        pk: kem.pk_len(),
-        sk: kem.sk_len(),
-        ct: kem.ct_len(),
-    }
-}
-
-/// One prepared handshake: the requests for the firmware and what its replies must be.
-pub struct Case {
-    /// The suite.
-    pub suite: Suite,
-    /// Request of `OP_START`.
-    pub start_request: Vec<u8>,
-    /// Request of `OP_FINISH`.
-    pub finish_request: Vec<u8>,
-    tape_len: usize,
-    client_hello: Vec<u8>,
-    broker_hello: Vec<u8>,
-    client_finished: Vec<u8>,
-    broker: kem_mqtt::AwaitClientFinished,
-}
-
-/// Flight sizes of a handshake, bytes: ClientHello, BrokerHello, ClientFinished, first record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Flights {
-    /// ClientHello.
-    pub client_hello: usize,
-    /// BrokerHello.
-    pub broker_hello: usize,
-    /// ClientFinished.
-    pub client_finished: usize,
-    /// The sealed record.
-    pub record: usize,
-}
-
-fn fixtures(suite: Suite, seed: u64) -> (BrokerFixture, kem_mqtt::testing::SensorFixture) {
-    let mut rng = TestRng(Rng::new(seed));
-    let broker = broker_fixture(suite, &mut rng);
-    let sensor = sensor_fixture(suite, &mut rng);
-    let broker = broker.with_client(&sensor, SuiteSet::for_kem(suite.kem(), false));
-    (broker, sensor)
-}
-
-/// Prepares the handshake of `suite` from `seed` (keys, tape, the broker's answer).
-pub fn prepare(suite: Suite, seed: u64) -> Result<Case, String> {
-    let kem = suite.kem();
-    let l = layout(kem);
-    let (broker, sensor) = fixtures(suite, seed);
-    let creds = sensor.credentials(&broker);
-    let err = |what: &str, e: kem_mqtt::Error| format!("{}: host {what}: {e}", suite.name());
-    let mut rec = Recorder::new(TestRng(Rng::new(seed ^ 0x7A9E)));
-    let mut ch = vec![0u8; kem_mqtt::MAX_CLIENT_HELLO_LEN];
-    let (state, n1) = SensorHandshake::start(suite, creds, &mut rec, &mut ch).map_err(|e| err("start", e))?;
-    ch.truncate(n1);
-    let tape = rec.take();
-    if tape.len() > fw::TAPE_LEN {
-        return Err(format!(
-            "{}: tape of {} bytes > {}",
-            suite.name(),
-            tape.len(),
-            fw::TAPE_LEN
-        ));
-    }
-    let mut brng = TestRng(Rng::new(seed ^ 0xB40C));
-    let mut bh = vec![0u8; kem_mqtt::MAX_BROKER_HELLO_LEN];
-    let (await_cf, n2) = BrokerHandshake::accept(&broker, &ch, &mut brng, &mut bh).map_err(|e| err("accept", e))?;
-    bh.truncate(n2);
-    let mut cf = [0u8; fw::CF_LEN];
-    state
-        .receive_broker_hello(&bh, &mut cf)
-        .map_err(|e| err("receive_broker_hello", e))?;
-
-    let mut start = vec![suite.id(), sensor.client_id().len() as u8];
-    let mut id = sensor.client_id().to_vec();
-    id.resize(fw::MAX_ID_LEN, 0);
-    start.extend_from_slice(&id);
-    start.extend_from_slice(creds.kem_sk);
-    start.extend_from_slice(&sensor.x_sk);
-    start.extend_from_slice(creds.broker_kem_pk);
-    start.extend_from_slice(&broker.x_pk);
-    let mut t = tape.clone();
-    t.resize(fw::TAPE_LEN, 0);
-    start.extend_from_slice(&t);
-    let mut finish = (bh.len() as u16).to_le_bytes().to_vec();
-    finish.extend_from_slice(&bh);
-    finish.resize(l.finish_request_len(), 0);
-    if start.len() != l.start_request_len() {
-        return Err(format!("{}: start request of {} bytes", suite.name(), start.len()));
-    }
-    Ok(Case {
-        suite,
-        start_request: start,
-        finish_request: finish,
-        tape_len: tape.len(),
-        client_hello: ch,
-        broker_hello: bh,
-        client_finished: cf.to_vec(),
-        broker: await_cf,
-    })
-}
-
-impl Case {
-    /// Checks the firmware's two replies: the ClientHello (byte for byte the
-    /// host's), the ClientFinished (accepted by the broker) and the record
-    /// (opened by the broker's session). Returns the flight sizes.
-    pub fn check(self, start_reply: &[u8], finish_reply: &[u8]) -> Result<Flights, String> {
-        let name = self.suite.name();
-        let l = layout(self.suite.kem());
-        if start_reply.len() != l.start_reply_len() || finish_reply.len() != l.finish_reply_len() {
-            return Err(format!(
-                "{name}: reply lengths {} / {}",
-                start_reply.len(),
-                finish_reply.len()
-            ));
-        }
-        if start_reply[0] != 0 {
-            return Err(format!("{name}: start failed: {}", fw::error_name(start_reply[0])));
-        }
-        let used = u16::from_le_bytes([start_reply[1], start_reply[2]]) as usize;
-        let n = u16::from_le_bytes([start_reply[3], start_reply[4]]) as usize;
-        let ch = start_reply.get(5..5 + n).unwrap_or(&[]);
-        if used != self.tape_len || ch != self.client_hello.as_slice() {
-            return Err(format!(
-                "{name}: the AVR ClientHello ({n} B, {used} tape bytes) differs from the host's ({} B, {} tape bytes)",
-                self.client_hello.len(),
-                self.tape_len
-            ));
-        }
-        if finish_reply[0] != 0 {
-            return Err(format!(
-                "{name}: receive_broker_hello failed: {}",
-                fw::error_name(finish_reply[0])
-            ));
-        }
-        let cf = &finish_reply[1..1 + fw::CF_LEN];
-        if cf != self.client_finished.as_slice() {
-            return Err(format!("{name}: the AVR ClientFinished differs from the host's"));
-        }
-        let mut session = self
-            .broker
-            .receive_client_finished(cf)
-            .map_err(|e| format!("{name}: the broker rejects the AVR ClientFinished: {e}"))?;
-        let record = &finish_reply[1 + fw::CF_LEN..];
-        let mut pt = [0u8; 64];
-        let m = session
-            .open(fw::TOPIC, record, &mut pt)
-            .map_err(|e| format!("{name}: the broker cannot open the AVR record: {e}"))?;
-        if &pt[..m] != fw::PAYLOAD {
-            return Err(format!("{name}: the AVR record decrypts to something else"));
-        }
-        Ok(Flights {
-            client_hello: self.client_hello.len(),
-            broker_hello: self.broker_hello.len(),
-            client_finished: cf.len(),
-            record: record.len(),
-        })
-    }
-}
-
-/// One simulated handshake's measurements.
-#[derive(Clone, Copy, Debug)]
-pub struct Run {
-    /// `SensorHandshake::start` (cycles include the empty window).
-    pub start: Measured,
-    /// `receive_broker_hello`.
-    pub finish: Measured,
-    /// Painted-stack measures of the two.
-    pub painted: [u32; 2],
-    /// Flight sizes.
-    pub flights: Flights,
-}
-
-fn painted(dev: &mut Device) -> Result<u32, String> {
-    let p = dev.call(OP_STACK, &[])?;
-    Ok(u16::from_le_bytes([p[0], p[1]]) as u32)
-}
-
-/// Runs the sensor's handshake of `suite` on `dev` (simavr) against the host broker.
-pub fn run(dev: &mut Device, suite: Suite, seed: u64) -> Result<Run, String> {
-    run_with(dev, suite, seed, false).map(|(r, _)| r)
-}
-
-/// The simulator's per-address instruction counts of `start` and `finish`.
-type StepCounts = [Vec<u32>; 2];
-
-/// [`run`], and with `trace` the per-address instruction counts of each step.
-fn run_with(dev: &mut Device, suite: Suite, seed: u64, trace: bool) -> Result<(Run, Option<StepCounts>), String> {
-    let case = prepare(suite, seed)?;
-    dev.set_profiling(trace);
-    dev.take_profile();
-    let mut step = |op: u8, request: &[u8]| -> Result<(Vec<u8>, Measured, Vec<u32>, u32), String> {
-        let (reply, m) = kems::measured(dev, op, |d| d.call(op, request))?;
-        let counts = dev.take_profile();
-        let painted = painted(dev)?;
-        dev.take_profile();
-        Ok((reply, m, counts, painted))
-    };
-    let steps =
-        step(fw::OP_START, &case.start_request).and_then(|a| step(fw::OP_FINISH, &case.finish_request).map(|b| (a, b)));
-    dev.set_profiling(false);
-    let ((a, start, start_counts, pa), (b, finish, finish_counts, pb)) = steps?;
-    let flights = case.check(&a, &b).map_err(|e| {
-        format!(
-            "{e} (stack start {} / finish {} B, painted {pa} / {pb} B)",
-            start.stack, finish.stack
-        )
-    })?;
-    let run = Run {
-        start,
-        finish,
-        painted: [pa, pb],
-        flights,
-    };
-    Ok((run, trace.then_some([start_counts, finish_counts])))
-}
+use crate::sensor;
 
 /// Where the sensor's `start` and `finish` spend their instructions, by
 /// function (`cargo xtask mqtt --profile`).
 fn profile(dev: &mut Device, elf: &std::path::Path, suite: Suite, seed: u64) -> Result<String, String> {
-    let syms = crate::ct::symbols(elf)?;
-    let case = prepare(suite, seed)?;
-    let mut s = crate::ct::profile_top(dev, &syms, fw::OP_START, "start", &case.start_request)?;
-    s += &crate::ct::profile_top(dev, &syms, fw::OP_FINISH, "finish", &case.finish_request)?;
+    let syms = crate::symbols::symbols(elf)?;
+    let case = sensor::prepare(suite, seed)?;
+    let mut s = crate::symbols::profile_top(dev, &syms, fw::OP_START, "start", &case.start_request)?;
+    s += &crate::symbols::profile_top(dev, &syms, fw::OP_FINISH, "finish", &case.finish_request)?;
     Ok(s)
 }
-
-/// The suites an image serves: the KEM's pure suite, and its hybrid one if the image has X25519.
-pub fn suites_of(image: &crate::avr::Image) -> Vec<Suite> {
-    let kem = KemId::ALL
-        .into_iter()
-        .find(|k| image.features.contains(&format!("mqtt-{}", k.name()).as_str()));
-    let Some(kem) = kem else { return Vec::new() };
-    let mut v = vec![Suite::new(kem, false)];
-    if image.features.contains(&"mqtt-x25519") {
-        v.push(Suite::new(kem, true));
-    }
-    v
-}
-
-/// The KEM-MQTT images `--filter` selects for `mcu`: on the ATmega1284p the
-/// hybrid images (each serves its KEM's pure suite too); on the ATmega4808
-/// (48 KB) also the pure ones, whose flash is the pure suite's own.
-pub fn images(mcu: crate::avr::Mcu, filter: &str) -> Vec<crate::avr::Image> {
-    let all = crate::avr::Image::all_mqtt();
-    all.into_iter()
-        .filter(|i| !mcu.simulated || i.features.contains(&"mqtt-x25519"))
-        .filter(|i| {
-            suites_of(i)
-                .iter()
-                .any(|s| format!("kem-mqtt/{}", s.name()).contains(filter))
-        })
-        .collect()
-}
-
-/// Writes the key fields of `image`'s measured handshake (its last suite,
-/// [`SEED`]) where an image with provisioned keys is built from, and
-/// returns that path.
-pub fn provision(mcu: crate::avr::Mcu, image: &crate::avr::Image) -> Result<std::path::PathBuf, String> {
-    let suite = *suites_of(image).last().ok_or("image without suite")?;
-    let case = prepare(suite, SEED)?;
-    let keys = case
-        .start_request
-        .get(1..1 + layout(suite.kem()).keys_len())
-        .ok_or("start request shorter than its keys")?;
-    let dir = image.target_dir(mcu);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let path = dir.join("provisioned-keys.bin");
-    // Rewritten only when it changes, so cargo does not rebuild for nothing.
-    if std::fs::read(&path).ok().as_deref() != Some(keys) {
-        std::fs::write(&path, keys).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(path)
-}
-
-/// Seed of the keys and randomness of the measured handshakes.
-pub const SEED: u64 = 0x4D51_5454;
 
 /// Options of `cargo xtask mqtt`.
 #[derive(clap::Parser, Debug)]
 pub struct MqttArgs {
     /// The MCU (atmega1284p in simavr; atmega4808: which suites fit, run in yasimavr)
-    #[arg(long, default_value = "atmega1284p", value_parser = crate::avr::mcu)]
-    pub mcu: crate::avr::Mcu,
+    #[arg(long, default_value = "atmega1284p", value_parser = crate::target::mcu)]
+    pub mcu: crate::target::Mcu,
     /// Only suites whose name contains this text (e.g. ctru-light, x25519)
     #[arg(long, default_value = "")]
     pub filter: String,
@@ -339,17 +68,17 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
         "| suite | start cycles | finish cycles | total | stack B start/finish (sim) | painted | CH/BH/CF/record B |"
     );
     println!("|---|---:|---:|---:|---|---|---|");
-    for image in images(mcu, &filter)
+    for image in sensor::images(mcu, &filter)
         .into_iter()
-        .filter(|i| crate::avr::runnable(mcu, i, no_build))
+        .filter(|i| crate::target::runnable(mcu, i, no_build))
     {
-        let elf = crate::simtest::image_elf(mcu, &image, no_build)?;
+        let elf = crate::avr::image_elf(mcu, &image, no_build)?;
         let mut dev = Device::open(&elf, mcu.name)?;
-        for suite in suites_of(&image) {
+        for suite in sensor::suites_of(&image) {
             if !format!("kem-mqtt/{}", suite.name()).contains(&filter) {
                 continue;
             }
-            let r = run(&mut dev, suite, SEED)?;
+            let r = sensor::run(&mut dev, suite, sensor::SEED)?;
             if o.profile {
                 // With --seeds, every seed's profile (to find what varies).
                 for i in 0..seeds {
@@ -391,9 +120,9 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The `i`-th seed of `--seeds` (0: [`SEED`], the benchmarked one).
+/// The `i`-th seed of `--seeds` (0: [`sensor::SEED`], the benchmarked one).
 fn seed_number(i: u64) -> u64 {
-    SEED.wrapping_add(i.wrapping_mul(0x9E37_79B9))
+    sensor::SEED.wrapping_add(i.wrapping_mul(0x9E37_79B9))
 }
 
 /// Runs `suite` with `seeds` seeds, each step with the simulator's
@@ -405,13 +134,13 @@ fn seed_number(i: u64) -> u64 {
 /// is not.
 fn constant_over_seeds(dev: &mut Device, elf: &std::path::Path, suite: Suite, seeds: u64) -> Result<(), String> {
     const STEPS: [&str; 2] = ["start", "finish"];
-    let syms = crate::ct::symbols(elf)?;
+    let syms = crate::symbols::symbols(elf)?;
     let retries = matches!(suite.kem(), KemId::CtruLightAscon | KemId::CtruLightSha3);
-    let mut first: Option<StepCounts> = None;
+    let mut first: Option<sensor::StepCounts> = None;
     let mut cycles = [(u64::MAX, 0u64); 2];
     let mut differs: [Option<String>; 2] = [None, None];
     for i in 0..seeds {
-        let (r, counts) = run_with(dev, suite, seed_number(i), true)?;
+        let (r, counts) = sensor::run_with(dev, suite, seed_number(i), true)?;
         let counts = counts.unwrap_or_default();
         for (range, c) in cycles.iter_mut().zip([r.start.cycles, r.finish.cycles]) {
             *range = (range.0.min(c), range.1.max(c));
@@ -421,12 +150,12 @@ fn constant_over_seeds(dev: &mut Device, elf: &std::path::Path, suite: Suite, se
             continue;
         };
         for (step, ((a, b), d)) in reference.iter().zip(counts.iter()).zip(differs.iter_mut()).enumerate() {
-            if let (Some(addr), None) = (crate::ct::first_difference(a, b), &d) {
+            if let (Some(addr), None) = (crate::symbols::first_difference(a, b), &d) {
                 let w = addr as usize / 2;
                 *d = Some(format!(
                     "{}: instruction at {addr:#x} ({}) ran {} times with seed 0, {} with seed {i}",
                     STEPS[step],
-                    crate::ct::function_at(&syms, addr),
+                    crate::symbols::function_at(&syms, addr),
                     a.get(w).copied().unwrap_or(0),
                     b.get(w).copied().unwrap_or(0)
                 ));
@@ -471,8 +200,8 @@ fn constant_over_seeds(dev: &mut Device, elf: &std::path::Path, suite: Suite, se
 /// The peak stack of `suite`'s sensor on the ATmega1284p, from its recorded
 /// benchmark (`benchmarks/atmega1284p/kem-mqtt.json`), if there is one.
 fn stack_need_1284p(suite: Suite) -> Option<u32> {
-    let path = crate::bench::bench_dir().join("atmega1284p/kem-mqtt.json");
-    let records = crate::bench::read_records(&path).ok()?;
+    let path = crate::records::bench_dir().join("atmega1284p/kem-mqtt.json");
+    let records = crate::records::read_records(&path).ok()?;
     records
         .iter()
         .filter(|r| r.variant == suite.name() && (r.operation == "start" || r.operation == "finish"))
@@ -483,7 +212,7 @@ fn stack_need_1284p(suite: Suite) -> Option<u32> {
 /// What the linker's refusal says, in numbers: flash (`region `text'
 /// overflowed by N bytes`) and static RAM (`address A of … section `.bss'
 /// is not within region `data'`).
-fn link_overflow(err: &str, mcu: crate::avr::Mcu) -> String {
+fn link_overflow(err: &str, mcu: crate::target::Mcu) -> String {
     let mut why = Vec::new();
     if let Some(n) = err
         .split("region `text' overflowed by ")
@@ -527,7 +256,7 @@ fn link_overflow(err: &str, mcu: crate::avr::Mcu) -> String {
 /// With `require_fit`, a selected suite that does not fit is a failure (CI:
 /// the CTRU-Light sensor must keep fitting the ATmega4808).
 pub fn mega0(
-    mcu: crate::avr::Mcu,
+    mcu: crate::target::Mcu,
     filter: &str,
     no_build: bool,
     record: bool,
@@ -540,9 +269,9 @@ pub fn mega0(
          |---|---|---:|---:|---|---|---|---|\n",
     );
     let (mut passed, mut failed, mut selected) = (0u32, 0u32, 0u32);
-    for image in images(mcu, filter) {
+    for image in sensor::images(mcu, filter) {
         selected += 1;
-        let suite = *suites_of(&image).last().ok_or("image without suite")?;
+        let suite = *sensor::suites_of(&image).last().ok_or("image without suite")?;
         let built = if no_build {
             crate::avr::sizes(mcu, &image.elf(mcu))
         } else {
@@ -583,7 +312,7 @@ pub fn mega0(
         if !python.exists() {
             return Err(format!("{} needs yasimavr (cargo xtask setup --yasimavr)", mcu.name));
         }
-        let case = prepare(suite, SEED)?;
+        let case = sensor::prepare(suite, sensor::SEED)?;
         let hex = |v: &[u8]| v.iter().map(|x| format!("{x:02x}")).collect::<String>();
         let lines = format!(
             "{:02x} {}\n{OP_STACK:02x}\n{:02x} {}\n{OP_STACK:02x}\n",
@@ -686,11 +415,11 @@ pub fn mega0(
          (`fe25519_compact.S`, slower than the 1284p's unrolled one: squaring is a multiplication).)";
     println!("{legend}");
     if record {
-        crate::bench::record_fit_table(mcu.name, "kem-mqtt-fit", &format!("{table}\n{legend}\n"))?;
+        crate::records::record_fit_table(mcu.name, "kem-mqtt-fit", &format!("{table}\n{legend}\n"))?;
     }
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
-        return Err(format!("{failed} KEM-MQTT run(s) failed on {}", mcu.name));
+        return Err(format!("{failed} KEM-MQTT sensor::run(s) failed on {}", mcu.name));
     }
     if require_fit && passed < selected {
         return Err(format!(
@@ -700,37 +429,4 @@ pub fn mega0(
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The host side alone: the prepared requests have the firmware's
-    /// lengths and the expected replies pass the check.
-    #[test]
-    fn prepared_case_checks_its_own_answers() {
-        let suite = Suite::new(KemId::CtruLightAscon, false);
-        let case = prepare(suite, 1).unwrap();
-        let l = layout(suite.kem());
-        assert_eq!(case.finish_request.len(), l.finish_request_len());
-        let mut a = vec![0u8, case.tape_len as u8, 0];
-        a.extend_from_slice(&(case.client_hello.len() as u16).to_le_bytes());
-        a.extend_from_slice(&case.client_hello);
-        a.resize(l.start_reply_len(), 0);
-        // No record from a real session here: the check must stop at the record.
-        let mut b = vec![0u8];
-        b.extend_from_slice(&case.client_finished);
-        b.resize(l.finish_reply_len(), 0);
-        let e = case.check(&a, &b).unwrap_err();
-        assert!(e.contains("cannot open the AVR record"), "{e}");
-    }
-
-    #[test]
-    fn images_serve_their_suites() {
-        let i = crate::avr::Image::mqtt(KemId::MlKem512, true);
-        assert_eq!(i.name, "mqtt-ml-kem-512-x25519");
-        assert_eq!(suites_of(&i).len(), 2);
-        assert_eq!(suites_of(&crate::avr::Image::mqtt(KemId::LightSaber, false)).len(), 1);
-    }
 }

@@ -10,6 +10,7 @@ use crate::device::{encode, Device};
 use crate::hosteval::expected;
 use crate::kems;
 use crate::opts::Rng;
+use crate::target;
 
 /// Input polynomials for trial `t`: the first trials are the extremes, then random.
 pub fn inputs(ring: Ring, kind: Kind, t: u64, rng: &mut Rng) -> Vec<Vec<i16>> {
@@ -66,7 +67,7 @@ fn first_difference(got: &[u8], want: &[u8], kind: Kind) -> String {
 
 /// megaAVR-0 parts: simavr has no model, so run the protocol smoke test in
 /// yasimavr (`cargo xtask setup --yasimavr` installs it into `.venv`).
-fn yasimavr_smoke(mcu: avr::Mcu, no_build: bool) -> Result<(), String> {
+fn yasimavr_smoke(mcu: target::Mcu, no_build: bool) -> Result<(), String> {
     let root = crate::util::workspace_root();
     let python = root.join(".venv/bin/python");
     if !python.exists() {
@@ -77,7 +78,7 @@ fn yasimavr_smoke(mcu: avr::Mcu, no_build: bool) -> Result<(), String> {
         ));
     }
     let elf = if no_build {
-        avr::target_dir(mcu).join("avr-none/release/firmware.elf")
+        target::target_dir(mcu).join("avr-none/release/firmware.elf")
     } else {
         avr::build(mcu)?.elf
     };
@@ -95,8 +96,8 @@ fn yasimavr_smoke(mcu: avr::Mcu, no_build: bool) -> Result<(), String> {
 pub struct SimTestArgs {
     /// The MCU (atmega1284p in simavr; atmega4808 in yasimavr: a smoke test, or
     /// with --kat, KAT record 0 of every KEM that fits)
-    #[arg(long, default_value = "atmega1284p", value_parser = avr::mcu)]
-    pub mcu: avr::Mcu,
+    #[arg(long, default_value = "atmega1284p", value_parser = target::mcu)]
+    pub mcu: target::Mcu,
     /// Random trials per ring operation
     #[arg(long, default_value_t = 12)]
     pub trials: u64,
@@ -134,13 +135,13 @@ pub fn run(o: &SimTestArgs) -> Result<(), String> {
     let (mut passed, mut failed) = (0u32, 0u32);
     let rings_selected =
         firmware::ops().any(|(r, k)| format!("{}.{}", r.name(), k.name()).to_lowercase().contains(&filter));
-    if trials > 0 && rings_selected && avr::runnable(mcu, &avr::Image::rings(), no_build) {
+    if trials > 0 && rings_selected && target::runnable(mcu, &target::Image::rings(), no_build) {
         let (p, f) = rings(mcu, trials, seed, &filter, no_build)?;
         passed += p;
         failed += f;
     }
     if kat_count > 0 {
-        for (image, kems) in avr::kem_images_matching(mcu, &filter, no_build) {
+        for (image, kems) in target::kem_images_matching(mcu, &filter, no_build) {
             let (p, f) = kat(mcu, &image, &kems, kat_count, no_build)?;
             passed += p;
             failed += f;
@@ -161,20 +162,17 @@ pub fn run(o: &SimTestArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The elf of `image`, built unless `no_build`.
-pub fn image_elf(mcu: avr::Mcu, image: &avr::Image, no_build: bool) -> Result<std::path::PathBuf, String> {
-    if no_build {
-        Ok(image.elf(mcu))
-    } else {
-        Ok(avr::build_image(mcu, image)?.elf)
-    }
-}
-
 /// KAT reproduction in the simulator: the first `count` records of the
 /// official KAT file of each KEM `image` serves, byte for byte (pk, sk, ct,
 /// ss), with decaps checked on the record's ciphertext and on a corrupted one.
-fn kat(mcu: avr::Mcu, image: &avr::Image, kems: &[Kem], count: usize, no_build: bool) -> Result<(u32, u32), String> {
-    let elf = image_elf(mcu, image, no_build)?;
+fn kat(
+    mcu: target::Mcu,
+    image: &target::Image,
+    kems: &[Kem],
+    count: usize,
+    no_build: bool,
+) -> Result<(u32, u32), String> {
+    let elf = avr::image_elf(mcu, image, no_build)?;
     let mut dev = Device::open(&elf, mcu.name)?;
     let (mut passed, mut failed) = (0u32, 0u32);
     for &kem in kems {
@@ -233,7 +231,7 @@ const CTRU_PRODUCT_TRIALS: u64 = 32;
 /// byte for byte. Decapsulation alone could not show a small error, which
 /// E8 decoding absorbs. Keys hold any 3-bit values (6 and 7 give f = −3,
 /// −4, a malformed key's extremes); the first trials are the extremes.
-fn ctru_product(mcu: avr::Mcu, image: &avr::Image, seed: u64) -> Result<(u32, u32), String> {
+fn ctru_product(mcu: target::Mcu, image: &target::Image, seed: u64) -> Result<(u32, u32), String> {
     use ctru_light::kem::hazmat::pke_decrypt_product;
     use ctru_light::params::{CT_BYTES, SK_PKE_BYTES};
     use firmware::kem::OP_CTRU_DECRYPT_PRODUCT;
@@ -274,8 +272,8 @@ fn ctru_product(mcu: avr::Mcu, image: &avr::Image, seed: u64) -> Result<(u32, u3
 }
 
 /// The randomized differential test of the ring operations.
-fn rings(mcu: avr::Mcu, trials: u64, seed: u64, filter: &str, no_build: bool) -> Result<(u32, u32), String> {
-    let elf = image_elf(mcu, &avr::Image::rings(), no_build)?;
+fn rings(mcu: target::Mcu, trials: u64, seed: u64, filter: &str, no_build: bool) -> Result<(u32, u32), String> {
+    let elf = avr::image_elf(mcu, &target::Image::rings(), no_build)?;
     let mut dev = Device::open(&elf, mcu.name)?;
     let mut rng = Rng::new(seed);
     let (mut passed, mut failed) = (0u32, 0u32);

@@ -1,0 +1,126 @@
+//! The stored measurements: `benchmarks/<mcu>/*.json` (one record per
+//! operation) and the fit tables of MCUs without a simavr model.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::util;
+
+/// The scheme name of the NTT-arithmetic benchmarks.
+pub const SCHEME: &str = "modarith";
+
+/// The scheme name of the KEM-MQTT/1 sensor handshake records.
+pub const MQTT_SCHEME: &str = "kem-mqtt";
+
+/// One benchmark result, as stored in `benchmarks/<mcu>/<scheme>.json`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    /// MCU.
+    pub mcu: String,
+    /// Scheme (crate) benchmarked.
+    pub scheme: String,
+    /// Variant (the ring, with its default reduction).
+    pub variant: String,
+    /// Operation.
+    pub operation: String,
+    /// Cycles, the empty marker window's cost subtracted.
+    pub cycles: u64,
+    /// Stack bytes (simulator SP tracking).
+    pub stack_bytes: u32,
+    /// Stack bytes (painted-stack scan by the firmware).
+    #[serde(default)]
+    pub stack_bytes_painted: Option<u32>,
+    /// Code bytes: the measured function and everything it calls.
+    pub code_bytes: u32,
+    /// Compiler and profile.
+    pub toolchain: String,
+    /// `git describe` of the measured tree.
+    pub git_revision: String,
+    /// Simulator and clock.
+    #[serde(default)]
+    pub simulator: String,
+    /// The published figure compared with, if any.
+    #[serde(default)]
+    pub published_cycles: Option<u64>,
+    /// Which published row that is.
+    #[serde(default)]
+    pub published_reference: Option<String>,
+    /// The published row's stack bytes for this operation (KEMs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_stack_bytes: Option<u32>,
+    /// The published row's code bytes (KEMs: the whole scheme).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_code_bytes: Option<u32>,
+    /// KEM-MQTT: bytes of ClientHello, BrokerHello, ClientFinished and the first record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flight_bytes: Option<[u32; 4]>,
+}
+
+pub fn bench_dir() -> PathBuf {
+    util::workspace_root().join("benchmarks")
+}
+
+pub fn write(path: &Path, contents: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("xtask: wrote {}", path.display());
+    Ok(())
+}
+
+/// Writes `benchmarks/<mcu>/<scheme>.json`; with `merge`, keeps the records not re-measured.
+pub fn save(mcu: &str, scheme: &str, records: &[Record], merge: bool) -> Result<(), String> {
+    let path = bench_dir().join(mcu).join(format!("{scheme}.json"));
+    let mut all: Vec<Record> = if merge && path.exists() {
+        read_records(&path)?
+    } else {
+        Vec::new()
+    };
+    for r in records {
+        match all
+            .iter_mut()
+            .find(|a| a.variant == r.variant && a.operation == r.operation)
+        {
+            Some(a) => *a = r.clone(),
+            None => all.push(r.clone()),
+        }
+    }
+    let json = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
+    write(&path, &(json + "\n"))
+}
+
+pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Every stored record: `benchmarks/<mcu>/*.json`, sorted by MCU and file.
+pub fn all_records() -> Result<Vec<Record>, String> {
+    let mut files = Vec::new();
+    let Ok(mcus) = std::fs::read_dir(bench_dir()) else {
+        return Ok(Vec::new());
+    };
+    for d in mcus.flatten().filter(|d| d.path().is_dir()) {
+        for f in std::fs::read_dir(d.path()).map_err(|e| e.to_string())?.flatten() {
+            if f.path().extension().is_some_and(|e| e == "json") {
+                files.push(f.path());
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        out.extend(read_records(&f)?);
+    }
+    Ok(out)
+}
+
+/// Writes a fit table measured on an MCU without a simavr model
+/// (`benchmarks/<mcu>/<name>.md`; `docs/benchmarks.md` includes it).
+pub fn record_fit_table(mcu: &str, name: &str, table: &str) -> Result<(), String> {
+    let dir = bench_dir().join(mcu);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    write(&dir.join(format!("{name}.md")), table)
+}

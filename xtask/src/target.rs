@@ -1,0 +1,241 @@
+//! What can be built: the MCUs and the firmware images (cargo feature sets),
+//! and which images a `--filter` selects. Pure data: no builds, no simulation.
+
+use std::path::PathBuf;
+
+use firmware::{Group, Kem};
+
+use crate::util;
+
+/// An MCU the firmware can be built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mcu {
+    /// LLVM/avr-gcc name.
+    pub name: &'static str,
+    /// Flash bytes.
+    pub flash: u32,
+    /// SRAM bytes.
+    pub sram: u32,
+    /// Whether simavr can run it.
+    pub simulated: bool,
+    /// Overrides the release profile's opt-level (the 4808's 48 KB flash needs "s").
+    pub opt_level: Option<&'static str>,
+}
+
+/// Supported MCUs.
+pub const MCUS: &[Mcu] = &[
+    Mcu {
+        name: "atmega1284p",
+        flash: 128 * 1024,
+        sram: 16 * 1024,
+        simulated: true,
+        opt_level: None,
+    },
+    Mcu {
+        name: "atmega4808",
+        flash: 48 * 1024,
+        sram: 6 * 1024,
+        simulated: false,
+        opt_level: Some("s"),
+    },
+];
+
+/// Looks up `--mcu`.
+pub fn mcu(name: &str) -> Result<Mcu, String> {
+    MCUS.iter().copied().find(|m| m.name == name).ok_or_else(|| {
+        let known: Vec<_> = MCUS.iter().map(|m| m.name).collect();
+        format!("unknown MCU `{name}` (supported: {})", known.join(", "))
+    })
+}
+
+/// The target directory of one MCU's default (`rings`) image (never shared with host builds).
+pub fn target_dir(mcu: Mcu) -> PathBuf {
+    util::workspace_root().join("target").join(format!("avr-{}", mcu.name))
+}
+
+/// One firmware image: a set of the firmware crate's cargo features.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// Short name (`rings`, a group's feature, or a KEM's module name).
+    pub name: String,
+    /// Cargo features (default features off unless this is `rings`).
+    pub features: Vec<&'static str>,
+    /// Overrides the release profile's opt-level, unless the MCU has its own.
+    pub opt_level: Option<&'static str>,
+}
+
+impl Image {
+    /// The default image: the 25 modarith ring operations.
+    pub fn rings() -> Image {
+        Image {
+            name: "rings".into(),
+            features: vec!["rings"],
+            opt_level: None,
+        }
+    }
+
+    /// Every KEM of a group (one image on the ATmega1284p).
+    pub fn group(g: Group) -> Image {
+        Image {
+            name: g.feature().into(),
+            features: vec![g.feature()],
+            opt_level: None,
+        }
+    }
+
+    /// A single KEM variant (the ATmega4808 images).
+    pub fn kem(k: Kem) -> Image {
+        let features = match k {
+            Kem::MlKem512 => vec!["ml-kem"],
+            Kem::Kyber512R3 => vec!["kyber-r3"],
+            Kem::LightSaber => vec!["saber"],
+            _ => {
+                let variant = match k.variant() {
+                    "kred2x" => "ctru-kred2x",
+                    "montgomery-opt" => "ctru-montopt",
+                    _ => "ctru-mont",
+                };
+                vec![k.group().feature(), variant]
+            }
+        };
+        Image {
+            name: k.module().replace('_', "-"),
+            features,
+            opt_level: None,
+        }
+    }
+
+    /// The KEM-MQTT/1 sensor image of `kem` (`firmware::mqtt`): its pure suite,
+    /// and with `x25519` its hybrid suite too. Built at opt-level 2 on the
+    /// 1284p ("s" on the 4808).
+    pub fn mqtt(kem: kem_mqtt::KemId, x25519: bool) -> Image {
+        use kem_mqtt::KemId;
+        let f = match kem {
+            KemId::CtruLightAscon => "mqtt-ctru-light-ascon",
+            KemId::CtruLightSha3 => "mqtt-ctru-light-sha3",
+            KemId::MlKem512 => "mqtt-ml-kem-512",
+            KemId::Kyber512R3 => "mqtt-kyber512-r3",
+            KemId::LightSaber => "mqtt-lightsaber",
+        };
+        let mut features = vec![f];
+        if x25519 {
+            features.push("mqtt-x25519");
+        }
+        Image {
+            name: format!("{f}{}", if x25519 { "-x25519" } else { "" }),
+            features,
+            // opt-level 3 makes the LightSaber hybrid image overflow the
+            // 1284p's 128 KB; 2 fits every image (at most ~117 KB with the
+            // 24 KB X25519 table) and is within 0.5 % of 3 on the handshake.
+            opt_level: Some("2"),
+        }
+    }
+
+    /// Every KEM-MQTT/1 sensor image: each KEM pure, then with X25519.
+    pub fn all_mqtt() -> Vec<Image> {
+        [false, true]
+            .into_iter()
+            .flat_map(|x| kem_mqtt::KemId::ALL.into_iter().map(move |k| Image::mqtt(k, x)))
+            .collect()
+    }
+
+    /// The image's target directory for `mcu`.
+    pub fn target_dir(&self, mcu: Mcu) -> PathBuf {
+        if self.name == "rings" {
+            target_dir(mcu)
+        } else {
+            util::workspace_root()
+                .join("target")
+                .join(format!("avr-{}-{}", mcu.name, self.name))
+        }
+    }
+
+    /// The ELF the build writes.
+    pub fn elf(&self, mcu: Mcu) -> PathBuf {
+        self.target_dir(mcu).join("avr-none/release/firmware.elf")
+    }
+}
+
+/// Whether `image` can run now: always when it is about to be built; with
+/// `--no-build` only if its ELF exists, so that a `--filter` never selects an
+/// image that was not built and then fails deep inside a measurement.
+pub fn runnable(mcu: Mcu, image: &Image, no_build: bool) -> bool {
+    if !no_build || image.elf(mcu).exists() {
+        return true;
+    }
+    eprintln!(
+        "xtask: skipping {} (--no-build, and it is not built: `cargo xtask build-avr --mcu {} --image {}`)",
+        image.name, mcu.name, image.name
+    );
+    false
+}
+
+/// The KEM images of `mcu` and the KEMs each serves: on the ATmega1284p
+/// (128 KB) Kyber's two variants share one image and every other KEM
+/// variant has its own (all six CTRU-Light instances exceed 128 KB, and so
+/// do three of one back-end); on the ATmega4808 (48 KB) every variant has its own.
+pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
+    if mcu.name == "atmega4808" {
+        return Kem::ALL.into_iter().map(|k| (Image::kem(k), vec![k])).collect();
+    }
+    let mut v = vec![(Image::group(Group::Kyber), vec![Kem::MlKem512, Kem::Kyber512R3])];
+    v.extend(
+        Kem::ALL
+            .into_iter()
+            .filter(|k| k.group() != Group::Kyber)
+            .map(|k| (Image::kem(k), vec![k])),
+    );
+    v
+}
+
+/// Every image `build-avr --image all` makes for `mcu`: `rings`, then the KEM images.
+pub fn all_images(mcu: Mcu) -> Vec<Image> {
+    let mut v = vec![Image::rings()];
+    v.extend(kem_images(mcu).into_iter().map(|(i, _)| i));
+    v
+}
+
+/// The KEM images of `mcu` serving a KEM whose name contains `filter`, with those KEMs.
+pub fn kem_images_matching(mcu: Mcu, filter: &str, no_build: bool) -> Vec<(Image, Vec<Kem>)> {
+    kem_images(mcu)
+        .into_iter()
+        .map(|(i, ks)| {
+            (
+                i,
+                ks.into_iter().filter(|k| k.name().contains(filter)).collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(i, ks)| !ks.is_empty() && runnable(mcu, i, no_build))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_build_selects_only_built_images() {
+        let m = mcu("atmega1284p").unwrap();
+        let never = Image {
+            name: "test-image-that-is-never-built".into(),
+            features: vec![],
+            opt_level: None,
+        };
+        assert!(!never.elf(m).exists());
+        assert!(!runnable(m, &never, true), "not built: skipped under --no-build");
+        assert!(runnable(m, &never, false), "it will be built first");
+    }
+
+    #[test]
+    fn a_kem_filter_selects_that_kem_only() {
+        let m = mcu("atmega1284p").unwrap();
+        let picked = kem_images_matching(m, "kyber512-r3", false);
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].1.len(), 1);
+        assert_eq!(picked[0].1[0].name(), "kyber512-r3");
+        assert!(kem_images_matching(m, "no-such-kem", false).is_empty());
+        // Every KEM variant is selected by the empty filter, each in one image.
+        let all: usize = kem_images_matching(m, "", false).iter().map(|(_, k)| k.len()).sum();
+        assert_eq!(all, firmware::Kem::ALL.len());
+    }
+}
