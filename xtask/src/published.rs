@@ -1,6 +1,6 @@
-//! Published NTT figures we compare against (the CTRU-Light paper's artifact,
-//! ATmega1284p at 20 MHz, avr-gcc 14.1 -O3; see
-//! `/work/shared/specs/published-results.md`). Cycles in thousands.
+//! Published figures we compare against: the CTRU-Light paper's artifact
+//! (ATmega1284p at 20 MHz, avr-gcc 14.1 -O3; cycles in thousands), and other
+//! AVR lattice results ([`RELATED`]). `docs/benchmarks.md` prints them all.
 
 use firmware::{Kem, KemOp, Kind, Ring};
 
@@ -328,6 +328,109 @@ pub fn kem_figures(kem: Kem, op: KemOp) -> Option<(u64, u32, u32)> {
 pub const KEM_MQTT_SENSOR_CYCLES: u64 = 31_800_000;
 /// Which published figure [`KEM_MQTT_SENSOR_CYCLES`] is.
 pub const KEM_MQTT_REFERENCE: &str = "KEM-MQTT (ePrint 2025/563) Kyber-512 sensor handshake, ATmega4808";
+
+/// Another published or independently measured AVR lattice result, set
+/// beside our closest operation (the same quantity: cycles of one call).
+pub struct Related {
+    /// Implementation and parameter set.
+    pub work: &'static str,
+    /// The operation and what its count includes.
+    pub operation: &'static str,
+    /// MCU and how it was measured.
+    pub mcu: &'static str,
+    /// Cycles.
+    pub cycles: u64,
+    /// Our record compared with it: scheme, variant, operation.
+    pub ours: (&'static str, &'static str, &'static str),
+    /// What our count includes, so the difference in work is visible.
+    pub ours_includes: &'static str,
+}
+
+/// Related results: AvrNtru's published figures, and peer C implementations
+/// that this project built from their public sources and measured in simavr
+/// (ATmega1284p, avr-gcc 5.4, deterministic RNG, shared secrets checked).
+pub const RELATED: &[Related] = &[
+    Related {
+        work: "AvrNtru, NTRUEncrypt ees443ep1",
+        operation: "encryption (public-key encryption with its padding; no KEM hashing)",
+        mcu: "ATmega1281 (classic core, published)",
+        cycles: 834_272,
+        ours: ("ctru-light-sha3", "kred2x", "encaps"),
+        ours_includes: "CTRU-Light encapsulation: encryption plus SHA3/SHAKE hashing",
+    },
+    Related {
+        work: "AvrNtru, NTRUEncrypt ees443ep1",
+        operation: "decryption (no re-encryption check)",
+        mcu: "ATmega1281 (classic core, published)",
+        cycles: 1_061_683,
+        ours: ("ctru-light-sha3", "kred2x", "decaps"),
+        ours_includes: "CTRU-Light decapsulation: decryption, re-encryption and the implicit-rejection hash",
+    },
+    Related {
+        work: "AvrNtru, NTRUEncrypt ees743ep1",
+        operation: "encryption",
+        mcu: "ATmega1281 (classic core, published)",
+        cycles: 1_539_829,
+        ours: ("ctru-light-sha3", "kred2x", "encaps"),
+        ours_includes: "CTRU-Light encapsulation (a smaller parameter set: n = 512)",
+    },
+    Related {
+        work: "AvrNtru, NTRUEncrypt ees743ep1",
+        operation: "decryption",
+        mcu: "ATmega1281 (classic core, published)",
+        cycles: 2_103_228,
+        ours: ("ctru-light-sha3", "kred2x", "decaps"),
+        ours_includes: "CTRU-Light decapsulation (n = 512)",
+    },
+    Related {
+        work: "ML-KEM-512, PQClean clean (int-width fix), -O3",
+        operation: "key generation",
+        mcu: "ATmega1284p (simavr, measured by this project)",
+        cycles: 8_770_000,
+        ours: ("ml-kem-512", "default", "keygen"),
+        ours_includes: "the same operation (FIPS 203)",
+    },
+    Related {
+        work: "ML-KEM-512, PQClean clean (int-width fix), -O3",
+        operation: "encapsulation",
+        mcu: "ATmega1284p (simavr, measured by this project)",
+        cycles: 10_033_000,
+        ours: ("ml-kem-512", "default", "encaps"),
+        ours_includes: "the same operation (FIPS 203)",
+    },
+    Related {
+        work: "ML-KEM-512, PQClean clean (int-width fix), -O3",
+        operation: "decapsulation",
+        mcu: "ATmega1284p (simavr, measured by this project)",
+        cycles: 11_593_000,
+        ours: ("ml-kem-512", "default", "decaps"),
+        ours_includes: "the same operation (FIPS 203)",
+    },
+    Related {
+        work: "LightSaber, PQClean clean, -O3",
+        operation: "key generation",
+        mcu: "ATmega1284p (simavr, measured by this project)",
+        cycles: 9_467_000,
+        ours: ("lightsaber", "default", "keygen"),
+        ours_includes: "the same operation",
+    },
+    Related {
+        work: "LightSaber, PQClean clean, -O3",
+        operation: "encapsulation",
+        mcu: "ATmega1284p (simavr, measured by this project)",
+        cycles: 13_546_000,
+        ours: ("lightsaber", "default", "encaps"),
+        ours_includes: "the same operation",
+    },
+    Related {
+        work: "LightSaber, PQClean clean, -O3",
+        operation: "decapsulation",
+        mcu: "ATmega1284p (simavr, measured by this project)",
+        cycles: 14_166_000,
+        ours: ("lightsaber", "default", "decaps"),
+        ours_includes: "the same operation",
+    },
+];
 
 #[cfg(test)]
 mod tests {

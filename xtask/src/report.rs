@@ -210,6 +210,7 @@ fn docs_markdown(records: &[Record]) -> String {
     s.push_str(&kem_summary(records));
     s.push_str(&mqtt_summary(records));
     s.push_str(&fit_sections());
+    s.push_str(&related_summary(records));
     s.push_str("![ours vs published](benchmarks.svg)\n\n## Published NTT table (embedded in the xtask)\n\n");
     s.push_str("| ring | implementation | NTT | iNTT | base mult | base inv |\n|---|---|---:|---:|---:|---:|\n");
     for r in published::NTT_TABLE {
@@ -224,6 +225,40 @@ fn docs_markdown(records: &[Record]) -> String {
             .collect();
         let _ = writeln!(s, "| {} | {}{mark} | {} |", r.ring, r.implementation, k.join(" | "));
     }
+    s
+}
+
+/// Other AVR lattice results beside our closest operation: the same
+/// quantity (cycles of one call), with the MCU and what each count includes.
+fn related_summary(records: &[Record]) -> String {
+    let mut s = String::from(
+        "## Related AVR results\n\n\
+         Other published or independently measured AVR lattice implementations, beside our\n\
+         closest operation on the simulated ATmega1284p. Only cycles are compared; the work\n\
+         differs where the last column says so, and the ATmega1281 is the same classic core.\n\n\
+         | implementation | operation | MCU | cycles | ours | our cycles | ours/theirs | what ours includes |\n\
+         |---|---|---|---:|---|---:|---:|---|\n",
+    );
+    for r in published::RELATED {
+        let (scheme, variant, op) = r.ours;
+        let ours = records
+            .iter()
+            .find(|x| x.mcu == "atmega1284p" && x.scheme == scheme && x.variant == variant && x.operation == op);
+        let (cycles, ratio) = match ours {
+            Some(x) => (grouped(x.cycles), format!("{:.2}", x.cycles as f64 / r.cycles as f64)),
+            None => ("not measured".into(), "–".into()),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {scheme} {variant} {op} | {cycles} | {ratio} | {} |",
+            r.work,
+            r.operation,
+            r.mcu,
+            grouped(r.cycles),
+            r.ours_includes
+        );
+    }
+    s.push('\n');
     s
 }
 
@@ -462,6 +497,20 @@ mod tests {
             published_code_bytes: None,
             flight_bytes: None,
         }
+    }
+
+    #[test]
+    fn related_results_sit_beside_our_closest_operation() {
+        let mut r = rec("keygen", 4_385_000, None);
+        (r.scheme, r.variant) = ("ml-kem-512".into(), "default".into());
+        let t = related_summary(&[r]);
+        // PQClean's ML-KEM-512 keygen, 8,770,000 cycles: ours is half of it.
+        assert!(
+            t.contains("| ml-kem-512 default keygen | 4,385,000 | 0.50 | the same operation (FIPS 203) |"),
+            "{t}"
+        );
+        // Rows whose operation we did not measure say so instead of a ratio.
+        assert!(t.contains("| not measured | – |"), "{t}");
     }
 
     #[test]
