@@ -228,6 +228,11 @@ pub fn report(b: &Build, image: &str) -> Result<(), String> {
 pub struct CallGraph {
     size: HashMap<String, u32>,
     calls: HashMap<String, HashSet<String>>,
+    /// (start byte address, size, name), sorted: where executed code lies.
+    spans: Vec<(u32, u32, String)>,
+    /// Bytes of static data (.data and .bss) of each symbol outside the
+    /// firmware harness (`firmware::…`, `avr_harness::…`) and the C runtime.
+    scheme_statics: u32,
 }
 
 impl CallGraph {
@@ -235,14 +240,31 @@ impl CallGraph {
     pub fn load(elf: &Path) -> Result<CallGraph, String> {
         let nm = crate::opts::output(Command::new("avr-nm").args(["-S"]).arg(elf))?;
         let mut size = HashMap::new();
+        let mut spans = Vec::new();
         for line in nm.lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.len() == 4 && matches!(f[2], "t" | "T" | "w" | "W") {
-                if let Ok(s) = u32::from_str_radix(f[1], 16) {
+                if let (Ok(a), Ok(s)) = (u32::from_str_radix(f[0], 16), u32::from_str_radix(f[1], 16)) {
                     size.insert(f[3].to_string(), s);
+                    spans.push((a, s, f[3].to_string()));
                 }
             }
         }
+        spans.sort();
+        // Static RAM of the scheme: demangled data symbols of every crate but
+        // the harness's own buffers (requests, replies, RNG tape).
+        let nm_c = crate::opts::output(Command::new("avr-nm").args(["-S", "-C"]).arg(elf))?;
+        let scheme_statics = nm_c
+            .lines()
+            .filter_map(|line| {
+                let mut it = line.splitn(4, ' ');
+                let (_, sz, kind, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
+                let data = matches!(kind, "d" | "D" | "b" | "B");
+                let harness =
+                    name.starts_with("firmware::") || name.starts_with("avr_harness::") || name.starts_with("__");
+                (data && !harness).then(|| u32::from_str_radix(sz, 16).ok()).flatten()
+            })
+            .sum();
         let dis = crate::opts::output(Command::new("avr-objdump").arg("-d").arg(elf))?;
         let mut calls: HashMap<String, HashSet<String>> = HashMap::new();
         let mut current = String::new();
@@ -269,7 +291,12 @@ impl CallGraph {
                 }
             }
         }
-        Ok(CallGraph { size, calls })
+        Ok(CallGraph {
+            size,
+            calls,
+            spans,
+            scheme_statics,
+        })
     }
 
     /// The symbol whose mangled name contains `module` then `function` (v0 and legacy mangling).
@@ -283,6 +310,29 @@ impl CallGraph {
             .collect();
         hits.sort();
         hits.first().copied()
+    }
+
+    /// Static RAM (.data + .bss) of everything but the firmware harness: the
+    /// tables a scheme keeps in SRAM.
+    pub fn scheme_statics(&self) -> u32 {
+        self.scheme_statics
+    }
+
+    /// The functions that executed, from the simulator's per-word
+    /// instruction counts: code reached through function pointers (which the
+    /// static call graph cannot see) is found here.
+    pub fn executed(&self, profile: &[u32]) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for (w, _) in profile.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let addr = 2 * w as u32;
+            let at = self.spans.partition_point(|(s, _, _)| *s <= addr);
+            if let Some((s, sz, name)) = at.checked_sub(1).map(|i| &self.spans[i]) {
+                if addr < s + (*sz).max(2) && out.last() != Some(&name.as_str()) && !out.contains(&name.as_str()) {
+                    out.push(name);
+                }
+            }
+        }
+        out
     }
 
     /// Bytes of `root` and every function reachable from it.
@@ -351,4 +401,31 @@ pub fn build_cmd(opts: &BuildArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn executed_code_counts_functions_reached_through_pointers() {
+        // f calls g directly; h is only reached through a pointer.
+        let spans = vec![
+            (0, 8, "f".to_string()),
+            (8, 4, "g".to_string()),
+            (12, 6, "h".to_string()),
+        ];
+        let graph = CallGraph {
+            size: spans.iter().map(|(_, s, n)| (n.clone(), *s)).collect(),
+            calls: [("f".to_string(), ["g".to_string()].into())].into(),
+            spans,
+            scheme_statics: 0,
+        };
+        assert_eq!(graph.reachable_size("f"), 12, "the static call graph misses h");
+        // Words 0 (f) and 7 (byte 14, inside h) executed.
+        let profile = [1, 0, 0, 0, 0, 0, 0, 3];
+        let ran = graph.executed(&profile);
+        assert_eq!(ran, ["f", "h"]);
+        assert_eq!(graph.reachable_size_union(&ran), 18);
+    }
 }

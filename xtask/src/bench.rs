@@ -94,6 +94,7 @@ impl Ctx {
             stack_bytes: 0,
             stack_bytes_painted: None,
             code_bytes: 0,
+            static_ram_bytes: None,
             toolchain: self.toolchain.clone(),
             git_revision: self.revision.clone(),
             simulator: self.simulator.clone(),
@@ -370,11 +371,12 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
         if roots.len() != 3 {
             eprintln!("xtask: warning: {} has {} of 3 k_* symbols", kem.name(), roots.len());
         }
-        let code = graph.reachable_size_union(&roots);
+        let mut runs_of = Vec::new();
+        let mut executed: Vec<String> = Vec::new();
         for op in KemOp::ALL {
             let id = kem_op_id(kem, op);
             let mut runs = Vec::new();
-            for c in &cases {
+            for (i, c) in cases.iter().enumerate() {
                 let r = &c.record;
                 let payload = match op {
                     KemOp::Keygen => kemsim::request(kem, op, &[], &c.keygen_tape)?,
@@ -382,12 +384,30 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
                     KemOp::Decaps => kemsim::request(kem, op, &r.sk, &r.ct)?,
                 };
                 runs.push(measure(&mut dev, id, &payload)?);
+                // Once more with the instruction profile: which functions ran
+                // (the profile counts only inside the marker window).
+                if i == 0 {
+                    dev.set_profiling(true);
+                    dev.call(id, &payload)?;
+                    let profile = dev.take_profile();
+                    dev.set_profiling(false);
+                    dev.take_markers();
+                    executed.extend(graph.executed(&profile).into_iter().map(String::from));
+                }
             }
+            runs_of.push((op, runs));
+        }
+        let mut all_roots: Vec<&str> = roots.clone();
+        all_roots.extend(executed.iter().map(String::as_str));
+        let code = graph.reachable_size_union(&all_roots);
+        let statics = graph.scheme_statics();
+        for (op, runs) in runs_of {
             let mut rec = ctx.record(kem.scheme(), kem.variant(), op.name());
             rec.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
             rec.stack_bytes = runs.iter().map(|r| r.1).max().unwrap_or(0);
             rec.stack_bytes_painted = Some(runs.iter().map(|r| r.2).max().unwrap_or(0));
             rec.code_bytes = code;
+            rec.static_ram_bytes = Some(statics);
             if let Some((c, st, cd)) = published::kem_figures(kem, op) {
                 rec.published_cycles = Some(c);
                 rec.published_stack_bytes = Some(st);

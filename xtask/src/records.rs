@@ -31,8 +31,13 @@ pub struct Record {
     /// Stack bytes (painted-stack scan by the firmware).
     #[serde(default)]
     pub stack_bytes_painted: Option<u32>,
-    /// Code bytes: the measured function and everything it calls.
+    /// Code bytes: the measured function, everything it calls, and every
+    /// function that executed during the operation (calls through pointers).
     pub code_bytes: u32,
+    /// Static RAM of the scheme in the image (.data + .bss outside the
+    /// harness: tables kept in SRAM); RAM = this + peak stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub static_ram_bytes: Option<u32>,
     /// Compiler and profile.
     pub toolchain: String,
     /// `git describe` of the measured tree.
