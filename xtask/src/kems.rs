@@ -285,6 +285,8 @@ pub fn keygen_tape_len(kem: Kem) -> usize {
 /// One KAT record with the tapes its keygen and encaps drew from the NIST DRBG.
 #[derive(Clone, Debug)]
 pub struct KatCase {
+    /// What the case is, for messages ("record 3", "draft standard E.5").
+    pub label: String,
     /// The official record.
     pub record: nist_kat::Record,
     /// Keygen's randomness.
@@ -322,6 +324,7 @@ pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
             ));
         }
         out.push(KatCase {
+            label: format!("record {}", record.count),
             record,
             keygen_tape,
             encaps_tape,
@@ -330,9 +333,82 @@ pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
     Ok(out)
 }
 
+/// Replays fixed randomness, then refuses: a test vector's draws, in order.
+struct Replay<'a>(&'a [u8]);
+
+impl RngCore for Replay<'_> {
+    fn next_u32(&mut self) -> u32 {
+        rand_core::impls::next_u32_via_fill(self)
+    }
+    fn next_u64(&mut self) -> u64 {
+        rand_core::impls::next_u64_via_fill(self)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        let _ = self.try_fill_bytes(dest);
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        let Some((head, rest)) = self.0.split_at_checked(dest.len()) else {
+            // (rand_core 0.6 without std has no message errors: a code.)
+            return Err(rand_core::Error::from(std::num::NonZeroU32::MAX));
+        };
+        dest.copy_from_slice(head);
+        self.0 = rest;
+        Ok(())
+    }
+}
+
+impl CryptoRng for Replay<'_> {}
+
+/// The worked example of the draft standard's Annex E.5 (CTRU-Light, the
+/// authors' `sha3` definition) as a case: key generation draws its seed,
+/// then z; encapsulation draws m. The host must reproduce it first.
+pub fn e5_case(kem: Kem) -> Result<KatCase, String> {
+    let path = crate::util::workspace_root().join("kat-vectors/ctru-light/ctru-light_draft-standard_E5.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let field = |name: &str| -> Result<Vec<u8>, String> {
+        let hex = json[name]
+            .as_str()
+            .ok_or_else(|| format!("{}: no field `{name}`", path.display()))?;
+        nist_kat::rsp::hex_decode(hex).map_err(|e| format!("{}: `{name}`: {e}", path.display()))
+    };
+    let keygen_tape = [field("keygen_seed")?, field("z")?].concat();
+    let encaps_tape = field("encaps_m")?;
+    let record = nist_kat::Record {
+        count: 0,
+        seed: Vec::new(),
+        pk: field("pk")?,
+        sk: field("sk")?,
+        ct: field("ct")?,
+        ss: field("K")?,
+    };
+    let (pk, sk) = keygen(kem, &mut Replay(&keygen_tape))?;
+    let (ct, ss) = encaps(kem, &pk, &mut Replay(&encaps_tape))?;
+    if (&pk, &sk, &ct, &ss) != (&record.pk, &record.sk, &record.ct, &record.ss) {
+        return Err(format!("{}: the host does not reproduce the draft standard's E.5", kem.name()));
+    }
+    Ok(KatCase {
+        label: "draft standard E.5".into(),
+        record,
+        keygen_tape,
+        encaps_tape,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_draft_standards_example_replays_on_the_host() {
+        let case = e5_case(Kem::CtruSha3Kred).unwrap();
+        assert_eq!(case.keygen_tape.len(), 64, "seed ‖ z");
+        assert_eq!(case.encaps_tape.len(), 32, "m");
+        // The example's K decapsulates from its ct with its sk.
+        assert_eq!(decaps(Kem::CtruSha3Kred, &case.record.sk, &case.record.ct).unwrap(), case.record.ss);
+        // Too little randomness is an error, not a panic or a guess.
+        assert!(keygen(Kem::CtruSha3Kred, &mut Replay(&case.keygen_tape[..40])).is_err());
+    }
 
     #[test]
     fn host_kat_tapes() {
