@@ -385,7 +385,10 @@ pub fn e5_case(kem: Kem) -> Result<KatCase, String> {
     let (pk, sk) = keygen(kem, &mut Replay(&keygen_tape))?;
     let (ct, ss) = encaps(kem, &pk, &mut Replay(&encaps_tape))?;
     if (&pk, &sk, &ct, &ss) != (&record.pk, &record.sk, &record.ct, &record.ss) {
-        return Err(format!("{}: the host does not reproduce the draft standard's E.5", kem.name()));
+        return Err(format!(
+            "{}: the host does not reproduce the draft standard's E.5",
+            kem.name()
+        ));
     }
     Ok(KatCase {
         label: "draft standard E.5".into(),
@@ -405,7 +408,10 @@ mod tests {
         assert_eq!(case.keygen_tape.len(), 64, "seed ‖ z");
         assert_eq!(case.encaps_tape.len(), 32, "m");
         // The example's K decapsulates from its ct with its sk.
-        assert_eq!(decaps(Kem::CtruSha3Kred, &case.record.sk, &case.record.ct).unwrap(), case.record.ss);
+        assert_eq!(
+            decaps(Kem::CtruSha3Kred, &case.record.sk, &case.record.ct).unwrap(),
+            case.record.ss
+        );
         // Too little randomness is an error, not a panic or a guess.
         assert!(keygen(Kem::CtruSha3Kred, &mut Replay(&case.keygen_tape[..40])).is_err());
     }

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod avr;
 mod bench;
+mod chart;
 mod ct;
 mod device;
 mod dfr;
@@ -111,6 +112,7 @@ pub const LAYERS: &[&str] = &[
     "avr",
     // measuring and reporting
     "symbols",
+    "chart",
     "report",
     // commands
     "mega0",
@@ -402,7 +404,10 @@ mod tests {
                     .split(',')
                     .map(|n| n.trim().split("::").next().unwrap_or(""))
                     .collect(),
-                None => vec![rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("")],
+                None => vec![rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")],
             };
             for n in names {
                 let n = n.split_whitespace().next().unwrap_or("");

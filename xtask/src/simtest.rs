@@ -220,7 +220,11 @@ fn kat(
             "{} {:<32} KAT records 0..{count}{} (keygen, encaps, decaps, decaps of a corrupted ct)",
             if bad.is_empty() { "ok  " } else { "FAIL" },
             kem.name(),
-            if cases.len() > count { " and the draft standard's E.5" } else { "" }
+            if cases.len() > count {
+                " and the draft standard's E.5"
+            } else {
+                ""
+            }
         );
     }
     let cycles = dev.cycle();
