@@ -463,15 +463,13 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
 pub struct BrokerHandshake;
 
 impl BrokerHandshake {
-    /// Parses and checks a ClientHello (version, suite, client id, policy,
-    /// exact length), writes the BrokerHello into `out` and returns the state
-    /// awaiting the ClientFinished together with the BrokerHello's length.
-    pub fn accept<K: BrokerKeys + ?Sized>(
-        keys: &K,
-        msg: &[u8],
-        rng: &mut (impl RngCore + CryptoRng),
-        out: &mut [u8],
-    ) -> Result<(AwaitClientFinished, usize), Error> {
+    /// The suite and client id a ClientHello names, after the checks that
+    /// need no key (version, type, suite, client id syntax, exact length).
+    /// A broker can refuse a hello on these (the client id its transport
+    /// bound, the registry, a rate limit) before it spends a decapsulation;
+    /// the client id is not authenticated until the ClientFinished.
+    /// [`BrokerHandshake::accept`] starts with the same checks.
+    pub fn peek(msg: &[u8]) -> Result<(Suite, &[u8]), Error> {
         let (version, kind, suite_id, id_len) = match msg {
             [v, t, s, n, ..] => (*v, *t, *s, *n as usize),
             _ => {
@@ -498,13 +496,28 @@ impl BrokerHandshake {
             return Err(Error::InvalidClientId);
         }
         check_len(msg, suite.client_hello_len(id_len))?;
-        let kem = suite.kem();
-        let f = suite.family();
-        let rest = msg.get(4..).unwrap_or(&[]);
-        let (client_id, rest) = rest.split_at(id_len);
+        let client_id = msg.get(4..4 + id_len).unwrap_or(&[]);
         if !valid_client_id(client_id) {
             return Err(Error::InvalidClientId);
         }
+        Ok((suite, client_id))
+    }
+
+    /// Parses and checks a ClientHello (version, suite, client id, policy,
+    /// exact length), writes the BrokerHello into `out` and returns the state
+    /// awaiting the ClientFinished together with the BrokerHello's length.
+    pub fn accept<K: BrokerKeys + ?Sized>(
+        keys: &K,
+        msg: &[u8],
+        rng: &mut (impl RngCore + CryptoRng),
+        out: &mut [u8],
+    ) -> Result<(AwaitClientFinished, usize), Error> {
+        let (suite, client_id) = Self::peek(msg)?;
+        let suite_id = suite.id();
+        let id_len = client_id.len();
+        let kem = suite.kem();
+        let f = suite.family();
+        let rest = msg.get(4 + id_len..).unwrap_or(&[]);
         let entry = keys.client(client_id).ok_or(Error::UnknownClient)?;
         if !entry.allowed.contains(suite) || entry.kem != kem {
             return Err(Error::SuiteNotAllowed(suite_id));

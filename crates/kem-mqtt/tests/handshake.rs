@@ -725,3 +725,34 @@ fn garbage_never_panics() {
         assert!(s.receive_broker_hello(&msg, &mut buf).is_err());
     }
 }
+
+/// `BrokerHandshake::peek` names what `accept` would answer for (suite and
+/// client id) on an honest hello, and refuses what `accept` refuses before
+/// any key is touched, with the same error.
+#[test]
+fn peek_agrees_with_accept_without_keys() {
+    for &suite in Suite::ALL.iter().filter(|s| s.enabled()) {
+        let (broker, sensor, mut r) = setup(suite, 900);
+        let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
+        let (_, n) = SensorHandshake::start(suite, sensor.credentials(&broker), &mut r, &mut buf).unwrap();
+        let ch = buf[..n].to_vec();
+        assert_eq!(BrokerHandshake::peek(&ch), Ok((suite, sensor.client_id())));
+        let mut edits: Vec<Vec<u8>> = vec![ch[..3].to_vec(), ch[..n - 1].to_vec(), [&ch[..], &[0]].concat()];
+        for (i, v) in [(0, 2u8), (1, 2), (2, 0x7F), (3, 0), (3, 65), (4, b'/')] {
+            let mut m = ch.clone();
+            m[i] = v;
+            edits.push(m);
+        }
+        for m in edits {
+            let peeked = BrokerHandshake::peek(&m).err();
+            assert!(peeked.is_some(), "{}: peek accepted an edited hello", suite.name());
+            let mut out = [0u8; MAX_BROKER_HELLO_LEN];
+            assert_eq!(
+                BrokerHandshake::accept(&broker, &m, &mut r, &mut out).err(),
+                peeked,
+                "{}",
+                suite.name()
+            );
+        }
+    }
+}
