@@ -9,11 +9,42 @@
 //! - another authentication method: `MOSQ_ERR_NOT_SUPPORTED`, which
 //!   mosquitto answers with CONNACK 0x8C (Bad authentication method).
 //!
-//! Configuration (`mosquitto.conf`):
+//! **Identity.** The sensor id inside the ClientHello must be the CONNECT's
+//! client id, checked before any key is used; on success the plugin also
+//! sets the connection's username to it (`mosquitto_set_username`), which
+//! replaces any username the CONNECT carried (mosquitto 2.0 stores that one
+//! unchecked when enhanced authentication is used). So `%c` and `%u` in an
+//! ACL both name the authenticated sensor, a sensor cannot take over another
+//! one's session, and a re-authentication (AUTH 0x19) cannot change the
+//! identity (the client id of a connection is fixed at CONNECT).
+//!
+//! **Refusals** are all CONNACK 0x87: mosquitto 2.0's plugin API has no way
+//! to choose another reason code (only `MOSQ_ERR_AUTH` → 0x87 and
+//! `MOSQ_ERR_NOT_SUPPORTED` → 0x8C), and one answer for every refusal tells
+//! an unauthenticated peer nothing about which check failed. The reason is
+//! in the broker's log.
+//!
+//! **Cost of a refusal.** The format, the identity binding, the registry
+//! and the rate limits ([`kem_mqtt_host::admission`]: per client id, per
+//! source address, global) are checked before the decapsulation, so a flood
+//! of ClientHellos costs a handshake per token, not per hello.
+//!
+//! **Panics.** Every callback runs inside `catch_unwind`: a panic refuses
+//! the connection at hand (or is ignored, for DISCONNECT), is logged, and
+//! the broker and its other clients carry on. That needs the plugin built
+//! with `panic = "unwind"`: `cargo build -p mosquitto-kem-plugin --profile
+//! plugin` (the workspace's release profile aborts). A build that would
+//! abort refuses to load.
+//!
+//! Configuration: `mosquitto.conf` and `kem-mqtt.acl` beside this crate's
+//! manifest, explained in `docs/broker.md`; options:
 //!
 //! ```text
 //! plugin /path/to/libmosquitto_kem_plugin.so
 //! plugin_opt_keys_dir /path/with/broker-key.json/and/registry.json
+//! plugin_opt_limit_per_id 4/5s         # optional: BURST/INTERVAL, or off
+//! plugin_opt_limit_per_source 16/500ms # optional
+//! plugin_opt_limit_global 200/20ms     # optional
 //! ```
 //!
 //! Built against the structures of Debian's `mosquitto-dev` 2.0
@@ -21,14 +52,17 @@
 //! (`mosquitto_callback_register`, `mosquitto_malloc`, …) are resolved from
 //! the broker executable when it loads the plugin.
 
-use std::collections::HashMap;
-use std::ffi::{c_char, c_int, c_void, CStr};
-use std::path::Path;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::net::IpAddr;
+use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
+use std::time::Instant;
 
-use kem_mqtt::{AwaitClientFinished, BrokerHandshake, AUTH_METHOD, MAX_BROKER_HELLO_LEN};
-use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
-use rand_core::OsRng;
+#[cfg(feature = "fault-injection")]
+mod fault;
+mod plugin;
+
+pub use plugin::{parse_rate, Connection, Options, Outcome, Plugin, Refusal};
 
 const MOSQ_ERR_AUTH_CONTINUE: c_int = -4;
 const MOSQ_ERR_SUCCESS: c_int = 0;
@@ -38,6 +72,11 @@ const MOSQ_ERR_AUTH: c_int = 11;
 const MOSQ_EVT_EXT_AUTH_START: c_int = 4;
 const MOSQ_EVT_EXT_AUTH_CONTINUE: c_int = 5;
 const MOSQ_EVT_DISCONNECT: c_int = 10;
+// mosquitto.h log priorities.
+const MOSQ_LOG_INFO: c_int = 0x01;
+const MOSQ_LOG_NOTICE: c_int = 0x02;
+const MOSQ_LOG_ERR: c_int = 0x08;
+const MOSQ_LOG_DEBUG: c_int = 0x10;
 
 /// `struct mosquitto_opt`.
 #[repr(C)]
@@ -83,91 +122,93 @@ extern "C" {
         event_data: *const c_void,
     ) -> c_int;
     fn mosquitto_malloc(size: usize) -> *mut c_void;
+    fn mosquitto_client_id(client: *const c_void) -> *const c_char;
+    fn mosquitto_client_address(client: *const c_void) -> *const c_char;
+    fn mosquitto_set_username(client: *mut c_void, username: *const c_char) -> c_int;
+    fn mosquitto_log_printf(level: c_int, fmt: *const c_char, ...);
 }
 
-/// The plugin's state: keys, registry and the handshakes awaiting ClientFinished.
-pub struct Plugin {
-    state: BrokerState,
-    pending: Mutex<HashMap<usize, AwaitClientFinished>>,
+/// Writes `msg` to mosquitto's log (as data, never as a format string).
+fn log(level: c_int, msg: &str) {
+    let msg = CString::new(format!("kem-mqtt: {msg}").replace('\0', "\\0")).unwrap_or_default();
+    // SAFETY: a "%s" format with one NUL-terminated string argument.
+    unsafe { mosquitto_log_printf(level, c"%s".as_ptr(), msg.as_ptr()) };
 }
 
-/// What one authentication event decided.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Send this AUTH data and continue.
-    Continue(Vec<u8>),
-    /// Authenticated.
-    Success,
-    /// Refuse (CONNACK 0x87).
-    Refuse,
-    /// Not our method (CONNACK 0x8C).
-    NotSupported,
-}
-
-impl Plugin {
-    /// Loads `broker-key.json` and `registry.json` from `dir`.
-    pub fn load(dir: &Path) -> Result<Plugin, String> {
-        let secrets = BrokerSecrets::load(&dir.join("broker-key.json")).map_err(|e| e.to_string())?;
-        let registry = Registry::load_or_empty(&dir.join("registry.json")).map_err(|e| e.to_string())?;
-        Ok(Plugin {
-            state: BrokerState { secrets, registry },
-            pending: Mutex::new(HashMap::new()),
-        })
-    }
-
-    /// `MOSQ_EVT_EXT_AUTH_START` for connection `client` (any unique key).
-    pub fn start(&self, client: usize, method: Option<&str>, data: &[u8]) -> Outcome {
-        if method != Some(AUTH_METHOD) {
-            return Outcome::NotSupported;
-        }
-        let mut buf = vec![0u8; MAX_BROKER_HELLO_LEN];
-        match BrokerHandshake::accept(&self.state, data, &mut OsRng, &mut buf) {
-            Ok((pending, n)) => {
-                if let Ok(mut p) = self.pending.lock() {
-                    p.insert(client, pending);
-                }
-                buf.truncate(n);
-                Outcome::Continue(buf)
-            }
-            Err(_) => Outcome::Refuse,
-        }
-    }
-
-    /// `MOSQ_EVT_EXT_AUTH_CONTINUE` for connection `client`.
-    pub fn continue_auth(&self, client: usize, method: Option<&str>, data: &[u8]) -> Outcome {
-        let pending = self.pending.lock().ok().and_then(|mut p| p.remove(&client));
-        // mosquitto 2.0 passes no method on CONTINUE; the pending handshake identifies ours.
-        if method.is_some_and(|m| m != AUTH_METHOD) {
-            return Outcome::NotSupported;
-        }
-        match pending.map(|p| p.receive_client_finished(data)) {
-            Some(Ok(_session)) => Outcome::Success,
-            _ => Outcome::Refuse,
-        }
-    }
-
-    /// Forgets a connection's pending handshake.
-    pub fn disconnect(&self, client: usize) {
-        if let Ok(mut p) = self.pending.lock() {
-            p.remove(&client);
+/// Runs one callback body, containing any panic: the callback returns
+/// `fallback` instead of unwinding into C (which would abort the broker).
+///
+/// `AssertUnwindSafe`: what a panic can leave behind is the plugin's
+/// mutex-guarded tables, and `plugin::lock` recovers those (each critical
+/// section leaves its table consistent); the panicking event's own data is
+/// dropped, secrets wiped, by the unwinding.
+fn contained(what: &str, fallback: c_int, body: impl FnOnce() -> c_int) -> c_int {
+    match std::panic::catch_unwind(AssertUnwindSafe(body)) {
+        Ok(rc) => rc,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            // The payload is dropped here, inside the plugin.
+            drop(payload);
+            log(
+                MOSQ_LOG_ERR,
+                &format!("internal error in {what} ({msg}); contained, the broker carries on"),
+            );
+            fallback
         }
     }
 }
 
-unsafe fn opt_value(options: *mut MosquittoOpt, count: c_int, key: &str) -> Option<String> {
+/// A C string owned by mosquitto, if valid UTF-8.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string valid for `'a`.
+unsafe fn c_str<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: per the contract.
+        unsafe { CStr::from_ptr(p) }.to_str().ok()
+    }
+}
+
+/// What mosquitto knows of `client`.
+///
+/// # Safety
+/// `client` is a live `struct mosquitto *` passed by mosquitto.
+unsafe fn connection<'a>(client: *mut c_void) -> Connection<'a> {
+    // SAFETY: mosquitto's accessors on its own client; the strings live as
+    // long as the client, beyond this callback.
+    let (client_id, address) = unsafe {
+        (
+            c_str(mosquitto_client_id(client)),
+            c_str(mosquitto_client_address(client)),
+        )
+    };
+    Connection {
+        key: client as usize,
+        client_id,
+        address: address.and_then(|a| a.parse::<IpAddr>().ok()),
+    }
+}
+
+/// `(key, value)` of mosquitto's option array.
+///
+/// # Safety
+/// `options` holds `count` entries of NUL-terminated strings (or is null).
+unsafe fn options<'a>(options: *mut MosquittoOpt, count: c_int) -> Vec<(&'a str, &'a str)> {
     if options.is_null() || count <= 0 {
-        return None;
+        return vec![];
     }
     // SAFETY: mosquitto passes `count` valid options.
     let opts = unsafe { std::slice::from_raw_parts(options, count as usize) };
-    opts.iter().find_map(|o| {
-        if o.key.is_null() || o.value.is_null() {
-            return None;
-        }
-        // SAFETY: NUL-terminated strings owned by mosquitto.
-        let (k, v) = unsafe { (CStr::from_ptr(o.key), CStr::from_ptr(o.value)) };
-        (k.to_str().ok() == Some(key)).then(|| v.to_string_lossy().into_owned())
-    })
+    opts.iter()
+        // SAFETY: NUL-terminated strings owned by mosquitto for the plugin's life.
+        .filter_map(|o| unsafe { Some((c_str(o.key)?, c_str(o.value)?)) })
+        .collect()
 }
 
 /// Plugin API negotiation: we implement version 5.
@@ -176,16 +217,18 @@ unsafe fn opt_value(options: *mut MosquittoOpt, count: c_int, key: &str) -> Opti
 /// Called by mosquitto with `count` readable entries at `versions`.
 #[no_mangle]
 pub unsafe extern "C" fn mosquitto_plugin_version(count: c_int, versions: *const c_int) -> c_int {
-    if versions.is_null() || count <= 0 {
-        return -1;
-    }
-    // SAFETY: mosquitto passes `count` versions.
-    let v = unsafe { std::slice::from_raw_parts(versions, count as usize) };
-    if v.contains(&5) {
-        5
-    } else {
-        -1
-    }
+    contained("version negotiation", -1, || {
+        if versions.is_null() || count <= 0 {
+            return -1;
+        }
+        // SAFETY: mosquitto passes `count` versions.
+        let v = unsafe { std::slice::from_raw_parts(versions, count as usize) };
+        if v.contains(&5) {
+            5
+        } else {
+            -1
+        }
+    })
 }
 
 unsafe fn auth_event(event: c_int, event_data: *mut c_void, userdata: *mut c_void) -> c_int {
@@ -199,23 +242,20 @@ unsafe fn auth_event(event: c_int, event_data: *mut c_void, userdata: *mut c_voi
             &mut *(event_data as *mut EvtExtendedAuth),
         )
     };
-    let method = if ev.auth_method.is_null() {
-        None
-    } else {
-        // SAFETY: NUL-terminated string owned by mosquitto.
-        unsafe { CStr::from_ptr(ev.auth_method) }.to_str().ok()
-    };
+    // SAFETY: NUL-terminated string owned by mosquitto.
+    let method = unsafe { c_str(ev.auth_method) };
     let data: &[u8] = if ev.data_in.is_null() {
         &[]
     } else {
         // SAFETY: mosquitto passes data_in_len bytes.
         unsafe { std::slice::from_raw_parts(ev.data_in as *const u8, ev.data_in_len as usize) }
     };
-    let client = ev.client as usize;
+    // SAFETY: the event's client.
+    let conn = unsafe { connection(ev.client) };
     let outcome = if event == MOSQ_EVT_EXT_AUTH_START {
-        plugin.start(client, method, data)
+        plugin.start(&conn, method, data, Instant::now())
     } else {
-        plugin.continue_auth(client, method, data)
+        plugin.continue_auth(&conn, method, data)
     };
     match outcome {
         Outcome::Continue(out) => {
@@ -230,24 +270,56 @@ unsafe fn auth_event(event: c_int, event_data: *mut c_void, userdata: *mut c_voi
             ev.data_out_len = out.len() as u16;
             MOSQ_ERR_AUTH_CONTINUE
         }
-        Outcome::Success => MOSQ_ERR_SUCCESS,
-        Outcome::Refuse => MOSQ_ERR_AUTH,
+        Outcome::Success { identity } => {
+            // The username ACLs see (%u) becomes the authenticated id,
+            // whatever the CONNECT said; if that fails, no success.
+            let Ok(name) = CString::new(identity.as_str()) else {
+                return MOSQ_ERR_AUTH;
+            };
+            // SAFETY: the event's client; mosquitto copies the string.
+            let rc = unsafe { mosquitto_set_username(ev.client, name.as_ptr()) };
+            if rc != MOSQ_ERR_SUCCESS {
+                log(
+                    MOSQ_LOG_ERR,
+                    &format!("refused {identity:?}: setting the username failed ({rc})"),
+                );
+                return MOSQ_ERR_AUTH;
+            }
+            MOSQ_ERR_SUCCESS
+        }
+        Outcome::Refuse(why) => {
+            let level = match why {
+                // Expected under a flood: one line per hello would be the
+                // flood's cost again, so only at debug level.
+                Refusal::RateLimited(_) => MOSQ_LOG_DEBUG,
+                _ => MOSQ_LOG_NOTICE,
+            };
+            let from = conn.address.map(|a| a.to_string()).unwrap_or_default();
+            log(level, &format!("refused a connection from {from}: {why}"));
+            MOSQ_ERR_AUTH
+        }
         Outcome::NotSupported => MOSQ_ERR_NOT_SUPPORTED,
     }
 }
 
 unsafe extern "C" fn on_auth(event: c_int, event_data: *mut c_void, userdata: *mut c_void) -> c_int {
+    // A panic refuses this connection (CONNACK 0x87) and nothing else.
     // SAFETY: forwarded from mosquitto.
-    std::panic::catch_unwind(|| unsafe { auth_event(event, event_data, userdata) }).unwrap_or(MOSQ_ERR_AUTH)
+    contained("authentication", MOSQ_ERR_AUTH, || unsafe {
+        auth_event(event, event_data, userdata)
+    })
 }
 
 unsafe extern "C" fn on_disconnect(_event: c_int, event_data: *mut c_void, userdata: *mut c_void) -> c_int {
-    if !event_data.is_null() && !userdata.is_null() {
-        // SAFETY: as in auth_event.
-        let (plugin, ev) = unsafe { (&*(userdata as *const Plugin), &*(event_data as *const EvtDisconnect)) };
-        plugin.disconnect(ev.client as usize);
-    }
-    MOSQ_ERR_SUCCESS
+    contained("disconnect", MOSQ_ERR_SUCCESS, || {
+        if !event_data.is_null() && !userdata.is_null() {
+            // SAFETY: as in auth_event.
+            let (plugin, ev) = unsafe { (&*(userdata as *const Plugin), &*(event_data as *const EvtDisconnect)) };
+            // SAFETY: the event's client.
+            plugin.disconnect(&unsafe { connection(ev.client) });
+        }
+        MOSQ_ERR_SUCCESS
+    })
 }
 
 static IDENTIFIER: Mutex<usize> = Mutex::new(0);
@@ -264,36 +336,55 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
     options: *mut MosquittoOpt,
     option_count: c_int,
 ) -> c_int {
-    // SAFETY: mosquitto's option array.
-    let Some(dir) = (unsafe { opt_value(options, option_count, "keys_dir") }) else {
-        eprintln!("mosquitto-kem-plugin: plugin_opt_keys_dir is required");
-        return MOSQ_ERR_INVAL;
-    };
-    let plugin = match Plugin::load(Path::new(&dir)) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("mosquitto-kem-plugin: {dir}: {e}");
+    contained("init", MOSQ_ERR_INVAL, || {
+        // Panic containment is this plugin's promise to the broker; a build
+        // whose panics abort (the workspace's dev and release profiles)
+        // cannot keep it, so it does not load at all.
+        if cfg!(panic = "abort") {
+            log(
+                MOSQ_LOG_ERR,
+                "this build aborts on panic; build it with `cargo build -p mosquitto-kem-plugin --profile plugin`",
+            );
             return MOSQ_ERR_INVAL;
         }
-    };
-    let ptr = Box::into_raw(Box::new(plugin)) as *mut c_void;
-    // SAFETY: out-pointer from mosquitto; callbacks registered with our identifier.
-    unsafe {
-        *userdata = ptr;
-        for (event, cb, data) in callbacks() {
-            let rc = mosquitto_callback_register(identifier, event, cb, data, ptr);
-            if rc != MOSQ_ERR_SUCCESS {
-                return rc;
+        // SAFETY: mosquitto's option array.
+        let opts = match Options::parse(unsafe { self::options(options, option_count) }) {
+            Ok(o) => o,
+            Err(e) => {
+                log(MOSQ_LOG_ERR, &e);
+                return MOSQ_ERR_INVAL;
+            }
+        };
+        let dir = opts.keys_dir.clone();
+        let limits = opts.limits;
+        let plugin = match Plugin::load(opts) {
+            Ok(p) => p,
+            Err(e) => {
+                log(MOSQ_LOG_ERR, &format!("{dir}: {e}"));
+                return MOSQ_ERR_INVAL;
+            }
+        };
+        log(
+            MOSQ_LOG_INFO,
+            &format!("{} registered clients from {dir}; limits {limits:?}", plugin.clients()),
+        );
+        let ptr = Box::into_raw(Box::new(plugin)) as *mut c_void;
+        // SAFETY: out-pointer from mosquitto; callbacks registered with our identifier.
+        unsafe {
+            *userdata = ptr;
+            for (event, cb, data) in callbacks() {
+                let rc = mosquitto_callback_register(identifier, event, cb, data, ptr);
+                if rc != MOSQ_ERR_SUCCESS {
+                    return rc;
+                }
             }
         }
-    }
-    if let Ok(mut id) = IDENTIFIER.lock() {
-        *id = identifier as usize;
-    }
-    MOSQ_ERR_SUCCESS
+        *IDENTIFIER.lock().unwrap_or_else(|e| e.into_inner()) = identifier as usize;
+        MOSQ_ERR_SUCCESS
+    })
 }
 
-const AUTH_METHOD_C: &[u8] = b"KEM-MQTT/1\0";
+const AUTH_METHOD_C: &CStr = c"KEM-MQTT/1";
 
 /// (event, callback, event data): the authentication callbacks are registered for our method only.
 fn callbacks() -> [(c_int, Callback, *const c_void); 3] {
@@ -315,15 +406,123 @@ pub unsafe extern "C" fn mosquitto_plugin_cleanup(
     _options: *mut MosquittoOpt,
     _option_count: c_int,
 ) -> c_int {
-    let identifier = IDENTIFIER.lock().map(|id| *id).unwrap_or(0) as *mut c_void;
-    // SAFETY: the identifier and callbacks registered in init; userdata is our Box.
-    unsafe {
-        for (event, cb, data) in callbacks() {
-            mosquitto_callback_unregister(identifier, event, cb, data);
+    contained("cleanup", MOSQ_ERR_SUCCESS, || {
+        let identifier = *IDENTIFIER.lock().unwrap_or_else(|e| e.into_inner()) as *mut c_void;
+        // SAFETY: the identifier and callbacks registered in init; userdata is our Box.
+        unsafe {
+            for (event, cb, data) in callbacks() {
+                mosquitto_callback_unregister(identifier, event, cb, data);
+            }
+            if !userdata.is_null() {
+                drop(Box::from_raw(userdata as *mut Plugin));
+            }
         }
-        if !userdata.is_null() {
-            drop(Box::from_raw(userdata as *mut Plugin));
+        MOSQ_ERR_SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    // The FFI layer needs mosquitto's symbols and is tested against the real
+    // broker (tests/); the decisions are tested here through `Plugin`.
+    use super::*;
+    use kem_mqtt::{SensorHandshake, Suite, SuiteSet, MAX_CLIENT_HELLO_LEN};
+    use kem_mqtt_host::provision::{generate_broker, provision_sensor};
+    use rand_core::OsRng;
+
+    fn plugin(ids: &[&str], limits: &str) -> (Plugin, Vec<kem_mqtt_host::keys::SensorKeys>, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("kem-plugin-unit-{}-{}", std::process::id(), ids.join("-")));
+        std::fs::create_dir_all(&dir).unwrap();
+        let suite = Suite::from_name("ctru-light-ascon+x25519").unwrap();
+        let secrets = generate_broker(&[suite.kem()], &mut OsRng);
+        let mut registry = kem_mqtt_host::keys::Registry::default();
+        let keys = ids
+            .iter()
+            .map(|id| {
+                provision_sensor(
+                    &secrets,
+                    &mut registry,
+                    id,
+                    suite,
+                    SuiteSet::EMPTY.with(suite),
+                    &mut OsRng,
+                )
+                .unwrap()
+            })
+            .collect();
+        secrets.save(&dir.join("broker-key.json")).unwrap();
+        registry.save(&dir.join("registry.json")).unwrap();
+        let d = dir.to_str().unwrap();
+        let opts = Options::parse([("keys_dir", d), ("limit_per_id", limits), ("limit_per_source", limits)]).unwrap();
+        (Plugin::load(opts).unwrap(), keys, dir)
+    }
+
+    fn hello(keys: &kem_mqtt_host::keys::SensorKeys) -> (Vec<u8>, kem_mqtt::AwaitBrokerHello<'_>) {
+        let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
+        let (state, n) = SensorHandshake::start(keys.suite, keys.credentials(), &mut OsRng, &mut buf).unwrap();
+        buf.truncate(n);
+        (buf, state)
+    }
+
+    fn conn(key: usize, client_id: &str) -> Connection<'_> {
+        Connection {
+            key,
+            client_id: Some(client_id),
+            address: Some(IpAddr::from([127, 0, 0, 1])),
         }
     }
-    MOSQ_ERR_SUCCESS
+
+    #[test]
+    fn the_hello_must_name_the_client_id_and_success_names_the_identity() {
+        let (p, keys, dir) = plugin(&["alice", "mallory"], "off");
+        let now = Instant::now();
+        // mallory's own hello on a connection whose client id is alice.
+        let (ch, _) = hello(&keys[1]);
+        assert!(matches!(
+            p.start(&conn(1, "alice"), Some("KEM-MQTT/1"), &ch, now),
+            Outcome::Refuse(Refusal::ClientIdMismatch { .. })
+        ));
+        assert_eq!(p.pending(), 0, "refused before any handshake state");
+        // The honest case.
+        let (ch, state) = hello(&keys[0]);
+        let Outcome::Continue(bh) = p.start(&conn(2, "alice"), Some("KEM-MQTT/1"), &ch, now) else {
+            panic!("honest hello refused")
+        };
+        let mut cf = vec![0u8; 64];
+        let (_, n) = state.receive_broker_hello(&bh, &mut cf).unwrap();
+        assert_eq!(
+            p.continue_auth(&conn(2, "alice"), None, &cf[..n]),
+            Outcome::Success {
+                identity: "alice".into()
+            }
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn rate_limited_hellos_are_refused_before_any_handshake_state() {
+        let (p, keys, dir) = plugin(&["bob"], "2/60s");
+        let now = Instant::now();
+        let (ch, _) = hello(&keys[0]);
+        for i in 0..2 {
+            assert!(matches!(
+                p.start(&conn(i, "bob"), Some("KEM-MQTT/1"), &ch, now),
+                Outcome::Continue(_)
+            ));
+        }
+        assert!(matches!(
+            p.start(&conn(9, "bob"), Some("KEM-MQTT/1"), &ch, now),
+            Outcome::Refuse(Refusal::RateLimited(_))
+        ));
+        assert_eq!(p.pending(), 2);
+        // Abandoned handshakes expire.
+        let (ch2, _) = hello(&keys[0]);
+        let later = now + std::time::Duration::from_secs(120);
+        assert!(matches!(
+            p.start(&conn(10, "bob"), Some("KEM-MQTT/1"), &ch2, later),
+            Outcome::Continue(_)
+        ));
+        assert_eq!(p.pending(), 1, "the two abandoned handshakes were dropped");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -10,121 +10,45 @@
 //! - 120 clients handshake at once and all succeed or fail cleanly.
 
 mod common;
-use common::{write_broker_config, MOSQUITTO};
+use common::{plugin_path, Broker, Conf, NO_RATE_LIMITS};
 use std::collections::HashSet;
-use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use kem_mqtt::{AwaitBrokerHello, SensorHandshake, Suite, SuiteSet, AUTH_METHOD, MAX_CLIENT_HELLO_LEN};
+use kem_mqtt::{AwaitBrokerHello, SensorHandshake, Suite, AUTH_METHOD, MAX_CLIENT_HELLO_LEN};
 use kem_mqtt_host::gateway::{Gateway, GatewayEvent};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{self, Connection, Packet};
-use kem_mqtt_host::provision::{generate_broker, provision_sensor};
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::{data_c2b, HostError};
 use rand_core::{OsRng, RngCore};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A keys directory and a loopback port that survive broker restarts.
-struct Site {
-    dir: PathBuf,
-    port: u16,
-    child: Option<Child>,
+/// The shipped configuration without rate limits: these tests send many
+/// hellos for one id on purpose (their subject is the plugin's robustness,
+/// `tests/flood.rs` tests the limits).
+fn start_site(name: &str, secrets: &BrokerSecrets, registry: &Registry) -> Broker {
+    Broker::start(
+        &format!("faults-{name}"),
+        secrets,
+        registry,
+        Conf::DocumentedWith(NO_RATE_LIMITS),
+        &plugin_path(),
+    )
 }
 
-impl Site {
-    fn new(name: &str, secrets: &BrokerSecrets, registry: &Registry) -> Site {
-        let dir = std::env::temp_dir().join(format!("kem-mqtt-faults-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        secrets.save(&dir.join("broker-key.json")).unwrap();
-        registry.save(&dir.join("registry.json")).unwrap();
-        let port = write_broker_config(&dir);
-        let mut site = Site { dir, port, child: None };
-        site.start();
-        site
-    }
-
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// Starts mosquitto on the site's port and waits until it listens.
-    fn start(&mut self) {
-        assert!(self.child.is_none());
-        let t = Instant::now();
-        loop {
-            let mut child = Command::new(MOSQUITTO)
-                .arg("-c")
-                .arg(self.dir.join("mosquitto.conf"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start mosquitto");
-            // Wait for the listener (or for an early exit: the port may still be held briefly).
-            loop {
-                if TcpStream::connect(self.addr()).is_ok() {
-                    self.child = Some(child);
-                    return;
-                }
-                if child.try_wait().unwrap().is_some() || t.elapsed() > TIMEOUT {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            assert!(t.elapsed() < TIMEOUT, "mosquitto did not listen on {}", self.addr());
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// SIGKILL, as a crash or power cut would.
-    fn kill(&mut self) {
-        let mut child = self.child.take().expect("running");
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-
-    /// The broker is still running: the plugin has not crashed it.
-    fn assert_alive(&mut self) {
-        let child = self.child.as_mut().expect("started");
-        assert_eq!(child.try_wait().unwrap(), None, "mosquitto exited");
-        assert!(TcpStream::connect(self.addr()).is_ok(), "mosquitto stopped listening");
-    }
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
+/// Sensors `f0`, `f1`, … of these suites.
 fn enrol(suites: &[Suite]) -> (BrokerSecrets, Registry, Vec<SensorKeys>) {
-    let secrets = generate_broker(&kem_mqtt::KemId::ALL, &mut OsRng);
-    let mut registry = Registry::default();
-    let sensors = suites
-        .iter()
-        .enumerate()
-        .map(|(i, &s)| {
-            let id = format!("f{i}");
-            provision_sensor(&secrets, &mut registry, &id, s, SuiteSet::EMPTY.with(s), &mut OsRng).unwrap()
-        })
-        .collect();
-    (secrets, registry, sensors)
+    let ids: Vec<String> = (0..suites.len()).map(|i| format!("f{i}")).collect();
+    let pairs: Vec<(&str, Suite)> = ids.iter().map(String::as_str).zip(suites.iter().copied()).collect();
+    common::enrol(&pairs)
 }
 
 fn suite(name: &str) -> Suite {
-    Suite::from_name(name).unwrap()
+    common::suite(name)
 }
 
 /// Flight 1 in CONNECT; returns the connection, ClientHello, BrokerHello and the sensor state.
@@ -185,7 +109,7 @@ fn replay_auth(addr: &str, client_id: &str, ch: &[u8], cf: &[u8]) -> Result<u8, 
 fn broker_killed_mid_handshake_then_fresh_handshake_and_no_replay() {
     let s = suite("ctru-light-ascon+x25519");
     let (secrets, registry, sensors) = enrol(&[s, suite("ml-kem-512+x25519")]);
-    let mut site = Site::new("hs", &secrets, &registry);
+    let mut site = start_site("hs", &secrets, &registry);
     let addr = site.addr();
     let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
 
@@ -202,7 +126,7 @@ fn broker_killed_mid_handshake_then_fresh_handshake_and_no_replay() {
             auth_data: Some(buf[..n].to_vec()),
         });
         assert!(sent.is_err() || conn.recv().is_err(), "a dead broker answered");
-        site.start();
+        site.restart();
 
         // (b) Killed between flight 2 and flight 3: the sensor's ClientFinished goes nowhere.
         let mut ch_buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
@@ -217,7 +141,7 @@ fn broker_killed_mid_handshake_then_fresh_handshake_and_no_replay() {
             auth_data: Some(cf.clone()),
         });
         assert!(sent.is_err() || conn.recv().is_err(), "a dead broker answered");
-        site.start();
+        site.restart();
 
         // (c) The half-done handshake cannot be completed after the restart:
         // replaying flight 1 gets a fresh BrokerHello, so the old flight 3 is refused.
@@ -243,7 +167,7 @@ fn broker_killed_mid_handshake_then_fresh_handshake_and_no_replay() {
 fn auth_mode_completed_handshake_cannot_be_replayed_after_restart() {
     let s = suite("lightsaber+x25519");
     let (secrets, registry, sensors) = enrol(&[s]);
-    let mut site = Site::new("replay", &secrets, &registry);
+    let mut site = start_site("replay", &secrets, &registry);
     let addr = site.addr();
     let keys = &sensors[0];
     // Record flights 1 and 3 of an honest, completed handshake.
@@ -265,7 +189,7 @@ fn auth_mode_completed_handshake_cannot_be_replayed_after_restart() {
         mqtt::NOT_AUTHORIZED
     );
     site.kill();
-    site.start();
+    site.restart();
     assert_eq!(
         replay_auth(&addr, &keys.client_id, &ch, &cf).unwrap(),
         mqtt::NOT_AUTHORIZED
@@ -324,7 +248,15 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 fn broker_killed_mid_session_records_never_accepted_twice_nor_in_plaintext() {
     let s = suite("ctru-light-sha3+x25519");
     let (secrets, registry, sensors) = enrol(&[s]);
-    let mut site = Site::new("session", &secrets, &registry);
+    // Topic mode: the gateway, the spies and the sensor CONNECT without
+    // enhanced authentication, which the documented configuration refuses.
+    let mut site = Broker::start(
+        "faults-session",
+        &secrets,
+        &registry,
+        Conf::TopicModeAnonymous,
+        &plugin_path(),
+    );
     let addr = site.addr();
     let keys = &sensors[0];
     let state = Arc::new(BrokerState { secrets, registry });
@@ -367,7 +299,7 @@ fn broker_killed_mid_session_records_never_accepted_twice_nor_in_plaintext() {
         c.send(format!("lost-{i}").as_bytes()).is_err()
     });
     assert!(dead, "the sensor kept sending into a killed broker");
-    site.start();
+    site.restart();
 
     // Session 2: a fresh handshake with a new gateway process state.
     let mut spy2 = spy(&addr);
@@ -424,7 +356,7 @@ fn broker_killed_mid_session_records_never_accepted_twice_nor_in_plaintext() {
 fn plugin_survives_malformed_truncated_oversized_and_aborted_auth() {
     let s = suite("kyber512-r3+x25519");
     let (secrets, registry, sensors) = enrol(&[s]);
-    let mut site = Site::new("garbage", &secrets, &registry);
+    let mut site = start_site("garbage", &secrets, &registry);
     let addr = site.addr();
     let keys = &sensors[0];
     let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
@@ -495,7 +427,7 @@ fn hundred_and_twenty_concurrent_handshakes() {
     const CLIENTS: usize = 120;
     let suites: Vec<Suite> = (0..CLIENTS).map(|i| Suite::ALL[i % Suite::ALL.len()]).collect();
     let (secrets, registry, sensors) = enrol(&suites);
-    let mut site = Site::new("load", &secrets, &registry);
+    let mut site = start_site("load", &secrets, &registry);
     let addr = site.addr();
     let barrier = Arc::new(Barrier::new(CLIENTS));
     let t = Instant::now();

@@ -3,11 +3,8 @@
 //! Needs the Debian packages `mosquitto` and `mosquitto-dev`.
 
 mod common;
-use common::{write_broker_config, MOSQUITTO};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use common::{plugin_path, Broker, Conf};
+use std::time::Duration;
 
 use kem_mqtt::{Suite, SuiteSet};
 use kem_mqtt_host::keys::Registry;
@@ -19,46 +16,8 @@ use rand_core::OsRng;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Stops the broker by its PID when dropped.
-struct Broker {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start_broker(dir: &Path) -> (Broker, String) {
-    let port = write_broker_config(dir);
-    let child = Command::new(MOSQUITTO)
-        .arg("-c")
-        .arg(dir.join("mosquitto.conf"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start mosquitto");
-    let broker = Broker {
-        child,
-        dir: dir.to_path_buf(),
-    };
-    let addr = format!("127.0.0.1:{port}");
-    let t = Instant::now();
-    while TcpStream::connect(&addr).is_err() {
-        assert!(t.elapsed() < TIMEOUT, "mosquitto did not listen on {addr}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (broker, addr)
-}
-
 #[test]
 fn auth_mode_through_mosquitto_for_every_suite() {
-    let dir = std::env::temp_dir().join(format!("kem-mqtt-mosquitto-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let secrets = generate_broker(&kem_mqtt::KemId::ALL, &mut OsRng);
     let mut registry = Registry::default();
     let sensors: Vec<_> = Suite::ALL
@@ -76,19 +35,21 @@ fn auth_mode_through_mosquitto_for_every_suite() {
             .unwrap()
         })
         .collect();
-    // A separate identity for the subscriber (a second CONNECT with a used id takes the session over).
+    // A separate identity for the subscriber: the shipped ACL lets
+    // "dashboard" read every sensor's topics.
     let watcher = provision_sensor(
         &secrets,
         &mut registry,
-        "watcher",
+        "dashboard",
         Suite::ALL[1],
         SuiteSet::EMPTY.with(Suite::ALL[1]),
         &mut OsRng,
     )
     .unwrap();
-    secrets.save(&dir.join("broker-key.json")).unwrap();
-    registry.save(&dir.join("registry.json")).unwrap();
-    let (_broker, addr) = start_broker(&dir);
+    // The shipped configuration (default rate limits: 14 hellos from one
+    // address stay within its burst of 16).
+    let broker = Broker::start("mosquitto", &secrets, &registry, Conf::Documented, &plugin_path());
+    let addr = broker.addr();
 
     let mut sub = SensorClient::connect_auth_mode(&addr, &watcher, TIMEOUT).unwrap();
     sub.subscribe(&["sensors/#"]).unwrap();

@@ -1,0 +1,328 @@
+//! The plugin's decisions, free of FFI: what each authentication event
+//! answers, given the bytes and what mosquitto knows of the connection.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use kem_mqtt::{AwaitClientFinished, BrokerHandshake, BrokerKeys, AUTH_METHOD, MAX_BROKER_HELLO_LEN};
+use kem_mqtt_host::admission::{self, Admission, AdmissionConfig, Rate};
+use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
+use rand_core::OsRng;
+
+/// A handshake waiting for its ClientFinished longer than this is dropped
+/// (with its keys): mosquitto may not report every connection that dies
+/// mid-handshake, and the table must not grow with abandoned ones. A sensor
+/// on an 8-bit MCU needs a few seconds for its second step.
+const PENDING_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What mosquitto knows of the connection an event is for.
+#[derive(Clone, Copy, Debug)]
+pub struct Connection<'a> {
+    /// Any key unique among the live connections (the `struct mosquitto *`).
+    pub key: usize,
+    /// The client id of the CONNECT (mosquitto's, after its own processing).
+    pub client_id: Option<&'a str>,
+    /// The peer's address, if mosquitto gives one.
+    pub address: Option<IpAddr>,
+}
+
+/// Why a connection was refused (logged; the client sees CONNACK 0x87 for all).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The ClientHello fails a check that needs no key.
+    Malformed(kem_mqtt::Error),
+    /// The ClientHello names another identity than the CONNECT's client id
+    /// (misbinding; on re-authentication: a change of identity).
+    ClientIdMismatch {
+        /// The client id of the CONNECT.
+        connect: String,
+        /// The client id inside the ClientHello.
+        hello: String,
+    },
+    /// No registry entry for the ClientHello's client id.
+    UnknownClient,
+    /// A rate limit (see [`kem_mqtt_host::admission`]).
+    RateLimited(admission::Refusal),
+    /// The handshake failed (policy, keys, ClientFinished).
+    Handshake(kem_mqtt::Error),
+    /// A ClientFinished with no handshake started on this connection.
+    NoPendingHandshake,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Malformed(e) => write!(f, "malformed ClientHello: {e}"),
+            Refusal::ClientIdMismatch { connect, hello } => write!(
+                f,
+                "ClientHello for {hello:?} on a connection whose client id is {connect:?}"
+            ),
+            Refusal::UnknownClient => f.write_str("client id not registered"),
+            Refusal::RateLimited(r) => write!(f, "{r}"),
+            Refusal::Handshake(e) => write!(f, "handshake failed: {e}"),
+            Refusal::NoPendingHandshake => f.write_str("ClientFinished without a handshake"),
+        }
+    }
+}
+
+/// What one authentication event decided.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Send this AUTH data and continue.
+    Continue(Vec<u8>),
+    /// Authenticated as this sensor id: the connection's username becomes it.
+    Success {
+        /// The sensor id the handshake authenticated (= the client id).
+        identity: String,
+    },
+    /// Refuse (CONNACK 0x87).
+    Refuse(Refusal),
+    /// Not our method (CONNACK 0x8C).
+    NotSupported,
+}
+
+/// `plugin_opt_*` settings (the `plugin_opt_` prefix removed).
+#[derive(Debug)]
+pub struct Options {
+    /// Directory with `broker-key.json` and `registry.json`.
+    pub keys_dir: String,
+    /// ClientHello rate limits.
+    pub limits: AdmissionConfig,
+    /// Test-only faults (feature `fault-injection`).
+    #[cfg(feature = "fault-injection")]
+    pub faults: crate::fault::Faults,
+}
+
+impl Options {
+    /// Parses mosquitto's options; a later value of a key overrides an
+    /// earlier one (as mosquitto does for its own settings). Unknown keys are
+    /// an error, so a misspelt limit does not silently leave the default.
+    pub fn parse<'a>(opts: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Options, String> {
+        let mut keys_dir = None;
+        let mut limits = AdmissionConfig::default();
+        #[cfg(feature = "fault-injection")]
+        let mut faults = crate::fault::Faults::default();
+        for (k, v) in opts {
+            match k {
+                "keys_dir" => keys_dir = Some(v.to_string()),
+                "limit_per_id" => limits.per_id = parse_rate(v)?,
+                "limit_per_source" => limits.per_source = parse_rate(v)?,
+                "limit_global" => limits.global = parse_rate(v)?,
+                #[cfg(feature = "fault-injection")]
+                k if faults.set(k, v) => {}
+                _ => return Err(format!("unknown option plugin_opt_{k}")),
+            }
+        }
+        Ok(Options {
+            keys_dir: keys_dir.ok_or("plugin_opt_keys_dir is required")?,
+            limits,
+            #[cfg(feature = "fault-injection")]
+            faults,
+        })
+    }
+}
+
+/// `BURST/INTERVAL`: `BURST` hellos at once, then one more every
+/// `INTERVAL` (`5s`, `500ms`); `off` for no limit.
+pub fn parse_rate(v: &str) -> Result<Rate, String> {
+    let bad = || format!("rate {v:?}: expected BURST/INTERVAL such as 4/5s or 16/500ms, or off");
+    if v.trim() == "off" {
+        return Ok(Rate {
+            burst: 1,
+            interval: Duration::ZERO,
+        });
+    }
+    let (burst, interval) = v.trim().split_once('/').ok_or_else(bad)?;
+    let burst: u32 = burst.trim().parse().map_err(|_| bad())?;
+    let interval = interval.trim();
+    let interval = if let Some(ms) = interval.strip_suffix("ms") {
+        Duration::from_millis(ms.trim().parse().map_err(|_| bad())?)
+    } else if let Some(s) = interval.strip_suffix('s') {
+        Duration::from_secs(s.trim().parse().map_err(|_| bad())?)
+    } else {
+        return Err(bad());
+    };
+    if burst == 0 || interval.is_zero() {
+        return Err(bad());
+    }
+    Ok(Rate { burst, interval })
+}
+
+/// A lock that survives a panic of another holder: the plugin contains
+/// panics (see `lib.rs`), and each critical section below leaves its map
+/// consistent at every step, so the data behind a poisoned lock is sound.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The plugin's state: keys, registry, rate limits and the handshakes
+/// awaiting a ClientFinished.
+pub struct Plugin {
+    state: BrokerState,
+    admission: Mutex<Admission<IpAddr>>,
+    pending: Mutex<HashMap<usize, (Instant, AwaitClientFinished)>>,
+    #[cfg(feature = "fault-injection")]
+    faults: crate::fault::Faults,
+}
+
+impl Plugin {
+    /// Loads `broker-key.json` and `registry.json` from the keys directory.
+    pub fn load(options: Options) -> Result<Plugin, String> {
+        let dir = Path::new(&options.keys_dir);
+        let secrets = BrokerSecrets::load(&dir.join("broker-key.json")).map_err(|e| e.to_string())?;
+        let registry = Registry::load_or_empty(&dir.join("registry.json")).map_err(|e| e.to_string())?;
+        Ok(Plugin {
+            state: BrokerState { secrets, registry },
+            admission: Mutex::new(Admission::new(options.limits)),
+            pending: Mutex::new(HashMap::new()),
+            #[cfg(feature = "fault-injection")]
+            faults: options.faults,
+        })
+    }
+
+    /// Registered clients.
+    pub fn clients(&self) -> usize {
+        self.state.registry.clients.len()
+    }
+
+    /// `MOSQ_EVT_EXT_AUTH_START` (a CONNECT, or an AUTH 0x19 re-authentication).
+    ///
+    /// Every check that costs nothing comes before the rate limits, and the
+    /// rate limits before the decapsulation: a refused hello costs the
+    /// broker a parse and a table look-up, not a handshake.
+    pub fn start(&self, conn: &Connection, method: Option<&str>, data: &[u8], now: Instant) -> Outcome {
+        if method != Some(AUTH_METHOD) {
+            return Outcome::NotSupported;
+        }
+        // A new START replaces whatever this connection had pending.
+        lock(&self.pending).remove(&conn.key);
+        let (_, id) = match BrokerHandshake::peek(data) {
+            Ok(x) => x,
+            Err(e) => return Outcome::Refuse(Refusal::Malformed(e)),
+        };
+        // The identity binding: the sensor id the handshake will prove is the
+        // connection's client id, so mosquitto's session take-over (same
+        // client id), `%c` in ACLs and the client id in logs all mean the
+        // authenticated sensor. On re-authentication the client id is the
+        // one bound at CONNECT, so the identity cannot change either.
+        if conn.client_id.map(str::as_bytes) != Some(id) {
+            return Outcome::Refuse(Refusal::ClientIdMismatch {
+                connect: conn.client_id.unwrap_or("").to_string(),
+                hello: String::from_utf8_lossy(id).into_owned(),
+            });
+        }
+        // Only registered ids get a rate-limit bucket.
+        if self.state.client(id).is_none() {
+            return Outcome::Refuse(Refusal::UnknownClient);
+        }
+        if let Err(r) = lock(&self.admission).admit(id, conn.address.as_ref(), now) {
+            return Outcome::Refuse(Refusal::RateLimited(r));
+        }
+        let mut buf = vec![0u8; MAX_BROKER_HELLO_LEN];
+        match BrokerHandshake::accept(&self.state, data, &mut OsRng, &mut buf) {
+            Ok((pending, n)) => {
+                let mut table = lock(&self.pending);
+                table.retain(|_, (since, _)| now.saturating_duration_since(*since) < PENDING_TIMEOUT);
+                #[cfg(feature = "fault-injection")]
+                self.faults.on_start(id);
+                table.insert(conn.key, (now, pending));
+                buf.truncate(n);
+                Outcome::Continue(buf)
+            }
+            Err(e) => Outcome::Refuse(Refusal::Handshake(e)),
+        }
+    }
+
+    /// `MOSQ_EVT_EXT_AUTH_CONTINUE`: the ClientFinished.
+    pub fn continue_auth(&self, conn: &Connection, method: Option<&str>, data: &[u8]) -> Outcome {
+        let pending = lock(&self.pending).remove(&conn.key);
+        // mosquitto 2.0 passes no method on CONTINUE; the pending handshake identifies ours.
+        if method.is_some_and(|m| m != AUTH_METHOD) {
+            return Outcome::NotSupported;
+        }
+        let Some((_, pending)) = pending else {
+            return Outcome::Refuse(Refusal::NoPendingHandshake);
+        };
+        let identity = String::from_utf8_lossy(pending.client_id()).into_owned();
+        // Checked at START already; the client id of a connection does not
+        // change in between, but the binding is the point of this plugin.
+        if conn.client_id != Some(identity.as_str()) {
+            return Outcome::Refuse(Refusal::ClientIdMismatch {
+                connect: conn.client_id.unwrap_or("").to_string(),
+                hello: identity,
+            });
+        }
+        match pending.receive_client_finished(data) {
+            // The session keys are dropped (and wiped) here: in AUTH mode the
+            // broker authenticates the connection, it does not open records.
+            Ok(_session) => Outcome::Success { identity },
+            Err(e) => Outcome::Refuse(Refusal::Handshake(e)),
+        }
+    }
+
+    /// `MOSQ_EVT_DISCONNECT`: forgets the connection's pending handshake.
+    pub fn disconnect(&self, conn: &Connection) {
+        #[cfg(feature = "fault-injection")]
+        self.faults.on_disconnect(conn.client_id);
+        lock(&self.pending).remove(&conn.key);
+    }
+
+    /// Handshakes awaiting a ClientFinished.
+    pub fn pending(&self) -> usize {
+        lock(&self.pending).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_and_bad_ones_are_errors() {
+        assert_eq!(
+            parse_rate("4/5s"),
+            Ok(Rate {
+                burst: 4,
+                interval: Duration::from_secs(5)
+            })
+        );
+        assert_eq!(
+            parse_rate(" 16 / 500ms "),
+            Ok(Rate {
+                burst: 16,
+                interval: Duration::from_millis(500)
+            })
+        );
+        assert_eq!(parse_rate("off").map(|r| r.interval), Ok(Duration::ZERO));
+        for bad in ["", "4", "4/", "/5s", "0/5s", "4/0s", "4/5", "4/5m", "-1/5s", "4/1.5s"] {
+            assert!(parse_rate(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn options_last_value_wins_and_unknown_keys_are_refused() {
+        let o = Options::parse([
+            ("keys_dir", "/a"),
+            ("limit_per_id", "4/5s"),
+            ("keys_dir", "/b"),
+            ("limit_per_id", "9/1s"),
+        ])
+        .unwrap();
+        assert_eq!(o.keys_dir, "/b");
+        assert_eq!(o.limits.per_id.burst, 9);
+        assert_eq!(o.limits.per_source, AdmissionConfig::default().per_source);
+        assert!(Options::parse([("keys_dir", "/a"), ("limit_per_ids", "1/1s")]).is_err());
+        assert!(
+            Options::parse([("limit_global", "1/1s")]).is_err(),
+            "keys_dir is required"
+        );
+        #[cfg(not(feature = "fault-injection"))]
+        assert!(
+            Options::parse([("keys_dir", "/a"), ("fault_panic_start_id", "x")]).is_err(),
+            "fault options exist only in test builds"
+        );
+    }
+}
