@@ -1,16 +1,57 @@
 //! The topic-mode gateway: answers handshakes published on
 //! `kem-mqtt/hs/+/c2b` and opens records on `kem-mqtt/data/+/c2b`.
+//!
+//! Anyone who can publish on a broker can publish on these topics, and a
+//! handshake message is not authenticated until its ClientFinished, so the
+//! gateway's state must be one that third parties cannot disturb:
+//!
+//! - **Pending handshakes are kept, never replaced.** An id may have several
+//!   pending handshakes (at most [`GatewayConfig::max_pending_per_id`]). A new
+//!   ClientHello adds one; it never replaces or discards another, because the
+//!   gateway cannot tell a fresh hello from a replayed or forged one until the
+//!   ClientFinished arrives — only the sensor that made a hello knows the
+//!   ephemeral secret its ClientFinished needs.
+//! - **A ClientFinished is verified before anything is discarded.** It is
+//!   checked (in constant time) against every pending handshake of the id,
+//!   with the state kept in place; only one that verifies removes the id's
+//!   pending handshakes and installs the session. A forged or replayed
+//!   ClientFinished is counted and changes nothing.
+//! - **Pending handshakes time out** after [`GatewayConfig::pending_lifetime`].
+//! - **Repeated hellos cost nothing.** A byte-identical copy of a pending
+//!   hello (a retransmission, or a replay) is answered with the same
+//!   BrokerHello again, from memory; a copy of one of the last completed
+//!   hellos of the id is dropped. Neither spends a decapsulation nor a token.
+//! - **New hellos are rate limited before any decapsulation**
+//!   ([`crate::admission`]): after the checks that cost nothing (format,
+//!   registered id, allowed suite), a hello needs a token of its id's bucket
+//!   and of the global one. The gateway sees no source address (every
+//!   message comes through the broker), so it has no per-source bucket.
+//! - **The sensor learns the outcome.** When a ClientFinished verifies, the
+//!   gateway's first record on `kem-mqtt/data/<id>/b2c` is an empty one,
+//!   sealed with the new session: the confirmation. A sensor that does not
+//!   receive it in time knows its handshake failed (dropped hello, refused
+//!   or lost flight, expired state) and starts a new one
+//!   ([`crate::sensor::SensorClient::connect_topic_mode`] returns
+//!   [`HostError::Timeout`]). An unauthenticated error flight is not sent:
+//!   anyone could forge it and abort sensors' handshakes, the attack this
+//!   design removes on the gateway's side.
+//! - **Every drop is counted** ([`GatewayStats`], [`Gateway::stats`]).
+//!
+//! Time is passed in to [`GatewayCore`], the sans-IO part, so tests drive
+//! expiry and rate limits; [`Gateway`] is the MQTT connection around it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use kem_mqtt::sym::Xof;
 use kem_mqtt::{
-    AwaitClientFinished, BrokerHandshake, Session, Suite, MAX_BROKER_HELLO_LEN, MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO,
-    RECORD_OVERHEAD,
+    AwaitClientFinished, BrokerHandshake, BrokerKeys, Family, Session, Suite, MAX_BROKER_HELLO_LEN,
+    MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, RECORD_OVERHEAD,
 };
 use rand_core::OsRng;
 
+use crate::admission::{Admission, AdmissionConfig, Refusal};
 use crate::keys::BrokerState;
 use crate::mqtt::{Connection, Packet};
 use crate::{data_b2c, hs_b2c, HostError};
@@ -25,7 +66,12 @@ pub enum GatewayEvent {
         /// BrokerHello length.
         broker_hello: usize,
     },
-    /// A handshake completed.
+    /// A copy of a pending ClientHello: its BrokerHello was sent again.
+    HelloRepeated {
+        /// Client id.
+        client_id: String,
+    },
+    /// A handshake completed (and its confirmation record was sent).
     Established {
         /// Client id.
         client_id: String,
@@ -39,37 +85,422 @@ pub enum GatewayEvent {
         /// Plaintext.
         payload: Vec<u8>,
     },
-    /// A handshake message or record was rejected.
+    /// A handshake message or record was rejected by the protocol.
     Rejected {
         /// Client id from the topic.
         client_id: String,
         /// Why.
         error: kem_mqtt::Error,
     },
+    /// A well-formed ClientHello was dropped without being processed.
+    Dropped {
+        /// Client id.
+        client_id: String,
+        /// Why.
+        reason: DropReason,
+    },
     /// Some other packet (ignored).
     Other,
 }
 
-/// The gateway service.
+/// Why a well-formed ClientHello was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// A rate limit ([`crate::admission`]).
+    RateLimited(Refusal),
+    /// A copy of a completed handshake's hello.
+    Replayed,
+    /// The id already has [`GatewayConfig::max_pending_per_id`] live
+    /// pending handshakes, or the gateway [`GatewayConfig::max_pending`].
+    PendingFull,
+}
+
+/// What the gateway counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GatewayStats {
+    /// ClientHellos answered with a new BrokerHello (each one decapsulation).
+    pub hellos_answered: u64,
+    /// Copies of pending hellos answered from memory.
+    pub hellos_repeated: u64,
+    /// Copies of completed hellos dropped.
+    pub hellos_replayed: u64,
+    /// Hellos refused by a rate limit.
+    pub hellos_rate_limited: u64,
+    /// Hellos dropped because the pending table was full.
+    pub hellos_pending_full: u64,
+    /// Hellos the protocol refused (malformed, unknown id, policy, wrong topic, …).
+    pub hellos_rejected: u64,
+    /// Handshakes established.
+    pub established: u64,
+    /// ClientFinished messages that verified against no pending handshake.
+    pub finished_invalid: u64,
+    /// ClientFinished messages for an id with no pending handshake.
+    pub finished_unexpected: u64,
+    /// Pending handshakes that timed out.
+    pub pending_expired: u64,
+    /// Records opened.
+    pub records_opened: u64,
+    /// Records refused (authentication, replay, unknown client, …).
+    pub records_rejected: u64,
+    /// Messages of an unknown type on a handshake topic.
+    pub other_rejected: u64,
+}
+
+impl std::fmt::Display for GatewayStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "hellos: {} answered, {} repeated, {} replayed, {} rate-limited, {} pending-full, {} rejected; \
+             finished: {} established, {} invalid, {} unexpected; {} pending expired; \
+             records: {} opened, {} rejected; {} other rejected",
+            self.hellos_answered,
+            self.hellos_repeated,
+            self.hellos_replayed,
+            self.hellos_rate_limited,
+            self.hellos_pending_full,
+            self.hellos_rejected,
+            self.established,
+            self.finished_invalid,
+            self.finished_unexpected,
+            self.pending_expired,
+            self.records_opened,
+            self.records_rejected,
+            self.other_rejected
+        )
+    }
+}
+
+/// Limits of the gateway's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// Rate limits on new hellos (the per-source limit is unused here).
+    pub admission: AdmissionConfig,
+    /// How long a pending handshake waits for its ClientFinished.
+    pub pending_lifetime: Duration,
+    /// Live pending handshakes per id. The default is one more than the
+    /// per-id rate limit admits within `pending_lifetime`, so hellos that
+    /// others inject under an id can never fill its slots while the
+    /// sensor's own handshake is pending.
+    pub max_pending_per_id: usize,
+    /// Live pending handshakes in all.
+    pub max_pending: usize,
+    /// Completed hellos remembered per id (their copies are dropped).
+    pub remembered_hellos: usize,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        let admission = AdmissionConfig::default();
+        let pending_lifetime = Duration::from_secs(30);
+        let per_id = admission.per_id;
+        let refills = pending_lifetime.as_nanos() / per_id.interval.as_nanos().max(1);
+        GatewayConfig {
+            admission,
+            pending_lifetime,
+            max_pending_per_id: per_id.burst as usize + refills as usize + 1,
+            max_pending: 4096,
+            remembered_hellos: 8,
+        }
+    }
+}
+
+/// One handshake awaiting its ClientFinished.
+struct Pending {
+    state: AwaitClientFinished,
+    /// Digest of the ClientHello (to recognise copies).
+    hello: [u8; 32],
+    broker_hello: Vec<u8>,
+    expires: Instant,
+}
+
+/// A message for the MQTT side to publish: (topic, payload).
+pub type Outgoing = (String, Vec<u8>);
+
+/// The gateway's state and logic without I/O: messages in, events and
+/// messages to publish out, time passed in.
+pub struct GatewayCore {
+    state: Arc<BrokerState>,
+    config: GatewayConfig,
+    admission: Admission<()>,
+    pending: HashMap<String, Vec<Pending>>,
+    pending_count: usize,
+    completed: HashMap<String, VecDeque<[u8; 32]>>,
+    sessions: HashMap<String, Session>,
+    stats: GatewayStats,
+    next_sweep: Option<Instant>,
+}
+
+/// SHA3-256 (with the protocol's label prefix) of a ClientHello: equal for
+/// byte-identical copies only.
+fn digest(msg: &[u8]) -> [u8; 32] {
+    let mut x = Xof::transcript(Family::Sha3);
+    x.absorb(msg);
+    x.snapshot()
+}
+
+impl GatewayCore {
+    /// A gateway with `config`'s limits.
+    pub fn new(state: Arc<BrokerState>, config: GatewayConfig) -> Self {
+        GatewayCore {
+            state,
+            config,
+            admission: Admission::new(config.admission),
+            pending: HashMap::new(),
+            pending_count: 0,
+            completed: HashMap::new(),
+            sessions: HashMap::new(),
+            stats: GatewayStats::default(),
+            next_sweep: None,
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> GatewayStats {
+        self.stats
+    }
+
+    /// Live pending handshakes of `client_id`.
+    pub fn pending(&self, client_id: &str, now: Instant) -> usize {
+        self.pending
+            .get(client_id)
+            .map_or(0, |v| v.iter().filter(|p| p.expires > now).count())
+    }
+
+    /// Handles one PUBLISH received on `topic` at `now`; returns what
+    /// happened and what to publish.
+    pub fn handle(&mut self, topic: &str, payload: &[u8], now: Instant) -> (GatewayEvent, Vec<Outgoing>) {
+        self.sweep(now);
+        let parts: Vec<&str> = topic.split('/').collect();
+        let (kind, client_id) = match parts.as_slice() {
+            ["kem-mqtt", kind, id, "c2b"] => (*kind, id.to_string()),
+            _ => return (GatewayEvent::Other, vec![]),
+        };
+        match (kind, payload.get(1).copied()) {
+            ("hs", Some(MSG_CLIENT_HELLO)) => self.client_hello(client_id, payload, now),
+            ("hs", Some(MSG_CLIENT_FINISHED)) => self.client_finished(client_id, payload, now),
+            ("data", _) => (self.record(client_id, topic, payload), vec![]),
+            (_, t) => {
+                self.stats.other_rejected += 1;
+                let error = kem_mqtt::Error::UnexpectedMessage {
+                    expected: MSG_CLIENT_HELLO,
+                    got: t.unwrap_or(0),
+                };
+                (GatewayEvent::Rejected { client_id, error }, vec![])
+            }
+        }
+    }
+
+    fn client_hello(&mut self, client_id: String, msg: &[u8], now: Instant) -> (GatewayEvent, Vec<Outgoing>) {
+        let rejected = |stats: &mut GatewayStats, client_id, error| {
+            stats.hellos_rejected += 1;
+            (GatewayEvent::Rejected { client_id, error }, vec![])
+        };
+        // The checks that cost nothing, first: a hello that fails them never
+        // takes a token, so garbage cannot drain a sensor's bucket.
+        let suite = match self.cheap_checks(&client_id, msg) {
+            Ok(s) => s,
+            Err(error) => return rejected(&mut self.stats, client_id, error),
+        };
+        let d = digest(msg);
+        if let Some(p) = self
+            .pending
+            .get(&client_id)
+            .and_then(|v| v.iter().find(|p| p.hello == d && p.expires > now))
+        {
+            self.stats.hellos_repeated += 1;
+            let out = vec![(hs_b2c(&client_id), p.broker_hello.clone())];
+            return (GatewayEvent::HelloRepeated { client_id }, out);
+        }
+        if self.completed.get(&client_id).is_some_and(|v| v.contains(&d)) {
+            self.stats.hellos_replayed += 1;
+            let reason = DropReason::Replayed;
+            return (GatewayEvent::Dropped { client_id, reason }, vec![]);
+        }
+        let live = self.pending(&client_id, now);
+        if live >= self.config.max_pending_per_id || self.pending_count >= self.config.max_pending {
+            self.stats.hellos_pending_full += 1;
+            let reason = DropReason::PendingFull;
+            return (GatewayEvent::Dropped { client_id, reason }, vec![]);
+        }
+        if let Err(r) = self.admission.admit(client_id.as_bytes(), None, now) {
+            self.stats.hellos_rate_limited += 1;
+            let reason = DropReason::RateLimited(r);
+            return (GatewayEvent::Dropped { client_id, reason }, vec![]);
+        }
+        let mut buf = vec![0u8; MAX_BROKER_HELLO_LEN];
+        match BrokerHandshake::accept(&*self.state, msg, &mut OsRng, &mut buf) {
+            Ok((state, n)) => {
+                debug_assert_eq!(state.suite(), suite);
+                buf.truncate(n);
+                let slot = self.pending.entry(client_id.clone()).or_default();
+                // Expired states of this id make room first.
+                let before = slot.len();
+                slot.retain(|p| p.expires > now);
+                self.stats.pending_expired += (before - slot.len()) as u64;
+                self.pending_count -= before - slot.len();
+                slot.push(Pending {
+                    state,
+                    hello: d,
+                    broker_hello: buf.clone(),
+                    expires: now + self.config.pending_lifetime,
+                });
+                self.pending_count += 1;
+                self.stats.hellos_answered += 1;
+                let out = vec![(hs_b2c(&client_id), buf)];
+                (
+                    GatewayEvent::HelloAnswered {
+                        client_id,
+                        broker_hello: n,
+                    },
+                    out,
+                )
+            }
+            Err(error) => rejected(&mut self.stats, client_id, error),
+        }
+    }
+
+    /// Format, topic id = hello id, registered id, allowed suite: no KEM work.
+    fn cheap_checks(&self, topic_id: &str, msg: &[u8]) -> Result<Suite, kem_mqtt::Error> {
+        let (suite, id) = BrokerHandshake::peek(msg)?;
+        // The client id inside the hello must be the one in the topic.
+        if id != topic_id.as_bytes() {
+            return Err(kem_mqtt::Error::InvalidClientId);
+        }
+        let entry = self.state.client(id).ok_or(kem_mqtt::Error::UnknownClient)?;
+        if !entry.allowed.contains(suite) || entry.kem != suite.kem() {
+            return Err(kem_mqtt::Error::SuiteNotAllowed(suite.id()));
+        }
+        Ok(suite)
+    }
+
+    fn client_finished(&mut self, client_id: String, msg: &[u8], now: Instant) -> (GatewayEvent, Vec<Outgoing>) {
+        let Some(slot) = self
+            .pending
+            .get(&client_id)
+            .filter(|v| v.iter().any(|p| p.expires > now))
+        else {
+            self.stats.finished_unexpected += 1;
+            let error = kem_mqtt::Error::UnexpectedMessage {
+                expected: MSG_CLIENT_HELLO,
+                got: MSG_CLIENT_FINISHED,
+            };
+            return (GatewayEvent::Rejected { client_id, error }, vec![]);
+        };
+        // Verify first, against every live state, each left in place.
+        let mut error = kem_mqtt::Error::ClientFinishedInvalid;
+        let mut verified = None;
+        for p in slot.iter().filter(|p| p.expires > now) {
+            match p.state.check_client_finished(msg) {
+                Ok(session) => {
+                    verified = Some((session, p.state.suite(), p.hello));
+                    break;
+                }
+                Err(e) => error = e,
+            }
+        }
+        let Some((mut session, suite, hello)) = verified else {
+            self.stats.finished_invalid += 1;
+            return (GatewayEvent::Rejected { client_id, error }, vec![]);
+        };
+        // Verified: the id's other pending handshakes were someone else's
+        // (or older attempts of the sensor), and go.
+        if let Some(v) = self.pending.remove(&client_id) {
+            self.pending_count -= v.len();
+        }
+        let memory = self.completed.entry(client_id.clone()).or_default();
+        memory.push_back(hello);
+        while memory.len() > self.config.remembered_hellos {
+            memory.pop_front();
+        }
+        // The confirmation: an empty record, the session's first b2c record.
+        let topic = data_b2c(&client_id);
+        let mut rec = vec![0u8; RECORD_OVERHEAD];
+        let out = match session.seal(topic.as_bytes(), &[], &mut rec) {
+            Ok(n) => {
+                rec.truncate(n);
+                vec![(topic, rec)]
+            }
+            Err(_) => vec![],
+        };
+        self.sessions.insert(client_id.clone(), session);
+        self.stats.established += 1;
+        (GatewayEvent::Established { client_id, suite }, out)
+    }
+
+    fn record(&mut self, client_id: String, topic: &str, payload: &[u8]) -> GatewayEvent {
+        let Some(s) = self.sessions.get_mut(&client_id) else {
+            self.stats.records_rejected += 1;
+            let error = kem_mqtt::Error::UnknownClient;
+            return GatewayEvent::Rejected { client_id, error };
+        };
+        let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
+        match s.open(topic.as_bytes(), payload, &mut pt) {
+            Ok(n) => {
+                pt.truncate(n);
+                self.stats.records_opened += 1;
+                GatewayEvent::Message { client_id, payload: pt }
+            }
+            Err(error) => {
+                self.stats.records_rejected += 1;
+                GatewayEvent::Rejected { client_id, error }
+            }
+        }
+    }
+
+    /// Drops expired pending handshakes (at most once a second: the table
+    /// is bounded, and expired states are also skipped where they are read).
+    fn sweep(&mut self, now: Instant) {
+        if self.next_sweep.is_some_and(|t| now < t) {
+            return;
+        }
+        self.next_sweep = Some(now + Duration::from_secs(1));
+        let mut expired = 0;
+        self.pending.retain(|_, v| {
+            let before = v.len();
+            v.retain(|p| p.expires > now);
+            expired += before - v.len();
+            !v.is_empty()
+        });
+        self.pending_count -= expired;
+        self.stats.pending_expired += expired as u64;
+    }
+
+    /// Seals `payload` for `client_id`: the record topic and the record.
+    pub fn seal(&mut self, client_id: &str, payload: &[u8]) -> Result<Outgoing, HostError> {
+        let s = self
+            .sessions
+            .get_mut(client_id)
+            .ok_or(HostError::Protocol(kem_mqtt::Error::UnknownClient))?;
+        let topic = data_b2c(client_id);
+        let mut rec = vec![0u8; payload.len() + RECORD_OVERHEAD];
+        let n = s.seal(topic.as_bytes(), payload, &mut rec)?;
+        rec.truncate(n);
+        Ok((topic, rec))
+    }
+}
+
+/// The gateway service: a [`GatewayCore`] on an MQTT connection.
 pub struct Gateway {
     conn: Connection,
-    state: Arc<BrokerState>,
-    pending: HashMap<String, AwaitClientFinished>,
-    sessions: HashMap<String, Session>,
+    core: GatewayCore,
 }
 
 impl Gateway {
-    /// Connects to the broker at `addr` as `kem-mqtt-gateway` and subscribes.
+    /// Connects to the broker at `addr` as `kem-mqtt-gateway` and subscribes
+    /// (default limits).
     pub fn connect(addr: &str, state: Arc<BrokerState>) -> Result<Self, HostError> {
+        Self::connect_with(addr, state, GatewayConfig::default())
+    }
+
+    /// [`Gateway::connect`] with `config`'s limits.
+    pub fn connect_with(addr: &str, state: Arc<BrokerState>, config: GatewayConfig) -> Result<Self, HostError> {
         let mut conn = Connection::connect(addr)?;
         conn.set_timeout(Some(Duration::from_secs(10)))?;
         conn.mqtt_connect("kem-mqtt-gateway")?;
         conn.subscribe(1, &["kem-mqtt/hs/+/c2b", "kem-mqtt/data/+/c2b"])?;
         Ok(Gateway {
             conn,
-            state,
-            pending: HashMap::new(),
-            sessions: HashMap::new(),
+            core: GatewayCore::new(state, config),
         })
     }
 
@@ -78,86 +509,33 @@ impl Gateway {
         Ok(self.conn.set_timeout(t)?)
     }
 
+    /// The counters.
+    pub fn stats(&self) -> GatewayStats {
+        self.core.stats()
+    }
+
+    /// Sends an MQTT PINGREQ (keeps an idle connection alive).
+    pub fn ping(&mut self) -> Result<(), HostError> {
+        Ok(self.conn.send(&Packet::PingReq)?)
+    }
+
     /// Handles the next packet.
     pub fn poll(&mut self) -> Result<GatewayEvent, HostError> {
         let (topic, payload) = match self.conn.recv()? {
             Packet::Publish { topic, payload } => (topic, payload),
             _ => return Ok(GatewayEvent::Other),
         };
-        let parts: Vec<&str> = topic.split('/').collect();
-        let (kind, client_id) = match parts.as_slice() {
-            ["kem-mqtt", kind, id, "c2b"] => (*kind, id.to_string()),
-            _ => return Ok(GatewayEvent::Other),
-        };
-        let rejected = |error| GatewayEvent::Rejected {
-            client_id: client_id.clone(),
-            error,
-        };
-        match (kind, payload.get(1).copied()) {
-            ("hs", Some(MSG_CLIENT_HELLO)) => {
-                let mut buf = vec![0u8; MAX_BROKER_HELLO_LEN];
-                match BrokerHandshake::accept(&*self.state, &payload, &mut OsRng, &mut buf) {
-                    // The client id inside the hello must be the one in the topic.
-                    Ok((p, _)) if p.client_id() != client_id.as_bytes() => {
-                        Ok(rejected(kem_mqtt::Error::InvalidClientId))
-                    }
-                    Ok((p, n)) => {
-                        self.pending.insert(client_id.clone(), p);
-                        self.conn.publish(&hs_b2c(&client_id), &buf[..n])?;
-                        Ok(GatewayEvent::HelloAnswered {
-                            client_id,
-                            broker_hello: n,
-                        })
-                    }
-                    Err(e) => Ok(rejected(e)),
-                }
-            }
-            ("hs", Some(MSG_CLIENT_FINISHED)) => {
-                let Some(p) = self.pending.remove(&client_id) else {
-                    return Ok(rejected(kem_mqtt::Error::UnexpectedMessage {
-                        expected: MSG_CLIENT_HELLO,
-                        got: MSG_CLIENT_FINISHED,
-                    }));
-                };
-                let suite = p.suite();
-                match p.receive_client_finished(&payload) {
-                    Ok(s) => {
-                        self.sessions.insert(client_id.clone(), s);
-                        Ok(GatewayEvent::Established { client_id, suite })
-                    }
-                    Err(e) => Ok(rejected(e)),
-                }
-            }
-            ("data", _) => {
-                let Some(s) = self.sessions.get_mut(&client_id) else {
-                    return Ok(rejected(kem_mqtt::Error::UnknownClient));
-                };
-                let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
-                match s.open(topic.as_bytes(), &payload, &mut pt) {
-                    Ok(n) => {
-                        pt.truncate(n);
-                        Ok(GatewayEvent::Message { client_id, payload: pt })
-                    }
-                    Err(e) => Ok(rejected(e)),
-                }
-            }
-            (_, t) => Ok(rejected(kem_mqtt::Error::UnexpectedMessage {
-                expected: MSG_CLIENT_HELLO,
-                got: t.unwrap_or(0),
-            })),
+        let (event, out) = self.core.handle(&topic, &payload, Instant::now());
+        for (topic, payload) in out {
+            self.conn.publish(&topic, &payload)?;
         }
+        Ok(event)
     }
 
     /// Seals `payload` for `client_id` and publishes it on `kem-mqtt/data/<id>/b2c`.
     pub fn send(&mut self, client_id: &str, payload: &[u8]) -> Result<usize, HostError> {
-        let s = self
-            .sessions
-            .get_mut(client_id)
-            .ok_or(HostError::Protocol(kem_mqtt::Error::UnknownClient))?;
-        let topic = data_b2c(client_id);
-        let mut rec = vec![0u8; payload.len() + RECORD_OVERHEAD];
-        let n = s.seal(topic.as_bytes(), payload, &mut rec)?;
-        self.conn.publish(&topic, &rec[..n])?;
-        Ok(n)
+        let (topic, rec) = self.core.seal(client_id, payload)?;
+        self.conn.publish(&topic, &rec)?;
+        Ok(rec.len())
     }
 }

@@ -31,6 +31,8 @@ pub struct SensorClient {
     conn: Connection,
     session: Session,
     client_id: String,
+    /// Records from the gateway opened while waiting for the confirmation.
+    early: std::collections::VecDeque<Vec<u8>>,
     /// Handshake sizes and timings.
     pub stats: HandshakeStats,
 }
@@ -45,7 +47,16 @@ impl std::fmt::Debug for SensorClient {
 
 impl SensorClient {
     /// Topic mode: plain MQTT CONNECT, then the three flights as PUBLISH
-    /// payloads on `kem-mqtt/hs/<id>/…`, answered by a gateway.
+    /// payloads on `kem-mqtt/hs/<id>/…`, answered by a gateway, then the
+    /// gateway's confirmation: the session's first record on
+    /// `kem-mqtt/data/<id>/b2c` (empty), which only a gateway that verified
+    /// this ClientFinished can seal.
+    ///
+    /// [`HostError::Timeout`] if no BrokerHello or no confirmation arrives
+    /// within `timeout` (each): the gateway dropped or refused a flight, or
+    /// its pending state expired, and it holds no session for this sensor —
+    /// records sent anyway would be lost. Start a new handshake
+    /// ([`SensorClient::connect_topic_mode_retrying`]).
     pub fn connect_topic_mode(addr: &str, keys: &SensorKeys, timeout: Duration) -> Result<Self, HostError> {
         let mut conn = Connection::connect(addr)?;
         conn.set_timeout(Some(timeout))?;
@@ -65,13 +76,41 @@ impl SensorClient {
             }
         };
         let t = Instant::now();
-        let (session, cf) = state.receive_broker_hello(&bh, &mut buf)?;
+        let (mut session, cf) = state.receive_broker_hello(&bh, &mut buf)?;
         compute += t.elapsed();
         conn.publish(&hs_c2b(&keys.client_id), &buf[..cf])?;
+        // Wait for the confirmation; records that do not open (someone
+        // else's, on a topic anyone can publish to) are skipped.
+        let data = data_b2c(&keys.client_id);
+        let deadline = Instant::now() + timeout;
+        let mut early = std::collections::VecDeque::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(HostError::Timeout);
+            }
+            conn.set_timeout(Some(left))?;
+            match conn.recv()? {
+                Packet::Publish { topic, payload } if topic == data => {
+                    let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
+                    if let Ok(n) = session.open(topic.as_bytes(), &payload, &mut pt) {
+                        if n > 0 {
+                            pt.truncate(n);
+                            early.push_back(pt);
+                        }
+                        break;
+                    }
+                }
+                Packet::Publish { .. } | Packet::PingResp => {}
+                other => return Err(HostError::Unexpected(format!("{other:?}"))),
+            }
+        }
+        conn.set_timeout(Some(timeout))?;
         Ok(SensorClient {
             conn,
             session,
             client_id: keys.client_id.clone(),
+            early,
             stats: HandshakeStats {
                 suite: keys.suite,
                 client_hello: ch,
@@ -81,6 +120,28 @@ impl SensorClient {
                 total: start.elapsed(),
             },
         })
+    }
+
+    /// [`SensorClient::connect_topic_mode`], up to `attempts` times while it
+    /// times out (each attempt a new connection and a new handshake, one
+    /// second apart); the last error otherwise.
+    pub fn connect_topic_mode_retrying(
+        addr: &str,
+        keys: &SensorKeys,
+        timeout: Duration,
+        attempts: u32,
+    ) -> Result<Self, HostError> {
+        let mut last = HostError::Timeout;
+        for i in 0..attempts.max(1) {
+            if i > 0 {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            match Self::connect_topic_mode(addr, keys, timeout) {
+                Err(HostError::Timeout) => last = HostError::Timeout,
+                r => return r,
+            }
+        }
+        Err(last)
     }
 
     /// AUTH mode: CONNECT carries the ClientHello as Authentication Data,
@@ -143,6 +204,7 @@ impl SensorClient {
             conn,
             session,
             client_id: keys.client_id.clone(),
+            early: std::collections::VecDeque::new(),
             stats: HandshakeStats {
                 suite: keys.suite,
                 client_hello: ch,
@@ -186,6 +248,9 @@ impl SensorClient {
 
     /// Waits for the next record from the gateway and opens it.
     pub fn recv(&mut self) -> Result<Vec<u8>, HostError> {
+        if let Some(pt) = self.early.pop_front() {
+            return Ok(pt);
+        }
         let want = data_b2c(&self.client_id);
         loop {
             let (topic, payload) = self.recv_raw()?;

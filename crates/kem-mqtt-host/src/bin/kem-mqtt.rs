@@ -22,8 +22,11 @@ usage:
       hybrid with --allow-pure); an enrolled ID is refused unless --force.
       Key files are written with mode 0600.
   kem-mqtt gateway --broker HOST:PORT --dir DIR
-      topic-mode gateway; answers every message with \"ack <n>\"
+      topic-mode gateway; answers every message with \"ack <n>\"; prints what
+      it refused or dropped, and its counters at most every 10 s
   kem-mqtt sensor --broker HOST:PORT --key FILE [--mode topic|auth] [--count N] [--message TEXT]
+      in topic mode a handshake the gateway does not confirm within 10 s is
+      started again, up to 3 times
   kem-mqtt demo [--suite SUITE | --all-suites] [--count N]
       embedded broker on 127.0.0.1 + gateway + sensor in one process (topic mode)
 suites: ctru-light-ascon[+x25519] ctru-light-sha3[+x25519] ml-kem-512[+x25519]
@@ -127,18 +130,28 @@ fn gateway(args: &[String]) -> Result<(), HostError> {
     let addr = need(args, "--broker")?;
     let state = Arc::new(load_state(Path::new(&need(args, "--dir")?))?);
     let mut gw = Gateway::connect(&addr, state)?;
-    gw.set_timeout(None)?;
+    // Wakes up when idle: to keep the MQTT connection alive (keep-alive 60 s)
+    // and to print the counters.
+    gw.set_timeout(Some(Duration::from_secs(30)))?;
     println!("gateway connected to {addr}");
     let mut n = 0u64;
+    let mut printed = (Instant::now(), gw.stats());
     loop {
-        match gw.poll()? {
-            GatewayEvent::Message { client_id, payload } => {
+        match gw.poll() {
+            Ok(GatewayEvent::Message { client_id, payload }) => {
                 n += 1;
                 println!("{client_id}: {}", String::from_utf8_lossy(&payload));
                 gw.send(&client_id, format!("ack {n}").as_bytes())?;
             }
-            GatewayEvent::Other => {}
-            e => println!("{e:?}"),
+            Ok(GatewayEvent::Other) => {}
+            Ok(e) => println!("{e:?}"),
+            Err(HostError::Timeout) => gw.ping()?,
+            Err(e) => return Err(e),
+        }
+        let stats = gw.stats();
+        if stats != printed.1 && printed.0.elapsed() >= Duration::from_secs(10) {
+            println!("gateway: {stats}");
+            printed = (Instant::now(), stats);
         }
     }
 }
@@ -148,7 +161,7 @@ fn sensor(args: &[String]) -> Result<(), HostError> {
     let keys = SensorKeys::load(Path::new(&need(args, "--key")?))?;
     let timeout = Duration::from_secs(10);
     let mut client = match arg(args, "--mode").as_deref().unwrap_or("topic") {
-        "topic" => SensorClient::connect_topic_mode(&addr, &keys, timeout)?,
+        "topic" => SensorClient::connect_topic_mode_retrying(&addr, &keys, timeout, 3)?,
         "auth" => SensorClient::connect_auth_mode(&addr, &keys, timeout)?,
         m => return Err(HostError::Unexpected(format!("unknown mode {m:?}"))),
     };
