@@ -1,0 +1,96 @@
+//! The firmware on the AVR: the op table every image serves, built from
+//! the groups its cargo features select.
+
+#[cfg(any(feature = "rings", kem, mqtt))]
+use avr_harness::Op;
+use avr_harness::Uart;
+
+#[cfg(kem)]
+mod kems;
+#[cfg(mqtt)]
+mod mqtt;
+#[cfg(feature = "rings")]
+mod rings;
+#[cfg(any(kem, mqtt))]
+mod tape;
+
+/// Every op group this image serves.
+const GROUPS: &[&[Op<Uart>]] = &[
+    #[cfg(feature = "rings")]
+    &rings::ctru769::OPS,
+    #[cfg(feature = "rings")]
+    &rings::ctru3329::OPS,
+    #[cfg(feature = "rings")]
+    &rings::kyber::OPS,
+    #[cfg(feature = "rings")]
+    &rings::saber3329::OPS,
+    #[cfg(feature = "rings")]
+    &rings::saber7681::OPS,
+    #[cfg(feature = "ml-kem")]
+    &kems::ml_kem_512::OPS,
+    #[cfg(feature = "kyber-r3")]
+    &kems::kyber512_r3::OPS,
+    #[cfg(feature = "saber")]
+    &kems::lightsaber::OPS,
+    #[cfg(ctru_sha3_kred)]
+    &kems::ctru_sha3_kred::OPS,
+    #[cfg(ctru_sha3_montopt)]
+    &kems::ctru_sha3_montopt::OPS,
+    #[cfg(ctru_sha3_mont)]
+    &kems::ctru_sha3_mont::OPS,
+    #[cfg(ctru_ascon_kred)]
+    &kems::ctru_ascon_kred::OPS,
+    #[cfg(ctru_ascon_montopt)]
+    &kems::ctru_ascon_montopt::OPS,
+    #[cfg(ctru_ascon_mont)]
+    &kems::ctru_ascon_mont::OPS,
+    #[cfg(all(kem, any(feature = "ctru-sha3", feature = "ctru-ascon")))]
+    &kems::ctru_product::OPS,
+    #[cfg(mqtt)]
+    &mqtt::OPS,
+];
+
+const N_OPS: usize = {
+    let mut n = 0;
+    let mut g = 0;
+    while g < GROUPS.len() {
+        n += GROUPS[g].len();
+        g += 1;
+    }
+    n
+};
+
+const fn all_ops() -> [Op<Uart>; N_OPS] {
+    let mut out = [Op {
+        id: 0,
+        request_len: 0,
+        reply_len: 0,
+        run: |_| {},
+    }; N_OPS];
+    let (mut g, mut i) = (0, 0);
+    while g < GROUPS.len() {
+        let mut k = 0;
+        while k < GROUPS[g].len() {
+            out[i] = GROUPS[g][k];
+            i += 1;
+            k += 1;
+        }
+        g += 1;
+    }
+    out
+}
+
+static OPS: [Op<Uart>; N_OPS] = all_ops();
+
+#[no_mangle]
+extern "C" fn main() -> ! {
+    let mut uart = Uart::init();
+    avr_harness::serve(&mut uart, &OPS)
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // Tell the host through the marker register, then stop.
+    avr_harness::marker_begin(0x7F);
+    avr_harness::exit()
+}

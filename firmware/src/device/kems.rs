@@ -1,0 +1,272 @@
+//! Keygen, encaps and decaps of every KEM the image serves: keys and
+//! ciphertexts in one shared static arena, randomness from a host-sent tape.
+
+use core::hint::black_box;
+use core::ptr::addr_of_mut;
+
+use super::tape::Tape;
+use avr_harness::{measure, Io, Op, Status, Uart};
+use firmware::kem::{kem_op_id, Kem, KemOp, SS_LEN, TAPE_LEN};
+
+/// The KEMs this image serves.
+const KEMS: &[Kem] = &[
+    #[cfg(feature = "ml-kem")]
+    Kem::MlKem512,
+    #[cfg(feature = "kyber-r3")]
+    Kem::Kyber512R3,
+    #[cfg(feature = "saber")]
+    Kem::LightSaber,
+    #[cfg(ctru_sha3_kred)]
+    Kem::CtruSha3Kred,
+    #[cfg(ctru_sha3_montopt)]
+    Kem::CtruSha3MontOpt,
+    #[cfg(ctru_sha3_mont)]
+    Kem::CtruSha3Mont,
+    #[cfg(ctru_ascon_kred)]
+    Kem::CtruAsconKred,
+    #[cfg(ctru_ascon_montopt)]
+    Kem::CtruAsconMontOpt,
+    #[cfg(ctru_ascon_mont)]
+    Kem::CtruAsconMont,
+];
+
+/// Bytes of the shared key/ciphertext arena: the largest need of any served KEM.
+const ARENA_LEN: usize = {
+    let mut m = 0;
+    let mut i = 0;
+    while i < KEMS.len() {
+        if KEMS[i].arena_len() > m {
+            m = KEMS[i].arena_len();
+        }
+        i += 1;
+    }
+    m
+};
+
+/// Keys and ciphertexts of the running operation (one at a time).
+static mut ARENA: [u8; ARENA_LEN] = [0; ARENA_LEN];
+/// The randomness tape of the running operation.
+static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
+/// The shared secret of the running operation.
+static mut SS: [u8; SS_LEN] = [0; SS_LEN];
+
+/// `L` arena bytes from offset `OFF`.
+///
+/// # Safety
+/// Single-threaded; the regions one handler borrows do not overlap.
+unsafe fn region<const OFF: usize, const L: usize>() -> &'static mut [u8; L] {
+    const { assert!(OFF + L <= ARENA_LEN) };
+    // SAFETY: in bounds (checked above); exclusive per the caller's contract.
+    unsafe { &mut *(addr_of_mut!(ARENA).cast::<u8>().add(OFF) as *mut [u8; L]) }
+}
+
+/// The tape and the shared-secret buffer.
+///
+/// # Safety
+/// Single-threaded; one borrow at a time.
+unsafe fn tape_and_ss() -> (&'static mut [u8; TAPE_LEN], &'static mut [u8; SS_LEN]) {
+    // SAFETY: distinct statics, exclusive per the caller's contract.
+    unsafe { (&mut *addr_of_mut!(TAPE), &mut *addr_of_mut!(SS)) }
+}
+
+fn write_prefix(io: &mut Uart, ok: bool, used: usize) {
+    io.write_byte(u8::from(!ok));
+    io.write_u16(used as u16);
+}
+
+macro_rules! kem {
+    ($m:ident, $kem:expr, $keygen:path, $encaps:path, $decaps:path) => {
+        pub mod $m {
+            use super::*;
+            const KEM: Kem = $kem;
+            const PK: usize = KEM.pk_len();
+            const SK: usize = KEM.sk_len();
+            const CT: usize = KEM.ct_len();
+
+            #[inline(never)]
+            fn k_keygen(rng: &mut Tape, pk: &mut [u8; PK], sk: &mut [u8; SK]) -> bool {
+                $keygen(rng, pk, sk).is_ok()
+            }
+            #[inline(never)]
+            fn k_encaps(pk: &[u8; PK], rng: &mut Tape, ct: &mut [u8; CT], ss: &mut [u8; SS_LEN]) -> bool {
+                match $encaps(pk, rng, ct) {
+                    Ok(k) => {
+                        *ss = *k.as_bytes();
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+            #[inline(never)]
+            fn k_decaps(sk: &[u8; SK], ct: &[u8; CT], ss: &mut [u8; SS_LEN]) {
+                *ss = *$decaps(sk, ct).as_bytes();
+            }
+
+            fn keygen(io: &mut Uart) {
+                // SAFETY: disjoint regions, single-threaded.
+                let (pk, sk, (tape, _)) = unsafe { (region::<0, PK>(), region::<PK, SK>(), tape_and_ss()) };
+                io.read_bytes(tape);
+                let mut rng = Tape::new(tape.as_slice());
+                let ok = measure(kem_op_id(KEM, KemOp::Keygen), || {
+                    k_keygen(black_box(&mut rng), black_box(pk), black_box(sk))
+                });
+                io.reply(Status::Ok, KEM.reply_len(KemOp::Keygen));
+                write_prefix(io, ok, rng.used());
+                io.write_bytes(pk);
+                io.write_bytes(sk);
+            }
+            fn encaps(io: &mut Uart) {
+                // SAFETY: as above.
+                let (pk, ct, (tape, ss)) = unsafe { (region::<0, PK>(), region::<PK, CT>(), tape_and_ss()) };
+                io.read_bytes(pk);
+                io.read_bytes(tape);
+                let mut rng = Tape::new(tape.as_slice());
+                let ok = measure(kem_op_id(KEM, KemOp::Encaps), || {
+                    k_encaps(black_box(pk), black_box(&mut rng), black_box(ct), black_box(ss))
+                });
+                io.reply(Status::Ok, KEM.reply_len(KemOp::Encaps));
+                write_prefix(io, ok, rng.used());
+                io.write_bytes(ct);
+                io.write_bytes(ss);
+            }
+            fn decaps(io: &mut Uart) {
+                // SAFETY: as above.
+                let (sk, ct, (_, ss)) = unsafe { (region::<0, SK>(), region::<SK, CT>(), tape_and_ss()) };
+                io.read_bytes(sk);
+                io.read_bytes(ct);
+                measure(kem_op_id(KEM, KemOp::Decaps), || {
+                    k_decaps(black_box(sk), black_box(ct), black_box(ss))
+                });
+                io.reply(Status::Ok, KEM.reply_len(KemOp::Decaps));
+                io.write_bytes(ss);
+            }
+
+            const fn op(o: KemOp, run: fn(&mut Uart)) -> Op<Uart> {
+                Op {
+                    id: kem_op_id(KEM, o),
+                    request_len: KEM.request_len(o),
+                    reply_len: KEM.reply_len(o),
+                    run,
+                }
+            }
+
+            /// This KEM's operations.
+            pub const OPS: [Op<Uart>; 3] = [
+                op(KemOp::Keygen, keygen),
+                op(KemOp::Encaps, encaps),
+                op(KemOp::Decaps, decaps),
+            ];
+        }
+    };
+}
+
+#[cfg(feature = "ml-kem")]
+kem!(
+    ml_kem_512,
+    Kem::MlKem512,
+    kyber512_avr::ml_kem_512::raw::keygen_into,
+    kyber512_avr::ml_kem_512::raw::encapsulate_into,
+    kyber512_avr::ml_kem_512::raw::decapsulate_into
+);
+#[cfg(feature = "kyber-r3")]
+kem!(
+    kyber512_r3,
+    Kem::Kyber512R3,
+    kyber512_avr::kyber512_r3::raw::keygen_into,
+    kyber512_avr::kyber512_r3::raw::encapsulate_into,
+    kyber512_avr::kyber512_r3::raw::decapsulate_into
+);
+#[cfg(feature = "saber")]
+kem!(
+    lightsaber,
+    Kem::LightSaber,
+    lightsaber_avr::keygen_into,
+    lightsaber_avr::encapsulate_into,
+    lightsaber_avr::decapsulate_into
+);
+
+#[allow(unused_macros)]
+macro_rules! ctru {
+    ($m:ident, $kem:expr, $b:ty, $a:ty) => {
+        kem!(
+            $m,
+            $kem,
+            ctru_light::CtruLight::<$b, $a>::keygen_into,
+            ctru_light::CtruLight::<$b, $a>::encapsulate_into,
+            ctru_light::CtruLight::<$b, $a>::decapsulate_into
+        );
+    };
+}
+#[cfg(ctru_sha3_kred)]
+ctru!(ctru_sha3_kred, Kem::CtruSha3Kred, ctru_light::Sha3, ctru_light::Kred2x);
+#[cfg(ctru_sha3_montopt)]
+ctru!(
+    ctru_sha3_montopt,
+    Kem::CtruSha3MontOpt,
+    ctru_light::Sha3,
+    ctru_light::MontgomeryOpt
+);
+#[cfg(ctru_sha3_mont)]
+ctru!(
+    ctru_sha3_mont,
+    Kem::CtruSha3Mont,
+    ctru_light::Sha3,
+    ctru_light::MontgomeryPlain
+);
+#[cfg(ctru_ascon_kred)]
+ctru!(
+    ctru_ascon_kred,
+    Kem::CtruAsconKred,
+    ctru_light::Ascon,
+    ctru_light::Kred2x
+);
+#[cfg(ctru_ascon_montopt)]
+ctru!(
+    ctru_ascon_montopt,
+    Kem::CtruAsconMontOpt,
+    ctru_light::Ascon,
+    ctru_light::MontgomeryOpt
+);
+#[cfg(ctru_ascon_mont)]
+ctru!(
+    ctru_ascon_mont,
+    Kem::CtruAsconMont,
+    ctru_light::Ascon,
+    ctru_light::MontgomeryPlain
+);
+
+/// [`firmware::kem::OP_CTRU_DECRYPT_PRODUCT`]: c·f mod 256 exactly,
+/// for the host's differential test (decapsulation alone could not
+/// show a small error: E8 decoding absorbs it).
+#[cfg(any(feature = "ctru-sha3", feature = "ctru-ascon"))]
+pub mod ctru_product {
+    use super::*;
+    use ctru_light::params::{CT_BYTES, SK_PKE_BYTES};
+    use firmware::kem::{CTRU_PRODUCT_REPLY_LEN, CTRU_PRODUCT_REQUEST_LEN, OP_CTRU_DECRYPT_PRODUCT};
+
+    const _: () = assert!(CTRU_PRODUCT_REQUEST_LEN == SK_PKE_BYTES + CT_BYTES && CTRU_PRODUCT_REPLY_LEN == CT_BYTES);
+
+    fn run(io: &mut Uart) {
+        // SAFETY: disjoint regions, single-threaded.
+        let (sk, ct, w) = unsafe {
+            (
+                region::<0, SK_PKE_BYTES>(),
+                region::<SK_PKE_BYTES, CT_BYTES>(),
+                region::<{ SK_PKE_BYTES + CT_BYTES }, CT_BYTES>(),
+            )
+        };
+        io.read_bytes(sk);
+        io.read_bytes(ct);
+        *w = ctru_light::kem::hazmat::pke_decrypt_product(sk, ct);
+        io.reply(Status::Ok, CT_BYTES as u16);
+        io.write_bytes(w);
+    }
+
+    /// The op.
+    pub const OPS: [Op<Uart>; 1] = [Op {
+        id: OP_CTRU_DECRYPT_PRODUCT,
+        request_len: CTRU_PRODUCT_REQUEST_LEN as u16,
+        reply_len: CTRU_PRODUCT_REPLY_LEN as u16,
+        run,
+    }];
+}

@@ -1,0 +1,302 @@
+//! The KEM-MQTT/1 sensor's two steps (`start`, `finish`) against the host broker.
+
+use core::hint::black_box;
+use core::ptr::addr_of_mut;
+
+use super::tape::Tape;
+use avr_harness::{measure, Io, Op, Status, Uart};
+use firmware::mqtt::{
+    Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
+};
+use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
+
+#[cfg(feature = "mqtt-ctru-light-ascon")]
+const KEM: KemId = KemId::CtruLightAscon;
+#[cfg(feature = "mqtt-ctru-light-sha3")]
+const KEM: KemId = KemId::CtruLightSha3;
+#[cfg(feature = "mqtt-ml-kem-512")]
+const KEM: KemId = KemId::MlKem512;
+#[cfg(feature = "mqtt-kyber512-r3")]
+const KEM: KemId = KemId::Kyber512R3;
+#[cfg(feature = "mqtt-lightsaber")]
+const KEM: KemId = KemId::LightSaber;
+
+const L: Layout = Layout {
+    pk: KEM.pk_len(),
+    sk: KEM.sk_len(),
+    ct: KEM.ct_len(),
+};
+const FLIGHT: usize = L.flight_len();
+
+// The sensor's long-term keys and the broker's public keys: the
+// handshake state borrows them from `start` until `finish`.
+#[cfg(not(feature = "mqtt-provisioned"))]
+static mut CLIENT_ID: [u8; MAX_ID_LEN] = [0; MAX_ID_LEN];
+#[cfg(not(feature = "mqtt-provisioned"))]
+static mut KEM_SK: [u8; L.sk] = [0; L.sk];
+#[cfg(not(feature = "mqtt-provisioned"))]
+static mut X_SK: [u8; X25519_LEN] = [0; X25519_LEN];
+#[cfg(not(feature = "mqtt-provisioned"))]
+static mut BROKER_PK: [u8; L.pk] = [0; L.pk];
+#[cfg(not(feature = "mqtt-provisioned"))]
+static mut BROKER_X_PK: [u8; X25519_LEN] = [0; X25519_LEN];
+/// The same fields, provisioned into the image (in flash on the
+/// ATmega4808: no SRAM); the start request must carry equal bytes.
+#[cfg(feature = "mqtt-provisioned")]
+static PROVISIONED: [u8; L.keys_len()] = *include_bytes!(concat!(env!("OUT_DIR"), "/provisioned-keys.bin"));
+/// The static-static X25519 secret, computed when the keys arrive
+/// (a sensor does it once, at provisioning: spec §3), not in the
+/// measured handshake.
+static mut X_STATIC: [u8; X25519_LEN] = [0; X25519_LEN];
+/// The start's random tape; in `finish`, where the tape is dead, the
+/// ClientFinished and the record (off the stack at its peak).
+static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
+const _: () = assert!(CF_LEN + RECORD_LEN <= TAPE_LEN);
+/// ClientHello out, then BrokerHello in.
+static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
+/// The ephemeral KEM secret key between the two steps (a static, so
+/// the state below stays small and moves cheaply).
+static mut EPHEMERAL: EphemeralKey = EphemeralKey::new();
+/// The sensor between its two steps.
+static mut STATE: Option<Sensor> = None;
+
+type Sensor = AwaitBrokerHello<'static, &'static mut EphemeralKey>;
+
+/// The status code of an error (`firmware::mqtt::error_name`).
+fn code(e: Error) -> u8 {
+    match e {
+        Error::Rng => 2,
+        Error::InvalidKey | Error::InvalidEphemeralKey | Error::X25519NonContributory => 3,
+        Error::SuiteNotSupported(_) | Error::UnknownSuite(_) => 4,
+        Error::BrokerFinishedInvalid => 5,
+        Error::Truncated { .. }
+        | Error::Oversized { .. }
+        | Error::UnexpectedMessage { .. }
+        | Error::UnsupportedVersion(_)
+        | Error::SuiteMismatch { .. }
+        | Error::InvalidClientId => 6,
+        _ => 1,
+    }
+}
+
+#[inline(never)]
+fn k_start(
+    suite: Suite,
+    creds: SensorCredentials<'static>,
+    rng: &mut Tape,
+    out: &mut [u8; FLIGHT],
+    ephemeral: &'static mut EphemeralKey,
+    slot: &mut Option<Sensor>,
+) -> Result<usize, Error> {
+    let (state, n) = SensorHandshake::start_in(suite, creds, rng, out, ephemeral)?;
+    *slot = Some(state);
+    Ok(n)
+}
+
+#[inline(never)]
+fn k_finish(slot: &mut Option<Sensor>, msg: &[u8], cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
+    // In place: the state (with its transcript sponge) is not moved
+    // onto the stack under the decapsulations.
+    AwaitBrokerHello::receive_broker_hello_in(slot, msg, cf).map(|(s, _)| s)
+}
+
+/// The cached static-static secret for a hybrid suite (`None`: the
+/// handshake computes it, or reports the bad key itself).
+fn cache_static_secret(
+    suite_id: u8,
+    x_sk: &[u8; X25519_LEN],
+    x_pk: &[u8; X25519_LEN],
+    out: &'static mut [u8; X25519_LEN],
+) -> Option<&'static [u8; X25519_LEN]> {
+    #[cfg(feature = "mqtt-x25519")]
+    if Suite::from_id(suite_id).is_ok_and(|s| s.is_hybrid()) {
+        if let Ok(secret) = kem_mqtt::static_x25519_secret(x_sk, x_pk) {
+            *out = secret;
+            return Some(out);
+        }
+    }
+    let _ = (suite_id, x_sk, x_pk, out);
+    None
+}
+
+/// The key fields of a start request.
+struct Keys {
+    id: &'static [u8],
+    sk: &'static [u8; L.sk],
+    x_sk: &'static [u8; X25519_LEN],
+    pk: &'static [u8; L.pk],
+    x_pk: &'static [u8; X25519_LEN],
+}
+
+/// Reads the key fields of the request into the key statics.
+#[cfg(not(feature = "mqtt-provisioned"))]
+fn read_keys(io: &mut Uart) -> Option<Keys> {
+    // SAFETY: distinct statics; the handshake state that borrowed
+    // them was dropped by the caller.
+    let (id, sk, x_sk, pk, x_pk) = unsafe {
+        (
+            &mut *addr_of_mut!(CLIENT_ID),
+            &mut *addr_of_mut!(KEM_SK),
+            &mut *addr_of_mut!(X_SK),
+            &mut *addr_of_mut!(BROKER_PK),
+            &mut *addr_of_mut!(BROKER_X_PK),
+        )
+    };
+    let id_len = (io.read_byte() as usize).min(MAX_ID_LEN);
+    io.read_bytes(id);
+    io.read_bytes(sk);
+    io.read_bytes(x_sk);
+    io.read_bytes(pk);
+    io.read_bytes(x_pk);
+    let id: &'static [u8; MAX_ID_LEN] = id;
+    Some(Keys {
+        id: &id[..id_len],
+        sk,
+        x_sk,
+        pk,
+        x_pk,
+    })
+}
+
+/// Reads the key fields of the request and checks them against the
+/// provisioned ones (`None` if they differ: the host and the image
+/// disagree on the keys).
+#[cfg(feature = "mqtt-provisioned")]
+fn read_keys(io: &mut Uart) -> Option<Keys> {
+    let mut differ = 0u8;
+    for &b in PROVISIONED.iter() {
+        differ |= io.read_byte() ^ b;
+    }
+    let (&id_len, rest) = PROVISIONED.split_first()?;
+    let (id, rest) = rest.split_first_chunk::<MAX_ID_LEN>()?;
+    let (sk, rest) = rest.split_first_chunk::<{ L.sk }>()?;
+    let (x_sk, rest) = rest.split_first_chunk::<X25519_LEN>()?;
+    let (pk, rest) = rest.split_first_chunk::<{ L.pk }>()?;
+    let (x_pk, _) = rest.split_first_chunk::<X25519_LEN>()?;
+    (differ == 0).then_some(Keys {
+        id: &id[..(id_len as usize).min(MAX_ID_LEN)],
+        sk,
+        x_sk,
+        pk,
+        x_pk,
+    })
+}
+
+fn start(io: &mut Uart) {
+    // SAFETY: single-threaded; the previous handshake state, which
+    // borrows the key statics, is dropped before they are rewritten.
+    let slot = unsafe { &mut *addr_of_mut!(STATE) };
+    *slot = None;
+    // SAFETY: the state that borrowed it is gone (above).
+    let ephemeral = unsafe { &mut *addr_of_mut!(EPHEMERAL) };
+    // SAFETY: distinct statics, nothing else borrows them now.
+    let (tape, flight) = unsafe { (&mut *addr_of_mut!(TAPE), &mut *addr_of_mut!(FLIGHT_BUF)) };
+    let suite_id = io.read_byte();
+    let keys = read_keys(io);
+    io.read_bytes(tape);
+    let tape: &'static [u8; TAPE_LEN] = tape;
+    let Some(Keys { id, sk, x_sk, pk, x_pk }) = keys else {
+        io.reply(Status::Ok, L.start_reply_len() as u16);
+        io.write_byte(8);
+        io.write_u16(0);
+        io.write_u16(0);
+        io.write_bytes(&flight[..L.max_client_hello()]);
+        return;
+    };
+    // SAFETY: single-threaded; nothing else borrows it now.
+    let x_static = unsafe { &mut *addr_of_mut!(X_STATIC) };
+    let cached = cache_static_secret(suite_id, x_sk, x_pk, x_static);
+    let creds = SensorCredentials {
+        client_id: id,
+        kem_sk: sk,
+        x25519_sk: Some(&*x_sk),
+        broker_kem_pk: pk,
+        broker_x25519_pk: Some(&*x_pk),
+        x25519_static_secret: cached,
+    };
+    let mut rng = Tape::new(tape.as_slice());
+    let r = match Suite::from_id(suite_id) {
+        Ok(suite) => measure(OP_START, || {
+            k_start(
+                black_box(suite),
+                black_box(creds),
+                black_box(&mut rng),
+                black_box(&mut *flight),
+                ephemeral,
+                black_box(&mut *slot),
+            )
+        }),
+        Err(e) => Err(e),
+    };
+    let (status, n) = match r {
+        Ok(n) => (0, n),
+        Err(e) => (code(e), 0),
+    };
+    io.reply(Status::Ok, L.start_reply_len() as u16);
+    io.write_byte(status);
+    io.write_u16(rng.used() as u16);
+    io.write_u16(n as u16);
+    io.write_bytes(&flight[..L.max_client_hello()]);
+}
+
+/// The new session key at work: one record to the broker. Not
+/// inlined, so the record layer's working state is not part of the
+/// frame that holds the handshake's (the sensor's peak, under decaps).
+#[inline(never)]
+fn seal_record(session: &mut Session, record: &mut [u8; RECORD_LEN]) -> u8 {
+    match session.seal(TOPIC, PAYLOAD, record) {
+        Ok(_) => 0,
+        Err(e) => code(e),
+    }
+}
+
+fn finish(io: &mut Uart) {
+    // SAFETY: single-threaded; one borrow of each static.
+    let (slot, flight, scratch) = unsafe {
+        (
+            &mut *addr_of_mut!(STATE),
+            &mut *addr_of_mut!(FLIGHT_BUF),
+            &mut *addr_of_mut!(TAPE),
+        )
+    };
+    let len = (io.read_u16() as usize).min(L.max_broker_hello());
+    io.read_bytes(&mut flight[..L.max_broker_hello()]);
+    let msg = &flight[..len];
+    scratch.fill(0);
+    let Some((cf, rest)) = scratch.split_first_chunk_mut::<CF_LEN>() else {
+        return;
+    };
+    let Some(record) = rest.first_chunk_mut::<RECORD_LEN>() else {
+        return;
+    };
+    let status = if slot.is_none() {
+        7
+    } else {
+        match measure(OP_FINISH, || {
+            k_finish(black_box(&mut *slot), black_box(msg), black_box(&mut *cf))
+        }) {
+            Ok(mut session) => seal_record(&mut session, record),
+            Err(e) => code(e),
+        }
+    };
+    io.reply(Status::Ok, L.finish_reply_len() as u16);
+    io.write_byte(status);
+    io.write_bytes(&cf[..]);
+    io.write_bytes(&record[..]);
+}
+
+/// The sensor's two steps.
+pub const OPS: [Op<Uart>; 2] = [
+    Op {
+        id: OP_START,
+        request_len: L.start_request_len() as u16,
+        reply_len: L.start_reply_len() as u16,
+        run: start,
+    },
+    Op {
+        id: OP_FINISH,
+        request_len: L.finish_request_len() as u16,
+        reply_len: L.finish_reply_len() as u16,
+        run: finish,
+    },
+];
