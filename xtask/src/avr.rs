@@ -260,8 +260,12 @@ impl CallGraph {
                 let mut it = line.splitn(4, ' ');
                 let (_, sz, kind, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
                 let data = matches!(kind, "d" | "D" | "b" | "B");
-                let harness =
-                    name.starts_with("firmware::") || name.starts_with("avr_harness::") || name.starts_with("__");
+                // Rust v0 symbols (binutils 2.26 does not demangle them) name
+                // their crate as `_<len><name>` after the crate hash.
+                let harness = ["firmware", "avr_harness"]
+                    .iter()
+                    .any(|c| name.starts_with(&format!("{c}::")) || name.contains(&format!("_{}{c}", c.len())))
+                    || name.starts_with("__");
                 (data && !harness).then(|| u32::from_str_radix(sz, 16).ok()).flatten()
             })
             .sum();
