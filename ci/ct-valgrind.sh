@@ -6,9 +6,15 @@
 # depends on secret data. Fails if memcheck reports any error that
 # ct-check/ct.supp does not explain.
 #
-#   ci/ct-valgrind.sh            # 8 key pairs per KEM variant, all phases
+# Phases: keygen, encaps, decaps, import (every KEM variant; X25519 with
+# keygen) and mqtt (the KEM-MQTT/1 core: key schedule, Finished checks,
+# record AEAD with valid and invalid tags, all-zero X25519 checks, in hybrid
+# handshakes of both symmetric families).
+#
+#   ci/ct-valgrind.sh            # 8 key pairs per KEM variant (8 handshake rounds per suite), all phases
 #   ci/ct-valgrind.sh 2 decaps   # 2 key pairs, decapsulation only
-#                                # (phases: keygen,encaps,decaps,import or all)
+#   ci/ct-valgrind.sh 1 mqtt     # the KEM-MQTT/1 core only
+#                                # (phases: a comma list of the above, or all)
 set -euo pipefail
 cd "$(dirname "$0")/../ct-check"
 

@@ -9,6 +9,14 @@
 //! are declassified (`VALGRIND_MAKE_MEM_DEFINED`) exactly where it makes
 //! them public, each with a comment saying why.
 //!
+//! The `mqtt` phase does the same for the KEM-MQTT/1 core (`kem-mqtt`):
+//! both sides of hybrid handshakes of both symmetric families with every
+//! long-term secret and every RNG output secret, the key schedule (KDF) on
+//! secret inputs, BrokerFinished and ClientFinished checks that pass and
+//! that fail, records opened with valid and with invalid tags, and the
+//! all-zero X25519 checks (computed and cached static-static secrets).
+//! Flights and records are declassified when they are sent.
+//!
 //! Run it with `ci/ct-valgrind.sh`. Outside valgrind the client requests
 //! are no-ops and the binary is an ordinary functional test.
 
@@ -62,7 +70,18 @@ mod vg {
 
     /// Declassifies `bytes`: the protocol makes them public here.
     pub fn public(bytes: &[u8]) {
-        request(0, MAKE_MEM_DEFINED, bytes.as_ptr() as usize, bytes.len());
+        public_at(bytes.as_ptr() as usize, bytes.len());
+    }
+
+    /// [`public`] for memory known by its address only (borrowed mutably
+    /// elsewhere: the request reads nothing, it only names the range).
+    pub fn public_at(addr: usize, len: usize) {
+        request(0, MAKE_MEM_DEFINED, addr, len);
+    }
+
+    /// [`secret`] likewise.
+    pub fn secret_at(addr: usize, len: usize) {
+        request(0, MAKE_MEM_UNDEFINED, addr, len);
     }
 
     /// Whether the process runs under valgrind.
@@ -220,6 +239,8 @@ enum Phase {
     Encaps,
     Decaps,
     Import,
+    /// The KEM-MQTT/1 core.
+    Mqtt,
 }
 
 /// Runs `iterations` key pairs of `K`; returns the inputs checked.
@@ -292,6 +313,159 @@ fn check_x25519(iterations: u64) -> usize {
     checked
 }
 
+/// The secret byte ranges of a `kem` secret key (as [`Kem::secret_ranges`]).
+fn secret_ranges_of(kem: kem_mqtt::KemId) -> Vec<std::ops::Range<usize>> {
+    use kem_mqtt::KemId;
+    match kem {
+        KemId::MlKem512 => MlKem512::secret_ranges(),
+        KemId::Kyber512R3 => Kyber512R3::secret_ranges(),
+        KemId::LightSaber => LightSaber::secret_ranges(),
+        KemId::CtruLightAscon => Ctru::<Ascon, Kred2x>::secret_ranges(),
+        KemId::CtruLightSha3 => Ctru::<Sha3, Kred2x>::secret_ranges(),
+    }
+}
+
+/// Declassifies whether `r` is `Ok`: the outcome of a check is public (the
+/// handshake goes on or stops, the record is delivered or dropped).
+fn outcome<T, E>(r: &Result<T, E>) -> bool {
+    let ok = [r.is_ok() as u8];
+    vg::public(&ok);
+    ok[0] == 1
+}
+
+/// The KEM-MQTT/1 core, `iterations` times per suite: per iteration two
+/// hybrid handshakes (one whose BrokerFinished is modified in transit),
+/// a modified and an honest ClientFinished, three records each way plus a
+/// modified one, the KDF of both families on secret input, and the
+/// static-static X25519 secret computed and then cached. Returns the
+/// operations checked.
+fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
+    use kem_mqtt::sym::{kdf, kdf32};
+    use kem_mqtt::testing::{broker_fixture, sensor_fixture};
+    use kem_mqtt::EphemeralKey;
+    use kem_mqtt::{
+        BrokerHandshake, Error, Family, SensorHandshake, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN,
+        RECORD_OVERHEAD,
+    };
+    let suites = ["ml-kem-512+x25519", "ctru-light-ascon+x25519"];
+    let mut results = vec![];
+    for name in suites {
+        let suite = Suite::from_name(name).expect("suite");
+        let kem = suite.kem();
+        let mut checked = 0;
+        for i in 0..iterations {
+            let seed = 0x4D51_0000 + i;
+            // Long-term keys, made with an unmarked RNG, then their secret
+            // parts marked: the KEM secret polynomial and z, both X25519 keys.
+            let mut setup = SecretRng(kem_common::TestRng(seed), false);
+            let sensor = sensor_fixture(suite, &mut setup);
+            let broker = broker_fixture(suite, &mut setup).with_client(&sensor, SuiteSet::EMPTY.with(suite));
+            for r in secret_ranges_of(kem) {
+                vg::secret(&sensor.sk[r.clone()]);
+                vg::secret(&broker.sk[r]);
+            }
+            vg::secret(&sensor.x_sk);
+            vg::secret(&broker.x_sk);
+
+            // The KDF of both families on a secret input (length-framed parts).
+            let mut ikm = [0u8; 32];
+            rand_core::RngCore::fill_bytes(&mut SecretRng(kem_common::TestRng(!seed), true), &mut ikm);
+            for family in [Family::Sha3, Family::Ascon] {
+                let prk = kdf32(family, b"ct-check", &[&ikm, b"public context"]);
+                let mut okm = [0u8; 48];
+                kdf(family, b"ct-check out", &[&prk.0], &mut okm);
+                checked += 2;
+            }
+
+            let mut rng = SecretRng(kem_common::TestRng(seed ^ 0x5EED), true);
+            let (mut ch, mut bh, mut cf) = ([0u8; MAX_CLIENT_HELLO_LEN], [0u8; MAX_BROKER_HELLO_LEN], [0u8; 64]);
+            for tamper_bh in [true, false] {
+                let creds = sensor.credentials(&broker);
+                let mut eph = EphemeralKey::new();
+                let eph_at = &mut eph as *mut EphemeralKey as usize;
+                let (st, n) = SensorHandshake::start_in(suite, creds, &mut rng, &mut ch, &mut eph).expect("start");
+                // Declassify: flight 1 is sent; it holds pk_e, so the copy of
+                // pk_e (and H(pk_e)) inside the ephemeral secret key is public
+                // too — only its secret ranges stay secret, as for static keys.
+                // (`EphemeralKey` is `repr(transparent)` over the key bytes.)
+                vg::public(&ch[..n]);
+                vg::public_at(eph_at, kem.sk_len());
+                for r in secret_ranges_of(kem) {
+                    vg::secret_at(eph_at + r.start, r.len());
+                }
+                let (await_cf, m) = BrokerHandshake::accept(&broker, &ch[..n], &mut rng, &mut bh).expect("accept");
+                // Declassify: flight 2 is sent.
+                vg::public(&bh[..m]);
+                checked += 2;
+                if tamper_bh {
+                    // A BrokerFinished modified in transit: refused.
+                    bh[m - 1 - (i as usize % 32)] ^= 1 << (i % 8);
+                    let r = st.receive_broker_hello(&bh[..m], &mut cf);
+                    assert!(!outcome(&r), "{name}: a modified BrokerFinished verified");
+                    assert!(matches!(r, Err(Error::BrokerFinishedInvalid)));
+                    checked += 1;
+                    continue;
+                }
+                let r = st.receive_broker_hello(&bh[..m], &mut cf);
+                assert!(outcome(&r), "{name}: the honest BrokerFinished was refused");
+                let (mut s_session, k) = r.expect("checked");
+                // Declassify: flight 3 is sent.
+                vg::public(&cf[..k]);
+                // A ClientFinished modified in transit, then the honest one.
+                let mut bad = cf;
+                bad[2 + (i as usize * 7) % 32] ^= 0x20;
+                let r = await_cf.check_client_finished(&bad[..k]);
+                assert!(!outcome(&r), "{name}: a modified ClientFinished verified");
+                let r = await_cf.check_client_finished(&cf[..k]);
+                assert!(outcome(&r), "{name}: the honest ClientFinished was refused");
+                let mut b_session = r.expect("checked");
+                checked += 3;
+
+                // Records with secret plaintexts, sensor to broker and back.
+                let topic = b"kem-mqtt/data/sensor-1/c2b";
+                for j in 0..3u8 {
+                    let mut pt = [j; 24];
+                    vg::secret(&pt);
+                    let mut rec = [0u8; 24 + RECORD_OVERHEAD];
+                    let len = s_session.seal(topic, &pt, &mut rec).expect("seal");
+                    // Declassify: the record is published.
+                    vg::public(&rec[..len]);
+                    let r = b_session.open(topic, &rec[..len], &mut pt);
+                    assert!(outcome(&r), "{name}: an honest record was refused");
+                    // A record modified in transit (a fresh sequence number
+                    // with a wrong tag: the AEAD check runs and fails).
+                    let len = b_session.seal(topic, &pt, &mut rec).expect("seal");
+                    vg::public(&rec[..len]);
+                    rec[len - 1 - j as usize] ^= 1;
+                    let r = s_session.open(topic, &rec[..len], &mut pt);
+                    assert!(!outcome(&r), "{name}: a modified record opened");
+                    checked += 4;
+                }
+            }
+
+            // The static-static X25519 secret, computed (its all-zero check)
+            // and then cached (the check of a cached value).
+            let cached = kem_mqtt::static_x25519_secret(&sensor.x_sk, &broker.x_pk);
+            // The all-zero check's outcome may be a conditional move into the
+            // result's discriminant: declassify the whole result (the check
+            // is public: the key is refused or not), then mark the secret
+            // secret again.
+            let at = &cached as *const _ as usize;
+            vg::public_at(at, std::mem::size_of_val(&cached));
+            assert!(outcome(&cached), "{name}: static-static X25519 refused");
+            let cached = cached.expect("checked");
+            vg::secret(&cached);
+            let mut creds = sensor.credentials(&broker);
+            creds.x25519_static_secret = Some(&cached);
+            let r = SensorHandshake::start(suite, creds, &mut rng, &mut ch);
+            assert!(outcome(&r), "{name}: the cached static secret was refused");
+            checked += 2;
+        }
+        results.push((format!("KEM-MQTT/1 {name}"), checked));
+    }
+    results
+}
+
 fn run_ctru<B: Backend, A: Arithmetic>(iterations: u64, phases: &[Phase]) -> (String, usize) {
     let label = format!("CTRU-Light<{}, {}>", <B as Backend>::NAME, <A as Arithmetic>::NAME);
     (label.clone(), check::<Ctru<B, A>>(&label, iterations, phases))
@@ -320,15 +494,43 @@ fn selftest() -> ExitCode {
     }
 }
 
+/// Every KEM variant (and X25519 with key generation) through `phases`.
+fn kem_results(iterations: u64, phases: &[Phase]) -> Vec<(String, usize)> {
+    let mut results = vec![
+        (
+            MlKem512::NAME.to_string(),
+            check::<MlKem512>(MlKem512::NAME, iterations, phases),
+        ),
+        (
+            Kyber512R3::NAME.to_string(),
+            check::<Kyber512R3>(Kyber512R3::NAME, iterations, phases),
+        ),
+        (
+            LightSaber::NAME.to_string(),
+            check::<LightSaber>(LightSaber::NAME, iterations, phases),
+        ),
+    ];
+    results.push(run_ctru::<Sha3, Kred2x>(iterations, phases));
+    results.push(run_ctru::<Sha3, MontgomeryOpt>(iterations, phases));
+    results.push(run_ctru::<Sha3, MontgomeryPlain>(iterations, phases));
+    results.push(run_ctru::<Ascon, Kred2x>(iterations, phases));
+    results.push(run_ctru::<Ascon, MontgomeryOpt>(iterations, phases));
+    results.push(run_ctru::<Ascon, MontgomeryPlain>(iterations, phases));
+    if phases.contains(&Phase::Keygen) {
+        results.push(("X25519".to_string(), check_x25519(iterations)));
+    }
+    results
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("selftest") {
         return selftest();
     }
     let iterations: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(4);
-    // Phases: `all` (default) or a comma list of keygen,encaps,decaps,import.
+    // Phases: `all` (default) or a comma list of keygen,encaps,decaps,import,mqtt.
     let phases: Vec<Phase> = match args.get(2).map(String::as_str) {
-        None | Some("all") => vec![Phase::Keygen, Phase::Encaps, Phase::Decaps, Phase::Import],
+        None | Some("all") => vec![Phase::Keygen, Phase::Encaps, Phase::Decaps, Phase::Import, Phase::Mqtt],
         Some(list) => list
             .split(',')
             .map(|p| match p {
@@ -336,32 +538,20 @@ fn main() -> ExitCode {
                 "encaps" => Phase::Encaps,
                 "decaps" => Phase::Decaps,
                 "import" => Phase::Import,
+                "mqtt" => Phase::Mqtt,
                 other => panic!("unknown phase {other}"),
             })
             .collect(),
     };
-    let mut results = vec![
-        (
-            MlKem512::NAME.to_string(),
-            check::<MlKem512>(MlKem512::NAME, iterations, &phases),
-        ),
-        (
-            Kyber512R3::NAME.to_string(),
-            check::<Kyber512R3>(Kyber512R3::NAME, iterations, &phases),
-        ),
-        (
-            LightSaber::NAME.to_string(),
-            check::<LightSaber>(LightSaber::NAME, iterations, &phases),
-        ),
-    ];
-    results.push(run_ctru::<Sha3, Kred2x>(iterations, &phases));
-    results.push(run_ctru::<Sha3, MontgomeryOpt>(iterations, &phases));
-    results.push(run_ctru::<Sha3, MontgomeryPlain>(iterations, &phases));
-    results.push(run_ctru::<Ascon, Kred2x>(iterations, &phases));
-    results.push(run_ctru::<Ascon, MontgomeryOpt>(iterations, &phases));
-    results.push(run_ctru::<Ascon, MontgomeryPlain>(iterations, &phases));
-    if phases.contains(&Phase::Keygen) {
-        results.push(("X25519".to_string(), check_x25519(iterations)));
+    let mqtt = phases.contains(&Phase::Mqtt);
+    let kem_phases: Vec<Phase> = phases.iter().copied().filter(|p| *p != Phase::Mqtt).collect();
+    let phases = &kem_phases;
+    let mut results = vec![];
+    if !phases.is_empty() {
+        results = kem_results(iterations, phases);
+    }
+    if mqtt {
+        results.extend(check_mqtt(iterations));
     }
     let total: usize = results.iter().map(|r| r.1).sum();
     for (name, n) in &results {
