@@ -9,6 +9,11 @@
 #
 # Needs the nightly toolchain (rustup toolchain install nightly) and
 # cargo-fuzz (installed from crates.io below if missing).
+#
+# Built with optimisations (-O), AddressSanitizer (cargo-fuzz's default) and
+# debug assertions (-a), which also turn on overflow checks (rustc's
+# default follows debug assertions); fuzz/src/lib.rs fails the build if
+# either is off, so the claim in SECURITY.md cannot silently become false.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 
@@ -21,7 +26,9 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo install --locked cargo-fuzz
 fi
 
-cargo +nightly fuzz build -O
+FUZZ_FLAGS=(-O -a)
+cargo +nightly fuzz build "${FUZZ_FLAGS[@]}"
+echo "built with ${FUZZ_FLAGS[*]}: debug assertions and overflow checks on (checked at compile time by fuzz/src/lib.rs)"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
@@ -32,7 +39,7 @@ for t in "${targets[@]}"; do
     mkdir -p "corpus/$t"
     log="$(mktemp)"
     echo "== fuzz $t for ${SECONDS_PER_TARGET}s"
-    if ! cargo +nightly fuzz run -O "$t" "corpus/$t" -- \
+    if ! cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" "corpus/$t" -- \
         -max_total_time="$SECONDS_PER_TARGET" -malloc_limit_mb="$MALLOC_LIMIT_MB" -rss_limit_mb=2048 \
         -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
         tail -n 60 "$log"

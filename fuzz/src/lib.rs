@@ -2,6 +2,18 @@
 //! every input to behave the same on every run), key "repair" helpers that
 //! turn arbitrary bytes into keys that pass import validation, and KEM-MQTT
 //! fixtures built once per process.
+//!
+//! The targets must run with debug assertions and overflow checks (an
+//! arithmetic overflow is a finding, not a wrap-around): `ci/fuzz-smoke.sh`
+//! builds with `cargo fuzz build -O -a`, and a build without them fails
+//! here, at compile time. (`cfg(overflow_checks)` needs nightly, which
+//! cargo-fuzz needs anyway.)
+#![feature(cfg_overflow_checks)]
+
+#[cfg(not(debug_assertions))]
+compile_error!("fuzz targets need debug assertions: cargo fuzz build/run -O -a (--debug-assertions)");
+#[cfg(not(overflow_checks))]
+compile_error!("fuzz targets need overflow checks: cargo fuzz build/run -O -a, without -C overflow-checks=off");
 
 use std::sync::OnceLock;
 
