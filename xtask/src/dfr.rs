@@ -102,31 +102,31 @@ fn agrees(estimate: (f64, f64), value: f64) -> bool {
     (estimate.0 - value).abs() <= 5.0 * estimate.1 + 0.02 * value
 }
 
-fn option(args: &[String], name: &str, default: u64) -> Result<u64, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .ok_or(format!("{name} needs a number")),
-    }
-}
-
 /// Prints the computation, its assumptions and the checks; fails when the
 /// real code disagrees with the model or the two dependent methods disagree.
-pub fn run(args: &[String]) -> Result<(), String> {
-    const OPTIONS: [&str; 4] = ["--keys", "--per-key", "--seed", "--mc"];
-    for a in args.iter().filter(|a| a.starts_with("--")) {
-        if !OPTIONS.contains(&a.as_str()) {
-            return Err(format!(
-                "dfr: unknown option {a} (options: --keys K (1000), --per-key M (100), --seed S, --mc N (4000))"
-            ));
-        }
-    }
-    let keys = option(args, "--keys", 1000)? as usize;
-    let per_key = option(args, "--per-key", 100)? as usize;
-    let seed = option(args, "--seed", 1)?;
-    let mc = option(args, "--mc", 4000)? as usize;
+/// Options of `cargo xtask dfr`.
+#[derive(clap::Parser, Debug)]
+pub struct DfrArgs {
+    /// Keys of the empirical check against the real code path
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(2..))]
+    pub keys: u64,
+    /// Ciphertexts per key
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..))]
+    pub per_key: u64,
+    /// Seed of the keys and ciphertexts
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Importance-sampled Monte Carlo draws per support pattern
+    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub mc: u64,
+}
+
+/// Prints the computation and fails if the checks disagree.
+pub fn run(o: &DfrArgs) -> Result<(), String> {
+    let keys = o.keys as usize;
+    let per_key = o.per_key as usize;
+    let seed = o.seed;
+    let mc = o.mc as usize;
     let lg = |x: f64| x.log2();
     let mut failed: Vec<String> = Vec::new();
 

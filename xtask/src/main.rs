@@ -66,12 +66,9 @@ enum Cmd {
     Mqtt(mqtt::MqttArgs),
     /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
     Kat(kat::KatArgs),
-    /// CTRU-Light decryption-failure rate by convolution of its noise model
-    Dfr {
-        /// Options of the DFR computation
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// CTRU-Light decryption-failure rate (revision 1): the exact noise law, the decoder's
+    /// failure region, block-shared secrets, checked against the real code path
+    Dfr(dfr::DfrArgs),
     /// Regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
     Report,
 }
@@ -163,7 +160,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::Bench(a) => bench::run(&a),
         Cmd::Report => report::regenerate(),
         Cmd::Kat(a) => kat::run(&a),
-        Cmd::Dfr { args } => dfr::run(&args),
+        Cmd::Dfr(a) => dfr::run(&a),
         Cmd::Ct(a) => ct::run(&a),
         Cmd::Mqtt(a) => mqtt::cmd(&a),
     }
