@@ -191,9 +191,13 @@ fn load_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyError> {
 /// Creates `dir` (and missing parents) with mode 0700. An existing
 /// directory is left as it is (it may be shared, e.g. a temporary
 /// directory); the files written into it are 0600 either way.
+/// Errors name the directory.
 pub fn private_dir(dir: &Path) -> Result<(), KeyError> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    Ok(())
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| KeyError::from(e).in_file(dir))
 }
 
 /// Writes `value` as JSON to `path` with mode 0600: into a new temporary
