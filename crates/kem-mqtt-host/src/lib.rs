@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 //! KEM-MQTT/1 on hosts: the `std` layers on top of the `kem-mqtt` core.
 //!
+//! - [`addr`]: broker addresses as typed (`HOST`, `HOST:PORT`, `[v6]:PORT`; port 1883 by default);
 //! - [`admission`]: rate limits on ClientHellos, checked before any decapsulation;
 //! - [`keys`]: versioned JSON key files and the client registry (hex keys);
 //! - [`provision`]: broker key generation and sensor enrolment;
@@ -14,6 +15,7 @@
 //! `kem-mqtt/hs/<client id>/b2c` (BrokerHello) and carries records on
 //! `kem-mqtt/data/<client id>/c2b` and `…/b2c`.
 
+pub mod addr;
 pub mod admission;
 pub mod broker;
 pub mod gateway;
