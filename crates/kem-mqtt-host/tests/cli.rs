@@ -1,0 +1,423 @@
+//! The `kem-mqtt` command line (issue #23): help on every command, unknown
+//! commands and bad values refused with a message naming them, file errors
+//! naming the file, broker addresses with port 1883 by default. Runs the
+//! real binary, every run bounded by a time limit; network on 127.0.0.1 only.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kem_mqtt_host::addr::{BrokerAddr, DEFAULT_PORT};
+use kem_mqtt_host::broker::EmbeddedBroker;
+
+const EXE: &str = env!("CARGO_BIN_EXE_kem-mqtt");
+/// Longest any one run may take (a debug build on a shared machine).
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Kills a child this test started when dropped (also on a failed assertion).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(args: &[&str]) -> Running {
+    Running(
+        Command::new(EXE)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn read_all(r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let mut r = r;
+        let _ = r.read_to_end(&mut v);
+        v
+    })
+}
+
+/// Runs `kem-mqtt args…` to completion; fails the test if it takes longer than `limit`.
+fn run_within(args: &[&str], limit: Duration) -> Output {
+    let mut child = spawn(args);
+    let out = read_all(child.0.stdout.take().unwrap());
+    let err = read_all(child.0.stderr.take().unwrap());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "kem-mqtt {args:?} still running after {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    run_within(args, LIMIT)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A run that must be refused as a usage error (status 2, clap's message).
+fn refused(args: &[&str]) -> String {
+    let out = run(args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "kem-mqtt {args:?} was not refused as a usage error\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        !stdout.contains("KEM-MQTT/1 demo"),
+        "kem-mqtt {args:?} ran the demo: {stdout}"
+    );
+    stderr
+}
+
+/// A fresh directory under the temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("kem-mqtt-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn an_unknown_command_is_refused_and_named() {
+    let err = refused(&["frobnicate"]);
+    assert!(err.contains("frobnicate"), "{err}");
+    // No command at all: the usage, and a failure (nothing was done).
+    let out = run(&[]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("Usage: kem-mqtt"), "{}", text(&out.stderr));
+    // An unknown option of a known command.
+    let err = refused(&["demo", "--frobnicate"]);
+    assert!(err.contains("--frobnicate"), "{err}");
+}
+
+#[test]
+fn every_command_has_help_and_help_does_not_run_it() {
+    for cmd in ["provision", "gateway", "sensor", "demo"] {
+        for help in ["--help", "-h"] {
+            // The demo takes under a second: "quick" alone would not tell help from a run.
+            let out = run_within(&[cmd, help], Duration::from_secs(20));
+            let stdout = text(&out.stdout);
+            assert!(
+                out.status.success(),
+                "kem-mqtt {cmd} {help}: {stdout}{}",
+                text(&out.stderr)
+            );
+            assert!(
+                stdout.contains(&format!("Usage: kem-mqtt {cmd}")),
+                "kem-mqtt {cmd} {help}: {stdout}"
+            );
+            assert!(stdout.contains("--"), "no options listed: {stdout}");
+            assert!(
+                !stdout.contains("KEM-MQTT/1 demo") && !stdout.contains("round trips in"),
+                "kem-mqtt {cmd} {help} ran the command: {stdout}"
+            );
+        }
+    }
+    let out = run(&["--help"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success());
+    for cmd in ["provision", "gateway", "sensor", "demo"] {
+        assert!(stdout.contains(cmd), "{cmd} missing from the usage: {stdout}");
+    }
+}
+
+#[test]
+fn counts_are_numbers_and_the_demo_needs_at_least_one() {
+    for bad in ["abc", "0", "-1", "1.5", ""] {
+        let err = refused(&["demo", "--count", bad]);
+        assert!(err.contains("--count"), "demo --count {bad:?}: {err}");
+    }
+    // The sensor's count: a number (0 is the handshake only), refused before
+    // the key file is read.
+    for bad in ["abc", "-1", "99999999999"] {
+        let err = refused(&[
+            "sensor",
+            "--broker",
+            "127.0.0.1",
+            "--key",
+            "no-such-file",
+            "--count",
+            bad,
+        ]);
+        assert!(err.contains("--count"), "sensor --count {bad:?}: {err}");
+    }
+}
+
+#[test]
+fn other_bad_values_are_refused_and_named() {
+    let err = refused(&["demo", "--suite", "rot13"]);
+    assert!(err.contains("--suite") && err.contains("ml-kem-512"), "{err}");
+    let err = refused(&["demo", "--suite", "ml-kem-512", "--all-suites"]);
+    assert!(err.contains("--all-suites"), "{err}");
+    let err = refused(&[
+        "sensor",
+        "--broker",
+        "127.0.0.1",
+        "--key",
+        "k",
+        "--mode",
+        "carrier-pigeon",
+    ]);
+    assert!(err.contains("--mode") && err.contains("topic"), "{err}");
+    let dir = TempDir::new("badid");
+    let d = dir.0.to_str().unwrap();
+    let err = refused(&[
+        "provision",
+        "--dir",
+        d,
+        "--client",
+        "../escape",
+        "--suite",
+        "ml-kem-512",
+    ]);
+    assert!(err.contains("--client"), "{err}");
+    let err = refused(&["provision", "--dir", d, "--client", "s1"]);
+    assert!(err.contains("--suite"), "{err}");
+    let err = refused(&["provision", "--dir", d, "--force"]);
+    assert!(err.contains("--client"), "{err}");
+    assert!(
+        !dir.path("broker-key.json").exists(),
+        "a refused command line wrote keys"
+    );
+    let err = refused(&["sensor", "--key", "k"]);
+    assert!(err.contains("--broker"), "{err}");
+}
+
+/// A run that must fail while running (status 1) with a message naming `what`.
+fn fails_naming(args: &[&str], what: &str) {
+    let out = run(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "kem-mqtt {args:?}: {err}");
+    assert!(err.contains(what), "kem-mqtt {args:?} does not name {what}: {err}");
+}
+
+fn shown(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[test]
+fn file_errors_name_the_file() {
+    let dir = TempDir::new("files");
+    let missing_key = dir.path("sensor-missing.json");
+    // Port 1 on 127.0.0.1: never reached, the key file is read first.
+    let key_arg = missing_key.to_str().unwrap();
+    fails_naming(
+        &["sensor", "--broker", "127.0.0.1:1", "--key", key_arg],
+        &shown(&missing_key),
+    );
+
+    let missing_dir = dir.path("no-keys-here");
+    let dir_arg = missing_dir.to_str().unwrap();
+    let broker_key = missing_dir.join("broker-key.json");
+    fails_naming(
+        &["gateway", "--broker", "127.0.0.1:1", "--dir", dir_arg],
+        &shown(&broker_key),
+    );
+
+    // A key directory that cannot be created (under a regular file).
+    let file = dir.path("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let under = file.join("keys");
+    fails_naming(&["provision", "--dir", under.to_str().unwrap()], &shown(&under));
+
+    // A key file that is not JSON.
+    let junk = dir.path("junk.json");
+    std::fs::write(&junk, b"not json").unwrap();
+    let junk_arg = junk.to_str().unwrap();
+    fails_naming(&["sensor", "--broker", "127.0.0.1:1", "--key", junk_arg], &shown(&junk));
+}
+
+fn parse(s: &str) -> BrokerAddr {
+    s.parse().unwrap_or_else(|e| panic!("{s:?} refused: {e}"))
+}
+
+#[test]
+fn broker_addresses_default_to_port_1883() {
+    assert_eq!(DEFAULT_PORT, 1883);
+    let a = parse("127.0.0.1");
+    assert_eq!(a.socket_addrs(), ["127.0.0.1:1883".parse::<SocketAddr>().unwrap()]);
+    assert_eq!(a.to_string(), "127.0.0.1:1883");
+
+    let a = parse("127.0.0.1:1884");
+    assert_eq!(a.socket_addrs(), ["127.0.0.1:1884".parse::<SocketAddr>().unwrap()]);
+
+    for (s, shown) in [
+        ("[::1]:1885", "[::1]:1885"),
+        ("[::1]", "[::1]:1883"),
+        ("::1", "[::1]:1883"),
+    ] {
+        let a = parse(s);
+        assert_eq!(a.to_string(), shown, "{s}");
+        assert_eq!(a.socket_addrs(), [shown.parse::<SocketAddr>().unwrap()], "{s}");
+    }
+
+    // Names resolve (localhost: to loopback addresses only, from the hosts file).
+    for (s, port) in [("localhost", 1883), ("localhost:1884", 1884)] {
+        let a = parse(s);
+        assert_eq!((a.host(), a.port()), ("localhost", port), "{s}");
+        assert_eq!(a.to_string(), format!("localhost:{port}"));
+        assert!(!a.socket_addrs().is_empty());
+        for sa in a.socket_addrs() {
+            assert!(sa.ip().is_loopback() && sa.port() == port, "{s} resolved to {sa}");
+        }
+    }
+}
+
+#[test]
+fn malformed_broker_addresses_are_refused() {
+    // Each is refused on its form, before any DNS query.
+    for bad in [
+        "",
+        ":1883",
+        "127.0.0.1:",
+        "127.0.0.1:abc",
+        "127.0.0.1:0",
+        "127.0.0.1:65536",
+        "127.0.0.1:-1",
+        "localhost:1883:1",
+        "::1:99999",
+        "[::1",
+        "[::1]1883",
+        "[::1]:",
+        "[127.0.0.1]:1883",
+        "[localhost]",
+        "bad host",
+        "host/path",
+        "-flag",
+        "mqtt://127.0.0.1",
+    ] {
+        assert!(bad.parse::<BrokerAddr>().is_err(), "{bad:?} accepted");
+    }
+    // Through the binary: a usage error naming --broker, before the key file is read.
+    for bad in ["127.0.0.1:abc", "a:b:c", ""] {
+        let err = refused(&["sensor", "--broker", bad, "--key", "no-such-file"]);
+        assert!(err.contains("--broker"), "{bad:?}: {err}");
+        assert!(!err.contains("no-such-file"), "{bad:?}: the key file was read: {err}");
+        let err = refused(&["gateway", "--broker", bad, "--dir", "no-such-dir"]);
+        assert!(err.contains("--broker"), "{bad:?}: {err}");
+    }
+}
+
+/// Waits for a line of `child`'s stdout that contains `what`; returns the lines read.
+fn wait_for_line(lines: &mpsc::Receiver<String>, what: &str) -> Vec<String> {
+    let deadline = Instant::now() + LIMIT;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(l) if l.contains(what) => return seen,
+            Ok(l) => seen.push(l),
+            Err(e) => panic!("no line with {what:?} ({e}); got {seen:?}"),
+        }
+    }
+}
+
+#[test]
+fn provision_gateway_and_sensor_from_the_command_line() {
+    let dir = TempDir::new("e2e");
+    let d = dir.0.to_str().unwrap();
+    let out = run(&[
+        "provision",
+        "--dir",
+        d,
+        "--client",
+        "s1",
+        "--suite",
+        "ctru-light-ascon+x25519",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let key = dir.path("sensor-s1.json");
+
+    let broker = EmbeddedBroker::start(None).unwrap();
+    let port = broker.addr().port().to_string();
+    // The gateway by address, the sensor by name (the embedded broker listens
+    // on 127.0.0.1 only: if localhost resolves to ::1 first, the sensor must
+    // go on to 127.0.0.1).
+    let mut gateway = spawn(&["gateway", "--broker", &format!("127.0.0.1:{port}"), "--dir", d]);
+    let (tx, lines) = mpsc::channel();
+    let stdout = BufReader::new(gateway.0.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for l in stdout.lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    wait_for_line(&lines, "gateway connected to 127.0.0.1:");
+
+    let broker_arg = format!("localhost:{port}");
+    let key_arg = key.to_str().unwrap();
+    let out = run(&[
+        "sensor",
+        "--broker",
+        &broker_arg,
+        "--key",
+        key_arg,
+        "--count",
+        "2",
+        "--message",
+        "hi",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("ctru-light-ascon+x25519"), "{stdout}");
+    assert!(
+        stdout.contains("reply: ack 1") && stdout.contains("reply: ack 2"),
+        "{stdout}"
+    );
+    wait_for_line(&lines, "s1: hi #1");
+
+    // --count 0: the handshake only.
+    let out = run(&["sensor", "--broker", &broker_arg, "--key", key_arg, "--count", "0"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("ClientHello") && !stdout.contains("sent record"),
+        "{stdout}"
+    );
+
+    drop(gateway);
+    // A broker that is gone: the error names it.
+    broker.stop();
+    fails_naming(&["sensor", "--broker", &broker_arg, "--key", key_arg], &broker_arg);
+}
