@@ -136,7 +136,10 @@ pub fn bars_svg(title: &str, unit: &str, bars: &[Bar], ratio: bool) -> Result<St
             let i = y.round();
             if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
                 // The first bar on top.
-                labels.get(n - 1 - i as usize).map(|s| s.to_string()).unwrap_or_default()
+                labels
+                    .get(n - 1 - i as usize)
+                    .map(|s| s.to_string())
+                    .unwrap_or_default()
             } else {
                 String::new()
             }
