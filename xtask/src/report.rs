@@ -566,6 +566,46 @@ mod tests {
         );
     }
 
+    /// A cut of a real `benchmarks/latest.json` (CTRU-Light SHA3 K-RED2X,
+    /// Kyber512-r3, two Kyber NTT routines, two KEM-MQTT suites).
+    fn fixture() -> Vec<Record> {
+        serde_json::from_str(include_str!("../tests/fixtures/records.json")).unwrap()
+    }
+
+    #[test]
+    fn the_report_is_generated_from_stored_records() {
+        let records = fixture();
+        let md = docs_markdown(&records);
+        for want in [
+            "| atmega1284p | ctru-light-sha3 | kred2x |",
+            "### RAM: stack + static tables",
+            "| atmega1284p | kyber512-r3 | default | 1031 |",
+            "## KEM-MQTT/1 sensor handshake",
+            "## Related AVR results",
+            "| ml-kem-512 default keygen | not measured | – |",
+            "![KEM cycles, ours beside published](bench-kem.svg)",
+        ] {
+            assert!(md.contains(want), "docs/benchmarks.md lacks `{want}`");
+        }
+        let glance = readme_glance(&records);
+        assert!(glance.contains("| CTRU-Light, SHA3, K-RED2X (default) |"), "{glance}");
+        assert!(glance.contains("| Kyber512 (round 3) |"), "{glance}");
+        // Rows the fixture has no records for are left out, not invented.
+        assert!(!glance.contains("LightSaber"), "{glance}");
+        // Each chart draws the fixture's rows, with words for labels.
+        let kem = chart::kem_bars(&records, GLANCE_ROWS);
+        assert_eq!(kem.len(), 6);
+        assert!(kem.iter().any(|b| b.label == "Kyber512 (round 3): decapsulation"));
+        assert_eq!(
+            chart::ntt_bars(&records).len(),
+            1,
+            "base_mul_acc has no published figure"
+        );
+        assert_eq!(chart::ram_bars(&records, GLANCE_ROWS).len(), 6);
+        let svg = chart::bars_svg("t", "k-cycles", &kem, true).unwrap();
+        assert!(svg.contains("Kyber512 (round 3): decapsulation") && svg.contains("ours / published"));
+    }
+
     #[test]
     fn reports_render() {
         let rs = [rec("forward", 50_000, Some(58_100)), rec("base_mul_acc", 1000, None)];
