@@ -20,7 +20,7 @@ pub struct BuildArgs {
     #[arg(long, default_value = "atmega1284p", value_parser = mcu)]
     pub mcu: Mcu,
     /// The image: rings, kyber, saber, ctru-sha3, ctru-ascon, a KEM name,
-    /// mqtt-<kem>[-x25519], or all
+    /// mqtt-KEM[-x25519], or all
     #[arg(long, default_value = "rings")]
     pub image: String,
 }

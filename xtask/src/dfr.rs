@@ -1,19 +1,19 @@
 //! `cargo xtask dfr`: the decryption-failure rate of CTRU-Light, revision 1
 //! of the definition (§7), with every assumption stated in the output.
 //!
-//! 1. [`model`]: the compression error enumerated over σ ∈ Z_769 from the
+//! 1. \[`model`\]: the compression error enumerated over σ ∈ Z_769 from the
 //!    definition's formula; the exact law of one noise coefficient e
 //!    (769·e = 256·(g·r) + ν·f) by convolution; the decoder's exact failure
 //!    region (Σ_S |ẽ_j| ≥ 256 for one of the 14 weight-4 codeword supports);
 //!    the rate if a block's coefficients were independent.
-//! 2. [`shared`]: the coefficients of a block share f, g, r and the
+//! 2. \[`shared`\]: the coefficients of a block share f, g, r and the
 //!    ciphertext's rounding errors: the exact cumulant-generating function of
 //!    each signed four-coefficient sum by transfer matrices, its tail by a
 //!    saddlepoint approximation, applied as a ratio to the exact independent
 //!    result; cross-checked by importance-sampled conditional Monte Carlo.
-//! 3. [`authors`]: the authors' 2^−157.55 reproduced, and the corrections
+//! 3. \[`authors`\]: the authors' 2^−157.55 reproduced, and the corrections
 //!    from it to this computation, one term at a time.
-//! 4. [`empirical`]: the model against the real code path (host).
+//! 4. \[`empirical`\]: the model against the real code path (host).
 //!
 //! Probabilities are only added and multiplied (no FFT): tails far below
 //! 2^−52 keep their relative precision.

@@ -60,7 +60,7 @@ enum Cmd {
     /// (and per-address instruction counts) for every input
     Ct(ct::CtArgs),
     /// Cycles, stack and code size of every operation in simavr; writes
-    /// benchmarks/<mcu>/*.json, benchmarks/latest.json and docs/benchmarks.*
+    /// benchmarks/MCU/*.json, benchmarks/latest.json and docs/benchmarks.*
     Bench(bench::BenchArgs),
     /// The KEM-MQTT/1 sensor handshake of every suite on the AVR against the host broker
     Mqtt(mqtt::MqttArgs),

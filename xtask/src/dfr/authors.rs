@@ -17,7 +17,7 @@ pub struct Terms {
     /// n·σ1²σ2²: g·r.
     pub gr: f64,
     /// (q/q2)²·(coefficient·σ1²·σε1² + σε1²): the f·ε term; `f_coeff` is
-    /// the script's 2n (Σ E[f_i²] for i ≥ 1 would be 4n·σ1² = 2n·2).
+    /// the script's 2n (Σ E\[f_i²\] for i ≥ 1 would be 4n·σ1² = 2n·2).
     pub f_eps: f64,
     /// 4n·σ1²·σε2² + σε2²: the second rounding law's term.
     pub eps2: f64,
@@ -88,8 +88,8 @@ pub fn published() -> Terms {
     }
 }
 
-/// The f·ε term with Σ_i E[f_i²] = 4n·σ1² + 1 (f_i = 2f'_i, E[f_i²] = 2;
-/// f_0 = 2f'_0 + 1, E[f_0²] = 3), the rest as published.
+/// The f·ε term with Σ_i E\[f_i²\] = 4n·σ1² + 1 (f_i = 2f'_i, E\[f_i²\] = 2;
+/// f_0 = 2f'_0 + 1, E\[f_0²\] = 3), the rest as published.
 pub fn with_f_eps_corrected(mut t: Terms) -> Terms {
     let s1 = cbd1().variance();
     let (e1, _) = rounding_variances();
@@ -121,7 +121,7 @@ mod tests {
         assert!((r + 157.55).abs() < 0.01, "2^{r}");
     }
 
-    /// log2 of ∫ density over [x0, x0 + width] by the midpoint rule.
+    /// log2 of ∫ density over \[x0, x0 + width\] by the midpoint rule.
     fn log2_integral(density: impl Fn(f64) -> f64, x0: f64, width: f64) -> f64 {
         let steps = 400_000;
         let dx = width / steps as f64;

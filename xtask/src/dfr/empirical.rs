@@ -95,7 +95,7 @@ pub struct Measurement {
     pub per_key: usize,
     /// Key generations that failed (f not invertible) and were skipped.
     pub retries: usize,
-    /// Histogram of e over [−128, 128).
+    /// Histogram of e over \[−128, 128).
     pub histogram: Vec<u64>,
 }
 

@@ -55,18 +55,18 @@ impl Law {
         self.p.iter().sum()
     }
 
-    /// E[X].
+    /// E\[X\].
     pub fn mean(&self) -> f64 {
         self.iter().map(|(v, q)| v as f64 * q).sum::<f64>() / self.total()
     }
 
-    /// E[(X − E[X])^k].
+    /// E\[(X − E\[X\])^k\].
     pub fn central_moment(&self, k: i32) -> f64 {
         let m = self.mean();
         self.iter().map(|(v, q)| (v as f64 - m).powi(k) * q).sum::<f64>() / self.total()
     }
 
-    /// Var[X].
+    /// Var\[X\].
     pub fn variance(&self) -> f64 {
         self.central_moment(2)
     }
@@ -138,7 +138,7 @@ impl Law {
         self
     }
 
-    /// `Some(h)` if the law is uniform on [−h, h] (to 1e-12 relative).
+    /// `Some(h)` if the law is uniform on \[−h, h\] (to 1e-12 relative).
     pub fn uniform_half_width(&self) -> Option<i64> {
         let h = self.max();
         let each = 1.0 / (2 * h + 1) as f64;
@@ -167,7 +167,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    /// Uniform on [0, 1).
+    /// Uniform on \[0, 1).
     pub fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
@@ -275,7 +275,7 @@ impl WindowSums {
     }
 }
 
-/// The law of X + U for U uniform on [−h, h] independent of X, by window
+/// The law of X + U for U uniform on \[−h, h\] independent of X, by window
 /// sums.
 pub fn add_uniform(law: &Law, h: i64) -> Law {
     let sums = WindowSums::new(law, 1);
@@ -331,7 +331,7 @@ mod tests {
     }
 
     /// Window sums against direct summation, deep into the tails: the sum of
-    /// 12 uniforms on [−5, 5] by `add_uniform` and by direct convolution.
+    /// 12 uniforms on \[−5, 5\] by `add_uniform` and by direct convolution.
     #[test]
     fn uniform_window_convolution_keeps_tail_precision() {
         let u = Law::from_pairs((-5..=5).map(|v| (v, 1.0 / 11.0)));

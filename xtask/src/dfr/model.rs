@@ -1,9 +1,9 @@
 //! Revision 1's decryption noise, exactly, and the E8 decoder's failure
 //! region (definition §2–§3).
 //!
-//! Write ρ_k = ⌊(256σ_k + 384)/769⌋ and ν_k = 769ρ_k − 256σ_k ∈ [−384, 384]
+//! Write ρ_k = ⌊(256σ_k + 384)/769⌋ and ν_k = 769ρ_k − 256σ_k ∈ \[−384, 384\]
 //! (the compression error in units of 1/769 of w). Then c = ρ + 128·b mod
-//! 256 and, with σ·f = g·r + 769·t over Z[x]/(x^512 + 1),
+//! 256 and, with σ·f = g·r + 769·t over Z\[x\]/(x^512 + 1),
 //!
 //!   w = c·f ≡ 128·b + e (mod 256),   769·e = 256·(g·r) + ν·f,
 //!
@@ -15,7 +15,7 @@
 //!
 //! Model assumption (the one every published DFR script makes): the ν_j are
 //! independent, with the law of ν(σ) for σ uniform on Z_769 (enumerated in
-//! [`compression_error`]), and independent of f, g, r. Their only known
+//! \[`compression_error`\]), and independent of f, g, r. Their only known
 //! dependence is kept: e is an integer, i.e. 769 | 256(g·r)_k + (ν·f)_k; the
 //! law of e is the model's law of (256X + Y)/769 restricted to integers
 //! (with Y mod 769 exactly uniform, the restriction changes no moment).
@@ -38,7 +38,7 @@ pub enum Revision {
     R1,
 }
 
-/// The ciphertext coefficient for σ ∈ [0, q) and message bit b, exactly as
+/// The ciphertext coefficient for σ ∈ \[0, q) and message bit b, exactly as
 /// the definition writes it.
 pub fn compress(rev: Revision, sigma: i64, bit: i64) -> i64 {
     match rev {
@@ -49,7 +49,7 @@ pub fn compress(rev: Revision, sigma: i64, bit: i64) -> i64 {
 
 /// The law, over σ uniform on Z_769, of the compression error for message
 /// bit b in units of 1/769 of w: ν = 769·(c − 128b) − 256σ, taken modulo
-/// 769·256 into [−98432, 98432) (c is only defined modulo 256).
+/// 769·256 into \[−98432, 98432) (c is only defined modulo 256).
 pub fn compression_error(rev: Revision, bit: i64) -> Law {
     let m = Q * Q2;
     Law::from_pairs((0..Q).map(|sigma| {
@@ -73,7 +73,7 @@ pub fn e8_codeword(v: u8) -> u8 {
 ///
 /// The decoder (§2) returns the codeword c minimising Σ_j d(v_j, 128·c_j)²,
 /// d the distance in Z_256 (its coset-and-parity search is exhaustive over
-/// the 16 codewords). With the error reduced to ẽ_j ∈ [−128, 128), codeword
+/// the 16 codewords). With the error reduced to ẽ_j ∈ \[−128, 128), codeword
 /// b ⊕ c costs Σ_{j ∉ S} ẽ_j² + Σ_{j ∈ S} (128 − |ẽ_j|)² for S = supp(c), so
 /// decoding fails only if Σ_{j ∈ S} |ẽ_j| ≥ 64·|S| for some nonzero codeword:
 /// for |S| = 4 that is Σ_S |ẽ_j| ≥ 256, and the weight-8 word is implied by
@@ -91,14 +91,14 @@ pub struct NoiseLaw {
     pub e: Law,
     /// Var of the g·r term, 256²·Var((g·r)_k)/769².
     pub var_gr: f64,
-    /// Var of the compression term, Var(ν)·Σ E[f_i²]/769².
+    /// Var of the compression term, Var(ν)·Σ E\[f_i²\]/769².
     pub var_nu_f: f64,
     /// 769·Σ_n P(256X + Y = 769n): 1 when Y mod 769 is uniform.
     pub integer_mass: f64,
 }
 
 /// The exact law of e_k under the model, for compression error law `nu`
-/// (uniform on [−h, h], as both revisions' are) and the law of f'
+/// (uniform on \[−h, h\], as both revisions' are) and the law of f'
 /// (B1; the authors' variance of the f·ε term is f' with P(f' ≠ 0) = 1/4).
 ///
 /// (g·r)_k: the 512-fold convolution of the law of a product of two B1
@@ -180,7 +180,7 @@ pub fn noise_law(nu: &Law, fprime: &Law) -> Result<NoiseLaw, String> {
     })
 }
 
-/// The law of |ẽ| for ẽ = e reduced into [−128, 128) (what the decoder sees).
+/// The law of |ẽ| for ẽ = e reduced into \[−128, 128) (what the decoder sees).
 pub fn reduced_magnitude(e: &Law) -> Law {
     e.map(|v| ((v + 128).rem_euclid(256) - 128).abs())
 }
@@ -219,7 +219,7 @@ mod tests {
 
     /// The enumerated compression-error law against a brute-force rounding
     /// in floating point: revision 1's error is −(256σ/769 − round(256σ/769))
-    /// whatever the bit, uniform on [−384, 384], mean 0; revision 0's has
+    /// whatever the bit, uniform on \[−384, 384\], mean 0; revision 0's has
     /// mean 128/769 when b = 1.
     #[test]
     fn compression_error_law_matches_brute_force() {

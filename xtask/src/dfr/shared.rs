@@ -8,7 +8,7 @@
 //! F_j = Σ_i s_i·f_{k_i−j} (indices negacyclic: a wrapped index negates).
 //! Given f and r the terms are independent (g_j, ν_j appear once each), so
 //!
-//!   E[e^{λT}] = E_f[Π_j M_ν(λF_j/769)] · E_r[Π_j M_g(256λR_j/769)],
+//!   E\[e^{λT}\] = E_f\[Π_j M_ν(λF_j/769)\] · E_r\[Π_j M_g(256λR_j/769)\],
 //!
 //! each a product of one factor per window of a sequence of independent
 //! values around a cycle (512 windows, a sign twist at the wrap): the trace
@@ -241,7 +241,7 @@ impl Chain {
         (log_growth / steps as f64).exp()
     }
 
-    /// ln E[Π_j φ(W_j)] over a cycle of `n` windows, asymptotically in n:
+    /// ln E\[Π_j φ(W_j)\] over a cycle of `n` windows, asymptotically in n:
     /// n·ln λ_1 plus, when `special` is given (the law of the value at one
     /// position), the correction wᵀBv/(λ_1^L wᵀv) for that position.
     pub fn log_expectation(&mut self, phi: &dyn Fn(i64) -> f64, n: usize, special: Option<&Law>) -> f64 {
@@ -293,7 +293,7 @@ impl Chain {
         (0..self.states).map(|s| rows.iter().map(|r| r[s]).sum()).collect()
     }
 
-    /// E[Π_j φ(W_j)] over a cycle of exactly `n` windows with the sign twist
+    /// E\[Π_j φ(W_j)\] over a cycle of exactly `n` windows with the sign twist
     /// and the special position: the trace, summed over the initial state
     /// (A^{2(L−1)}·n work: for tests).
     #[cfg(test)]
@@ -349,7 +349,7 @@ impl SharedCgf {
         self.f_chain.max_neglected.max(self.r_chain.max_neglected)
     }
 
-    /// K(λ) = ln E[e^{λT}].
+    /// K(λ) = ln E\[e^{λT}\].
     pub fn k(&mut self, lambda: f64) -> f64 {
         let mgf = |law: &Law, a: f64| -> f64 { law.iter().map(|(v, q)| q * (a * v as f64).exp()).sum() };
         let nu_table: Vec<f64> = (-16..=16).map(|w| mgf(&self.nu, lambda * w as f64 / 769.0)).collect();
@@ -399,7 +399,7 @@ fn log_mgf(law: &Law, a: f64) -> (f64, f64, f64) {
     (m0.ln(), m1 / m0, m2 / m0 - (m1 / m0).powi(2))
 }
 
-/// The same for the uniform law on [−h, h], in closed form.
+/// The same for the uniform law on \[−h, h\], in closed form.
 fn log_mgf_uniform(h: i64, a: f64) -> (f64, f64, f64) {
     if a == 0.0 {
         return (0.0, 0.0, (h * (h + 1)) as f64 / 3.0);
@@ -413,7 +413,7 @@ fn log_mgf_uniform(h: i64, a: f64) -> (f64, f64, f64) {
     )
 }
 
-/// A cross-check of [`SharedCgf`]'s tail that never applies a saddlepoint
+/// A cross-check of \[`SharedCgf`\]'s tail that never applies a saddlepoint
 /// to a dependent sum: draw f and r (the shared secrets), compute
 /// P(T ≥ t | f, r) — a sum of independent terms g_j·R_j/769·256 and
 /// ν_j·F_j/769 — by the saddlepoint of its exact conditional CGF (accurate
@@ -535,7 +535,7 @@ pub fn conditional_monte_carlo(
 impl Chain {
     /// A sequence of `n` values: the first L − 1 from the law, the rest
     /// from the chain tilted by φ (right eigenvector from the last
-    /// [`Chain::perron`]); returns the values and
+    /// \[`Chain::perron`\]); returns the values and
     /// ln(P(x)/Q(x)), the likelihood ratio of the law to the proposal.
     fn draw_tilted(&self, rng: &mut Rng, phi: &dyn Fn(i64) -> f64, n: usize) -> (Vec<i64>, f64) {
         let a = self.alphabet.len();
