@@ -22,16 +22,32 @@ unsafe fn buf<const N: usize>(b: *mut [i16; MAX_N]) -> &'static mut [i16; N] {
     unsafe { &mut *(b as *mut [i16; N]) }
 }
 
-/// One ring operation end to end: reads its inputs (a, then b, then c, as
-/// many as `kind` takes), runs `kernel` inside the marker window, and replies
-/// with its flag byte (if any) and its output (c for products, else a).
+/// One ring operation end to end: reads its inputs, runs `kernel` inside
+/// the marker window, and replies. Inlined into each handler, so the window
+/// holds a direct call of the kernel; the reading and replying around it are
+/// out of line and shared by every operation of a degree (flash is tight on
+/// the ATmega4808).
+#[inline(always)]
 fn serve<const N: usize>(
     io: &mut Uart,
     ring: Ring,
     kind: Kind,
     kernel: impl FnOnce(&mut [i16; N], &mut [i16; N], &mut [i16; N]) -> Option<u8>,
 ) {
-    // SAFETY: one borrow per buffer, single-threaded.
+    let (a, b, c) = read_inputs::<N>(io, kind);
+    let flag = measure(op_id(ring, kind), || kernel(a, b, c));
+    write_reply::<N>(io, kind, flag);
+}
+
+/// Reads `kind`'s inputs into the buffers (a, then b, then c, as many as it
+/// takes) and lends all three.
+#[inline(never)]
+fn read_inputs<const N: usize>(
+    io: &mut Uart,
+    kind: Kind,
+) -> (&'static mut [i16; N], &'static mut [i16; N], &'static mut [i16; N]) {
+    // SAFETY: one borrow per buffer, single-threaded; the handler drops them
+    // before `write_reply` borrows again.
     let (a, b, c) = unsafe {
         (
             buf::<N>(addr_of_mut!(BUF_A)),
@@ -45,13 +61,26 @@ fn serve<const N: usize>(
             io.read_i16s(x);
         }
     }
-    let flag = measure(op_id(ring, kind), || kernel(a, b, c));
+    (a, b, c)
+}
+
+/// Replies with the flag byte (if any) and the output: c for products, else a.
+#[inline(never)]
+fn write_reply<const N: usize>(io: &mut Uart, kind: Kind, flag: Option<u8>) {
     io.reply(Status::Ok, kind.reply_len(N));
     if let Some(flag) = flag {
         io.write_byte(flag);
     }
     let product = matches!(kind, Kind::BaseMul | Kind::BaseMulAcc);
-    io.write_i16s(if product { c } else { a });
+    // SAFETY: the operation's borrows ended; one borrow, single-threaded.
+    let out = unsafe {
+        buf::<N>(if product {
+            addr_of_mut!(BUF_C)
+        } else {
+            addr_of_mut!(BUF_A)
+        })
+    };
+    io.write_i16s(out);
 }
 
 macro_rules! ring {
