@@ -34,44 +34,61 @@ fn serve<const N: usize>(
     kind: Kind,
     kernel: impl FnOnce(&mut [i16; N], &mut [i16; N], &mut [i16; N]) -> Option<u8>,
 ) {
-    let (a, b, c) = read_inputs::<N>(io, kind);
+    // What depends on `kind` is decided here, at compile time, so the
+    // shared functions below take plain numbers.
+    read_inputs::<N>(io, kind.inputs());
+    // SAFETY: one borrow per buffer, single-threaded; they end before
+    // `write_reply` borrows again.
+    let (a, b, c) = unsafe { buffers::<N>() };
     let flag = measure(op_id(ring, kind), || kernel(a, b, c));
-    write_reply::<N>(io, kind, flag);
+    write_reply::<N>(
+        io,
+        kind.reply_len(N),
+        matches!(kind, Kind::BaseMul | Kind::BaseMulAcc),
+        flag,
+    );
 }
 
-/// Reads `kind`'s inputs into the buffers (a, then b, then c, as many as it
-/// takes) and lends all three.
-#[inline(never)]
-fn read_inputs<const N: usize>(
-    io: &mut Uart,
-    kind: Kind,
-) -> (&'static mut [i16; N], &'static mut [i16; N], &'static mut [i16; N]) {
-    // SAFETY: one borrow per buffer, single-threaded; the handler drops them
-    // before `write_reply` borrows again.
-    let (a, b, c) = unsafe {
+/// The three buffers, as polynomials of `N` coefficients.
+///
+/// # Safety
+/// Single-threaded; no other borrow of the buffers is alive.
+unsafe fn buffers<const N: usize>() -> (&'static mut [i16; N], &'static mut [i16; N], &'static mut [i16; N]) {
+    // SAFETY: distinct statics; exclusive per the caller's contract.
+    unsafe {
         (
             buf::<N>(addr_of_mut!(BUF_A)),
             buf::<N>(addr_of_mut!(BUF_B)),
             buf::<N>(addr_of_mut!(BUF_C)),
         )
-    };
-    let inputs = kind.inputs();
-    for (i, x) in [&mut *a, &mut *b, &mut *c].into_iter().enumerate() {
-        if i < inputs {
-            io.read_i16s(x);
-        }
     }
-    (a, b, c)
+}
+
+/// Reads `kind`'s inputs into the buffers: a, then b, then c, as many as it takes.
+#[inline(never)]
+fn read_inputs<const N: usize>(io: &mut Uart, inputs: usize) {
+    // SAFETY: no other borrow is alive while the request is read.
+    let (a, b, c) = unsafe { buffers::<N>() };
+    // Spelled out: a loop over `[a, b, c].into_iter().enumerate()` read
+    // correctly on the ATmega1284p (opt-level 3) but hung the ATmega4808
+    // image (opt-level "s") in its first ring operation (CI's yasimavr smoke
+    // test; not investigated further).
+    io.read_i16s(a);
+    if inputs > 1 {
+        io.read_i16s(b);
+    }
+    if inputs > 2 {
+        io.read_i16s(c);
+    }
 }
 
 /// Replies with the flag byte (if any) and the output: c for products, else a.
 #[inline(never)]
-fn write_reply<const N: usize>(io: &mut Uart, kind: Kind, flag: Option<u8>) {
-    io.reply(Status::Ok, kind.reply_len(N));
+fn write_reply<const N: usize>(io: &mut Uart, reply_len: u16, product: bool, flag: Option<u8>) {
+    io.reply(Status::Ok, reply_len);
     if let Some(flag) = flag {
         io.write_byte(flag);
     }
-    let product = matches!(kind, Kind::BaseMul | Kind::BaseMulAcc);
     // SAFETY: the operation's borrows ended; one borrow, single-threaded.
     let out = unsafe {
         buf::<N>(if product {
