@@ -97,33 +97,25 @@ mod vg {
 
 /// A deterministic RNG (SplitMix64) whose every output byte is secret
 /// (unless `mark` is off: for phases that only prepare inputs).
-struct SecretRng(kem_common::TestRng, bool);
+struct SecretRng(rand_chacha::ChaCha20Rng, bool);
 
-impl rand_core::RngCore for SecretRng {
-    fn next_u32(&mut self) -> u32 {
-        let mut b = [0u8; 4];
-        self.fill_bytes(&mut b);
-        u32::from_le_bytes(b)
+impl rand_core::TryRng for SecretRng {
+    type Error = core::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn next_u64(&mut self) -> u64 {
-        let mut b = [0u8; 8];
-        self.fill_bytes(&mut b);
-        u64::from_le_bytes(b)
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        for d in dest.iter_mut() {
-            *d = self.0.next_u64() as u8;
-        }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Self::Error> {
+        rand_core::Rng::fill_bytes(&mut self.0, dest);
         if self.1 {
             vg::secret(dest);
         }
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
         Ok(())
     }
 }
-impl rand_core::CryptoRng for SecretRng {}
+impl rand_core::TryCryptoRng for SecretRng {}
 
 /// One KEM through its byte-buffer API.
 trait Kem {
@@ -249,7 +241,7 @@ fn check<K: Kem>(label: &str, iterations: u64, phases: &[Phase]) -> usize {
     for i in 0..iterations {
         let seed = 0xC7C7_0000 + i;
         let (mut pk, mut sk, mut ct) = (vec![0u8; K::PK], vec![0u8; K::SK], vec![0u8; K::CT]);
-        let mut rng = SecretRng(kem_common::TestRng(seed), phases.contains(&Phase::Keygen));
+        let mut rng = SecretRng(kem_common::test_rng(seed), phases.contains(&Phase::Keygen));
         K::keygen(&mut rng, &mut pk, &mut sk);
         // Declassify: the public key is published (FIPS 203 §7.1 output ek; Saber/CTRU pk).
         vg::public(&pk);
@@ -259,7 +251,7 @@ fn check<K: Kem>(label: &str, iterations: u64, phases: &[Phase]) -> usize {
         for r in K::secret_ranges() {
             vg::secret(&sk[r]);
         }
-        let mut rng = SecretRng(kem_common::TestRng(!seed), phases.contains(&Phase::Encaps));
+        let mut rng = SecretRng(kem_common::test_rng(!seed), phases.contains(&Phase::Encaps));
         let ss_enc = K::encaps(&pk, &mut rng, &mut ct);
         // Declassify: the ciphertext is sent on the wire.
         vg::public(&ct);
@@ -297,7 +289,7 @@ fn check_x25519(iterations: u64) -> usize {
     let mut checked = 0;
     for i in 0..iterations {
         let mut k = [0u8; 32];
-        rand_core::RngCore::fill_bytes(&mut SecretRng(kem_common::TestRng(0x2551_9000 + i), true), &mut k);
+        rand_core::Rng::fill_bytes(&mut SecretRng(kem_common::test_rng(0x2551_9000 + i), true), &mut k);
         let pk = x25519_avr::x25519_base(&k);
         let pk_ladder = x25519_avr::x25519_base_ladder(&k);
         // Declassify: a public key is published.
@@ -357,7 +349,7 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
             let seed = 0x4D51_0000 + i;
             // Long-term keys, made with an unmarked RNG, then their secret
             // parts marked: the KEM secret polynomial and z, both X25519 keys.
-            let mut setup = SecretRng(kem_common::TestRng(seed), false);
+            let mut setup = SecretRng(kem_common::test_rng(seed), false);
             let sensor = sensor_fixture(suite, &mut setup);
             let broker = broker_fixture(suite, &mut setup).with_client(&sensor, SuiteSet::EMPTY.with(suite));
             for r in secret_ranges_of(kem) {
@@ -369,7 +361,7 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
 
             // The KDF of both families on a secret input (length-framed parts).
             let mut ikm = [0u8; 32];
-            rand_core::RngCore::fill_bytes(&mut SecretRng(kem_common::TestRng(!seed), true), &mut ikm);
+            rand_core::Rng::fill_bytes(&mut SecretRng(kem_common::test_rng(!seed), true), &mut ikm);
             for family in [Family::Sha3, Family::Ascon] {
                 let prk = kdf32(family, b"ct-check", &[&ikm, b"public context"]);
                 let mut okm = [0u8; 48];
@@ -377,7 +369,7 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
                 checked += 2;
             }
 
-            let mut rng = SecretRng(kem_common::TestRng(seed ^ 0x5EED), true);
+            let mut rng = SecretRng(kem_common::test_rng(seed ^ 0x5EED), true);
             let (mut ch, mut bh, mut cf) = ([0u8; MAX_CLIENT_HELLO_LEN], [0u8; MAX_BROKER_HELLO_LEN], [0u8; 64]);
             for tamper_bh in [true, false] {
                 let creds = sensor.credentials(&broker);
@@ -476,7 +468,7 @@ fn run_ctru<B: Backend, A: Arithmetic>(iterations: u64, phases: &[Phase]) -> (St
 /// clean run of the real check would mean nothing.
 fn selftest() -> ExitCode {
     let mut b = [0u8; 1];
-    rand_core::RngCore::fill_bytes(&mut SecretRng(kem_common::TestRng(1), true), &mut b);
+    rand_core::Rng::fill_bytes(&mut SecretRng(kem_common::test_rng(1), true), &mut b);
     if std::hint::black_box(b[0]) & 1 == 1 {
         println!("selftest: odd");
     } else {

@@ -24,7 +24,7 @@ pub const PREFIX_LEN: usize = 3;
 /// First KEM op id.
 pub const FIRST_KEM_OP: u8 = 0x40;
 /// CTRU-Light's exact decryption product w = c·f mod 256
-/// (`ctru_light::kem::hazmat::pke_decrypt_product`, the same in every
+/// (`ctru_light::hazmat::pke_decrypt_product`, the same in every
 /// arithmetic variant), served by every image with a CTRU-Light KEM, for the
 /// differential test of the whole product on the device: request
 /// `sk_pke[192] ‖ ct[512]` → reply `w[512]`. Not measured.

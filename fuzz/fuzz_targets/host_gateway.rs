@@ -135,8 +135,8 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                 let mut forged = ch.clone();
                 let nonce = 4 + honest.client_id.len();
                 let ct = nonce + NONCE_LEN + honest.suite.kem().pk_len();
-                rand_core::RngCore::fill_bytes(&mut rng, &mut forged[nonce..nonce + NONCE_LEN]);
-                rand_core::RngCore::fill_bytes(&mut rng, &mut forged[ct..]);
+                rand_core::Rng::fill_bytes(&mut rng, &mut forged[nonce..nonce + NONCE_LEN]);
+                rand_core::Rng::fill_bytes(&mut rng, &mut forged[ct..]);
                 forged
             }
         };

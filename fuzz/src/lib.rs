@@ -20,13 +20,14 @@ use std::sync::OnceLock;
 use kem_mqtt::testing::{broker_fixture, sensor_fixture, BrokerFixture, SensorFixture};
 use kem_mqtt::{BrokerHandshake, SensorHandshake, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN};
 
-/// SplitMix64 behind `RngCore + CryptoRng`: deterministic, NOT for real keys.
-pub struct FuzzRng(kem_common::TestRng);
+/// The workspace's seeded test generator (ChaCha20, `kem_common::test_rng`):
+/// deterministic, NOT for real keys.
+pub struct FuzzRng(rand_chacha::ChaCha20Rng);
 
 impl FuzzRng {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
-        FuzzRng(kem_common::TestRng(seed))
+        FuzzRng(kem_common::test_rng(seed))
     }
 
     /// A generator seeded from (up to) the first 8 bytes of `data`.
@@ -39,22 +40,19 @@ impl FuzzRng {
     }
 }
 
-impl rand_core::RngCore for FuzzRng {
-    fn next_u32(&mut self) -> u32 {
-        self.0.next_u64() as u32
+impl rand_core::TryRng for FuzzRng {
+    type Error = core::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        rand_core::TryRng::try_next_u32(&mut self.0)
     }
-    fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        rand_core::TryRng::try_next_u64(&mut self.0)
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        rand_core::impls::fill_bytes_via_next(self, dest)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Self::Error> {
+        rand_core::TryRng::try_fill_bytes(&mut self.0, dest)
     }
 }
-impl rand_core::CryptoRng for FuzzRng {}
+impl rand_core::TryCryptoRng for FuzzRng {}
 
 /// `N` bytes from `data` (zero-padded), e.g. a fixed-size key or ciphertext.
 pub fn fixed<const N: usize>(data: &[u8]) -> [u8; N] {

@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use firmware::kem::{kem_op_id, Kem, KemOp, TAPE_LEN};
-use rand_core::RngCore as _;
+use rand_core::Rng as _;
 
 use crate::avr;
 use crate::device::Device;

@@ -371,7 +371,7 @@ pub fn run(o: &DfrArgs) -> Result<(), String> {
         let split = per_key.min(4);
         let m = empirical::measure(keys, per_key, split, seed, b1.variance(), nu.variance())?;
         println!(
-            "Empirical check, real code path (ctru_light::kem::hazmat PKE, K-RED2X, host): {} keys × {} ciphertexts",
+            "Empirical check, real code path (ctru_light::hazmat PKE, K-RED2X, host): {} keys × {} ciphertexts",
             m.keys(),
             m.per_key
         );

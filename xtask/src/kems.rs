@@ -2,7 +2,7 @@
 //! firmware's KEM ops through the harness protocol).
 
 use firmware::kem::{kem_op_id, Kem, KemOp, PREFIX_LEN, SS_LEN, TAPE_LEN};
-use rand_core::{CryptoRng, RngCore};
+use rand_core::{Infallible, TryCryptoRng, TryRng};
 
 use crate::device::Device;
 use crate::opts::Rng;
@@ -29,46 +29,43 @@ impl<R> Recorder<R> {
     }
 }
 
-impl<R: RngCore> RngCore for Recorder<R> {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
+impl<R: TryRng> TryRng for Recorder<R> {
+    type Error = R::Error;
+    fn try_next_u32(&mut self) -> Result<u32, R::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
+    fn try_next_u64(&mut self) -> Result<u64, R::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.inner.fill_bytes(dest);
-        self.bytes.extend_from_slice(dest);
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), R::Error> {
         self.inner.try_fill_bytes(dest)?;
         self.bytes.extend_from_slice(dest);
         Ok(())
     }
 }
 
-impl<R: CryptoRng> CryptoRng for Recorder<R> {}
+impl<R: TryCryptoRng> TryCryptoRng for Recorder<R> {}
 
 /// The xtask's SplitMix64 as an `RngCore` for test inputs (not a CSPRNG: test tooling only).
 pub struct TestRng(pub Rng);
 
-impl RngCore for TestRng {
-    fn next_u32(&mut self) -> u32 {
-        self.0.next_u64() as u32
+impl TryRng for TestRng {
+    type Error = Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        Ok(self.0.next_u64() as u32)
     }
-    fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        Ok(self.0.next_u64())
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        rand_core::impls::fill_bytes_via_next(self, dest)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
+        for chunk in dest.chunks_mut(8) {
+            chunk.copy_from_slice(&self.0.next_u64().to_le_bytes()[..chunk.len()]);
+        }
         Ok(())
     }
 }
 
-impl CryptoRng for TestRng {}
+impl TryCryptoRng for TestRng {}
 
 /// Runs `$m!(keygen_into, encapsulate_into, decapsulate_into)` with the paths of `$kem`.
 macro_rules! each_kem {
@@ -137,7 +134,7 @@ fn arr_mut<const L: usize>(v: &mut [u8]) -> &mut [u8; L] {
 }
 
 /// Host key generation: (pk, sk).
-pub fn keygen<R: RngCore + CryptoRng>(kem: Kem, rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub fn keygen<R: TryCryptoRng>(kem: Kem, rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
     let (mut pk, mut sk) = (vec![0u8; kem.pk_len()], vec![0u8; kem.sk_len()]);
     macro_rules! go {
         ($kg:path, $en:path, $de:path) => {
@@ -149,7 +146,7 @@ pub fn keygen<R: RngCore + CryptoRng>(kem: Kem, rng: &mut R) -> Result<(Vec<u8>,
 }
 
 /// Host encapsulation: (ct, ss).
-pub fn encaps<R: RngCore + CryptoRng>(kem: Kem, pk: &[u8], rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub fn encaps<R: TryCryptoRng>(kem: Kem, pk: &[u8], rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
     let mut ct = vec![0u8; kem.ct_len()];
     macro_rules! go {
         ($kg:path, $en:path, $de:path) => {
@@ -336,20 +333,17 @@ pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
 /// Replays fixed randomness, then refuses: a test vector's draws, in order.
 struct Replay<'a>(&'a [u8]);
 
-impl RngCore for Replay<'_> {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
+impl TryRng for Replay<'_> {
+    type Error = kem_common::TapeExhausted;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        let _ = self.try_fill_bytes(dest);
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Self::Error> {
         let Some((head, rest)) = self.0.split_at_checked(dest.len()) else {
-            // (rand_core 0.6 without std has no message errors: a code.)
-            return Err(rand_core::Error::from(std::num::NonZeroU32::MAX));
+            return Err(kem_common::TapeExhausted);
         };
         dest.copy_from_slice(head);
         self.0 = rest;
@@ -357,7 +351,7 @@ impl RngCore for Replay<'_> {
     }
 }
 
-impl CryptoRng for Replay<'_> {}
+impl TryCryptoRng for Replay<'_> {}
 
 /// The worked example of the draft standard's Annex E.5 (CTRU-Light, the
 /// authors' `sha3` definition) as a case: key generation draws its seed,
@@ -431,23 +425,21 @@ mod tests {
     }
 
     struct Tape(Vec<u8>, usize);
-    impl RngCore for Tape {
-        fn next_u32(&mut self) -> u32 {
-            unimplemented!()
+    impl TryRng for Tape {
+        type Error = Infallible;
+        fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+            rand_core::utils::next_word_via_fill(self)
         }
-        fn next_u64(&mut self) -> u64 {
-            unimplemented!()
+        fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+            rand_core::utils::next_word_via_fill(self)
         }
-        fn fill_bytes(&mut self, d: &mut [u8]) {
+        fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), Infallible> {
             d.copy_from_slice(&self.0[self.1..self.1 + d.len()]);
             self.1 += d.len();
-        }
-        fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), rand_core::Error> {
-            self.fill_bytes(d);
             Ok(())
         }
     }
-    impl CryptoRng for Tape {}
+    impl TryCryptoRng for Tape {}
 
     #[test]
     fn requests_have_the_catalog_lengths() {

@@ -242,7 +242,7 @@ const CTRU_PRODUCT_TRIALS: u64 = 32;
 /// E8 decoding absorbs. Keys hold any 3-bit values (6 and 7 give f = −3,
 /// −4, a malformed key's extremes); the first trials are the extremes.
 fn ctru_product(mcu: target::Mcu, image: &target::Image, seed: u64) -> Result<(u32, u32), String> {
-    use ctru_light::kem::hazmat::pke_decrypt_product;
+    use ctru_light::hazmat::pke_decrypt_product;
     use ctru_light::params::{CT_BYTES, SK_PKE_BYTES};
     use firmware::kem::OP_CTRU_DECRYPT_PRODUCT;
 

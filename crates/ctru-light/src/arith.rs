@@ -20,13 +20,13 @@ pub trait Arithmetic: sealed::Sealed + 'static {
 }
 
 /// K-RED2X (the paper's fastest).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Kred2x;
 /// NTT-friendly Montgomery.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MontgomeryOpt;
 /// Plain Montgomery.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MontgomeryPlain;
 
 impl sealed::Sealed for Kred2x {}

@@ -19,7 +19,7 @@
 //! ```
 //! # fn main() -> Result<(), ctru_light::Error> {
 //! use ctru_light::CtruLightAscon;
-//! # let mut rng = ctru_light::doc_rng();
+//! # let mut rng = kem_common::test_rng(1);
 //! let (pk, sk) = CtruLightAscon::keygen(&mut rng)?;
 //! let (ct, ss) = CtruLightAscon::encapsulate(&pk, &mut rng)?;
 //! assert_eq!(CtruLightAscon::decapsulate(&sk, &ct), ss);
@@ -27,13 +27,13 @@
 //! ```
 //!
 //! Module map (`SPEC.md` sections): `params` §1, `encode` §2, `pke` §3
-//! (its decryption product in `mul256`), `kem` §4, `symmetric` §5, `arith` §6.
+//! (its decryption product in `mul256`), `kem_impl` §4, `symmetric` §5, `arith` §6.
 
 pub mod arith;
 #[cfg(ctru_asm)]
 mod avr;
 mod encode;
-pub mod kem;
+mod kem_impl;
 mod mul256;
 pub mod params;
 mod pke;
@@ -44,7 +44,7 @@ pub use arith::{Arithmetic, Kred2x, MontgomeryOpt, MontgomeryPlain};
 /// (`tests/avr_e8.rs`); not part of the KEM API.
 #[doc(hidden)]
 pub use encode::e8_decode_block_portable;
-pub use kem::{Ciphertext, CtruLight, PublicKey, SecretKey};
+pub use kem_impl::{hazmat, Ciphertext, CtruLight, PublicKey, SecretKey};
 /// The portable base case and recombination of decryption's product, the
 /// references the AVR assembly is tested against (`tests/avr_mul.rs`); not
 /// part of the KEM API.
@@ -97,5 +97,6 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-#[doc(hidden)]
-pub use kem_common::doc_rng;
+/// The `rand_core` (0.10) this crate's RNG bounds name, and RustCrypto's
+/// `kem` (0.3) traits it implements: depend on these to name one version.
+pub use kem_common::{kem, rand_core};

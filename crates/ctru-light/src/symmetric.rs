@@ -7,7 +7,9 @@ mod sealed {
 }
 
 /// A symmetric back-end. Sealed: [`Sha3`] and [`Ascon`].
-pub trait Backend: sealed::Sealed + 'static {
+pub trait Backend:
+    sealed::Sealed + Copy + Default + core::fmt::Debug + Ord + core::hash::Hash + Send + Sync + 'static
+{
     /// Name used in KAT headers and benchmark tables.
     const NAME: &'static str;
     /// XOF(x, L) of the concatenation of `parts`, `out.len()` bytes.
@@ -19,7 +21,7 @@ pub trait Backend: sealed::Sealed + 'static {
 }
 
 /// SHA-3 back-end: XOF = SHAKE256, Hg = SHA3-512, Hrej = SHA3-512(x)[0..32].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Sha3;
 
 impl sealed::Sealed for Sha3 {}
@@ -50,7 +52,7 @@ impl Backend for Sha3 {
 /// Hg = Ascon-XOF128(x, 64), Hrej = Ascon-XOF128(x, 32), through the
 /// workspace's `ascon-sponge` (AVR assembly on AVR; tested equal to
 /// RustCrypto's `ascon-hash`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ascon;
 
 impl sealed::Sealed for Ascon {}

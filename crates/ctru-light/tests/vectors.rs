@@ -13,7 +13,7 @@
 //! compression from the definition's formulas (`SPEC.md`), so a value the
 //! crate and the vectors both get wrong the same way is unlikely to pass.
 
-use ctru_light::kem::hazmat;
+use ctru_light::hazmat;
 use ctru_light::params::{CT_BYTES, N, PK_BYTES, SK_BYTES, SK_PKE_BYTES};
 use ctru_light::symmetric::Backend;
 use ctru_light::{
@@ -21,7 +21,7 @@ use ctru_light::{
 };
 use kem_common::Tape;
 use nist_kat::{rsp, NistDrbg};
-use rand_core::RngCore;
+use rand_core::Rng;
 use serde_json::Value;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../kat-vectors/ctru-light/");

@@ -7,7 +7,9 @@
 
 use core::fmt;
 
-use rand_core::{CryptoRng, RngCore};
+pub use kem;
+pub use rand_core;
+use rand_core::{TryCryptoRng, TryRng};
 use subtle::{Choice, ConstantTimeEq};
 use zeroize::Zeroize;
 
@@ -283,9 +285,74 @@ impl fmt::Debug for SharedSecret {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RngError;
 
+impl fmt::Display for RngError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("random number generator failed")
+    }
+}
+
+impl core::error::Error for RngError {}
+
 /// One `randombytes(out.len())` call: KATs depend on the call boundaries.
-pub fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), RngError> {
+/// Any `rand_core` 0.10 [`TryCryptoRng`] (every [`rand_core::CryptoRng`] is one).
+pub fn fill<R: TryCryptoRng + ?Sized>(rng: &mut R, out: &mut [u8]) -> Result<(), RngError> {
     rng.try_fill_bytes(out).map_err(|_| RngError)
+}
+
+/// An RNG adapter that keeps the error of the RNG it wraps, so that an
+/// operation reporting only "the RNG failed" (our KEMs' `Error::Rng`) can
+/// hand the RNG's own error back, as RustCrypto's `Generate` asks.
+#[derive(Debug)]
+pub struct ErrorCapture<'a, R: TryCryptoRng + ?Sized> {
+    rng: &'a mut R,
+    error: Option<R::Error>,
+}
+
+impl<R: TryCryptoRng + ?Sized> TryRng for ErrorCapture<'_, R> {
+    type Error = RngError;
+    fn try_next_u32(&mut self) -> Result<u32, RngError> {
+        let mut b = [0u8; 4];
+        self.try_fill_bytes(&mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    fn try_next_u64(&mut self) -> Result<u64, RngError> {
+        let mut b = [0u8; 8];
+        self.try_fill_bytes(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), RngError> {
+        self.rng.try_fill_bytes(dst).map_err(|e| {
+            self.error = Some(e);
+            RngError
+        })
+    }
+}
+
+impl<R: TryCryptoRng + ?Sized> TryCryptoRng for ErrorCapture<'_, R> {}
+
+/// Runs `op`, whose only failure is its RNG's, with `rng` and returns the
+/// RNG's own error if it fails. An error of `op` without one of the RNG
+/// (which the KEM operations here never return) reruns `op` rather than
+/// panicking. With an infallible RNG (`R::Error = Infallible`) the result
+/// is irrefutably `Ok`.
+pub fn with_rng<R: TryCryptoRng + ?Sized, T, E>(
+    rng: &mut R,
+    mut op: impl FnMut(&mut ErrorCapture<'_, R>) -> Result<T, E>,
+) -> Result<T, R::Error> {
+    loop {
+        let mut capture = ErrorCapture {
+            rng: &mut *rng,
+            error: None,
+        };
+        match op(&mut capture) {
+            Ok(value) => return Ok(value),
+            Err(_) => {
+                if let Some(error) = capture.error {
+                    return Err(error);
+                }
+            }
+        }
+    }
 }
 
 /// Whether `a` equals `b` (different lengths, which are public, are
@@ -322,33 +389,6 @@ pub fn select_bytes<const L: usize>(a: &[u8; L], b: &[u8; L], choice: Choice) ->
     core::array::from_fn(|i| u8::conditional_select(&a[i], &b[i], choice))
 }
 
-/// A deterministic, insecure RNG for documentation examples and tests only.
-#[doc(hidden)]
-pub fn doc_rng() -> impl RngCore + CryptoRng {
-    struct Lcg(u64);
-    impl RngCore for Lcg {
-        fn next_u32(&mut self) -> u32 {
-            self.next_u64() as u32
-        }
-        fn next_u64(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0
-        }
-        fn fill_bytes(&mut self, dest: &mut [u8]) {
-            rand_core::impls::fill_bytes_via_next(self, dest)
-        }
-        fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-            self.fill_bytes(dest);
-            Ok(())
-        }
-    }
-    impl CryptoRng for Lcg {}
-    Lcg(1)
-}
-
 /// An RNG that replays `bytes` in order, for tests that feed a KEM known
 /// randomness (a KAT's draws, a standard's worked example): a draw past the
 /// end fails (`try_fill_bytes`, which the KEMs use, returns an error; the
@@ -371,17 +411,31 @@ impl<'a> Tape<'a> {
     }
 }
 
-impl RngCore for Tape<'_> {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
+/// A [`Tape`] read past its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TapeExhausted;
+
+impl fmt::Display for TapeExhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("randomness tape exhausted")
     }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
+}
+
+impl core::error::Error for TapeExhausted {}
+
+impl TryRng for Tape<'_> {
+    type Error = TapeExhausted;
+    fn try_next_u32(&mut self) -> Result<u32, TapeExhausted> {
+        let mut b = [0u8; 4];
+        self.try_fill_bytes(&mut b)?;
+        Ok(u32::from_le_bytes(b))
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        let _ = self.try_fill_bytes(dest);
+    fn try_next_u64(&mut self) -> Result<u64, TapeExhausted> {
+        let mut b = [0u8; 8];
+        self.try_fill_bytes(&mut b)?;
+        Ok(u64::from_le_bytes(b))
     }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), TapeExhausted> {
         let end = self.pos + dest.len();
         match self.bytes.get(self.pos..end) {
             Some(src) => {
@@ -391,13 +445,13 @@ impl RngCore for Tape<'_> {
             }
             None => {
                 self.pos = self.bytes.len();
-                Err(rand_core::Error::from(core::num::NonZeroU32::MIN))
+                Err(TapeExhausted)
             }
         }
     }
 }
 
-impl CryptoRng for Tape<'_> {}
+impl TryCryptoRng for Tape<'_> {}
 
 /// Hex-string serde support for fixed-size byte types (feature `serde`).
 #[cfg(feature = "serde")]
@@ -475,6 +529,15 @@ macro_rules! impl_serde_hex {
     ($($anything:tt)*) => {};
 }
 
+/// The one seeded generator of the workspace's tests, benchmarks and
+/// examples: ChaCha20 from a 64-bit seed (feature `test-rng`).
+/// Deterministic, so never for real keys: those come from the system RNG
+/// (e.g. `rand::rng()`) or a hardware TRNG.
+#[cfg(feature = "test-rng")]
+pub fn test_rng(seed: u64) -> rand_chacha::ChaCha20Rng {
+    rand_core::SeedableRng::seed_from_u64(seed)
+}
+
 /// SplitMix64: a deterministic generator of test inputs (not for keys).
 #[doc(hidden)]
 pub struct TestRng(pub u64);
@@ -492,6 +555,74 @@ impl TestRng {
     pub fn bytes<const L: usize>(&mut self) -> [u8; L] {
         core::array::from_fn(|_| self.next_u64() as u8)
     }
+}
+
+/// Implements RustCrypto's `kem` 0.3 traits for one KEM of this workspace:
+/// `Kem` on the marker type, `Encapsulate` + `TryKeyInit` + `KeyExport` on
+/// its encapsulation key, `Decapsulate` + `Decapsulator` + `Generate` on its
+/// decapsulation key. The crate provides the typed operations:
+/// `ek_from_bytes`, `ek.as_bytes()`, `dk.encapsulation_key() -> &Ek`,
+/// `keygen(rng) -> Result<(Dk, Ek), _>`, `encapsulate(ek, rng)` and
+/// `decapsulate(dk, &[u8; CT])`. Their only error with a typed key is the
+/// RNG's, which [`with_rng`] hands back as the RNG's own error.
+#[macro_export]
+macro_rules! impl_kem_traits {
+    (
+        [$($generics:tt)*] kem: $kem:ty, ek: $ek:ty, dk: $dk:ty,
+        ek_size: $eks:ty, ct_size: $cts:ty, ct_len: $ctlen:expr,
+        keygen: $keygen:expr, encapsulate: $encaps:expr, decapsulate: $decaps:expr $(,)?
+    ) => {
+        impl<$($generics)*> $crate::kem::Kem for $kem {
+            type DecapsulationKey = $dk;
+            type EncapsulationKey = $ek;
+            type SharedKeySize = $crate::kem::consts::U32;
+            type CiphertextSize = $cts;
+        }
+        impl<$($generics)*> $crate::kem::KeySizeUser for $ek {
+            type KeySize = $eks;
+        }
+        impl<$($generics)*> $crate::kem::TryKeyInit for $ek {
+            fn new(key: &$crate::kem::Key<Self>) -> Result<Self, $crate::kem::InvalidKey> {
+                <$ek>::from_bytes(key.as_slice()).map_err(|_| $crate::kem::InvalidKey)
+            }
+        }
+        impl<$($generics)*> $crate::kem::KeyExport for $ek {
+            fn to_bytes(&self) -> $crate::kem::Key<Self> {
+                (*<$ek>::as_bytes(self)).into()
+            }
+        }
+        impl<$($generics)*> $crate::kem::Encapsulate for $ek {
+            type Kem = $kem;
+            fn encapsulate_with_rng<R: $crate::rand_core::CryptoRng + ?Sized>(
+                &self,
+                rng: &mut R,
+            ) -> ($crate::kem::Ciphertext<$kem>, $crate::kem::SharedKey<$kem>) {
+                let (ct, ss) = match $crate::with_rng(rng, |rng| ($encaps)(self, rng)) {
+                    Ok(out) => out,
+                    Err(never) => match never {},
+                };
+                ((*ct.as_bytes()).into(), (*ss.as_bytes()).into())
+            }
+        }
+        impl<$($generics)*> $crate::kem::Decapsulator for $dk {
+            type Kem = $kem;
+            fn encapsulation_key(&self) -> &$ek {
+                <$dk>::encapsulation_key(self)
+            }
+        }
+        impl<$($generics)*> $crate::kem::Decapsulate for $dk {
+            fn decapsulate(&self, ct: &$crate::kem::Ciphertext<$kem>) -> $crate::kem::SharedKey<$kem> {
+                let ct: &[u8; $ctlen] = ct.into();
+                let ss = ($decaps)(self, ct);
+                (*ss.as_bytes()).into()
+            }
+        }
+        impl<$($generics)*> $crate::kem::Generate for $dk {
+            fn try_generate_from_rng<R: $crate::rand_core::TryCryptoRng + ?Sized>(rng: &mut R) -> Result<Self, R::Error> {
+                $crate::with_rng(rng, |rng| ($keygen)(rng)).map(|(dk, _ek)| dk)
+            }
+        }
+    };
 }
 
 #[cfg(test)]

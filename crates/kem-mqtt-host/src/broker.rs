@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::OsRng;
 use kem_mqtt::{BrokerHandshake, AUTH_METHOD};
-use rand_core::OsRng;
 
 use crate::keys::BrokerState;
 use crate::mqtt::{self, Connection, Packet};

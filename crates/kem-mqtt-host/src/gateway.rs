@@ -44,12 +44,12 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::OsRng;
 use kem_mqtt::sym::Xof;
 use kem_mqtt::{
     AwaitClientFinished, BrokerHandshake, BrokerKeys, Family, Session, Suite, MAX_BROKER_HELLO_LEN,
     MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, RECORD_OVERHEAD,
 };
-use rand_core::OsRng;
 
 use crate::admission::{Admission, AdmissionConfig, Refusal};
 use crate::keys::BrokerState;

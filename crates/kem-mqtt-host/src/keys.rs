@@ -26,8 +26,8 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::OsRng;
 use kem_mqtt::{BrokerKeys, ClientEntry, KemId, Suite, SuiteSet};
-use rand_core::OsRng;
 use serde::{Deserialize, Serialize};
 use zeroize::{Zeroize, Zeroizing};
 

@@ -15,6 +15,29 @@
 //! `kem-mqtt/hs/<client id>/b2c` (BrokerHello) and carries records on
 //! `kem-mqtt/data/<client id>/c2b` and `…/b2c`.
 
+/// The operating system's RNG as a `rand_core` 0.10 `CryptoRng`
+/// (`getrandom::fill`; a failure of the OS RNG panics, as `OsRng` did in
+/// rand_core 0.6, whose place it takes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsRng;
+
+impl rand_core::TryRng for OsRng {
+    type Error = core::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Self::Error> {
+        #[allow(clippy::expect_used)]
+        getrandom::fill(dest).expect("the operating system's RNG failed");
+        Ok(())
+    }
+}
+
+impl rand_core::TryCryptoRng for OsRng {}
+
 pub mod addr;
 pub mod admission;
 pub mod broker;

@@ -1,20 +1,20 @@
 //! Provisioning: broker key generation and sensor enrolment.
 
 use kem_mqtt::{KemId, Suite, SuiteSet};
-use rand_core::{CryptoRng, RngCore};
+use rand_core::CryptoRng;
 use zeroize::Zeroizing;
 
 use crate::keys::{BrokerSecrets, Client, KeyError, Registry, SensorKeys};
 
-fn keypair(kem: KemId, rng: &mut (impl RngCore + CryptoRng)) -> (Zeroizing<Vec<u8>>, Vec<u8>) {
+fn keypair(kem: KemId, rng: &mut impl CryptoRng) -> (Zeroizing<Vec<u8>>, Vec<u8>) {
     let mut sk = Zeroizing::new(vec![0u8; kem.sk_len()]);
     let mut pk = vec![0u8; kem.pk_len()];
-    // The buffers have the exact lengths; only an RNG failure remains, and OsRng panics on its own then.
+    // The buffers have the exact lengths; only an RNG failure remains, and the system RNG (`OsRng`) panics on its own then.
     kem_mqtt::generate_keypair(kem, rng, &mut pk, &mut sk).expect("key generation");
     (sk, pk)
 }
 
-fn x25519_pair(rng: &mut (impl RngCore + CryptoRng)) -> (Zeroizing<[u8; 32]>, [u8; 32]) {
+fn x25519_pair(rng: &mut impl CryptoRng) -> (Zeroizing<[u8; 32]>, [u8; 32]) {
     let mut sk = Zeroizing::new([0u8; 32]);
     rng.fill_bytes(&mut *sk);
     let pk = x25519_dalek::x25519(*sk, x25519_dalek::X25519_BASEPOINT_BYTES);
@@ -22,7 +22,7 @@ fn x25519_pair(rng: &mut (impl RngCore + CryptoRng)) -> (Zeroizing<[u8; 32]>, [u
 }
 
 /// Generates broker static keys for `kems` and one X25519 key pair.
-pub fn generate_broker(kems: &[KemId], rng: &mut (impl RngCore + CryptoRng)) -> BrokerSecrets {
+pub fn generate_broker(kems: &[KemId], rng: &mut impl CryptoRng) -> BrokerSecrets {
     let (x25519_sk, x25519_pk) = x25519_pair(rng);
     BrokerSecrets {
         kems: kems.iter().map(|&k| (k, keypair(k, rng))).collect(),
@@ -42,7 +42,7 @@ pub fn provision_sensor(
     client_id: &str,
     suite: Suite,
     allowed: SuiteSet,
-    rng: &mut (impl RngCore + CryptoRng),
+    rng: &mut impl CryptoRng,
 ) -> Result<SensorKeys, KeyError> {
     if registry.clients.contains_key(client_id) {
         return Err(KeyError::AlreadyEnrolled(client_id.to_string()));
@@ -58,7 +58,7 @@ pub fn reprovision_sensor(
     client_id: &str,
     suite: Suite,
     allowed: SuiteSet,
-    rng: &mut (impl RngCore + CryptoRng),
+    rng: &mut impl CryptoRng,
 ) -> Result<SensorKeys, KeyError> {
     if !kem_mqtt::valid_client_id(client_id.as_bytes()) {
         return Err(KeyError::Invalid(format!(

@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::OsRng;
 use kem_mqtt::{SensorHandshake, Session, Suite, AUTH_METHOD, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD};
-use rand_core::OsRng;
 
 use crate::keys::SensorKeys;
 use crate::mqtt::{self, Connection, Packet};

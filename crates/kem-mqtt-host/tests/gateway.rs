@@ -19,8 +19,9 @@ use kem_mqtt_host::gateway::{DropReason, Gateway, GatewayConfig, GatewayCore, Ga
 use kem_mqtt_host::keys::{BrokerState, SensorKeys};
 use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::sensor::SensorClient;
+use kem_mqtt_host::OsRng;
 use kem_mqtt_host::{data_b2c, data_c2b, hs_b2c, hs_c2b, HostError};
-use rand_core::{OsRng, RngCore};
+use rand_core::Rng as _;
 
 mod common;
 

@@ -9,7 +9,8 @@ use std::process::Command;
 use kem_mqtt::{KemId, Suite, SuiteSet};
 use kem_mqtt_host::keys::{BrokerKeyFile, BrokerSecrets, KeyError, Registry, SensorKeyFile, SensorKeys};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
-use rand_core::{OsRng, RngCore};
+use kem_mqtt_host::OsRng;
+use rand_core::Rng as _;
 
 /// A fresh directory under the temporary directory, removed on drop.
 struct TempDir(PathBuf);

@@ -2,7 +2,7 @@
 
 use core::borrow::BorrowMut;
 
-use rand_core::{CryptoRng, RngCore};
+use rand_core::TryCryptoRng;
 #[cfg(feature = "x25519")]
 use x25519_avr::{x25519, x25519_base};
 use zeroize::Zeroize;
@@ -133,7 +133,7 @@ fn x25519_shared(_sk: &[u8; 32], _pk: &[u8; 32]) -> Result<Secret32, Error> {
     Err(Error::X25519NonContributory)
 }
 
-fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
+fn fill(rng: &mut impl TryCryptoRng, out: &mut [u8]) -> Result<(), Error> {
     rng.try_fill_bytes(out).map_err(|_| Error::Rng)
 }
 
@@ -259,7 +259,7 @@ impl SensorHandshake {
     pub fn start<'a>(
         suite: Suite,
         creds: SensorCredentials<'a>,
-        rng: &mut (impl RngCore + CryptoRng),
+        rng: &mut impl TryCryptoRng,
         out: &mut [u8],
     ) -> Result<(AwaitBrokerHello<'a>, usize), Error> {
         Self::start_with(suite, creds, rng, out, EphemeralKey::new())
@@ -270,7 +270,7 @@ impl SensorHandshake {
     pub fn start_in<'a>(
         suite: Suite,
         creds: SensorCredentials<'a>,
-        rng: &mut (impl RngCore + CryptoRng),
+        rng: &mut impl TryCryptoRng,
         out: &mut [u8],
         ephemeral: &'a mut EphemeralKey,
     ) -> Result<(AwaitBrokerHello<'a, &'a mut EphemeralKey>, usize), Error> {
@@ -280,7 +280,7 @@ impl SensorHandshake {
     fn start_with<'a, K: BorrowMut<EphemeralKey>>(
         suite: Suite,
         creds: SensorCredentials<'a>,
-        rng: &mut (impl RngCore + CryptoRng),
+        rng: &mut impl TryCryptoRng,
         out: &mut [u8],
         sk_e: K,
     ) -> Result<(AwaitBrokerHello<'a, K>, usize), Error> {
@@ -532,7 +532,7 @@ impl BrokerHandshake {
     pub fn accept<K: BrokerKeys + ?Sized>(
         keys: &K,
         msg: &[u8],
-        rng: &mut (impl RngCore + CryptoRng),
+        rng: &mut impl TryCryptoRng,
         out: &mut [u8],
     ) -> Result<(AwaitClientFinished, usize), Error> {
         let (suite, client_id) = Self::peek(msg)?;

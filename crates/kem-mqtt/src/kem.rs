@@ -1,7 +1,7 @@
 //! Byte-level dispatch over the workspace's KEM crates.
 
 use kem_common::SharedSecret;
-use rand_core::{CryptoRng, RngCore};
+use rand_core::TryCryptoRng;
 
 use crate::suite::KemId;
 use crate::Error;
@@ -81,7 +81,7 @@ macro_rules! kyber_module {
             pub use k::{DecapsulationKey as SecretKey, EncapsulationKey as PublicKey};
             use $path as k;
             pub fn public_of(sk: &SecretKey) -> PublicKey {
-                sk.encapsulation_key()
+                sk.encapsulation_key().clone()
             }
             pub fn secret_key_ok(sk: &[u8]) -> bool {
                 k::raw::check_decapsulation_key(sk).is_ok()
@@ -118,7 +118,7 @@ mod lightsaber {
 /// Generates a key pair into `pk_out` (exactly `pk_len`) and `sk_out` (exactly `sk_len`).
 pub(crate) fn keygen(
     kem: KemId,
-    rng: &mut (impl RngCore + CryptoRng),
+    rng: &mut impl TryCryptoRng,
     pk_out: &mut [u8],
     sk_out: &mut [u8],
 ) -> Result<(), KemFail> {
@@ -133,7 +133,7 @@ pub(crate) fn keygen(
 pub(crate) fn encapsulate(
     kem: KemId,
     pk: &[u8],
-    rng: &mut (impl RngCore + CryptoRng),
+    rng: &mut impl TryCryptoRng,
     ct_out: &mut [u8],
 ) -> Result<SharedSecret, KemFail> {
     if check_public_key(kem, pk).is_err() {
@@ -206,7 +206,7 @@ pub fn public_key_of(kem: KemId, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Err
 /// flipped z changes only the keys derived from invalid ciphertexts.
 ///
 /// Any failure is [`Error::InvalidKey`] ([`Error::Rng`] if `rng` fails).
-pub fn check_key_pair(kem: KemId, sk: &[u8], pk: &[u8], rng: &mut (impl RngCore + CryptoRng)) -> Result<(), Error> {
+pub fn check_key_pair(kem: KemId, sk: &[u8], pk: &[u8], rng: &mut impl TryCryptoRng) -> Result<(), Error> {
     check_public_key(kem, pk)?;
     let mut embedded = [0u8; crate::suite::MAX_PK_LEN];
     let embedded = embedded.get_mut(..kem.pk_len()).ok_or(Error::InvalidKey)?;
@@ -237,7 +237,7 @@ fn copy(out: &mut [u8], src: &[u8]) {
 /// and `sk_out` (`kem.sk_len()` bytes), e.g. for provisioning.
 pub fn generate_keypair(
     kem: KemId,
-    rng: &mut (impl RngCore + CryptoRng),
+    rng: &mut impl TryCryptoRng,
     pk_out: &mut [u8],
     sk_out: &mut [u8],
 ) -> Result<(), Error> {

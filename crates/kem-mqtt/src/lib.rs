@@ -15,7 +15,7 @@
 //! ```
 //! use kem_mqtt::*;
 //! # use kem_mqtt::testing::{broker_fixture, sensor_fixture};
-//! # let mut rng = kem_common::doc_rng();
+//! # let mut rng = kem_common::test_rng(1);
 //! let suite = Suite::new(KemId::CtruLightAscon, true);
 //! # let (broker, sensor) = (broker_fixture(suite, &mut rng), sensor_fixture(suite, &mut rng));
 //! # let broker = broker.with_client(&sensor, SuiteSet::for_kem(suite.kem(), true));
@@ -44,7 +44,7 @@
 //! ```
 //! use kem_mqtt::*;
 //! # use kem_mqtt::testing::{broker_fixture, sensor_fixture};
-//! # let mut rng = kem_common::doc_rng();
+//! # let mut rng = kem_common::test_rng(1);
 //! # let suite = Suite::new(KemId::CtruLightAscon, false);
 //! # let (broker, sensor) = (broker_fixture(suite, &mut rng), sensor_fixture(suite, &mut rng));
 //! # let broker = broker.with_client(&sensor, SuiteSet::for_kem(suite.kem(), false));

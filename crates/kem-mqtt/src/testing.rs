@@ -1,6 +1,6 @@
 //! Fixtures for tests and documentation examples (fixed-size, no allocation).
 
-use rand_core::{CryptoRng, RngCore};
+use rand_core::CryptoRng;
 
 use crate::handshake::{BrokerKeys, ClientEntry, SensorCredentials};
 use crate::kem;
@@ -45,7 +45,7 @@ pub struct SensorFixture {
     pub x_pk: [u8; 32],
 }
 
-fn keys(kem: KemId, rng: &mut (impl RngCore + CryptoRng)) -> ([u8; MAX_SK_LEN], [u8; MAX_PK_LEN], [u8; 32], [u8; 32]) {
+fn keys(kem: KemId, rng: &mut impl CryptoRng) -> ([u8; MAX_SK_LEN], [u8; MAX_PK_LEN], [u8; 32], [u8; 32]) {
     let mut sk = [0u8; MAX_SK_LEN];
     let mut pk = [0u8; MAX_PK_LEN];
     let _ = kem::keygen(kem, rng, &mut pk[..kem.pk_len()], &mut sk[..kem.sk_len()]);
@@ -56,7 +56,7 @@ fn keys(kem: KemId, rng: &mut (impl RngCore + CryptoRng)) -> ([u8; MAX_SK_LEN], 
 }
 
 /// A fresh broker for `suite`'s KEM, with no client.
-pub fn broker_fixture(suite: Suite, rng: &mut (impl RngCore + CryptoRng)) -> BrokerFixture {
+pub fn broker_fixture(suite: Suite, rng: &mut impl CryptoRng) -> BrokerFixture {
     let (sk, pk, x_sk, x_pk) = keys(suite.kem(), rng);
     BrokerFixture {
         kem: suite.kem(),
@@ -69,7 +69,7 @@ pub fn broker_fixture(suite: Suite, rng: &mut (impl RngCore + CryptoRng)) -> Bro
 }
 
 /// A fresh sensor `sensor-1` for `suite`'s KEM.
-pub fn sensor_fixture(suite: Suite, rng: &mut (impl RngCore + CryptoRng)) -> SensorFixture {
+pub fn sensor_fixture(suite: Suite, rng: &mut impl CryptoRng) -> SensorFixture {
     let (sk, pk, x_sk, x_pk) = keys(suite.kem(), rng);
     let mut id = [0u8; 16];
     id[..8].copy_from_slice(b"sensor-1");

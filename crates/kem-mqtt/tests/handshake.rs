@@ -4,27 +4,11 @@
 use kem_mqtt::testing::{broker_fixture, sensor_fixture, BrokerFixture, SensorFixture};
 use kem_mqtt::*;
 
-/// A deterministic `CryptoRng` for tests (SplitMix64).
-struct Rng(kem_common::TestRng);
-impl rand_core::RngCore for Rng {
-    fn next_u32(&mut self) -> u32 {
-        self.0.next_u64() as u32
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        rand_core::impls::fill_bytes_via_next(self, dest)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
-        self.fill_bytes(dest);
-        Ok(())
-    }
-}
-impl rand_core::CryptoRng for Rng {}
+/// The workspace's seeded test generator (ChaCha20).
+type Rng = rand_chacha::ChaCha20Rng;
 
 fn rng(seed: u64) -> Rng {
-    Rng(kem_common::TestRng(seed))
+    kem_common::test_rng(seed)
 }
 
 fn setup(suite: Suite, seed: u64) -> (BrokerFixture, SensorFixture, Rng) {

@@ -5,14 +5,14 @@
 //! KDF = SHAKE256; and no import checks on keys.
 
 use kem_common::Wipe;
-use rand_core::{CryptoRng, RngCore};
+use rand_core::TryCryptoRng;
 
-use crate::kem::{fill, kem_api, Sealed, Variant};
+use crate::kem_impl::{fill, kem_api, Sealed, Variant};
 use crate::params::CT_BYTES;
 use crate::Error;
 
 /// The round-3 Kyber512 parameter set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Kyber512R3;
 
 impl Sealed for Kyber512R3 {}
@@ -22,11 +22,7 @@ impl Variant for Kyber512R3 {
     const CHECK_KEYS: bool = false;
 
     /// d from one 32-byte draw (inside indcpa_keypair), then z from another.
-    fn draw_keygen_seeds(
-        rng: &mut (impl RngCore + CryptoRng),
-        d: &mut [u8; 32],
-        z: &mut [u8; 32],
-    ) -> Result<(), Error> {
+    fn draw_keygen_seeds(rng: &mut impl TryCryptoRng, d: &mut [u8; 32], z: &mut [u8; 32]) -> Result<(), Error> {
         fill(rng, d)?;
         fill(rng, z)
     }
@@ -38,7 +34,7 @@ impl Variant for Kyber512R3 {
     /// m = H(randombytes(32)): the round-3 "don't release system RNG output".
     /// Not inlined: the raw bytes take no slot in the encapsulation's frame.
     #[inline(never)]
-    fn draw_message(rng: &mut (impl RngCore + CryptoRng)) -> Result<[u8; 32], Error> {
+    fn draw_message(rng: &mut impl TryCryptoRng) -> Result<[u8; 32], Error> {
         let mut raw = [0u8; 32];
         fill(rng, &mut raw)?;
         let m = fips202::sha3_256(&[&raw]);

@@ -16,7 +16,7 @@
 //! `poly` §4.3, `kpke` §5, `kem` §6–7.
 
 mod encode;
-mod kem;
+mod kem_impl;
 mod kpke;
 pub mod kyber512_r3;
 pub mod ml_kem_512;
@@ -24,8 +24,8 @@ pub mod params;
 mod poly;
 mod sampling;
 
-pub use kem::Variant;
 pub use kem_common::SharedSecret;
+pub use kem_impl::Variant;
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,5 +58,6 @@ impl core::fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-#[doc(hidden)]
-pub use kem_common::doc_rng;
+/// The `rand_core` (0.10) this crate's RNG bounds name, and RustCrypto's
+/// `kem` (0.3) traits it implements: depend on these to name one version.
+pub use kem_common::{kem, rand_core};

@@ -7,7 +7,7 @@
 //! ```
 //! # fn main() -> Result<(), kyber512_avr::Error> {
 //! use kyber512_avr::ml_kem_512;
-//! # let mut rng = kyber512_avr::doc_rng();
+//! # let mut rng = kem_common::test_rng(1);
 //! let (ek, dk) = ml_kem_512::keygen(&mut rng)?;
 //! let (ct, ss_sender) = ml_kem_512::encapsulate(&ek, &mut rng)?;
 //! let ss_receiver = ml_kem_512::decapsulate(&dk, &ct);
@@ -16,14 +16,14 @@
 //! ```
 
 use kem_common::Wipe;
-use rand_core::{CryptoRng, RngCore};
+use rand_core::TryCryptoRng;
 
-use crate::kem::{fill, kem_api, Sealed, Variant};
+use crate::kem_impl::{fill, kem_api, Sealed, Variant};
 use crate::params::{CT_BYTES, K};
 use crate::Error;
 
 /// The ML-KEM-512 parameter set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MlKem512;
 
 impl Sealed for MlKem512 {}
@@ -35,11 +35,7 @@ impl Variant for MlKem512 {
     /// d ‖ z from one 64-byte draw. Not inlined: the draw buffer takes no
     /// slot in key generation's frame.
     #[inline(never)]
-    fn draw_keygen_seeds(
-        rng: &mut (impl RngCore + CryptoRng),
-        d: &mut [u8; 32],
-        z: &mut [u8; 32],
-    ) -> Result<(), Error> {
+    fn draw_keygen_seeds(rng: &mut impl TryCryptoRng, d: &mut [u8; 32], z: &mut [u8; 32]) -> Result<(), Error> {
         let mut dz = [0u8; 64];
         fill(rng, &mut dz)?;
         d.copy_from_slice(&dz[..32]);
@@ -53,7 +49,7 @@ impl Variant for MlKem512 {
         fips202::sha3_512(&[d, &[K as u8]])
     }
 
-    fn draw_message(rng: &mut (impl RngCore + CryptoRng)) -> Result<[u8; 32], Error> {
+    fn draw_message(rng: &mut impl TryCryptoRng) -> Result<[u8; 32], Error> {
         let mut m = [0u8; 32];
         fill(rng, &mut m)?;
         Ok(m)
@@ -78,7 +74,7 @@ pub mod hazmat {
 
     /// ML-KEM.KeyGen_internal (Algorithm 16): (ek, dk).
     pub fn key_gen_internal(d: &[u8; 32], z: &[u8; 32]) -> ([u8; EK_BYTES], [u8; DK_BYTES]) {
-        let (ek, dk) = crate::kem::keygen_internal::<MlKem512>(d, z);
+        let (ek, dk) = crate::kem_impl::keygen_internal::<MlKem512>(d, z);
         (*ek.as_bytes(), *dk.as_bytes())
     }
 
@@ -86,7 +82,7 @@ pub mod hazmat {
     /// (shared key, ciphertext).
     pub fn encaps_internal(ek: &[u8; EK_BYTES], m: &[u8; 32]) -> Result<([u8; 32], [u8; CT_BYTES]), Error> {
         let ek = EncapsulationKey::from_bytes(ek)?;
-        let (ct, ss) = crate::kem::encaps_internal(&ek, m);
+        let (ct, ss) = crate::kem_impl::encaps_internal(&ek, m);
         Ok((*ss.as_bytes(), *ct.as_bytes()))
     }
 

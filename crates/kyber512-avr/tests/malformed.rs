@@ -104,11 +104,11 @@ fn corrupted_decapsulation_key_hash() {
 
 #[test]
 fn round_trip_both_variants() {
-    let mut rng = kyber512_avr::doc_rng();
+    let mut rng = kem_common::test_rng(1);
     let (ek, dk) = kyber512_r3::keygen(&mut rng).unwrap();
     let (ct, ss) = kyber512_r3::encapsulate(&ek, &mut rng).unwrap();
     assert_eq!(kyber512_r3::decapsulate(&dk, &ct), ss);
-    assert_eq!(dk.encapsulation_key(), ek);
+    assert_eq!(dk.encapsulation_key(), &ek);
     let ek2 = kyber512_r3::EncapsulationKey::from_bytes(ek.as_bytes()).unwrap();
     let ct2 = kyber512_r3::Ciphertext::from_bytes(ct.as_bytes()).unwrap();
     let (_, ss2) = kyber512_r3::encapsulate(&ek2, &mut rng).unwrap();
@@ -120,7 +120,7 @@ fn round_trip_both_variants() {
 #[test]
 fn raw_api_equals_typed_api() {
     use kyber512_avr::ml_kem_512::raw;
-    let (mut r1, mut r2) = (kyber512_avr::doc_rng(), kyber512_avr::doc_rng());
+    let (mut r1, mut r2) = (kem_common::test_rng(1), kem_common::test_rng(1));
     let (ek, dk) = ml_kem_512::keygen(&mut r1).unwrap();
     let (mut ek2, mut dk2) = ([0u8; 800], [0u8; 1632]);
     raw::keygen_into(&mut r2, &mut ek2, &mut dk2).unwrap();
@@ -142,12 +142,31 @@ fn raw_api_equals_typed_api() {
 /// RustCrypto's `kem` traits give the same round trip.
 #[test]
 fn kem_traits_round_trip() {
-    use ::kem::{Decapsulate, Encapsulate};
-    let mut rng = kyber512_avr::doc_rng();
-    let (ek, dk) = ml_kem_512::keygen(&mut rng).unwrap();
-    let (ct, ss) = ek.encapsulate(&mut rng).unwrap();
-    assert_eq!(dk.decapsulate(&ct).unwrap(), ss);
-    let (ek3, dk3) = kyber512_r3::keygen(&mut rng).unwrap();
-    let (ct3, ss3) = ek3.encapsulate(&mut rng).unwrap();
-    assert_eq!(dk3.decapsulate(&ct3).unwrap(), ss3);
+    use kyber512_avr::kem::{Decapsulate, Decapsulator, Encapsulate, Generate, Kem, KeyExport, TryKeyInit};
+    let mut rng = kem_common::test_rng(1);
+    let (dk, ek) = ml_kem_512::MlKem512::generate_keypair_from_rng(&mut rng);
+    let (ct, ss) = ek.encapsulate_with_rng(&mut rng);
+    assert_eq!(dk.decapsulate(&ct), ss);
+    assert_eq!(Decapsulator::encapsulation_key(&dk), &ek);
+    // The same draws as the inherent API, and the same bytes.
+    let (mut r1, mut r2) = (kem_common::test_rng(5), kem_common::test_rng(5));
+    let dk1 = ml_kem_512::DecapsulationKey::generate_from_rng(&mut r1);
+    let (ek2, dk2) = ml_kem_512::keygen(&mut r2).unwrap();
+    assert_eq!(dk1.as_bytes(), dk2.as_bytes());
+    assert_eq!(ml_kem_512::EncapsulationKey::new(&ek2.to_bytes()).unwrap(), ek2);
+    // Import checks apply through TryKeyInit.
+    let mut bad = ek2.to_bytes();
+    bad[0] = 0xFF;
+    bad[1] |= 0x0F;
+    assert!(ml_kem_512::EncapsulationKey::new(&bad).is_err());
+    let (dk3, ek3) = kyber512_r3::Kyber512R3::generate_keypair_from_rng(&mut rng);
+    let (ct3, ss3) = ek3.encapsulate_with_rng(&mut rng);
+    assert_eq!(dk3.decapsulate(&ct3), ss3);
+    assert_ne!(dk.decapsulate(&ct3), ss3);
+    // A failing RNG: Generate hands back the RNG's own error.
+    let mut short = kem_common::Tape::new(&[0u8; 10]);
+    assert_eq!(
+        ml_kem_512::DecapsulationKey::try_generate_from_rng(&mut short).unwrap_err(),
+        kem_common::TapeExhausted
+    );
 }

@@ -14,7 +14,7 @@
 //!
 //! ```
 //! # fn main() -> Result<(), lightsaber_avr::Error> {
-//! # let mut rng = kem_common::doc_rng();
+//! # let mut rng = kem_common::test_rng(1);
 //! let (pk, sk) = lightsaber_avr::keygen(&mut rng)?;
 //! let (ct, ss) = lightsaber_avr::encapsulate(&pk, &mut rng)?;
 //! assert_eq!(lightsaber_avr::decapsulate(&sk, &ct), ss);
@@ -24,17 +24,20 @@
 //! Module map: `params` (Table 8), `sampling` (GenMatrix, GenSecret),
 //! `poly` (multiplication), `pke` (Saber.PKE), `kem` (Saber.KEM).
 
-pub mod kem;
+mod kem_impl;
 pub mod params;
 mod pke;
 mod poly;
 mod sampling;
 
-pub use kem::{
-    check_secret_key, decapsulate, decapsulate_into, encapsulate, encapsulate_into, keygen, keygen_into, Ciphertext,
-    PublicKey, SecretKey,
-};
 pub use kem_common::SharedSecret;
+/// The `rand_core` (0.10) this crate's RNG bounds name, and RustCrypto's
+/// `kem` (0.3) traits it implements: depend on these to name one version.
+pub use kem_common::{kem, rand_core};
+pub use kem_impl::{
+    check_secret_key, decapsulate, decapsulate_into, encapsulate, encapsulate_into, keygen, keygen_into, Ciphertext,
+    LightSaber, PublicKey, SecretKey,
+};
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -428,7 +428,7 @@ mod tests {
     use super::*;
     use kem_mqtt::{SensorHandshake, Suite, SuiteSet, MAX_CLIENT_HELLO_LEN};
     use kem_mqtt_host::provision::{generate_broker, provision_sensor};
-    use rand_core::OsRng;
+    use kem_mqtt_host::OsRng;
 
     fn plugin(ids: &[&str], limits: &str) -> (Plugin, Vec<kem_mqtt_host::keys::SensorKeys>, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("kem-plugin-unit-{}-{}", std::process::id(), ids.join("-")));

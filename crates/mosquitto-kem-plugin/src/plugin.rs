@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use kem_mqtt::{AwaitClientFinished, BrokerHandshake, BrokerKeys, AUTH_METHOD, MAX_BROKER_HELLO_LEN};
 use kem_mqtt_host::admission::{self, Admission, AdmissionConfig, Rate};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
-use rand_core::OsRng;
+use kem_mqtt_host::OsRng;
 
 /// A handshake waiting for its ClientFinished longer than this is dropped
 /// (with its keys): mosquitto may not report every connection that dies

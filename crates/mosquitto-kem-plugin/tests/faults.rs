@@ -22,8 +22,9 @@ use kem_mqtt_host::gateway::{Gateway, GatewayEvent};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{self, Connection, Packet};
 use kem_mqtt_host::sensor::SensorClient;
+use kem_mqtt_host::OsRng;
 use kem_mqtt_host::{data_c2b, HostError};
-use rand_core::{OsRng, RngCore};
+use rand_core::Rng as _;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 

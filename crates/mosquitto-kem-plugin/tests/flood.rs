@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use kem_mqtt::{SensorHandshake, AUTH_METHOD, MAX_CLIENT_HELLO_LEN};
 use kem_mqtt_host::mqtt::{self, Packet};
 use kem_mqtt_host::sensor::SensorClient;
-use rand_core::OsRng;
+use kem_mqtt_host::OsRng;
 
 /// Hellos in the flood, and the most time it may take.
 const FLOOD: usize = 300;

@@ -20,7 +20,7 @@ use kem_mqtt::{SensorHandshake, AUTH_METHOD, MAX_CLIENT_HELLO_LEN};
 use kem_mqtt_host::keys::SensorKeys;
 use kem_mqtt_host::mqtt::{self, Connection, Packet};
 use kem_mqtt_host::sensor::SensorClient;
-use rand_core::OsRng;
+use kem_mqtt_host::OsRng;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a PUBLISH the ACL lets through may take to arrive on loopback.

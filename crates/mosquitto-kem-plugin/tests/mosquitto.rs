@@ -12,7 +12,7 @@ use kem_mqtt_host::mqtt::{self, Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::HostError;
-use rand_core::OsRng;
+use kem_mqtt_host::OsRng;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 

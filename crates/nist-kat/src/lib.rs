@@ -4,7 +4,7 @@
 //!
 //! - [`NistDrbg`]: the AES-256-CTR DRBG of NIST's `PQCgenKAT` (`rng.c`): no
 //!   derivation function, no prediction resistance; every
-//!   [`rand_core::RngCore::fill_bytes`] call is one `randombytes` call.
+//!   [`rand_core::Rng::fill_bytes`] call is one `randombytes` call.
 //! - [`rsp`]: parse and write NIST `.rsp` files.
 //! - [`generate`]: drive a KEM through the `PQCgenKAT_kem` procedure.
 
@@ -13,7 +13,7 @@ pub mod schemes;
 
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::Aes256;
-use rand_core::{CryptoRng, RngCore};
+use rand_core::{Infallible, TryCryptoRng, TryRng};
 
 pub use rsp::Record;
 
@@ -78,23 +78,21 @@ impl NistDrbg {
     }
 }
 
-impl RngCore for NistDrbg {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
+impl TryRng for NistDrbg {
+    type Error = Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        self.generate(dest);
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
         self.generate(dest);
         Ok(())
     }
 }
 
-impl CryptoRng for NistDrbg {}
+impl TryCryptoRng for NistDrbg {}
 
 /// The master seed `PQCgenKAT` uses: the bytes 0x00..0x2F.
 pub const DEFAULT_MASTER_SEED: [u8; 48] = {

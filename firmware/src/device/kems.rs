@@ -257,7 +257,7 @@ pub mod ctru_product {
         };
         io.read_bytes(sk);
         io.read_bytes(ct);
-        *w = ctru_light::kem::hazmat::pke_decrypt_product(sk, ct);
+        *w = ctru_light::hazmat::pke_decrypt_product(sk, ct);
         io.reply(Status::Ok, CT_BYTES as u16);
         io.write_bytes(w);
     }

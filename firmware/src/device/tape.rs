@@ -1,7 +1,19 @@
 //! The randomness of an operation: the bytes the host sent, replayed in
 //! order (so the host can reproduce every output); running out is an error.
 
-use rand_core::{CryptoRng, RngCore};
+use rand_core::{TryCryptoRng, TryRng};
+
+/// The tape ran out.
+#[derive(Debug)]
+pub struct Exhausted;
+
+impl core::fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("tape exhausted")
+    }
+}
+
+impl core::error::Error for Exhausted {}
 
 /// An RNG replaying a tape.
 pub struct Tape {
@@ -21,17 +33,15 @@ impl Tape {
     }
 }
 
-impl RngCore for Tape {
-    fn next_u32(&mut self) -> u32 {
-        rand_core::impls::next_u32_via_fill(self)
+impl TryRng for Tape {
+    type Error = Exhausted;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn next_u64(&mut self) -> u64 {
-        rand_core::impls::next_u64_via_fill(self)
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
     }
-    fn fill_bytes(&mut self, dest: &mut [u8]) {
-        let _ = self.try_fill_bytes(dest);
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Self::Error> {
         let end = self.pos + dest.len();
         match self.bytes.get(self.pos..end) {
             Some(src) => {
@@ -41,10 +51,10 @@ impl RngCore for Tape {
             }
             None => {
                 self.pos = self.bytes.len();
-                Err(rand_core::Error::from(core::num::NonZeroU32::MIN))
+                Err(Exhausted)
             }
         }
     }
 }
 
-impl CryptoRng for Tape {}
+impl TryCryptoRng for Tape {}

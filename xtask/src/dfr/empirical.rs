@@ -18,7 +18,7 @@
 //!   256·(g·r)_k is exact and ν·f = 769·e − 256·(g·r) is the compression
 //!   term, whose variance is the one the authors' estimator halves.
 
-use ctru_light::kem::hazmat;
+use ctru_light::hazmat;
 use ctru_light::Kred2x;
 
 use super::law::{Law, Rng};

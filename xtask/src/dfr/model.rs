@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn codewords_match_the_crates_bit_layout() {
         let m: [u8; 32] = core::array::from_fn(|i| (i as u8).wrapping_mul(37) ^ 0x5A);
-        let bits = ctru_light::kem::hazmat::e8_bits(&m);
+        let bits = ctru_light::hazmat::e8_bits(&m);
         for b in 0..64 {
             let word = e8_codeword((m[b >> 1] >> (4 * (b & 1))) & 15);
             for j in 0..8 {

@@ -19,7 +19,7 @@ use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, KeyError, Reg
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::HostError;
-use rand_core::OsRng;
+use kem_mqtt_host::OsRng;
 
 const SUITES: &str = "\
 Suites: ctru-light-ascon[+x25519] ctru-light-sha3[+x25519] ml-kem-512[+x25519]

@@ -3,7 +3,7 @@
 use kem_mqtt::{Suite, SuiteSet};
 use kem_mqtt_host::keys::{BrokerState, Registry, SensorKeys};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
-use rand_core::OsRng;
+use kem_mqtt_host::OsRng;
 
 /// A broker with keys for the KEMs of `suites` and one sensor per suite,
 /// `sensor-<i>`, with policy `allowed(suite)`.

@@ -20,7 +20,7 @@ use kem_mqtt::{Suite, SuiteSet, AUTH_METHOD};
 use kem_mqtt_host::keys::{BrokerSecrets, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{self, Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
-use rand_core::OsRng;
+use kem_mqtt_host::OsRng;
 
 /// Debian's broker (package `mosquitto`).
 pub const MOSQUITTO: &str = "/usr/sbin/mosquitto";

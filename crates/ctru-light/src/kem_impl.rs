@@ -4,7 +4,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use kem_common::{CiphertextSink, Wipe};
-use rand_core::{CryptoRng, RngCore};
+use rand_core::TryCryptoRng;
 
 use crate::arith::{Arithmetic, Kred2x};
 use crate::encode::pk_is_canonical;
@@ -34,10 +34,13 @@ pub struct PublicKey<B> {
 }
 
 /// A secret key: PackSK(f) ‖ pk ‖ z. Validated on import; zeroized on drop.
+/// Keeps its public key also as a typed key (a copy of the bytes inside),
+/// which [`SecretKey::encapsulation_key`] lends, as RustCrypto's
+/// `Decapsulator` asks; the byte-buffer API (`*_into`) has no such copy.
 #[derive(Clone)]
 pub struct SecretKey<B> {
     bytes: [u8; SK_BYTES],
-    _b: PhantomData<B>,
+    pk: PublicKey<B>,
 }
 
 /// A ciphertext: 512 bytes, any value valid.
@@ -89,9 +92,15 @@ impl<B: Backend> SecretKey<B> {
     /// embedded public key must be reduced.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         check_secret_key(bytes)?;
+        let bytes = exact::<SK_BYTES>(bytes)?;
+        let mut pk = [0u8; PK_BYTES];
+        pk.copy_from_slice(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]);
         Ok(SecretKey {
-            bytes: exact::<SK_BYTES>(bytes)?,
-            _b: PhantomData,
+            bytes,
+            pk: PublicKey {
+                bytes: pk,
+                _b: PhantomData,
+            },
         })
     }
     /// The encoded key (secret).
@@ -100,12 +109,11 @@ impl<B: Backend> SecretKey<B> {
     }
     /// The matching public key.
     pub fn public_key(&self) -> PublicKey<B> {
-        let mut bytes = [0u8; PK_BYTES];
-        bytes.copy_from_slice(self.pk());
-        PublicKey { bytes, _b: PhantomData }
+        self.pk.clone()
     }
-    fn pk(&self) -> &[u8] {
-        &self.bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]
+    /// The matching public key, borrowed.
+    pub fn encapsulation_key(&self) -> &PublicKey<B> {
+        &self.pk
     }
 }
 
@@ -152,35 +160,36 @@ impl<B> fmt::Debug for Ciphertext<B> {
 /// (the variant never changes a byte of the output). The default, K-RED2X
 /// ([`Kred2x`]), is the fastest and smallest on AVR, where every variant's
 /// ring operations are assembly (`cargo xtask bench`).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CtruLight<B, A = Kred2x>(PhantomData<(B, A)>);
 
-fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
+fn fill(rng: &mut impl TryCryptoRng, out: &mut [u8]) -> Result<(), Error> {
     kem_common::fill(rng, out).map_err(|_| Error::Rng)
 }
 
 impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// KEM.KeyGen (§4): draws d until f is invertible (at most
     /// [`KEYGEN_ATTEMPTS`] times; each retry is public), then z.
-    pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey<B>, SecretKey<B>), Error> {
+    pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(PublicKey<B>, SecretKey<B>), Error> {
         let mut pk = PublicKey {
             bytes: [0u8; PK_BYTES],
             _b: PhantomData,
         };
         let mut sk = SecretKey {
             bytes: [0u8; SK_BYTES],
-            _b: PhantomData,
+            pk: PublicKey {
+                bytes: [0u8; PK_BYTES],
+                _b: PhantomData,
+            },
         };
         Self::keygen_into(rng, &mut pk.bytes, &mut sk.bytes)?;
+        sk.pk.bytes = pk.bytes;
         Ok((pk, sk))
     }
 
     /// KEM.Encaps (§4): m is 32 bytes from `rng`; G = Hg(ID(pk) ‖ m),
     /// ct = Enc(pk, m, XOF(G[32..64], 128)), K = G[0..32].
-    pub fn encapsulate(
-        pk: &PublicKey<B>,
-        rng: &mut (impl RngCore + CryptoRng),
-    ) -> Result<(Ciphertext<B>, SharedSecret), Error> {
+    pub fn encapsulate(pk: &PublicKey<B>, rng: &mut impl TryCryptoRng) -> Result<(Ciphertext<B>, SharedSecret), Error> {
         let mut ct = Ciphertext {
             bytes: [0u8; CT_BYTES],
             _b: PhantomData,
@@ -198,7 +207,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// [`Self::keygen`] into caller buffers (firmware keeps keys in static
     /// memory, so nothing large is returned on the stack).
     pub fn keygen_into(
-        rng: &mut (impl RngCore + CryptoRng),
+        rng: &mut impl TryCryptoRng,
         pk: &mut [u8; PK_BYTES],
         sk: &mut [u8; SK_BYTES],
     ) -> Result<(), Error> {
@@ -230,7 +239,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// coins = XOF(d) for a fresh d (not inlined: d and the XOF state are
     /// gone before key generation's polynomials are on the stack).
     #[inline(never)]
-    fn keygen_coins(rng: &mut (impl RngCore + CryptoRng), coins: &mut [u8; 256]) -> Result<(), Error> {
+    fn keygen_coins(rng: &mut impl TryCryptoRng, coins: &mut [u8; 256]) -> Result<(), Error> {
         let mut d = [0u8; 32];
         fill(rng, &mut d)?;
         B::xof(&[&d], coins);
@@ -241,7 +250,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// [`Self::encapsulate`] to an encoded public key (checked as on import) into `ct`.
     pub fn encapsulate_into(
         pk: &[u8; PK_BYTES],
-        rng: &mut (impl RngCore + CryptoRng),
+        rng: &mut impl TryCryptoRng,
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
         if !pk_is_canonical(pk) {
@@ -252,7 +261,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
 
     fn encapsulate_unchecked(
         pk: &[u8; PK_BYTES],
-        rng: &mut (impl RngCore + CryptoRng),
+        rng: &mut impl TryCryptoRng,
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
         // m: 32 bytes straight from the RNG (§4), no hash of them; wiped
@@ -368,18 +377,13 @@ kem_common::impl_serde_hex!([B: Backend] PublicKey<B>, PK_BYTES);
 kem_common::impl_serde_hex!([B: Backend] SecretKey<B>, SK_BYTES);
 kem_common::impl_serde_hex!([B: Backend] Ciphertext<B>, CT_BYTES);
 
-/// RustCrypto's `kem` traits (default arithmetic).
-impl<B: Backend> ::kem::Encapsulate<Ciphertext<B>, SharedSecret> for PublicKey<B> {
-    type Error = Error;
-    fn encapsulate(&self, rng: &mut impl rand_core::CryptoRngCore) -> Result<(Ciphertext<B>, SharedSecret), Error> {
-        CtruLight::<B>::encapsulate(self, rng)
-    }
-}
-
-/// RustCrypto's `kem` traits; decapsulation never fails (implicit rejection).
-impl<B: Backend> ::kem::Decapsulate<Ciphertext<B>, SharedSecret> for SecretKey<B> {
-    type Error = core::convert::Infallible;
-    fn decapsulate(&self, ct: &Ciphertext<B>) -> Result<SharedSecret, Self::Error> {
-        Ok(CtruLight::<B>::decapsulate(self, ct))
-    }
-}
+// RustCrypto's `kem` traits, on the default arithmetic (the variants give
+// identical bytes; a key type names one `Kem`). Key generation that finds
+// no invertible f (a broken RNG) is rerun with fresh randomness.
+kem_common::impl_kem_traits!(
+    [B: Backend] kem: CtruLight<B>, ek: PublicKey<B>, dk: SecretKey<B>,
+    ek_size: kem_common::kem::consts::U640, ct_size: kem_common::kem::consts::U512, ct_len: CT_BYTES,
+    keygen: |rng: &mut _| CtruLight::<B>::keygen(rng).map(|(pk, sk)| (sk, pk)),
+    encapsulate: |pk: &PublicKey<B>, rng: &mut _| CtruLight::<B>::encapsulate(pk, rng),
+    decapsulate: |sk: &SecretKey<B>, ct: &[u8; CT_BYTES]| CtruLight::<B>::decapsulate_into(sk.as_bytes(), ct),
+);

@@ -6,7 +6,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use kem_common::{SharedSecret, Wipe};
-use rand_core::{CryptoRng, RngCore};
+use rand_core::TryCryptoRng;
 use subtle::{Choice, ConstantTimeEq};
 
 use crate::kpke;
@@ -25,12 +25,11 @@ pub trait Variant: sealed::Sealed + 'static {
     /// Whether keys are checked on import (FIPS 203 §7.2, §7.3).
     const CHECK_KEYS: bool;
     /// Draws d and z in the reference order.
-    fn draw_keygen_seeds(rng: &mut (impl RngCore + CryptoRng), d: &mut [u8; 32], z: &mut [u8; 32])
-        -> Result<(), Error>;
+    fn draw_keygen_seeds(rng: &mut impl TryCryptoRng, d: &mut [u8; 32], z: &mut [u8; 32]) -> Result<(), Error>;
     /// (ρ, σ) from d.
     fn expand_seed(d: &[u8; 32]) -> [u8; 64];
     /// The message m from the encapsulation draw.
-    fn draw_message(rng: &mut (impl RngCore + CryptoRng)) -> Result<[u8; 32], Error>;
+    fn draw_message(rng: &mut impl TryCryptoRng) -> Result<[u8; 32], Error>;
     /// The shared secret from K̄ (or z on rejection) and the ciphertext.
     fn derive_key(kbar: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32];
     /// The shared secret of a rejected ciphertext: from z and the ciphertext.
@@ -39,7 +38,7 @@ pub trait Variant: sealed::Sealed + 'static {
 
 pub(crate) use sealed::Sealed;
 
-pub(crate) fn fill(rng: &mut (impl RngCore + CryptoRng), out: &mut [u8]) -> Result<(), Error> {
+pub(crate) fn fill(rng: &mut impl TryCryptoRng, out: &mut [u8]) -> Result<(), Error> {
     kem_common::fill(rng, out).map_err(|_| Error::Rng)
 }
 
@@ -59,10 +58,14 @@ pub struct EncapsulationKey<V> {
 }
 
 /// A decapsulation (secret) key: dk_pke ‖ ek ‖ H(ek) ‖ z. Zeroized on drop.
+/// Keeps its encapsulation key also as a typed key (a copy of the bytes
+/// inside), which [`DecapsulationKey::encapsulation_key`] lends, as
+/// RustCrypto's `Decapsulator` asks. Firmware keeping keys in static memory
+/// uses the byte-buffer API instead (`raw`), which has no such copy.
 #[derive(Clone)]
 pub struct DecapsulationKey<V> {
     bytes: [u8; DK_BYTES],
-    _v: PhantomData<V>,
+    ek: EncapsulationKey<V>,
 }
 
 /// A ciphertext.
@@ -137,9 +140,15 @@ impl<V: Variant> DecapsulationKey<V> {
         check_decapsulation_key::<V>(bytes)?;
         let mut key = DecapsulationKey {
             bytes: [0u8; DK_BYTES],
-            _v: PhantomData,
+            ek: EncapsulationKey {
+                bytes: [0u8; EK_BYTES],
+                _v: PhantomData,
+            },
         };
         key.bytes.copy_from_slice(bytes); // checked: DK_BYTES long
+        key.ek
+            .bytes
+            .copy_from_slice(&bytes[DK_PKE_BYTES..DK_PKE_BYTES + EK_BYTES]);
         Ok(key)
     }
 
@@ -149,14 +158,8 @@ impl<V: Variant> DecapsulationKey<V> {
     }
 
     /// The matching encapsulation key.
-    pub fn encapsulation_key(&self) -> EncapsulationKey<V> {
-        let mut bytes = [0u8; EK_BYTES];
-        bytes.copy_from_slice(self.ek_bytes());
-        EncapsulationKey { bytes, _v: PhantomData }
-    }
-
-    fn ek_bytes(&self) -> &[u8] {
-        &self.bytes[DK_PKE_BYTES..DK_PKE_BYTES + EK_BYTES]
+    pub fn encapsulation_key(&self) -> &EncapsulationKey<V> {
+        &self.ek
     }
 }
 
@@ -336,9 +339,13 @@ pub(crate) fn keygen_internal<V: Variant>(d: &[u8; 32], z: &[u8; 32]) -> (Encaps
     };
     let mut dk = DecapsulationKey {
         bytes: [0u8; DK_BYTES],
-        _v: PhantomData,
+        ek: EncapsulationKey {
+            bytes: [0u8; EK_BYTES],
+            _v: PhantomData,
+        },
     };
     keygen_bytes::<V>(d, z, &mut ek.bytes, &mut dk.bytes);
+    dk.ek.bytes = ek.bytes;
     (ek, dk)
 }
 
@@ -370,21 +377,32 @@ fn split(kr: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
 macro_rules! kem_api {
     ($variant:ty) => {
         /// Encapsulation (public) key of this parameter set.
-        pub type EncapsulationKey = $crate::kem::EncapsulationKey<$variant>;
+        pub type EncapsulationKey = $crate::kem_impl::EncapsulationKey<$variant>;
         /// Decapsulation (secret) key of this parameter set.
-        pub type DecapsulationKey = $crate::kem::DecapsulationKey<$variant>;
+        pub type DecapsulationKey = $crate::kem_impl::DecapsulationKey<$variant>;
         /// Ciphertext of this parameter set.
-        pub type Ciphertext = $crate::kem::Ciphertext<$variant>;
+        pub type Ciphertext = $crate::kem_impl::Ciphertext<$variant>;
         pub use kem_common::SharedSecret;
+
+        kem_common::impl_kem_traits!(
+            [] kem: $variant, ek: EncapsulationKey, dk: DecapsulationKey,
+            ek_size: kem_common::kem::consts::U800, ct_size: kem_common::kem::consts::U768,
+            ct_len: $crate::params::CT_BYTES,
+            keygen: |rng: &mut _| keygen(rng).map(|(ek, dk)| (dk, ek)),
+            encapsulate: |ek: &EncapsulationKey, rng: &mut _| encapsulate(ek, rng),
+            decapsulate: |dk: &DecapsulationKey, ct: &[u8; $crate::params::CT_BYTES]| {
+                $crate::kem_impl::decaps_bytes::<$variant>(dk.as_bytes(), ct)
+            },
+        );
 
         /// Generates a key pair, drawing randomness in the reference order.
         pub fn keygen(
-            rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+            rng: &mut impl rand_core::TryCryptoRng,
         ) -> Result<(EncapsulationKey, DecapsulationKey), $crate::Error> {
-            use $crate::kem::Variant;
+            use $crate::kem_impl::Variant;
             let (mut d, mut z) = ([0u8; 32], [0u8; 32]);
             <$variant>::draw_keygen_seeds(rng, &mut d, &mut z)?;
-            let keys = $crate::kem::keygen_internal::<$variant>(&d, &z);
+            let keys = $crate::kem_impl::keygen_internal::<$variant>(&d, &z);
             kem_common::Wipe::wipe(&mut d);
             kem_common::Wipe::wipe(&mut z);
             Ok(keys)
@@ -393,11 +411,11 @@ macro_rules! kem_api {
         /// Encapsulates a fresh shared secret to `ek`.
         pub fn encapsulate(
             ek: &EncapsulationKey,
-            rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+            rng: &mut impl rand_core::TryCryptoRng,
         ) -> Result<(Ciphertext, SharedSecret), $crate::Error> {
-            use $crate::kem::Variant;
+            use $crate::kem_impl::Variant;
             let mut m = <$variant>::draw_message(rng)?;
-            let out = $crate::kem::encaps_internal(ek, &m);
+            let out = $crate::kem_impl::encaps_internal(ek, &m);
             kem_common::Wipe::wipe(&mut m);
             Ok(out)
         }
@@ -405,7 +423,7 @@ macro_rules! kem_api {
         /// Decapsulates `ct`. Never fails: an invalid ciphertext yields the
         /// implicit-rejection key, indistinguishably and in constant time.
         pub fn decapsulate(dk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
-            $crate::kem::decaps_internal(dk, ct)
+            $crate::kem_impl::decaps_internal(dk, ct)
         }
 
         /// The same operations on caller-provided byte buffers, for firmware
@@ -417,34 +435,34 @@ macro_rules! kem_api {
 
             /// Key generation into `ek` and `dk`.
             pub fn keygen_into(
-                rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+                rng: &mut impl rand_core::TryCryptoRng,
                 ek: &mut [u8; EK_BYTES],
                 dk: &mut [u8; DK_BYTES],
             ) -> Result<(), $crate::Error> {
-                use $crate::kem::Variant;
-                let Some((d, z)) = $crate::kem::seed_slots(dk) else {
+                use $crate::kem_impl::Variant;
+                let Some((d, z)) = $crate::kem_impl::seed_slots(dk) else {
                     return Err($crate::Error::Rng);
                 };
                 if let Err(e) = <$variant>::draw_keygen_seeds(rng, d, z) {
                     kem_common::Wipe::wipe(dk);
                     return Err(e);
                 }
-                $crate::kem::keygen_in_place::<$variant>(ek, dk);
+                $crate::kem_impl::keygen_in_place::<$variant>(ek, dk);
                 Ok(())
             }
 
             /// Encapsulation to the encoded key `ek` (checked as on import) into `ct`.
             pub fn encapsulate_into(
                 ek: &[u8; EK_BYTES],
-                rng: &mut (impl rand_core::RngCore + rand_core::CryptoRng),
+                rng: &mut impl rand_core::TryCryptoRng,
                 ct: &mut [u8; CT_BYTES],
             ) -> Result<SharedSecret, $crate::Error> {
-                use $crate::kem::Variant;
-                if <$variant>::CHECK_KEYS && !$crate::kem::modulus_check(ek) {
+                use $crate::kem_impl::Variant;
+                if <$variant>::CHECK_KEYS && !$crate::kem_impl::modulus_check(ek) {
                     return Err($crate::Error::EncapsulationKeyNotReduced);
                 }
                 let mut m = <$variant>::draw_message(rng)?;
-                let ss = $crate::kem::encaps_bytes::<$variant>(ek, &m, ct);
+                let ss = $crate::kem_impl::encaps_bytes::<$variant>(ek, &m, ct);
                 kem_common::Wipe::wipe(&mut m);
                 Ok(ss)
             }
@@ -452,13 +470,13 @@ macro_rules! kem_api {
             /// The checks `DecapsulationKey::from_bytes` makes, on the
             /// encoded key in place.
             pub fn check_decapsulation_key(dk: &[u8]) -> Result<(), $crate::Error> {
-                $crate::kem::check_decapsulation_key::<$variant>(dk)
+                $crate::kem_impl::check_decapsulation_key::<$variant>(dk)
             }
 
             /// Decapsulation with the encoded key `dk`, which must come from
             /// [`keygen_into`] or have passed [`check_decapsulation_key`].
             pub fn decapsulate_into(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-                $crate::kem::decaps_bytes::<$variant>(dk, ct)
+                $crate::kem_impl::decaps_bytes::<$variant>(dk, ct)
             }
         }
     };
@@ -468,23 +486,3 @@ pub(crate) use kem_api;
 kem_common::impl_serde_hex!([V: Variant] EncapsulationKey<V>, EK_BYTES);
 kem_common::impl_serde_hex!([V: Variant] DecapsulationKey<V>, DK_BYTES);
 kem_common::impl_serde_hex!([V: Variant] Ciphertext<V>, CT_BYTES);
-
-/// RustCrypto's `kem` traits: `ek.encapsulate(&mut rng)` draws m as the
-/// parameter set does.
-impl<V: Variant> ::kem::Encapsulate<Ciphertext<V>, SharedSecret> for EncapsulationKey<V> {
-    type Error = Error;
-    fn encapsulate(&self, rng: &mut impl rand_core::CryptoRngCore) -> Result<(Ciphertext<V>, SharedSecret), Error> {
-        let mut m = V::draw_message(rng)?;
-        let out = encaps_internal(self, &m);
-        m.wipe();
-        Ok(out)
-    }
-}
-
-/// RustCrypto's `kem` traits; decapsulation never fails (implicit rejection).
-impl<V: Variant> ::kem::Decapsulate<Ciphertext<V>, SharedSecret> for DecapsulationKey<V> {
-    type Error = core::convert::Infallible;
-    fn decapsulate(&self, ct: &Ciphertext<V>) -> Result<SharedSecret, Self::Error> {
-        Ok(decaps_internal(self, ct))
-    }
-}

@@ -4,7 +4,7 @@
 use core::fmt;
 
 use kem_common::{fill, select_bytes, CiphertextSink, SharedSecret, Wipe};
-use rand_core::{CryptoRng, RngCore};
+use rand_core::TryCryptoRng;
 use subtle::ConstantTimeEq;
 
 use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
@@ -29,8 +29,15 @@ fn exact<const LEN: usize>(bytes: &[u8]) -> Result<[u8; LEN], Error> {
 pub struct PublicKey([u8; PK_BYTES]);
 
 /// A secret key: s ‖ pk ‖ H(pk) ‖ z. Validated on import; zeroized on drop.
+/// Keeps its public key also as a typed key (a copy of the bytes inside),
+/// which [`SecretKey::encapsulation_key`] lends, as RustCrypto's
+/// `Decapsulator` asks; the byte-buffer API (`*_into`) has no such copy.
 #[derive(Clone)]
-pub struct SecretKey([u8; SK_BYTES]);
+pub struct SecretKey([u8; SK_BYTES], PublicKey);
+
+/// LightSaber, the KEM as a type: RustCrypto's `kem::Kem` is implemented on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LightSaber;
 
 /// A ciphertext: b' ‖ c_m.
 #[derive(Clone, PartialEq, Eq)]
@@ -71,7 +78,10 @@ impl SecretKey {
     /// and H(pk) must match the embedded pk.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         check_secret_key(bytes)?;
-        exact(bytes).map(SecretKey)
+        let bytes = exact::<SK_BYTES>(bytes)?;
+        let mut pk = PublicKey([0u8; PK_BYTES]);
+        pk.0.copy_from_slice(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]);
+        Ok(SecretKey(bytes, pk))
     }
     /// The encoded key (secret).
     pub fn as_bytes(&self) -> &[u8; SK_BYTES] {
@@ -79,12 +89,11 @@ impl SecretKey {
     }
     /// The matching public key.
     pub fn public_key(&self) -> PublicKey {
-        let mut pk = [0u8; PK_BYTES];
-        pk.copy_from_slice(self.pk());
-        PublicKey(pk)
+        self.1.clone()
     }
-    fn pk(&self) -> &[u8] {
-        &self.0[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]
+    /// The matching public key, borrowed.
+    pub fn encapsulation_key(&self) -> &PublicKey {
+        &self.1
     }
 }
 
@@ -126,15 +135,16 @@ impl fmt::Debug for Ciphertext {
 
 /// KeyGen: seed_A ← SHAKE128(randombytes(32), 32), seed_s ← randombytes(32),
 /// z ← randombytes(32).
-pub fn keygen(rng: &mut (impl RngCore + CryptoRng)) -> Result<(PublicKey, SecretKey), Error> {
+pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(PublicKey, SecretKey), Error> {
     let mut pk = PublicKey([0u8; PK_BYTES]);
-    let mut sk = SecretKey([0u8; SK_BYTES]);
+    let mut sk = SecretKey([0u8; SK_BYTES], PublicKey([0u8; PK_BYTES]));
     keygen_into(rng, &mut pk.0, &mut sk.0)?;
+    sk.1 = pk.clone();
     Ok((pk, sk))
 }
 
 /// Encapsulation: m = H(randombytes(32)).
-pub fn encapsulate(pk: &PublicKey, rng: &mut (impl RngCore + CryptoRng)) -> Result<(Ciphertext, SharedSecret), Error> {
+pub fn encapsulate(pk: &PublicKey, rng: &mut impl TryCryptoRng) -> Result<(Ciphertext, SharedSecret), Error> {
     let mut ct = Ciphertext([0u8; CT_BYTES]);
     let ss = encapsulate_into(&pk.0, rng, &mut ct.0)?;
     Ok((ct, ss))
@@ -147,11 +157,7 @@ pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> SharedSecret {
 }
 
 /// [`keygen`] into caller buffers (firmware keeps keys in static memory).
-pub fn keygen_into(
-    rng: &mut (impl RngCore + CryptoRng),
-    pk: &mut [u8; PK_BYTES],
-    sk: &mut [u8; SK_BYTES],
-) -> Result<(), Error> {
+pub fn keygen_into(rng: &mut impl TryCryptoRng, pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
     let mut raw = [0u8; SEED_BYTES];
     fill(rng, &mut raw)?;
     let seed_a: [u8; SEED_BYTES] = fips202::shake128(&[&raw]);
@@ -197,7 +203,7 @@ fn key_and_r(m: &[u8; 32], hpk: &[u8]) -> ([u8; 32], [u8; 32]) {
 /// [`encapsulate`] to an encoded public key, into `ct`.
 pub fn encapsulate_into(
     pk: &[u8; PK_BYTES],
-    rng: &mut (impl RngCore + CryptoRng),
+    rng: &mut impl TryCryptoRng,
     ct: &mut [u8; CT_BYTES],
 ) -> Result<SharedSecret, Error> {
     let mut raw = [0u8; 32];
@@ -241,18 +247,10 @@ kem_common::impl_serde_hex!([] PublicKey, PK_BYTES);
 kem_common::impl_serde_hex!([] SecretKey, SK_BYTES);
 kem_common::impl_serde_hex!([] Ciphertext, CT_BYTES);
 
-/// RustCrypto's `kem` traits.
-impl ::kem::Encapsulate<Ciphertext, SharedSecret> for PublicKey {
-    type Error = Error;
-    fn encapsulate(&self, rng: &mut impl rand_core::CryptoRngCore) -> Result<(Ciphertext, SharedSecret), Error> {
-        encapsulate(self, rng)
-    }
-}
-
-/// RustCrypto's `kem` traits; decapsulation never fails (implicit rejection).
-impl ::kem::Decapsulate<Ciphertext, SharedSecret> for SecretKey {
-    type Error = core::convert::Infallible;
-    fn decapsulate(&self, ct: &Ciphertext) -> Result<SharedSecret, Self::Error> {
-        Ok(decapsulate(self, ct))
-    }
-}
+kem_common::impl_kem_traits!(
+    [] kem: LightSaber, ek: PublicKey, dk: SecretKey,
+    ek_size: kem_common::kem::consts::U672, ct_size: kem_common::kem::consts::U736, ct_len: CT_BYTES,
+    keygen: |rng: &mut _| keygen(rng).map(|(pk, sk)| (sk, pk)),
+    encapsulate: |pk: &PublicKey, rng: &mut _| encapsulate(pk, rng),
+    decapsulate: |sk: &SecretKey, ct: &[u8; CT_BYTES]| decapsulate_into(sk.as_bytes(), ct),
+);
