@@ -207,6 +207,18 @@ fn ci() -> Result<(), String> {
             }),
         ),
         ("cargo test --workspace", Box::new(cargo(&["test", "--workspace"]))),
+        // An application outside the workspace with RustCrypto's current
+        // ml-kem, kem and rand next to our crates: one generic function over
+        // every KEM (issue #22).
+        (
+            "outside application (ml-kem 0.3 + our KEMs, one generic function)",
+            Box::new(cargo(&[
+                "run",
+                "-q",
+                "--manifest-path",
+                "examples/outside-app/Cargo.toml",
+            ])),
+        ),
         (
             "AVR builds (every MCU's rings image, every 1284p KEM image)",
             Box::new(|| {
