@@ -27,10 +27,35 @@ pub fn unpack10(pk: &[u8], out: &mut [i16; N]) {
 /// Whether every 10-bit value of an encoded public key is below q, checked
 /// as the values stream by (no 1 KB buffer) and without an early exit: pk
 /// may be embedded in a secret key.
-pub fn pk_is_canonical(pk: &[u8]) -> bool {
-    let mut bad = 0i16;
-    unpack_bits(10, N, pk, |_, v| bad |= (Q as i16 - 1 - v as i16) >> 15);
-    bad == 0
+/// The public-key checks of §2 and of import in one pass over the values:
+/// every value below q ([`Error::PublicKeyNotReduced`]), and not all zero
+/// ([`Error::PublicKeyZero`]: h = g/f is never 0, g being invertible).
+pub fn pk_check(pk: &[u8]) -> Result<(), crate::Error> {
+    let (mut bad, mut any) = (0i16, 0u16);
+    unpack_bits(10, N, pk, |_, v| {
+        bad |= (Q as i16 - 1 - v as i16) >> 15;
+        any |= v;
+    });
+    if bad != 0 {
+        Err(crate::Error::PublicKeyNotReduced)
+    } else if any == 0 {
+        Err(crate::Error::PublicKeyZero)
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether the unpacked f (bytes 3 − v_i, see [`unpack_sk`]) lies in the
+/// set key generation draws from: f = 2f' + 1 with f' ∈ {−1, 0, 1}^n, so f_0
+/// is odd (−1, 1 or 3) and every other f_i even (−2, 0 or 2); with the
+/// range check of [`unpack_sk`] (v_i ≤ 5) that is exactly the set. Without
+/// an early exit (f is secret).
+pub fn f_in_keygen_set(f: &[u8; N]) -> bool {
+    let mut odd_where_even = 0u8;
+    for &c in &f[1..] {
+        odd_where_even |= c;
+    }
+    ((odd_where_even | !f[0]) & 1) == 0
 }
 
 /// PackSK (§2): 3 − f_i ∈ [0, 5] as little-endian 3-bit values.
@@ -274,7 +299,7 @@ mod tests {
         let mut back = [0i16; N];
         unpack10(&pk, &mut back);
         assert_eq!(back, h);
-        assert!(pk_is_canonical(&pk));
+        assert!(pk_check(&pk).is_ok());
         let f: [i16; N] = core::array::from_fn(|i| [-2, 0, 2, -1, 1, 3][i % 6]);
         let mut sk = [0u8; SK_PKE_BYTES];
         pack_sk(&f, &mut sk);

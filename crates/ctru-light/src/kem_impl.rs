@@ -7,7 +7,7 @@ use kem_common::{CiphertextSink, Wipe};
 use rand_core::TryCryptoRng;
 
 use crate::arith::{Arithmetic, Kred2x};
-use crate::encode::pk_is_canonical;
+use crate::encode::{f_in_keygen_set, pk_check};
 use crate::params::{CT_BYTES, ID_BYTES, KEYGEN_ATTEMPTS, PK_BYTES, SK_BYTES, SK_PKE_BYTES};
 use crate::pke;
 use crate::symmetric::Backend;
@@ -28,19 +28,19 @@ fn exact<const L: usize>(bytes: &[u8]) -> Result<[u8; L], Error> {
 
 /// A public key: 512 coefficients below q, 10 bits each. Validated on import.
 #[derive(Clone, PartialEq, Eq)]
-pub struct PublicKey<B> {
+pub struct EncapsulationKey<B> {
     bytes: [u8; PK_BYTES],
     _b: PhantomData<B>,
 }
 
 /// A secret key: PackSK(f) ‖ pk ‖ z. Validated on import; zeroized on drop.
 /// Keeps its public key also as a typed key (a copy of the bytes inside),
-/// which [`SecretKey::encapsulation_key`] lends, as RustCrypto's
+/// which [`DecapsulationKey::encapsulation_key`] lends, as RustCrypto's
 /// `Decapsulator` asks; the byte-buffer API (`*_into`) has no such copy.
 #[derive(Clone)]
-pub struct SecretKey<B> {
+pub struct DecapsulationKey<B> {
     bytes: [u8; SK_BYTES],
-    pk: PublicKey<B>,
+    pk: EncapsulationKey<B>,
 }
 
 /// A ciphertext: 512 bytes, any value valid.
@@ -50,17 +50,15 @@ pub struct Ciphertext<B> {
     _b: PhantomData<B>,
 }
 
-impl<B: Backend> PublicKey<B> {
+impl<B: Backend> EncapsulationKey<B> {
     /// Encoded length.
     pub const LEN: usize = PK_BYTES;
     /// Imports a public key; a 10-bit value ≥ q is rejected
     /// ([`Error::PublicKeyNotReduced`]), although the KAT arithmetic would reduce it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let bytes = exact::<PK_BYTES>(bytes)?;
-        if !pk_is_canonical(&bytes) {
-            return Err(Error::PublicKeyNotReduced);
-        }
-        Ok(PublicKey { bytes, _b: PhantomData })
+        pk_check(&bytes)?;
+        Ok(EncapsulationKey { bytes, _b: PhantomData })
     }
     /// The encoded key.
     pub fn as_bytes(&self) -> &[u8; PK_BYTES] {
@@ -68,24 +66,21 @@ impl<B: Backend> PublicKey<B> {
     }
 }
 
-/// The checks of [`SecretKey::from_bytes`] on the encoded key in place (no
+/// The checks of [`DecapsulationKey::from_bytes`] on the encoded key in place (no
 /// copy on the stack): its length, the packed f holding values 0..=5, and
 /// the embedded public key reduced.
 pub(crate) fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
     let bytes = exact_ref::<SK_BYTES>(bytes)?;
     let mut f = [0u8; crate::params::N];
-    let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f);
+    let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f) & f_in_keygen_set(&f);
     f.wipe();
     if !f_ok {
         return Err(Error::SecretKeyMalformed);
     }
-    if !pk_is_canonical(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]) {
-        return Err(Error::PublicKeyNotReduced);
-    }
-    Ok(())
+    pk_check(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES])
 }
 
-impl<B: Backend> SecretKey<B> {
+impl<B: Backend> DecapsulationKey<B> {
     /// Encoded length.
     pub const LEN: usize = SK_BYTES;
     /// Imports a secret key: the packed f must hold values 0..=5 and the
@@ -95,9 +90,9 @@ impl<B: Backend> SecretKey<B> {
         let bytes = exact::<SK_BYTES>(bytes)?;
         let mut pk = [0u8; PK_BYTES];
         pk.copy_from_slice(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]);
-        Ok(SecretKey {
+        Ok(DecapsulationKey {
             bytes,
-            pk: PublicKey {
+            pk: EncapsulationKey {
                 bytes: pk,
                 _b: PhantomData,
             },
@@ -108,21 +103,21 @@ impl<B: Backend> SecretKey<B> {
         &self.bytes
     }
     /// The matching public key.
-    pub fn public_key(&self) -> PublicKey<B> {
+    pub fn public_key(&self) -> EncapsulationKey<B> {
         self.pk.clone()
     }
     /// The matching public key, borrowed.
-    pub fn encapsulation_key(&self) -> &PublicKey<B> {
+    pub fn encapsulation_key(&self) -> &EncapsulationKey<B> {
         &self.pk
     }
 }
 
-impl<B> Drop for SecretKey<B> {
+impl<B> Drop for DecapsulationKey<B> {
     fn drop(&mut self) {
         self.bytes.wipe();
     }
 }
-impl<B> zeroize::ZeroizeOnDrop for SecretKey<B> {}
+impl<B> zeroize::ZeroizeOnDrop for DecapsulationKey<B> {}
 
 impl<B: Backend> Ciphertext<B> {
     /// Encoded length.
@@ -140,14 +135,14 @@ impl<B: Backend> Ciphertext<B> {
     }
 }
 
-impl<B> fmt::Debug for PublicKey<B> {
+impl<B> fmt::Debug for EncapsulationKey<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PublicKey({:02x?}..)", &self.bytes[..8])
+        write!(f, "EncapsulationKey({:02x?}..)", &self.bytes[..8])
     }
 }
-impl<B> fmt::Debug for SecretKey<B> {
+impl<B> fmt::Debug for DecapsulationKey<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SecretKey(..)")
+        f.write_str("DecapsulationKey(..)")
     }
 }
 impl<B> fmt::Debug for Ciphertext<B> {
@@ -170,14 +165,14 @@ fn fill(rng: &mut impl TryCryptoRng, out: &mut [u8]) -> Result<(), Error> {
 impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// KEM.KeyGen (§4): draws d until f is invertible (at most
     /// [`KEYGEN_ATTEMPTS`] times; each retry is public), then z.
-    pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(PublicKey<B>, SecretKey<B>), Error> {
-        let mut pk = PublicKey {
+    pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(EncapsulationKey<B>, DecapsulationKey<B>), Error> {
+        let mut pk = EncapsulationKey {
             bytes: [0u8; PK_BYTES],
             _b: PhantomData,
         };
-        let mut sk = SecretKey {
+        let mut sk = DecapsulationKey {
             bytes: [0u8; SK_BYTES],
-            pk: PublicKey {
+            pk: EncapsulationKey {
                 bytes: [0u8; PK_BYTES],
                 _b: PhantomData,
             },
@@ -189,7 +184,10 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
 
     /// KEM.Encaps (§4): m is 32 bytes from `rng`; G = Hg(ID(pk) ‖ m),
     /// ct = Enc(pk, m, XOF(G[32..64], 128)), K = G[0..32].
-    pub fn encapsulate(pk: &PublicKey<B>, rng: &mut impl TryCryptoRng) -> Result<(Ciphertext<B>, SharedSecret), Error> {
+    pub fn encapsulate(
+        pk: &EncapsulationKey<B>,
+        rng: &mut impl TryCryptoRng,
+    ) -> Result<(Ciphertext<B>, SharedSecret), Error> {
         let mut ct = Ciphertext {
             bytes: [0u8; CT_BYTES],
             _b: PhantomData,
@@ -200,13 +198,21 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
 
     /// KEM.Decaps (§4): re-encrypts and selects K or Hrej(ct ‖ z) in
     /// constant time. Never fails: a bad ciphertext yields the rejection key.
-    pub fn decapsulate(sk: &SecretKey<B>, ct: &Ciphertext<B>) -> SharedSecret {
+    pub fn decapsulate(sk: &DecapsulationKey<B>, ct: &Ciphertext<B>) -> SharedSecret {
         Self::decapsulate_into(&sk.bytes, &ct.bytes)
     }
 
     /// [`Self::keygen`] into caller buffers (firmware keeps keys in static
     /// memory, so nothing large is returned on the stack).
     pub fn keygen_into(
+        rng: &mut impl TryCryptoRng,
+        pk: &mut [u8; PK_BYTES],
+        sk: &mut [u8; SK_BYTES],
+    ) -> Result<(), Error> {
+        kem_common::keygen_or_wipe(pk, sk, |pk, sk| Self::keygen_draw_into(rng, pk, sk))
+    }
+
+    fn keygen_draw_into(
         rng: &mut impl TryCryptoRng,
         pk: &mut [u8; PK_BYTES],
         sk: &mut [u8; SK_BYTES],
@@ -253,9 +259,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         rng: &mut impl TryCryptoRng,
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
-        if !pk_is_canonical(pk) {
-            return Err(Error::PublicKeyNotReduced);
-        }
+        pk_check(pk)?;
         Self::encapsulate_unchecked(pk, rng, ct)
     }
 
@@ -272,7 +276,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         ss
     }
 
-    /// The checks [`SecretKey::from_bytes`] makes, on the encoded key in
+    /// The checks [`DecapsulationKey::from_bytes`] makes, on the encoded key in
     /// place (for callers that keep keys as bytes).
     pub fn check_secret_key(sk: &[u8]) -> Result<(), Error> {
         check_secret_key(sk)
@@ -301,8 +305,10 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         let mut sink = CiphertextSink::compare(ct);
         let good = Self::encrypt_derive(pk, m, &mut sink);
         let same = sink.equal();
-        let bad = B::hrej(&[ct, z]);
-        SharedSecret::new(kem_common::select_bytes(&bad, good.as_bytes(), same))
+        let mut bad = B::hrej(&[ct, z]);
+        let ss = SharedSecret::new(kem_common::select_bytes(&bad, good.as_bytes(), same));
+        bad.wipe();
+        ss
     }
 
     /// G = Hg(ID(pk) ‖ m); ct = Enc(pk, m, XOF(G[32..64], 128)); K = G[0..32].
@@ -373,17 +379,23 @@ pub mod hazmat {
     }
 }
 
-kem_common::impl_serde_hex!([B: Backend] PublicKey<B>, PK_BYTES);
-kem_common::impl_serde_hex!([B: Backend] SecretKey<B>, SK_BYTES);
-kem_common::impl_serde_hex!([B: Backend] Ciphertext<B>, CT_BYTES);
+kem_common::impl_bytes!([B: Backend] EncapsulationKey<B>, PK_BYTES, Error);
+kem_common::impl_bytes!([B: Backend] DecapsulationKey<B>, SK_BYTES, Error);
+kem_common::impl_bytes!([B: Backend] Ciphertext<B>, CT_BYTES, Error);
+
+kem_common::impl_buffer_kem!(
+    [B: Backend, A: Arithmetic] CtruLight<B, A>, name: "CTRU-Light", error: Error, lens: (PK_BYTES, SK_BYTES, CT_BYTES),
+    keygen_into: Self::keygen_into, encapsulate_into: Self::encapsulate_into,
+    check_decapsulation_key: check_secret_key, decapsulate_into: Self::decapsulate_into,
+);
 
 // RustCrypto's `kem` traits, on the default arithmetic (the variants give
 // identical bytes; a key type names one `Kem`). Key generation that finds
 // no invertible f (a broken RNG) is rerun with fresh randomness.
 kem_common::impl_kem_traits!(
-    [B: Backend] kem: CtruLight<B>, ek: PublicKey<B>, dk: SecretKey<B>,
+    [B: Backend] kem: CtruLight<B>, ek: EncapsulationKey<B>, dk: DecapsulationKey<B>,
     ek_size: kem_common::kem::consts::U640, ct_size: kem_common::kem::consts::U512, ct_len: CT_BYTES,
     keygen: |rng: &mut _| CtruLight::<B>::keygen(rng).map(|(pk, sk)| (sk, pk)),
-    encapsulate: |pk: &PublicKey<B>, rng: &mut _| CtruLight::<B>::encapsulate(pk, rng),
-    decapsulate: |sk: &SecretKey<B>, ct: &[u8; CT_BYTES]| CtruLight::<B>::decapsulate_into(sk.as_bytes(), ct),
+    encapsulate: |pk: &EncapsulationKey<B>, rng: &mut _| CtruLight::<B>::encapsulate(pk, rng),
+    decapsulate: |sk: &DecapsulationKey<B>, ct: &[u8; CT_BYTES]| CtruLight::<B>::decapsulate_into(sk.as_bytes(), ct),
 );

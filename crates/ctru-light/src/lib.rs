@@ -16,14 +16,95 @@
 //!
 //! n = 512, q = 769, q2 = 256, B1 noise; pk 640, sk 864, ct 512, ss 32 bytes.
 //!
+//! # Using it
+//!
+//! All three forms draw the same randomness and give the same bytes. The
+//! examples seed ChaCha20 (`rand_chacha`) to be reproducible; an application
+//! passes a real RNG (`rand::rng()` from `rand` 0.10, or a hardware TRNG
+//! behind `rand_core` 0.10's `TryCryptoRng`), never a seeded one.
+//!
+//! **RustCrypto's `kem` 0.3 traits**, as `ml-kem` 0.3 (the same code works
+//! for every KEM of the workspace and for `ml-kem` itself):
+//!
 //! ```
-//! # fn main() -> Result<(), ctru_light::Error> {
-//! use ctru_light::CtruLightAscon;
-//! # let mut rng = kem_common::test_rng(1);
-//! let (pk, sk) = CtruLightAscon::keygen(&mut rng)?;
-//! let (ct, ss) = CtruLightAscon::encapsulate(&pk, &mut rng)?;
-//! assert_eq!(CtruLightAscon::decapsulate(&sk, &ct), ss);
-//! # Ok(()) }
+//! use ctru_light::kem::{Decapsulate, Decapsulator, Encapsulate, Generate, Kem, KeyExport, TryKeyInit};
+//! use ctru_light::{Ascon, CtruLightAscon};
+//! type EncapsulationKey = ctru_light::EncapsulationKey<Ascon>;
+//! type DecapsulationKey = ctru_light::DecapsulationKey<Ascon>;
+//! use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
+//!
+//! let mut rng = ChaCha20Rng::seed_from_u64(1);
+//! let (dk, ek) = CtruLightAscon::generate_keypair_from_rng(&mut rng); // (secret, public), as ml-kem
+//! let (ct, k_send) = ek.encapsulate_with_rng(&mut rng);
+//! assert_eq!(dk.decapsulate(&ct), k_send);
+//! assert_eq!(dk.encapsulation_key(), &ek);
+//!
+//! // A decapsulation key alone (the `Generate` trait), and a public key
+//! // through its bytes (`KeyExport`, then `TryKeyInit` with the import checks).
+//! let dk2 = DecapsulationKey::generate_from_rng(&mut rng);
+//! let ek2 = EncapsulationKey::new(&dk2.encapsulation_key().to_bytes()).expect("a valid key");
+//! let (ct2, k2) = ek2.encapsulate_with_rng(&mut rng);
+//! assert_eq!(dk2.decapsulate(&ct2), k2);
+//! ```
+//!
+//! **The typed API** (typed errors, a failing RNG included; constant-time
+//! [`SharedSecret`], zeroized on drop), with
+//! `TryFrom<&[u8]>` and `AsRef<[u8]>` on every key and ciphertext:
+//!
+//! ```
+//! use ctru_light::{Ascon, CtruLightAscon};
+//! type EncapsulationKey = ctru_light::EncapsulationKey<Ascon>;
+//! type DecapsulationKey = ctru_light::DecapsulationKey<Ascon>;
+//! type Ciphertext = ctru_light::Ciphertext<Ascon>;
+//! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
+//! # let mut rng = ChaCha20Rng::seed_from_u64(2);
+//! let (ek, dk) = CtruLightAscon::keygen(&mut rng)?;
+//! let (ct, ss_sender) = CtruLightAscon::encapsulate(&ek, &mut rng)?;
+//! assert_eq!(CtruLightAscon::decapsulate(&dk, &ct), ss_sender);
+//!
+//! // Bytes in, checked: the length and the scheme's import checks.
+//! let ek_bytes: &[u8] = ek.as_ref();
+//! let ek2 = EncapsulationKey::try_from(ek_bytes)?;
+//! let dk2 = DecapsulationKey::from_bytes(dk.as_bytes())?;
+//! let ct2 = Ciphertext::try_from(ct.as_ref())?;
+//! assert_eq!(CtruLightAscon::decapsulate(&dk2, &ct2), ss_sender);
+//! assert!(EncapsulationKey::try_from(&ek_bytes[1..]).is_err()); // wrong length
+//! # let _ = ek2;
+//! # Ok::<(), ctru_light::Error>(())
+//! ```
+//!
+//! **The byte-buffer API** for firmware that keeps keys in static memory:
+//! nothing large on the stack, secret keys checked in place
+//! ([`kem_common::BufferKem`] is the same API as one trait, generic over the KEMs):
+//!
+//! ```
+//! use ctru_light::CtruLightAscon as Kem;
+//! let (keygen_into, encapsulate_into) = (Kem::keygen_into, Kem::encapsulate_into);
+//! let (check_secret_key, decapsulate_into) = (Kem::check_secret_key, Kem::decapsulate_into);
+//! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
+//! # let mut rng = ChaCha20Rng::seed_from_u64(3);
+//! let (mut ek, mut dk, mut ct) = ([0u8; 640], [0u8; 864], [0u8; 512]);
+//! keygen_into(&mut rng, &mut ek, &mut dk)?;
+//! let ss = encapsulate_into(&ek, &mut rng, &mut ct)?;
+//! check_secret_key(&dk)?; // for a key loaded from storage
+//! assert_eq!(decapsulate_into(&dk, &ct), ss);
+//! # Ok::<(), ctru_light::Error>(())
+//! ```
+//!
+//! **serde** (feature `serde`): keys and ciphertexts as hex strings, checked
+//! on the way in like `from_bytes`:
+//!
+//! ```
+//! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
+//! # let mut rng = ChaCha20Rng::seed_from_u64(4);
+//! # let (ek, dk) = ctru_light::CtruLightAscon::keygen(&mut rng).unwrap();
+//! let json = serde_json::to_string(&ek).unwrap();
+//! let back: ctru_light::EncapsulationKey<ctru_light::Ascon> = serde_json::from_str(&json).unwrap();
+//! assert_eq!(back, ek);
+//! let dk_json = serde_json::to_string(&dk).unwrap();
+//! let dk_back: ctru_light::DecapsulationKey<ctru_light::Ascon> = serde_json::from_str(&dk_json).unwrap();
+//! assert_eq!(dk_back.as_bytes(), dk.as_bytes());
+//! assert!(serde_json::from_str::<ctru_light::EncapsulationKey<ctru_light::Ascon>>("\"00\"").is_err());
 //! ```
 //!
 //! Module map (`SPEC.md` sections): `params` §1, `encode` §2, `pke` §3
@@ -44,7 +125,11 @@ pub use arith::{Arithmetic, Kred2x, MontgomeryOpt, MontgomeryPlain};
 /// (`tests/avr_e8.rs`); not part of the KEM API.
 #[doc(hidden)]
 pub use encode::e8_decode_block_portable;
-pub use kem_impl::{hazmat, Ciphertext, CtruLight, PublicKey, SecretKey};
+pub use kem_impl::{hazmat, Ciphertext, CtruLight, DecapsulationKey, EncapsulationKey};
+/// The CTRU-Light paper's name for [`EncapsulationKey`].
+pub type PublicKey<B> = EncapsulationKey<B>;
+/// The CTRU-Light paper's name for [`DecapsulationKey`].
+pub type SecretKey<B> = DecapsulationKey<B>;
 /// The portable base case and recombination of decryption's product, the
 /// references the AVR assembly is tested against (`tests/avr_mul.rs`); not
 /// part of the KEM API.
@@ -75,8 +160,12 @@ pub enum Error {
     },
     /// A public key (or the one inside a secret key) with a 10-bit value ≥ q.
     PublicKeyNotReduced,
-    /// A secret key whose packed f holds a 3-bit value above 5.
+    /// A secret key whose packed f key generation cannot produce: a 3-bit
+    /// value above 5, or f not of the form 2f' + 1 with f' ∈ {−1, 0, 1}^n
+    /// (e.g. an all-zero key).
     SecretKeyMalformed,
+    /// An all-zero public key (or one inside a secret key): h = g/f is never 0.
+    PublicKeyZero,
     /// Key generation found no invertible f in the allowed attempts (a broken RNG).
     KeyGenExhausted,
     /// The random number generator failed.
@@ -88,7 +177,8 @@ impl core::fmt::Display for Error {
         match self {
             Error::InvalidLength { expected, got } => write!(f, "invalid length: expected {expected} bytes, got {got}"),
             Error::PublicKeyNotReduced => f.write_str("public key has a coefficient not below q"),
-            Error::SecretKeyMalformed => f.write_str("secret key holds an out-of-range coefficient"),
+            Error::SecretKeyMalformed => f.write_str("secret key holds a coefficient key generation cannot produce"),
+            Error::PublicKeyZero => f.write_str("public key is all zero"),
             Error::KeyGenExhausted => f.write_str("no invertible key found; the RNG is broken"),
             Error::Rng => f.write_str("random number generator failed"),
         }

@@ -180,3 +180,69 @@ fn rng_failure_is_a_typed_error() {
         Error::Rng
     );
 }
+
+/// Keys key generation cannot produce are refused on import, with typed
+/// errors: all-zero keys, and a packed f of in-range values (0..=5) that is
+/// not 2f' + 1 with f' ∈ {−1, 0, 1}^n (wrong parity at f_0 or at f_i, i > 0).
+#[test]
+fn degenerate_keys_are_rejected() {
+    let zero_pk = [0u8; 640];
+    assert_eq!(
+        PublicKey::<Sha3>::from_bytes(&zero_pk).unwrap_err(),
+        Error::PublicKeyZero
+    );
+    let mut ct = [0u8; 512];
+    assert_eq!(
+        CtruLightSha3::encapsulate_into(&zero_pk, &mut kem_common::test_rng(3), &mut ct).unwrap_err(),
+        Error::PublicKeyZero
+    );
+    assert_eq!(
+        SecretKey::<Sha3>::from_bytes(&[0u8; 864]).unwrap_err(),
+        Error::SecretKeyMalformed
+    );
+
+    let mut rng = kem_common::test_rng(4);
+    for _ in 0..8 {
+        let (pk, sk) = CtruLightSha3::keygen(&mut rng).unwrap();
+        assert!(SecretKey::<Sha3>::from_bytes(sk.as_bytes()).is_ok());
+        assert!(PublicKey::<Sha3>::from_bytes(pk.as_bytes()).is_ok());
+        // Flipping the low bit of a 3-bit value keeps it in 0..=5 when it
+        // is ≤ 4 (or turns 5 into 4): only the parity check can refuse it.
+        for (bit, coefficient) in [(0, 0), (3, 1), (6, 2), (255 * 3, 255), (511 * 3, 511)] {
+            let mut bad = *sk.as_bytes();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(
+                SecretKey::<Sha3>::from_bytes(&bad).unwrap_err(),
+                Error::SecretKeyMalformed,
+                "f_{coefficient}"
+            );
+            assert_eq!(
+                CtruLightSha3::check_secret_key(&bad).unwrap_err(),
+                Error::SecretKeyMalformed
+            );
+        }
+        // The secret part of a real key with an all-zero public key inside.
+        let mut zero_inside = *sk.as_bytes();
+        zero_inside[192..192 + 640].fill(0);
+        assert_eq!(
+            SecretKey::<Sha3>::from_bytes(&zero_inside).unwrap_err(),
+            Error::PublicKeyZero
+        );
+    }
+}
+
+/// A key generation whose RNG fails part-way leaves no key material in the
+/// caller's buffers: they are read back as all zero.
+#[test]
+fn failed_keygen_into_leaves_no_key_material() {
+    let bytes: [u8; 96] = Rng(11).bytes();
+    // 32 and 63 bytes: d, then no z (or no second d after a retry).
+    for len in [0, 31, 32, 63] {
+        let (mut pk, mut sk) = ([0xA5u8; 640], [0x5Au8; 864]);
+        let mut tape = Tape::new(&bytes[..len]);
+        let result = CtruLightAscon::keygen_into(&mut tape, &mut pk, &mut sk);
+        assert_eq!(result.unwrap_err(), Error::Rng, "{len} bytes");
+        assert!(pk.iter().all(|&b| b == 0), "pk after {len} bytes");
+        assert!(sk.iter().all(|&b| b == 0), "sk after {len} bytes");
+    }
+}

@@ -78,6 +78,23 @@ pub trait Wipe {
     fn wipe(&mut self);
 }
 
+/// A key generation into caller buffers that leaves no key material behind
+/// when it fails (its RNG, part-way: public): `keygen` fills `pk` and `sk`,
+/// and on an error both are wiped.
+#[inline(always)]
+pub fn keygen_or_wipe<E, const P: usize, const S: usize>(
+    pk: &mut [u8; P],
+    sk: &mut [u8; S],
+    keygen: impl FnOnce(&mut [u8; P], &mut [u8; S]) -> Result<(), E>,
+) -> Result<(), E> {
+    let result = keygen(pk, sk);
+    if result.is_err() {
+        sk.wipe();
+        pk.wipe();
+    }
+    result
+}
+
 /// Zeroizes `bytes` (the loop behind [`Wipe`] for byte buffers).
 #[inline(never)]
 pub fn wipe_bytes(bytes: &mut [u8]) {
@@ -486,11 +503,21 @@ pub mod hex_serde {
                 return Err(E::invalid_length(v.len() / 2, &self));
             }
             let mut out = [0u8; N];
+            let mut valid = true;
             for (o, pair) in out.iter_mut().zip(v.as_bytes().chunks_exact(2)) {
-                let digit = |c: u8| (c as char).to_digit(16).ok_or_else(|| E::custom("invalid hex digit"));
-                *o = (digit(pair[0])? << 4 | digit(pair[1])?) as u8;
+                let digit = |c: u8| (c as char).to_digit(16);
+                match (digit(pair[0]), digit(pair[1])) {
+                    (Some(hi), Some(lo)) => *o = (hi << 4 | lo) as u8,
+                    _ => valid = false,
+                }
             }
-            Ok(out)
+            if valid {
+                Ok(out)
+            } else {
+                // What was decoded may be part of a secret key.
+                crate::Wipe::wipe(&mut out);
+                Err(E::custom("invalid hex digit"))
+            }
         }
     }
 
@@ -515,10 +542,39 @@ macro_rules! impl_serde_hex {
         }
         impl<'de, $($generics)*> $crate::hex_serde::serde::Deserialize<'de> for $ty {
             fn deserialize<D: $crate::hex_serde::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let bytes = $crate::hex_serde::deserialize::<D, { $len }>(d)?;
-                <$ty>::from_bytes(&bytes).map_err(<D::Error as $crate::hex_serde::serde::de::Error>::custom)
+                let mut bytes = $crate::hex_serde::deserialize::<D, { $len }>(d)?;
+                let key = <$ty>::from_bytes(&bytes);
+                // The decoded bytes may be a secret key: only the typed copy
+                // (zeroized on drop) stays.
+                $crate::Wipe::wipe(&mut bytes);
+                key.map_err(<D::Error as $crate::hex_serde::serde::de::Error>::custom)
             }
         }
+    };
+}
+
+/// Implements, for a key or ciphertext type with `as_bytes() -> &[u8; LEN]`
+/// and a validating `from_bytes(&[u8]) -> Result<Self, Error>`: the
+/// conversions `TryFrom<&[u8]>` (= `from_bytes`) and `AsRef<[u8]>`
+/// (= `as_bytes`), and with the `serde` feature hex-string serde
+/// ([`impl_serde_hex!`]). Every byte type of the three KEM crates has them.
+#[macro_export]
+macro_rules! impl_bytes {
+    ([$($generics:tt)*] $ty:ty, $len:expr, $error:ty) => {
+        impl<'a, $($generics)*> TryFrom<&'a [u8]> for $ty {
+            type Error = $error;
+            /// [`Self::from_bytes`]: the length and the import checks.
+            fn try_from(bytes: &'a [u8]) -> Result<Self, $error> {
+                <$ty>::from_bytes(bytes)
+            }
+        }
+        impl<$($generics)*> AsRef<[u8]> for $ty {
+            /// [`Self::as_bytes`].
+            fn as_ref(&self) -> &[u8] {
+                self.as_bytes()
+            }
+        }
+        $crate::impl_serde_hex!([$($generics)*] $ty, $len);
     };
 }
 
@@ -555,6 +611,115 @@ impl TestRng {
     pub fn bytes<const L: usize>(&mut self) -> [u8; L] {
         core::array::from_fn(|_| self.next_u64() as u8)
     }
+}
+
+/// The byte-buffer API of every KEM of the workspace as one trait, for
+/// code generic over the KEMs that keeps keys in memory of its own (a
+/// firmware's statics): key generation, encapsulation and decapsulation
+/// into and from caller buffers, and the secret-key import checks on bytes
+/// in place. The same RNG draws and outputs as the typed API and the `kem`
+/// traits. Implemented on the KEM marker types (`MlKem512`, `Kyber512R3`,
+/// `LightSaber`, `CtruLight<B, A>` for every arithmetic).
+///
+/// ```
+/// use kem_common::BufferKem;
+/// use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
+///
+/// /// One round trip through caller buffers, for any KEM.
+/// fn round_trip<K: BufferKem>(seed: u64) -> bool {
+///     let mut rng = ChaCha20Rng::seed_from_u64(seed); // seeded: deterministic example
+///     let (mut ek, mut dk, mut ct) = (K::EK_ZERO, K::DK_ZERO, K::CT_ZERO);
+///     K::keygen_into(&mut rng, &mut ek, &mut dk).expect("rng");
+///     K::check_decapsulation_key(dk.as_ref()).expect("fresh key");
+///     let sent = K::encapsulate_into(&ek, &mut rng, &mut ct).expect("valid key");
+///     K::decapsulate_into(&dk, &ct) == sent
+/// }
+///
+/// assert!(round_trip::<kyber512_avr::ml_kem_512::MlKem512>(1));
+/// assert!(round_trip::<kyber512_avr::kyber512_r3::Kyber512R3>(2));
+/// assert!(round_trip::<lightsaber_avr::LightSaber>(3));
+/// assert!(round_trip::<ctru_light::CtruLightSha3>(4));
+/// assert!(round_trip::<ctru_light::CtruLightAscon>(5));
+/// ```
+pub trait BufferKem {
+    /// The scheme's name.
+    const NAME: &'static str;
+    /// The crate's error type.
+    type Error: fmt::Debug + fmt::Display;
+    /// `[u8; EK_LEN]`: an encoded encapsulation (public) key.
+    type EncapsulationKeyBytes: AsRef<[u8]> + AsMut<[u8]> + Copy;
+    /// `[u8; DK_LEN]`: an encoded decapsulation (secret) key.
+    type DecapsulationKeyBytes: AsRef<[u8]> + AsMut<[u8]> + Copy;
+    /// `[u8; CT_LEN]`: a ciphertext.
+    type CiphertextBytes: AsRef<[u8]> + AsMut<[u8]> + Copy;
+    /// An all-zero encapsulation-key buffer (not a valid key).
+    const EK_ZERO: Self::EncapsulationKeyBytes;
+    /// An all-zero decapsulation-key buffer (not a valid key).
+    const DK_ZERO: Self::DecapsulationKeyBytes;
+    /// An all-zero ciphertext buffer.
+    const CT_ZERO: Self::CiphertextBytes;
+
+    /// Key generation into `ek` and `dk`; on an RNG failure both are wiped.
+    fn keygen_into(
+        rng: &mut impl TryCryptoRng,
+        ek: &mut Self::EncapsulationKeyBytes,
+        dk: &mut Self::DecapsulationKeyBytes,
+    ) -> Result<(), Self::Error>;
+    /// Encapsulation to the encoded key `ek` (checked as on import) into `ct`.
+    fn encapsulate_into(
+        ek: &Self::EncapsulationKeyBytes,
+        rng: &mut impl TryCryptoRng,
+        ct: &mut Self::CiphertextBytes,
+    ) -> Result<SharedSecret, Self::Error>;
+    /// The import checks of the typed decapsulation key, on bytes in place.
+    fn check_decapsulation_key(dk: &[u8]) -> Result<(), Self::Error>;
+    /// Decapsulation with `dk`, which must come from [`Self::keygen_into`]
+    /// or have passed [`Self::check_decapsulation_key`]. Never fails: a bad
+    /// ciphertext yields the implicit-rejection key.
+    fn decapsulate_into(dk: &Self::DecapsulationKeyBytes, ct: &Self::CiphertextBytes) -> SharedSecret;
+}
+
+/// Implements [`BufferKem`] on a KEM marker type from its `*_into`
+/// functions (paths taking the same arguments as the trait's methods).
+#[macro_export]
+macro_rules! impl_buffer_kem {
+    (
+        [$($generics:tt)*] $kem:ty, name: $name:expr, error: $error:ty,
+        lens: ($ek:expr, $dk:expr, $ct:expr),
+        keygen_into: $keygen:expr, encapsulate_into: $encaps:expr,
+        check_decapsulation_key: $check:expr, decapsulate_into: $decaps:expr $(,)?
+    ) => {
+        impl<$($generics)*> $crate::BufferKem for $kem {
+            const NAME: &'static str = $name;
+            type Error = $error;
+            type EncapsulationKeyBytes = [u8; $ek];
+            type DecapsulationKeyBytes = [u8; $dk];
+            type CiphertextBytes = [u8; $ct];
+            const EK_ZERO: [u8; $ek] = [0; $ek];
+            const DK_ZERO: [u8; $dk] = [0; $dk];
+            const CT_ZERO: [u8; $ct] = [0; $ct];
+            fn keygen_into(
+                rng: &mut impl $crate::rand_core::TryCryptoRng,
+                ek: &mut [u8; $ek],
+                dk: &mut [u8; $dk],
+            ) -> Result<(), $error> {
+                $keygen(rng, ek, dk)
+            }
+            fn encapsulate_into(
+                ek: &[u8; $ek],
+                rng: &mut impl $crate::rand_core::TryCryptoRng,
+                ct: &mut [u8; $ct],
+            ) -> Result<$crate::SharedSecret, $error> {
+                $encaps(ek, rng, ct)
+            }
+            fn check_decapsulation_key(dk: &[u8]) -> Result<(), $error> {
+                $check(dk)
+            }
+            fn decapsulate_into(dk: &[u8; $dk], ct: &[u8; $ct]) -> $crate::SharedSecret {
+                $decaps(dk, ct)
+            }
+        }
+    };
 }
 
 /// Implements RustCrypto's `kem` 0.3 traits for one KEM of this workspace:

@@ -135,7 +135,7 @@ impl<V: Variant> DecapsulationKey<V> {
     pub const LEN: usize = DK_BYTES;
 
     /// Imports a key: its length and, for ML-KEM-512, the §7.3 hash check
-    /// ([`check_decapsulation_key`] on the bytes, then one copy).
+    /// (`raw::check_decapsulation_key` of the parameter set on the bytes, then one copy).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         check_decapsulation_key::<V>(bytes)?;
         let mut key = DecapsulationKey {
@@ -426,6 +426,13 @@ macro_rules! kem_api {
             $crate::kem_impl::decaps_internal(dk, ct)
         }
 
+        kem_common::impl_buffer_kem!(
+            [] $variant, name: <$variant as $crate::Variant>::NAME, error: $crate::Error,
+            lens: ($crate::params::EK_BYTES, $crate::params::DK_BYTES, $crate::params::CT_BYTES),
+            keygen_into: raw::keygen_into, encapsulate_into: raw::encapsulate_into,
+            check_decapsulation_key: raw::check_decapsulation_key, decapsulate_into: raw::decapsulate_into,
+        );
+
         /// The same operations on caller-provided byte buffers, for firmware
         /// that keeps keys in static memory (nothing large is returned on the
         /// stack). Same RNG draws and outputs as the typed API.
@@ -483,6 +490,6 @@ macro_rules! kem_api {
 }
 pub(crate) use kem_api;
 
-kem_common::impl_serde_hex!([V: Variant] EncapsulationKey<V>, EK_BYTES);
-kem_common::impl_serde_hex!([V: Variant] DecapsulationKey<V>, DK_BYTES);
-kem_common::impl_serde_hex!([V: Variant] Ciphertext<V>, CT_BYTES);
+kem_common::impl_bytes!([V: Variant] EncapsulationKey<V>, EK_BYTES, Error);
+kem_common::impl_bytes!([V: Variant] DecapsulationKey<V>, DK_BYTES, Error);
+kem_common::impl_bytes!([V: Variant] Ciphertext<V>, CT_BYTES, Error);

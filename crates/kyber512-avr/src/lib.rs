@@ -25,7 +25,10 @@ mod poly;
 mod sampling;
 
 pub use kem_common::SharedSecret;
-pub use kem_impl::Variant;
+/// The typed keys and ciphertext, generic over the parameter set;
+/// [`ml_kem_512`] and [`kyber512_r3`] name them for theirs
+/// (`ml_kem_512::EncapsulationKey` = `EncapsulationKey<MlKem512>`).
+pub use kem_impl::{Ciphertext, DecapsulationKey, EncapsulationKey, Variant};
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,14 +26,14 @@ fn exact<const LEN: usize>(bytes: &[u8]) -> Result<[u8; LEN], Error> {
 
 /// A public key: b ‖ seed_A (any bytes of the right length are valid).
 #[derive(Clone, PartialEq, Eq)]
-pub struct PublicKey([u8; PK_BYTES]);
+pub struct EncapsulationKey([u8; PK_BYTES]);
 
 /// A secret key: s ‖ pk ‖ H(pk) ‖ z. Validated on import; zeroized on drop.
 /// Keeps its public key also as a typed key (a copy of the bytes inside),
-/// which [`SecretKey::encapsulation_key`] lends, as RustCrypto's
+/// which [`DecapsulationKey::encapsulation_key`] lends, as RustCrypto's
 /// `Decapsulator` asks; the byte-buffer API (`*_into`) has no such copy.
 #[derive(Clone)]
-pub struct SecretKey([u8; SK_BYTES], PublicKey);
+pub struct DecapsulationKey([u8; SK_BYTES], EncapsulationKey);
 
 /// LightSaber, the KEM as a type: RustCrypto's `kem::Kem` is implemented on it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -43,12 +43,12 @@ pub struct LightSaber;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Ciphertext([u8; CT_BYTES]);
 
-impl PublicKey {
+impl EncapsulationKey {
     /// Encoded length.
     pub const LEN: usize = PK_BYTES;
     /// Imports a public key.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        Ok(PublicKey(exact(bytes)?))
+        Ok(EncapsulationKey(exact(bytes)?))
     }
     /// The encoded key.
     pub fn as_bytes(&self) -> &[u8; PK_BYTES] {
@@ -56,7 +56,7 @@ impl PublicKey {
     }
 }
 
-/// The checks of [`SecretKey::from_bytes`] on the encoded key in place (no
+/// The checks of [`DecapsulationKey::from_bytes`] on the encoded key in place (no
 /// 1.6 KB copy on the stack): its length, every secret coefficient in
 /// [−5, 5], and H(pk) matching the embedded pk.
 pub fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
@@ -71,7 +71,7 @@ pub fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-impl SecretKey {
+impl DecapsulationKey {
     /// Encoded length.
     pub const LEN: usize = SK_BYTES;
     /// Imports a secret key: every secret coefficient must be in [−5, 5]
@@ -79,30 +79,30 @@ impl SecretKey {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         check_secret_key(bytes)?;
         let bytes = exact::<SK_BYTES>(bytes)?;
-        let mut pk = PublicKey([0u8; PK_BYTES]);
+        let mut pk = EncapsulationKey([0u8; PK_BYTES]);
         pk.0.copy_from_slice(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]);
-        Ok(SecretKey(bytes, pk))
+        Ok(DecapsulationKey(bytes, pk))
     }
     /// The encoded key (secret).
     pub fn as_bytes(&self) -> &[u8; SK_BYTES] {
         &self.0
     }
     /// The matching public key.
-    pub fn public_key(&self) -> PublicKey {
+    pub fn public_key(&self) -> EncapsulationKey {
         self.1.clone()
     }
     /// The matching public key, borrowed.
-    pub fn encapsulation_key(&self) -> &PublicKey {
+    pub fn encapsulation_key(&self) -> &EncapsulationKey {
         &self.1
     }
 }
 
-impl Drop for SecretKey {
+impl Drop for DecapsulationKey {
     fn drop(&mut self) {
         self.0.wipe();
     }
 }
-impl zeroize::ZeroizeOnDrop for SecretKey {}
+impl zeroize::ZeroizeOnDrop for DecapsulationKey {}
 
 impl Ciphertext {
     /// Encoded length.
@@ -117,14 +117,14 @@ impl Ciphertext {
     }
 }
 
-impl fmt::Debug for PublicKey {
+impl fmt::Debug for EncapsulationKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PublicKey({:02x?}..)", &self.0[..8])
+        write!(f, "EncapsulationKey({:02x?}..)", &self.0[..8])
     }
 }
-impl fmt::Debug for SecretKey {
+impl fmt::Debug for DecapsulationKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SecretKey(..)")
+        f.write_str("DecapsulationKey(..)")
     }
 }
 impl fmt::Debug for Ciphertext {
@@ -135,16 +135,16 @@ impl fmt::Debug for Ciphertext {
 
 /// KeyGen: seed_A ← SHAKE128(randombytes(32), 32), seed_s ← randombytes(32),
 /// z ← randombytes(32).
-pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(PublicKey, SecretKey), Error> {
-    let mut pk = PublicKey([0u8; PK_BYTES]);
-    let mut sk = SecretKey([0u8; SK_BYTES], PublicKey([0u8; PK_BYTES]));
+pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(EncapsulationKey, DecapsulationKey), Error> {
+    let mut pk = EncapsulationKey([0u8; PK_BYTES]);
+    let mut sk = DecapsulationKey([0u8; SK_BYTES], EncapsulationKey([0u8; PK_BYTES]));
     keygen_into(rng, &mut pk.0, &mut sk.0)?;
     sk.1 = pk.clone();
     Ok((pk, sk))
 }
 
 /// Encapsulation: m = H(randombytes(32)).
-pub fn encapsulate(pk: &PublicKey, rng: &mut impl TryCryptoRng) -> Result<(Ciphertext, SharedSecret), Error> {
+pub fn encapsulate(pk: &EncapsulationKey, rng: &mut impl TryCryptoRng) -> Result<(Ciphertext, SharedSecret), Error> {
     let mut ct = Ciphertext([0u8; CT_BYTES]);
     let ss = encapsulate_into(&pk.0, rng, &mut ct.0)?;
     Ok((ct, ss))
@@ -152,17 +152,29 @@ pub fn encapsulate(pk: &PublicKey, rng: &mut impl TryCryptoRng) -> Result<(Ciphe
 
 /// Decapsulation: never fails; a bad ciphertext yields H(z ‖ H(ct)),
 /// selected in constant time.
-pub fn decapsulate(sk: &SecretKey, ct: &Ciphertext) -> SharedSecret {
+pub fn decapsulate(sk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
     decapsulate_into(&sk.0, &ct.0)
 }
 
 /// [`keygen`] into caller buffers (firmware keeps keys in static memory).
 pub fn keygen_into(rng: &mut impl TryCryptoRng, pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
+    kem_common::keygen_or_wipe(pk, sk, |pk, sk| keygen_draw_into(rng, pk, sk))
+}
+
+fn keygen_draw_into(
+    rng: &mut impl TryCryptoRng,
+    pk: &mut [u8; PK_BYTES],
+    sk: &mut [u8; SK_BYTES],
+) -> Result<(), Error> {
     let mut raw = [0u8; SEED_BYTES];
     fill(rng, &mut raw)?;
     let seed_a: [u8; SEED_BYTES] = fips202::shake128(&[&raw]);
+    raw.wipe();
     let mut seed_s = [0u8; SEED_BYTES];
-    fill(rng, &mut seed_s)?;
+    if let Err(e) = fill(rng, &mut seed_s) {
+        seed_s.wipe();
+        return Err(e.into());
+    }
     let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
     if let Ok(sk_pke) = <&mut [u8; SK_PKE_BYTES]>::try_from(sk_pke) {
         pke::keygen(&seed_a, &seed_s, pk, sk_pke);
@@ -171,10 +183,8 @@ pub fn keygen_into(rng: &mut impl TryCryptoRng, pk: &mut [u8; PK_BYTES], sk: &mu
     pk_part.copy_from_slice(pk);
     let (hpk, z) = rest.split_at_mut(32);
     hpk.copy_from_slice(&fips202::sha3_256(&[pk]));
-    raw.wipe();
     seed_s.wipe();
-    fill(rng, z)?;
-    Ok(())
+    Ok(fill(rng, z)?)
 }
 
 /// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `sink`.
@@ -243,14 +253,20 @@ pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecre
     ss
 }
 
-kem_common::impl_serde_hex!([] PublicKey, PK_BYTES);
-kem_common::impl_serde_hex!([] SecretKey, SK_BYTES);
-kem_common::impl_serde_hex!([] Ciphertext, CT_BYTES);
+kem_common::impl_bytes!([] EncapsulationKey, PK_BYTES, Error);
+kem_common::impl_bytes!([] DecapsulationKey, SK_BYTES, Error);
+kem_common::impl_bytes!([] Ciphertext, CT_BYTES, Error);
+
+kem_common::impl_buffer_kem!(
+    [] LightSaber, name: "LightSaber", error: Error, lens: (PK_BYTES, SK_BYTES, CT_BYTES),
+    keygen_into: keygen_into, encapsulate_into: encapsulate_into,
+    check_decapsulation_key: check_secret_key, decapsulate_into: decapsulate_into,
+);
 
 kem_common::impl_kem_traits!(
-    [] kem: LightSaber, ek: PublicKey, dk: SecretKey,
+    [] kem: LightSaber, ek: EncapsulationKey, dk: DecapsulationKey,
     ek_size: kem_common::kem::consts::U672, ct_size: kem_common::kem::consts::U736, ct_len: CT_BYTES,
     keygen: |rng: &mut _| keygen(rng).map(|(pk, sk)| (sk, pk)),
-    encapsulate: |pk: &PublicKey, rng: &mut _| encapsulate(pk, rng),
-    decapsulate: |sk: &SecretKey, ct: &[u8; CT_BYTES]| decapsulate_into(sk.as_bytes(), ct),
+    encapsulate: |pk: &EncapsulationKey, rng: &mut _| encapsulate(pk, rng),
+    decapsulate: |sk: &DecapsulationKey, ct: &[u8; CT_BYTES]| decapsulate_into(sk.as_bytes(), ct),
 );

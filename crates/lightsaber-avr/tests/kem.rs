@@ -96,3 +96,26 @@ fn kem_traits_round_trip() {
     let (sk2, _) = lightsaber_avr::LightSaber::generate_keypair_from_rng(&mut rng);
     assert_ne!(sk2.decapsulate(&ct), ss);
 }
+
+/// A key generation whose RNG fails part-way (before seed_s, or before z,
+/// after s and pk were written) leaves no key material in the caller's
+/// buffers: they are read back as all zero.
+#[test]
+fn failed_keygen_into_leaves_no_key_material() {
+    let bytes = [0x3Cu8; 96];
+    for len in [0, 32, 64, 95] {
+        let (mut pk, mut sk) = ([0xA5u8; 672], [0x5Au8; 1568]);
+        let mut tape = kem_common::Tape::new(&bytes[..len]);
+        assert_eq!(
+            keygen_into(&mut tape, &mut pk, &mut sk).unwrap_err(),
+            Error::Rng,
+            "{len} bytes"
+        );
+        assert!(pk.iter().all(|&b| b == 0), "pk after {len} bytes");
+        assert!(sk.iter().all(|&b| b == 0), "sk after {len} bytes");
+    }
+    let mut tape = kem_common::Tape::new(&bytes);
+    let (mut pk, mut sk) = ([0u8; 672], [0u8; 1568]);
+    keygen_into(&mut tape, &mut pk, &mut sk).unwrap();
+    assert!(pk.iter().any(|&b| b != 0) && sk.iter().any(|&b| b != 0));
+}
