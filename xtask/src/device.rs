@@ -63,6 +63,18 @@ impl Device {
         self.sim.take_profile()
     }
 
+    /// `len` bytes of the firmware's data space from `addr` (e.g. a static,
+    /// to check it holds no secret after an operation), once the firmware
+    /// has finished the last operation: the simulation stops as the reply's
+    /// last byte goes out, before the handler's own end, so a ping's
+    /// answer is awaited first.
+    pub fn read_data(&mut self, addr: u32, len: usize) -> Result<Vec<u8>, String> {
+        self.call(OP_PING, &[])?;
+        self.sim
+            .read_data(addr, len)
+            .ok_or_else(|| format!("data space 0x{addr:x}+{len} is outside the MCU's RAM"))
+    }
+
     /// Cycles simulated so far.
     pub fn cycle(&self) -> u64 {
         self.sim.cycle()

@@ -173,6 +173,7 @@ fn kat(
     no_build: bool,
 ) -> Result<(u32, u32), String> {
     let elf = avr::image_elf(mcu, image, no_build)?;
+    let statics = kem_statics(&elf)?;
     let mut dev = Device::open(&elf, mcu.name)?;
     let (mut passed, mut failed) = (0u32, 0u32);
     for &kem in kems {
@@ -212,6 +213,16 @@ fn kat(
                 want != r.ss && kems::dev_decaps(&mut dev, kem, &r.sk, &forged)? == want,
             );
         }
+        // The handlers wipe their statics (keys, ciphertext, tape, shared
+        // secret) once the reply is sent: read them back from the RAM.
+        for (addr, size, name) in &statics {
+            if dev.read_data(*addr, *size as usize)?.iter().all(|&b| b == 0) {
+                passed += 1;
+            } else {
+                failed += 1;
+                bad.push(format!("static {name} not wiped after the operations"));
+            }
+        }
         dev.take_markers();
         for b in &bad {
             eprintln!("FAIL {} KAT {b}", kem.name());
@@ -231,6 +242,24 @@ fn kat(
     dev.close()?;
     println!("{}: simulated {cycles} cycles", image.name);
     Ok((passed, failed))
+}
+
+/// The KEM handlers' statics in `elf`: (data address, size, name) of the
+/// key/ciphertext arena, the randomness tape and the shared secret
+/// (`firmware/src/device/kems.rs`; v0-mangled names end in the length-
+/// prefixed identifier).
+fn kem_statics(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
+    let all = crate::symbols::data_symbols(elf)?;
+    ["ARENA", "TAPE", "SS"]
+        .iter()
+        .map(|short| {
+            let suffix = format!("4kems{}{short}", short.len());
+            all.iter()
+                .find(|(_, _, name)| name.ends_with(&suffix))
+                .map(|(a, s, _)| (*a, *s, format!("kems::{short}")))
+                .ok_or_else(|| format!("{}: no static kems::{short}", elf.display()))
+        })
+        .collect()
 }
 
 /// Trials of [`ctru_product`]: the extremes, then random keys and ciphertexts.

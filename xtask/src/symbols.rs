@@ -35,6 +35,27 @@ pub fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String>
     Ok(v)
 }
 
+/// Static variables of an ELF (`avr-nm` kinds b, B, d, D): (data-space
+/// address, size, mangled name); AVR ELF data addresses carry 0x800000.
+pub fn data_symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
+    let nm = crate::opts::output(std::process::Command::new("avr-nm").arg("-S").arg(elf))?;
+    Ok(nm
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(4, ' ');
+            let (a, sz, kind, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
+            if !matches!(kind, "b" | "B" | "d" | "D") {
+                return None;
+            }
+            Some((
+                u32::from_str_radix(a, 16).ok()? & 0xFFFF,
+                u32::from_str_radix(sz, 16).ok()?,
+                name.to_string(),
+            ))
+        })
+        .collect())
+}
+
 /// The function (by ELF symbol) whose body holds byte address `addr`, or "?".
 /// `syms` is sorted by start address; zero-sized symbols still claim their
 /// first word so labels in assembly files are found.

@@ -298,6 +298,17 @@ uint16_t shim_sp(const shim_t *s)
 	return sp_now(s->avr);
 }
 
+/* Copies `len` bytes of data space from `addr` (SRAM, registers, I/O) into
+ * `out`; -1 (nothing copied) if the range leaves data space. */
+int shim_read_data(const shim_t *s, uint32_t addr, uint8_t *out, size_t len)
+{
+	uint32_t end = (uint32_t)s->avr->ramend + 1;
+	if (addr > end || len > end - addr)
+		return -1;
+	memcpy(out, s->avr->data + addr, len);
+	return 0;
+}
+
 /*
  * Runs until: out_len >= want_out (returns 0), the firmware stopped with
  * `cli; sleep` (1), it crashed (2), or cycle >= cycle_limit (3).

@@ -49,6 +49,7 @@ extern "C" {
     fn shim_cycle(s: *const ShimT) -> u64;
     fn shim_pc(s: *const ShimT) -> u32;
     fn shim_sp(s: *const ShimT) -> u16;
+    fn shim_read_data(s: *const ShimT, addr: u32, out: *mut u8, len: usize) -> c_int;
     fn shim_run(s: *mut ShimT, cycle_limit: u64, want_out: usize) -> c_int;
     fn shim_profile(s: *mut ShimT, on: c_int) -> c_int;
     fn shim_profile_take(s: *mut ShimT, buf: *mut u32, cap: usize) -> usize;
@@ -91,6 +92,9 @@ mod stub {
         unreachable!()
     }
     pub unsafe fn shim_sp(_: *const ShimT) -> u16 {
+        unreachable!()
+    }
+    pub unsafe fn shim_read_data(_: *const ShimT, _: u32, _: *mut u8, _: usize) -> c_int {
         unreachable!()
     }
     pub unsafe fn shim_run(_: *mut ShimT, _: u64, _: usize) -> c_int {
@@ -369,6 +373,15 @@ impl Sim {
     pub fn sp(&self) -> u16 {
         // SAFETY: as above.
         unsafe { shim_sp(self.raw) }
+    }
+
+    /// `len` bytes of data space (SRAM, e.g. a firmware's statics) from
+    /// `addr`, as they are now; `None` if the range leaves data space.
+    pub fn read_data(&self, addr: u32, len: usize) -> Option<Vec<u8>> {
+        let mut out = vec![0u8; len];
+        // SAFETY: `raw` is live; `out` has room for `len` bytes.
+        let rc = unsafe { shim_read_data(self.raw, addr, out.as_mut_ptr(), len) };
+        (rc == 0).then_some(out)
     }
 
     /// Queues bytes for UART0; they are delivered as the firmware's receiver accepts them.
