@@ -594,25 +594,6 @@ pub fn test_rng(seed: u64) -> rand_chacha::ChaCha20Rng {
     rand_core::SeedableRng::seed_from_u64(seed)
 }
 
-/// SplitMix64: a deterministic generator of test inputs (not for keys).
-#[doc(hidden)]
-pub struct TestRng(pub u64);
-
-impl TestRng {
-    /// The next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// `L` bytes.
-    pub fn bytes<const L: usize>(&mut self) -> [u8; L] {
-        core::array::from_fn(|_| self.next_u64() as u8)
-    }
-}
-
 /// The byte-buffer API of every KEM of the workspace as one trait, for
 /// code generic over the KEMs that keeps keys in memory of its own (a
 /// firmware's statics): key generation, encapsulation and decapsulation

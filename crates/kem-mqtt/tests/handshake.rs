@@ -3,6 +3,7 @@
 
 use kem_mqtt::testing::{broker_fixture, sensor_fixture, BrokerFixture, SensorFixture};
 use kem_mqtt::*;
+use rand_core::Rng as _;
 
 /// The workspace's seeded test generator (ChaCha20).
 type Rng = rand_chacha::ChaCha20Rng;
@@ -693,7 +694,7 @@ fn replayed_reordered_and_moved_records() {
 fn garbage_never_panics() {
     let suite = Suite::new(KemId::CtruLightAscon, true);
     let (broker, sensor, mut r) = setup(suite, 1000);
-    let mut g = kem_common::TestRng(5);
+    let mut g = rng(5);
     let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
     for i in 0..400 {
         let len = (g.next_u64() % 1400) as usize;
