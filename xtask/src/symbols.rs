@@ -13,15 +13,21 @@ pub fn first_difference(a: &[u32], b: &[u32]) -> Option<u32> {
         .map(|w| 2 * w as u32)
 }
 
-/// Function symbols of an ELF: (start byte address, size, demangled name), sorted.
-pub fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
-    let nm = crate::opts::output(std::process::Command::new("avr-nm").args(["-S", "-C"]).arg(elf))?;
-    let mut v: Vec<(u32, u32, String)> = nm
+/// `avr-nm -S` rows of `elf` whose kind letter is one of `kinds`:
+/// (address, size, name); `demangle` adds `-C`.
+fn nm_rows(elf: &std::path::Path, demangle: bool, kinds: &[&str]) -> Result<Vec<(u32, u32, String)>, String> {
+    let mut cmd = std::process::Command::new("avr-nm");
+    cmd.arg("-S");
+    if demangle {
+        cmd.arg("-C");
+    }
+    let nm = crate::opts::output(cmd.arg(elf))?;
+    Ok(nm
         .lines()
         .filter_map(|l| {
             let mut it = l.splitn(4, ' ');
             let (a, sz, kind, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
-            if !matches!(kind, "t" | "T" | "w" | "W") {
+            if !kinds.contains(&kind) {
                 return None;
             }
             Some((
@@ -30,7 +36,12 @@ pub fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String>
                 name.to_string(),
             ))
         })
-        .collect();
+        .collect())
+}
+
+/// Function symbols of an ELF: (start byte address, size, demangled name), sorted.
+pub fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
+    let mut v = nm_rows(elf, true, &["t", "T", "w", "W"])?;
     v.sort();
     Ok(v)
 }
@@ -38,22 +49,11 @@ pub fn symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String>
 /// Static variables of an ELF (`avr-nm` kinds b, B, d, D): (data-space
 /// address, size, mangled name); AVR ELF data addresses carry 0x800000.
 pub fn data_symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, String> {
-    let nm = crate::opts::output(std::process::Command::new("avr-nm").arg("-S").arg(elf))?;
-    Ok(nm
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.splitn(4, ' ');
-            let (a, sz, kind, name) = (it.next()?, it.next()?, it.next()?, it.next()?);
-            if !matches!(kind, "b" | "B" | "d" | "D") {
-                return None;
-            }
-            Some((
-                u32::from_str_radix(a, 16).ok()? & 0xFFFF,
-                u32::from_str_radix(sz, 16).ok()?,
-                name.to_string(),
-            ))
-        })
-        .collect())
+    let mut v = nm_rows(elf, false, &["b", "B", "d", "D"])?;
+    for (addr, _, _) in &mut v {
+        *addr &= 0xFFFF;
+    }
+    Ok(v)
 }
 
 /// The function (by ELF symbol) whose body holds byte address `addr`, or "?".
