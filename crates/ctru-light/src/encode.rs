@@ -28,8 +28,8 @@ pub fn unpack10(pk: &[u8], out: &mut [i16; N]) {
 /// as the values stream by (no 1 KB buffer) and without an early exit: pk
 /// may be embedded in a secret key.
 /// The public-key checks of §2 and of import in one pass over the values:
-/// every value below q ([`Error::PublicKeyNotReduced`]), and not all zero
-/// ([`Error::PublicKeyZero`]: h = g/f is never 0, g being invertible).
+/// every value below q ([`Error::EncapsulationKeyNotReduced`]), and not all zero
+/// ([`Error::EncapsulationKeyZero`]: h = g/f is never 0, g being invertible).
 pub fn pk_check(pk: &[u8]) -> Result<(), crate::Error> {
     let (mut bad, mut any) = (0i16, 0u16);
     unpack_bits(10, N, pk, |_, v| {
@@ -37,9 +37,9 @@ pub fn pk_check(pk: &[u8]) -> Result<(), crate::Error> {
         any |= v;
     });
     if bad != 0 {
-        Err(crate::Error::PublicKeyNotReduced)
+        Err(crate::Error::EncapsulationKeyNotReduced)
     } else if any == 0 {
-        Err(crate::Error::PublicKeyZero)
+        Err(crate::Error::EncapsulationKeyZero)
     } else {
         Ok(())
     }

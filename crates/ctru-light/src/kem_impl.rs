@@ -54,7 +54,7 @@ impl<B: Backend> EncapsulationKey<B> {
     /// Encoded length.
     pub const LEN: usize = PK_BYTES;
     /// Imports a public key; a 10-bit value ≥ q is rejected
-    /// ([`Error::PublicKeyNotReduced`]), although the KAT arithmetic would reduce it.
+    /// ([`Error::EncapsulationKeyNotReduced`]), although the KAT arithmetic would reduce it.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let bytes = exact::<PK_BYTES>(bytes)?;
         pk_check(&bytes)?;
@@ -75,7 +75,7 @@ pub(crate) fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
     let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f) & f_in_keygen_set(&f);
     f.wipe();
     if !f_ok {
-        return Err(Error::SecretKeyMalformed);
+        return Err(Error::DecapsulationKeyMalformed);
     }
     pk_check(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES])
 }

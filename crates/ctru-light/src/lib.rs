@@ -149,6 +149,11 @@ pub type CtruLightAscon = CtruLight<Ascon>;
 pub use kem_common::SharedSecret;
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
+///
+/// The same shape in the three KEM crates: `InvalidLength { expected, got }`,
+/// the import checks named after the key that fails them
+/// (`EncapsulationKey…`, `DecapsulationKey…`), and `Rng`; `Display` and
+/// `core::error::Error` implemented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// A key or ciphertext of the wrong length.
@@ -159,13 +164,13 @@ pub enum Error {
         got: usize,
     },
     /// A public key (or the one inside a secret key) with a 10-bit value ≥ q.
-    PublicKeyNotReduced,
+    EncapsulationKeyNotReduced,
     /// A secret key whose packed f key generation cannot produce: a 3-bit
     /// value above 5, or f not of the form 2f' + 1 with f' ∈ {−1, 0, 1}^n
     /// (e.g. an all-zero key).
-    SecretKeyMalformed,
+    DecapsulationKeyMalformed,
     /// An all-zero public key (or one inside a secret key): h = g/f is never 0.
-    PublicKeyZero,
+    EncapsulationKeyZero,
     /// Key generation found no invertible f in the allowed attempts (a broken RNG).
     KeyGenExhausted,
     /// The random number generator failed.
@@ -176,9 +181,11 @@ impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Error::InvalidLength { expected, got } => write!(f, "invalid length: expected {expected} bytes, got {got}"),
-            Error::PublicKeyNotReduced => f.write_str("public key has a coefficient not below q"),
-            Error::SecretKeyMalformed => f.write_str("secret key holds a coefficient key generation cannot produce"),
-            Error::PublicKeyZero => f.write_str("public key is all zero"),
+            Error::EncapsulationKeyNotReduced => f.write_str("public key has a coefficient not below q"),
+            Error::DecapsulationKeyMalformed => {
+                f.write_str("secret key holds a coefficient key generation cannot produce")
+            }
+            Error::EncapsulationKeyZero => f.write_str("public key is all zero"),
             Error::KeyGenExhausted => f.write_str("no invertible key found; the RNG is broken"),
             Error::Rng => f.write_str("random number generator failed"),
         }

@@ -93,7 +93,7 @@ fn malformed_input_is_a_typed_error() {
     bad_pk[1] |= 0x03;
     assert_eq!(
         PublicKey::<Sha3>::from_bytes(&bad_pk).unwrap_err(),
-        Error::PublicKeyNotReduced
+        Error::EncapsulationKeyNotReduced
     );
     // ... and inside a secret key.
     let mut bad_sk = *sk.as_bytes();
@@ -101,19 +101,19 @@ fn malformed_input_is_a_typed_error() {
     bad_sk[193] |= 0x03;
     assert_eq!(
         SecretKey::<Sha3>::from_bytes(&bad_sk).unwrap_err(),
-        Error::PublicKeyNotReduced
+        Error::EncapsulationKeyNotReduced
     );
     // A packed f value of 7 > 5.
     let mut bad_f = *sk.as_bytes();
     bad_f[0] |= 0x07;
     assert_eq!(
         SecretKey::<Sha3>::from_bytes(&bad_f).unwrap_err(),
-        Error::SecretKeyMalformed
+        Error::DecapsulationKeyMalformed
     );
     // The in-place check (no typed copy) gives the same answers.
     assert_eq!(
         CtruLight::<Sha3>::check_secret_key(&bad_f),
-        Err(Error::SecretKeyMalformed)
+        Err(Error::DecapsulationKeyMalformed)
     );
     assert_eq!(CtruLight::<Sha3>::check_secret_key(sk.as_bytes()), Ok(()));
     assert!(matches!(
@@ -143,7 +143,7 @@ fn raw_api_equals_typed_api() {
     bad[1] |= 0x03;
     assert_eq!(
         CtruLightSha3::encapsulate_into(&bad, &mut r2, &mut ct2).unwrap_err(),
-        Error::PublicKeyNotReduced
+        Error::EncapsulationKeyNotReduced
     );
 }
 
@@ -196,16 +196,16 @@ fn degenerate_keys_are_rejected() {
     let zero_pk = [0u8; 640];
     assert_eq!(
         PublicKey::<Sha3>::from_bytes(&zero_pk).unwrap_err(),
-        Error::PublicKeyZero
+        Error::EncapsulationKeyZero
     );
     let mut ct = [0u8; 512];
     assert_eq!(
         CtruLightSha3::encapsulate_into(&zero_pk, &mut kem_common::test_rng(3), &mut ct).unwrap_err(),
-        Error::PublicKeyZero
+        Error::EncapsulationKeyZero
     );
     assert_eq!(
         SecretKey::<Sha3>::from_bytes(&[0u8; 864]).unwrap_err(),
-        Error::SecretKeyMalformed
+        Error::DecapsulationKeyMalformed
     );
 
     let mut rng = kem_common::test_rng(4);
@@ -220,12 +220,12 @@ fn degenerate_keys_are_rejected() {
             bad[bit / 8] ^= 1 << (bit % 8);
             assert_eq!(
                 SecretKey::<Sha3>::from_bytes(&bad).unwrap_err(),
-                Error::SecretKeyMalformed,
+                Error::DecapsulationKeyMalformed,
                 "f_{coefficient}"
             );
             assert_eq!(
                 CtruLightSha3::check_secret_key(&bad).unwrap_err(),
-                Error::SecretKeyMalformed
+                Error::DecapsulationKeyMalformed
             );
         }
         // The secret part of a real key with an all-zero public key inside.
@@ -233,7 +233,7 @@ fn degenerate_keys_are_rejected() {
         zero_inside[192..192 + 640].fill(0);
         assert_eq!(
             SecretKey::<Sha3>::from_bytes(&zero_inside).unwrap_err(),
-            Error::PublicKeyZero
+            Error::EncapsulationKeyZero
         );
     }
 }

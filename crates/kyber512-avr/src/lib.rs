@@ -31,6 +31,11 @@ pub use kem_common::SharedSecret;
 pub use kem_impl::{Ciphertext, DecapsulationKey, EncapsulationKey, Variant};
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
+///
+/// The same shape in the three KEM crates: `InvalidLength { expected, got }`,
+/// the import checks named after the key that fails them
+/// (`EncapsulationKey…`, `DecapsulationKey…`), and `Rng`; `Display` and
+/// `core::error::Error` implemented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// A key or ciphertext of the wrong length.

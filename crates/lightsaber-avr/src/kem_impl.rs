@@ -62,11 +62,11 @@ impl EncapsulationKey {
 pub fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
     let bytes = exact_ref::<SK_BYTES>(bytes)?;
     if !pke::secret_in_range(&bytes[..SK_PKE_BYTES]) {
-        return Err(Error::SecretKeyMalformed);
+        return Err(Error::DecapsulationKeyMalformed);
     }
     let (pk, hpk) = bytes[SK_PKE_BYTES..].split_at(PK_BYTES);
     if !bool::from(fips202::sha3_256(&[pk]).ct_eq(&hpk[..32])) {
-        return Err(Error::SecretKeyHashMismatch);
+        return Err(Error::DecapsulationKeyHashMismatch);
     }
     Ok(())
 }

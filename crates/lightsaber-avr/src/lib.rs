@@ -120,6 +120,11 @@ pub use kem_impl::{
 };
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
+///
+/// The same shape in the three KEM crates: `InvalidLength { expected, got }`,
+/// the import checks named after the key that fails them
+/// (`EncapsulationKey…`, `DecapsulationKey…`), and `Rng`; `Display` and
+/// `core::error::Error` implemented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// A key or ciphertext of the wrong length.
@@ -130,9 +135,9 @@ pub enum Error {
         got: usize,
     },
     /// A secret key with a secret coefficient outside [−5, 5].
-    SecretKeyMalformed,
+    DecapsulationKeyMalformed,
     /// A secret key whose H(pk) does not match its pk.
-    SecretKeyHashMismatch,
+    DecapsulationKeyHashMismatch,
     /// The random number generator failed.
     Rng,
 }
@@ -147,8 +152,8 @@ impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Error::InvalidLength { expected, got } => write!(f, "invalid length: expected {expected} bytes, got {got}"),
-            Error::SecretKeyMalformed => f.write_str("secret key holds an out-of-range coefficient"),
-            Error::SecretKeyHashMismatch => f.write_str("secret key's H(pk) does not match its pk"),
+            Error::DecapsulationKeyMalformed => f.write_str("secret key holds an out-of-range coefficient"),
+            Error::DecapsulationKeyHashMismatch => f.write_str("secret key's H(pk) does not match its pk"),
             Error::Rng => f.write_str("random number generator failed"),
         }
     }

@@ -48,15 +48,21 @@ fn malformed_input_is_a_typed_error() {
     let mut bad = *sk.as_bytes();
     bad[0] = 6;
     bad[1] &= 0xE0;
-    assert_eq!(SecretKey::from_bytes(&bad).unwrap_err(), Error::SecretKeyMalformed);
+    assert_eq!(
+        SecretKey::from_bytes(&bad).unwrap_err(),
+        Error::DecapsulationKeyMalformed
+    );
     // A corrupted embedded pk no longer matches H(pk).
     let mut bad = *sk.as_bytes();
     bad[832 + 5] ^= 1;
-    assert_eq!(SecretKey::from_bytes(&bad).unwrap_err(), Error::SecretKeyHashMismatch);
+    assert_eq!(
+        SecretKey::from_bytes(&bad).unwrap_err(),
+        Error::DecapsulationKeyHashMismatch
+    );
     // The in-place check (no typed copy) gives the same answers.
     assert_eq!(
         lightsaber_avr::check_secret_key(&bad),
-        Err(Error::SecretKeyHashMismatch)
+        Err(Error::DecapsulationKeyHashMismatch)
     );
     assert_eq!(lightsaber_avr::check_secret_key(sk.as_bytes()), Ok(()));
     assert_eq!(
