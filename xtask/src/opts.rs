@@ -15,23 +15,20 @@ pub fn output(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// A small deterministic PRNG (SplitMix64), so runs are reproducible from a seed.
+/// The deterministic generator of tests and benchmarks, so runs are reproducible from a seed.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(rand_chacha::ChaCha20Rng);
 
 impl Rng {
-    /// Seeds the generator.
+    /// Seeds the generator (the workspace's one seeded ChaCha20,
+    /// `kem_common::test_rng`).
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(kem_common::test_rng(seed))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        rand_core::Rng::next_u64(&mut self.0)
     }
 
     /// Uniform in `0..bound` (multiply-shift, no division).

@@ -29,7 +29,7 @@ fn build_harness() -> PathBuf {
 fn assembly_permutation_matches_portable_and_is_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut next = avr_sim::harness::xorshift(0x0123_4567_89ab_cdef);
+    let mut next = avr_sim::harness::random(0x0123_4567_89ab_cdef);
     let mut states: Vec<[u64; 5]> = vec![[0; 5], [u64::MAX; 5]];
     for _ in 0..1000 {
         states.push(core::array::from_fn(|_| next()));

@@ -7,15 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The xorshift64 generator (shifts 13, 7, 17) the tests draw their random
-/// inputs from: reproducible from `seed` (non-zero), no dependency.
-pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    }
+/// The generator the tests draw their random inputs from: the workspace's
+/// one seeded ChaCha20 (`kem_common::test_rng`), 64 bits a call,
+/// reproducible from `seed`.
+pub fn random(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = kem_common::test_rng(seed);
+    move || kem_common::rand_core::Rng::next_u64(&mut rng)
 }
 
 /// The timed calls of a harness run: each call is one GPIOR0 window.

@@ -27,7 +27,7 @@ fn assembly_compression_matches_portable_and_is_constant_time() {
     )
     .unwrap_or_else(|e| panic!("the compression harness: {e}"));
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut next = avr_sim::harness::xorshift(0xC0_4D_5E_u64);
+    let mut next = avr_sim::harness::random(0xC0_4D_5E_u64);
     let mut cases: Vec<([i16; 8], u8)> = Vec::new();
     // Every centred value, with both bits: blocks of eight consecutive
     // values (each value in one position), the codeword's bits alternating

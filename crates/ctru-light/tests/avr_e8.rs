@@ -25,7 +25,7 @@ fn assembly_e8_decoder_matches_portable_and_is_constant_time() {
     )
     .unwrap_or_else(|e| panic!("the E8 harness: {e}"));
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut next = avr_sim::harness::xorshift(0x00E8_A5B0_u64);
+    let mut next = avr_sim::harness::random(0x00E8_A5B0_u64);
     let edges = [0u8, 1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 254, 255];
     let mut blocks: Vec<[u8; 8]> = Vec::new();
     for a in edges {

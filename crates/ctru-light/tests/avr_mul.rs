@@ -33,7 +33,7 @@ fn harness(name: &str) -> Sim {
 #[test]
 fn assembly_base_case_matches_portable_and_is_constant_time() {
     let mut sim = harness("leaf");
-    let mut random = avr_sim::harness::xorshift(0x5EED_CAFE);
+    let mut random = avr_sim::harness::random(0x5EED_CAFE);
     let mut next = || random() as u8;
     let mut cases: Vec<([u8; LEAF], [u8; LEAF])> = Vec::new();
     for x in [0x00, 0xFF, 0x80, 0x7F, 0x01] {
@@ -81,7 +81,7 @@ fn assembly_base_case_matches_portable_and_is_constant_time() {
 
 fn combine_matches_portable(h: usize) {
     let mut sim = harness(&format!("combine{h}"));
-    let mut random = avr_sim::harness::xorshift(0xC0DE_0000 + h as u64);
+    let mut random = avr_sim::harness::random(0xC0DE_0000 + h as u64);
     let mut next = || random() as u8;
     let mut cases: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for (x, y) in [(0x00, 0x00), (0xFF, 0xFF), (0x80, 0x7F), (0xFF, 0x00), (0x00, 0xFF)] {

@@ -27,7 +27,7 @@ fn build_harness() -> PathBuf {
 fn assembly_permutation_matches_portable_and_is_constant_time() {
     let elf = build_harness();
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut next = avr_sim::harness::xorshift(0x1234_5678_9abc_def0);
+    let mut next = avr_sim::harness::random(0x1234_5678_9abc_def0);
     let mut states: Vec<[u64; 25]> = vec![[0; 25], [u64::MAX; 25]];
     for _ in 0..1000 {
         states.push(core::array::from_fn(|_| next()));

@@ -46,7 +46,7 @@ fn compact_assembly_matches_portable_and_is_constant_time() {
 fn check_assembly(assembly: &str) {
     let elf = build_harness(assembly);
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    let mut random = avr_sim::harness::xorshift(0x0123_4567_89ab_cdef);
+    let mut random = avr_sim::harness::random(0x0123_4567_89ab_cdef);
     let mut next = || (random() >> 24) as u8;
     // Extremes: 0, 1, all ones (the largest column sums and both folds), p.
     let mut p = [0xFFu8; 32];

@@ -1,19 +1,15 @@
 //! Test helpers: a small deterministic PRNG and reference arithmetic.
 #![allow(dead_code)]
 
-/// SplitMix64: deterministic, seedable, dependency-free.
-pub struct Rng(u64);
+/// The workspace's seeded generator (ChaCha20, via avr-sim's harness).
+pub struct Rng(Box<dyn FnMut() -> u64>);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(Box::new(avr_sim::harness::random(seed)))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        (self.0)()
     }
     /// Uniform in (−q, q), with the extremes ±(q−1) and 0 made frequent.
     pub fn coeff(&mut self, q: u16) -> i16 {
