@@ -67,8 +67,11 @@ impl<B: Backend> EncapsulationKey<B> {
 }
 
 /// The checks of [`DecapsulationKey::from_bytes`] on the encoded key in place (no
-/// copy on the stack): its length, the packed f holding values 0..=5, and
-/// the embedded public key reduced.
+/// copy on the stack): its length, the packed f in the set key generation
+/// draws from, and the embedded public key reduced and not zero. Out of
+/// line: its refusal of a malformed key is the one (public) branch on the
+/// key, named so in `ct-check/ct.supp`.
+#[inline(never)]
 pub(crate) fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
     let bytes = exact_ref::<SK_BYTES>(bytes)?;
     let mut f = [0u8; crate::params::N];
