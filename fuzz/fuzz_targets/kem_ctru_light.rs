@@ -42,9 +42,19 @@ fn run<B: Backend>(mode: u8, rest: &[u8]) {
         _ => {
             let (sk_part, ct_part) = split(rest, SK_BYTES);
             let mut sk: [u8; SK_BYTES] = fixed(sk_part);
-            // f's packed values into 0..=5, the embedded pk's values below q = 769.
-            remap_bits(&mut sk[..SK_PKE_BYTES], 3, 512, |v| v % 6);
+            // f into the set key generation draws from (packed 3 − f: even at
+            // index 0, odd elsewhere, at most 5), the embedded pk's values
+            // below q = 769 and not all zero.
+            let mut f = [0u16; 512];
+            kem_common::unpack_bits(3, 512, &sk[..SK_PKE_BYTES], |i, v| f[i] = v);
+            for (i, v) in f.iter_mut().enumerate() {
+                *v = (*v % 3) * 2 + u16::from(i != 0);
+            }
+            kem_common::pack_bits(3, 512, &mut sk[..SK_PKE_BYTES], |i| f[i]);
             remap_bits(&mut sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES], 10, 512, |v| v % 769);
+            if sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES].iter().all(|&b| b == 0) {
+                sk[SK_PKE_BYTES] = 1;
+            }
             let typed = SecretKey::<B>::from_bytes(&sk).expect("repaired key imports");
             let ct_bytes: [u8; CT_BYTES] = fixed(ct_part);
             let ss = decaps_all(&typed, &Ciphertext::from_bytes(&ct_bytes).unwrap());
