@@ -141,9 +141,29 @@ pub fn broker_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> Strin
     text
 }
 
-/// A free loopback port.
+/// A free loopback port, never the same twice in one test process.
+///
+/// Ports the kernel hands out for `:0` can come back to a parallel test
+/// before its broker binds them; two brokers then race for one port and the
+/// loser's test talks to the winner's broker until it stops ("nothing
+/// listens"). Counting up from a per-process base below the ephemeral range
+/// keeps the tests of one binary apart.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let _ = NEXT.compare_exchange(
+        0,
+        20_000 + (std::process::id() % 1_000) as u16 * 10,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    loop {
+        let port = NEXT.fetch_add(1, Ordering::SeqCst);
+        assert!(port < 32_000, "no free loopback port below the ephemeral range");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// The `mosquitto` user and group ids, from /etc/passwd.
