@@ -419,3 +419,23 @@ pub fn run(o: &DfrArgs) -> Result<(), String> {
         Err(format!("dfr: disagreement: {}", failed.join("; ")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The figures the READMEs quote, from the same calls `run` makes:
+    /// revision 1's rate with independent coefficients and with a block's
+    /// shared secrets.
+    #[test]
+    fn revision_1_rate_is_the_quoted_one() {
+        let nu = compression_error(Revision::R1, 0);
+        let b1 = cbd1();
+        let law = noise_law(&nu, &b1).unwrap();
+        assert!((law.e.variance() - 99.60).abs() < 0.01, "Var e = {}", law.e.variance());
+        let indep = independent_rate(&law.e);
+        assert!((indep.decaps.log2() + 109.08).abs() < 0.01, "2^{}", indep.decaps.log2());
+        let shared = shared_rate(&nu, &b1, &law.e, &indep, 1e-9).unwrap();
+        assert!((shared.decaps.log2() + 96.23).abs() < 0.01, "2^{}", shared.decaps.log2());
+    }
+}
