@@ -436,6 +436,10 @@ mod tests {
         let indep = independent_rate(&law.e);
         assert!((indep.decaps.log2() + 109.08).abs() < 0.01, "2^{}", indep.decaps.log2());
         let shared = shared_rate(&nu, &b1, &law.e, &indep, 1e-9).unwrap();
-        assert!((shared.decaps.log2() + 96.23).abs() < 0.01, "2^{}", shared.decaps.log2());
+        assert!(
+            (shared.decaps.log2() + 96.23).abs() < 0.01,
+            "2^{}",
+            shared.decaps.log2()
+        );
     }
 }
