@@ -95,7 +95,7 @@ mod vg {
     }
 }
 
-/// A deterministic RNG (SplitMix64) whose every output byte is secret
+/// A deterministic RNG (seeded ChaCha20) whose every output byte is secret
 /// (unless `mark` is off: for phases that only prepare inputs).
 struct SecretRng(rand_chacha::ChaCha20Rng, bool);
 

@@ -46,7 +46,7 @@ impl<R: TryRng> TryRng for Recorder<R> {
 
 impl<R: TryCryptoRng> TryCryptoRng for Recorder<R> {}
 
-/// The xtask's SplitMix64 as an `RngCore` for test inputs (not a CSPRNG: test tooling only).
+/// The xtask's seeded ChaCha20 ([`Rng`]) as an RNG for test inputs (deterministic: test tooling only).
 pub struct TestRng(pub Rng);
 
 impl TryRng for TestRng {
