@@ -30,8 +30,14 @@ const RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library/core/Cargo.toml";
 const SIMAVR_HEADERS: &[&str] = &["/usr/include/simavr/sim_avr.h", "/usr/include/libelf.h"];
 /// avr-libc's device headers (the firmware's C start-up and the assembly include them).
 const AVR_LIBC: &str = "/usr/lib/avr/include/avr/io.h";
-/// The broker and the plugin API the KEM-MQTT integration tests build against.
-const MOSQUITTO: &[&str] = &["/usr/sbin/mosquitto", "/usr/include/mosquitto_plugin.h"];
+/// The broker and the plugin API the KEM-MQTT integration tests build
+/// against, and `mosquitto_sub`/`mosquitto_pub`, their applications.
+const MOSQUITTO: &[&str] = &[
+    "/usr/sbin/mosquitto",
+    "/usr/include/mosquitto_plugin.h",
+    "/usr/bin/mosquitto_sub",
+    "/usr/bin/mosquitto_pub",
+];
 
 /// Environment guard: set on the one re-run of the xtask after it was rebuilt
 /// with the simulator, so that a rebuild that still lacks it is an error, not a loop.
@@ -52,7 +58,8 @@ pub struct Capabilities {
     pub simavr_headers: bool,
     /// `pkg-config` (the simulator's and mosquitto's -sys builds ask it).
     pub pkg_config: bool,
-    /// Debian's mosquitto broker and its plugin headers.
+    /// Debian's mosquitto broker, its plugin headers and its command-line clients
+    /// (the end-to-end tests' applications).
     pub mosquitto: bool,
     /// This xtask binary was compiled with the simulator (`avr_sim::AVAILABLE`).
     pub binding_built: bool,
@@ -122,9 +129,9 @@ pub fn plan(c: &Capabilities) -> Plan {
     need(c.pkg_config, &["pkg-config"], "pkg-config is missing".into());
     need(
         c.mosquitto,
-        &["mosquitto", "mosquitto-dev"],
+        &["mosquitto", "mosquitto-dev", "mosquitto-clients"],
         format!(
-            "the broker or its plugin headers ({}) are missing",
+            "the broker, its plugin headers or its clients ({}) are missing",
             MOSQUITTO.join(", ")
         ),
     );
@@ -358,6 +365,7 @@ mod tests {
             "pkg-config",
             "mosquitto",
             "mosquitto-dev",
+            "mosquitto-clients",
         ] {
             assert!(p.packages.contains(&pkg), "{pkg} missing from {:?}", p.packages);
         }

@@ -9,11 +9,13 @@
 //! - [`mqtt`]: a minimal MQTT v5 codec with enhanced authentication;
 //! - [`sensor`]: the sensor (MQTT client) in topic mode and AUTH mode;
 //! - [`gateway`]: the topic-mode gateway service;
-//! - [`broker`]: an embedded broker on 127.0.0.1 for demos and tests.
+//! - [`broker`]: an embedded broker on 127.0.0.1 for demos and tests;
+//! - [`topics`]: where flights, records, readings and commands travel.
 //!
-//! Topic mode uses `kem-mqtt/hs/<client id>/c2b` (ClientHello, ClientFinished),
-//! `kem-mqtt/hs/<client id>/b2c` (BrokerHello) and carries records on
-//! `kem-mqtt/data/<client id>/c2b` and `…/b2c`.
+//! Topic mode carries the handshake on `kem-mqtt/hs/<client id>/c2b`
+//! (ClientHello, ClientFinished) and `…/b2c` (BrokerHello); both modes carry
+//! records on `kem-mqtt/data/<client id>/c2b[/<sub>]` and `…/b2c[/<sub>]`
+//! and deliver them to applications as [`topics`] describes.
 
 /// The operating system's RNG as a `rand_core` 0.10 `CryptoRng`
 /// (`getrandom::fill`; a failure of the OS RNG panics, as `OsRng` did in
@@ -46,6 +48,7 @@ pub mod keys;
 pub mod mqtt;
 pub mod provision;
 pub mod sensor;
+pub mod topics;
 
 /// Errors of the host layers.
 #[derive(Debug)]
@@ -98,19 +101,13 @@ impl From<keys::KeyError> for HostError {
     }
 }
 
-/// Handshake topic, sensor → gateway.
-pub fn hs_c2b(client_id: &str) -> String {
-    format!("kem-mqtt/hs/{client_id}/c2b")
-}
-/// Handshake topic, gateway → sensor.
-pub fn hs_b2c(client_id: &str) -> String {
-    format!("kem-mqtt/hs/{client_id}/b2c")
-}
-/// Record topic, sensor → gateway.
+pub use topics::{hs_b2c, hs_c2b};
+
+/// Record topic, sensor → gateway, without a subtopic (`topics::sealed_c2b(id, "")`).
 pub fn data_c2b(client_id: &str) -> String {
-    format!("kem-mqtt/data/{client_id}/c2b")
+    topics::sealed_c2b(client_id, "")
 }
-/// Record topic, gateway → sensor.
+/// Record topic, gateway → sensor, without a subtopic (`topics::sealed_b2c(id, "")`).
 pub fn data_b2c(client_id: &str) -> String {
-    format!("kem-mqtt/data/{client_id}/b2c")
+    topics::sealed_b2c(client_id, "")
 }

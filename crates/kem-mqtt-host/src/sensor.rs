@@ -7,6 +7,7 @@ use kem_mqtt::{SensorHandshake, Session, Suite, AUTH_METHOD, MAX_CLIENT_HELLO_LE
 
 use crate::keys::SensorKeys;
 use crate::mqtt::{self, Connection, Packet};
+use crate::topics::{sealed_b2c, sealed_c2b};
 use crate::{data_b2c, data_c2b, hs_b2c, hs_c2b, HostError};
 
 /// What one handshake cost.
@@ -31,8 +32,8 @@ pub struct SensorClient {
     conn: Connection,
     session: Session,
     client_id: String,
-    /// Records from the gateway opened while waiting for the confirmation.
-    early: std::collections::VecDeque<Vec<u8>>,
+    /// Records from the gateway opened while waiting for the confirmation: (sub, plaintext).
+    early: std::collections::VecDeque<(String, Vec<u8>)>,
     /// Handshake sizes and timings.
     pub stats: HandshakeStats,
 }
@@ -61,7 +62,8 @@ impl SensorClient {
         let mut conn = Connection::connect(addr)?;
         conn.set_timeout(Some(timeout))?;
         conn.mqtt_connect(&keys.client_id)?;
-        conn.subscribe(1, &[&hs_b2c(&keys.client_id), &data_b2c(&keys.client_id)])?;
+        let commands = sealed_b2c(&keys.client_id, "#");
+        conn.subscribe(1, &[&hs_b2c(&keys.client_id), &data_b2c(&keys.client_id), &commands])?;
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
         let t = Instant::now();
@@ -92,11 +94,13 @@ impl SensorClient {
             conn.set_timeout(Some(left))?;
             match conn.recv()? {
                 Packet::Publish { topic, payload } if topic == data => {
+                    // The confirmation is empty; anything else is a command
+                    // that overtook it.
                     let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
                     if let Ok(n) = session.open(topic.as_bytes(), &payload, &mut pt) {
                         if n > 0 {
                             pt.truncate(n);
-                            early.push_back(pt);
+                            early.push_back((String::new(), pt));
                         }
                         break;
                     }
@@ -224,10 +228,22 @@ impl SensorClient {
         Ok(n)
     }
 
-    /// Sends `payload` to the gateway on `kem-mqtt/data/<id>/c2b`; returns the record size.
+    /// Sends `payload` on `kem-mqtt/data/<id>/c2b`; returns the record size.
     pub fn send(&mut self, payload: &[u8]) -> Result<usize, HostError> {
         let topic = data_c2b(&self.client_id);
         self.publish_record(&topic, payload)
+    }
+
+    /// Sends `payload` on `kem-mqtt/data/<id>/c2b/<sub>` (delivered to
+    /// applications on `plain/<id>/<sub>`); returns the record size.
+    pub fn send_on(&mut self, sub: &str, payload: &[u8]) -> Result<usize, HostError> {
+        let topic = sealed_c2b(&self.client_id, sub);
+        self.publish_record(&topic, payload)
+    }
+
+    /// Publishes `payload` unsealed on `topic` (negative tests).
+    pub fn publish_raw(&mut self, topic: &str, payload: &[u8]) -> Result<(), HostError> {
+        Ok(self.conn.publish(topic, payload)?)
     }
 
     /// Subscribes to more topics.
@@ -246,21 +262,34 @@ impl SensorClient {
         }
     }
 
-    /// Waits for the next record from the gateway and opens it.
+    /// Waits for the next record sealed for this sensor and opens it.
     pub fn recv(&mut self) -> Result<Vec<u8>, HostError> {
-        if let Some(pt) = self.early.pop_front() {
-            return Ok(pt);
+        self.recv_command().map(|(_, pt)| pt)
+    }
+
+    /// Waits for the next record on `kem-mqtt/data/<id>/b2c[/<sub>]` (a
+    /// command an application sent on `cmd/<id>[/<sub>]`) and opens it:
+    /// `(sub, plaintext)`. Messages on other topics are skipped; a record
+    /// that does not open is an error.
+    pub fn recv_command(&mut self) -> Result<(String, Vec<u8>), HostError> {
+        if let Some(c) = self.early.pop_front() {
+            return Ok(c);
         }
-        let want = data_b2c(&self.client_id);
+        let base = data_b2c(&self.client_id);
         loop {
             let (topic, payload) = self.recv_raw()?;
-            if topic != want {
-                continue;
-            }
+            let sub = match topic.strip_prefix(&base) {
+                Some("") => "",
+                Some(rest) => match rest.strip_prefix('/') {
+                    Some(sub) => sub,
+                    None => continue,
+                },
+                None => continue,
+            };
             let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
             let n = self.session.open(topic.as_bytes(), &payload, &mut pt)?;
             pt.truncate(n);
-            return Ok(pt);
+            return Ok((sub.to_string(), pt));
         }
     }
 

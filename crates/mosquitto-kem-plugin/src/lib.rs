@@ -18,6 +18,17 @@
 //! one's session, and a re-authentication (AUTH 0x19) cannot change the
 //! identity (the client id of a connection is fixed at CONNECT).
 //!
+//! **Data path** (`MOSQ_EVT_MESSAGE`, see [`Plugin::message`]): the
+//! session a handshake establishes stays in the plugin's memory while its
+//! connection lives. A record the sensor publishes on
+//! `kem-mqtt/data/<id>/c2b[/<sub>]` is opened and its plaintext published on
+//! `plain/<id>[/<sub>]` for every subscriber the ACL lets read it; a command
+//! an application publishes on `cmd/<id>[/<sub>]` is sealed and sent to the
+//! sensor alone on `kem-mqtt/data/<id>/b2c[/<sub>]`. Records that do not
+//! open (tampered, moved, replayed, another sensor's) are counted and never
+//! delivered. The session's keys are wiped when its connection ends; a
+//! reconnect is a new handshake.
+//!
 //! **Refusals** are all CONNACK 0x87: mosquitto 2.0's plugin API has no way
 //! to choose another reason code (only `MOSQ_ERR_AUTH` → 0x87 and
 //! `MOSQ_ERR_NOT_SUPPORTED` → 0x8C), and one answer for every refusal tells
@@ -45,6 +56,9 @@
 //! plugin_opt_limit_per_id 4/5s         # optional: BURST/INTERVAL, or off
 //! plugin_opt_limit_per_source 16/500ms # optional
 //! plugin_opt_limit_global 200/20ms     # optional
+//! plugin_opt_plain_prefix plain        # optional: readings for applications
+//! plugin_opt_command_prefix cmd        # optional: commands from applications
+//! plugin_opt_stats_interval 60s        # optional: how often the counters are logged
 //! ```
 //!
 //! Built against the structures of Debian's `mosquitto-dev` 2.0
@@ -62,15 +76,18 @@ use std::time::Instant;
 mod fault;
 mod plugin;
 
-pub use plugin::{parse_rate, Connection, Options, Outcome, Plugin, Refusal};
+pub use plugin::{parse_rate, Connection, DeliveryStats, Message, Options, Outcome, Plugin, Refusal, Undelivered};
 
 const MOSQ_ERR_AUTH_CONTINUE: c_int = -4;
 const MOSQ_ERR_SUCCESS: c_int = 0;
 const MOSQ_ERR_INVAL: c_int = 3;
 const MOSQ_ERR_NOT_SUPPORTED: c_int = 10;
 const MOSQ_ERR_AUTH: c_int = 11;
+const MOSQ_ERR_ACL_DENIED: c_int = 12;
 const MOSQ_EVT_EXT_AUTH_START: c_int = 4;
 const MOSQ_EVT_EXT_AUTH_CONTINUE: c_int = 5;
+const MOSQ_EVT_MESSAGE: c_int = 7;
+const MOSQ_EVT_TICK: c_int = 9;
 const MOSQ_EVT_DISCONNECT: c_int = 10;
 // mosquitto.h log priorities.
 const MOSQ_LOG_INFO: c_int = 0x01;
@@ -96,6 +113,22 @@ struct EvtExtendedAuth {
     data_out_len: u16,
     auth_method: *const c_char,
     future2: [*mut c_void; 3],
+}
+
+/// `struct mosquitto_evt_message` (mosquitto 2.0).
+#[repr(C)]
+struct EvtMessage {
+    future: *mut c_void,
+    client: *mut c_void,
+    topic: *mut c_char,
+    payload: *mut c_void,
+    properties: *mut c_void,
+    reason_string: *mut c_char,
+    payloadlen: u32,
+    qos: u8,
+    reason_code: u8,
+    retain: bool,
+    future2: [*mut c_void; 4],
 }
 
 /// `struct mosquitto_evt_disconnect` (prefix).
@@ -125,6 +158,15 @@ extern "C" {
     fn mosquitto_client_id(client: *const c_void) -> *const c_char;
     fn mosquitto_client_address(client: *const c_void) -> *const c_char;
     fn mosquitto_set_username(client: *mut c_void, username: *const c_char) -> c_int;
+    fn mosquitto_broker_publish_copy(
+        clientid: *const c_char,
+        topic: *const c_char,
+        payloadlen: c_int,
+        payload: *const c_void,
+        qos: c_int,
+        retain: bool,
+        properties: *mut c_void,
+    ) -> c_int;
     fn mosquitto_log_printf(level: c_int, fmt: *const c_char, ...);
 }
 
@@ -322,6 +364,93 @@ unsafe extern "C" fn on_disconnect(_event: c_int, event_data: *mut c_void, userd
     })
 }
 
+unsafe fn message_event(event_data: *mut c_void, userdata: *mut c_void) -> c_int {
+    if event_data.is_null() || userdata.is_null() {
+        return MOSQ_ERR_SUCCESS;
+    }
+    // SAFETY: userdata is our Plugin; event_data mosquitto's message event.
+    let (plugin, ev) = unsafe { (&*(userdata as *const Plugin), &*(event_data as *const EvtMessage)) };
+    // SAFETY: NUL-terminated topic owned by mosquitto.
+    let Some(topic) = (unsafe { c_str(ev.topic) }) else {
+        return MOSQ_ERR_SUCCESS;
+    };
+    let payload: &[u8] = if ev.payload.is_null() || ev.payloadlen == 0 {
+        &[]
+    } else {
+        // SAFETY: mosquitto passes payloadlen bytes.
+        unsafe { std::slice::from_raw_parts(ev.payload as *const u8, ev.payloadlen as usize) }
+    };
+    // SAFETY: the event's client.
+    let conn = unsafe { connection(ev.client) };
+    match plugin.message(&conn, topic, payload) {
+        Message::Pass => MOSQ_ERR_SUCCESS,
+        Message::PassAndPublish { to, topic, payload } => {
+            let (Ok(c_topic), Ok(len)) = (CString::new(topic.as_str()), c_int::try_from(payload.len())) else {
+                return MOSQ_ERR_SUCCESS;
+            };
+            let to = to.and_then(|id| CString::new(id).ok());
+            // A reading keeps the record's retain flag; a command to one
+            // client is never retained.
+            let retain = to.is_none() && ev.retain;
+            // SAFETY: valid C strings and `len` bytes; mosquitto copies them.
+            let rc = unsafe {
+                mosquitto_broker_publish_copy(
+                    to.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+                    c_topic.as_ptr(),
+                    len,
+                    payload.as_ptr() as *const c_void,
+                    c_int::from(ev.qos),
+                    retain,
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc != MOSQ_ERR_SUCCESS {
+                log(MOSQ_LOG_ERR, &format!("publishing on {topic} failed ({rc})"));
+            }
+            MOSQ_ERR_SUCCESS
+        }
+        Message::Dropped(why) => {
+            // Per message at debug level only: a sensor sending garbage
+            // must not flood the log; the counters are logged on ticks.
+            let id = conn.client_id.unwrap_or("");
+            log(
+                MOSQ_LOG_DEBUG,
+                &format!("dropped a PUBLISH on {topic} from {id:?}: {why:?}"),
+            );
+            MOSQ_ERR_SUCCESS
+        }
+        Message::Refuse => {
+            let id = conn.client_id.unwrap_or("");
+            log(
+                MOSQ_LOG_NOTICE,
+                &format!("refused a PUBLISH on {topic} from {id:?}: only the broker publishes there"),
+            );
+            MOSQ_ERR_ACL_DENIED
+        }
+    }
+}
+
+unsafe extern "C" fn on_message(_event: c_int, event_data: *mut c_void, userdata: *mut c_void) -> c_int {
+    // A panic delivers nothing from this message, and nothing else changes.
+    // SAFETY: forwarded from mosquitto.
+    contained("message", MOSQ_ERR_SUCCESS, || unsafe {
+        message_event(event_data, userdata)
+    })
+}
+
+unsafe extern "C" fn on_tick(_event: c_int, _event_data: *mut c_void, userdata: *mut c_void) -> c_int {
+    contained("tick", MOSQ_ERR_SUCCESS, || {
+        if !userdata.is_null() {
+            // SAFETY: our Plugin.
+            let plugin = unsafe { &*(userdata as *const Plugin) };
+            if let Some(stats) = plugin.stats_due(Instant::now()) {
+                log(MOSQ_LOG_INFO, &format!("{stats}; {} sessions", plugin.sessions()));
+            }
+        }
+        MOSQ_ERR_SUCCESS
+    })
+}
+
 static IDENTIFIER: Mutex<usize> = Mutex::new(0);
 
 /// Loads the keys (`plugin_opt_keys_dir`) and registers the callbacks.
@@ -387,12 +516,14 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
 const AUTH_METHOD_C: &CStr = c"KEM-MQTT/1";
 
 /// (event, callback, event data): the authentication callbacks are registered for our method only.
-fn callbacks() -> [(c_int, Callback, *const c_void); 3] {
+fn callbacks() -> [(c_int, Callback, *const c_void); 5] {
     let method = AUTH_METHOD_C.as_ptr() as *const c_void;
     [
         (MOSQ_EVT_EXT_AUTH_START, on_auth, method),
         (MOSQ_EVT_EXT_AUTH_CONTINUE, on_auth, method),
         (MOSQ_EVT_DISCONNECT, on_disconnect, std::ptr::null()),
+        (MOSQ_EVT_MESSAGE, on_message, std::ptr::null()),
+        (MOSQ_EVT_TICK, on_tick, std::ptr::null()),
     ]
 }
 
@@ -496,6 +627,98 @@ mod tests {
                 identity: "alice".into()
             }
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn records_open_only_for_their_sensor_and_commands_are_sealed_to_it() {
+        let (p, keys, dir) = plugin(&["alice", "bob"], "off");
+        let (alice, bob, app) = (conn(1, "alice"), conn(2, "bob"), conn(3, "dashboard"));
+        let (ch, state) = hello(&keys[0]);
+        let Outcome::Continue(bh) = p.start(&alice, Some("KEM-MQTT/1"), &ch, Instant::now()) else {
+            panic!("honest hello refused")
+        };
+        let mut cf = vec![0u8; 64];
+        let (mut session, n) = state.receive_broker_hello(&bh, &mut cf).unwrap();
+        assert!(matches!(
+            p.continue_auth(&alice, None, &cf[..n]),
+            Outcome::Success { .. }
+        ));
+        assert_eq!(p.sessions(), 1);
+
+        let topic = "kem-mqtt/data/alice/c2b/t";
+        let mut rec = [0u8; 64];
+        let n = session.seal(topic.as_bytes(), b"21.5", &mut rec).unwrap();
+        let record = &rec[..n];
+        // Another connection, even one claiming alice's id, cannot use alice's session.
+        assert_eq!(p.message(&bob, topic, record), Message::Dropped(Undelivered::Foreign));
+        assert_eq!(
+            p.message(&conn(9, "alice"), topic, record),
+            Message::Dropped(Undelivered::NoSession)
+        );
+        assert_eq!(
+            p.message(&alice, topic, record),
+            Message::PassAndPublish {
+                to: None,
+                topic: "plain/alice/t".into(),
+                payload: b"21.5".to_vec()
+            }
+        );
+        assert_eq!(
+            p.message(&alice, topic, record),
+            Message::Dropped(Undelivered::Record(kem_mqtt::Error::RecordReplayed))
+        );
+        // Moved to another subtopic: the topic is bound.
+        let n = session.seal(topic.as_bytes(), b"21.6", &mut rec).unwrap();
+        assert_eq!(
+            p.message(&alice, "kem-mqtt/data/alice/c2b/u", &rec[..n]),
+            Message::Dropped(Undelivered::Record(kem_mqtt::Error::RecordAuthFailed))
+        );
+        // A command: sealed for alice alone, on her b2c topic, and it opens there.
+        let Message::PassAndPublish {
+            to: Some(to),
+            topic: sealed,
+            payload,
+        } = p.message(&app, "cmd/alice/led", b"on")
+        else {
+            panic!("command not sealed")
+        };
+        assert_eq!((to.as_str(), sealed.as_str()), ("alice", "kem-mqtt/data/alice/b2c/led"));
+        let mut pt = [0u8; 8];
+        let m = session.open(sealed.as_bytes(), &payload, &mut pt).unwrap();
+        assert_eq!(&pt[..m], b"on");
+        assert_eq!(
+            p.message(&app, "cmd/bob/led", b"on"),
+            Message::Dropped(Undelivered::CommandNoSession)
+        );
+        // A sensor never writes readings or sealed commands; other clients
+        // are the ACL's to allow (a topic-mode gateway does).
+        assert_eq!(p.message(&alice, "plain/alice/t", b"x"), Message::Refuse);
+        assert_eq!(p.message(&alice, "kem-mqtt/data/alice/b2c", b"x"), Message::Refuse);
+        assert_eq!(p.message(&app, "plain/alice/t", b"x"), Message::Pass);
+        assert_eq!(p.message(&app, "sensors/x", b"x"), Message::Pass);
+        // The connection ends: the session goes; a take-over's old
+        // connection leaving does not remove the new one's.
+        p.disconnect(&conn(9, "alice"));
+        assert_eq!(p.sessions(), 1);
+        p.disconnect(&alice);
+        assert_eq!(p.sessions(), 0);
+        assert_eq!(
+            p.message(&app, "cmd/alice/led", b"on"),
+            Message::Dropped(Undelivered::CommandNoSession)
+        );
+        let stats = p.delivery_stats();
+        assert_eq!(
+            (
+                stats.delivered,
+                stats.replayed,
+                stats.rejected,
+                stats.foreign,
+                stats.commands
+            ),
+            (1, 1, 1, 2, 1)
+        );
+        assert_eq!((stats.commands_dropped, stats.refused), (2, 2));
         std::fs::remove_dir_all(dir).unwrap();
     }
 

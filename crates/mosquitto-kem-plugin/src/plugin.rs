@@ -7,9 +7,12 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kem_mqtt::{AwaitClientFinished, BrokerHandshake, BrokerKeys, AUTH_METHOD, MAX_BROKER_HELLO_LEN};
+use kem_mqtt::{
+    AwaitClientFinished, BrokerHandshake, BrokerKeys, Session, AUTH_METHOD, MAX_BROKER_HELLO_LEN, RECORD_OVERHEAD,
+};
 use kem_mqtt_host::admission::{self, Admission, AdmissionConfig, Rate};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
+use kem_mqtt_host::topics::{self, Delivery};
 use kem_mqtt_host::OsRng;
 
 /// A handshake waiting for its ClientFinished longer than this is dropped
@@ -84,6 +87,79 @@ pub enum Outcome {
     NotSupported,
 }
 
+/// What the plugin does with one PUBLISH (`MOSQ_EVT_MESSAGE`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Message {
+    /// Not a record, not a command: mosquitto routes it as usual.
+    Pass,
+    /// Route the message as usual, and also publish this one, as the
+    /// broker, to every subscriber allowed to read it (`to: None`) or to
+    /// the connected sensor `to` only.
+    PassAndPublish {
+        /// `Some(id)`: only to that client.
+        to: Option<String>,
+        /// Topic.
+        topic: String,
+        /// Payload.
+        payload: Vec<u8>,
+    },
+    /// Route the message as usual and publish nothing: a record that does
+    /// not open, or a command for a sensor without a session (counted; a
+    /// sealed record is ciphertext to anyone who may read its topic).
+    Dropped(Undelivered),
+    /// Refuse the PUBLISH: a sensor on the plain or the sealed broker →
+    /// sensor topics, which only the broker side writes.
+    Refuse,
+}
+
+/// Why a record or a command was not delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Undelivered {
+    /// A record on another sensor's topic than the publisher's.
+    Foreign,
+    /// A record from a connection without a KEM-MQTT session.
+    NoSession,
+    /// A record that failed to open: tampered, moved, replayed, too old.
+    Record(kem_mqtt::Error),
+    /// A command for a sensor that is not connected with a session.
+    CommandNoSession,
+}
+
+/// What the data path counted since the broker started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeliveryStats {
+    /// Records opened and delivered as plaintext.
+    pub delivered: u64,
+    /// Records that failed authentication (tampered, moved to another topic, wrong keys).
+    pub rejected: u64,
+    /// Records replayed or older than the replay window.
+    pub replayed: u64,
+    /// Records on another sensor's topic, or from a connection without a session.
+    pub foreign: u64,
+    /// Commands sealed to a sensor.
+    pub commands: u64,
+    /// Commands for a sensor without a session.
+    pub commands_dropped: u64,
+    /// PUBLISHes refused on the plain or the sealed broker → sensor topics.
+    pub refused: u64,
+}
+
+impl std::fmt::Display for DeliveryStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "records: {} delivered, {} rejected, {} replayed, {} foreign; commands: {} sealed, {} dropped; {} refused",
+            self.delivered,
+            self.rejected,
+            self.replayed,
+            self.foreign,
+            self.commands,
+            self.commands_dropped,
+            self.refused
+        )
+    }
+}
+
 /// `plugin_opt_*` settings (the `plugin_opt_` prefix removed).
 #[derive(Debug)]
 pub struct Options {
@@ -91,6 +167,10 @@ pub struct Options {
     pub keys_dir: String,
     /// ClientHello rate limits.
     pub limits: AdmissionConfig,
+    /// Where readings and commands travel for applications.
+    pub delivery: Delivery,
+    /// How often the counters are logged (when they changed).
+    pub stats_interval: Duration,
     /// Test-only faults (feature `fault-injection`).
     #[cfg(feature = "fault-injection")]
     pub faults: crate::fault::Faults,
@@ -103,6 +183,11 @@ impl Options {
     pub fn parse<'a>(opts: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Options, String> {
         let mut keys_dir = None;
         let mut limits = AdmissionConfig::default();
+        let (mut plain, mut command) = (
+            topics::DEFAULT_PLAIN_PREFIX.to_string(),
+            topics::DEFAULT_COMMAND_PREFIX.to_string(),
+        );
+        let mut stats_interval = Duration::from_secs(60);
         #[cfg(feature = "fault-injection")]
         let mut faults = crate::fault::Faults::default();
         for (k, v) in opts {
@@ -111,6 +196,13 @@ impl Options {
                 "limit_per_id" => limits.per_id = parse_rate(v)?,
                 "limit_per_source" => limits.per_source = parse_rate(v)?,
                 "limit_global" => limits.global = parse_rate(v)?,
+                "plain_prefix" => plain = v.trim().to_string(),
+                "command_prefix" => command = v.trim().to_string(),
+                "stats_interval" => {
+                    stats_interval = parse_duration(v).ok_or_else(|| {
+                        format!("plugin_opt_stats_interval {v:?}: expected a duration such as 60s or 500ms")
+                    })?
+                }
                 #[cfg(feature = "fault-injection")]
                 k if faults.set(k, v) => {}
                 _ => return Err(format!("unknown option plugin_opt_{k}")),
@@ -119,6 +211,8 @@ impl Options {
         Ok(Options {
             keys_dir: keys_dir.ok_or("plugin_opt_keys_dir is required")?,
             limits,
+            delivery: Delivery::new(&plain, &command)?,
+            stats_interval,
             #[cfg(feature = "fault-injection")]
             faults,
         })
@@ -137,18 +231,22 @@ pub fn parse_rate(v: &str) -> Result<Rate, String> {
     }
     let (burst, interval) = v.trim().split_once('/').ok_or_else(bad)?;
     let burst: u32 = burst.trim().parse().map_err(|_| bad())?;
-    let interval = interval.trim();
-    let interval = if let Some(ms) = interval.strip_suffix("ms") {
-        Duration::from_millis(ms.trim().parse().map_err(|_| bad())?)
-    } else if let Some(s) = interval.strip_suffix('s') {
-        Duration::from_secs(s.trim().parse().map_err(|_| bad())?)
-    } else {
-        return Err(bad());
-    };
-    if burst == 0 || interval.is_zero() {
+    let interval = parse_duration(interval).ok_or_else(bad)?;
+    if burst == 0 {
         return Err(bad());
     }
     Ok(Rate { burst, interval })
+}
+
+/// `5s` or `500ms`, not zero.
+fn parse_duration(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    let d = if let Some(ms) = v.strip_suffix("ms") {
+        Duration::from_millis(ms.trim().parse().ok()?)
+    } else {
+        Duration::from_secs(v.strip_suffix('s')?.trim().parse().ok()?)
+    };
+    (!d.is_zero()).then_some(d)
 }
 
 /// A lock that survives a panic of another holder: the plugin contains
@@ -158,12 +256,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The plugin's state: keys, registry, rate limits and the handshakes
-/// awaiting a ClientFinished.
+/// The plugin's state: keys, registry, rate limits, the handshakes
+/// awaiting a ClientFinished and the established sessions.
 pub struct Plugin {
     state: BrokerState,
     admission: Mutex<Admission<IpAddr>>,
     pending: Mutex<HashMap<usize, (Instant, AwaitClientFinished)>>,
+    /// Sensor id → (the connection that authenticated it, its session).
+    /// Only in broker memory; removed (keys wiped) when that connection
+    /// goes; a new connection needs a new handshake.
+    sessions: Mutex<HashMap<String, (usize, Session)>>,
+    delivery: Delivery,
+    stats: Mutex<DeliveryStats>,
+    /// How often, and when last, the counters were logged.
+    stats_log: Mutex<(Duration, Instant, DeliveryStats)>,
     #[cfg(feature = "fault-injection")]
     faults: crate::fault::Faults,
 }
@@ -178,6 +284,10 @@ impl Plugin {
             state: BrokerState { secrets, registry },
             admission: Mutex::new(Admission::new(options.limits)),
             pending: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
+            delivery: options.delivery,
+            stats: Mutex::new(DeliveryStats::default()),
+            stats_log: Mutex::new((options.stats_interval, Instant::now(), DeliveryStats::default())),
             #[cfg(feature = "fault-injection")]
             faults: options.faults,
         })
@@ -256,18 +366,140 @@ impl Plugin {
             });
         }
         match pending.receive_client_finished(data) {
-            // The session keys are dropped (and wiped) here: in AUTH mode the
-            // broker authenticates the connection, it does not open records.
-            Ok(_session) => Outcome::Success { identity },
+            // The session replaces any earlier one of this id (a
+            // re-authentication, or a take-over whose old connection
+            // mosquitto is about to close); the old keys are wiped.
+            Ok(session) => {
+                lock(&self.sessions).insert(identity.clone(), (conn.key, session));
+                Outcome::Success { identity }
+            }
             Err(e) => Outcome::Refuse(Refusal::Handshake(e)),
         }
     }
 
-    /// `MOSQ_EVT_DISCONNECT`: forgets the connection's pending handshake.
+    /// `MOSQ_EVT_DISCONNECT`: forgets the connection's pending handshake
+    /// and its session (whose keys are wiped as it drops).
     pub fn disconnect(&self, conn: &Connection) {
         #[cfg(feature = "fault-injection")]
         self.faults.on_disconnect(conn.client_id);
         lock(&self.pending).remove(&conn.key);
+        if let Some(id) = conn.client_id {
+            let mut sessions = lock(&self.sessions);
+            // Only this connection's: after a take-over the id's session
+            // belongs to the new connection.
+            if sessions.get(id).is_some_and(|(key, _)| *key == conn.key) {
+                sessions.remove(id);
+            }
+        }
+    }
+
+    /// Established sessions.
+    pub fn sessions(&self) -> usize {
+        lock(&self.sessions).len()
+    }
+
+    /// `MOSQ_EVT_MESSAGE`: a PUBLISH from `conn`, after mosquitto's ACL
+    /// allowed it.
+    ///
+    /// - A record on `kem-mqtt/data/<id>/c2b[/<sub>]` from the connection
+    ///   that authenticated `<id>` is opened with its session (topic-bound,
+    ///   replay window) and its plaintext published on `<plain>/<id>[/<sub>]`;
+    ///   anything else there is dropped and counted, never delivered.
+    /// - A command on `<command>/<id>[/<sub>]` is sealed under `<id>`'s
+    ///   session and sent to that sensor alone on
+    ///   `kem-mqtt/data/<id>/b2c[/<sub>]`.
+    /// - A sensor's PUBLISH on the plain topics or the sealed broker → sensor
+    ///   topics is refused, whatever the ACL says. Other clients (an
+    ///   application, a topic-mode gateway on the same broker) are the
+    ///   ACL's to allow or deny: the shipped one grants no one those topics.
+    pub fn message(&self, conn: &Connection, topic: &str, payload: &[u8]) -> Message {
+        let message = self.route(conn, topic, payload);
+        let mut stats = lock(&self.stats);
+        match &message {
+            Message::Pass => {}
+            Message::PassAndPublish { to: None, .. } => stats.delivered += 1,
+            Message::PassAndPublish { to: Some(_), .. } => stats.commands += 1,
+            Message::Dropped(Undelivered::Foreign | Undelivered::NoSession) => stats.foreign += 1,
+            Message::Dropped(Undelivered::Record(kem_mqtt::Error::RecordReplayed | kem_mqtt::Error::RecordTooOld)) => {
+                stats.replayed += 1
+            }
+            Message::Dropped(Undelivered::Record(_)) => stats.rejected += 1,
+            Message::Dropped(Undelivered::CommandNoSession) => stats.commands_dropped += 1,
+            Message::Refuse => stats.refused += 1,
+        }
+        message
+    }
+
+    fn route(&self, conn: &Connection, topic: &str, payload: &[u8]) -> Message {
+        if (self.delivery.is_plain(topic) || topics::is_sealed_b2c(topic)) && self.is_sensor(conn) {
+            return Message::Refuse;
+        }
+        if let Some((id, sub)) = topics::parse_sealed_c2b(topic) {
+            if conn.client_id != Some(id) {
+                return Message::Dropped(Undelivered::Foreign);
+            }
+            let mut sessions = lock(&self.sessions);
+            let Some((_, session)) = sessions.get_mut(id).filter(|(key, _)| *key == conn.key) else {
+                return Message::Dropped(Undelivered::NoSession);
+            };
+            let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
+            return match session.open(topic.as_bytes(), payload, &mut pt) {
+                Ok(n) => {
+                    pt.truncate(n);
+                    Message::PassAndPublish {
+                        to: None,
+                        topic: self.delivery.plain_topic(id, sub),
+                        payload: pt,
+                    }
+                }
+                Err(e) => Message::Dropped(Undelivered::Record(e)),
+            };
+        }
+        if let Some((id, sub)) = self.delivery.parse_command(topic) {
+            let mut sessions = lock(&self.sessions);
+            let Some((_, session)) = sessions.get_mut(id) else {
+                return Message::Dropped(Undelivered::CommandNoSession);
+            };
+            let sealed = topics::sealed_b2c(id, sub);
+            let mut rec = vec![0u8; payload.len() + RECORD_OVERHEAD];
+            return match session.seal(sealed.as_bytes(), payload, &mut rec) {
+                Ok(n) => {
+                    rec.truncate(n);
+                    Message::PassAndPublish {
+                        to: Some(id.to_string()),
+                        topic: sealed,
+                        payload: rec,
+                    }
+                }
+                // A topic too long to bind, or the sequence numbers spent.
+                Err(_) => Message::Dropped(Undelivered::CommandNoSession),
+            };
+        }
+        Message::Pass
+    }
+
+    /// Whether `conn` authenticated as a sensor (holds a session).
+    fn is_sensor(&self, conn: &Connection) -> bool {
+        conn.client_id
+            .is_some_and(|id| lock(&self.sessions).get(id).is_some_and(|(key, _)| *key == conn.key))
+    }
+
+    /// The counters.
+    pub fn delivery_stats(&self) -> DeliveryStats {
+        *lock(&self.stats)
+    }
+
+    /// The counters, if they changed and the logging interval passed since
+    /// they were last returned (`MOSQ_EVT_TICK` logs them).
+    pub fn stats_due(&self, now: Instant) -> Option<DeliveryStats> {
+        let stats = self.delivery_stats();
+        let mut log = lock(&self.stats_log);
+        let (interval, last, logged) = *log;
+        if stats == logged || now.saturating_duration_since(last) < interval {
+            return None;
+        }
+        *log = (interval, now, stats);
+        Some(stats)
     }
 
     /// Handshakes awaiting a ClientFinished.

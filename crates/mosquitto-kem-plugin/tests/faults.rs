@@ -157,8 +157,7 @@ fn broker_killed_mid_handshake_then_fresh_handshake_and_no_replay() {
 
         // (d) A fresh handshake succeeds.
         let mut c = SensorClient::connect_auth_mode(&addr, keys, TIMEOUT).unwrap();
-        c.publish_record(&format!("sensors/{}/t", keys.client_id), b"after restart")
-            .unwrap();
+        c.send_on("t", b"after restart").unwrap();
         c.disconnect().unwrap();
     }
     site.assert_alive();
@@ -439,10 +438,7 @@ fn hundred_and_twenty_concurrent_handshakes() {
             std::thread::spawn(move || {
                 barrier.wait();
                 let r = SensorClient::connect_auth_mode(&addr, &keys, Duration::from_secs(20));
-                r.map(|mut c| {
-                    let topic = format!("sensors/{}/t", keys.client_id);
-                    c.publish_record(&topic, b"1").map(|_| ()).and_then(|_| c.disconnect())
-                })
+                r.map(|mut c| c.send_on("t", b"1").map(|_| ()).and_then(|_| c.disconnect()))
             })
         })
         .collect();

@@ -7,6 +7,8 @@
 //! - the username a CONNECT carries is replaced by the authenticated id, so
 //!   `%u` ACL rules cannot be claimed;
 //! - the ACL confines each sensor to its own topics;
+//! - the plugin opens each sensor's records and delivers only the authentic
+//!   ones, as plaintext on `plain/<id>/…` (issue #24);
 //! - a re-authentication (AUTH 0x19) cannot change the identity;
 //! - a CONNECT without KEM-MQTT/1 is refused, whatever it carries;
 //! - docs/broker.md shows the shipped files as they are.
@@ -28,7 +30,8 @@ const DELIVERY: Duration = Duration::from_secs(2);
 
 /// bob (the victim), mallory (a registered sensor with its own key, the
 /// attacker), eve (a second identity mallory also holds), dashboard (the
-/// consumer the shipped ACL lets read every sensor).
+/// consumer the shipped ACL lets read every sensor's readings; here
+/// enrolled with a KEM-MQTT key, an application logs in with a password).
 fn site(name: &str) -> (Broker, Vec<SensorKeys>) {
     let s = suite("ctru-light-ascon+x25519");
     let (secrets, registry, keys) = enrol(&[("bob", s), ("mallory", s), ("eve", s), ("dashboard", s)]);
@@ -45,13 +48,19 @@ fn site(name: &str) -> (Broker, Vec<SensorKeys>) {
 fn dashboard(addr: &str, keys: &SensorKeys) -> Connection {
     let (mut d, outcome) = auth_attempt(addr, keys, "dashboard", Some(("dashboard", b"")));
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
-    d.subscribe(1, &["sensors/#"]).unwrap();
+    // Readings, and every sealed topic it may not read (never delivered).
+    d.subscribe(1, &["plain/#", "kem-mqtt/#"]).unwrap();
     d
 }
 
-/// The next message the dashboard gets: topic and payload length.
-fn delivered(dash: &mut Connection) -> Option<(String, usize)> {
-    next_publish(dash, DELIVERY).map(|(t, p)| (t, p.len()))
+/// The next message the dashboard gets: topic and payload as text.
+fn delivered(dash: &mut Connection) -> Option<(String, String)> {
+    next_publish(dash, DELIVERY).map(|(t, p)| (t, String::from_utf8_lossy(&p).into_owned()))
+}
+
+/// `(topic, text)` as [`delivered`] returns them.
+fn reading(topic: &str, text: &str) -> Option<(String, String)> {
+    Some((topic.to_string(), text.to_string()))
 }
 
 /// AUTH reason code: re-authenticate.
@@ -69,10 +78,10 @@ fn misbinding_is_refused_and_the_honest_sensor_keeps_its_connection() {
     let (mut conn, outcome) = auth_attempt(&addr, mallory, "bob", None);
     // bob was not thrown off (mosquitto's take-over of a client id): it
     // still publishes, and the dashboard gets it.
-    let n = honest.publish_record("sensors/bob/t", b"21.5").unwrap();
+    honest.send_on("t", b"21.5").unwrap();
     assert_eq!(
         delivered(&mut dash),
-        Some(("sensors/bob/t".to_string(), n)),
+        reading("plain/bob/t", "21.5"),
         "the honest bob lost its connection"
     );
     assert_eq!(outcome, Attempt::ConnAck(mqtt::NOT_AUTHORIZED), "misbinding accepted");
@@ -80,10 +89,10 @@ fn misbinding_is_refused_and_the_honest_sensor_keeps_its_connection() {
     // The same with bob's id as username too.
     let (_, outcome) = auth_attempt(&addr, mallory, "bob", Some(("bob", b"x")));
     assert_eq!(outcome, Attempt::ConnAck(mqtt::NOT_AUTHORIZED));
-    let n = honest.publish_record("sensors/bob/t", b"22.0").unwrap();
+    honest.send_on("t", b"22.0").unwrap();
     assert_eq!(
         delivered(&mut dash),
-        Some(("sensors/bob/t".to_string(), n)),
+        reading("plain/bob/t", "22.0"),
         "the honest bob lost its connection"
     );
     assert!(!broker.log().contains("already connected"), "{}", broker.log());
@@ -102,14 +111,17 @@ fn the_username_of_the_connect_is_replaced_by_the_authenticated_id() {
     let mallory = &keys[1];
     let mut dash = dashboard(&addr, &keys[3]);
     // Binding respected (client id mallory), but the CONNECT claims username "bob".
-    let (mut conn, outcome) = auth_attempt(&addr, mallory, "mallory", Some(("bob", b"anything")));
+    let (mut conn, outcome, session) = auth_attempt_session(&addr, mallory, "mallory", Some(("bob", b"anything")));
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
-    // With %u = "bob", `pattern readwrite sensors/%u/#` would let this through.
-    conn.publish("sensors/bob/t", b"forged").unwrap();
-    conn.publish("sensors/mallory/t", b"own").unwrap();
+    let mut session = session.unwrap();
+    // With %u = "bob", `pattern write kem-mqtt/data/%u/c2b/#` would let
+    // this through (and the plugin, which checks the topic against the
+    // authenticated id, would drop it).
+    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/bob/c2b/t", b"forged");
+    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/mallory/c2b/t", b"own");
     assert_eq!(
-        next_publish(&mut dash, DELIVERY),
-        Some(("sensors/mallory/t".to_string(), b"own".to_vec())),
+        delivered(&mut dash),
+        reading("plain/mallory/t", "own"),
         "mallory wrote to bob's topic with a claimed username"
     );
     // Nor does it read bob's topics (mosquitto 2.0 may grant the
@@ -125,27 +137,33 @@ fn the_acl_confines_each_sensor_to_its_own_topics() {
     let mut dash = dashboard(&addr, &keys[3]);
     let mut mallory = SensorClient::connect_auth_mode(&addr, &keys[1], TIMEOUT).unwrap();
     // Another sensor's topic: dropped by the broker.
-    mallory.publish_record("sensors/bob/t", b"forged").unwrap();
-    let n = mallory.publish_record("sensors/mallory/t", b"own").unwrap();
+    mallory.publish_record("kem-mqtt/data/bob/c2b/t", b"forged").unwrap();
+    mallory.send_on("t", b"own").unwrap();
     assert_eq!(
         delivered(&mut dash),
-        Some(("sensors/mallory/t".to_string(), n)),
+        reading("plain/mallory/t", "own"),
         "only the sensor's own topic gets through, first"
     );
-    // The dashboard reads, but writes nowhere outside its own subtree.
-    dash.publish("sensors/bob/t", b"forged").unwrap();
+    // Neither a sensor nor an application writes readings or sealed
+    // commands: only the plugin does.
+    mallory.publish_raw("plain/bob/t", b"forged").unwrap();
+    dash.publish("plain/bob/t", b"forged").unwrap();
+    dash.publish("kem-mqtt/data/bob/b2c/t", b"forged").unwrap();
     assert_eq!(next_publish(&mut dash, DELIVERY), None);
     // mallory reads nothing of bob's (a second connection with its id
     // takes its session over: same identity, allowed).
-    let (mut raw, outcome) = auth_attempt(&addr, &keys[1], "mallory", None);
+    let (mut raw, outcome, _session) = auth_attempt_session(&addr, &keys[1], "mallory", None);
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
     assert_reads_nothing_of_bob(&addr, &keys[0], &mut raw, &mut dash);
-    // Its own subtree it reads.
-    raw.subscribe(2, &["sensors/mallory/#"]).unwrap();
-    raw.publish("sensors/mallory/t", b"own").unwrap();
+    // What is sealed for it, it reads.
+    raw.subscribe(2, &["kem-mqtt/data/mallory/b2c/#"]).unwrap();
+    dash.publish("cmd/mallory/led", b"on").unwrap();
     assert_eq!(
-        next_publish(&mut raw, DELIVERY).map(|(t, _)| t),
-        Some("sensors/mallory/t".to_string())
+        next_publish(&mut raw, DELIVERY).map(|(t, p)| (t, p.len())),
+        Some((
+            "kem-mqtt/data/mallory/b2c/led".to_string(),
+            2 + kem_mqtt::RECORD_OVERHEAD
+        ))
     );
     broker.assert_alive();
 }
@@ -155,52 +173,64 @@ fn the_acl_confines_each_sensor_to_its_own_topics() {
 fn assert_reads_nothing_of_bob(addr: &str, bob: &SensorKeys, reader: &mut Connection, dash: &mut Connection) {
     // mosquitto 2.0 grants the subscriptions and checks read access on
     // every message it would deliver; a refusal (0x87) would do as well.
-    for (id, filter) in [(11, "sensors/bob/#"), (12, "#")] {
+    for (id, filter) in [(11, "kem-mqtt/data/bob/#"), (12, "plain/#"), (13, "#")] {
         let _ = reader.subscribe(id, &[filter]);
     }
     let mut b = SensorClient::connect_auth_mode(addr, bob, TIMEOUT).unwrap();
-    let n = b.publish_record("sensors/bob/t", b"21.5").unwrap();
-    assert_eq!(delivered(dash), Some(("sensors/bob/t".to_string(), n)));
+    b.send_on("t", b"21.5").unwrap();
+    assert_eq!(delivered(dash), reading("plain/bob/t", "21.5"));
+    // A command for bob: sealed to bob alone.
+    dash.publish("cmd/bob/led", b"on").unwrap();
+    assert_eq!(b.recv_command().unwrap(), ("led".to_string(), b"on".to_vec()));
     assert_eq!(next_publish(reader, DELIVERY), None, "read another sensor's topic");
     b.disconnect().unwrap();
 }
 
-/// After CONNACK the plugin is out of the data path: a record the sensor
-/// seals reaches subscribers as ciphertext (sequence number in clear,
-/// length = plaintext + 24), and an unsealed PUBLISH is forwarded as it is
-/// — the broker neither opens records nor requires them.
+/// The plugin opens each record with the sensor's session and delivers
+/// the plaintext on `plain/<id>/<sub>`; the sealed record itself reaches no
+/// one the ACL does not let read it; a tampered, replayed or unsealed one is
+/// never delivered.
 #[test]
-fn the_broker_neither_opens_nor_requires_records() {
+fn the_broker_opens_records_and_delivers_only_authentic_ones() {
     let (mut broker, keys) = site("records");
     let addr = broker.addr();
     let mut dash = dashboard(&addr, &keys[3]);
-    let mut bob = SensorClient::connect_auth_mode(&addr, &keys[0], TIMEOUT).unwrap();
-    let secret = b"reading 21.5 C";
-    for seq in 0..2u64 {
-        let n = bob.publish_record("sensors/bob/t", secret).unwrap();
-        assert_eq!(n, secret.len() + kem_mqtt::RECORD_OVERHEAD);
-        let (topic, payload) = next_publish(&mut dash, DELIVERY).expect("record delivered");
-        assert_eq!((topic.as_str(), payload.len()), ("sensors/bob/t", n));
-        assert_eq!(payload[..8], seq.to_be_bytes(), "the sequence number travels in clear");
-        assert!(
-            !payload.windows(secret.len()).any(|w| w == secret),
-            "plaintext on the wire"
-        );
-    }
-    let (mut raw, outcome) = auth_attempt(&addr, &keys[0], "bob", None);
+    let (mut conn, outcome, session) = auth_attempt_session(&addr, &keys[0], "bob", None);
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
-    raw.publish("sensors/bob/t", secret).unwrap();
-    assert_eq!(
-        next_publish(&mut dash, DELIVERY),
-        Some(("sensors/bob/t".to_string(), secret.to_vec())),
-        "an unsealed payload from an authenticated sensor"
-    );
+    let mut session = session.unwrap();
+    let topic = "kem-mqtt/data/bob/c2b/t";
+    let secret = b"reading 21.5 C";
+    let mut first = None;
+    for _ in 0..2 {
+        let rec = publish_sealed(&mut conn, &mut session, topic, secret);
+        assert_eq!(delivered(&mut dash), reading("plain/bob/t", "reading 21.5 C"));
+        first.get_or_insert(rec);
+    }
+    let first = first.unwrap();
+    // Replayed, tampered (a ciphertext bit, the sequence number), unsealed,
+    // moved to another subtopic: none is delivered.
+    conn.publish(topic, &first).unwrap();
+    let mut rec = vec![0u8; secret.len() + kem_mqtt::RECORD_OVERHEAD];
+    let n = session.seal(topic.as_bytes(), secret, &mut rec).unwrap();
+    let mut flipped = rec[..n].to_vec();
+    flipped[9] ^= 1;
+    conn.publish(topic, &flipped).unwrap();
+    let mut reseq = rec[..n].to_vec();
+    reseq[7] ^= 1;
+    conn.publish(topic, &reseq).unwrap();
+    conn.publish(topic, secret).unwrap();
+    conn.publish("kem-mqtt/data/bob/c2b/other", &rec[..n]).unwrap();
+    assert_eq!(next_publish(&mut dash, DELIVERY), None, "a bad record was delivered");
+    // The untouched record still opens: the bad ones did not move the window.
+    conn.publish(topic, &rec[..n]).unwrap();
+    assert_eq!(delivered(&mut dash), reading("plain/bob/t", "reading 21.5 C"));
     broker.assert_alive();
 }
 
 /// AUTH 0x19 with `keys`' ClientHello on an established connection; the
-/// answer to the ClientFinished (or to the hello, if it is refused).
-fn reauthenticate(conn: &mut Connection, keys: &SensorKeys) -> Option<Packet> {
+/// answer to the ClientFinished (or to the hello, if it is refused), and the
+/// sensor's new session.
+fn reauthenticate(conn: &mut Connection, keys: &SensorKeys) -> (Option<Packet>, Option<kem_mqtt::Session>) {
     let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
     let (state, n) = SensorHandshake::start(keys.suite, keys.credentials(), &mut OsRng, &mut buf).unwrap();
     conn.send(&Packet::Auth {
@@ -208,24 +238,25 @@ fn reauthenticate(conn: &mut Connection, keys: &SensorKeys) -> Option<Packet> {
         auth_method: Some(AUTH_METHOD.into()),
         auth_data: Some(buf[..n].to_vec()),
     })
-    .ok()?;
-    conn.set_timeout(Some(TIMEOUT)).unwrap();
-    let bh = match conn.recv().ok()? {
-        Packet::Auth {
+    .ok()
+    .map_or((None, None), |()| {
+        conn.set_timeout(Some(TIMEOUT)).unwrap();
+        let bh = match conn.recv() {
+            Ok(Packet::Auth {
+                reason: mqtt::CONTINUE_AUTHENTICATION,
+                auth_data: Some(d),
+                ..
+            }) => d,
+            other => return (other.ok(), None),
+        };
+        let (session, n3) = state.receive_broker_hello(&bh, &mut buf).unwrap();
+        let sent = conn.send(&Packet::Auth {
             reason: mqtt::CONTINUE_AUTHENTICATION,
-            auth_data: Some(d),
-            ..
-        } => d,
-        other => return Some(other),
-    };
-    let (_, n3) = state.receive_broker_hello(&bh, &mut buf).unwrap();
-    conn.send(&Packet::Auth {
-        reason: mqtt::CONTINUE_AUTHENTICATION,
-        auth_method: Some(AUTH_METHOD.into()),
-        auth_data: Some(buf[..n3].to_vec()),
+            auth_method: Some(AUTH_METHOD.into()),
+            auth_data: Some(buf[..n3].to_vec()),
+        });
+        (sent.and_then(|()| conn.recv()).ok(), Some(session))
     })
-    .ok()?;
-    conn.recv().ok()
 }
 
 #[test]
@@ -240,7 +271,7 @@ fn reauthentication_cannot_change_the_identity() {
     // and the connection is closed; it never writes as eve.
     let (mut conn, outcome) = auth_attempt(&addr, mallory, "mallory", None);
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
-    let answer = reauthenticate(&mut conn, eve);
+    let (answer, _) = reauthenticate(&mut conn, eve);
     assert!(
         matches!(
             answer,
@@ -255,31 +286,44 @@ fn reauthentication_cannot_change_the_identity() {
         closed_by_peer(&mut conn, TIMEOUT),
         "connection kept after a refused re-authentication"
     );
-    let _ = conn.publish("sensors/eve/t", b"as eve");
+    let _ = conn.publish("kem-mqtt/data/eve/c2b/t", b"as eve");
     assert_eq!(next_publish(&mut dash, DELIVERY), None);
 
     // Control: re-authenticating as itself succeeds and the connection goes on.
     let (mut conn, outcome) = auth_attempt(&addr, mallory, "mallory", None);
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
-    match reauthenticate(&mut conn, mallory) {
-        Some(Packet::Auth {
-            reason: mqtt::SUCCESS, ..
-        }) => {}
-        other => panic!("re-authentication as the same sensor: {other:?}"),
-    }
-    conn.publish("sensors/mallory/t", b"still me").unwrap();
-    assert_eq!(
-        next_publish(&mut dash, DELIVERY).map(|(t, _)| t),
-        Some("sensors/mallory/t".to_string())
-    );
+    let mut session = match reauthenticate(&mut conn, mallory) {
+        (
+            Some(Packet::Auth {
+                reason: mqtt::SUCCESS, ..
+            }),
+            Some(session),
+        ) => session,
+        (other, _) => panic!("re-authentication as the same sensor: {other:?}"),
+    };
+    // The plugin holds the new session: a record sealed under it opens.
+    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/mallory/c2b/t", b"still me");
+    assert_eq!(delivered(&mut dash), reading("plain/mallory/t", "still me"));
     broker.assert_alive();
 }
 
 #[test]
-fn a_connect_without_kem_mqtt_is_refused_under_the_documented_configuration() {
+fn a_connect_without_kem_mqtt_or_an_application_password_is_refused() {
     let (mut broker, _keys) = site("plain");
     let addr = broker.addr();
-    let cases: [(&str, Vec<u8>, u8); 6] = [
+    let cases: [(&str, Vec<u8>, u8); 8] = [
+        // The application's account in the password file gets in…
+        (
+            "v5 application login",
+            raw_connect(5, "app", Some((APP_USER, APP_PASSWORD.as_bytes())), None),
+            mqtt::SUCCESS,
+        ),
+        // …with its password only.
+        (
+            "v5 application, wrong password",
+            raw_connect(5, "app", Some((APP_USER, b"guess")), None),
+            mqtt::NOT_AUTHORIZED,
+        ),
         ("v5", raw_connect(5, "bob", None, None), mqtt::NOT_AUTHORIZED),
         (
             "v5 + login",
@@ -306,7 +350,9 @@ fn a_connect_without_kem_mqtt_is_refused_under_the_documented_configuration() {
             Packet::ConnAck { reason, .. } => assert_eq!(reason, expected, "{what}"),
             p => panic!("{what}: {p:?}"),
         }
-        assert!(closed_by_peer(&mut conn, TIMEOUT), "{what}: connection left open");
+        if expected != mqtt::SUCCESS {
+            assert!(closed_by_peer(&mut conn, TIMEOUT), "{what}: connection left open");
+        }
     }
     broker.assert_alive();
 }

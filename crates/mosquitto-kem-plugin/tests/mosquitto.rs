@@ -1,9 +1,12 @@
 //! Runs Debian's `/usr/sbin/mosquitto` with this plugin on a free loopback
-//! port and performs the AUTH-mode handshake for every suite.
-//! Needs the Debian packages `mosquitto` and `mosquitto-dev`.
+//! port, the shipped configuration, and for every suite: the AUTH-mode
+//! handshake, a reading delivered as plaintext to an application
+//! (`mosquitto_sub`), a tampered record that never reaches it, and a
+//! command from an application (`mosquitto_pub`) that reaches the sensor.
+//! Needs the Debian packages `mosquitto`, `mosquitto-dev` and `mosquitto-clients`.
 
 mod common;
-use common::{plugin_path, Broker, Conf};
+use common::{app_publish, plugin_path, Broker, Conf, Subscriber};
 use std::time::Duration;
 
 use kem_mqtt::{Suite, SuiteSet};
@@ -35,34 +38,37 @@ fn auth_mode_through_mosquitto_for_every_suite() {
             .unwrap()
         })
         .collect();
-    // A separate identity for the subscriber: the shipped ACL lets
-    // "dashboard" read every sensor's topics.
-    let watcher = provision_sensor(
-        &secrets,
-        &mut registry,
-        "dashboard",
-        Suite::ALL[1],
-        SuiteSet::EMPTY.with(Suite::ALL[1]),
-        &mut OsRng,
-    )
-    .unwrap();
     // The shipped configuration (default rate limits: 14 hellos from one
     // address stay within its burst of 16).
     let broker = Broker::start("mosquitto", &secrets, &registry, Conf::Documented, &plugin_path());
     let addr = broker.addr();
 
-    let mut sub = SensorClient::connect_auth_mode(&addr, &watcher, TIMEOUT).unwrap();
-    sub.subscribe(&["sensors/#"]).unwrap();
+    // The application: every reading, as plaintext.
+    let app = Subscriber::start(&broker, "plain/#", sensors.len(), 60);
+    let mut expected = vec![];
     for keys in &sensors {
-        let mut c = SensorClient::connect_auth_mode(&addr, keys, TIMEOUT)
-            .unwrap_or_else(|e| panic!("{}: {e}", keys.suite.name()));
+        let name = keys.suite.name();
+        let mut c = SensorClient::connect_auth_mode(&addr, keys, TIMEOUT).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(c.stats.broker_hello, keys.suite.broker_hello_len());
-        let topic = format!("sensors/{}/t", keys.client_id);
-        let n = c.publish_record(&topic, b"21.5").unwrap();
-        let (got_topic, payload) = sub.recv_raw().unwrap();
-        assert_eq!((got_topic, payload.len()), (topic, n), "{}", keys.suite.name());
+        // A tampered record first: the application must never see it.
+        let topic = format!("kem-mqtt/data/{}/c2b/t", keys.client_id);
+        let mut rec = vec![0u8; 64];
+        let n = c.session().seal(topic.as_bytes(), b"99.9 C forged", &mut rec).unwrap();
+        rec[n - 1] ^= 0x80;
+        c.publish_raw(&topic, &rec[..n]).unwrap();
+        let reading = format!("21.5 C from {name}");
+        c.send_on("t", reading.as_bytes()).unwrap();
+        expected.push(format!("plain/{}/t {reading}", keys.client_id));
+        // A command from an application, sealed to this sensor alone.
+        assert!(app_publish(&broker, &format!("cmd/{}/led", keys.client_id), "on"));
+        assert_eq!(
+            c.recv_command().unwrap_or_else(|e| panic!("{name}: {e}")),
+            ("led".to_string(), b"on".to_vec()),
+            "{name}"
+        );
         c.disconnect().unwrap();
     }
+    assert_eq!(app.lines(), expected, "what the application received");
 
     // Tampered ClientFinished → 0x87.
     let err = SensorClient::connect_auth_mode_with(&addr, &sensors[1], TIMEOUT, |f, m| {

@@ -106,9 +106,20 @@ fn substitute(conf: &str, from: &str, to: &str) -> String {
     conf.replacen(from, to, 1)
 }
 
-/// The configuration text for a broker with keys and ACL in `dir`.
+/// The application account the tests' password file holds (the shipped
+/// ACL lets `dashboard` read `plain/#` and write `cmd/#`).
+pub const APP_USER: &str = "dashboard";
+/// Its password.
+pub const APP_PASSWORD: &str = "dashboard-test-password";
+
+/// The configuration text for a broker with keys, ACL and password file in `dir`.
 pub fn broker_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> String {
     let mut text = SHIPPED_CONF.to_string();
+    text = substitute(
+        &text,
+        "password_file /etc/mosquitto/kem-mqtt.passwd\n",
+        &format!("password_file {}\n", dir.join("kem-mqtt.passwd").display()),
+    );
     // The ACL path first: the keys directory is a prefix of it.
     text = substitute(
         &text,
@@ -212,6 +223,13 @@ impl Broker {
         secrets.save(&dir.join("broker-key.json")).unwrap();
         registry.save(&dir.join("registry.json")).unwrap();
         std::fs::write(dir.join("kem-mqtt.acl"), SHIPPED_ACL).unwrap();
+        let status = Command::new("/usr/bin/mosquitto_passwd")
+            .args(["-c", "-b"])
+            .arg(dir.join("kem-mqtt.passwd"))
+            .args([APP_USER, APP_PASSWORD])
+            .status()
+            .expect("mosquitto_passwd (package mosquitto) runs");
+        assert!(status.success(), "mosquitto_passwd failed");
         let port = free_port();
         std::fs::write(dir.join("mosquitto.conf"), broker_config(&conf, &dir, port, plugin)).unwrap();
         give_to_broker_user(&dir);
@@ -405,12 +423,24 @@ pub fn auth_attempt(
     connect_id: &str,
     login: Option<(&str, &[u8])>,
 ) -> (Connection, Attempt) {
+    let (conn, outcome, _) = auth_attempt_session(addr, keys, connect_id, login);
+    (conn, outcome)
+}
+
+/// [`auth_attempt`], and the sensor's side of the session (if the broker
+/// sent a BrokerHello; the session is the broker's only on CONNACK 0x00).
+pub fn auth_attempt_session(
+    addr: &str,
+    keys: &SensorKeys,
+    connect_id: &str,
+    login: Option<(&str, &[u8])>,
+) -> (Connection, Attempt, Option<kem_mqtt::Session>) {
     let mut buf = vec![0u8; kem_mqtt::MAX_CLIENT_HELLO_LEN];
     let (state, n) = kem_mqtt::SensorHandshake::start(keys.suite, keys.credentials(), &mut OsRng, &mut buf).unwrap();
     let connect = raw_connect(5, connect_id, login, Some((AUTH_METHOD, &buf[..n])));
     let (mut conn, first) = send_raw(addr, &connect);
     let Ok(first) = first else {
-        return (conn, Attempt::Closed);
+        return (conn, Attempt::Closed, None);
     };
     let bh = match first {
         Packet::Auth {
@@ -418,10 +448,10 @@ pub fn auth_attempt(
             auth_data: Some(d),
             ..
         } => d,
-        Packet::ConnAck { reason, .. } => return (conn, Attempt::ConnAck(reason)),
+        Packet::ConnAck { reason, .. } => return (conn, Attempt::ConnAck(reason), None),
         p => panic!("unexpected {p:?}"),
     };
-    let (_session, n3) = state.receive_broker_hello(&bh, &mut buf).unwrap();
+    let (session, n3) = state.receive_broker_hello(&bh, &mut buf).unwrap();
     let sent = conn.send(&Packet::Auth {
         reason: mqtt::CONTINUE_AUTHENTICATION,
         auth_method: Some(AUTH_METHOD.into()),
@@ -432,7 +462,21 @@ pub fn auth_attempt(
         Ok(p) => panic!("unexpected {p:?}"),
         Err(_) => Attempt::Closed,
     };
-    (conn, outcome)
+    (conn, outcome, Some(session))
+}
+
+/// Seals `plaintext` for `topic` with `session` and publishes it on `conn`; the record.
+pub fn publish_sealed(
+    conn: &mut Connection,
+    session: &mut kem_mqtt::Session,
+    topic: &str,
+    plaintext: &[u8],
+) -> Vec<u8> {
+    let mut rec = vec![0u8; plaintext.len() + kem_mqtt::RECORD_OVERHEAD];
+    let n = session.seal(topic.as_bytes(), plaintext, &mut rec).unwrap();
+    rec.truncate(n);
+    conn.publish(topic, &rec).unwrap();
+    rec
 }
 
 /// Waits for the next PUBLISH on `conn` (or None after `within`).
@@ -450,4 +494,61 @@ pub fn next_publish(conn: &mut Connection, within: Duration) -> Option<(String, 
 /// One of the suites, by name.
 pub fn suite(name: &str) -> Suite {
     Suite::from_name(name).unwrap()
+}
+
+/// `mosquitto_sub` (package mosquitto-clients) as the application: logs in
+/// as [`APP_USER`], subscribes to `filter` and exits after `count` messages
+/// or `timeout_s` seconds. Its stdout holds one `topic payload` line per
+/// message ([`Subscriber::lines`]).
+pub struct Subscriber {
+    child: Child,
+}
+
+impl Subscriber {
+    /// Starts it and waits until its subscription is in place (its SUBACK,
+    /// seen as the broker's log line).
+    pub fn start(broker: &Broker, filter: &str, count: usize, timeout_s: u32) -> Subscriber {
+        let child = Command::new("/usr/bin/mosquitto_sub")
+            .args(["-h", "127.0.0.1", "-p", &broker.port.to_string(), "-V", "mqttv5"])
+            .args(["-u", APP_USER, "-P", APP_PASSWORD, "-i", "app-sub"])
+            .args([
+                "-t",
+                filter,
+                "-v",
+                "-C",
+                &count.to_string(),
+                "-W",
+                &timeout_s.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mosquitto_sub (package mosquitto-clients) runs");
+        // mosquitto logs "Sending SUBACK to app-sub" only at debug level;
+        // a short wait is enough on loopback, and a late subscription
+        // shows as a missing line, which fails the test (never a false pass).
+        std::thread::sleep(Duration::from_millis(400));
+        Subscriber { child }
+    }
+
+    /// Waits for it to exit; its `topic payload` lines.
+    pub fn lines(self) -> Vec<String> {
+        let out = self.child.wait_with_output().expect("mosquitto_sub finishes");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// `mosquitto_pub` as the application: publishes `payload` on `topic` as
+/// [`APP_USER`]; whether it exited successfully.
+pub fn app_publish(broker: &Broker, topic: &str, payload: &str) -> bool {
+    Command::new("/usr/bin/mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-p", &broker.port.to_string(), "-V", "mqttv5"])
+        .args(["-u", APP_USER, "-P", APP_PASSWORD, "-i", "app-pub"])
+        .args(["-t", topic, "-m", payload])
+        .status()
+        .expect("mosquitto_pub (package mosquitto-clients) runs")
+        .success()
 }

@@ -1,0 +1,211 @@
+//! Where KEM-MQTT/1 messages travel, and how sealed records become
+//! application messages — the same in AUTH mode (the mosquitto plugin) and
+//! topic mode (the gateway).
+//!
+//! | topic | who publishes | what |
+//! |---|---|---|
+//! | `kem-mqtt/hs/<id>/c2b`, `…/b2c` | sensor, gateway | handshake flights (topic mode) |
+//! | `kem-mqtt/data/<id>/c2b[/<sub>]` | sensor | a record sealed under the session's c2b keys |
+//! | `kem-mqtt/data/<id>/b2c[/<sub>]` | plugin or gateway only | a record sealed under the b2c keys |
+//! | `<plain>/<id>[/<sub>]` (`plain/…`) | plugin or gateway only | the opened reading, for applications |
+//! | `<command>/<id>[/<sub>]` (`cmd/…`) | applications | a command, sealed to `kem-mqtt/data/<id>/b2c[/<sub>]` |
+//!
+//! A record's associated data is its whole topic, so a record cannot be
+//! moved to another sensor or subtopic; the plaintext topic is derived
+//! from the sealed one, never chosen by the publisher. The two prefixes
+//! are the operator's (`plugin_opt_plain_prefix`, `--plain-prefix`, …).
+
+/// Handshake topic, sensor → broker.
+pub fn hs_c2b(client_id: &str) -> String {
+    format!("kem-mqtt/hs/{client_id}/c2b")
+}
+/// Handshake topic, broker → sensor.
+pub fn hs_b2c(client_id: &str) -> String {
+    format!("kem-mqtt/hs/{client_id}/b2c")
+}
+/// Sealed records, sensor → broker: `kem-mqtt/data/<id>/c2b`, with `/<sub>` unless `sub` is empty.
+pub fn sealed_c2b(client_id: &str, sub: &str) -> String {
+    with_sub(format!("kem-mqtt/data/{client_id}/c2b"), sub)
+}
+/// Sealed records, broker → sensor: `kem-mqtt/data/<id>/b2c`, with `/<sub>` unless `sub` is empty.
+pub fn sealed_b2c(client_id: &str, sub: &str) -> String {
+    with_sub(format!("kem-mqtt/data/{client_id}/b2c"), sub)
+}
+
+fn with_sub(mut topic: String, sub: &str) -> String {
+    if !sub.is_empty() {
+        topic.push('/');
+        topic.push_str(sub);
+    }
+    topic
+}
+
+/// `(id, sub)` of `kem-mqtt/data/<id>/<direction>[/<sub>]`, if `topic` is one
+/// with a valid client id.
+fn parse_sealed<'a>(topic: &'a str, direction: &str) -> Option<(&'a str, &'a str)> {
+    let rest = topic.strip_prefix("kem-mqtt/data/")?;
+    let (id, rest) = rest.split_once('/')?;
+    let sub = match rest.strip_prefix(direction)? {
+        "" => "",
+        s => s.strip_prefix('/')?,
+    };
+    kem_mqtt::valid_client_id(id.as_bytes()).then_some((id, sub))
+}
+
+/// `(id, sub)` of a sealed sensor → broker topic.
+pub fn parse_sealed_c2b(topic: &str) -> Option<(&str, &str)> {
+    parse_sealed(topic, "c2b")
+}
+
+/// Whether `topic` is a sealed broker → sensor topic (only the broker side publishes those).
+pub fn is_sealed_b2c(topic: &str) -> bool {
+    let mut levels = topic.split('/');
+    levels.next() == Some("kem-mqtt")
+        && levels.next() == Some("data")
+        && levels.next().is_some()
+        && levels.next() == Some("b2c")
+}
+
+/// Default prefix of the topics that carry opened readings.
+pub const DEFAULT_PLAIN_PREFIX: &str = "plain";
+/// Default prefix of the topics applications send commands on.
+pub const DEFAULT_COMMAND_PREFIX: &str = "cmd";
+
+/// The operator's two application-facing prefixes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Opened readings go to `<plain>/<id>[/<sub>]`.
+    pub plain_prefix: String,
+    /// Applications publish commands on `<command>/<id>[/<sub>]`.
+    pub command_prefix: String,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Delivery {
+            plain_prefix: DEFAULT_PLAIN_PREFIX.into(),
+            command_prefix: DEFAULT_COMMAND_PREFIX.into(),
+        }
+    }
+}
+
+/// Why a prefix is refused.
+pub fn check_prefix(prefix: &str) -> Result<(), String> {
+    let bad = prefix.is_empty()
+        || prefix.starts_with('/')
+        || prefix.ends_with('/')
+        || prefix.starts_with('$')
+        || prefix.contains(['+', '#', '\0'])
+        || prefix == "kem-mqtt"
+        || prefix.starts_with("kem-mqtt/");
+    if bad {
+        Err(format!(
+            "topic prefix {prefix:?}: expected one or more topic levels without wildcards, \
+             not starting with $ or /, outside kem-mqtt/"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+impl Delivery {
+    /// Both prefixes checked: valid, and neither inside the other.
+    pub fn new(plain_prefix: &str, command_prefix: &str) -> Result<Self, String> {
+        check_prefix(plain_prefix)?;
+        check_prefix(command_prefix)?;
+        let nested = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
+        if nested(plain_prefix, command_prefix) || nested(command_prefix, plain_prefix) {
+            return Err(format!(
+                "the plain prefix {plain_prefix:?} and the command prefix {command_prefix:?} overlap"
+            ));
+        }
+        Ok(Delivery {
+            plain_prefix: plain_prefix.into(),
+            command_prefix: command_prefix.into(),
+        })
+    }
+
+    /// Where the reading of a record on `kem-mqtt/data/<id>/c2b[/<sub>]` is delivered.
+    pub fn plain_topic(&self, client_id: &str, sub: &str) -> String {
+        with_sub(format!("{}/{client_id}", self.plain_prefix), sub)
+    }
+
+    /// Whether `topic` is under the plain prefix (only the broker side publishes there).
+    pub fn is_plain(&self, topic: &str) -> bool {
+        under(topic, &self.plain_prefix).is_some()
+    }
+
+    /// `(id, sub)` of a command topic `<command>/<id>[/<sub>]` with a valid id.
+    pub fn parse_command<'a>(&self, topic: &'a str) -> Option<(&'a str, &'a str)> {
+        let rest = under(topic, &self.command_prefix)?;
+        let (id, sub) = rest.split_once('/').unwrap_or((rest, ""));
+        kem_mqtt::valid_client_id(id.as_bytes()).then_some((id, sub))
+    }
+
+    /// The subscription filter for every command.
+    pub fn command_filter(&self) -> String {
+        format!("{}/#", self.command_prefix)
+    }
+}
+
+/// What follows `prefix/` in `topic` (`""` for `topic == prefix`).
+fn under<'a>(topic: &'a str, prefix: &str) -> Option<&'a str> {
+    match topic.strip_prefix(prefix)? {
+        "" => Some(""),
+        rest => rest.strip_prefix('/'),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_topics_round_trip_and_bad_ones_are_not_records() {
+        assert_eq!(sealed_c2b("s1", ""), "kem-mqtt/data/s1/c2b");
+        assert_eq!(sealed_c2b("s1", "t/x"), "kem-mqtt/data/s1/c2b/t/x");
+        assert_eq!(parse_sealed_c2b("kem-mqtt/data/s1/c2b"), Some(("s1", "")));
+        assert_eq!(parse_sealed_c2b("kem-mqtt/data/s1/c2b/t/x"), Some(("s1", "t/x")));
+        for bad in [
+            "kem-mqtt/data/s1/c2bx",
+            "kem-mqtt/data/s1/b2c",
+            "kem-mqtt/data//c2b",
+            "kem-mqtt/data/s 1/c2b",
+            "kem-mqtt/hs/s1/c2b",
+            "x/kem-mqtt/data/s1/c2b",
+        ] {
+            assert_eq!(parse_sealed_c2b(bad), None, "{bad}");
+        }
+        assert!(is_sealed_b2c("kem-mqtt/data/s1/b2c/led"));
+        assert!(!is_sealed_b2c("kem-mqtt/data/s1/c2b/led"));
+    }
+
+    #[test]
+    fn plain_and_command_topics() {
+        let d = Delivery::default();
+        assert_eq!(d.plain_topic("s1", "t"), "plain/s1/t");
+        assert_eq!(d.plain_topic("s1", ""), "plain/s1");
+        assert!(d.is_plain("plain/s1/t") && d.is_plain("plain") && !d.is_plain("plainer/s1"));
+        assert_eq!(d.parse_command("cmd/s1/led"), Some(("s1", "led")));
+        assert_eq!(d.parse_command("cmd/s1"), Some(("s1", "")));
+        assert_eq!(d.parse_command("cmd"), None);
+        assert_eq!(d.parse_command("cmdx/s1"), None);
+        assert_eq!(d.command_filter(), "cmd/#");
+    }
+
+    #[test]
+    fn prefixes_are_checked() {
+        assert!(Delivery::new("site/a/plain", "site/a/cmd").is_ok());
+        for (p, c) in [
+            ("", "cmd"),
+            ("plain/", "cmd"),
+            ("plain", "plain"),
+            ("plain", "plain/cmd"),
+            ("p/+", "cmd"),
+            ("$SYS", "cmd"),
+            ("kem-mqtt/x", "cmd"),
+        ] {
+            assert!(Delivery::new(p, c).is_err(), "{p} {c}");
+        }
+    }
+}
