@@ -91,7 +91,7 @@ impl Bytes<'_> {
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let (state, sensors) = setup();
     let config = GatewayConfig::default();
-    let mut gw = GatewayCore::new(state.clone(), config);
+    let mut gw = GatewayCore::new(state.clone(), config.clone());
     let honest = &sensors[0];
     let topics = [hs_c2b(&sensors[0].client_id), hs_c2b(&sensors[1].client_id)];
     let mut input = Bytes(data);

@@ -1,5 +1,29 @@
 //! The topic-mode gateway: answers handshakes published on
-//! `kem-mqtt/hs/+/c2b` and opens records on `kem-mqtt/data/+/c2b`.
+//! `kem-mqtt/hs/+/c2b`, opens records on `kem-mqtt/data/+/c2b[/…]` and
+//! publishes their plaintext on `plain/<id>[/…]`, and seals the commands
+//! applications publish on `cmd/<id>[/…]` to the sensor (see
+//! [`crate::topics`]). Any broker will do; the broker's ACL decides who may
+//! read `plain/#` and write `cmd/#`, and must let only gateways write
+//! `plain/#`, `kem-mqtt/data/+/b2c/#` and `kem-mqtt/cluster/#`
+//! (`docs/gateway.md`).
+//!
+//! **Several instances** ([`Cluster`]) share one fleet through an MQTT v5
+//! shared subscription: the broker hands each ClientHello to one instance,
+//! which runs that handshake and then owns the sensor's session until the
+//! sensor's next handshake. A client's handshake and session stay on one
+//! instance, so no secret ever leaves the process that made it, and the
+//! replay window of a session lives in exactly one place:
+//! - a ClientFinished that the broker hands to another instance is
+//!   forwarded, unchanged, on `kem-mqtt/cluster/<group>/finished/<id>`,
+//!   which every instance reads; the one holding the pending handshake
+//!   verifies it, the others ignore it. Forwarding adds nothing an
+//!   attacker could not publish on the handshake topic itself;
+//! - records and commands reach every instance (plain subscriptions); only
+//!   the session's owner opens or seals, the others skip them (counted);
+//! - an instance that establishes a session announces it on
+//!   `kem-mqtt/cluster/<group>/owner/<id>`; another instance that still
+//!   holds an older session of that sensor drops it, so a command is never
+//!   sealed under a session the sensor has left.
 //!
 //! Anyone who can publish on a broker can publish on these topics, and a
 //! handshake message is not authenticated until its ClientFinished, so the
@@ -54,6 +78,7 @@ use kem_mqtt::{
 use crate::admission::{Admission, AdmissionConfig, Refusal};
 use crate::keys::BrokerState;
 use crate::mqtt::{Connection, Packet};
+use crate::topics::{self, Delivery};
 use crate::{data_b2c, hs_b2c, HostError};
 
 /// What the gateway saw.
@@ -78,12 +103,33 @@ pub enum GatewayEvent {
         /// Suite.
         suite: Suite,
     },
-    /// A record was opened.
+    /// A record was opened (and its plaintext published on `plain/<id>[/<sub>]`).
     Message {
         /// Client id.
         client_id: String,
+        /// The subtopic (`""` for `kem-mqtt/data/<id>/c2b` itself).
+        sub: String,
         /// Plaintext.
         payload: Vec<u8>,
+    },
+    /// A command was sealed to a sensor.
+    Command {
+        /// Client id.
+        client_id: String,
+        /// The subtopic.
+        sub: String,
+    },
+    /// A ClientFinished this instance has no handshake for was forwarded to
+    /// the other instances (cluster mode).
+    Forwarded {
+        /// Client id.
+        client_id: String,
+    },
+    /// Another instance established a session of this sensor; this
+    /// instance's older one was dropped (cluster mode).
+    Superseded {
+        /// Client id.
+        client_id: String,
     },
     /// A handshake message or record was rejected by the protocol.
     Rejected {
@@ -142,6 +188,16 @@ pub struct GatewayStats {
     pub records_opened: u64,
     /// Records refused (authentication, replay, unknown client, …).
     pub records_rejected: u64,
+    /// Commands sealed to a sensor.
+    pub commands_sealed: u64,
+    /// Commands for a sensor without a session.
+    pub commands_dropped: u64,
+    /// ClientFinished messages forwarded to the other instances.
+    pub finished_forwarded: u64,
+    /// Records and commands of sensors another instance owns (skipped).
+    pub not_owned: u64,
+    /// Sessions dropped because another instance established a newer one.
+    pub superseded: u64,
     /// Messages of an unknown type on a handshake topic.
     pub other_rejected: u64,
 }
@@ -152,7 +208,8 @@ impl std::fmt::Display for GatewayStats {
             f,
             "hellos: {} answered, {} repeated, {} replayed, {} rate-limited, {} pending-full, {} rejected; \
              finished: {} established, {} invalid, {} unexpected; {} pending expired; \
-             records: {} opened, {} rejected; {} other rejected",
+             records: {} opened, {} rejected; commands: {} sealed, {} dropped; \
+             cluster: {} forwarded, {} not owned, {} superseded; {} other rejected",
             self.hellos_answered,
             self.hellos_repeated,
             self.hellos_replayed,
@@ -165,13 +222,50 @@ impl std::fmt::Display for GatewayStats {
             self.pending_expired,
             self.records_opened,
             self.records_rejected,
+            self.commands_sealed,
+            self.commands_dropped,
+            self.finished_forwarded,
+            self.not_owned,
+            self.superseded,
             self.other_rejected
         )
     }
 }
 
-/// Limits of the gateway's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One instance of several sharing a fleet (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cluster {
+    /// The shared-subscription group (`$share/<group>/…`), the same for every instance.
+    pub group: String,
+    /// This instance's name, unique in the group (also its MQTT client id suffix).
+    pub instance: String,
+}
+
+impl Cluster {
+    /// Checks both names (topic-level safe: 1 to 64 of `A-Z a-z 0-9 . _ -`).
+    pub fn new(group: &str, instance: &str) -> Result<Cluster, String> {
+        for (what, v) in [("group", group), ("instance", instance)] {
+            if !kem_mqtt::valid_client_id(v.as_bytes()) {
+                return Err(format!("cluster {what} {v:?}: 1 to 64 of A-Z a-z 0-9 . _ -"));
+            }
+        }
+        Ok(Cluster {
+            group: group.into(),
+            instance: instance.into(),
+        })
+    }
+
+    fn finished_topic(&self, client_id: &str) -> String {
+        format!("kem-mqtt/cluster/{}/finished/{client_id}", self.group)
+    }
+
+    fn owner_topic(&self, client_id: &str) -> String {
+        format!("kem-mqtt/cluster/{}/owner/{client_id}", self.group)
+    }
+}
+
+/// Limits of the gateway's state, and where it delivers.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GatewayConfig {
     /// Rate limits on new hellos (the per-source limit is unused here).
     pub admission: AdmissionConfig,
@@ -186,6 +280,10 @@ pub struct GatewayConfig {
     pub max_pending: usize,
     /// Completed hellos remembered per id (their copies are dropped).
     pub remembered_hellos: usize,
+    /// Where readings and commands travel for applications.
+    pub delivery: Delivery,
+    /// `Some`: one instance of several ([`Cluster`]).
+    pub cluster: Option<Cluster>,
 }
 
 impl Default for GatewayConfig {
@@ -200,6 +298,8 @@ impl Default for GatewayConfig {
             max_pending_per_id: per_id.burst as usize + refills as usize + 1,
             max_pending: 4096,
             remembered_hellos: 8,
+            delivery: Delivery::default(),
+            cluster: None,
         }
     }
 }
@@ -243,8 +343,8 @@ impl GatewayCore {
     pub fn new(state: Arc<BrokerState>, config: GatewayConfig) -> Self {
         GatewayCore {
             state,
-            config,
             admission: Admission::new(config.admission),
+            config,
             pending: HashMap::new(),
             pending_count: 0,
             completed: HashMap::new(),
@@ -270,16 +370,31 @@ impl GatewayCore {
     /// happened and what to publish.
     pub fn handle(&mut self, topic: &str, payload: &[u8], now: Instant) -> (GatewayEvent, Vec<Outgoing>) {
         self.sweep(now);
+        if let Some(cluster) = &self.config.cluster {
+            let prefix = format!("kem-mqtt/cluster/{}/", cluster.group);
+            if let Some(rest) = topic.strip_prefix(&prefix) {
+                return match rest.split_once('/') {
+                    Some(("finished", id)) => self.client_finished(id.to_string(), payload, now, true),
+                    Some(("owner", id)) => (self.owner_notice(id, payload), vec![]),
+                    _ => (GatewayEvent::Other, vec![]),
+                };
+            }
+        }
+        if let Some((id, sub)) = topics::parse_sealed_c2b(topic) {
+            return self.record(id.to_string(), sub.to_string(), topic, payload);
+        }
+        if let Some((id, sub)) = self.config.delivery.parse_command(topic) {
+            return self.command(id.to_string(), sub, payload);
+        }
         let parts: Vec<&str> = topic.split('/').collect();
-        let (kind, client_id) = match parts.as_slice() {
-            ["kem-mqtt", kind, id, "c2b"] => (*kind, id.to_string()),
+        let client_id = match parts.as_slice() {
+            ["kem-mqtt", "hs", id, "c2b"] => id.to_string(),
             _ => return (GatewayEvent::Other, vec![]),
         };
-        match (kind, payload.get(1).copied()) {
-            ("hs", Some(MSG_CLIENT_HELLO)) => self.client_hello(client_id, payload, now),
-            ("hs", Some(MSG_CLIENT_FINISHED)) => self.client_finished(client_id, payload, now),
-            ("data", _) => (self.record(client_id, topic, payload), vec![]),
-            (_, t) => {
+        match payload.get(1).copied() {
+            Some(MSG_CLIENT_HELLO) => self.client_hello(client_id, payload, now),
+            Some(MSG_CLIENT_FINISHED) => self.client_finished(client_id, payload, now, false),
+            t => {
                 self.stats.other_rejected += 1;
                 let error = kem_mqtt::Error::UnexpectedMessage {
                     expected: MSG_CLIENT_HELLO,
@@ -287,6 +402,18 @@ impl GatewayCore {
                 };
                 (GatewayEvent::Rejected { client_id, error }, vec![])
             }
+        }
+    }
+
+    /// Another instance announced a session of `client_id`.
+    fn owner_notice(&mut self, client_id: &str, instance: &[u8]) -> GatewayEvent {
+        let ours = self.config.cluster.as_ref().map(|c| c.instance.as_bytes());
+        if ours == Some(instance) || self.sessions.remove(client_id).is_none() {
+            return GatewayEvent::Other;
+        }
+        self.stats.superseded += 1;
+        GatewayEvent::Superseded {
+            client_id: client_id.to_string(),
         }
     }
 
@@ -373,12 +500,30 @@ impl GatewayCore {
         Ok(suite)
     }
 
-    fn client_finished(&mut self, client_id: String, msg: &[u8], now: Instant) -> (GatewayEvent, Vec<Outgoing>) {
+    /// A ClientFinished, from the handshake topic or (`forwarded`) from
+    /// another instance.
+    fn client_finished(
+        &mut self,
+        client_id: String,
+        msg: &[u8],
+        now: Instant,
+        forwarded: bool,
+    ) -> (GatewayEvent, Vec<Outgoing>) {
         let Some(slot) = self
             .pending
             .get(&client_id)
             .filter(|v| v.iter().any(|p| p.expires > now))
         else {
+            if let Some(cluster) = &self.config.cluster {
+                // Another instance may hold the handshake: it reads the
+                // cluster topic. A forwarded one is never forwarded again.
+                if forwarded {
+                    return (GatewayEvent::Other, vec![]);
+                }
+                self.stats.finished_forwarded += 1;
+                let out = vec![(cluster.finished_topic(&client_id), msg.to_vec())];
+                return (GatewayEvent::Forwarded { client_id }, out);
+            }
             self.stats.finished_unexpected += 1;
             let error = kem_mqtt::Error::UnexpectedMessage {
                 expected: MSG_CLIENT_HELLO,
@@ -415,34 +560,78 @@ impl GatewayCore {
         // The confirmation: an empty record, the session's first b2c record.
         let topic = data_b2c(&client_id);
         let mut rec = vec![0u8; RECORD_OVERHEAD];
-        let out = match session.seal(topic.as_bytes(), &[], &mut rec) {
+        let mut out = match session.seal(topic.as_bytes(), &[], &mut rec) {
             Ok(n) => {
                 rec.truncate(n);
                 vec![(topic, rec)]
             }
             Err(_) => vec![],
         };
+        if let Some(cluster) = &self.config.cluster {
+            out.push((cluster.owner_topic(&client_id), cluster.instance.as_bytes().to_vec()));
+        }
         self.sessions.insert(client_id.clone(), session);
         self.stats.established += 1;
         (GatewayEvent::Established { client_id, suite }, out)
     }
 
-    fn record(&mut self, client_id: String, topic: &str, payload: &[u8]) -> GatewayEvent {
+    fn record(&mut self, client_id: String, sub: String, topic: &str, payload: &[u8]) -> (GatewayEvent, Vec<Outgoing>) {
         let Some(s) = self.sessions.get_mut(&client_id) else {
+            if self.config.cluster.is_some() {
+                // Another instance's sensor (or nobody's: each instance
+                // sees every record, only the owner can tell).
+                self.stats.not_owned += 1;
+                return (GatewayEvent::Other, vec![]);
+            }
             self.stats.records_rejected += 1;
             let error = kem_mqtt::Error::UnknownClient;
-            return GatewayEvent::Rejected { client_id, error };
+            return (GatewayEvent::Rejected { client_id, error }, vec![]);
         };
         let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
         match s.open(topic.as_bytes(), payload, &mut pt) {
             Ok(n) => {
                 pt.truncate(n);
                 self.stats.records_opened += 1;
-                GatewayEvent::Message { client_id, payload: pt }
+                let out = vec![(self.config.delivery.plain_topic(&client_id, &sub), pt.clone())];
+                (
+                    GatewayEvent::Message {
+                        client_id,
+                        sub,
+                        payload: pt,
+                    },
+                    out,
+                )
             }
             Err(error) => {
                 self.stats.records_rejected += 1;
-                GatewayEvent::Rejected { client_id, error }
+                (GatewayEvent::Rejected { client_id, error }, vec![])
+            }
+        }
+    }
+
+    /// An application's command for `client_id`: sealed under its session
+    /// to `kem-mqtt/data/<id>/b2c[/<sub>]`.
+    fn command(&mut self, client_id: String, sub: &str, payload: &[u8]) -> (GatewayEvent, Vec<Outgoing>) {
+        let Some(s) = self.sessions.get_mut(&client_id) else {
+            if self.config.cluster.is_some() {
+                self.stats.not_owned += 1;
+            } else {
+                self.stats.commands_dropped += 1;
+            }
+            return (GatewayEvent::Other, vec![]);
+        };
+        let topic = topics::sealed_b2c(&client_id, sub);
+        let mut rec = vec![0u8; payload.len() + RECORD_OVERHEAD];
+        match s.seal(topic.as_bytes(), payload, &mut rec) {
+            Ok(n) => {
+                rec.truncate(n);
+                self.stats.commands_sealed += 1;
+                let sub = sub.to_string();
+                (GatewayEvent::Command { client_id, sub }, vec![(topic, rec)])
+            }
+            Err(error) => {
+                self.stats.commands_dropped += 1;
+                (GatewayEvent::Rejected { client_id, error }, vec![])
             }
         }
     }
@@ -493,11 +682,45 @@ impl Gateway {
     }
 
     /// [`Gateway::connect`] with `config`'s limits.
+    ///
+    /// Subscribes to the handshake topic (shared, `$share/<group>/…`, in
+    /// cluster mode), every sensor's records, every command and (cluster
+    /// mode) the group's cluster topics; the client id is
+    /// `kem-mqtt-gateway` or `kem-mqtt-gateway-<instance>`.
     pub fn connect_with(addr: &str, state: Arc<BrokerState>, config: GatewayConfig) -> Result<Self, HostError> {
+        Self::connect_login(addr, state, config, None)
+    }
+
+    /// [`Gateway::connect_with`], logging in with `(username, password)`
+    /// (a broker whose ACL lets only gateways write `plain/#`).
+    pub fn connect_login(
+        addr: &str,
+        state: Arc<BrokerState>,
+        config: GatewayConfig,
+        login: Option<(&str, &str)>,
+    ) -> Result<Self, HostError> {
         let mut conn = Connection::connect(addr)?;
         conn.set_timeout(Some(Duration::from_secs(10)))?;
-        conn.mqtt_connect("kem-mqtt-gateway")?;
-        conn.subscribe(1, &["kem-mqtt/hs/+/c2b", "kem-mqtt/data/+/c2b"])?;
+        let commands = config.delivery.command_filter();
+        let records = topics::sealed_c2b("+", "#");
+        let (client_id, filters) = match &config.cluster {
+            None => (
+                "kem-mqtt-gateway".to_string(),
+                vec!["kem-mqtt/hs/+/c2b".to_string(), records, commands],
+            ),
+            Some(c) => (
+                format!("kem-mqtt-gateway-{}", c.instance),
+                vec![
+                    format!("$share/{}/kem-mqtt/hs/+/c2b", c.group),
+                    format!("kem-mqtt/cluster/{}/+/+", c.group),
+                    records,
+                    commands,
+                ],
+            ),
+        };
+        conn.mqtt_connect_login(&client_id, login)?;
+        let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
+        conn.subscribe(1, &filters)?;
         Ok(Gateway {
             conn,
             core: GatewayCore::new(state, config),
@@ -532,7 +755,8 @@ impl Gateway {
         Ok(event)
     }
 
-    /// Seals `payload` for `client_id` and publishes it on `kem-mqtt/data/<id>/b2c`.
+    /// Seals `payload` for `client_id` and publishes it on `kem-mqtt/data/<id>/b2c`
+    /// (as a command on `cmd/<id>` would be).
     pub fn send(&mut self, client_id: &str, payload: &[u8]) -> Result<usize, HostError> {
         let (topic, rec) = self.core.seal(client_id, payload)?;
         self.conn.publish(&topic, &rec)?;

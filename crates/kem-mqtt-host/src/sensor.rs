@@ -62,8 +62,10 @@ impl SensorClient {
         let mut conn = Connection::connect(addr)?;
         conn.set_timeout(Some(timeout))?;
         conn.mqtt_connect(&keys.client_id)?;
-        let commands = sealed_b2c(&keys.client_id, "#");
-        conn.subscribe(1, &[&hs_b2c(&keys.client_id), &data_b2c(&keys.client_id), &commands])?;
+        // `…/b2c/#` also matches `…/b2c` itself (the confirmation): one
+        // filter, or overlapping ones would deliver each record twice.
+        let sealed = sealed_b2c(&keys.client_id, "#");
+        conn.subscribe(1, &[&hs_b2c(&keys.client_id), &sealed])?;
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
         let t = Instant::now();
@@ -296,6 +298,11 @@ impl SensorClient {
     /// Opens a record received on `topic` with this session (AUTH mode tests).
     pub fn session(&mut self) -> &mut Session {
         &mut self.session
+    }
+
+    /// How long [`SensorClient::recv_command`] and the other receives wait.
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), HostError> {
+        Ok(self.conn.set_timeout(Some(timeout))?)
     }
 
     /// Sends DISCONNECT.

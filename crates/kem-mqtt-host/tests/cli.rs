@@ -385,36 +385,46 @@ fn provision_gateway_and_sensor_from_the_command_line() {
     });
     wait_for_line(&lines, "gateway connected to 127.0.0.1:");
 
+    // The application: readings on plain/#.
+    let mut app = kem_mqtt_host::mqtt::Connection::connect(&broker.addr().to_string()).unwrap();
+    app.set_timeout(Some(LIMIT)).unwrap();
+    app.mqtt_connect("application").unwrap();
+    app.subscribe(1, &["plain/#"]).unwrap();
+    let next_reading = |app: &mut kem_mqtt_host::mqtt::Connection| loop {
+        if let kem_mqtt_host::mqtt::Packet::Publish { topic, payload } = app.recv().unwrap() {
+            break format!("{topic} {}", text(&payload));
+        }
+    };
+
     let broker_arg = format!("localhost:{port}");
     let key_arg = key.to_str().unwrap();
-    let out = run(&[
-        "sensor",
-        "--broker",
-        &broker_arg,
-        "--key",
-        key_arg,
-        "--count",
-        "2",
-        "--message",
-        "hi",
-    ]);
+    // Two readings, then three seconds of listening for commands.
+    let sensor = std::process::Command::new(env!("CARGO_BIN_EXE_kem-mqtt"))
+        .args(["sensor", "--broker", &broker_arg, "--key", key_arg])
+        .args(["--count", "2", "--message", "hi", "--topic", "room/t", "--listen", "3"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert_eq!(next_reading(&mut app), "plain/s1/room/t hi #0");
+    assert_eq!(next_reading(&mut app), "plain/s1/room/t hi #1");
+    app.publish("cmd/s1/led", b"on").unwrap();
+    let out = sensor.wait_with_output().unwrap();
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("ctru-light-ascon+x25519"), "{stdout}");
     assert!(
-        stdout.contains("reply: ack 1") && stdout.contains("reply: ack 2"),
+        stdout.contains("sent a 29-byte record on kem-mqtt/data/s1/c2b/room/t"),
         "{stdout}"
     );
-    wait_for_line(&lines, "s1: hi #1");
+    assert!(stdout.contains("command led: on"), "{stdout}");
+    wait_for_line(&lines, "s1: 5 bytes → plain/s1/room/t");
 
     // --count 0: the handshake only.
     let out = run(&["sensor", "--broker", &broker_arg, "--key", key_arg, "--count", "0"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-    assert!(
-        stdout.contains("ClientHello") && !stdout.contains("sent record"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("ClientHello") && !stdout.contains("sent a"), "{stdout}");
 
     drop(gateway);
     // A broker that is gone: the error names it.

@@ -161,7 +161,7 @@ fn assert_record_opens(site: &mut Site, m: &mut Manual, session: &mut Session, t
     let rec = m.record(session, text);
     m.conn.publish(&data_c2b(&m.keys.client_id), &rec).unwrap();
     match site.event() {
-        GatewayEvent::Message { client_id, payload } => {
+        GatewayEvent::Message { client_id, payload, .. } => {
             assert_eq!(
                 (client_id.as_str(), payload.as_slice()),
                 (m.keys.client_id.as_str(), text)
@@ -471,7 +471,7 @@ fn median(v: &mut [Duration]) -> Duration {
 fn core(suite_name: &str) -> (GatewayCore, GatewayConfig, Vec<SensorKeys>) {
     let (state, sensors) = enrol(&[suite(suite_name)]);
     let config = GatewayConfig::default();
-    (GatewayCore::new(Arc::new(state), config), config, sensors)
+    (GatewayCore::new(Arc::new(state), config.clone()), config, sensors)
 }
 
 /// The BrokerHello among `out` (the answer to a hello).

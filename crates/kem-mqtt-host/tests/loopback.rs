@@ -29,7 +29,7 @@ fn topic_mode_every_suite_through_the_embedded_broker() {
         while messages < n {
             match gw.poll().unwrap() {
                 GatewayEvent::Established { .. } => established += 1,
-                GatewayEvent::Message { client_id, payload } => {
+                GatewayEvent::Message { client_id, payload, .. } => {
                     messages += 1;
                     let mut reply = b"ack:".to_vec();
                     reply.extend_from_slice(&payload);

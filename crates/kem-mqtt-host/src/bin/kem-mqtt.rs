@@ -14,10 +14,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use kem_mqtt::{KemId, Suite, SuiteSet};
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::broker::EmbeddedBroker;
-use kem_mqtt_host::gateway::{Gateway, GatewayEvent};
+use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, KeyError, Registry, SensorKeys};
+use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::sensor::SensorClient;
+use kem_mqtt_host::topics::Delivery;
 use kem_mqtt_host::HostError;
 use kem_mqtt_host::OsRng;
 
@@ -48,21 +50,26 @@ enum Command {
     /// unless --force. Key files are written with mode 0600.
     #[command(after_help = SUITES)]
     Provision(ProvisionArgs),
-    /// Topic-mode gateway: answers every sensor message with "ack N"
+    /// Topic-mode gateway: opens sensors' records for applications, seals commands
     ///
-    /// Connects to the broker as an ordinary MQTT client, runs the broker
-    /// side of the handshake for the sensors in DIR/registry.json and answers
-    /// every message with "ack N"; prints what it refused or dropped, and
-    /// its counters at most every 10 s. Runs until interrupted.
+    /// Connects to the broker as an ordinary MQTT client and runs the broker
+    /// side of the handshake for the sensors in DIR/registry.json. A record a
+    /// sensor publishes on kem-mqtt/data/ID/c2b/SUB is opened and its
+    /// plaintext published on PLAIN/ID/SUB; a command an application
+    /// publishes on CMD/ID/SUB is sealed to the sensor. Prints what it
+    /// refused or dropped, and its counters at most every 10 s. Runs until
+    /// interrupted. With --share-group, several instances share one fleet
+    /// (docs/gateway.md).
     Gateway(GatewayArgs),
-    /// Sensor: handshake with the broker or gateway, then send messages
+    /// Sensor: handshake with the broker or gateway, send readings, print commands
     ///
-    /// In topic mode a handshake the gateway does not confirm within 10 s is
-    /// started again, up to 3 times; each message's reply is printed. In auth
-    /// mode (a broker running the KEM-MQTT plugin) the messages are published
-    /// as records to sensors/ID/data.
+    /// Sends --count readings on kem-mqtt/data/ID/c2b/SUB (applications
+    /// read them on plain/ID/SUB), then prints the commands that arrive
+    /// within --listen seconds. In topic mode a handshake the gateway does
+    /// not confirm within 10 s is started again, up to 3 times. Auth mode
+    /// needs a broker running the KEM-MQTT plugin.
     Sensor(SensorArgs),
-    /// Embedded broker on 127.0.0.1 + gateway + sensor in one process (topic mode)
+    /// Embedded broker on 127.0.0.1 + gateway + sensor + application in one process (topic mode)
     #[command(after_help = SUITES)]
     Demo(DemoArgs),
 }
@@ -93,6 +100,24 @@ struct GatewayArgs {
     /// Key directory: broker-key.json and registry.json
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// Where opened readings are published: PREFIX/ID/SUB
+    #[arg(long, value_name = "PREFIX", default_value = "plain")]
+    plain_prefix: String,
+    /// Where applications publish commands: PREFIX/ID/SUB
+    #[arg(long, value_name = "PREFIX", default_value = "cmd")]
+    command_prefix: String,
+    /// Run as one of several instances sharing the fleet: the shared-subscription group
+    #[arg(long, value_name = "GROUP", requires = "instance")]
+    share_group: Option<String>,
+    /// This instance's name, unique in its group
+    #[arg(long, value_name = "NAME", requires = "share_group")]
+    instance: Option<String>,
+    /// Log in to the broker with this username (the password from --password-file)
+    #[arg(long, value_name = "USER", requires = "password_file")]
+    username: Option<String>,
+    /// File holding the broker password (its first line)
+    #[arg(long, value_name = "FILE", requires = "username")]
+    password_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -105,12 +130,18 @@ struct SensorArgs {
     /// Topic mode (through a gateway) or auth mode (MQTT v5 enhanced authentication)
     #[arg(long, value_enum, default_value_t = Mode::Topic)]
     mode: Mode,
-    /// Messages to send after the handshake (0: the handshake only)
+    /// Readings to send after the handshake (0: the handshake only)
     #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true)]
     count: u32,
-    /// The text of each message (numbered " #0", " #1", …)
+    /// The text of each reading (numbered " #0", " #1", …)
     #[arg(long, value_name = "TEXT", default_value = "hello from the sensor")]
     message: String,
+    /// The readings' subtopic: kem-mqtt/data/ID/c2b/SUB, delivered on plain/ID/SUB
+    #[arg(long, value_name = "SUB", default_value = "t")]
+    topic: String,
+    /// After the readings, print the commands that arrive for this many seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    listen: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -164,6 +195,8 @@ enum CliError {
     Broker(BrokerAddr, HostError),
     /// Provisioning an enrolled id (or over its key file) without --force.
     Enrolled(KeyError),
+    /// Options that parse but do not go together (exit status 2).
+    Usage(String),
 }
 
 impl std::fmt::Display for CliError {
@@ -172,6 +205,7 @@ impl std::fmt::Display for CliError {
             CliError::Host(e) => write!(f, "{e}"),
             CliError::Broker(addr, e) => write!(f, "broker {addr}: {e}"),
             CliError::Enrolled(e) => write!(f, "{e}; --force replaces its keys"),
+            CliError::Usage(e) => f.write_str(e),
         }
     }
 }
@@ -199,7 +233,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("kem-mqtt: {e}");
-            ExitCode::FAILURE
+            if matches!(e, CliError::Usage(_)) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -261,23 +299,54 @@ fn load_state(dir: &Path) -> Result<BrokerState, KeyError> {
 
 fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     let state = Arc::new(load_state(&args.dir)?);
-    run_gateway(&args.broker, state).map_err(|e| CliError::Broker(args.broker.clone(), e))
+    let mut config = GatewayConfig {
+        delivery: Delivery::new(&args.plain_prefix, &args.command_prefix).map_err(CliError::Usage)?,
+        ..GatewayConfig::default()
+    };
+    if let (Some(group), Some(instance)) = (&args.share_group, &args.instance) {
+        config.cluster = Some(Cluster::new(group, instance).map_err(CliError::Usage)?);
+    }
+    let password = match &args.password_file {
+        Some(f) => Some(
+            std::fs::read_to_string(f)
+                .map_err(|e| {
+                    CliError::Host(HostError::Io(std::io::Error::new(
+                        e.kind(),
+                        format!("{}: {e}", f.display()),
+                    )))
+                })?
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        ),
+        None => None,
+    };
+    let login = args.username.as_deref().zip(password.as_deref());
+    run_gateway(&args.broker, state, config, login).map_err(|e| CliError::Broker(args.broker.clone(), e))
 }
 
-fn run_gateway(addr: &BrokerAddr, state: Arc<BrokerState>) -> Result<(), HostError> {
-    let mut gw = Gateway::connect(&addr.to_string(), state)?;
+fn run_gateway(
+    addr: &BrokerAddr,
+    state: Arc<BrokerState>,
+    config: GatewayConfig,
+    login: Option<(&str, &str)>,
+) -> Result<(), HostError> {
+    let plain = config.delivery.plain_prefix.clone();
+    let mut gw = Gateway::connect_login(&addr.to_string(), state, config, login)?;
     // Wakes up when idle: to keep the MQTT connection alive (keep-alive 60 s)
     // and to print the counters.
     gw.set_timeout(Some(Duration::from_secs(30)))?;
     println!("gateway connected to {addr}");
-    let mut n = 0u64;
     let mut printed = (Instant::now(), gw.stats());
     loop {
         match gw.poll() {
-            Ok(GatewayEvent::Message { client_id, payload }) => {
-                n += 1;
-                println!("{client_id}: {}", String::from_utf8_lossy(&payload));
-                gw.send(&client_id, format!("ack {n}").as_bytes())?;
+            Ok(GatewayEvent::Message {
+                client_id,
+                sub,
+                payload,
+            }) => {
+                println!("{client_id}: {} bytes → {plain}/{client_id}/{sub}", payload.len());
             }
             Ok(GatewayEvent::Other) => {}
             Ok(e) => println!("{e:?}"),
@@ -307,13 +376,23 @@ fn run_sensor(args: &SensorArgs, keys: &SensorKeys) -> Result<(), HostError> {
     print_stats(&client);
     for i in 0..args.count {
         let text = format!("{} #{i}", args.message);
-        let n = match args.mode {
-            Mode::Topic => client.send(text.as_bytes())?,
-            Mode::Auth => client.publish_record(&format!("sensors/{}/data", keys.client_id), text.as_bytes())?,
-        };
-        println!("sent record of {n} bytes");
-        if args.mode == Mode::Topic {
-            println!("reply: {}", String::from_utf8_lossy(&client.recv()?));
+        let n = client.send_on(&args.topic, text.as_bytes())?;
+        println!(
+            "sent a {n}-byte record on kem-mqtt/data/{}/c2b/{}",
+            keys.client_id, args.topic
+        );
+    }
+    let until = Instant::now() + Duration::from_secs(args.listen);
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        client.set_timeout(left)?;
+        match client.recv_command() {
+            Ok((sub, text)) => println!("command {sub}: {}", String::from_utf8_lossy(&text)),
+            Err(HostError::Timeout) => break,
+            Err(e) => return Err(e),
         }
     }
     client.disconnect()
@@ -332,7 +411,8 @@ fn print_stats(c: &SensorClient) {
     );
 }
 
-/// One topic-mode run against an embedded broker.
+/// One topic-mode run against an embedded broker: a sensor's readings reach
+/// an application as plaintext, the application's commands reach the sensor.
 fn demo_suite(suite: Suite, count: u32) -> Result<(), HostError> {
     let broker_keys = generate_broker(&[suite.kem()], &mut OsRng);
     let mut registry = Registry::default();
@@ -345,35 +425,45 @@ fn demo_suite(suite: Suite, count: u32) -> Result<(), HostError> {
     let broker = EmbeddedBroker::start(None)?;
     let addr = broker.addr().to_string();
     let mut gw = Gateway::connect(&addr, state)?;
+    gw.set_timeout(Some(Duration::from_millis(200)))?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gw_stop = stop.clone();
     let gw_thread = std::thread::spawn(move || -> Result<(), HostError> {
-        let mut n = 0;
-        while n < count {
-            match gw.poll()? {
-                GatewayEvent::Message { client_id, payload } => {
-                    n += 1;
-                    let reply = format!("ack {n}: {} bytes", payload.len());
-                    gw.send(&client_id, reply.as_bytes())?;
-                }
-                GatewayEvent::Rejected { error, .. } => return Err(HostError::Protocol(error)),
-                _ => {}
+        while !gw_stop.load(std::sync::atomic::Ordering::SeqCst) {
+            match gw.poll() {
+                Ok(GatewayEvent::Rejected { error, .. }) => return Err(HostError::Protocol(error)),
+                Ok(_) | Err(HostError::Timeout) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(())
     });
+    // The application: an ordinary MQTT client on the plaintext topics.
+    let mut app = Connection::connect(&addr)?;
+    app.set_timeout(Some(Duration::from_secs(10)))?;
+    app.mqtt_connect("application")?;
+    app.subscribe(1, &["plain/#"])?;
     let mut client = SensorClient::connect_topic_mode(&addr, &keys, Duration::from_secs(10))?;
     print_stats(&client);
     let t = Instant::now();
     for i in 0..count {
         let msg = format!("{{\"seq\":{i},\"temp_c\":21.{i}}}");
-        let n = client.send(msg.as_bytes())?;
-        let reply = client.recv()?;
+        let n = client.send_on("t", msg.as_bytes())?;
+        let (topic, plain) = loop {
+            if let Packet::Publish { topic, payload } = app.recv()? {
+                break (topic, payload);
+            }
+        };
+        app.publish(&format!("cmd/sensor-1/led{i}"), b"on")?;
+        let (sub, command) = client.recv_command()?;
         println!(
-            "  sent {:>2}-byte reading as a {n}-byte record; reply {:?}",
-            msg.len(),
-            String::from_utf8_lossy(&reply)
+            "  sensor → {n}-byte record → application on {topic}: {}; application → command {sub}: {}",
+            String::from_utf8_lossy(&plain),
+            String::from_utf8_lossy(&command)
         );
     }
-    println!("  {count} encrypted round trips in {:.2?}", t.elapsed());
+    println!("  {count} readings and commands in {:.2?}", t.elapsed());
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
     gw_thread
         .join()
         .map_err(|_| HostError::Unexpected("gateway panicked".into()))??;

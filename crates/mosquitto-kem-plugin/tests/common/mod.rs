@@ -29,6 +29,14 @@ pub const MOSQUITTO: &str = "/usr/sbin/mosquitto";
 pub const SHIPPED_CONF: &str = include_str!("../../mosquitto.conf");
 /// The ACL file as shipped.
 pub const SHIPPED_ACL: &str = include_str!("../../kem-mqtt.acl");
+/// The topic-mode broker configuration as shipped (docs/gateway.md): no plugin.
+pub const GATEWAY_CONF: &str = include_str!("../../../kem-mqtt-host/mosquitto-gateway.conf");
+/// Its ACL file.
+pub const GATEWAY_ACL: &str = include_str!("../../../kem-mqtt-host/gateway.acl");
+/// The gateways' account in the topic-mode password file.
+pub const GATEWAY_USER: &str = "gateway";
+/// Its password.
+pub const GATEWAY_PASSWORD: &str = "gateway-test-password";
 
 /// Test-only lines that switch the ClientHello rate limits off, for the
 /// tests that send many hellos for one id on purpose (garbage, load).
@@ -223,15 +231,44 @@ impl Broker {
         secrets.save(&dir.join("broker-key.json")).unwrap();
         registry.save(&dir.join("registry.json")).unwrap();
         std::fs::write(dir.join("kem-mqtt.acl"), SHIPPED_ACL).unwrap();
-        let status = Command::new("/usr/bin/mosquitto_passwd")
-            .args(["-c", "-b"])
-            .arg(dir.join("kem-mqtt.passwd"))
-            .args([APP_USER, APP_PASSWORD])
-            .status()
-            .expect("mosquitto_passwd (package mosquitto) runs");
-        assert!(status.success(), "mosquitto_passwd failed");
+        password_file(&dir.join("kem-mqtt.passwd"), &[(APP_USER, APP_PASSWORD)]);
         let port = free_port();
         std::fs::write(dir.join("mosquitto.conf"), broker_config(&conf, &dir, port, plugin)).unwrap();
+        give_to_broker_user(&dir);
+        let mut broker = Broker { dir, port, child: None };
+        broker.restart();
+        broker
+    }
+
+    /// mosquitto without the plugin, with `mosquitto-gateway.conf` and
+    /// `gateway.acl` as shipped (only paths and port replaced) and a
+    /// password file holding [`GATEWAY_USER`] and [`APP_USER`].
+    pub fn start_topic_mode(name: &str) -> Broker {
+        let dir = std::env::temp_dir().join(format!("kem-mqtt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("gateway.acl"), GATEWAY_ACL).unwrap();
+        password_file(
+            &dir.join("gateway.passwd"),
+            &[(GATEWAY_USER, GATEWAY_PASSWORD), (APP_USER, APP_PASSWORD)],
+        );
+        let port = free_port();
+        let mut text = substitute(
+            GATEWAY_CONF,
+            "password_file /etc/mosquitto/kem-mqtt-gateway.passwd\n",
+            &format!("password_file {}\n", dir.join("gateway.passwd").display()),
+        );
+        text = substitute(
+            &text,
+            "acl_file /etc/mosquitto/kem-mqtt-gateway.acl\n",
+            &format!("acl_file {}\n", dir.join("gateway.acl").display()),
+        );
+        text = substitute(
+            &text,
+            "listener 1883 127.0.0.1\n",
+            &format!("listener {port} 127.0.0.1\n"),
+        );
+        std::fs::write(dir.join("mosquitto.conf"), text).unwrap();
         give_to_broker_user(&dir);
         let mut broker = Broker { dir, port, child: None };
         broker.restart();
@@ -494,6 +531,23 @@ pub fn next_publish(conn: &mut Connection, within: Duration) -> Option<(String, 
 /// One of the suites, by name.
 pub fn suite(name: &str) -> Suite {
     Suite::from_name(name).unwrap()
+}
+
+/// Writes a mosquitto password file with these accounts.
+fn password_file(path: &Path, accounts: &[(&str, &str)]) {
+    for (i, (user, password)) in accounts.iter().enumerate() {
+        let mut cmd = Command::new("/usr/bin/mosquitto_passwd");
+        if i == 0 {
+            cmd.arg("-c");
+        }
+        let status = cmd
+            .arg("-b")
+            .arg(path)
+            .args([user, password])
+            .status()
+            .expect("mosquitto_passwd (package mosquitto) runs");
+        assert!(status.success(), "mosquitto_passwd failed");
+    }
 }
 
 /// `mosquitto_sub` (package mosquitto-clients) as the application: logs in
