@@ -38,8 +38,13 @@ pub const MAX_ID_LEN: usize = 64;
 pub const X25519_LEN: usize = 32;
 /// Length of a ClientFinished.
 pub const CF_LEN: usize = 34;
-/// The topic of the record the sensor seals after the handshake.
-pub const TOPIC: &[u8] = b"sensors/avr-1/t";
+/// The topic of the record the sensor seals after the handshake: a sealed
+/// sensor → broker record of client `avr-1`, subtopic `t`, in the
+/// project's convention `kem-mqtt/data/<client id>/c2b[/<sub>]`
+/// (`kem_mqtt_host::topics`). The topic is the record's associated data, so
+/// the live run against a real broker (`cargo xtask mqtt --broker …`) needs
+/// a sensor key file whose client id is `avr-1`, and refuses another.
+pub const TOPIC: &[u8] = b"kem-mqtt/data/avr-1/c2b/t";
 /// The plaintext of that record.
 pub const PAYLOAD: &[u8] = b"21.5 C from the AVR sensor";
 /// Length of that record: sequence number, ciphertext, tag.

@@ -13,6 +13,7 @@ mod dfr;
 mod hosteval;
 mod kat;
 mod kems;
+mod live;
 mod mega0;
 mod mega0_link;
 mod mqtt;
@@ -63,6 +64,7 @@ enum Cmd {
     /// benchmarks/MCU/*.json, benchmarks/latest.json and docs/benchmarks.*
     Bench(bench::BenchArgs),
     /// The KEM-MQTT/1 sensor handshake of every suite on the AVR against the host broker
+    /// (with --broker: one suite's sensor against a real MQTT broker over TCP)
     Mqtt(mqtt::MqttArgs),
     /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
     Kat(kat::KatArgs),
@@ -115,6 +117,8 @@ pub const LAYERS: &[&str] = &[
     "mega0",
     "simtest",
     "ct",
+    // the live sensor against a real broker (`mqtt --broker`)
+    "live",
     "mqtt",
     "bench",
     "kat",

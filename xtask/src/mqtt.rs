@@ -1,6 +1,8 @@
 //! `cargo xtask mqtt`: the KEM-MQTT/1 sensor on the AVR (the handshake driver is `sensor`): the firmware runs the sensor's two
 //! steps (`firmware::mqtt`), the host plays the broker with `kem_mqtt`'s
 //! `BrokerHandshake` and checks every flight and a record sealed under the new key.
+//! With `--broker`, the same two steps run against a real MQTT broker
+//! instead (`live`: AUTH mode or topic mode).
 //!
 //! The host first runs the same handshake itself with a recording RNG: the
 //! tape it drew makes the firmware's ClientHello reproducible byte for byte,
@@ -45,12 +47,33 @@ pub struct MqttArgs {
     /// Run each suite with N keys and randomness; the cycles must not change
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
+    /// Run the sensor (simulated atmega1284p) against this real MQTT broker
+    /// instead of the benchmark table; needs --key
+    #[arg(long, value_name = "HOST:PORT", requires = "key", value_parser = broker_addr,
+          conflicts_with_all = ["profile", "require_fit"])]
+    pub broker: Option<kem_mqtt_host::addr::BrokerAddr>,
+    /// The sensor key file (`kem-mqtt provision`) of the live run; its client
+    /// id must be the one in the firmware's record topic (avr-1)
+    #[arg(long, value_name = "FILE", requires = "broker")]
+    pub key: Option<std::path::PathBuf>,
+    /// How the live run's handshake travels: auth (MQTT v5 enhanced
+    /// authentication, mosquitto with the KEM-MQTT plugin) or topic
+    /// (kem-mqtt/hs/<id>/… topics, a `kem-mqtt gateway` beside the broker)
+    #[arg(long, value_enum, default_value = "auth")]
+    pub mode: crate::live::Mode,
+}
+
+/// Parses `--broker` (HOST, HOST:PORT or [IPv6]:PORT; port 1883 by default).
+fn broker_addr(s: &str) -> Result<kem_mqtt_host::addr::BrokerAddr, String> {
+    s.parse().map_err(|e: kem_mqtt_host::addr::AddrError| e.to_string())
 }
 
 /// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit] [--seeds N]`:
 /// the sensor's handshake of every selected suite in the simulator against
-/// the host broker. With `--seeds N`, each suite runs N times with other keys
-/// and randomness, and its start and finish must take the same cycles and
+/// the host broker. With `--broker HOST:PORT --key FILE [--mode auth|topic]`
+/// instead: the key file's suite on the simulated ATmega1284p against a real
+/// MQTT broker over TCP (`crate::live`). With `--seeds N`, each suite runs N
+/// times with other keys and randomness, and its start and finish must take the same cycles and
 /// run every instruction address the same number of times (X25519, the key
 /// schedule, ML-KEM, Kyber, LightSaber); CTRU-Light suites are reported but
 /// exempt: their key generation retries, publicly, when f is not
@@ -60,6 +83,13 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
     let mcu = o.mcu;
     let filter = o.filter.to_lowercase();
     let no_build = o.no_build;
+    if let Some(broker) = &o.broker {
+        let key = o
+            .key
+            .as_deref()
+            .ok_or("--broker needs --key FILE (a `kem-mqtt provision` sensor key file)")?;
+        return crate::live::cmd(mcu, broker, key, o.mode, no_build);
+    }
     if !mcu.simulated {
         return mega0(mcu, &filter, no_build, false, o.require_fit);
     }
@@ -429,4 +459,48 @@ pub fn mega0(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn broker_options_parse_and_depend_on_each_other() {
+        let o = MqttArgs::try_parse_from(["mqtt", "--broker", "127.0.0.1:18830", "--key", "k.json"]).unwrap();
+        assert_eq!(o.broker.unwrap().port(), 18830);
+        assert_eq!(o.mode, crate::live::Mode::Auth);
+        let o = MqttArgs::try_parse_from(["mqtt", "--broker", "127.0.0.1", "--key", "k", "--mode", "topic"]).unwrap();
+        assert_eq!((o.broker.unwrap().port(), o.mode), (1883, crate::live::Mode::Topic));
+        // --broker needs --key, and --key --broker; a bad address or mode is refused by clap.
+        for argv in [
+            &["mqtt", "--broker", "127.0.0.1:18830"][..],
+            &["mqtt", "--key", "k"],
+            &["mqtt", "--broker", "127.0.0.1:0x", "--key", "k"],
+            &["mqtt", "--broker", "127.0.0.1", "--key", "k", "--mode", "tls"],
+            &["mqtt", "--broker", "127.0.0.1", "--key", "k", "--profile"],
+        ] {
+            assert!(MqttArgs::try_parse_from(argv).is_err(), "{argv:?}");
+        }
+        // The benchmark options keep their defaults without --broker.
+        let o = MqttArgs::try_parse_from(["mqtt", "--seeds", "3"]).unwrap();
+        assert!(o.broker.is_none() && o.key.is_none());
+    }
+
+    #[test]
+    fn broker_needs_the_simulated_atmega1284p() {
+        let o = MqttArgs::try_parse_from([
+            "mqtt",
+            "--mcu",
+            "atmega4808",
+            "--broker",
+            "127.0.0.1:18830",
+            "--key",
+            "/nonexistent.json",
+        ])
+        .unwrap();
+        let e = cmd(&o).unwrap_err();
+        assert!(e.contains("atmega1284p") && e.contains("atmega4808"), "{e}");
+    }
 }
