@@ -543,7 +543,20 @@ pub fn cmd(mcu: Mcu, broker: &BrokerAddr, key: &Path, mode: Mode, no_build: bool
     }
     let keys = SensorKeys::load(key)
         .map_err(|e| format!("--key {}: {e} (write one with `kem-mqtt provision`)", key.display()))?;
-    check_client_id(&keys)?;
+    run_on_image(mcu, &keys, broker, mode, no_build)
+}
+
+/// Builds (unless `no_build`) and opens the image of `mcu` that serves the
+/// suite of `keys`, runs [`run`] on it and closes the simulator, whatever
+/// happened on the network.
+pub fn run_on_image(
+    mcu: Mcu,
+    keys: &SensorKeys,
+    broker: &BrokerAddr,
+    mode: Mode,
+    no_build: bool,
+) -> Result<(), String> {
+    check_client_id(keys)?;
     let image = image_for(mcu, keys.suite)?;
     if no_build && !image.elf(mcu).exists() {
         return Err(format!(
@@ -561,8 +574,7 @@ pub fn cmd(mcu: Mcu, broker: &BrokerAddr, key: &Path, mode: Mode, no_build: bool
         image.name,
         mcu.name
     );
-    let result = run(&mut dev, &keys, broker, mode, WAIT);
-    // The simulator is closed whatever happened on the network.
+    let result = run(&mut dev, keys, broker, mode, WAIT);
     let closed = dev.close();
     result?;
     closed

@@ -10,6 +10,7 @@ mod chart;
 mod ct;
 mod device;
 mod dfr;
+mod e2e;
 mod hosteval;
 mod kat;
 mod kems;
@@ -66,6 +67,9 @@ enum Cmd {
     /// The KEM-MQTT/1 sensor handshake of every suite on the AVR against the host broker
     /// (with --broker: one suite's sensor against a real MQTT broker over TCP)
     Mqtt(mqtt::MqttArgs),
+    /// The simulated AVR sensor end to end through mosquitto (plugin, and gateway):
+    /// mosquitto_sub must print its reading
+    E2e(e2e::E2eArgs),
     /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
     Kat(kat::KatArgs),
     /// CTRU-Light decryption-failure rate (revision 1): the exact noise law, the decoder's
@@ -80,7 +84,7 @@ impl Cmd {
     fn needs_machine(&self) -> bool {
         matches!(
             self,
-            Cmd::Ci | Cmd::Bench(_) | Cmd::SimTest(_) | Cmd::Ct(_) | Cmd::Mqtt(_) | Cmd::BuildAvr(_)
+            Cmd::Ci | Cmd::Bench(_) | Cmd::SimTest(_) | Cmd::Ct(_) | Cmd::Mqtt(_) | Cmd::E2e(_) | Cmd::BuildAvr(_)
         )
     }
 }
@@ -120,6 +124,7 @@ pub const LAYERS: &[&str] = &[
     // the live sensor against a real broker (`mqtt --broker`)
     "live",
     "mqtt",
+    "e2e",
     "bench",
     "kat",
     "dfr",
@@ -167,6 +172,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::Dfr(a) => dfr::run(&a),
         Cmd::Ct(a) => ct::run(&a),
         Cmd::Mqtt(a) => mqtt::cmd(&a),
+        Cmd::E2e(a) => e2e::run(&a),
     }
 }
 
@@ -247,6 +253,12 @@ fn ci() -> Result<(), String> {
         (
             "KEM-MQTT sensor of every suite, 3 seeds",
             Box::new(|| mqtt::cmd(&args(&["mqtt", "--seeds", "3"])?)),
+        ),
+        // The AVR sensor through real mosquitto, plugin and gateway: the
+        // application must see the reading sealed on the AVR.
+        (
+            "KEM-MQTT end to end: AVR sensor → mosquitto (plugin, gateway) → mosquitto_sub",
+            Box::new(|| e2e::run(&args(&["e2e", "--no-build"])?)),
         ),
         // Every KEM operation must take the same cycles for every input.
         (

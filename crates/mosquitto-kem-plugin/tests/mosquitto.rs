@@ -6,7 +6,7 @@
 //! Needs the Debian packages `mosquitto`, `mosquitto-dev` and `mosquitto-clients`.
 
 mod common;
-use common::{app_publish, plugin_path, Broker, Conf, Subscriber};
+use common::{app_publish, plugin_path, subscriber, Broker, Conf};
 use std::time::Duration;
 
 use kem_mqtt::{Suite, SuiteSet};
@@ -44,7 +44,7 @@ fn auth_mode_through_mosquitto_for_every_suite() {
     let addr = broker.addr();
 
     // The application: every reading, as plaintext.
-    let app = Subscriber::start(&broker, "plain/#", sensors.len(), 60);
+    let app = subscriber(&broker, "plain/#", sensors.len(), 60);
     let mut expected = vec![];
     for keys in &sensors {
         let name = keys.suite.name();
@@ -68,7 +68,7 @@ fn auth_mode_through_mosquitto_for_every_suite() {
         );
         c.disconnect().unwrap();
     }
-    assert_eq!(app.lines(), expected, "what the application received");
+    assert_eq!(app.lines().unwrap(), expected, "what the application received");
 
     // Tampered ClientFinished → 0x87.
     let err = SensorClient::connect_auth_mode_with(&addr, &sensors[1], TIMEOUT, |f, m| {

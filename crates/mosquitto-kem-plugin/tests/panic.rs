@@ -89,15 +89,16 @@ fn the_shipped_plugin_refuses_fault_options() {
     secrets.save(&dir.join("broker-key.json")).unwrap();
     registry.save(&dir.join("registry.json")).unwrap();
     std::fs::write(dir.join("kem-mqtt.acl"), SHIPPED_ACL).unwrap();
-    let conf = broker_config(
+    let conf = mosquitto_site::auth_mode_config(
         &Conf::DocumentedWith("plugin_opt_fault_panic_start_id alice\n"),
         &dir,
         free_port(),
         &plugin_path(),
-    );
+    )
+    .unwrap();
     std::fs::write(dir.join("mosquitto.conf"), conf).unwrap();
     let log_path = dir.join("mosquitto.log");
-    let mut child = std::process::Command::new(MOSQUITTO)
+    let mut child = std::process::Command::new(mosquitto_site::MOSQUITTO)
         .arg("-c")
         .arg(dir.join("mosquitto.conf"))
         .stdout(std::process::Stdio::null())

@@ -90,7 +90,7 @@ fn topic_mode_through_mosquitto_delivers_readings_and_commands() {
     let (state, keys) = fleet(&suites);
     let broker = Broker::start_topic_mode("topic-mode");
     let gw = RunningGateway::start(&broker, &state, None);
-    let app = Subscriber::start(&broker, "plain/#", keys.len(), 60);
+    let app = subscriber(&broker, "plain/#", keys.len(), 60);
 
     // A client without an account can neither forge a reading nor write
     // on another client id's record topics (the ACL drops both).
@@ -114,7 +114,7 @@ fn topic_mode_through_mosquitto_delivers_readings_and_commands() {
         );
         c.disconnect().unwrap();
     }
-    assert_eq!(app.lines(), expected, "what the application received");
+    assert_eq!(app.lines().unwrap(), expected, "what the application received");
     let stats = gw.stop();
     assert_eq!((stats.established, stats.records_opened), (3, 3), "{stats}");
     assert_eq!((stats.records_rejected, stats.commands_sealed), (3, 3), "{stats}");
@@ -132,7 +132,7 @@ fn two_gateway_instances_share_one_fleet() {
     // Sensor 0 hands three more handshakes to the pair: its session moves
     // between the instances, and the one it left must let go.
     let rounds = keys.len() + 3;
-    let app = Subscriber::start(&broker, "plain/#", rounds, 90);
+    let app = subscriber(&broker, "plain/#", rounds, 90);
     // Other clients' traffic on the handshake topic: mosquitto hands the
     // shared subscription's messages out in turn, so without it a
     // sensor's hello and finished would always alternate between the two
@@ -169,7 +169,7 @@ fn two_gateway_instances_share_one_fleet() {
         );
         c.disconnect().unwrap();
     }
-    assert_eq!(app.lines(), expected, "every reading exactly once");
+    assert_eq!(app.lines().unwrap(), expected, "every reading exactly once");
     let [a, b] = instances.map(RunningGateway::stop);
     eprintln!("instance a: {a}\ninstance b: {b}");
     assert_eq!(a.established + b.established, rounds as u64);

@@ -1,0 +1,482 @@
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! Debian's mosquitto 2 with this project's shipped configurations, on
+//! 127.0.0.1: the broker the plugin's integration tests, `cargo xtask
+//! e2e` and the load benchmark (`cargo xtask mqtt-load`) run. Not a
+//! library for users: `docs/broker.md` and `docs/gateway.md` say how to run
+//! a real broker.
+//!
+//! - [`Site::auth_mode`] runs `crates/mosquitto-kem-plugin/mosquitto.conf`
+//!   and `kem-mqtt.acl` as shipped, only paths and port replaced, with the
+//!   plugin, keys and a password file holding [`APP_USER`];
+//! - [`Site::topic_mode`] runs `crates/kem-mqtt-host/mosquitto-gateway.conf`
+//!   and `gateway.acl` as shipped, no plugin, accounts [`GATEWAY_USER`] and
+//!   [`APP_USER`];
+//! - [`Subscriber`] and [`app_publish`]: `mosquitto_sub` and
+//!   `mosquitto_pub` (package `mosquitto-clients`) as the application.
+//!
+//! Every process started here is killed when its owner is dropped.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kem_mqtt_host::keys::{BrokerSecrets, Registry};
+
+/// Debian's broker (package `mosquitto`).
+pub const MOSQUITTO: &str = "/usr/sbin/mosquitto";
+/// `mosquitto_passwd` (package `mosquitto`).
+pub const MOSQUITTO_PASSWD: &str = "/usr/bin/mosquitto_passwd";
+/// `mosquitto_sub` (package `mosquitto-clients`).
+pub const MOSQUITTO_SUB: &str = "/usr/bin/mosquitto_sub";
+/// `mosquitto_pub` (package `mosquitto-clients`).
+pub const MOSQUITTO_PUB: &str = "/usr/bin/mosquitto_pub";
+
+/// The AUTH-mode broker configuration as shipped (docs/broker.md).
+pub const SHIPPED_CONF: &str = include_str!("../../mosquitto-kem-plugin/mosquitto.conf");
+/// Its ACL file as shipped.
+pub const SHIPPED_ACL: &str = include_str!("../../mosquitto-kem-plugin/kem-mqtt.acl");
+/// The topic-mode broker configuration as shipped (docs/gateway.md): no plugin.
+pub const GATEWAY_CONF: &str = include_str!("../../kem-mqtt-host/mosquitto-gateway.conf");
+/// Its ACL file as shipped.
+pub const GATEWAY_ACL: &str = include_str!("../../kem-mqtt-host/gateway.acl");
+
+/// The application account of the password files (the shipped ACLs let
+/// `dashboard` read `plain/#` and write `cmd/#`).
+pub const APP_USER: &str = "dashboard";
+/// Its password.
+pub const APP_PASSWORD: &str = "dashboard-test-password";
+/// The gateways' account of the topic-mode password file.
+pub const GATEWAY_USER: &str = "gateway";
+/// Its password.
+pub const GATEWAY_PASSWORD: &str = "gateway-test-password";
+
+/// Test-only lines that switch the ClientHello rate limits off (load and
+/// flood runs that send many hellos from one address on purpose).
+pub const NO_RATE_LIMITS: &str =
+    "plugin_opt_limit_per_id off\nplugin_opt_limit_per_source off\nplugin_opt_limit_global off\n";
+
+/// Which AUTH-mode configuration a site runs.
+pub enum Conf<'a> {
+    /// `mosquitto.conf` as shipped, only the paths and the port replaced.
+    Documented,
+    /// The shipped file with these lines appended (a later setting
+    /// overrides an earlier one, in mosquitto and in the plugin).
+    DocumentedWith(&'a str),
+    /// The plugin loaded, but plain CONNECTs get in (a topic-mode gateway
+    /// beside it): the shipped file with `allow_anonymous true` and without
+    /// the ACL. Not a documented configuration; one fault test uses it.
+    TopicModeAnonymous,
+}
+
+fn io_err(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
+    let context = format!("{what} {}", path.display());
+    move |e| format!("{context}: {e}")
+}
+
+/// Replaces `from` (which must occur exactly once) by `to`.
+fn substitute(conf: &str, from: &str, to: &str) -> Result<String, String> {
+    if conf.matches(from).count() != 1 {
+        return Err(format!("shipped configuration: {from:?} must occur once"));
+    }
+    Ok(conf.replacen(from, to, 1))
+}
+
+/// The AUTH-mode configuration text for a site in `dir`.
+pub fn auth_mode_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> Result<String, String> {
+    let mut text = SHIPPED_CONF.to_string();
+    text = substitute(
+        &text,
+        "password_file /etc/mosquitto/kem-mqtt.passwd\n",
+        &format!("password_file {}\n", dir.join("kem-mqtt.passwd").display()),
+    )?;
+    // The ACL path first: the keys directory is a prefix of it.
+    text = substitute(
+        &text,
+        "acl_file /etc/mosquitto/kem-mqtt.acl\n",
+        &format!("acl_file {}\n", dir.join("kem-mqtt.acl").display()),
+    )?;
+    text = substitute(
+        &text,
+        "plugin_opt_keys_dir /etc/mosquitto/kem-mqtt\n",
+        &format!("plugin_opt_keys_dir {}\n", dir.display()),
+    )?;
+    text = substitute(
+        &text,
+        "plugin /usr/local/lib/mosquitto/libmosquitto_kem_plugin.so\n",
+        &format!("plugin {}\n", plugin.display()),
+    )?;
+    text = substitute(
+        &text,
+        "listener 1883 127.0.0.1\n",
+        &format!("listener {port} 127.0.0.1\n"),
+    )?;
+    match conf {
+        Conf::Documented => {}
+        Conf::DocumentedWith(extra) => text.push_str(extra),
+        Conf::TopicModeAnonymous => {
+            text = substitute(&text, "allow_anonymous false\n", "allow_anonymous true\n")?;
+            text = substitute(&text, &format!("acl_file {}\n", dir.join("kem-mqtt.acl").display()), "")?;
+        }
+    }
+    Ok(text)
+}
+
+/// A free loopback port, never the same twice in one process.
+///
+/// Ports the kernel hands out for `:0` can come back to a parallel test
+/// before its broker binds them; two brokers then race for one port and the
+/// loser talks to the winner's broker until it stops ("nothing listens").
+/// Counting up from a per-process base below the ephemeral range keeps the
+/// sites of one process apart.
+pub fn free_port() -> Result<u16, String> {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let _ = NEXT.compare_exchange(
+        0,
+        20_000 + (std::process::id() % 1_000) as u16 * 10,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    loop {
+        let port = NEXT.fetch_add(1, Ordering::SeqCst);
+        if port >= 32_000 {
+            return Err("no free loopback port below the ephemeral range".into());
+        }
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+}
+
+/// The `mosquitto` user and group ids, from /etc/passwd.
+fn mosquitto_ids() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    let line = passwd.lines().find(|l| l.starts_with("mosquitto:"))?;
+    let mut f = line.split(':').skip(2);
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
+/// Started as root, mosquitto becomes the `mosquitto` user before it loads
+/// the plugin and reads the password and ACL files: as docs/broker.md says,
+/// those files must belong to that user.
+fn give_to_broker_user(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).map_err(io_err("reading", dir))?;
+    let Some((uid, gid)) = mosquitto_ids() else {
+        return Ok(());
+    };
+    if meta.uid() != 0 {
+        return Ok(()); // not root: mosquitto runs as us and reads our files
+    }
+    let mut paths = vec![dir.to_path_buf()];
+    for e in std::fs::read_dir(dir).map_err(io_err("listing", dir))? {
+        paths.push(e.map_err(io_err("listing", dir))?.path());
+    }
+    for p in paths {
+        std::os::unix::fs::chown(&p, Some(uid), Some(gid)).map_err(io_err("chown", &p))?;
+    }
+    Ok(())
+}
+
+/// Writes a mosquitto password file with these accounts.
+fn password_file(path: &Path, accounts: &[(&str, &str)]) -> Result<(), String> {
+    for (i, (user, password)) in accounts.iter().enumerate() {
+        let mut cmd = Command::new(MOSQUITTO_PASSWD);
+        if i == 0 {
+            cmd.arg("-c");
+        }
+        let status = cmd
+            .arg("-b")
+            .arg(path)
+            .args([user, password])
+            .status()
+            .map_err(|e| format!("{MOSQUITTO_PASSWD} (package mosquitto): {e}"))?;
+        if !status.success() {
+            return Err(format!("{MOSQUITTO_PASSWD} failed: {status}"));
+        }
+    }
+    Ok(())
+}
+
+/// A fresh directory for a site named `name`.
+fn fresh_dir(name: &str) -> Result<PathBuf, String> {
+    if !Path::new(MOSQUITTO).exists() {
+        return Err(format!(
+            "{MOSQUITTO} is missing: install the Debian packages mosquitto, mosquitto-dev and mosquitto-clients (cargo xtask setup)"
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("kem-mqtt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
+    Ok(dir)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(io_err("writing", path))
+}
+
+/// One broker site: a directory with its files, a loopback port that
+/// survives restarts, and the running mosquitto (killed, by its PID, on
+/// drop; the directory is removed then).
+pub struct Site {
+    /// The site's directory (configuration, keys, log).
+    pub dir: PathBuf,
+    /// The listener's port on 127.0.0.1.
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl Site {
+    /// AUTH mode: keys, registry, ACL, password file and configuration
+    /// into a fresh directory named after `name`; mosquitto started and
+    /// listening.
+    pub fn auth_mode(
+        name: &str,
+        secrets: &BrokerSecrets,
+        registry: &Registry,
+        conf: Conf,
+        plugin: &Path,
+    ) -> Result<Site, String> {
+        let dir = fresh_dir(name)?;
+        let keys = dir.join("broker-key.json");
+        secrets.save(&keys).map_err(|e| format!("{}: {e}", keys.display()))?;
+        let reg = dir.join("registry.json");
+        registry.save(&reg).map_err(|e| format!("{}: {e}", reg.display()))?;
+        write(&dir.join("kem-mqtt.acl"), SHIPPED_ACL)?;
+        password_file(&dir.join("kem-mqtt.passwd"), &[(APP_USER, APP_PASSWORD)])?;
+        let port = free_port()?;
+        write(
+            &dir.join("mosquitto.conf"),
+            &auth_mode_config(&conf, &dir, port, plugin)?,
+        )?;
+        Site::launch(dir, port)
+    }
+
+    /// Topic mode: mosquitto without the plugin, `mosquitto-gateway.conf`
+    /// and `gateway.acl` as shipped (only paths and port replaced), a
+    /// password file with [`GATEWAY_USER`] and [`APP_USER`].
+    pub fn topic_mode(name: &str) -> Result<Site, String> {
+        let dir = fresh_dir(name)?;
+        write(&dir.join("gateway.acl"), GATEWAY_ACL)?;
+        password_file(
+            &dir.join("gateway.passwd"),
+            &[(GATEWAY_USER, GATEWAY_PASSWORD), (APP_USER, APP_PASSWORD)],
+        )?;
+        let port = free_port()?;
+        let mut text = substitute(
+            GATEWAY_CONF,
+            "password_file /etc/mosquitto/kem-mqtt-gateway.passwd\n",
+            &format!("password_file {}\n", dir.join("gateway.passwd").display()),
+        )?;
+        text = substitute(
+            &text,
+            "acl_file /etc/mosquitto/kem-mqtt-gateway.acl\n",
+            &format!("acl_file {}\n", dir.join("gateway.acl").display()),
+        )?;
+        text = substitute(
+            &text,
+            "listener 1883 127.0.0.1\n",
+            &format!("listener {port} 127.0.0.1\n"),
+        )?;
+        write(&dir.join("mosquitto.conf"), &text)?;
+        Site::launch(dir, port)
+    }
+
+    fn launch(dir: PathBuf, port: u16) -> Result<Site, String> {
+        give_to_broker_user(&dir)?;
+        let mut site = Site { dir, port, child: None };
+        site.restart()?;
+        Ok(site)
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The broker's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Starts mosquitto on the site's port (again) and waits until it listens.
+    pub fn restart(&mut self) -> Result<(), String> {
+        if self.child.is_some() {
+            return Err("mosquitto is already running".into());
+        }
+        let t = Instant::now();
+        loop {
+            // The log goes to a file (appended across restarts).
+            let log_path = self.dir.join("mosquitto.log");
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+                .map_err(io_err("opening", &log_path))?;
+            let mut child = Command::new(MOSQUITTO)
+                .arg("-c")
+                .arg(self.dir.join("mosquitto.conf"))
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| format!("starting {MOSQUITTO}: {e}"))?;
+            // Wait for the listener (or for an early exit: the port may still be held briefly).
+            loop {
+                if TcpStream::connect(self.addr()).is_ok() {
+                    self.child = Some(child);
+                    return Ok(());
+                }
+                let exited = child.try_wait().map_err(|e| e.to_string())?.is_some();
+                if exited || t.elapsed() > Duration::from_secs(10) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            if t.elapsed() >= Duration::from_secs(10) {
+                return Err(format!("mosquitto did not listen on {}:\n{}", self.addr(), self.log()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGKILL, as a crash or power cut would.
+    pub fn kill(&mut self) -> Result<(), String> {
+        let mut child = self.child.take().ok_or("mosquitto is not running")?;
+        child.kill().map_err(|e| e.to_string())?;
+        child.wait().map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// `Ok` while mosquitto runs and listens; its log otherwise.
+    pub fn alive(&mut self) -> Result<(), String> {
+        let child = self.child.as_mut().ok_or("mosquitto was not started")?;
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Err(format!("mosquitto exited ({status}):\n{}", self.log()));
+        }
+        TcpStream::connect(self.addr()).map_err(|e| format!("mosquitto stopped listening: {e}"))?;
+        Ok(())
+    }
+
+    /// Everything mosquitto logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("mosquitto.log")).unwrap_or_default()
+    }
+
+    /// CPU time the broker's (single) thread has used, from
+    /// /proc/PID/schedstat (nanoseconds, unlike the 10 ms ticks of stat).
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let s = std::fs::read_to_string(format!("/proc/{}/schedstat", self.pid()?)).ok()?;
+        Some(Duration::from_nanos(s.split_whitespace().next()?.parse().ok()?))
+    }
+
+    /// The broker's resident set size now and at its peak, KiB (VmRSS, VmHWM).
+    pub fn rss_kib(&self) -> Option<(u64, u64)> {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let field = |name: &str| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        };
+        Some((field("VmRSS:")?, field("VmHWM:")?))
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Builds the plugin with the `plugin` profile (panics unwind) into
+/// `target_dir` (a no-op when it is up to date) and returns the library.
+pub fn build_plugin(cargo: &Path, target_dir: &Path, features: &[&str]) -> Result<PathBuf, String> {
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "-p", "mosquitto-kem-plugin", "--profile", "plugin"])
+        .arg("--target-dir")
+        .arg(target_dir);
+    for f in features {
+        cmd.args(["--features", f]);
+    }
+    let status = cmd.status().map_err(|e| format!("{}: {e}", cargo.display()))?;
+    if !status.success() {
+        return Err("building the plugin failed".into());
+    }
+    let path = target_dir.join("plugin").join("libmosquitto_kem_plugin.so");
+    if !path.exists() {
+        return Err(format!("plugin not built at {}", path.display()));
+    }
+    Ok(path)
+}
+
+/// `mosquitto_sub` as the application: logs in as [`APP_USER`], subscribes
+/// to a filter and exits after a number of messages or seconds; its stdout
+/// holds one `topic payload` line per message ([`Subscriber::lines`]).
+pub struct Subscriber {
+    child: Option<Child>,
+}
+
+impl Subscriber {
+    /// Starts it and waits until its subscription is in place.
+    pub fn start(site: &Site, filter: &str, count: usize, timeout_s: u32) -> Result<Subscriber, String> {
+        let child = Command::new(MOSQUITTO_SUB)
+            .args(["-h", "127.0.0.1", "-p", &site.port.to_string(), "-V", "mqttv5"])
+            .args(["-u", APP_USER, "-P", APP_PASSWORD, "-i", "app-sub"])
+            .args([
+                "-t",
+                filter,
+                "-v",
+                "-C",
+                &count.to_string(),
+                "-W",
+                &timeout_s.to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{MOSQUITTO_SUB} (package mosquitto-clients): {e}"))?;
+        // mosquitto logs the SUBACK only at debug level; a short wait is
+        // enough on loopback, and a late subscription shows as a missing
+        // line, which fails the check (never a false pass).
+        std::thread::sleep(Duration::from_millis(400));
+        Ok(Subscriber { child: Some(child) })
+    }
+
+    /// Waits for it to exit; its `topic payload` lines.
+    pub fn lines(mut self) -> Result<Vec<String>, String> {
+        let child = self.child.take().ok_or("mosquitto_sub already collected")?;
+        let out = child.wait_with_output().map_err(|e| format!("{MOSQUITTO_SUB}: {e}"))?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `mosquitto_pub` as the application: publishes `payload` on `topic` as
+/// [`APP_USER`]; whether it exited successfully.
+pub fn app_publish(site: &Site, topic: &str, payload: &str) -> Result<bool, String> {
+    Ok(Command::new(MOSQUITTO_PUB)
+        .args(["-h", "127.0.0.1", "-p", &site.port.to_string(), "-V", "mqttv5"])
+        .args(["-u", APP_USER, "-P", APP_PASSWORD, "-i", "app-pub"])
+        .args(["-t", topic, "-m", payload])
+        .status()
+        .map_err(|e| format!("{MOSQUITTO_PUB} (package mosquitto-clients): {e}"))?
+        .success())
+}
