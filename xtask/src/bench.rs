@@ -33,32 +33,6 @@ fn toolchain() -> String {
     format!("{}, avr-none, opt-level {opt}, lto", rustc.trim())
 }
 
-fn git_revision() -> String {
-    let root = util::workspace_root();
-    let rev = output(
-        Command::new("git")
-            .arg("-C")
-            .arg(&root)
-            .args(["rev-parse", "--short=12", "HEAD"]),
-    )
-    .map(|s| s.trim().to_string())
-    .unwrap_or_else(|_| "unknown".into());
-    let dirty =
-        output(
-            Command::new("git")
-                .arg("-C")
-                .arg(&root)
-                .args(["status", "--porcelain", "--", "crates", "firmware"]),
-        )
-        .map(|s| !s.trim().is_empty())
-        .unwrap_or(false);
-    if dirty {
-        format!("{rev}-dirty")
-    } else {
-        rev
-    }
-}
-
 /// Runs `op` on `inputs` and returns (cycles including the marker overhead, sim stack, painted stack).
 fn measure(dev: &mut Device, id: u8, payload: &[u8]) -> Result<(u64, u32, u32), String> {
     dev.take_markers();
@@ -154,7 +128,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let ctx = Ctx {
         mcu,
         toolchain: toolchain(),
-        revision: git_revision(),
+        revision: crate::opts::git_revision(),
         simulator: format!(
             "simavr {} @ {} MHz (libsimavr, avr-sim)",
             mcu.name,

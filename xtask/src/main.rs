@@ -18,6 +18,7 @@ mod live;
 mod mega0;
 mod mega0_link;
 mod mqtt;
+mod mqtt_load;
 mod opts;
 mod progress;
 mod published;
@@ -70,6 +71,9 @@ enum Cmd {
     /// The simulated AVR sensor end to end through mosquitto (plugin, and gateway):
     /// mosquitto_sub must print its reading
     E2e(e2e::E2eArgs),
+    /// A fleet of host sensors against mosquitto (plugin, and gateway) on loopback:
+    /// handshakes/s, latency, records/s, broker CPU and RSS → docs/benchmarks.md
+    MqttLoad(mqtt_load::MqttLoadArgs),
     /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
     Kat(kat::KatArgs),
     /// CTRU-Light decryption-failure rate (revision 1): the exact noise law, the decoder's
@@ -125,6 +129,7 @@ pub const LAYERS: &[&str] = &[
     "live",
     "mqtt",
     "e2e",
+    "mqtt_load",
     "bench",
     "kat",
     "dfr",
@@ -173,6 +178,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::Ct(a) => ct::run(&a),
         Cmd::Mqtt(a) => mqtt::cmd(&a),
         Cmd::E2e(a) => e2e::run(&a),
+        Cmd::MqttLoad(a) => mqtt_load::run(&a),
     }
 }
 

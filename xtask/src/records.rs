@@ -129,3 +129,54 @@ pub fn record_fit_table(mcu: &str, name: &str, table: &str) -> Result<(), String
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     write(&dir.join(format!("{name}.md")), table)
 }
+
+/// Where `cargo xtask mqtt-load` stores its run.
+pub fn load_path() -> PathBuf {
+    bench_dir().join("host").join("mqtt-load.json")
+}
+
+/// One `cargo xtask mqtt-load` run: the machine, the fleet, a row per
+/// (mode, suite). Not cycle counts: wall-clock rates on a host, so the
+/// machine is part of the result.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LoadRun {
+    /// CPU model and core count.
+    pub machine: String,
+    /// mosquitto's version line.
+    pub broker: String,
+    /// The git revision measured.
+    pub git_revision: String,
+    /// Sensors per suite.
+    pub sensors: usize,
+    /// Sensors handshaking at a time.
+    pub concurrency: usize,
+    /// Readings per sensor.
+    pub records: u32,
+    /// The rows.
+    pub rows: Vec<LoadRow>,
+}
+
+/// One (mode, suite) of a [`LoadRun`].
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LoadRow {
+    /// What `kem-mqtt load` measured.
+    #[serde(flatten)]
+    pub result: kem_mqtt_host::load::LoadResult,
+    /// Gateway instances (topic mode; 0 in AUTH mode).
+    pub gateways: usize,
+    /// CPU time of mosquitto per established handshake (its handshake and
+    /// its records), µs.
+    pub broker_cpu_us: f64,
+    /// CPU time of the gateway processes per established handshake, µs (topic mode).
+    pub gateway_cpu_us: f64,
+    /// mosquitto's resident set after the run, KiB.
+    pub broker_rss_kib: u64,
+    /// mosquitto's peak resident set, KiB.
+    pub broker_peak_rss_kib: u64,
+}
+
+/// The stored load run, if any.
+pub fn load_run() -> Option<LoadRun> {
+    let text = std::fs::read_to_string(load_path()).ok()?;
+    serde_json::from_str(&text).ok()
+}

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::records::{all_records, bench_dir, write, Record, MQTT_SCHEME, SCHEME};
+use crate::records::{self, all_records, bench_dir, write, Record, MQTT_SCHEME, SCHEME};
 use crate::{chart, published, target, util};
 
 fn ratio(ours: u64, theirs: Option<u64>) -> String {
@@ -258,6 +258,9 @@ fn docs_markdown(records: &[Record]) -> String {
     }
     s.push_str(&kem_summary(records));
     s.push_str(&mqtt_summary(records));
+    if let Some(run) = records::load_run() {
+        s.push_str(&load_summary(&run));
+    }
     s.push_str(&fit_sections());
     s.push_str(&related_summary(records));
     s.push_str("![KEM cycles, ours beside published](bench-kem.svg)\n\n![NTT routines](bench-ntt.svg)\n\n![RAM: stack + static tables](bench-ram.svg)\n\n## Published NTT table (embedded in the xtask)\n\n");
@@ -362,6 +365,64 @@ fn mqtt_summary(records: &[Record]) -> String {
             f[3],
             r.published_cycles.map(m).unwrap_or_default(),
             ratio(r.cycles, r.published_cycles)
+        );
+    }
+    s.push('\n');
+    s
+}
+
+/// The "KEM-MQTT under load" section, from `benchmarks/host/mqtt-load.json`.
+fn load_summary(run: &records::LoadRun) -> String {
+    let mut s = format!(
+        "## KEM-MQTT under load (host, loopback)
+
+         `cargo xtask mqtt-load`: {} host sensors per suite (`kem-mqtt load`, release build), {} \
+         handshaking at a time, each staying connected, then {} readings each; an application \
+         subscribed to `plain/#` counts the readings delivered opened. AUTH mode: mosquitto with the \
+         plugin, the shipped configuration with the ClientHello rate limits off (one source address \
+         sends every hello). Topic mode: mosquitto without the plugin and {} `kem-mqtt gateway` \
+         process(es). Machine: {}; {}; revision `{}`. The sensors run on the same cores as the \
+         broker, so every rate is a lower bound for a broker with the machine to itself.\n\n\
+         Handshakes/s over the handshake phase; latency from the sensor's TCP connect to its \
+         established session. Broker (and gateway) CPU: the process's CPU time per established \
+         sensor (its handshake and its readings). Crypto: the broker side's cryptography per \
+         handshake measured alone (`BrokerHandshake::accept` + `receive_client_finished`, median \
+         of 20); X25519 its hybrid part (the hybrid suite minus its pure KEM). The rest of the \
+         broker's time is MQTT: packets, routing, sessions.\n\n\
+         | mode | suite | handshakes/s | latency p50 / p99 ms | readings/s (delivered) | broker CPU µs | gateway CPU µs | crypto µs (X25519) | broker RSS peak KiB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        run.sensors,
+        run.concurrency,
+        run.records,
+        run.rows.iter().map(|r| r.gateways).max().unwrap_or(1),
+        run.machine,
+        run.broker,
+        run.git_revision
+    );
+    for r in &run.rows {
+        let x = &r.result;
+        let gateway = if x.mode == "topic" {
+            format!("{:.0}", r.gateway_cpu_us)
+        } else {
+            "–".into()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.0} ({}/{}) | {:.1} / {:.1} | {:.0} ({}/{}) | {:.0} | {gateway} | {:.0} ({:.0}) | {} |",
+            x.mode,
+            x.suite,
+            x.handshakes_per_second,
+            x.established,
+            x.sensors,
+            x.latency_p50_ms,
+            x.latency_p99_ms,
+            x.records_per_second,
+            x.records_delivered,
+            x.records_sent,
+            r.broker_cpu_us,
+            x.broker_crypto_us,
+            x.broker_x25519_us,
+            r.broker_peak_rss_kib
         );
     }
     s.push('\n');

@@ -10,6 +10,7 @@
 //! - [`sensor`]: the sensor (MQTT client) in topic mode and AUTH mode;
 //! - [`gateway`]: the topic-mode gateway service;
 //! - [`broker`]: an embedded broker on 127.0.0.1 for demos and tests;
+//! - [`load`]: a fleet of sensors against a broker (`kem-mqtt load`);
 //! - [`topics`]: where flights, records, readings and commands travel.
 //!
 //! Topic mode carries the handshake on `kem-mqtt/hs/<client id>/c2b`
@@ -45,6 +46,7 @@ pub mod admission;
 pub mod broker;
 pub mod gateway;
 pub mod keys;
+pub mod load;
 pub mod mqtt;
 pub mod provision;
 pub mod sensor;

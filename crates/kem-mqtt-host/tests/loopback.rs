@@ -256,5 +256,9 @@ fn cli_provision_then_demo() {
         demo.client_finished_len()
     );
     assert!(stdout.contains(&sizes), "{sizes}\n{stdout}");
-    assert!(stdout.contains("reply \"ack 2: 23 bytes\""), "{stdout}");
+    // A reading reaches the application as plaintext, a command the sensor.
+    assert!(
+        stdout.contains("application on plain/sensor-1/t: {\"seq\":1,\"temp_c\":21.1}; application → command led1: on"),
+        "{stdout}"
+    );
 }

@@ -69,6 +69,15 @@ enum Command {
     /// not confirm within 10 s is started again, up to 3 times. Auth mode
     /// needs a broker running the KEM-MQTT plugin.
     Sensor(SensorArgs),
+    /// A fleet of sensors against a broker: handshakes per second, latency, records per second
+    ///
+    /// Runs the sensors of DIR (sensor-*.json, e.g. from `provision --count`)
+    /// of one suite: CONCURRENCY at a time, each handshakes and stays
+    /// connected; then each publishes RECORDS readings, and an application
+    /// (with --app-user) counts what arrives on plain/#. cargo xtask
+    /// mqtt-load runs it against mosquitto with the plugin and against the
+    /// gateway (docs/benchmarks.md).
+    Load(LoadArgs),
     /// Embedded broker on 127.0.0.1 + gateway + sensor + application in one process (topic mode)
     #[command(after_help = SUITES)]
     Demo(DemoArgs),
@@ -91,6 +100,10 @@ struct ProvisionArgs {
     /// Replace the keys and policy of an enrolled id (the deployed sensor is locked out)
     #[arg(long, requires = "client")]
     force: bool,
+    /// Enrol a fleet: N sensors ID-0001 … ID-N (load tests), one registry write
+    #[arg(long, value_name = "N", requires = "client", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    count: u32,
 }
 
 #[derive(Args, Debug)]
@@ -142,6 +155,39 @@ struct SensorArgs {
     /// After the readings, print the commands that arrive for this many seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     listen: u64,
+}
+
+#[derive(Args, Debug)]
+struct LoadArgs {
+    #[arg(long, value_name = "HOST[:PORT]", help = BROKER_HELP)]
+    broker: BrokerAddr,
+    /// Directory with the fleet's sensor-*.json key files
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Run the sensors of this suite
+    #[arg(long, value_name = "SUITE", value_parser = parse_suite)]
+    suite: Suite,
+    /// Topic mode (through a gateway) or auth mode (the plugin)
+    #[arg(long, value_enum, default_value_t = Mode::Auth)]
+    mode: Mode,
+    /// Sensors handshaking at the same time
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    concurrency: u32,
+    /// At most this many of the suite's sensors (all: 0)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    sensors: usize,
+    /// Readings per sensor after the handshakes
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    records: u32,
+    /// The application's broker account, to count the readings delivered on plain/#
+    #[arg(long, value_name = "USER", requires = "app_password_file")]
+    app_user: Option<String>,
+    /// File holding that account's password (its first line)
+    #[arg(long, value_name = "FILE", requires = "app_user")]
+    app_password_file: Option<PathBuf>,
+    /// Print the result as one JSON object
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -227,6 +273,7 @@ fn main() -> ExitCode {
         Command::Provision(a) => provision(&a),
         Command::Gateway(a) => gateway(&a),
         Command::Sensor(a) => sensor(&a),
+        Command::Load(a) => load(&a),
         Command::Demo(a) => demo(&a),
     };
     match result {
@@ -267,6 +314,34 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     };
     let reg_path = dir.join("registry.json");
     let mut registry = Registry::load_or_empty(&reg_path)?;
+    if args.count > 1 {
+        let ids: Vec<String> = (1..=args.count).map(|i| format!("{client}-{i:04}")).collect();
+        if let Some(bad) = ids.iter().find(|id| !kem_mqtt::valid_client_id(id.as_bytes())) {
+            return Err(CliError::Usage(format!(
+                "client id {bad:?}: 1 to 64 of A-Z a-z 0-9 . _ -"
+            )));
+        }
+        for id in &ids {
+            let keys = if args.force {
+                reprovision_sensor(&broker, &mut registry, id, suite, allowed, &mut OsRng)?
+            } else {
+                provision_sensor(&broker, &mut registry, id, suite, allowed, &mut OsRng).map_err(|e| match e {
+                    KeyError::AlreadyEnrolled(_) => CliError::Enrolled(e),
+                    e => e.into(),
+                })?
+            };
+            keys.save(&dir.join(format!("sensor-{id}.json")))?;
+        }
+        registry.save(&reg_path)?;
+        println!(
+            "wrote {} sensor key files ({}-0001 … {}) and {}",
+            args.count,
+            client,
+            ids.last().map_or("", String::as_str),
+            reg_path.display()
+        );
+        return Ok(());
+    }
     let key_path = dir.join(format!("sensor-{client}.json"));
     // A second enrolment would lock the deployed sensor out: only on request.
     let keys = if args.force {
@@ -290,6 +365,93 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The first line of a password file.
+fn read_password(path: &Path) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| io_error(path, e))?;
+    Ok(text.lines().next().unwrap_or("").to_string())
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> CliError {
+    CliError::Host(HostError::Io(std::io::Error::new(
+        e.kind(),
+        format!("{}: {e}", path.display()),
+    )))
+}
+
+fn load(args: &LoadArgs) -> Result<(), CliError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.dir)
+        .map_err(|e| io_error(&args.dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("sensor-") && n.ends_with(".json"))
+        })
+        .collect();
+    paths.sort();
+    let mut keys = Vec::new();
+    for p in paths {
+        let k = SensorKeys::load(&p)?;
+        if k.suite == args.suite {
+            keys.push(k);
+        }
+    }
+    if args.sensors > 0 {
+        keys.truncate(args.sensors);
+    }
+    if keys.is_empty() {
+        return Err(CliError::Usage(format!(
+            "no {} sensor in {} (kem-mqtt provision --count)",
+            args.suite.name(),
+            args.dir.display()
+        )));
+    }
+    let app_login = match (&args.app_user, &args.app_password_file) {
+        (Some(u), Some(f)) => Some((u.clone(), read_password(f)?)),
+        _ => None,
+    };
+    let config = kem_mqtt_host::load::LoadConfig {
+        broker: args.broker.to_string(),
+        mode: match args.mode {
+            Mode::Auth => kem_mqtt_host::load::Mode::Auth,
+            Mode::Topic => kem_mqtt_host::load::Mode::Topic,
+        },
+        concurrency: args.concurrency as usize,
+        records: args.records,
+        app_login,
+        timeout: Duration::from_secs(30),
+    };
+    let r = kem_mqtt_host::load::run(keys, &config).map_err(|e| CliError::Broker(args.broker.clone(), e))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&r).map_err(|e| CliError::Usage(e.to_string()))?
+        );
+    } else {
+        println!(
+            "{} ({} mode): {}/{} handshakes in {:.2} s = {:.1}/s, latency p50 {:.1} ms p99 {:.1} ms; \
+             {}/{} records delivered, {:.0}/s; broker crypto {:.0} µs per handshake ({:.0} µs X25519)",
+            r.suite,
+            r.mode,
+            r.established,
+            r.sensors,
+            r.handshake_seconds,
+            r.handshakes_per_second,
+            r.latency_p50_ms,
+            r.latency_p99_ms,
+            r.records_delivered,
+            r.records_sent,
+            r.records_per_second,
+            r.broker_crypto_us,
+            r.broker_x25519_us
+        );
+        if let Some(e) = &r.first_error {
+            println!("{} failed; the first: {e}", r.failed);
+        }
+    }
+    Ok(())
+}
+
 fn load_state(dir: &Path) -> Result<BrokerState, KeyError> {
     Ok(BrokerState {
         secrets: BrokerSecrets::load(&dir.join("broker-key.json"))?,
@@ -306,22 +468,7 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     if let (Some(group), Some(instance)) = (&args.share_group, &args.instance) {
         config.cluster = Some(Cluster::new(group, instance).map_err(CliError::Usage)?);
     }
-    let password = match &args.password_file {
-        Some(f) => Some(
-            std::fs::read_to_string(f)
-                .map_err(|e| {
-                    CliError::Host(HostError::Io(std::io::Error::new(
-                        e.kind(),
-                        format!("{}: {e}", f.display()),
-                    )))
-                })?
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string(),
-        ),
-        None => None,
-    };
+    let password = args.password_file.as_deref().map(read_password).transpose()?;
     let login = args.username.as_deref().zip(password.as_deref());
     run_gateway(&args.broker, state, config, login).map_err(|e| CliError::Broker(args.broker.clone(), e))
 }
