@@ -130,9 +130,10 @@ pub fn record_fit_table(mcu: &str, name: &str, table: &str) -> Result<(), String
     write(&dir.join(format!("{name}.md")), table)
 }
 
-/// Where `cargo xtask mqtt-load` stores its run.
+/// Where `cargo xtask mqtt-load` stores its run (beside `latest.json`: the
+/// per-MCU directories hold cycle records only).
 pub fn load_path() -> PathBuf {
-    bench_dir().join("host").join("mqtt-load.json")
+    bench_dir().join("kem-mqtt-load.json")
 }
 
 /// One `cargo xtask mqtt-load` run: the machine, the fleet, a row per

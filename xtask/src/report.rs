@@ -371,18 +371,18 @@ fn mqtt_summary(records: &[Record]) -> String {
     s
 }
 
-/// The "KEM-MQTT under load" section, from `benchmarks/host/mqtt-load.json`.
+/// The "KEM-MQTT under load" section, from `benchmarks/kem-mqtt-load.json`.
 fn load_summary(run: &records::LoadRun) -> String {
     let mut s = format!(
-        "## KEM-MQTT under load (host, loopback)
-
+        "## KEM-MQTT under load (host, loopback)\n\n\
          `cargo xtask mqtt-load`: {} host sensors per suite (`kem-mqtt load`, release build), {} \
          handshaking at a time, each staying connected, then {} readings each; an application \
          subscribed to `plain/#` counts the readings delivered opened. AUTH mode: mosquitto with the \
          plugin, the shipped configuration with the ClientHello rate limits off (one source address \
-         sends every hello). Topic mode: mosquitto without the plugin and {} `kem-mqtt gateway` \
-         process(es). Machine: {}; {}; revision `{}`. The sensors run on the same cores as the \
-         broker, so every rate is a lower bound for a broker with the machine to itself.\n\n\
+         sends every hello), its registry holding every suite's fleet. Topic mode: mosquitto without \
+         the plugin, gateway instances: {} (rate limits off as well). Machine: {}; {}; revision `{}`. \
+         The sensors run on the same cores as the broker, so every rate is a lower bound for a broker \
+         with the machine to itself.\n\n\
          Handshakes/s over the handshake phase; latency from the sensor's TCP connect to its \
          established session. Broker (and gateway) CPU: the process's CPU time per established \
          sensor (its handshake and its readings). Crypto: the broker side's cryptography per \
@@ -665,6 +665,54 @@ mod tests {
         assert_eq!(chart::ram_bars(&records, GLANCE_ROWS).len(), 6);
         let svg = chart::bars_svg("t", "k-cycles", &kem, true).unwrap();
         assert!(svg.contains("Kyber512 (round 3): decapsulation") && svg.contains("ours / published"));
+    }
+
+    #[test]
+    fn the_load_table_shows_every_row_with_its_delivery() {
+        let result = kem_mqtt_host::load::LoadResult {
+            suite: "ml-kem-512+x25519".into(),
+            mode: "topic".into(),
+            sensors: 10,
+            established: 9,
+            failed: 1,
+            handshakes_per_second: 123.4,
+            latency_p50_ms: 1.25,
+            latency_p99_ms: 9.5,
+            records_sent: 45,
+            records_delivered: 44,
+            records_per_second: 999.0,
+            broker_crypto_us: 250.0,
+            broker_x25519_us: 130.0,
+            ..Default::default()
+        };
+        let run = records::LoadRun {
+            machine: "test CPU, 2 cores".into(),
+            broker: "mosquitto version 2.0.11".into(),
+            git_revision: "abc".into(),
+            sensors: 10,
+            concurrency: 5,
+            records: 5,
+            rows: vec![records::LoadRow {
+                result,
+                gateways: 2,
+                broker_cpu_us: 150.0,
+                gateway_cpu_us: 300.0,
+                broker_rss_kib: 1000,
+                broker_peak_rss_kib: 1200,
+            }],
+        };
+        let md = load_summary(&run);
+        assert!(md.starts_with("## KEM-MQTT under load (host, loopback)\n\n`cargo xtask mqtt-load`: 10 host sensors"));
+        assert!(md.contains("gateway instances: 2"), "{md}");
+        assert!(
+            md.contains(
+                "| topic | ml-kem-512+x25519 | 123 (9/10) | 1.2 / 9.5 | 999 (44/45) | 150 | 300 | 250 (130) | 1200 |"
+            ),
+            "{md}"
+        );
+        // A stored run survives the round trip through its JSON.
+        let json = serde_json::to_string(&run).unwrap();
+        assert_eq!(serde_json::from_str::<records::LoadRun>(&json).unwrap(), run);
     }
 
     #[test]

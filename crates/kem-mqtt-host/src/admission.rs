@@ -309,9 +309,62 @@ impl<S: Eq + Hash + Clone> Default for Admission<S> {
     }
 }
 
+/// `BURST/INTERVAL` as the plugin's options and the gateway's flags write a
+/// rate: `BURST` hellos at once, then one more every
+/// `INTERVAL` (`5s`, `500ms`); `off` for no limit.
+pub fn parse_rate(v: &str) -> Result<Rate, String> {
+    let bad = || format!("rate {v:?}: expected BURST/INTERVAL such as 4/5s or 16/500ms, or off");
+    if v.trim() == "off" {
+        return Ok(Rate {
+            burst: 1,
+            interval: Duration::ZERO,
+        });
+    }
+    let (burst, interval) = v.trim().split_once('/').ok_or_else(bad)?;
+    let burst: u32 = burst.trim().parse().map_err(|_| bad())?;
+    let interval = parse_duration(interval).ok_or_else(bad)?;
+    if burst == 0 {
+        return Err(bad());
+    }
+    Ok(Rate { burst, interval })
+}
+
+/// `5s` or `500ms`, not zero (the options of the plugin and the gateway).
+pub fn parse_duration(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    let d = if let Some(ms) = v.strip_suffix("ms") {
+        Duration::from_millis(ms.trim().parse().ok()?)
+    } else {
+        Duration::from_secs(v.strip_suffix('s')?.trim().parse().ok()?)
+    };
+    (!d.is_zero()).then_some(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_parse_and_bad_ones_are_errors() {
+        assert_eq!(
+            parse_rate("4/5s"),
+            Ok(Rate {
+                burst: 4,
+                interval: Duration::from_secs(5)
+            })
+        );
+        assert_eq!(
+            parse_rate(" 16 / 500ms "),
+            Ok(Rate {
+                burst: 16,
+                interval: Duration::from_millis(500)
+            })
+        );
+        assert_eq!(parse_rate("off").map(|r| r.interval), Ok(Duration::ZERO));
+        for bad in ["", "4", "4/", "/5s", "0/5s", "4/0s", "4/5", "4/5m", "-1/5s", "4/1.5s"] {
+            assert!(parse_rate(bad).is_err(), "{bad:?}");
+        }
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

@@ -76,7 +76,8 @@ use std::time::Instant;
 mod fault;
 mod plugin;
 
-pub use plugin::{parse_rate, Connection, DeliveryStats, Message, Options, Outcome, Plugin, Refusal, Undelivered};
+pub use kem_mqtt_host::admission::parse_rate;
+pub use plugin::{Connection, DeliveryStats, Message, Options, Outcome, Plugin, Refusal, Undelivered};
 
 const MOSQ_ERR_AUTH_CONTINUE: c_int = -4;
 const MOSQ_ERR_SUCCESS: c_int = 0;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use kem_mqtt::{
     AwaitClientFinished, BrokerHandshake, BrokerKeys, Session, AUTH_METHOD, MAX_BROKER_HELLO_LEN, RECORD_OVERHEAD,
 };
-use kem_mqtt_host::admission::{self, Admission, AdmissionConfig, Rate};
+use kem_mqtt_host::admission::{self, parse_duration, parse_rate, Admission, AdmissionConfig};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
 use kem_mqtt_host::topics::{self, Delivery};
 use kem_mqtt_host::OsRng;
@@ -217,36 +217,6 @@ impl Options {
             faults,
         })
     }
-}
-
-/// `BURST/INTERVAL`: `BURST` hellos at once, then one more every
-/// `INTERVAL` (`5s`, `500ms`); `off` for no limit.
-pub fn parse_rate(v: &str) -> Result<Rate, String> {
-    let bad = || format!("rate {v:?}: expected BURST/INTERVAL such as 4/5s or 16/500ms, or off");
-    if v.trim() == "off" {
-        return Ok(Rate {
-            burst: 1,
-            interval: Duration::ZERO,
-        });
-    }
-    let (burst, interval) = v.trim().split_once('/').ok_or_else(bad)?;
-    let burst: u32 = burst.trim().parse().map_err(|_| bad())?;
-    let interval = parse_duration(interval).ok_or_else(bad)?;
-    if burst == 0 {
-        return Err(bad());
-    }
-    Ok(Rate { burst, interval })
-}
-
-/// `5s` or `500ms`, not zero.
-fn parse_duration(v: &str) -> Option<Duration> {
-    let v = v.trim();
-    let d = if let Some(ms) = v.strip_suffix("ms") {
-        Duration::from_millis(ms.trim().parse().ok()?)
-    } else {
-        Duration::from_secs(v.strip_suffix('s')?.trim().parse().ok()?)
-    };
-    (!d.is_zero()).then_some(d)
 }
 
 /// A lock that survives a panic of another holder: the plugin contains
@@ -511,28 +481,6 @@ impl Plugin {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rates_parse_and_bad_ones_are_errors() {
-        assert_eq!(
-            parse_rate("4/5s"),
-            Ok(Rate {
-                burst: 4,
-                interval: Duration::from_secs(5)
-            })
-        );
-        assert_eq!(
-            parse_rate(" 16 / 500ms "),
-            Ok(Rate {
-                burst: 16,
-                interval: Duration::from_millis(500)
-            })
-        );
-        assert_eq!(parse_rate("off").map(|r| r.interval), Ok(Duration::ZERO));
-        for bad in ["", "4", "4/", "/5s", "0/5s", "4/0s", "4/5", "4/5m", "-1/5s", "4/1.5s"] {
-            assert!(parse_rate(bad).is_err(), "{bad:?}");
-        }
-    }
 
     #[test]
     fn options_last_value_wins_and_unknown_keys_are_refused() {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kem_mqtt::{KemId, Suite, SuiteSet};
 use kem_mqtt_host::addr::BrokerAddr;
+use kem_mqtt_host::admission::{parse_rate, Rate};
 use kem_mqtt_host::broker::EmbeddedBroker;
 use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, KeyError, Registry, SensorKeys};
@@ -131,6 +132,12 @@ struct GatewayArgs {
     /// File holding the broker password (its first line)
     #[arg(long, value_name = "FILE", requires = "username")]
     password_file: Option<PathBuf>,
+    /// New ClientHellos per sensor id: BURST/INTERVAL (4/5s), or off
+    #[arg(long, value_name = "RATE", default_value = "4/5s", value_parser = parse_rate)]
+    limit_per_id: Rate,
+    /// New ClientHellos in all: BURST/INTERVAL (200/20ms: 200 at once, then one every 20 ms), or off
+    #[arg(long, value_name = "RATE", default_value = "200/20ms", value_parser = parse_rate)]
+    limit_global: Rate,
 }
 
 #[derive(Args, Debug)]
@@ -465,6 +472,8 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
         delivery: Delivery::new(&args.plain_prefix, &args.command_prefix).map_err(CliError::Usage)?,
         ..GatewayConfig::default()
     };
+    config.admission.per_id = args.limit_per_id;
+    config.admission.global = args.limit_global;
     if let (Some(group), Some(instance)) = (&args.share_group, &args.instance) {
         config.cluster = Some(Cluster::new(group, instance).map_err(CliError::Usage)?);
     }
