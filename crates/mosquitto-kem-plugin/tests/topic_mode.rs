@@ -189,3 +189,16 @@ fn two_gateway_instances_share_one_fleet() {
         "sensor 0's session never moved between the instances"
     );
 }
+
+/// The tests run `mosquitto-gateway.conf` and `gateway.acl` as shipped; the
+/// guide must show those same files.
+#[test]
+fn the_gateway_guide_shows_the_shipped_files() {
+    let guide = include_str!("../../../docs/gateway.md");
+    for (name, text) in [
+        ("mosquitto-gateway.conf", mosquitto_site::GATEWAY_CONF),
+        ("gateway.acl", mosquitto_site::GATEWAY_ACL),
+    ] {
+        assert!(guide.contains(text), "docs/gateway.md does not contain {name} as shipped");
+    }
+}
