@@ -199,6 +199,9 @@ fn the_gateway_guide_shows_the_shipped_files() {
         ("mosquitto-gateway.conf", mosquitto_site::GATEWAY_CONF),
         ("gateway.acl", mosquitto_site::GATEWAY_ACL),
     ] {
-        assert!(guide.contains(text), "docs/gateway.md does not contain {name} as shipped");
+        assert!(
+            guide.contains(text),
+            "docs/gateway.md does not contain {name} as shipped"
+        );
     }
 }
