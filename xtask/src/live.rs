@@ -55,7 +55,7 @@ const START_ATTEMPTS: u32 = 5;
 pub enum Mode {
     /// MQTT v5 enhanced authentication (mosquitto with the KEM-MQTT plugin).
     Auth,
-    /// PUBLISH flights on kem-mqtt/hs/<id>/… (a `kem-mqtt gateway` on a plain broker).
+    /// PUBLISH flights on kem-mqtt/hs/ID/… (a `kem-mqtt gateway` on a plain broker).
     Topic,
 }
 

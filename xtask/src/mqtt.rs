@@ -58,12 +58,12 @@ pub struct MqttArgs {
     pub key: Option<std::path::PathBuf>,
     /// How the live run's handshake travels: auth (MQTT v5 enhanced
     /// authentication, mosquitto with the KEM-MQTT plugin) or topic
-    /// (kem-mqtt/hs/<id>/… topics, a `kem-mqtt gateway` beside the broker)
+    /// (kem-mqtt/hs/ID/… topics, a `kem-mqtt gateway` beside the broker)
     #[arg(long, value_enum, default_value = "auth")]
     pub mode: crate::live::Mode,
 }
 
-/// Parses `--broker` (HOST, HOST:PORT or [IPv6]:PORT; port 1883 by default).
+/// Parses `--broker` (HOST, HOST:PORT or `[IPv6]:PORT`; port 1883 by default).
 fn broker_addr(s: &str) -> Result<kem_mqtt_host::addr::BrokerAddr, String> {
     s.parse().map_err(|e: kem_mqtt_host::addr::AddrError| e.to_string())
 }
