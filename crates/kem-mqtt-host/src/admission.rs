@@ -329,14 +329,19 @@ pub fn parse_rate(v: &str) -> Result<Rate, String> {
     Ok(Rate { burst, interval })
 }
 
-/// `5s` or `500ms`, not zero (the options of the plugin and the gateway).
+/// `500ms`, `5s`, `10m` or `24h`, not zero (the options of the plugin and the gateway).
 pub fn parse_duration(v: &str) -> Option<Duration> {
     let v = v.trim();
-    let d = if let Some(ms) = v.strip_suffix("ms") {
-        Duration::from_millis(ms.trim().parse().ok()?)
+    let (number, unit) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1_000)
+    } else if let Some(n) = v.strip_suffix('m') {
+        (n, 60_000)
     } else {
-        Duration::from_secs(v.strip_suffix('s')?.trim().parse().ok()?)
+        (v.strip_suffix('h')?, 3_600_000)
     };
+    let d = Duration::from_millis(number.trim().parse::<u64>().ok()?.checked_mul(unit)?);
     (!d.is_zero()).then_some(d)
 }
 
@@ -361,8 +366,14 @@ mod tests {
             })
         );
         assert_eq!(parse_rate("off").map(|r| r.interval), Ok(Duration::ZERO));
-        for bad in ["", "4", "4/", "/5s", "0/5s", "4/0s", "4/5", "4/5m", "-1/5s", "4/1.5s"] {
+        for bad in ["", "4", "4/", "/5s", "0/5s", "4/0s", "4/5", "4/5x", "-1/5s", "4/1.5s"] {
             assert!(parse_rate(bad).is_err(), "{bad:?}");
+        }
+        for (text, ms) in [("250ms", 250), ("5s", 5_000), ("10m", 600_000), ("24h", 86_400_000)] {
+            assert_eq!(parse_duration(text), Some(Duration::from_millis(ms)), "{text}");
+        }
+        for bad in ["", "0s", "5", "5d", "h", "1.5h", "99999999999999999h"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
         }
     }
 

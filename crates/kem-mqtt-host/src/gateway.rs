@@ -198,6 +198,8 @@ pub struct GatewayStats {
     pub not_owned: u64,
     /// Sessions dropped because another instance established a newer one.
     pub superseded: u64,
+    /// Sessions dropped after [`GatewayConfig::session_idle`] without an authentic record.
+    pub sessions_expired: u64,
     /// Messages of an unknown type on a handshake topic.
     pub other_rejected: u64,
 }
@@ -209,7 +211,7 @@ impl std::fmt::Display for GatewayStats {
             "hellos: {} answered, {} repeated, {} replayed, {} rate-limited, {} pending-full, {} rejected; \
              finished: {} established, {} invalid, {} unexpected; {} pending expired; \
              records: {} opened, {} rejected; commands: {} sealed, {} dropped; \
-             cluster: {} forwarded, {} not owned, {} superseded; {} other rejected",
+             cluster: {} forwarded, {} not owned, {} superseded; {} sessions expired; {} other rejected",
             self.hellos_answered,
             self.hellos_repeated,
             self.hellos_replayed,
@@ -227,6 +229,7 @@ impl std::fmt::Display for GatewayStats {
             self.finished_forwarded,
             self.not_owned,
             self.superseded,
+            self.sessions_expired,
             self.other_rejected
         )
     }
@@ -280,6 +283,12 @@ pub struct GatewayConfig {
     pub max_pending: usize,
     /// Completed hellos remembered per id (their copies are dropped).
     pub remembered_hellos: usize,
+    /// A session without an authentic record from its sensor for this long
+    /// is dropped, its keys wiped. The gateway cannot see a sensor's MQTT
+    /// connection end (the broker does not tell a client), so this, and the
+    /// sensor's next handshake, which replaces the session, are what end
+    /// one in topic mode.
+    pub session_idle: Duration,
     /// Where readings and commands travel for applications.
     pub delivery: Delivery,
     /// `Some`: one instance of several ([`Cluster`]).
@@ -298,6 +307,7 @@ impl Default for GatewayConfig {
             max_pending_per_id: per_id.burst as usize + refills as usize + 1,
             max_pending: 4096,
             remembered_hellos: 8,
+            session_idle: Duration::from_secs(24 * 3600),
             delivery: Delivery::default(),
             cluster: None,
         }
@@ -325,7 +335,8 @@ pub struct GatewayCore {
     pending: HashMap<String, Vec<Pending>>,
     pending_count: usize,
     completed: HashMap<String, VecDeque<[u8; 32]>>,
-    sessions: HashMap<String, Session>,
+    /// Sensor id → (when its sensor was last heard, authentically; the session).
+    sessions: HashMap<String, (Instant, Session)>,
     stats: GatewayStats,
     next_sweep: Option<Instant>,
 }
@@ -381,7 +392,7 @@ impl GatewayCore {
             }
         }
         if let Some((id, sub)) = topics::parse_sealed_c2b(topic) {
-            return self.record(id.to_string(), sub.to_string(), topic, payload);
+            return self.record(id.to_string(), sub.to_string(), topic, payload, now);
         }
         if let Some((id, sub)) = self.config.delivery.parse_command(topic) {
             return self.command(id.to_string(), sub, payload);
@@ -570,13 +581,20 @@ impl GatewayCore {
         if let Some(cluster) = &self.config.cluster {
             out.push((cluster.owner_topic(&client_id), cluster.instance.as_bytes().to_vec()));
         }
-        self.sessions.insert(client_id.clone(), session);
+        self.sessions.insert(client_id.clone(), (now, session));
         self.stats.established += 1;
         (GatewayEvent::Established { client_id, suite }, out)
     }
 
-    fn record(&mut self, client_id: String, sub: String, topic: &str, payload: &[u8]) -> (GatewayEvent, Vec<Outgoing>) {
-        let Some(s) = self.sessions.get_mut(&client_id) else {
+    fn record(
+        &mut self,
+        client_id: String,
+        sub: String,
+        topic: &str,
+        payload: &[u8],
+        now: Instant,
+    ) -> (GatewayEvent, Vec<Outgoing>) {
+        let Some((heard, s)) = self.sessions.get_mut(&client_id) else {
             if self.config.cluster.is_some() {
                 // Another instance's sensor (or nobody's: each instance
                 // sees every record, only the owner can tell).
@@ -590,6 +608,7 @@ impl GatewayCore {
         let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
         match s.open(topic.as_bytes(), payload, &mut pt) {
             Ok(n) => {
+                *heard = now;
                 pt.truncate(n);
                 self.stats.records_opened += 1;
                 let out = vec![(self.config.delivery.plain_topic(&client_id, &sub), pt.clone())];
@@ -612,7 +631,7 @@ impl GatewayCore {
     /// An application's command for `client_id`: sealed under its session
     /// to `kem-mqtt/data/<id>/b2c[/<sub>]`.
     fn command(&mut self, client_id: String, sub: &str, payload: &[u8]) -> (GatewayEvent, Vec<Outgoing>) {
-        let Some(s) = self.sessions.get_mut(&client_id) else {
+        let Some((_, s)) = self.sessions.get_mut(&client_id) else {
             if self.config.cluster.is_some() {
                 self.stats.not_owned += 1;
             } else {
@@ -652,11 +671,22 @@ impl GatewayCore {
         });
         self.pending_count -= expired;
         self.stats.pending_expired += expired as u64;
+        let idle = self.config.session_idle;
+        let before = self.sessions.len();
+        // Dropping a session wipes its keys.
+        self.sessions
+            .retain(|_, (heard, _)| now.saturating_duration_since(*heard) < idle);
+        self.stats.sessions_expired += (before - self.sessions.len()) as u64;
+    }
+
+    /// Established sessions.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
     }
 
     /// Seals `payload` for `client_id`: the record topic and the record.
     pub fn seal(&mut self, client_id: &str, payload: &[u8]) -> Result<Outgoing, HostError> {
-        let s = self
+        let (_, s) = self
             .sessions
             .get_mut(client_id)
             .ok_or(HostError::Protocol(kem_mqtt::Error::UnknownClient))?;

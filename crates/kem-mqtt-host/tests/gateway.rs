@@ -514,6 +514,57 @@ fn pending_handshakes_expire_and_a_late_client_finished_is_refused() {
     assert_eq!(stats.pending_expired, 1, "{stats}");
 }
 
+/// Topic mode: the gateway never learns that a sensor's connection ended, so
+/// an idle session expires (its keys dropped) and the sensor's next
+/// handshake is a new session; an authentic record keeps it alive, a forged
+/// one does not.
+#[test]
+fn idle_sessions_expire_and_only_authentic_records_keep_them() {
+    let (mut gw, config, sensors) = core("ml-kem-512");
+    let s = Offline::new(&sensors[0]);
+    let t0 = Instant::now();
+    let (st, ch) = s.hello();
+    let (_, out) = gw.handle(&s.topic, &ch, t0);
+    let (mut session, cf) = Manual::finish(st, &broker_hello_of(&out));
+    let (e, _) = gw.handle(&s.topic, &cf, t0);
+    assert!(matches!(e, GatewayEvent::Established { .. }), "{e:?}");
+    assert_eq!(gw.sessions(), 1);
+    let record = |session: &mut Session, text: &[u8]| {
+        let topic = kem_mqtt_host::topics::sealed_c2b(&s.keys.client_id, "t");
+        let mut rec = vec![0u8; text.len() + RECORD_OVERHEAD];
+        let n = session.seal(topic.as_bytes(), text, &mut rec).unwrap();
+        rec.truncate(n);
+        (topic, rec)
+    };
+    let idle = config.session_idle;
+    // Just before the idle limit, a genuine record: the session lives on.
+    let t1 = t0 + idle - Duration::from_secs(1);
+    let (topic, rec) = record(&mut session, b"alive");
+    let (e, _) = gw.handle(&topic, &rec, t1);
+    assert!(matches!(e, GatewayEvent::Message { .. }), "{e:?}");
+    // A forged record later does not count as the sensor being heard.
+    let mut forged = rec.clone();
+    forged[7] ^= 1;
+    let (e, _) = gw.handle(&topic, &forged, t1 + idle - Duration::from_secs(1));
+    assert!(matches!(e, GatewayEvent::Rejected { .. }), "{e:?}");
+    assert_eq!(gw.sessions(), 1);
+    // The idle limit after the genuine record: gone, its keys dropped.
+    let (topic, rec) = record(&mut session, b"too late");
+    let (e, _) = gw.handle(&topic, &rec, t1 + idle + Duration::from_secs(1));
+    assert!(
+        matches!(
+            e,
+            GatewayEvent::Rejected {
+                error: kem_mqtt::Error::UnknownClient,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(gw.sessions(), 0);
+    assert_eq!(gw.stats().sessions_expired, 1, "{}", gw.stats());
+}
+
 #[test]
 fn injected_hellos_at_the_highest_admitted_rate_cannot_evict_the_sensors_handshake() {
     let (mut gw, config, sensors) = core("ctru-light-ascon+x25519");

@@ -186,6 +186,55 @@ fn assert_reads_nothing_of_bob(addr: &str, bob: &SensorKeys, reader: &mut Connec
     b.disconnect().unwrap();
 }
 
+/// Defence in depth: under an ACL that (wrongly) lets sensors write readings
+/// and sealed commands, the plugin itself refuses a sensor's PUBLISH there,
+/// and no application or sensor receives it.
+#[test]
+fn the_plugin_refuses_a_sensors_forgeries_even_under_a_permissive_acl() {
+    let s = suite("ctru-light-ascon+x25519");
+    let (secrets, registry, keys) = enrol(&[("mallory", s), ("dashboard", s)]);
+    let acl = format!(
+        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/%u/b2c/#\n{SHIPPED_ACL}"
+    );
+    let mut broker = Broker::start(
+        "permissive",
+        &secrets,
+        &registry,
+        Conf::AclInstead(&acl),
+        &plugin_path(),
+    );
+    let addr = broker.addr();
+    let mut dash = dashboard(&addr, &keys[1]);
+    let (mut forger, outcome) = auth_attempt(&addr, &keys[0], "mallory", None);
+    assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
+    forger.subscribe(2, &["kem-mqtt/data/mallory/b2c/#"]).unwrap();
+    // mosquitto 2.0.11 drops what the plugin refuses ("Denied PUBLISH");
+    // whether it closed the connection would not matter, delivering would.
+    let _ = forger.publish("plain/mallory/t", b"forged reading");
+    let _ = forger.publish("kem-mqtt/data/mallory/b2c/led", b"forged command");
+    assert_eq!(
+        next_publish(&mut dash, DELIVERY),
+        None,
+        "a forged reading reached the application"
+    );
+    assert_eq!(
+        next_publish(&mut forger, DELIVERY),
+        None,
+        "a forged sealed command was routed"
+    );
+    let log = broker.log();
+    assert!(
+        log.contains("refused a PUBLISH on plain/mallory/t from \"mallory\"")
+            && log.contains("refused a PUBLISH on kem-mqtt/data/mallory/b2c/led"),
+        "{log}"
+    );
+    // The honest path still works.
+    let mut c = SensorClient::connect_auth_mode(&addr, &keys[0], TIMEOUT).unwrap();
+    c.send_on("t", b"21.5").unwrap();
+    assert_eq!(delivered(&mut dash), reading("plain/mallory/t", "21.5"));
+    broker.assert_alive();
+}
+
 /// The plugin opens each record with the sensor's session and delivers
 /// the plaintext on `plain/<id>/<sub>`; the sealed record itself reaches no
 /// one the ACL does not let read it; a tampered, replayed or unsealed one is

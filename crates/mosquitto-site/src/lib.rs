@@ -68,6 +68,9 @@ pub enum Conf<'a> {
     /// beside it): the shipped file with `allow_anonymous true` and without
     /// the ACL. Not a documented configuration; one fault test uses it.
     TopicModeAnonymous,
+    /// The shipped file with this ACL instead of the shipped one (a
+    /// misconfigured broker, for the plugin's own refusals).
+    AclInstead(&'a str),
 }
 
 fn io_err(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
@@ -113,7 +116,7 @@ pub fn auth_mode_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> Re
         &format!("listener {port} 127.0.0.1\n"),
     )?;
     match conf {
-        Conf::Documented => {}
+        Conf::Documented | Conf::AclInstead(_) => {}
         Conf::DocumentedWith(extra) => text.push_str(extra),
         Conf::TopicModeAnonymous => {
             text = substitute(&text, "allow_anonymous false\n", "allow_anonymous true\n")?;
@@ -244,7 +247,11 @@ impl Site {
         secrets.save(&keys).map_err(|e| format!("{}: {e}", keys.display()))?;
         let reg = dir.join("registry.json");
         registry.save(&reg).map_err(|e| format!("{}: {e}", reg.display()))?;
-        write(&dir.join("kem-mqtt.acl"), SHIPPED_ACL)?;
+        let acl = match conf {
+            Conf::AclInstead(acl) => acl,
+            _ => SHIPPED_ACL,
+        };
+        write(&dir.join("kem-mqtt.acl"), acl)?;
         password_file(&dir.join("kem-mqtt.passwd"), &[(APP_USER, APP_PASSWORD)])?;
         let port = free_port()?;
         write(

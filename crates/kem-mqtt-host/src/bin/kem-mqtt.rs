@@ -138,6 +138,13 @@ struct GatewayArgs {
     /// New ClientHellos in all: BURST/INTERVAL (200/20ms: 200 at once, then one every 20 ms), or off
     #[arg(long, value_name = "RATE", default_value = "200/20ms", value_parser = parse_rate)]
     limit_global: Rate,
+    /// Drop a sensor's session (its keys wiped) after this long without an authentic record
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_session_idle)]
+    session_idle: Duration,
+}
+
+fn parse_session_idle(v: &str) -> Result<Duration, String> {
+    kem_mqtt_host::admission::parse_duration(v).ok_or_else(|| format!("{v:?}: a duration such as 90s, 30m or 24h"))
 }
 
 #[derive(Args, Debug)]
@@ -474,6 +481,7 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     };
     config.admission.per_id = args.limit_per_id;
     config.admission.global = args.limit_global;
+    config.session_idle = args.session_idle;
     if let (Some(group), Some(instance)) = (&args.share_group, &args.instance) {
         config.cluster = Some(Cluster::new(group, instance).map_err(CliError::Usage)?);
     }
