@@ -13,9 +13,7 @@
 //! `crates/mosquitto-kem-plugin/tests/{mosquitto,topic_mode}.rs`.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use firmware::mqtt as fw;
 use kem_mqtt::{Suite, SuiteSet};
@@ -23,7 +21,7 @@ use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::gateway::{Gateway, GatewayConfig};
 use kem_mqtt_host::keys::{BrokerState, Registry};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
-use kem_mqtt_host::{HostError, OsRng};
+use kem_mqtt_host::OsRng;
 use mosquitto_site::{Conf, Site, Subscriber, GATEWAY_PASSWORD, GATEWAY_USER};
 
 use crate::live::{self, Mode};
@@ -89,29 +87,13 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let site = Site::topic_mode("e2e-topic")?;
     let state = Arc::new(BrokerState { secrets, registry });
     let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
-    let mut gw = Gateway::connect_login(&site.addr(), state, GatewayConfig::default(), login)
+    let gateway = Gateway::connect_login(&site.addr(), state, GatewayConfig::default(), login)
+        .and_then(Gateway::spawn)
         .map_err(|e| format!("gateway: {e}"))?;
-    gw.set_timeout(Some(Duration::from_millis(100)))
-        .map_err(|e| e.to_string())?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let gateway = std::thread::spawn(move || -> Result<String, HostError> {
-        while !flag.load(Ordering::SeqCst) {
-            match gw.poll() {
-                Ok(_) | Err(HostError::Timeout) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(gw.stats().to_string())
-    });
     let app = Subscriber::start(&site, "plain/#", 1, 60)?;
     let sensor = live::run_on_image(mcu, &keys, &broker_addr(&site)?, Mode::Topic, true);
     let delivered = sensor.and_then(|()| check_delivery(Mode::Topic, app));
-    stop.store(true, Ordering::SeqCst);
-    let stats = gateway
-        .join()
-        .map_err(|_| "the gateway thread panicked".to_string())?
-        .map_err(|e| format!("gateway: {e}"))?;
+    let stats = gateway.stop().map_err(|e| format!("gateway: {e}"))?;
     delivered.map_err(|e| format!("{e}\ngateway: {stats}\nbroker log:\n{}", site.log()))?;
     println!("e2e: gateway: {stats}");
     Ok(())

@@ -50,23 +50,7 @@ pub const WAIT: Duration = Duration::from_secs(20);
 /// (status 2), and then the start runs again with a new tape.
 const START_ATTEMPTS: u32 = 5;
 
-/// How the handshake travels.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// MQTT v5 enhanced authentication (mosquitto with the KEM-MQTT plugin).
-    Auth,
-    /// PUBLISH flights on kem-mqtt/hs/ID/… (a `kem-mqtt gateway` on a plain broker).
-    Topic,
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Mode::Auth => "AUTH mode",
-            Mode::Topic => "topic mode",
-        })
-    }
-}
+pub use kem_mqtt_host::Mode;
 
 /// Why a live run failed.
 #[derive(Debug)]

@@ -83,7 +83,15 @@ impl Drop for Gateways {
 
 impl Gateways {
     /// Starts `n` `kem-mqtt gateway` processes and waits until each is connected.
-    fn start(bin: &Path, site: &Site, keys: &Path, password: &Path, n: u32) -> Result<Gateways, String> {
+    /// Their logs (events, refusals, counters) go to `log_dir/gateway-<i>.log`.
+    fn start(
+        bin: &Path,
+        site: &Site,
+        keys: &Path,
+        password: &Path,
+        n: u32,
+        log_dir: &Path,
+    ) -> Result<Gateways, String> {
         let mut g = Gateways(vec![]);
         for i in 0..n {
             let mut cmd = Command::new(bin);
@@ -97,7 +105,7 @@ impl Gateways {
                 cmd.args(["--share-group", "load", "--instance", &format!("g{i}")]);
             }
             // Its output (events, refusals, counters) goes to a log file.
-            let log_path = keys.parent().unwrap_or(keys).join(format!("gateway-{i}.log"));
+            let log_path = log_dir.join(format!("gateway-{i}.log"));
             let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
             let child = cmd
                 .stdout(log)
@@ -278,7 +286,8 @@ pub fn run(a: &MqttLoadArgs) -> Result<(), String> {
     {
         // Topic mode: mosquitto without the plugin, the gateway(s) beside it.
         let site = Site::topic_mode("load-topic")?;
-        let gateways = Gateways::start(&bin, &site, &keys, &gateway_password, a.gateways)?;
+        let work = root.join("target/mqtt-load");
+        let gateways = Gateways::start(&bin, &site, &keys, &gateway_password, a.gateways, &work)?;
         for &suite in &suites {
             let (b0, g0) = (site.cpu_time().unwrap_or_default(), gateways.cpu());
             let result = load(&bin, &site, &keys, &app_password, suite, "topic", a)?;

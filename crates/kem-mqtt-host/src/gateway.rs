@@ -65,6 +65,7 @@
 //! expiry and rate limits; [`Gateway`] is the MQTT connection around it.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -698,6 +699,23 @@ impl GatewayCore {
     }
 }
 
+/// A [`Gateway`] serving on a thread of its own ([`Gateway::spawn`]).
+pub struct GatewayThread {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<GatewayStats, HostError>>,
+}
+
+impl GatewayThread {
+    /// Stops the thread (within 100 ms) and returns the gateway's counters,
+    /// or the error that ended it earlier (its broker connection failed).
+    pub fn stop(self) -> Result<GatewayStats, HostError> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread
+            .join()
+            .map_err(|_| HostError::Unexpected("the gateway thread panicked".into()))?
+    }
+}
+
 /// The gateway service: a [`GatewayCore`] on an MQTT connection.
 pub struct Gateway {
     conn: Connection,
@@ -770,6 +788,27 @@ impl Gateway {
     /// Sends an MQTT PINGREQ (keeps an idle connection alive).
     pub fn ping(&mut self) -> Result<(), HostError> {
         Ok(self.conn.send(&Packet::PingReq)?)
+    }
+
+    /// Serves on a thread of its own, every packet handled as
+    /// [`Gateway::poll`] does (events are counted, not returned), until
+    /// [`GatewayThread::stop`].
+    pub fn spawn(mut self) -> Result<GatewayThread, HostError> {
+        self.set_timeout(Some(Duration::from_millis(100)))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("kem-mqtt-gateway".into())
+            .spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    match self.poll() {
+                        Ok(_) | Err(HostError::Timeout) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(self.stats())
+            })?;
+        Ok(GatewayThread { stop, thread })
     }
 
     /// Handles the next packet.

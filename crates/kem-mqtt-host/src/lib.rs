@@ -52,6 +52,35 @@ pub mod provision;
 pub mod sensor;
 pub mod topics;
 
+/// How a sensor's handshake travels (the `--mode` of the command lines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// In CONNECT/AUTH: MQTT v5 enhanced authentication, with a broker
+    /// running the KEM-MQTT plugin.
+    Auth,
+    /// As PUBLISH flights on kem-mqtt/hs/ID/…, answered by `kem-mqtt gateway`.
+    Topic,
+}
+
+impl Mode {
+    /// `auth` or `topic` (as the command lines write it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Auth => "auth",
+            Mode::Topic => "topic",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Auth => "AUTH mode",
+            Mode::Topic => "topic mode",
+        })
+    }
+}
+
 /// Errors of the host layers.
 #[derive(Debug)]
 pub enum HostError {

@@ -28,26 +28,7 @@ use crate::keys::{BrokerState, Registry, SensorKeys};
 use crate::mqtt::{Connection, Packet};
 use crate::provision::{generate_broker, provision_sensor};
 use crate::sensor::SensorClient;
-use crate::{HostError, OsRng};
-
-/// How the fleet's handshakes travel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// MQTT v5 enhanced authentication (mosquitto with the plugin).
-    Auth,
-    /// The topic-mode flights, answered by a gateway.
-    Topic,
-}
-
-impl Mode {
-    /// `auth` or `topic`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Auth => "auth",
-            Mode::Topic => "topic",
-        }
-    }
-}
+use crate::{HostError, Mode, OsRng};
 
 /// What one run does.
 #[derive(Clone, Debug)]

@@ -14,13 +14,11 @@
 mod common;
 use common::*;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use kem_mqtt::Suite;
-use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayStats};
+use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayThread};
 use kem_mqtt_host::keys::{BrokerState, SensorKeys};
 use kem_mqtt_host::mqtt::Connection;
 use kem_mqtt_host::sensor::SensorClient;
@@ -28,39 +26,16 @@ use kem_mqtt_host::HostError;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A gateway polling on its own thread until stopped; its counters at the end.
-struct RunningGateway {
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<Result<GatewayStats, HostError>>,
-}
-
-impl RunningGateway {
-    fn start(broker: &Broker, state: &Arc<BrokerState>, cluster: Option<Cluster>) -> RunningGateway {
-        let config = GatewayConfig {
-            cluster,
-            ..GatewayConfig::default()
-        };
-        let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
-        let mut gw = Gateway::connect_login(&broker.addr(), state.clone(), config, login).unwrap();
-        gw.set_timeout(Some(Duration::from_millis(100))).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::SeqCst) {
-                match gw.poll() {
-                    Ok(_) | Err(HostError::Timeout) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(gw.stats())
-        });
-        RunningGateway { stop, thread }
-    }
-
-    fn stop(self) -> GatewayStats {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread.join().expect("gateway thread").expect("gateway ran")
-    }
+/// A gateway on its own thread ([`Gateway::spawn`]), logged in as `gateway`.
+fn start_gateway(broker: &Broker, state: &Arc<BrokerState>, cluster: Option<Cluster>) -> GatewayThread {
+    let config = GatewayConfig {
+        cluster,
+        ..GatewayConfig::default()
+    };
+    let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
+    Gateway::connect_login(&broker.addr(), state.clone(), config, login)
+        .and_then(Gateway::spawn)
+        .unwrap()
 }
 
 fn fleet(suites: &[Suite]) -> (Arc<BrokerState>, Vec<SensorKeys>) {
@@ -89,7 +64,7 @@ fn topic_mode_through_mosquitto_delivers_readings_and_commands() {
     ];
     let (state, keys) = fleet(&suites);
     let broker = Broker::start_topic_mode("topic-mode");
-    let gw = RunningGateway::start(&broker, &state, None);
+    let gw = start_gateway(&broker, &state, None);
     let app = subscriber(&broker, "plain/#", keys.len(), 60);
 
     // A client without an account can neither forge a reading nor write
@@ -115,7 +90,7 @@ fn topic_mode_through_mosquitto_delivers_readings_and_commands() {
         c.disconnect().unwrap();
     }
     assert_eq!(app.lines().unwrap(), expected, "what the application received");
-    let stats = gw.stop();
+    let stats = gw.stop().unwrap();
     assert_eq!((stats.established, stats.records_opened), (3, 3), "{stats}");
     assert_eq!((stats.records_rejected, stats.commands_sealed), (3, 3), "{stats}");
 }
@@ -126,8 +101,8 @@ fn two_gateway_instances_share_one_fleet() {
     let (state, keys) = fleet(&suites);
     let broker = Broker::start_topic_mode("cluster");
     let instances = [
-        RunningGateway::start(&broker, &state, Some(Cluster::new("gw", "a").unwrap())),
-        RunningGateway::start(&broker, &state, Some(Cluster::new("gw", "b").unwrap())),
+        start_gateway(&broker, &state, Some(Cluster::new("gw", "a").unwrap())),
+        start_gateway(&broker, &state, Some(Cluster::new("gw", "b").unwrap())),
     ];
     // Sensor 0 hands three more handshakes to the pair: its session moves
     // between the instances, and the one it left must let go.
@@ -170,7 +145,7 @@ fn two_gateway_instances_share_one_fleet() {
         c.disconnect().unwrap();
     }
     assert_eq!(app.lines().unwrap(), expected, "every reading exactly once");
-    let [a, b] = instances.map(RunningGateway::stop);
+    let [a, b] = instances.map(|g| g.stop().unwrap());
     eprintln!("instance a: {a}\ninstance b: {b}");
     assert_eq!(a.established + b.established, rounds as u64);
     assert!(

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use kem_mqtt::{KemId, Suite, SuiteSet};
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::admission::{parse_rate, Rate};
@@ -21,8 +21,8 @@ use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::topics::Delivery;
-use kem_mqtt_host::HostError;
 use kem_mqtt_host::OsRng;
+use kem_mqtt_host::{HostError, Mode};
 
 const SUITES: &str = "\
 Suites: ctru-light-ascon[+x25519] ctru-light-sha3[+x25519] ml-kem-512[+x25519]
@@ -202,14 +202,6 @@ struct LoadArgs {
     /// Print the result as one JSON object
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum Mode {
-    /// Handshake and records on kem-mqtt/… topics, answered by `kem-mqtt gateway`
-    Topic,
-    /// Handshake in CONNECT/AUTH, with a broker running the KEM-MQTT plugin
-    Auth,
 }
 
 #[derive(Args, Debug)]
@@ -426,10 +418,7 @@ fn load(args: &LoadArgs) -> Result<(), CliError> {
     };
     let config = kem_mqtt_host::load::LoadConfig {
         broker: args.broker.to_string(),
-        mode: match args.mode {
-            Mode::Auth => kem_mqtt_host::load::Mode::Auth,
-            Mode::Topic => kem_mqtt_host::load::Mode::Topic,
-        },
+        mode: args.mode,
         concurrency: args.concurrency as usize,
         records: args.records,
         app_login,
@@ -588,20 +577,7 @@ fn demo_suite(suite: Suite, count: u32) -> Result<(), HostError> {
     });
     let broker = EmbeddedBroker::start(None)?;
     let addr = broker.addr().to_string();
-    let mut gw = Gateway::connect(&addr, state)?;
-    gw.set_timeout(Some(Duration::from_millis(200)))?;
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let gw_stop = stop.clone();
-    let gw_thread = std::thread::spawn(move || -> Result<(), HostError> {
-        while !gw_stop.load(std::sync::atomic::Ordering::SeqCst) {
-            match gw.poll() {
-                Ok(GatewayEvent::Rejected { error, .. }) => return Err(HostError::Protocol(error)),
-                Ok(_) | Err(HostError::Timeout) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    });
+    let gateway = Gateway::connect(&addr, state)?.spawn()?;
     // The application: an ordinary MQTT client on the plaintext topics.
     let mut app = Connection::connect(&addr)?;
     app.set_timeout(Some(Duration::from_secs(10)))?;
@@ -627,10 +603,10 @@ fn demo_suite(suite: Suite, count: u32) -> Result<(), HostError> {
         );
     }
     println!("  {count} readings and commands in {:.2?}", t.elapsed());
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    gw_thread
-        .join()
-        .map_err(|_| HostError::Unexpected("gateway panicked".into()))??;
+    let stats = gateway.stop()?;
+    if stats.records_rejected + stats.hellos_rejected + stats.finished_invalid > 0 {
+        return Err(HostError::Unexpected(format!("the gateway refused something: {stats}")));
+    }
     client.disconnect()?;
     broker.stop();
     Ok(())
