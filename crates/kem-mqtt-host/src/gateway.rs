@@ -23,7 +23,13 @@
 //! - an instance that establishes a session announces it on
 //!   `kem-mqtt/cluster/<group>/owner/<id>`; another instance that still
 //!   holds an older session of that sensor drops it, so a command is never
-//!   sealed under a session the sensor has left.
+//!   sealed under a session the sensor has left. The announcement carries
+//!   its time and a MAC under a key every instance derives from the
+//!   broker's secret keys (which they all hold): one that does not verify,
+//!   is more than [`NOTICE_FRESHNESS`] away from the receiver's clock, or is
+//!   older than the receiver's own session of that sensor changes nothing,
+//!   so whoever can publish on the cluster topics cannot make an instance
+//!   drop a sensor's current session.
 //!
 //! Anyone who can publish on a broker can publish on these topics, and a
 //! handshake message is not authenticated until its ClientFinished, so the
@@ -199,6 +205,8 @@ pub struct GatewayStats {
     pub not_owned: u64,
     /// Sessions dropped because another instance established a newer one.
     pub superseded: u64,
+    /// Owner notices refused: a MAC that does not verify, or a time too far from ours.
+    pub notices_refused: u64,
     /// Sessions dropped after [`GatewayConfig::session_idle`] without an authentic record.
     pub sessions_expired: u64,
     /// Messages of an unknown type on a handshake topic.
@@ -212,7 +220,7 @@ impl std::fmt::Display for GatewayStats {
             "hellos: {} answered, {} repeated, {} replayed, {} rate-limited, {} pending-full, {} rejected; \
              finished: {} established, {} invalid, {} unexpected; {} pending expired; \
              records: {} opened, {} rejected; commands: {} sealed, {} dropped; \
-             cluster: {} forwarded, {} not owned, {} superseded; {} sessions expired; {} other rejected",
+             cluster: {} forwarded, {} not owned, {} superseded, {} notices refused; {} sessions expired; {} other rejected",
             self.hellos_answered,
             self.hellos_repeated,
             self.hellos_replayed,
@@ -230,10 +238,46 @@ impl std::fmt::Display for GatewayStats {
             self.finished_forwarded,
             self.not_owned,
             self.superseded,
+            self.notices_refused,
             self.sessions_expired,
             self.other_rejected
         )
     }
+}
+
+/// How far an owner notice's time may be from the receiver's clock (the
+/// instances' clocks must agree to within this, less the broker's delay).
+pub const NOTICE_FRESHNESS: Duration = Duration::from_secs(60);
+
+/// The MAC key of a group's owner notices, from the broker's X25519 secret
+/// key (every instance loads the same key files).
+fn notice_key(state: &BrokerState, group: &str) -> zeroize::Zeroizing<[u8; 32]> {
+    let mut key = zeroize::Zeroizing::new([0u8; 32]);
+    kem_mqtt::sym::kdf(
+        Family::Sha3,
+        b"gateway owner notice key",
+        &[&state.secrets.x25519_sk[..], group.as_bytes()],
+        &mut key[..],
+    );
+    key
+}
+
+/// The MAC of an owner notice: `client_id` established at `time_ms` (Unix
+/// milliseconds) by `instance`.
+fn notice_mac(key: &[u8; 32], client_id: &str, instance: &[u8], time_ms: u64) -> [u8; 32] {
+    let mut mac = [0u8; 32];
+    kem_mqtt::sym::kdf(
+        Family::Sha3,
+        b"gateway owner notice",
+        &[key, client_id.as_bytes(), instance, &time_ms.to_be_bytes()],
+        &mut mac,
+    );
+    mac
+}
+
+/// Constant-time equality of two MACs (a forger learns nothing from the time a refusal takes).
+fn macs_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// One instance of several sharing a fleet (see the module documentation).
@@ -336,8 +380,14 @@ pub struct GatewayCore {
     pending: HashMap<String, Vec<Pending>>,
     pending_count: usize,
     completed: HashMap<String, VecDeque<[u8; 32]>>,
-    /// Sensor id → (when its sensor was last heard, authentically; the session).
-    sessions: HashMap<String, (Instant, Session)>,
+    /// Sensor id → (when its sensor was last heard, authentically; when the
+    /// session was established, Unix ms; the session).
+    sessions: HashMap<String, (Instant, u64, Session)>,
+    /// The owner notices' MAC key (cluster mode).
+    notice_key: Option<zeroize::Zeroizing<[u8; 32]>>,
+    /// The wall clock at construction, for the owner notices' times: an
+    /// `Instant` passed in maps to `clock.1 + (instant - clock.0)`.
+    clock: (Instant, u64),
     stats: GatewayStats,
     next_sweep: Option<Instant>,
 }
@@ -353,7 +403,12 @@ fn digest(msg: &[u8]) -> [u8; 32] {
 impl GatewayCore {
     /// A gateway with `config`'s limits.
     pub fn new(state: Arc<BrokerState>, config: GatewayConfig) -> Self {
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         GatewayCore {
+            notice_key: config.cluster.as_ref().map(|c| notice_key(&state, &c.group)),
+            clock: (Instant::now(), unix_ms),
             state,
             admission: Admission::new(config.admission),
             config,
@@ -387,7 +442,7 @@ impl GatewayCore {
             if let Some(rest) = topic.strip_prefix(&prefix) {
                 return match rest.split_once('/') {
                     Some(("finished", id)) => self.client_finished(id.to_string(), payload, now, true),
-                    Some(("owner", id)) => (self.owner_notice(id, payload), vec![]),
+                    Some(("owner", id)) => (self.owner_notice(id, payload, now), vec![]),
                     _ => (GatewayEvent::Other, vec![]),
                 };
             }
@@ -417,15 +472,57 @@ impl GatewayCore {
         }
     }
 
-    /// Another instance announced a session of `client_id`.
-    fn owner_notice(&mut self, client_id: &str, instance: &[u8]) -> GatewayEvent {
-        let ours = self.config.cluster.as_ref().map(|c| c.instance.as_bytes());
-        if ours == Some(instance) || self.sessions.remove(client_id).is_none() {
+    /// `now` as Unix milliseconds.
+    fn unix_ms(&self, now: Instant) -> u64 {
+        let (base, base_ms) = self.clock;
+        let since = now.saturating_duration_since(base).as_millis() as u64;
+        base_ms.saturating_add(since)
+    }
+
+    /// The owner notice of a session of `client_id` established at `now`:
+    /// `time (u64, Unix ms) ‖ MAC (32) ‖ instance`.
+    fn owner_notice_payload(&self, client_id: &str, time_ms: u64) -> Option<Vec<u8>> {
+        let (cluster, key) = (self.config.cluster.as_ref()?, self.notice_key.as_ref()?);
+        let instance = cluster.instance.as_bytes();
+        let mut out = time_ms.to_be_bytes().to_vec();
+        out.extend_from_slice(&notice_mac(key, client_id, instance, time_ms));
+        out.extend_from_slice(instance);
+        Some(out)
+    }
+
+    /// Another instance announced a session of `client_id`: ours goes if
+    /// the notice verifies, is fresh, and is newer than ours.
+    fn owner_notice(&mut self, client_id: &str, payload: &[u8], now: Instant) -> GatewayEvent {
+        let (Some(cluster), Some(key)) = (self.config.cluster.as_ref(), self.notice_key.as_ref()) else {
+            return GatewayEvent::Other;
+        };
+        let (Some(time), Some(mac), Some(instance)) = (payload.get(..8), payload.get(8..40), payload.get(40..)) else {
+            self.stats.notices_refused += 1;
+            return GatewayEvent::Other;
+        };
+        if instance == cluster.instance.as_bytes() {
+            return GatewayEvent::Other; // our own, back from the broker
+        }
+        let mut t = [0u8; 8];
+        t.copy_from_slice(time);
+        let time_ms = u64::from_be_bytes(t);
+        let mut got = [0u8; 32];
+        got.copy_from_slice(mac);
+        let ours = self.unix_ms(now);
+        let fresh = ours.abs_diff(time_ms) <= NOTICE_FRESHNESS.as_millis() as u64;
+        if !macs_equal(&got, &notice_mac(key, client_id, instance, time_ms)) || !fresh {
+            self.stats.notices_refused += 1;
             return GatewayEvent::Other;
         }
-        self.stats.superseded += 1;
-        GatewayEvent::Superseded {
-            client_id: client_id.to_string(),
+        match self.sessions.get(client_id) {
+            Some((_, established, _)) if *established < time_ms => {
+                self.sessions.remove(client_id);
+                self.stats.superseded += 1;
+                GatewayEvent::Superseded {
+                    client_id: client_id.to_string(),
+                }
+            }
+            _ => GatewayEvent::Other,
         }
     }
 
@@ -579,10 +676,14 @@ impl GatewayCore {
             }
             Err(_) => vec![],
         };
-        if let Some(cluster) = &self.config.cluster {
-            out.push((cluster.owner_topic(&client_id), cluster.instance.as_bytes().to_vec()));
+        let established = self.unix_ms(now);
+        if let (Some(cluster), Some(notice)) = (
+            self.config.cluster.as_ref(),
+            self.owner_notice_payload(&client_id, established),
+        ) {
+            out.push((cluster.owner_topic(&client_id), notice));
         }
-        self.sessions.insert(client_id.clone(), (now, session));
+        self.sessions.insert(client_id.clone(), (now, established, session));
         self.stats.established += 1;
         (GatewayEvent::Established { client_id, suite }, out)
     }
@@ -595,7 +696,7 @@ impl GatewayCore {
         payload: &[u8],
         now: Instant,
     ) -> (GatewayEvent, Vec<Outgoing>) {
-        let Some((heard, s)) = self.sessions.get_mut(&client_id) else {
+        let Some((heard, _, s)) = self.sessions.get_mut(&client_id) else {
             if self.config.cluster.is_some() {
                 // Another instance's sensor (or nobody's: each instance
                 // sees every record, only the owner can tell).
@@ -632,7 +733,7 @@ impl GatewayCore {
     /// An application's command for `client_id`: sealed under its session
     /// to `kem-mqtt/data/<id>/b2c[/<sub>]`.
     fn command(&mut self, client_id: String, sub: &str, payload: &[u8]) -> (GatewayEvent, Vec<Outgoing>) {
-        let Some((_, s)) = self.sessions.get_mut(&client_id) else {
+        let Some((_, _, s)) = self.sessions.get_mut(&client_id) else {
             if self.config.cluster.is_some() {
                 self.stats.not_owned += 1;
             } else {
@@ -676,7 +777,7 @@ impl GatewayCore {
         let before = self.sessions.len();
         // Dropping a session wipes its keys.
         self.sessions
-            .retain(|_, (heard, _)| now.saturating_duration_since(*heard) < idle);
+            .retain(|_, (heard, _, _)| now.saturating_duration_since(*heard) < idle);
         self.stats.sessions_expired += (before - self.sessions.len()) as u64;
     }
 
@@ -687,7 +788,7 @@ impl GatewayCore {
 
     /// Seals `payload` for `client_id`: the record topic and the record.
     pub fn seal(&mut self, client_id: &str, payload: &[u8]) -> Result<Outgoing, HostError> {
-        let (_, s) = self
+        let (_, _, s) = self
             .sessions
             .get_mut(client_id)
             .ok_or(HostError::Protocol(kem_mqtt::Error::UnknownClient))?;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use kem_mqtt::{Session, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD};
 use kem_mqtt_host::admission::Refusal;
 use kem_mqtt_host::broker::EmbeddedBroker;
-use kem_mqtt_host::gateway::{DropReason, Gateway, GatewayConfig, GatewayCore, GatewayEvent, GatewayStats};
+use kem_mqtt_host::gateway::{Cluster, DropReason, Gateway, GatewayConfig, GatewayCore, GatewayEvent, GatewayStats};
 use kem_mqtt_host::keys::{BrokerState, SensorKeys};
 use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::sensor::SensorClient;
@@ -563,6 +563,69 @@ fn idle_sessions_expire_and_only_authentic_records_keep_them() {
     );
     assert_eq!(gw.sessions(), 0);
     assert_eq!(gw.stats().sessions_expired, 1, "{}", gw.stats());
+}
+
+/// Cluster mode: an instance drops its session of a sensor only for a notice
+/// of a newer session that verifies under the group's key and is fresh; a
+/// forged, altered, replayed-late or older notice changes nothing.
+#[test]
+fn owner_notices_are_authenticated_fresh_and_only_supersede_older_sessions() {
+    let (state, sensors) = enrol(&[suite("ml-kem-512")]);
+    let state = Arc::new(state);
+    let instance = |name: &str| GatewayConfig {
+        cluster: Some(Cluster::new("g", name).unwrap()),
+        ..GatewayConfig::default()
+    };
+    let (mut a, mut b) = (
+        GatewayCore::new(state.clone(), instance("a")),
+        GatewayCore::new(state.clone(), instance("b")),
+    );
+    let s = Offline::new(&sensors[0]);
+    // A handshake of the sensor with `gw`: its owner notice (topic, payload).
+    let establish = |gw: &mut GatewayCore, t: Instant| {
+        let (st, ch) = s.hello();
+        let (_, out) = gw.handle(&s.topic, &ch, t);
+        let (_, cf) = Manual::finish(st, &broker_hello_of(&out));
+        let (e, out) = gw.handle(&s.topic, &cf, t);
+        assert!(matches!(e, GatewayEvent::Established { .. }), "{e:?}");
+        out.into_iter()
+            .find(|(topic, _)| topic.contains("/owner/"))
+            .expect("an owner notice")
+    };
+    let t0 = Instant::now();
+    let (topic, notice_a) = establish(&mut a, t0);
+    assert_eq!(topic, format!("kem-mqtt/cluster/g/owner/{}", s.keys.client_id));
+    let t1 = t0 + Duration::from_secs(5);
+    let (_, notice_b) = establish(&mut b, t1);
+    let other = |e: GatewayEvent| matches!(e, GatewayEvent::Other);
+    // An older session's notice leaves the newer one in place.
+    assert!(other(b.handle(&topic, &notice_a, t1).0));
+    assert_eq!(b.sessions(), 1);
+    // Forged MAC, a time moved without the key, a replay two minutes late: refused.
+    let mut forged = notice_b.clone();
+    forged[20] ^= 1;
+    let mut moved = notice_b.clone();
+    moved[7] ^= 1;
+    for (notice, at) in [(&forged, t1), (&moved, t1), (&notice_b, t1 + Duration::from_secs(120))] {
+        assert!(other(a.handle(&topic, notice, at).0));
+        assert_eq!(a.sessions(), 1);
+    }
+    // The genuine, fresh notice of the newer session: a lets its older one go.
+    let (e, _) = a.handle(&topic, &notice_b, t1);
+    assert!(matches!(e, GatewayEvent::Superseded { .. }), "{e:?}");
+    assert_eq!(a.sessions(), 0);
+    assert_eq!(
+        (a.stats().notices_refused, a.stats().superseded),
+        (3, 1),
+        "{}",
+        a.stats()
+    );
+    assert_eq!(
+        (b.stats().notices_refused, b.stats().superseded),
+        (0, 0),
+        "{}",
+        b.stats()
+    );
 }
 
 #[test]
