@@ -86,34 +86,37 @@ fn substitute(conf: &str, from: &str, to: &str) -> Result<String, String> {
     Ok(conf.replacen(from, to, 1))
 }
 
+/// `conf` with each `(from, to)` substituted in turn ([`substitute`]).
+fn substitute_all(conf: &str, pairs: &[(&str, String)]) -> Result<String, String> {
+    pairs
+        .iter()
+        .try_fold(conf.to_string(), |text, (from, to)| substitute(&text, from, to))
+}
+
 /// The AUTH-mode configuration text for a site in `dir`.
 pub fn auth_mode_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> Result<String, String> {
-    let mut text = SHIPPED_CONF.to_string();
-    text = substitute(
-        &text,
-        "password_file /etc/mosquitto/kem-mqtt.passwd\n",
-        &format!("password_file {}\n", dir.join("kem-mqtt.passwd").display()),
-    )?;
-    // The ACL path first: the keys directory is a prefix of it.
-    text = substitute(
-        &text,
-        "acl_file /etc/mosquitto/kem-mqtt.acl\n",
-        &format!("acl_file {}\n", dir.join("kem-mqtt.acl").display()),
-    )?;
-    text = substitute(
-        &text,
-        "plugin_opt_keys_dir /etc/mosquitto/kem-mqtt\n",
-        &format!("plugin_opt_keys_dir {}\n", dir.display()),
-    )?;
-    text = substitute(
-        &text,
-        "plugin /usr/local/lib/mosquitto/libmosquitto_kem_plugin.so\n",
-        &format!("plugin {}\n", plugin.display()),
-    )?;
-    text = substitute(
-        &text,
-        "listener 1883 127.0.0.1\n",
-        &format!("listener {port} 127.0.0.1\n"),
+    let mut text = substitute_all(
+        SHIPPED_CONF,
+        &[
+            (
+                "password_file /etc/mosquitto/kem-mqtt.passwd\n",
+                format!("password_file {}\n", dir.join("kem-mqtt.passwd").display()),
+            ),
+            // The ACL path first: the keys directory is a prefix of it.
+            (
+                "acl_file /etc/mosquitto/kem-mqtt.acl\n",
+                format!("acl_file {}\n", dir.join("kem-mqtt.acl").display()),
+            ),
+            (
+                "plugin_opt_keys_dir /etc/mosquitto/kem-mqtt\n",
+                format!("plugin_opt_keys_dir {}\n", dir.display()),
+            ),
+            (
+                "plugin /usr/local/lib/mosquitto/libmosquitto_kem_plugin.so\n",
+                format!("plugin {}\n", plugin.display()),
+            ),
+            ("listener 1883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
+        ],
     )?;
     match conf {
         Conf::Documented | Conf::AclInstead(_) => {}
@@ -272,20 +275,19 @@ impl Site {
             &[(GATEWAY_USER, GATEWAY_PASSWORD), (APP_USER, APP_PASSWORD)],
         )?;
         let port = free_port()?;
-        let mut text = substitute(
+        let text = substitute_all(
             GATEWAY_CONF,
-            "password_file /etc/mosquitto/kem-mqtt-gateway.passwd\n",
-            &format!("password_file {}\n", dir.join("gateway.passwd").display()),
-        )?;
-        text = substitute(
-            &text,
-            "acl_file /etc/mosquitto/kem-mqtt-gateway.acl\n",
-            &format!("acl_file {}\n", dir.join("gateway.acl").display()),
-        )?;
-        text = substitute(
-            &text,
-            "listener 1883 127.0.0.1\n",
-            &format!("listener {port} 127.0.0.1\n"),
+            &[
+                (
+                    "password_file /etc/mosquitto/kem-mqtt-gateway.passwd\n",
+                    format!("password_file {}\n", dir.join("gateway.passwd").display()),
+                ),
+                (
+                    "acl_file /etc/mosquitto/kem-mqtt-gateway.acl\n",
+                    format!("acl_file {}\n", dir.join("gateway.acl").display()),
+                ),
+                ("listener 1883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
+            ],
         )?;
         write(&dir.join("mosquitto.conf"), &text)?;
         Site::launch(dir, port)

@@ -320,6 +320,17 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     };
     let reg_path = dir.join("registry.json");
     let mut registry = Registry::load_or_empty(&reg_path)?;
+    // A second enrolment would lock the deployed sensor out: only on request.
+    let enrol = |registry: &mut Registry, id: &str| -> Result<SensorKeys, CliError> {
+        if args.force {
+            Ok(reprovision_sensor(&broker, registry, id, suite, allowed, &mut OsRng)?)
+        } else {
+            provision_sensor(&broker, registry, id, suite, allowed, &mut OsRng).map_err(|e| match e {
+                KeyError::AlreadyEnrolled(_) => CliError::Enrolled(e),
+                e => e.into(),
+            })
+        }
+    };
     if args.count > 1 {
         let ids: Vec<String> = (1..=args.count).map(|i| format!("{client}-{i:04}")).collect();
         if let Some(bad) = ids.iter().find(|id| !kem_mqtt::valid_client_id(id.as_bytes())) {
@@ -328,14 +339,7 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
             )));
         }
         for id in &ids {
-            let keys = if args.force {
-                reprovision_sensor(&broker, &mut registry, id, suite, allowed, &mut OsRng)?
-            } else {
-                provision_sensor(&broker, &mut registry, id, suite, allowed, &mut OsRng).map_err(|e| match e {
-                    KeyError::AlreadyEnrolled(_) => CliError::Enrolled(e),
-                    e => e.into(),
-                })?
-            };
+            let keys = enrol(&mut registry, id)?;
             keys.save(&dir.join(format!("sensor-{id}.json")))?;
         }
         registry.save(&reg_path)?;
@@ -349,15 +353,7 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let key_path = dir.join(format!("sensor-{client}.json"));
-    // A second enrolment would lock the deployed sensor out: only on request.
-    let keys = if args.force {
-        reprovision_sensor(&broker, &mut registry, client, suite, allowed, &mut OsRng)?
-    } else {
-        provision_sensor(&broker, &mut registry, client, suite, allowed, &mut OsRng).map_err(|e| match e {
-            KeyError::AlreadyEnrolled(_) => CliError::Enrolled(e),
-            e => e.into(),
-        })?
-    };
+    let keys = enrol(&mut registry, client)?;
     if args.force {
         keys.save(&key_path)?;
     } else {
