@@ -396,6 +396,20 @@ impl Site {
 
 impl Drop for Site {
     fn drop(&mut self) {
+        // A failing test's assertion rarely says what the broker saw: its log does.
+        if std::thread::panicking() {
+            let state = match self.child.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(status))) => format!("exited: {status}"),
+                Some(Ok(None)) => "running".to_string(),
+                Some(Err(e)) => e.to_string(),
+                None => "not running".to_string(),
+            };
+            eprintln!(
+                "--- mosquitto log ({}, {state}) ---\n{}--- end of log ---",
+                self.addr(),
+                self.log()
+            );
+        }
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
