@@ -1,7 +1,6 @@
 //! `cargo xtask bench`: cycles, stack and code size of every firmware operation
 //! in simavr, beside the published figures; JSON results and generated docs.
 
-use std::process::Command;
 use std::time::Instant;
 
 use avr_harness::protocol::{EMPTY_WINDOW, OP_EMPTY, OP_STACK};
@@ -10,28 +9,12 @@ use firmware::{kem_op_id, op_id, Kem, KemOp, Ring};
 
 use crate::avr::{self, CallGraph};
 use crate::device::{encode, Device};
-use crate::opts::{output, Rng};
+use crate::opts::Rng;
 use crate::progress::Progress;
 use crate::records::{save, Record, MQTT_SCHEME, SCHEME};
 use crate::report::{markdown_table, regenerate};
 use crate::target;
-use crate::{kems as kemsim, published, simtest, util};
-
-fn toolchain() -> String {
-    let rustc = output(Command::new("/usr/bin/rustc").arg("--version")).unwrap_or_else(|_| "rustc ?".into());
-    let cargo_toml = std::fs::read_to_string(util::workspace_root().join("Cargo.toml")).unwrap_or_default();
-    let mut in_release = false;
-    let mut opt = String::from("?");
-    for line in cargo_toml.lines() {
-        let l = line.trim();
-        if l.starts_with('[') {
-            in_release = l == "[profile.release]";
-        } else if in_release && l.starts_with("opt-level") {
-            opt = l.split('=').nth(1).unwrap_or("?").trim().trim_matches('"').to_string();
-        }
-    }
-    format!("{}, avr-none, opt-level {opt}, lto", rustc.trim())
-}
+use crate::{kems as kemsim, published, simtest};
 
 /// Runs `op` on `inputs` and returns (cycles including the marker overhead, sim stack, painted stack).
 fn measure(dev: &mut Device, id: u8, payload: &[u8]) -> Result<(u64, u32, u32), String> {
@@ -44,6 +27,7 @@ fn measure(dev: &mut Device, id: u8, payload: &[u8]) -> Result<(u64, u32, u32), 
     if w.id != id {
         return Err(format!("op 0x{id:02x}: marker window {} instead", w.id));
     }
+    dev.check_timers(id, w.cycles)?;
     let painted = dev.call(OP_STACK, &[])?;
     let painted = u16::from_le_bytes([painted[0], painted[1]]) as u32;
     Ok((w.cycles, w.stack_bytes as u32, painted))
@@ -93,6 +77,10 @@ fn empty_window(dev: &mut Device) -> Result<u64, String> {
             other => return Err(format!("empty window: unexpected markers {other:?}")),
         }
     }
+    eprintln!(
+        "xtask: on-chip timers: every window's count is its marker count + {} cycles (checked per operation)",
+        dev.timer_offset
+    );
     Ok(empty)
 }
 
@@ -127,7 +115,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     }
     let ctx = Ctx {
         mcu,
-        toolchain: toolchain(),
+        toolchain: crate::records::toolchain(),
         revision: crate::opts::git_revision(),
         simulator: format!(
             "simavr {} @ {} MHz (libsimavr, avr-sim)",

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use avr_harness::protocol::{decode_header, encode_header, Status, HEADER_LEN, OP_EXIT, OP_PING, VERSION};
+use avr_harness::protocol::{
+    decode_header, encode_header, timer_cycles, Status, EMPTY_WINDOW, HEADER_LEN, OP_CYCLES, OP_EMPTY, OP_EXIT,
+    OP_PING, TIMERS_LEN, VERSION,
+};
 use avr_sim::{Marker, Sim};
 
 /// Cycle budget of one request (the slowest op takes a few million).
@@ -13,13 +16,21 @@ pub struct Device {
     sim: Sim,
     /// Registered op ids reported by the firmware.
     pub ops: Vec<u8>,
+    /// On-chip timer count minus marker count of the empty window: what the
+    /// timers add to every window (the same for all, checked by
+    /// [`Device::check_timers`]).
+    pub timer_offset: u64,
 }
 
 impl Device {
     /// Loads the firmware and checks that it answers a ping.
     pub fn open(elf: &Path, mcu: &str) -> Result<Device, String> {
         let sim = Sim::load(elf, mcu).map_err(|e| e.to_string())?;
-        let mut d = Device { sim, ops: Vec::new() };
+        let mut d = Device {
+            sim,
+            ops: Vec::new(),
+            timer_offset: 0,
+        };
         let ping = d.call(OP_PING, &[])?;
         if ping.first() != Some(&VERSION) {
             return Err(format!(
@@ -29,7 +40,43 @@ impl Device {
         }
         d.ops = ping[1..].to_vec();
         d.sim.take_markers();
+        d.call(OP_EMPTY, &[])?;
+        let marker = match avr_sim::windows(&d.sim.take_markers())
+            .map_err(|e| e.to_string())?
+            .as_slice()
+        {
+            [w] if w.id == EMPTY_WINDOW => w.cycles,
+            other => return Err(format!("empty window: unexpected markers {other:?}")),
+        };
+        d.timer_offset = d
+            .timer_cycles()?
+            .checked_sub(marker)
+            .ok_or("the on-chip timers count less than the empty marker window")?;
         Ok(d)
+    }
+
+    /// The on-chip timers' count of the last measured window (what a board
+    /// reports: no markers there).
+    pub fn timer_cycles(&mut self) -> Result<u64, String> {
+        let raw: [u8; TIMERS_LEN] = self
+            .call(OP_CYCLES, &[])?
+            .try_into()
+            .map_err(|r: Vec<u8>| format!("timer reading of {} bytes", r.len()))?;
+        Ok(timer_cycles(raw))
+    }
+
+    /// Checks the on-chip timers against the simulator: the last window's
+    /// timer count must be its marker count `marker` plus
+    /// [`Device::timer_offset`], exactly. Returns the timer count.
+    pub fn check_timers(&mut self, id: u8, marker: u64) -> Result<u64, String> {
+        let timer = self.timer_cycles()?;
+        if timer != marker + self.timer_offset {
+            return Err(format!(
+                "op 0x{id:02x}: the on-chip timers count {timer} cycles, the markers {marker} (+{} expected)",
+                self.timer_offset
+            ));
+        }
+        Ok(timer)
     }
 
     /// Sends one request and returns the reply payload (an error unless the status is Ok).

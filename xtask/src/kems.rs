@@ -251,6 +251,10 @@ pub struct Measured {
 }
 
 /// Runs `call` on `dev` and returns its result with the one marker window `id` it must open.
+///
+/// The on-chip timers' count of the window is checked against the markers
+/// ([`Device::check_timers`]): every measured call validates the count a
+/// board reports.
 pub fn measured<T>(
     dev: &mut Device,
     id: u8,
@@ -260,13 +264,16 @@ pub fn measured<T>(
     let r = call(dev)?;
     let w = avr_sim::windows(&dev.take_markers()).map_err(|e| e.to_string())?;
     match w.as_slice() {
-        [w] if w.id == id => Ok((
-            r,
-            Measured {
-                cycles: w.cycles,
-                stack: w.stack_bytes as u32,
-            },
-        )),
+        [w] if w.id == id => {
+            dev.check_timers(id, w.cycles)?;
+            Ok((
+                r,
+                Measured {
+                    cycles: w.cycles,
+                    stack: w.stack_bytes as u32,
+                },
+            ))
+        }
         other => Err(format!("op 0x{id:02x}: expected one marker window, got {other:?}")),
     }
 }

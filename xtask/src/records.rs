@@ -181,3 +181,21 @@ pub fn load_run() -> Option<LoadRun> {
     let text = std::fs::read_to_string(load_path()).ok()?;
     serde_json::from_str(&text).ok()
 }
+
+/// The compiler and release profile the AVR images are built with.
+pub fn toolchain() -> String {
+    let rustc = crate::opts::output(std::process::Command::new("/usr/bin/rustc").arg("--version"))
+        .unwrap_or_else(|_| "rustc ?".into());
+    let cargo_toml = std::fs::read_to_string(util::workspace_root().join("Cargo.toml")).unwrap_or_default();
+    let mut in_release = false;
+    let mut opt = String::from("?");
+    for line in cargo_toml.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_release = l == "[profile.release]";
+        } else if in_release && l.starts_with("opt-level") {
+            opt = l.split('=').nth(1).unwrap_or("?").trim().trim_matches('"').to_string();
+        }
+    }
+    format!("{}, avr-none, opt-level {opt}, lto", rustc.trim())
+}

@@ -146,6 +146,119 @@ pub fn marker_end(id: u8) {
     marker_begin(id | 0x80);
 }
 
+/// Starts the two timers of the on-chip cycle count (see
+/// [`crate::protocol::timer_cycles`]): a fine 16-bit timer at the CPU clock
+/// and a coarse 16-bit one at 1/1024 of it, no interrupts.
+///
+/// - ATmega1284p: Timer/Counter1 (fine) and Timer/Counter3 (coarse);
+/// - megaAVR-0: TCB0 in periodic mode with TOP 0xFFFF (fine) and TCA0
+///   (coarse).
+pub fn cycle_timers_init() {
+    // SAFETY: timer registers of the selected MCU, which nothing else uses.
+    unsafe {
+        #[cfg(not(avr_mega0))]
+        {
+            write_volatile(0x80 as *mut u8, 0); // TCCR1A: normal mode
+            write_volatile(0x81 as *mut u8, 0x01); // TCCR1B: clk/1
+            write_volatile(0x90 as *mut u8, 0); // TCCR3A: normal mode
+            write_volatile(0x91 as *mut u8, 0x05); // TCCR3B: clk/1024
+        }
+        #[cfg(avr_mega0)]
+        {
+            // 16-bit registers of megaAVR-0: low byte first.
+            write_volatile(0x0A26 as *mut u8, 0xFF); // TCA0.PER = 0xFFFF
+            write_volatile(0x0A27 as *mut u8, 0xFF);
+            write_volatile(0x0A01 as *mut u8, 0); // TCA0.CTRLB: normal mode
+            write_volatile(0x0A00 as *mut u8, (7 << 1) | 1); // TCA0.CTRLA: clk/1024, enabled
+            write_volatile(0x0A8C as *mut u8, 0xFF); // TCB0.CCMP = 0xFFFF (TOP)
+            write_volatile(0x0A8D as *mut u8, 0xFF);
+            write_volatile(0x0A81 as *mut u8, 0); // TCB0.CTRLB: periodic interrupt mode
+            write_volatile(0x0A80 as *mut u8, 1); // TCB0.CTRLA: clk/1, enabled
+        }
+    }
+}
+
+/// Zeroes both timers (and the coarse one's overflow flag), then opens
+/// marker window `id`, in one instruction sequence: the timer count and the
+/// marker window start a fixed number of cycles apart.
+#[inline(always)]
+pub fn timed_begin(id: u8) {
+    // SAFETY: timer registers and GPIOR0 of the selected MCU; no `nomem`, so
+    // memory accesses are not moved across it.
+    unsafe {
+        #[cfg(not(avr_mega0))]
+        asm!(
+            "sts 0x95, {zero}", // TCNT3H (classic 16-bit writes: high byte first)
+            "sts 0x94, {zero}", // TCNT3L
+            "out 0x18, {one}",  // TIFR3: clear TOV3
+            "sts 0x85, {zero}", // TCNT1H
+            "sts 0x84, {zero}", // TCNT1L: the fine count starts here
+            "out 0x1E, {id}",   // GPIOR0: the window opens
+            zero = in(reg) 0u8,
+            one = in(reg) 1u8,
+            id = in(reg) id,
+            options(nostack, preserves_flags)
+        );
+        #[cfg(avr_mega0)]
+        asm!(
+            "sts 0x0A20, {zero}", // TCA0.CNTL (megaAVR-0: low byte first)
+            "sts 0x0A21, {zero}", // TCA0.CNTH
+            "sts 0x0A0B, {one}",  // TCA0.INTFLAGS: clear OVF
+            "sts 0x0A8A, {zero}", // TCB0.CNTL
+            "sts 0x0A8B, {zero}", // TCB0.CNTH: the fine count starts here
+            "out 0x1C, {id}",     // GPIOR0: the window opens
+            zero = in(reg) 0u8,
+            one = in(reg) 1u8,
+            id = in(reg) id,
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Closes marker window `id`, then reads both timers in one instruction
+/// sequence: `fine (u16 LE) ‖ coarse (u16 LE) ‖ coarse overflowed (0/1)`,
+/// the input of [`crate::protocol::timer_cycles`].
+#[inline(always)]
+pub fn timed_end(id: u8) -> [u8; 5] {
+    let (f0, f1, c0, c1, ov): (u8, u8, u8, u8, u8);
+    // SAFETY: as in timed_begin; reads only.
+    unsafe {
+        #[cfg(not(avr_mega0))]
+        asm!(
+            "out 0x1E, {id}",  // GPIOR0: the window closes
+            "lds {f0}, 0x84",  // TCNT1L (latches TCNT1H)
+            "lds {f1}, 0x85",
+            "lds {c0}, 0x94",  // TCNT3L
+            "lds {c1}, 0x95",
+            "in {ov}, 0x18",   // TIFR3
+            id = in(reg) id | 0x80,
+            f0 = out(reg) f0,
+            f1 = out(reg) f1,
+            c0 = out(reg) c0,
+            c1 = out(reg) c1,
+            ov = out(reg) ov,
+            options(nostack, preserves_flags)
+        );
+        #[cfg(avr_mega0)]
+        asm!(
+            "out 0x1C, {id}",    // GPIOR0: the window closes
+            "lds {f0}, 0x0A8A",  // TCB0.CNTL (latches CNTH)
+            "lds {f1}, 0x0A8B",
+            "lds {c0}, 0x0A20",  // TCA0.CNTL
+            "lds {c1}, 0x0A21",
+            "lds {ov}, 0x0A0B",  // TCA0.INTFLAGS
+            id = in(reg) id | 0x80,
+            f0 = out(reg) f0,
+            f1 = out(reg) f1,
+            c0 = out(reg) c0,
+            c1 = out(reg) c1,
+            ov = out(reg) ov,
+            options(nostack, preserves_flags)
+        );
+    }
+    [f0, f1, c0, c1, ov & 1]
+}
+
 /// The stack pointer.
 #[inline(always)]
 pub fn read_sp() -> u16 {

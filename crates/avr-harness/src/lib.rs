@@ -11,6 +11,8 @@
 //! writes the window id to GPIOR0 before and `id | 0x80` after, so the
 //! simulator can stamp cycle counts; free SRAM is painted first and scanned
 //! afterwards, a second stack measure that also works on real hardware.
+//! Two on-chip timers are read at the same points ([`protocol::OP_CYCLES`]),
+//! the cycle count of a board, which has no simulator to stamp markers.
 //!
 //! On `target_arch = "avr"` the hardware parts are compiled for the classic
 //! megaAVR layout (ATmega1284p: UART0, GPIOR0 at I/O 0x1E) or, when built
@@ -41,11 +43,14 @@ pub use protocol::{Io, Op, Status};
 pub fn measure<R>(id: u8, f: impl FnOnce() -> R) -> R {
     paint_stack();
     let sp = read_sp();
-    marker_begin(id);
+    hw::timed_begin(id);
     let r = f();
-    marker_end(id);
-    // SAFETY: single-threaded firmware, no interrupts use this.
-    unsafe { LAST_STACK = stack_used_since(sp) };
+    let timers = hw::timed_end(id);
+    // SAFETY: single-threaded firmware, no interrupts use these.
+    unsafe {
+        LAST_STACK = stack_used_since(sp);
+        LAST_TIMERS = timers;
+    }
     r
 }
 
@@ -57,6 +62,21 @@ pub fn measure<R>(_id: u8, f: impl FnOnce() -> R) -> R {
 
 #[cfg(target_arch = "avr")]
 static mut LAST_STACK: u16 = 0;
+
+#[cfg(target_arch = "avr")]
+static mut LAST_TIMERS: [u8; 5] = [0; 5];
+
+/// The on-chip timers' reading of the last [`measure`] window
+/// ([`protocol::timer_cycles`] turns it into cycles).
+pub fn last_timers() -> [u8; 5] {
+    #[cfg(target_arch = "avr")]
+    // SAFETY: single-threaded firmware.
+    unsafe {
+        LAST_TIMERS
+    }
+    #[cfg(not(target_arch = "avr"))]
+    [0; 5]
+}
 
 /// The painted-stack measure of the last [`measure`] window, in bytes.
 pub fn last_stack() -> u16 {
@@ -72,8 +92,10 @@ pub fn last_stack() -> u16 {
 /// Serves requests forever: built-in operations (see [`protocol`]) and
 /// `ops`. Returns only through [`protocol::OP_EXIT`], which stops the MCU.
 pub fn serve<I: Io>(io: &mut I, ops: &[Op<I>]) -> ! {
+    #[cfg(target_arch = "avr")]
+    hw::cycle_timers_init();
     loop {
-        if let protocol::Flow::Exit = protocol::serve_one(io, ops, last_stack) {
+        if let protocol::Flow::Exit = protocol::serve_one(io, ops, last_stack, last_timers) {
             #[cfg(target_arch = "avr")]
             exit();
             #[cfg(not(target_arch = "avr"))]
