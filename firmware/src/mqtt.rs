@@ -87,9 +87,13 @@ impl Layout {
     pub const fn start_request_len(self) -> usize {
         1 + self.keys_len() + TAPE_LEN
     }
+    /// The hybrid ClientHello of a client id of `id_len` bytes.
+    pub const fn client_hello(self, id_len: usize) -> usize {
+        4 + id_len + 32 + self.pk + self.ct + X25519_LEN
+    }
     /// The largest ClientHello (hybrid, 64-byte id).
     pub const fn max_client_hello(self) -> usize {
-        4 + MAX_ID_LEN + 32 + self.pk + self.ct + X25519_LEN
+        self.client_hello(MAX_ID_LEN)
     }
     /// Reply bytes of [`OP_START`].
     pub const fn start_reply_len(self) -> usize {
@@ -107,10 +111,12 @@ impl Layout {
     pub const fn finish_reply_len(self) -> usize {
         1 + CF_LEN + RECORD_LEN
     }
-    /// The flight buffer the firmware keeps: the ClientHello goes out of it,
-    /// then the BrokerHello comes into it.
-    pub const fn flight_len(self) -> usize {
-        let (a, b) = (self.max_client_hello(), self.max_broker_hello());
+    /// The flight buffer the firmware keeps for a client id of `id_len`
+    /// bytes: the ClientHello goes out of it, then the BrokerHello comes
+    /// into it. (An image with provisioned keys knows its id's length; the
+    /// start reply pads the ClientHello to [`Self::max_client_hello`].)
+    pub const fn flight_len(self, id_len: usize) -> usize {
+        let (a, b) = (self.client_hello(id_len), self.max_broker_hello());
         if a > b {
             a
         } else {

@@ -1,13 +1,19 @@
 //! ATmega4808 (megaAVR-0) runs in yasimavr: KAT record 0 of every KEM image
 //! and what fits (the link support is `mega0_link`).
 
+use std::path::Path;
 use std::process::Command;
 
-use avr_harness::protocol::{OP_STACK, STACK_OVERFLOW};
+use avr_harness::protocol::{timer_cycles, OP_CYCLES, OP_EMPTY, OP_STACK, STACK_OVERFLOW, TIMERS_LEN};
 use firmware::kem::{kem_op_id, Kem, KemOp};
 
 use crate::target;
 use crate::{avr, kems, util};
+
+/// SRAM a sensor image must leave free beyond its static data and peak
+/// stack to count as fitting (issue #25): room for what the painted measure
+/// cannot see and for the application around the handshake.
+pub const SPARE_SRAM: u32 = 512;
 
 /// Why a KEM image does or does not fit the MCU, from its sizes and the
 /// stack its operations measured.
@@ -24,11 +30,18 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
         None => b.ram() < m.sram,
     };
     if let Some(s) = stack {
+        let spare = m.sram as i64 - (b.ram() + s) as i64;
+        let short = SPARE_SRAM as i64;
         notes.push(format!(
-            "static RAM {} B + peak stack {s} B = {} B of {} B",
+            "static RAM {} B + peak stack {s} B = {} B of {} B, {spare} B spare{}",
             b.ram(),
             b.ram() + s,
-            m.sram
+            m.sram,
+            if spare < short {
+                format!(" (less than the {short} B a sensor image keeps)")
+            } else {
+                String::new()
+            }
         ));
     } else {
         notes.push(format!("static RAM {} B of {} B", b.ram(), m.sram));
@@ -45,18 +58,9 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
 /// With `record`, the table also goes to `benchmarks/<mcu>/kem-fit.md`, which
 /// `docs/benchmarks.md` includes (`cargo xtask bench --mcu atmega4808`).
 pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, record: bool) -> Result<(), String> {
-    let root = util::workspace_root();
-    let python = root.join(".venv/bin/python");
-    if !python.exists() {
-        return Err(format!(
-            "{} needs yasimavr in {} (run `cargo xtask setup --yasimavr`)",
-            mcu.name,
-            python.display()
-        ));
-    }
     let (mut passed, mut failed, mut no_fit) = (0u32, 0u32, 0u32);
     let mut table = String::from(
-        "| KEM | flash B | static RAM B | KAT record 0 | painted stack K/E/D B | fits |\n|---|---:|---:|---|---|---|\n",
+        "| KEM | flash B | static RAM B | KAT record 0 | cycles K/E/D | painted stack K/E/D B | fits |\n|---|---:|---:|---|---|---|---|\n",
     );
     for kem in Kem::ALL.into_iter().filter(|k| k.name().contains(filter)) {
         let image = target::Image::kem(kem);
@@ -69,7 +73,7 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
             no_fit += 1;
             let (_, note) = fit_note(&b, None);
             table.push_str(&format!(
-                "| {} | {} | {} | not run | – | no: {note} |\n",
+                "| {} | {} | {} | not run | – | – | no: {note} |\n",
                 kem.name(),
                 b.flash(),
                 b.ram()
@@ -78,8 +82,7 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
         }
         let case = kems::kat_cases(kem, 1)?.remove(0);
         let r = &case.record;
-        let mut lines = String::new();
-        for (op, payload) in [
+        let requests = [
             (
                 KemOp::Keygen,
                 kems::request(kem, KemOp::Keygen, &[], &case.keygen_tape)?,
@@ -89,36 +92,19 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
                 kems::request(kem, KemOp::Encaps, &r.pk, &case.encaps_tape)?,
             ),
             (KemOp::Decaps, kems::request(kem, KemOp::Decaps, &r.sk, &r.ct)?),
-        ] {
-            lines.push_str(&format!("{:02x} {}\n", kem_op_id(kem, op), hex(&payload)));
-            lines.push_str(&format!("{OP_STACK:02x}\n"));
-        }
-        let req_file = image.target_dir(mcu).join("kat0-requests.txt");
-        std::fs::write(&req_file, lines).map_err(|e| format!("cannot write {}: {e}", req_file.display()))?;
+        ]
+        .map(|(op, payload)| (kem_op_id(kem, op), payload));
         eprintln!("xtask: {} in yasimavr …", kem.name());
-        let out = Command::new(&python)
-            .arg(root.join("firmware/avr/yasim_run.py"))
-            .arg(&b.elf)
-            .arg(&req_file)
-            .output()
-            .map_err(|e| format!("cannot run yasimavr: {e}"))?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let replies: Vec<Vec<u8>> = text
-            .lines()
-            .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                let status = it.next()?;
-                let body = it.next().unwrap_or("");
-                (status == "00").then(|| unhex(body))
-            })
-            .collect();
+        let replies = yasim_measured(&b.elf, &requests, &image.target_dir(mcu).join("kat0-requests.txt"))?;
         let want = [
             [&[0u8, case.keygen_tape.len() as u8, 0][..], &r.pk, &r.sk].concat(),
             [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
             r.ss.clone(),
         ];
-        let per_op: Vec<bool> = (0..3).map(|i| replies.get(2 * i) == Some(&want[i])).collect();
-        let ok = replies.len() == 6 && per_op.iter().all(|&x| x);
+        let per_op: Vec<bool> = (0..3)
+            .map(|i| replies.get(i).map(|m| &m.body) == Some(&want[i]))
+            .collect();
+        let ok = replies.len() == 3 && per_op.iter().all(|&x| x);
         let verdict = if ok {
             "reproduced".to_string()
         } else if replies.is_empty() {
@@ -130,10 +116,10 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
                 .collect();
             v.join(", ")
         };
-        let stacks: Vec<u32> = (0..3)
-            .filter_map(|i| replies.get(2 * i + 1))
-            .filter(|s| s.len() == 2)
-            .map(|s| u16::from_le_bytes([s[0], s[1]]) as u32)
+        let stacks: Vec<u32> = replies.iter().filter_map(|m| m.stack).map(u32::from).collect();
+        let cycles: Vec<String> = replies
+            .iter()
+            .map(|m| m.cycles.map_or("–".into(), |c| c.to_string()))
             .collect();
         let peak = stacks.iter().copied().max().filter(|&s| s != STACK_OVERFLOW as u32);
         let overflow = stacks.contains(&(STACK_OVERFLOW as u32));
@@ -155,23 +141,19 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
         } else if !sram_limit {
             failed += 1;
             eprintln!(
-                "FAIL {} KAT record 0 on {}: {} replies{}",
+                "FAIL {} KAT record 0 on {}: {} replies",
                 kem.name(),
                 mcu.name,
-                replies.len(),
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .map(|l| format!(" ({l})"))
-                    .unwrap_or_default()
+                replies.len()
             );
         }
         table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {}: {note} |\n",
+            "| {} | {} | {} | {} | {} | {} | {}: {note} |\n",
             kem.name(),
             b.flash(),
             b.ram(),
             verdict,
+            cycles.join("/"),
             if stacks.len() == 3 {
                 let show = |s: u32| {
                     if s == STACK_OVERFLOW as u32 {
@@ -188,7 +170,9 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
         ));
     }
     print!("{table}");
-    let legend = "(yasimavr; painted-stack measure; flash = text + data image + rodata)";
+    let legend = "(yasimavr; cycles by the on-chip timers between the markers, UART transfer excluded, \
+         yasimavr's classic-core (AVRe+) instruction timings; painted-stack measure; \
+         flash = text + data image + rodata)";
     println!("{legend}");
     if record {
         crate::records::record_fit_table(mcu.name, "kem-fit", &format!("{table}\n{legend}\n"))?;
@@ -202,6 +186,90 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
         return Err(format!("{no_fit} KEM(s) do not fit {} (--require-fit)", mcu.name));
     }
     Ok(())
+}
+
+/// One measured request's outcome in yasimavr.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Reply payload (harness status Ok).
+    pub body: Vec<u8>,
+    /// Painted stack of its window ([`STACK_OVERFLOW`] if it ran into static data).
+    pub stack: Option<u16>,
+    /// Cycles of its window by the on-chip timers, minus the empty window's:
+    /// no UART transfer inside, the same quantity as the ATmega1284p's
+    /// marker counts (where the two agree exactly; `Device::check_timers`).
+    pub cycles: Option<u64>,
+}
+
+/// Runs each `(op, payload)` request, a measured op, on the firmware `elf`
+/// in yasimavr (`firmware/avr/yasim_run.py`, request file in `scratch`),
+/// each followed by its painted stack and timer reading; the empty window's
+/// timer reading comes first, for calibration. Returns the replies in order
+/// while the harness answered Ok: fewer than requested when the firmware
+/// crashed or refused one (a handler's own error is in its payload).
+pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) -> Result<Vec<Measured>, String> {
+    let root = util::workspace_root();
+    let python = root.join(".venv/bin/python");
+    if !python.exists() {
+        return Err(format!(
+            "the ATmega4808 runs need yasimavr in {} (run `cargo xtask setup --yasimavr`)",
+            python.display()
+        ));
+    }
+    let mut lines = format!(
+        "{OP_EMPTY:02x}
+{OP_CYCLES:02x}
+"
+    );
+    for (op, payload) in requests {
+        lines.push_str(&format!(
+            "{op:02x} {}
+{OP_STACK:02x}
+{OP_CYCLES:02x}
+",
+            hex(payload)
+        ));
+    }
+    std::fs::write(scratch, lines).map_err(|e| format!("cannot write {}: {e}", scratch.display()))?;
+    let out = Command::new(&python)
+        .arg(root.join("firmware/avr/yasim_run.py"))
+        .arg(elf)
+        .arg(scratch)
+        .output()
+        .map_err(|e| format!("cannot run yasimavr: {e}"))?;
+    if !out.status.success() {
+        // The run stopped early (the replies say how far it got).
+        if let Some(l) = String::from_utf8_lossy(&out.stderr).lines().last() {
+            eprintln!("xtask: yasimavr: {l}");
+        }
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ok: Vec<Vec<u8>> = text
+        .lines()
+        .map_while(|l| {
+            // `STATUS PAYLOAD CYCLES`, one space apart (an empty payload leaves two).
+            let mut it = l.split(' ');
+            (it.next()? == "00").then(|| unhex(it.next().unwrap_or("")))
+        })
+        .collect();
+    let timers = |r: Option<&Vec<u8>>| {
+        r.and_then(|t| <[u8; TIMERS_LEN]>::try_from(t.as_slice()).ok())
+            .map(timer_cycles)
+    };
+    let empty = timers(ok.get(1));
+    Ok(ok
+        .get(2..)
+        .unwrap_or(&[])
+        .chunks(3)
+        .map(|c| Measured {
+            body: c[0].clone(),
+            stack: c
+                .get(1)
+                .filter(|s| s.len() == 2)
+                .map(|s| u16::from_le_bytes([s[0], s[1]])),
+            cycles: timers(c.get(2)).zip(empty).map(|(t, e)| t.saturating_sub(e)),
+        })
+        .collect())
 }
 
 fn hex(b: &[u8]) -> String {

@@ -26,7 +26,19 @@ const L: Layout = Layout {
     sk: KEM.sk_len(),
     ct: KEM.ct_len(),
 };
-const FLIGHT: usize = L.flight_len();
+/// The client id's length: provisioned, or the longest a request may carry.
+#[cfg(feature = "mqtt-provisioned")]
+const ID_LEN: usize = {
+    let n = PROVISIONED_KEYS[0] as usize;
+    if n < MAX_ID_LEN {
+        n
+    } else {
+        MAX_ID_LEN
+    }
+};
+#[cfg(not(feature = "mqtt-provisioned"))]
+const ID_LEN: usize = MAX_ID_LEN;
+const FLIGHT: usize = L.flight_len(ID_LEN);
 
 // The sensor's long-term keys and the broker's public keys: the
 // handshake state borrows them from `start` until `finish`.
@@ -43,7 +55,9 @@ static mut BROKER_X_PK: [u8; X25519_LEN] = [0; X25519_LEN];
 /// The same fields, provisioned into the image (in flash on the
 /// ATmega4808: no SRAM); the start request must carry equal bytes.
 #[cfg(feature = "mqtt-provisioned")]
-static PROVISIONED: [u8; L.keys_len()] = *include_bytes!(concat!(env!("OUT_DIR"), "/provisioned-keys.bin"));
+static PROVISIONED: [u8; L.keys_len()] = PROVISIONED_KEYS;
+#[cfg(feature = "mqtt-provisioned")]
+const PROVISIONED_KEYS: [u8; L.keys_len()] = *include_bytes!(concat!(env!("OUT_DIR"), "/provisioned-keys.bin"));
 /// The static-static X25519 secret, computed when the keys arrive
 /// (a sensor does it once, at provisioning: spec §3), not in the
 /// measured handshake.
@@ -200,7 +214,7 @@ fn start(io: &mut Uart) {
         io.write_byte(8);
         io.write_u16(0);
         io.write_u16(0);
-        io.write_bytes(&flight[..L.max_client_hello()]);
+        write_padded(io, &[]);
         return;
     };
     // SAFETY: single-threaded; nothing else borrows it now.
@@ -236,7 +250,15 @@ fn start(io: &mut Uart) {
     io.write_byte(status);
     io.write_u16(rng.used() as u16);
     io.write_u16(n as u16);
-    io.write_bytes(&flight[..L.max_client_hello()]);
+    write_padded(io, flight.get(..n).unwrap_or(&[]));
+}
+
+/// A ClientHello, zero-padded to the largest the reply holds.
+fn write_padded(io: &mut Uart, hello: &[u8]) {
+    io.write_bytes(hello);
+    for _ in hello.len()..L.max_client_hello() {
+        io.write_byte(0);
+    }
 }
 
 /// The new session key at work: one record to the broker. Not
