@@ -3,8 +3,7 @@
 
 use std::time::Instant;
 
-use avr_harness::protocol::{EMPTY_WINDOW, OP_EMPTY, OP_STACK};
-use avr_sim::windows;
+use avr_harness::protocol::{EMPTY_WINDOW, OP_EMPTY};
 use firmware::{kem_op_id, op_id, Kem, KemOp, Ring};
 
 use crate::avr::{self, CallGraph};
@@ -16,21 +15,12 @@ use crate::report::{markdown_table, regenerate};
 use crate::target;
 use crate::{kems as kemsim, published, simtest};
 
-/// Runs `op` on `inputs` and returns (cycles including the marker overhead, sim stack, painted stack).
+/// Runs `op` on `payload` and returns (cycles including the empty window's,
+/// stack, painted stack); see [`Device::measure_window`].
 fn measure(dev: &mut Device, id: u8, payload: &[u8]) -> Result<(u64, u32, u32), String> {
-    dev.take_markers();
-    dev.call(id, payload)?;
-    let w = windows(&dev.take_markers()).map_err(|e| e.to_string())?;
-    let [w] = w.as_slice() else {
-        return Err(format!("op 0x{id:02x}: expected one marker window, got {w:?}"));
-    };
-    if w.id != id {
-        return Err(format!("op 0x{id:02x}: marker window {} instead", w.id));
-    }
-    dev.check_timers(id, w.cycles)?;
-    let painted = dev.call(OP_STACK, &[])?;
-    let painted = u16::from_le_bytes([painted[0], painted[1]]) as u32;
-    Ok((w.cycles, w.stack_bytes as u32, painted))
+    let ((), w) = dev.measure_window(id, |d| d.call(id, payload).map(drop))?;
+    let painted = dev.painted_stack()?;
+    Ok((w.cycles, w.stack, painted))
 }
 
 /// Context shared by every benchmark of one run.
@@ -39,12 +29,30 @@ struct Ctx {
     toolchain: String,
     revision: String,
     simulator: String,
+    /// A board on a serial port (path, baud) instead of simavr.
+    board: Option<(String, u32)>,
 }
 
 impl Ctx {
+    /// The MCU as the records name it: a board's rows apart from the simulator's.
+    fn label(&self) -> String {
+        match self.board {
+            Some(_) => format!("{}-board", self.mcu.name),
+            None => self.mcu.name.into(),
+        }
+    }
+
+    /// The firmware `elf` in simavr, or the board (which must run that image).
+    fn device(&self, elf: &std::path::Path) -> Result<Device, String> {
+        match &self.board {
+            Some((path, baud)) => Device::open_board(path, *baud, BOARD_TIMEOUT),
+            None => Device::open(elf, self.mcu.name),
+        }
+    }
+
     fn record(&self, scheme: &str, variant: &str, operation: &str) -> Record {
         Record {
-            mcu: self.mcu.name.into(),
+            mcu: self.label(),
             scheme: scheme.into(),
             variant: variant.into(),
             operation: operation.into(),
@@ -65,22 +73,20 @@ impl Ctx {
     }
 }
 
-/// The cost of an empty marker window: subtracted from every measurement.
+/// The cost of an empty window (the fewest cycles of three): subtracted from
+/// every measurement.
 fn empty_window(dev: &mut Device) -> Result<u64, String> {
     let mut empty = u64::MAX;
     for _ in 0..3 {
-        dev.take_markers();
-        dev.call(OP_EMPTY, &[])?;
-        let w = windows(&dev.take_markers()).map_err(|e| e.to_string())?;
-        match w.as_slice() {
-            [w] if w.id == EMPTY_WINDOW => empty = empty.min(w.cycles),
-            other => return Err(format!("empty window: unexpected markers {other:?}")),
-        }
+        let ((), w) = dev.measure_window(EMPTY_WINDOW, |d| d.call(OP_EMPTY, &[]).map(drop))?;
+        empty = empty.min(w.cycles);
     }
-    eprintln!(
-        "xtask: on-chip timers: every window's count is its marker count + {} cycles (checked per operation)",
-        dev.timer_offset
-    );
+    if !dev.is_board() {
+        eprintln!(
+            "xtask: on-chip timers: every window's count is its marker count + {} cycles (checked per operation)",
+            dev.timer_offset
+        );
+    }
     Ok(empty)
 }
 
@@ -97,6 +103,31 @@ pub struct BenchArgs {
     /// Use the images already built
     #[arg(long)]
     pub no_build: bool,
+    /// Run on a board on this serial port instead of simavr (flashed with
+    /// `--image`, e.g. by `cargo xtask flash`); cycles by its on-chip timers
+    #[arg(long, value_name = "PORT", requires = "image")]
+    pub device: Option<String>,
+    /// The image the board runs (with --device): rings, a KEM image
+    /// (kyber512-r3, ml-kem-512, lightsaber, ctru-…) or a sensor image (mqtt-…)
+    #[arg(long, requires = "device")]
+    pub image: Option<String>,
+    /// The board's UART speed (default: what the firmware sets at 20 MHz,
+    /// 2,500,000 on the ATmega1284p, 1,250,000 on the ATmega4808)
+    #[arg(long, requires = "device")]
+    pub baud: Option<u32>,
+}
+
+/// How long a board may take to answer one request (the slowest operation
+/// included: ~50 M cycles at 20 MHz is 2.5 s).
+const BOARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The UART speed the firmware sets at 20 MHz (avr-harness `Uart::init`).
+pub fn default_baud(mcu: target::Mcu) -> u32 {
+    if mcu.simulated {
+        2_500_000
+    } else {
+        1_250_000
+    }
 }
 
 /// `cargo xtask bench [--mcu M] [--filter S] [--no-build]`.
@@ -104,6 +135,19 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let mcu = o.mcu;
     let filter = o.filter.to_lowercase();
     let no_build = o.no_build;
+    if let (Some(port), Some(image)) = (&o.device, &o.image) {
+        let baud = o.baud.unwrap_or(default_baud(mcu));
+        let (records, _) = bench_image(&board_ctx(mcu, port, baud), image, &filter, no_build)?;
+        let label = format!("{}-board", mcu.name);
+        let mut schemes: Vec<&str> = records.iter().map(|r| r.scheme.as_str()).collect();
+        schemes.dedup();
+        for scheme in schemes {
+            let rs: Vec<Record> = records.iter().filter(|r| r.scheme == scheme).cloned().collect();
+            save(&label, scheme, &rs, true)?;
+        }
+        print!("{}", markdown_table(&records));
+        return regenerate();
+    }
     if !mcu.simulated {
         // No cycle-accurate model (simavr has no megaAVR-0): what fits, run in
         // yasimavr; recorded only by an unfiltered run (a filtered one would
@@ -113,16 +157,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         crate::mqtt::mega0(mcu, &filter, no_build, record, false)?;
         return regenerate();
     }
-    let ctx = Ctx {
-        mcu,
-        toolchain: crate::records::toolchain(),
-        revision: crate::opts::git_revision(),
-        simulator: format!(
-            "simavr {} @ {} MHz (libsimavr, avr-sim)",
-            mcu.name,
-            avr_sim::DEFAULT_FREQUENCY / 1_000_000
-        ),
-    };
+    let ctx = sim_ctx(mcu);
     let start = Instant::now();
     let mut simulated = 0;
     let mut all = Vec::new();
@@ -185,12 +220,156 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     regenerate()
 }
 
+fn sim_ctx(mcu: target::Mcu) -> Ctx {
+    Ctx {
+        mcu,
+        toolchain: crate::records::toolchain(),
+        revision: crate::opts::git_revision(),
+        simulator: format!(
+            "simavr {} @ {} MHz (libsimavr, avr-sim)",
+            mcu.name,
+            avr_sim::DEFAULT_FREQUENCY / 1_000_000
+        ),
+        board: None,
+    }
+}
+
+fn board_ctx(mcu: target::Mcu, port: &str, baud: u32) -> Ctx {
+    Ctx {
+        simulator: format!(
+            "hardware: a {} board on {port} at {baud} Bd; cycles by its on-chip timers",
+            mcu.name
+        ),
+        board: Some((port.to_string(), baud)),
+        ..sim_ctx(mcu)
+    }
+}
+
+/// An image `bench` measures, by name.
+enum Named {
+    Rings,
+    Kems(target::Image, Vec<Kem>),
+    Sensor(target::Image),
+}
+
+impl Named {
+    fn find(mcu: target::Mcu, name: &str) -> Result<Named, String> {
+        if name == target::Image::rings().name {
+            return Ok(Named::Rings);
+        }
+        if let Some((image, kems)) = target::kem_images(mcu).into_iter().find(|(i, _)| i.name == name) {
+            return Ok(Named::Kems(image, kems));
+        }
+        if let Some(image) = crate::sensor::images(mcu, "").into_iter().find(|i| i.name == name) {
+            return Ok(Named::Sensor(image));
+        }
+        Err(format!(
+            "no image `{name}` for {}: rings, a KEM image (kyber512-r3, ml-kem-512, …) or a sensor image (mqtt-…)",
+            mcu.name
+        ))
+    }
+
+    fn image(&self) -> target::Image {
+        match self {
+            Named::Rings => target::Image::rings(),
+            Named::Kems(i, _) | Named::Sensor(i) => i.clone(),
+        }
+    }
+}
+
+/// The benchmark of one image by name (`rings`, a KEM image, a sensor
+/// image), as `bench` runs it: on the board of `ctx` if it has one.
+fn bench_image(ctx: &Ctx, name: &str, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
+    match Named::find(ctx.mcu, name)? {
+        Named::Rings => bench_rings(ctx, filter, no_build),
+        Named::Kems(image, kems) => {
+            let kems: Vec<Kem> = kems
+                .into_iter()
+                .filter(|k| k.name().to_lowercase().contains(filter))
+                .collect();
+            bench_kems(ctx, &image, &kems, no_build)
+        }
+        Named::Sensor(image) => bench_mqtt(ctx, &[image], filter, no_build),
+    }
+}
+
+/// Options of `cargo xtask sim-pty`.
+#[derive(clap::Parser, Debug)]
+pub struct SimPtyArgs {
+    /// The image the simulated ATmega1284p runs (rings, a KEM image, a sensor image)
+    #[arg(long)]
+    pub image: String,
+    /// Use the image already built
+    #[arg(long)]
+    pub no_build: bool,
+}
+
+/// `cargo xtask sim-pty --image I [--no-build]`: simavr runs the image
+/// behind a pty until the firmware stops (`OP_EXIT`, which `bench --device`
+/// sends at its end) or the command is interrupted.
+pub fn sim_pty(o: &SimPtyArgs) -> Result<(), String> {
+    let mcu = target::mcu("atmega1284p")?;
+    let elf = avr::image_elf(mcu, &Named::find(mcu, &o.image)?.image(), o.no_build)?;
+    let pty = crate::pty::SimOnPty::start(&elf, mcu.name)?;
+    println!(
+        "the simulated {} runs `{}` on {} (at any baud rate); Ctrl-C stops it",
+        mcu.name,
+        o.image,
+        pty.path()
+    );
+    pty.wait()
+}
+
+/// CI: `bench --device` against the simulated ATmega1284p behind a pty
+/// (`pty::SimOnPty`), for each of `images` (built): every row must equal
+/// the simulator's own run: the timers' cycles (minus the empty window's)
+/// the markers', the painted stack the painted stack. The board path runs
+/// the serial code a real board gets.
+pub fn device_check(images: &[&str]) -> Result<(), String> {
+    let mcu = target::mcu("atmega1284p")?;
+    for &name in images {
+        let elf = avr::image_elf(mcu, &Named::find(mcu, name)?.image(), true)?;
+        let (simulated, _) = bench_image(&sim_ctx(mcu), name, "", true)?;
+        let pty = crate::pty::SimOnPty::start(&elf, mcu.name)?;
+        let board = bench_image(&board_ctx(mcu, pty.path(), default_baud(mcu)), name, "", true);
+        pty.finish()?;
+        let (board, _) = board?;
+        if board.len() != simulated.len() {
+            return Err(format!(
+                "{name}: {} rows over the pty, {} in simavr",
+                board.len(),
+                simulated.len()
+            ));
+        }
+        for (b, s) in board.iter().zip(&simulated) {
+            let what = format!("{name}: {} {} {}", s.scheme, s.variant, s.operation);
+            if (&b.scheme, &b.variant, &b.operation) != (&s.scheme, &s.variant, &s.operation) {
+                return Err(format!(
+                    "{what}: the pty run measured {} {} instead",
+                    b.variant, b.operation
+                ));
+            }
+            if b.cycles != s.cycles || b.stack_bytes_painted != s.stack_bytes_painted {
+                return Err(format!(
+                    "{what}: {} cycles / {:?} B painted over the pty, {} / {:?} in simavr",
+                    b.cycles, b.stack_bytes_painted, s.cycles, s.stack_bytes_painted
+                ));
+            }
+        }
+        println!(
+            "{name}: {} operations over a serial port (pty) = simavr, cycle for cycle",
+            board.len()
+        );
+    }
+    Ok(())
+}
+
 /// The 25 ring operations of the `rings` image.
 fn bench_rings(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
     let mcu = ctx.mcu;
     let elf = avr::image_elf(mcu, &target::Image::rings(), no_build)?;
     let graph = CallGraph::load(&elf)?;
-    let mut dev = Device::open(&elf, mcu.name)?;
+    let mut dev = ctx.device(&elf)?;
     let empty = empty_window(&mut dev)?;
     let mut rng = Rng::new(0xBE_4C4);
     let mut records = Vec::new();
@@ -259,7 +438,7 @@ fn bench_mqtt(ctx: &Ctx, images: &[target::Image], filter: &str, no_build: bool)
             .filter_map(|f| graph.find("mqtt", f))
             .collect();
         let code = graph.reachable_size_union(&roots);
-        let mut dev = Device::open(&elf, mcu.name)?;
+        let mut dev = ctx.device(&elf)?;
         let empty = empty_window(&mut dev)?;
         let mut failed_image = false;
         for suite in crate::sensor::suites_of(image) {
@@ -321,7 +500,7 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
     let mcu = ctx.mcu;
     let elf = avr::image_elf(mcu, image, no_build)?;
     let graph = CallGraph::load(&elf)?;
-    let mut dev = Device::open(&elf, mcu.name)?;
+    let mut dev = ctx.device(&elf)?;
     let empty = empty_window(&mut dev)?;
     let mut records = Vec::new();
     for &kem in kems {
@@ -382,4 +561,14 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
     let simulated = dev.cycle();
     dev.close()?;
     Ok((records, simulated))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The CI step on its own (needs the built images).
+    #[test]
+    #[ignore]
+    fn the_board_path_over_a_pty_equals_simavr() {
+        super::device_check(&["rings", "mqtt-ml-kem-512-x25519"]).unwrap();
+    }
 }

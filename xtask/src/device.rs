@@ -1,47 +1,61 @@
-//! A simulated device running the firmware, spoken to with the harness protocol.
+//! The firmware spoken to with the harness protocol: in simavr, or on a
+//! board over a serial port (`bench --device`).
 
 use std::path::Path;
+use std::time::Duration;
 
 use avr_harness::protocol::{
     decode_header, encode_header, timer_cycles, Status, EMPTY_WINDOW, HEADER_LEN, OP_CYCLES, OP_EMPTY, OP_EXIT,
-    OP_PING, TIMERS_LEN, VERSION,
+    OP_PING, OP_STACK, TIMERS_LEN, VERSION,
 };
 use avr_sim::{Marker, Sim};
 
 /// Cycle budget of one request (the slowest op takes a few million).
 const BUDGET: u64 = 500_000_000;
 
-/// The firmware in simavr.
+/// A board over its serial port.
+type Board = avr_serial::Link<Box<dyn avr_serial::serialport::SerialPort>>;
+
+enum Backend {
+    Sim(Box<Sim>),
+    Board(Board),
+}
+
+/// The firmware in simavr, or on a board.
 pub struct Device {
-    sim: Sim,
+    backend: Backend,
     /// Registered op ids reported by the firmware.
     pub ops: Vec<u8>,
     /// On-chip timer count minus marker count of the empty window: what the
     /// timers add to every window (the same for all, checked by
-    /// [`Device::check_timers`]).
+    /// [`Device::check_timers`]). 0 on a board, which has no markers.
     pub timer_offset: u64,
 }
 
+/// The measure of one window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Cycles: the marker count in simavr, the timers' count on a board
+    /// (the empty window's cost included either way: subtract the empty
+    /// window's, measured the same way).
+    pub cycles: u64,
+    /// Stack bytes: simavr's SP tracking, the painted measure on a board.
+    pub stack: u32,
+}
+
 impl Device {
-    /// Loads the firmware and checks that it answers a ping.
+    /// Loads the firmware in simavr and checks that it answers a ping.
     pub fn open(elf: &Path, mcu: &str) -> Result<Device, String> {
         let sim = Sim::load(elf, mcu).map_err(|e| e.to_string())?;
         let mut d = Device {
-            sim,
+            backend: Backend::Sim(Box::new(sim)),
             ops: Vec::new(),
             timer_offset: 0,
         };
-        let ping = d.call(OP_PING, &[])?;
-        if ping.first() != Some(&VERSION) {
-            return Err(format!(
-                "firmware speaks protocol {:?}, expected {VERSION}",
-                ping.first()
-            ));
-        }
-        d.ops = ping[1..].to_vec();
-        d.sim.take_markers();
+        d.ops = d.ping()?;
+        d.take_markers();
         d.call(OP_EMPTY, &[])?;
-        let marker = match avr_sim::windows(&d.sim.take_markers())
+        let marker = match avr_sim::windows(&d.take_markers())
             .map_err(|e| e.to_string())?
             .as_slice()
         {
@@ -53,6 +67,97 @@ impl Device {
             .checked_sub(marker)
             .ok_or("the on-chip timers count less than the empty marker window")?;
         Ok(d)
+    }
+
+    /// Opens a board running the firmware on serial port `path` at `baud`
+    /// and checks that it answers a ping. `timeout` bounds each reply (the
+    /// slowest operation included).
+    pub fn open_board(path: &str, baud: u32, timeout: Duration) -> Result<Device, String> {
+        let port = avr_serial::open(path, baud, timeout).map_err(|e| e.to_string())?;
+        let mut d = Device {
+            backend: Backend::Board(avr_serial::Link::new(port)),
+            ops: Vec::new(),
+            timer_offset: 0,
+        };
+        d.ops = d.ping()?;
+        Ok(d)
+    }
+
+    /// Whether this is a board (no markers, profile or simulated cycles).
+    pub fn is_board(&self) -> bool {
+        matches!(self.backend, Backend::Board(_))
+    }
+
+    fn ping(&mut self) -> Result<Vec<u8>, String> {
+        let ping = self.call(OP_PING, &[])?;
+        if ping.first() != Some(&VERSION) {
+            return Err(format!(
+                "firmware speaks protocol {:?}, expected {VERSION}",
+                ping.first()
+            ));
+        }
+        Ok(ping[1..].to_vec())
+    }
+
+    /// Sends one request and returns the reply payload (an error unless the status is Ok).
+    pub fn call(&mut self, op: u8, payload: &[u8]) -> Result<Vec<u8>, String> {
+        let sim = match &mut self.backend {
+            Backend::Board(b) => return b.call(op, payload).map_err(|e| e.to_string()),
+            Backend::Sim(sim) => sim,
+        };
+        let len = u16::try_from(payload.len()).map_err(|_| "payload too long".to_string())?;
+        sim.send(&encode_header(op, len));
+        sim.send(payload);
+        let err = |e: avr_sim::Error| format!("op 0x{op:02x}: {e}");
+        let h = sim.run_until_output(HEADER_LEN, BUDGET).map_err(err)?;
+        let (status, len) = decode_header([h[0], h[1], h[2]]);
+        let body = sim.run_until_output(len as usize, BUDGET).map_err(err)?;
+        match Status::from_u8(status) {
+            Some(Status::Ok) => Ok(body),
+            Some(s) => Err(format!("op 0x{op:02x}: firmware answered {s:?}")),
+            None => Err(format!("op 0x{op:02x}: bad status byte 0x{status:02x}")),
+        }
+    }
+
+    /// Runs `call`, which must run measured operation `id` once, and returns
+    /// its result with the window's measure. In simavr the window is the
+    /// marker pair, and the on-chip timers' count is checked against it
+    /// ([`Device::check_timers`]); on a board the timers are the measure.
+    pub fn measure_window<T>(
+        &mut self,
+        id: u8,
+        call: impl FnOnce(&mut Device) -> Result<T, String>,
+    ) -> Result<(T, Window), String> {
+        if self.is_board() {
+            let r = call(self)?;
+            let cycles = self.timer_cycles()?;
+            let stack = self.painted_stack()?;
+            return Ok((r, Window { cycles, stack }));
+        }
+        self.take_markers();
+        let r = call(self)?;
+        let w = avr_sim::windows(&self.take_markers()).map_err(|e| e.to_string())?;
+        match w.as_slice() {
+            [w] if w.id == id => {
+                self.check_timers(id, w.cycles)?;
+                Ok((
+                    r,
+                    Window {
+                        cycles: w.cycles,
+                        stack: w.stack_bytes as u32,
+                    },
+                ))
+            }
+            other => Err(format!("op 0x{id:02x}: expected one marker window, got {other:?}")),
+        }
+    }
+
+    /// The painted stack of the last measured window.
+    pub fn painted_stack(&mut self) -> Result<u32, String> {
+        match self.call(OP_STACK, &[])?.as_slice() {
+            &[lo, hi] => Ok(u16::from_le_bytes([lo, hi]) as u32),
+            other => Err(format!("stack reading of {} bytes", other.len())),
+        }
     }
 
     /// The on-chip timers' count of the last measured window (what a board
@@ -79,58 +184,56 @@ impl Device {
         Ok(timer)
     }
 
-    /// Sends one request and returns the reply payload (an error unless the status is Ok).
-    pub fn call(&mut self, op: u8, payload: &[u8]) -> Result<Vec<u8>, String> {
-        let len = u16::try_from(payload.len()).map_err(|_| "payload too long".to_string())?;
-        self.sim.send(&encode_header(op, len));
-        self.sim.send(payload);
-        let err = |e: avr_sim::Error| format!("op 0x{op:02x}: {e}");
-        let h = self.sim.run_until_output(HEADER_LEN, BUDGET).map_err(err)?;
-        let (status, len) = decode_header([h[0], h[1], h[2]]);
-        let body = self.sim.run_until_output(len as usize, BUDGET).map_err(err)?;
-        match Status::from_u8(status) {
-            Some(Status::Ok) => Ok(body),
-            Some(s) => Err(format!("op 0x{op:02x}: firmware answered {s:?}")),
-            None => Err(format!("op 0x{op:02x}: bad status byte 0x{status:02x}")),
+    fn sim(&mut self) -> Option<&mut Sim> {
+        match &mut self.backend {
+            Backend::Sim(s) => Some(s),
+            Backend::Board(_) => None,
         }
     }
 
-    /// Marker writes since the last call.
+    /// Marker writes since the last call (none on a board).
     pub fn take_markers(&mut self) -> Vec<Marker> {
-        self.sim.take_markers()
+        self.sim().map(|s| s.take_markers()).unwrap_or_default()
     }
 
     /// Turns the simulator's per-instruction profile of marker windows on or off.
     pub fn set_profiling(&mut self, on: bool) {
-        self.sim.set_profiling(on)
+        if let Some(s) = self.sim() {
+            s.set_profiling(on)
+        }
     }
 
-    /// Takes the instruction profile (counter per flash word) and zeroes it.
+    /// Takes the instruction profile (counter per flash word) and zeroes it
+    /// (empty on a board).
     pub fn take_profile(&mut self) -> Vec<u32> {
-        self.sim.take_profile()
+        self.sim().map(|s| s.take_profile()).unwrap_or_default()
     }
 
     /// `len` bytes of the firmware's data space from `addr` (e.g. a static,
     /// to check it holds no secret after an operation), once the firmware
     /// has finished the last operation: the simulation stops as the reply's
     /// last byte goes out, before the handler's own end, so a ping's
-    /// answer is awaited first.
+    /// answer is awaited first. Simulator only.
     pub fn read_data(&mut self, addr: u32, len: usize) -> Result<Vec<u8>, String> {
         self.call(OP_PING, &[])?;
-        self.sim
+        self.sim()
+            .ok_or("a board's memory cannot be read")?
             .read_data(addr, len)
             .ok_or_else(|| format!("data space 0x{addr:x}+{len} is outside the MCU's RAM"))
     }
 
-    /// Cycles simulated so far.
-    pub fn cycle(&self) -> u64 {
-        self.sim.cycle()
+    /// Cycles simulated so far (0 on a board).
+    pub fn cycle(&mut self) -> u64 {
+        self.sim().map(|s| s.cycle()).unwrap_or(0)
     }
 
     /// Asks the firmware to stop and waits until it has (`cli; sleep`).
     pub fn close(mut self) -> Result<(), String> {
         self.call(OP_EXIT, &[])?;
-        self.sim.run_to_exit(1_000_000).map_err(|e| e.to_string())
+        match self.sim() {
+            Some(s) => s.run_to_exit(1_000_000).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
     }
 }
 

@@ -244,38 +244,28 @@ pub fn dev_decaps(dev: &mut Device, kem: Kem, sk: &[u8], ct: &[u8]) -> Result<Ve
 /// A marker-window measurement of one firmware call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Measured {
-    /// Cycles between the markers (the empty window's cost included).
+    /// Cycles of the window (the empty window's cost included).
     pub cycles: u64,
-    /// Stack bytes (simulator SP tracking).
+    /// Stack bytes (simulator SP tracking; on a board, the painted measure).
     pub stack: u32,
 }
 
-/// Runs `call` on `dev` and returns its result with the one marker window `id` it must open.
-///
-/// The on-chip timers' count of the window is checked against the markers
-/// ([`Device::check_timers`]): every measured call validates the count a
-/// board reports.
+/// Runs `call` on `dev` and returns its result with the measure of the
+/// one window `id` it must open ([`Device::measure_window`]: in simavr the
+/// markers, checked against the on-chip timers; on a board the timers).
 pub fn measured<T>(
     dev: &mut Device,
     id: u8,
     call: impl FnOnce(&mut Device) -> Result<T, String>,
 ) -> Result<(T, Measured), String> {
-    dev.take_markers();
-    let r = call(dev)?;
-    let w = avr_sim::windows(&dev.take_markers()).map_err(|e| e.to_string())?;
-    match w.as_slice() {
-        [w] if w.id == id => {
-            dev.check_timers(id, w.cycles)?;
-            Ok((
-                r,
-                Measured {
-                    cycles: w.cycles,
-                    stack: w.stack_bytes as u32,
-                },
-            ))
-        }
-        other => Err(format!("op 0x{id:02x}: expected one marker window, got {other:?}")),
-    }
+    let (r, w) = dev.measure_window(id, call)?;
+    Ok((
+        r,
+        Measured {
+            cycles: w.cycles,
+            stack: w.stack,
+        },
+    ))
 }
 
 /// Tape bytes a key generation draws when it needs no retry.

@@ -11,6 +11,7 @@ mod ct;
 mod device;
 mod dfr;
 mod e2e;
+mod flash;
 mod hosteval;
 mod kat;
 mod kems;
@@ -21,6 +22,7 @@ mod mqtt;
 mod mqtt_load;
 mod opts;
 mod progress;
+mod pty;
 mod published;
 mod records;
 mod report;
@@ -62,9 +64,15 @@ enum Cmd {
     /// Constant-time check in simavr: every KEM operation takes the same cycles
     /// (and per-address instruction counts) for every input
     Ct(ct::CtArgs),
-    /// Cycles, stack and code size of every operation in simavr; writes
-    /// benchmarks/MCU/*.json, benchmarks/latest.json and docs/benchmarks.*
+    /// Cycles, stack and code size of every operation in simavr (with --device: on a
+    /// board over its serial port); writes benchmarks/MCU/*.json, benchmarks/latest.json
+    /// and docs/benchmarks.*
     Bench(bench::BenchArgs),
+    /// Write a firmware image to a board with avrdude (bootloader or UPDI adapter)
+    Flash(flash::FlashArgs),
+    /// A simulated ATmega1284p board on a pseudo-terminal: try `bench --device`
+    /// and `kem-mqtt serial-bridge` without a board
+    SimPty(bench::SimPtyArgs),
     /// The KEM-MQTT/1 sensor handshake of every suite on the AVR against the host broker
     /// (with --broker: one suite's sensor against a real MQTT broker over TCP)
     Mqtt(mqtt::MqttArgs),
@@ -88,7 +96,15 @@ impl Cmd {
     fn needs_machine(&self) -> bool {
         matches!(
             self,
-            Cmd::Ci | Cmd::Bench(_) | Cmd::SimTest(_) | Cmd::Ct(_) | Cmd::Mqtt(_) | Cmd::E2e(_) | Cmd::BuildAvr(_)
+            Cmd::Ci
+                | Cmd::Bench(_)
+                | Cmd::Flash(_)
+                | Cmd::SimPty(_)
+                | Cmd::SimTest(_)
+                | Cmd::Ct(_)
+                | Cmd::Mqtt(_)
+                | Cmd::E2e(_)
+                | Cmd::BuildAvr(_)
         )
     }
 }
@@ -112,6 +128,7 @@ pub const LAYERS: &[&str] = &[
     "records",
     // running firmware in a simulator, and the host side of each exchange
     "device",
+    "pty",
     "kems",
     "sensor",
     // building
@@ -131,6 +148,7 @@ pub const LAYERS: &[&str] = &[
     "e2e",
     "mqtt_load",
     "bench",
+    "flash",
     "kat",
     "dfr",
 ];
@@ -172,6 +190,8 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::BuildAvr(a) => avr::build_cmd(&a),
         Cmd::SimTest(a) => simtest::run(&a),
         Cmd::Bench(a) => bench::run(&a),
+        Cmd::Flash(a) => flash::run(&a),
+        Cmd::SimPty(a) => bench::sim_pty(&a),
         Cmd::Report => report::regenerate(),
         Cmd::Kat(a) => kat::run(&a),
         Cmd::Dfr(a) => dfr::run(&a),
@@ -262,6 +282,15 @@ fn ci() -> Result<(), String> {
         ),
         // The AVR sensor through real mosquitto, plugin and gateway: the
         // application must see the reading sealed on the AVR.
+        // The code that talks to a board, against the simulator on a pty.
+        (
+            "board path: bench --device over a pty = simavr, cycle for cycle",
+            Box::new(|| bench::device_check(&["rings", "mqtt-ml-kem-512-x25519"])),
+        ),
+        (
+            "flash: avrdude into a simulated Optiboot on a pty",
+            Box::new(flash::check),
+        ),
         (
             "KEM-MQTT end to end: AVR sensor → mosquitto (plugin, gateway) → mosquitto_sub",
             Box::new(|| e2e::run(&args(&["e2e", "--no-build"])?)),

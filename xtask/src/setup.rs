@@ -39,6 +39,9 @@ const MOSQUITTO: &[&str] = &[
     "/usr/bin/mosquitto_pub",
 ];
 
+/// avrdude, which `cargo xtask flash` runs (its test flashes a simulated bootloader).
+const AVRDUDE: &str = "/usr/bin/avrdude";
+
 /// Environment guard: set on the one re-run of the xtask after it was rebuilt
 /// with the simulator, so that a rebuild that still lacks it is an error, not a loop.
 pub const REEXEC_GUARD: &str = "XTASK_REBUILT_WITH_SIMULATOR";
@@ -61,6 +64,8 @@ pub struct Capabilities {
     /// Debian's mosquitto broker, its plugin headers and its command-line clients
     /// (the end-to-end tests' applications).
     pub mosquitto: bool,
+    /// avrdude (flashing boards).
+    pub avrdude: bool,
     /// This xtask binary was compiled with the simulator (`avr_sim::AVAILABLE`).
     pub binding_built: bool,
 }
@@ -135,6 +140,7 @@ pub fn plan(c: &Capabilities) -> Plan {
             MOSQUITTO.join(", ")
         ),
     );
+    need(c.avrdude, &["avrdude"], format!("{AVRDUDE} is missing"));
     // The binding is compiled when the xtask is: once the headers are there
     // (now or after the install) a binary built without them must be rebuilt.
     let rebuild = !c.binding_built;
@@ -189,6 +195,7 @@ pub fn probe() -> Capabilities {
         simavr_headers: exist(SIMAVR_HEADERS),
         pkg_config: runs("pkg-config"),
         mosquitto: exist(MOSQUITTO),
+        avrdude: exist(&[AVRDUDE]),
         binding_built: avr_sim::AVAILABLE,
     }
 }
@@ -333,6 +340,7 @@ mod tests {
             simavr_headers: true,
             pkg_config: true,
             mosquitto: true,
+            avrdude: true,
             binding_built: true,
         }
     }
@@ -347,6 +355,7 @@ mod tests {
             simavr_headers: false,
             pkg_config: false,
             mosquitto: false,
+            avrdude: false,
             binding_built: false,
         };
         let p = plan(&c);
@@ -366,6 +375,7 @@ mod tests {
             "mosquitto",
             "mosquitto-dev",
             "mosquitto-clients",
+            "avrdude",
         ] {
             assert!(p.packages.contains(&pkg), "{pkg} missing from {:?}", p.packages);
         }

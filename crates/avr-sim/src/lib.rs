@@ -471,6 +471,21 @@ impl Sim {
         }
     }
 
+    /// Runs `budget` more cycles and returns the output collected (possibly
+    /// none): the step of a loop that also feeds input, like a UART bridge.
+    /// An error once the firmware has stopped (its last output is taken by
+    /// [`Sim::take_output`]).
+    pub fn run_slice(&mut self, budget: u64) -> Result<Vec<u8>, Error> {
+        match self.run(budget, usize::MAX) {
+            Ok(0) | Err(Error::CycleLimit { .. }) => Ok(self.take_output()),
+            Ok(_) => Err(Error::Exited {
+                cycle: self.cycle(),
+                output_len: self.output_len(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Turns the instruction profile on (counters zeroed) or off. While on,
     /// every instruction executed inside a marker window increments the
     /// counter of its flash word: two runs whose profiles differ took

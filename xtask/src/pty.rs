@@ -1,0 +1,131 @@
+//! The simulated board on a pseudo-terminal: simavr runs the firmware and
+//! its UART0 is the far end of a pty, so the code that talks to a board over
+//! a serial port (`avr-serial`: `bench --device`, `kem-mqtt serial-bridge`)
+//! runs in CI against the simulator, byte for byte as it would against a
+//! board's USB serial adapter.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use avr_serial::serialport::{SerialPort, TTYPort};
+use avr_sim::Sim;
+
+/// Cycles simulated between two looks at the pty (10 ms of a 20 MHz MCU;
+/// a 1,700-byte reply at 2.5 Mbaud takes 136,000).
+const SLICE: u64 = 200_000;
+
+/// simavr running `elf` behind a pty; dropped, it stops the simulation.
+pub struct SimOnPty {
+    path: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), String>>>,
+}
+
+impl SimOnPty {
+    /// Loads `elf` for `mcu` in simavr and connects its UART0 to a new pty.
+    pub fn start(elf: &Path, mcu: &str) -> Result<SimOnPty, String> {
+        let (mut master, path) = open_pty(Duration::from_millis(1))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (elf, mcu, flag) = (elf.to_path_buf(), mcu.to_string(), stop.clone());
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || -> Result<(), String> {
+            // simavr's state stays on this thread.
+            let sim = Sim::load(&elf, &mcu).map_err(|e| e.to_string());
+            let ok = sim.is_ok();
+            let _ = ready_tx.send(sim.as_ref().map(drop).map_err(Clone::clone));
+            if !ok {
+                return Ok(());
+            }
+            serve(sim?, &mut master, &flag)
+        });
+        ready_rx.recv().map_err(|_| "the simulator thread died".to_string())??;
+        Ok(SimOnPty {
+            path,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The pty's path (`/dev/pts/N`): what a host opens as the board's port.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Waits until the firmware stops (`OP_EXIT`) and reports how it ended.
+    pub fn wait(mut self) -> Result<(), String> {
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err("the simulator thread panicked".into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops the simulation and reports how it ended (an error if the
+    /// firmware crashed or the pty failed).
+    pub fn finish(mut self) -> Result<(), String> {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err("the simulator thread panicked".into()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SimOnPty {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A new pty: its master end, whose reads time out after `timeout`, and the
+/// path of the other end, which a host (or avrdude) opens and locks. Until
+/// it does, the master's reads report a hang-up ([`hung_up`]).
+pub fn open_pty(timeout: Duration) -> Result<(TTYPort, String), String> {
+    let (mut master, slave) = TTYPort::pair().map_err(|e| format!("cannot open a pty pair: {e}"))?;
+    let path = slave.name().ok_or("the pty has no path")?;
+    drop(slave);
+    master.set_timeout(timeout).map_err(|e| e.to_string())?;
+    Ok((master, path))
+}
+
+/// Whether a read on a pty's master failed because no one has the other
+/// end open (EIO, or POLLHUP, which serialport reports as a broken pipe).
+pub fn hung_up(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(5) || e.kind() == std::io::ErrorKind::BrokenPipe
+}
+
+/// Carries bytes between the pty and the simulated UART until `stop` or
+/// until the firmware stops (`OP_EXIT`).
+fn serve(mut sim: Sim, pty: &mut TTYPort, stop: &AtomicBool) -> Result<(), String> {
+    let mut buf = [0u8; 4096];
+    while !stop.load(Ordering::SeqCst) {
+        match pty.read(&mut buf) {
+            Ok(n) => sim.send(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {}
+            // No one has the board's end open right now (a hang-up: EIO or
+            // POLLHUP, which serialport reports as a broken pipe).
+            Err(e) if hung_up(&e) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => return Err(format!("pty: {e}")),
+        }
+        // Markers pile up otherwise; a board has none.
+        sim.take_markers();
+        match sim.run_slice(SLICE) {
+            Ok(out) => pty.write_all(&out).map_err(|e| format!("pty: {e}"))?,
+            Err(avr_sim::Error::Exited { .. }) => {
+                let out = sim.take_output();
+                pty.write_all(&out).map_err(|e| format!("pty: {e}"))?;
+                return Ok(());
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
