@@ -26,6 +26,21 @@
 
 /// Op id of `SensorHandshake::start` (and its marker window).
 pub const OP_START: u8 = 0x68;
+/// Op id of the sensor's own start (images with provisioned keys: feature
+/// `mqtt-provisioned`): request `suite ‖ host_nonce[32]`, reply as
+/// [`OP_START`]'s. The keys are the image's, and the randomness is the
+/// sensor's: [`TAPE_LABEL`]-KDF of its provisioned keys, a counter kept in
+/// EEPROM (incremented and written back before use, so no two handshakes
+/// of a board share it, power losses included) and the host's nonce (which
+/// adds entropy but cannot repeat the counter). The host needs no key:
+/// `kem-mqtt serial-bridge` carries the flights.
+pub const OP_HELLO: u8 = 0x6A;
+/// Bytes of the host's nonce in an [`OP_HELLO`] request.
+pub const HOST_NONCE_LEN: usize = 32;
+/// KDF label of the sensor's own randomness ([`OP_HELLO`]).
+pub const TAPE_LABEL: &[u8] = b"kem-mqtt/1 sensor randomness";
+/// EEPROM address of the handshake counter (u32 little-endian; erased: none yet).
+pub const COUNTER_ADDR: u16 = 0;
 /// Op id of `AwaitBrokerHello::receive_broker_hello` (and its marker window).
 pub const OP_FINISH: u8 = 0x69;
 /// Randomness bytes a start request carries: nonce, KEM keygen, encaps,
@@ -61,6 +76,7 @@ pub const fn error_name(code: u8) -> &'static str {
         6 => "malformed message",
         7 => "no handshake in progress",
         8 => "the request's keys differ from the provisioned ones",
+        9 => "the EEPROM handshake counter is exhausted or does not keep what is written",
         _ => "other error",
     }
 }
@@ -95,7 +111,11 @@ impl Layout {
     pub const fn max_client_hello(self) -> usize {
         self.client_hello(MAX_ID_LEN)
     }
-    /// Reply bytes of [`OP_START`].
+    /// Request bytes of [`OP_HELLO`].
+    pub const fn hello_request_len(self) -> usize {
+        1 + HOST_NONCE_LEN
+    }
+    /// Reply bytes of [`OP_START`] (and [`OP_HELLO`]).
     pub const fn start_reply_len(self) -> usize {
         5 + self.max_client_hello()
     }
@@ -133,11 +153,11 @@ mod tests {
     fn ids_are_free_and_lengths_fit_the_protocol() {
         for (k, o) in crate::kem_ops() {
             let id = crate::kem_op_id(k, o);
-            assert!(id != OP_START && id != OP_FINISH);
+            assert!(id != OP_START && id != OP_FINISH && id != OP_HELLO);
         }
         for (r, k) in crate::ops() {
             let id = crate::op_id(r, k);
-            assert!(id != OP_START && id != OP_FINISH);
+            assert!(id != OP_START && id != OP_FINISH && id != OP_HELLO);
         }
         const { assert!(OP_FINISH < avr_harness::protocol::OP_EXIT) };
         let ml = Layout {

@@ -92,7 +92,7 @@ fn features_for(mcu: Mcu, image: &Image) -> Vec<&'static str> {
     }
     // The 4808 sensor keeps its keys in flash (6 KB of SRAM hold no spare
     // 1.5 KB of key copies): provisioned into the image at build time.
-    if mcu.name == "atmega4808" && image.name.starts_with("mqtt-") {
+    if mcu.name == "atmega4808" && image.name.starts_with("mqtt-") && !f.contains(&"mqtt-provisioned") {
         f.push("mqtt-provisioned");
     }
     f
@@ -114,7 +114,11 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     }
     let mut cmd = Command::new(AVR_CARGO);
     if features_for(mcu, image).contains(&"mqtt-provisioned") {
-        cmd.env("KEM_MQTT_PROVISIONED_KEYS", crate::sensor::provision(mcu, image)?);
+        let keys = match &image.keys {
+            Some(k) => k.clone(),
+            None => crate::sensor::provision(mcu, image)?,
+        };
+        cmd.env("KEM_MQTT_PROVISIONED_KEYS", keys);
     }
     // Whatever the outer (rustup) cargo exported must not leak into the AVR build.
     for var in [

@@ -87,7 +87,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let site = Site::topic_mode("e2e-topic")?;
     let state = Arc::new(BrokerState { secrets, registry });
     let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
-    let gateway = Gateway::connect_login(&site.addr(), state, GatewayConfig::default(), login)
+    let gateway = Gateway::connect_login(&site.addr(), state.clone(), GatewayConfig::default(), login)
         .and_then(Gateway::spawn)
         .map_err(|e| format!("gateway: {e}"))?;
     let app = Subscriber::start(&site, "plain/#", 1, 60)?;
@@ -96,5 +96,78 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let stats = gateway.stop().map_err(|e| format!("gateway: {e}"))?;
     delivered.map_err(|e| format!("{e}\ngateway: {stats}\nbroker log:\n{}", site.log()))?;
     println!("e2e: gateway: {stats}");
+
+    // A board on a serial port: the simulated 1284p on a pty, running the
+    // sensor image with the key file compiled in, and `kem-mqtt
+    // serial-bridge`, which holds no key, carrying it to the plugin.
+    let image = crate::sensor::provisioned_image(mcu, crate::target::Image::mqtt(suite.kem(), true), &keys)?;
+    let elf = crate::avr::image_elf(mcu, &image, false)?;
+    sensor_draws_fresh_randomness(&elf, mcu.name, suite)?;
+    let bin = kem_mqtt_cli()?;
+    let site = Site::auth_mode("e2e-serial", &state.secrets, &state.registry, Conf::Documented, &plugin)?;
+    let app = Subscriber::start(&site, "plain/#", 1, 60)?;
+    let board = crate::pty::SimOnPty::start(&elf, mcu.name)?;
+    let out = std::process::Command::new(&bin)
+        .args([
+            "serial-bridge",
+            "--port",
+            board.path(),
+            "--broker",
+            &site.addr(),
+            "--suite",
+            SUITE,
+        ])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    board.finish()?;
+    let printed = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "kem-mqtt serial-bridge failed:\n{printed}{}\nbroker log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            site.log()
+        ));
+    }
+    print!("{printed}");
+    check_delivery(Mode::Auth, app).map_err(|e| format!("serial bridge: {e}\nbroker log:\n{}", site.log()))?;
     Ok(())
+}
+
+/// The provisioned image's own start (`OP_HELLO`) twice with the same host
+/// nonce: both succeed and the ClientHellos differ, so the EEPROM counter
+/// moved on (a bridge replaying its nonce cannot make the sensor repeat
+/// its randomness).
+fn sensor_draws_fresh_randomness(elf: &Path, mcu: &str, suite: Suite) -> Result<(), String> {
+    let mut dev = crate::device::Device::open(elf, mcu)?;
+    let mut request = vec![suite.id()];
+    request.extend_from_slice(&[0x5A; fw::HOST_NONCE_LEN]);
+    let mut hellos = Vec::new();
+    for _ in 0..2 {
+        let reply = dev.call(fw::OP_HELLO, &request)?;
+        match reply.first() {
+            Some(0) => hellos.push(reply),
+            s => return Err(format!("OP_HELLO answered status {s:?}")),
+        }
+    }
+    dev.close()?;
+    if hellos[0] == hellos[1] {
+        return Err(
+            "two OP_HELLOs with the same host nonce gave the same ClientHello: the counter did not move".into(),
+        );
+    }
+    println!("e2e: the provisioned sensor's two starts with one host nonce differ (EEPROM counter)");
+    Ok(())
+}
+
+/// The `kem-mqtt` command line, built (debug) for the serial-bridge leg.
+fn kem_mqtt_cli() -> Result<std::path::PathBuf, String> {
+    crate::util::run(std::process::Command::new("cargo").args([
+        "build",
+        "-q",
+        "-p",
+        "kem-mqtt-host",
+        "--bin",
+        "kem-mqtt",
+    ]))?;
+    Ok(crate::util::workspace_root().join("target/debug/kem-mqtt"))
 }

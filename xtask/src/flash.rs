@@ -46,6 +46,11 @@ pub struct FlashArgs {
     /// The programmer's baud rate (default: 115200)
     #[arg(long)]
     pub baud: Option<u32>,
+    /// A sensor image's keys: a `kem-mqtt provision` key file, compiled into
+    /// the image (the board then runs the handshake on its own, for
+    /// `kem-mqtt serial-bridge`)
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<PathBuf>,
     /// Use the image already built
     #[arg(long)]
     pub no_build: bool,
@@ -117,7 +122,18 @@ pub fn run(o: &FlashArgs) -> Result<(), String> {
     let [image] = images.as_slice() else {
         return Err(format!("--image {} names {} images: flash one", o.image, images.len()));
     };
-    let elf = avr::image_elf(o.mcu, image, o.no_build)?;
+    let image = match &o.keys {
+        Some(path) => {
+            if !image.name.starts_with("mqtt-") {
+                return Err(format!("--keys provisions a sensor image (mqtt-…), not {}", image.name));
+            }
+            let keys = kem_mqtt_host::keys::SensorKeys::load(path)
+                .map_err(|e| format!("--keys {}: {e} (write one with `kem-mqtt provision`)", path.display()))?;
+            crate::sensor::provisioned_image(o.mcu, image.clone(), &keys)?
+        }
+        None => image.clone(),
+    };
+    let elf = avr::image_elf(o.mcu, &image, o.no_build)?;
     let hex = hex_of(&elf)?;
     let programmer = o.programmer.as_deref().unwrap_or(default_programmer(o.mcu));
     let args = avrdude_args(o.mcu, &hex, &o.port, programmer, o.baud.unwrap_or(115_200));

@@ -24,16 +24,14 @@
 //!
 //! Every wait has a deadline ([`WAIT`]); every failure is a [`LiveError`].
 
-use std::fmt;
-use std::net::TcpStream;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use firmware::mqtt::{self as fw, Layout};
 use kem_mqtt::Suite;
 use kem_mqtt_host::addr::BrokerAddr;
+use kem_mqtt_host::bridge::{self, Finished, Hello, RemoteSensor};
 use kem_mqtt_host::keys::SensorKeys;
-use kem_mqtt_host::mqtt::{self as wire, Connection, Packet};
 
 use crate::device::Device;
 use crate::kems::{self, Measured};
@@ -52,131 +50,7 @@ const START_ATTEMPTS: u32 = 5;
 
 pub use kem_mqtt_host::Mode;
 
-/// Why a live run failed.
-#[derive(Debug)]
-pub enum LiveError {
-    /// Before any traffic: the MCU, the key file, the client id, the image.
-    Setup(String),
-    /// The simulated AVR: a failed call, or a step that answered an error status.
-    Avr(String),
-    /// No TCP connection to the broker.
-    Connect {
-        /// The broker.
-        addr: String,
-        /// The last address's error.
-        error: std::io::Error,
-    },
-    /// Sending or receiving failed.
-    Io {
-        /// What was going on.
-        during: String,
-        /// The error.
-        error: std::io::Error,
-    },
-    /// Nothing arrived in time.
-    Timeout {
-        /// What was awaited.
-        waiting_for: String,
-        /// For how long.
-        after: Duration,
-    },
-    /// The broker closed the connection.
-    Closed {
-        /// What was awaited.
-        waiting_for: String,
-    },
-    /// The broker refused: a CONNACK or SUBACK with a failure reason code.
-    Refused {
-        /// Which step.
-        during: String,
-        /// The reason code.
-        reason: u8,
-    },
-    /// A packet that does not belong at this point of the exchange.
-    Unexpected {
-        /// What was awaited.
-        waiting_for: String,
-        /// What came.
-        packet: String,
-    },
-}
-
-impl fmt::Display for LiveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LiveError::Setup(s) => f.write_str(s),
-            LiveError::Avr(s) => write!(f, "the AVR: {s}"),
-            LiveError::Connect { addr, error } => write!(f, "cannot connect to the broker at {addr}: {error}"),
-            LiveError::Io { during, error } => write!(f, "{during}: {error}"),
-            LiveError::Timeout { waiting_for, after } => {
-                write!(f, "timed out after {} s waiting for {waiting_for}", after.as_secs_f32())
-            }
-            LiveError::Closed { waiting_for } => {
-                write!(f, "the broker closed the connection while we waited for {waiting_for}")
-            }
-            LiveError::Refused { during, reason } => {
-                write!(
-                    f,
-                    "{during}: refused, reason code {reason:#04x} ({})",
-                    reason_name(*reason)
-                )
-            }
-            LiveError::Unexpected { waiting_for, packet } => {
-                write!(f, "waiting for {waiting_for}, the broker sent {packet}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for LiveError {}
-
-impl From<LiveError> for String {
-    fn from(e: LiveError) -> String {
-        e.to_string()
-    }
-}
-
-/// MQTT v5 reason codes a broker refuses with.
-fn reason_name(code: u8) -> &'static str {
-    match code {
-        0x00 => "success",
-        0x18 => "continue authentication",
-        0x80 => "unspecified error",
-        0x81 => "malformed packet",
-        0x82 => "protocol error",
-        0x83 => "implementation specific error",
-        0x84 => "unsupported protocol version",
-        0x85 => "client identifier not valid",
-        0x86 => "bad user name or password",
-        0x87 => "not authorized",
-        0x88 => "server unavailable",
-        0x89 => "server busy",
-        0x8A => "banned",
-        0x8C => "bad authentication method",
-        0x8F => "topic filter invalid",
-        0x97 => "quota exceeded",
-        _ => "see the MQTT v5 reason codes",
-    }
-}
-
-/// A short description of a packet (no payload bytes).
-fn describe(p: &Packet) -> String {
-    match p {
-        Packet::Connect { client_id, .. } => format!("CONNECT ({client_id})"),
-        Packet::ConnAck { reason, .. } => format!("CONNACK {reason:#04x} ({})", reason_name(*reason)),
-        Packet::Publish { topic, payload } => format!("PUBLISH on {topic} ({} B)", payload.len()),
-        Packet::Subscribe { packet_id, .. } => format!("SUBSCRIBE (id {packet_id})"),
-        Packet::SubAck { packet_id, reasons } => format!("SUBACK (id {packet_id}, {reasons:02x?})"),
-        Packet::Auth { reason, auth_data, .. } => format!(
-            "AUTH {reason:#04x} ({}, {} B of data)",
-            reason_name(*reason),
-            auth_data.as_ref().map_or(0, Vec::len)
-        ),
-        Packet::PingReq => "PINGREQ".into(),
-        Packet::PingResp => "PINGRESP".into(),
-        Packet::Disconnect { reason } => format!("DISCONNECT {reason:#04x} ({})", reason_name(*reason)),
-    }
-}
+pub use kem_mqtt_host::bridge::BridgeError as LiveError;
 
 /// The record topic compiled into the firmware, as an MQTT topic name.
 pub fn record_topic() -> Result<&'static str, LiveError> {
@@ -212,37 +86,12 @@ pub fn check_client_id(keys: &SensorKeys) -> Result<(), LiveError> {
     )))
 }
 
-/// The `OP_START` request: `suite ‖ id_len ‖ id[MAX_ID_LEN] ‖ kem_sk ‖
-/// x25519_sk ‖ broker_kem_pk ‖ broker_x25519_pk ‖ tape` (see `firmware::mqtt`).
+/// The `OP_START` request: `suite ‖ keys ‖ tape` (the key fields of
+/// [`sensor::provisioned_keys`]; see `firmware::mqtt`).
 fn start_request(keys: &SensorKeys, tape: &[u8; fw::TAPE_LEN]) -> Result<Vec<u8>, LiveError> {
-    let l = sensor::layout(keys.suite.kem());
-    let id = keys.client_id.as_bytes();
-    if id.len() > fw::MAX_ID_LEN {
-        return Err(LiveError::Setup(format!(
-            "client id of {} bytes > {}",
-            id.len(),
-            fw::MAX_ID_LEN
-        )));
-    }
-    let mut r = Vec::with_capacity(l.start_request_len());
-    r.push(keys.suite.id());
-    r.push(id.len() as u8);
-    r.extend_from_slice(id);
-    r.resize(2 + fw::MAX_ID_LEN, 0);
-    r.extend_from_slice(&keys.kem_sk);
-    // Present in every key file; the firmware ignores it for pure suites.
-    r.extend_from_slice(&*keys.x25519_sk);
-    r.extend_from_slice(&keys.broker_kem_pk);
-    r.extend_from_slice(&keys.broker_x25519_pk);
+    let mut r = vec![keys.suite.id()];
+    r.extend_from_slice(&sensor::provisioned_keys(keys).map_err(LiveError::Setup)?);
     r.extend_from_slice(tape);
-    if r.len() != l.start_request_len() {
-        return Err(LiveError::Setup(format!(
-            "{}: start request of {} bytes, the firmware takes {}",
-            keys.suite.name(),
-            r.len(),
-            l.start_request_len()
-        )));
-    }
     Ok(r)
 }
 
@@ -270,9 +119,9 @@ fn avr_start(dev: &mut Device, keys: &SensorKeys) -> Result<Started, LiveError> 
         wipe(&mut tape);
         let r = kems::measured(dev, fw::OP_START, |d| d.call(fw::OP_START, &request));
         wipe(&mut request);
-        let (reply, measured) = r.map_err(LiveError::Avr)?;
+        let (reply, measured) = r.map_err(LiveError::Sensor)?;
         if reply.len() != l.start_reply_len() {
-            return Err(LiveError::Avr(format!(
+            return Err(LiveError::Sensor(format!(
                 "start reply of {} bytes, expected {} (is the image for {}?)",
                 reply.len(),
                 l.start_reply_len(),
@@ -290,7 +139,7 @@ fn avr_start(dev: &mut Device, keys: &SensorKeys) -> Result<Started, LiveError> 
                 continue;
             }
             s => {
-                return Err(LiveError::Avr(format!(
+                return Err(LiveError::Sensor(format!(
                     "start answered status {s} ({}) after {attempt} attempt(s)",
                     fw::error_name(s)
                 )))
@@ -300,7 +149,7 @@ fn avr_start(dev: &mut Device, keys: &SensorKeys) -> Result<Started, LiveError> 
         let n = u16::from_le_bytes([reply[3], reply[4]]) as usize;
         let client_hello = reply
             .get(5..5 + n)
-            .ok_or_else(|| LiveError::Avr(format!("start reply announces a ClientHello of {n} bytes")))?
+            .ok_or_else(|| LiveError::Sensor(format!("start reply announces a ClientHello of {n} bytes")))?
             .to_vec();
         return Ok(Started {
             client_hello,
@@ -309,20 +158,22 @@ fn avr_start(dev: &mut Device, keys: &SensorKeys) -> Result<Started, LiveError> 
             attempts: attempt,
         });
     }
-    Err(LiveError::Avr(format!("start exhausted {START_ATTEMPTS} random tapes")))
+    Err(LiveError::Sensor(format!(
+        "start exhausted {START_ATTEMPTS} random tapes"
+    )))
 }
 
 /// What the AVR's `finish` produced.
-struct Finished {
+struct AvrFinished {
     client_finished: Vec<u8>,
     record: Vec<u8>,
     measured: Measured,
 }
 
 /// Runs `OP_FINISH` on the BrokerHello.
-fn avr_finish(dev: &mut Device, l: Layout, broker_hello: &[u8]) -> Result<Finished, LiveError> {
+fn avr_finish(dev: &mut Device, l: Layout, broker_hello: &[u8]) -> Result<AvrFinished, LiveError> {
     if broker_hello.len() > l.max_broker_hello() {
-        return Err(LiveError::Avr(format!(
+        return Err(LiveError::Sensor(format!(
             "a BrokerHello of {} bytes, more than the {} this image takes",
             broker_hello.len(),
             l.max_broker_hello()
@@ -332,178 +183,26 @@ fn avr_finish(dev: &mut Device, l: Layout, broker_hello: &[u8]) -> Result<Finish
     request.extend_from_slice(broker_hello);
     request.resize(l.finish_request_len(), 0);
     let (reply, measured) =
-        kems::measured(dev, fw::OP_FINISH, |d| d.call(fw::OP_FINISH, &request)).map_err(LiveError::Avr)?;
+        kems::measured(dev, fw::OP_FINISH, |d| d.call(fw::OP_FINISH, &request)).map_err(LiveError::Sensor)?;
     if reply.len() != l.finish_reply_len() {
-        return Err(LiveError::Avr(format!(
+        return Err(LiveError::Sensor(format!(
             "finish reply of {} bytes, expected {}",
             reply.len(),
             l.finish_reply_len()
         )));
     }
     if reply[0] != 0 {
-        return Err(LiveError::Avr(format!(
+        return Err(LiveError::Sensor(format!(
             "finish (receive_broker_hello) answered status {} ({})",
             reply[0],
             fw::error_name(reply[0])
         )));
     }
-    Ok(Finished {
+    Ok(AvrFinished {
         client_finished: reply[1..1 + fw::CF_LEN].to_vec(),
         record: reply[1 + fw::CF_LEN..].to_vec(),
         measured,
     })
-}
-
-/// One MQTT connection with a deadline on every wait.
-struct Link {
-    conn: Connection,
-    wait: Duration,
-}
-
-impl Link {
-    /// Connects to the first address of `broker` that answers within `wait`.
-    fn open(broker: &BrokerAddr, wait: Duration) -> Result<Link, LiveError> {
-        let mut last = std::io::Error::other("the address resolved to nothing");
-        for a in broker.socket_addrs() {
-            match TcpStream::connect_timeout(a, wait) {
-                Ok(stream) => {
-                    stream.set_write_timeout(Some(wait)).map_err(|error| LiveError::Io {
-                        during: "setting the write timeout".into(),
-                        error,
-                    })?;
-                    return Ok(Link {
-                        conn: Connection::new(stream),
-                        wait,
-                    });
-                }
-                Err(e) => last = e,
-            }
-        }
-        Err(LiveError::Connect {
-            addr: broker.to_string(),
-            error: last,
-        })
-    }
-
-    fn send(&mut self, p: &Packet) -> Result<(), LiveError> {
-        self.conn.send(p).map_err(|error| LiveError::Io {
-            during: format!("sending {}", describe(p)),
-            error,
-        })
-    }
-
-    fn publish(&mut self, topic: &str, payload: &[u8]) -> Result<(), LiveError> {
-        self.send(&Packet::Publish {
-            topic: topic.into(),
-            payload: payload.to_vec(),
-        })
-    }
-
-    /// The next packet, before `deadline`.
-    fn recv(&mut self, waiting_for: &str, deadline: Instant) -> Result<Packet, LiveError> {
-        let wait = self.wait;
-        let timeout = || LiveError::Timeout {
-            waiting_for: waiting_for.into(),
-            after: wait,
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(timeout());
-        }
-        self.conn.set_timeout(Some(left)).map_err(|error| LiveError::Io {
-            during: "setting the read timeout".into(),
-            error,
-        })?;
-        self.conn.recv().map_err(|error| match error.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => timeout(),
-            std::io::ErrorKind::UnexpectedEof
-            | std::io::ErrorKind::ConnectionReset
-            | std::io::ErrorKind::ConnectionAborted => LiveError::Closed {
-                waiting_for: waiting_for.into(),
-            },
-            _ => LiveError::Io {
-                during: format!("waiting for {waiting_for}"),
-                error,
-            },
-        })
-    }
-
-    /// The payload of the next PUBLISH on `topic` (other PUBLISHes and
-    /// PINGRESPs are skipped), within one [`Link::wait`].
-    fn wait_publish(&mut self, topic: &str, waiting_for: &str) -> Result<Vec<u8>, LiveError> {
-        let deadline = Instant::now() + self.wait;
-        loop {
-            match self.recv(waiting_for, deadline)? {
-                Packet::Publish { topic: t, payload } if t == topic => return Ok(payload),
-                Packet::Publish { .. } | Packet::PingResp => {}
-                other => {
-                    return Err(LiveError::Unexpected {
-                        waiting_for: waiting_for.into(),
-                        packet: describe(&other),
-                    })
-                }
-            }
-        }
-    }
-
-    /// Plain CONNECT (no enhanced authentication), CONNACK 0x00 expected.
-    fn plain_connect(&mut self, client_id: &str) -> Result<(), LiveError> {
-        self.send(&Packet::Connect {
-            client_id: client_id.into(),
-            keep_alive: 60,
-            auth_method: None,
-            auth_data: None,
-        })?;
-        let deadline = Instant::now() + self.wait;
-        match self.recv("CONNACK", deadline)? {
-            Packet::ConnAck {
-                reason: wire::SUCCESS, ..
-            } => Ok(()),
-            Packet::ConnAck { reason, .. } => Err(LiveError::Refused {
-                during: "plain CONNECT".into(),
-                reason,
-            }),
-            other => Err(LiveError::Unexpected {
-                waiting_for: "CONNACK".into(),
-                packet: describe(&other),
-            }),
-        }
-    }
-
-    /// SUBSCRIBE at QoS 0, SUBACK without a failure expected.
-    fn subscribe(&mut self, filters: &[&str]) -> Result<(), LiveError> {
-        const ID: u16 = 1;
-        self.send(&Packet::Subscribe {
-            packet_id: ID,
-            filters: filters.iter().map(|f| f.to_string()).collect(),
-        })?;
-        let deadline = Instant::now() + self.wait;
-        loop {
-            match self.recv("SUBACK", deadline)? {
-                Packet::SubAck { packet_id: ID, reasons } => {
-                    return match reasons.iter().find(|r| **r >= 0x80) {
-                        Some(&reason) => Err(LiveError::Refused {
-                            during: format!("SUBSCRIBE {filters:?}"),
-                            reason,
-                        }),
-                        None => Ok(()),
-                    };
-                }
-                Packet::Publish { .. } | Packet::PingResp => {}
-                other => {
-                    return Err(LiveError::Unexpected {
-                        waiting_for: "SUBACK".into(),
-                        packet: describe(&other),
-                    })
-                }
-            }
-        }
-    }
-
-    /// DISCONNECT (normal); the connection closes when the link is dropped.
-    fn disconnect(mut self) -> Result<(), LiveError> {
-        self.send(&Packet::Disconnect { reason: 0 })
-    }
 }
 
 /// The image of `mcu` that serves `suite`.
@@ -564,7 +263,47 @@ pub fn run_on_image(
     closed
 }
 
-/// The live handshake and record of `keys` on `dev` against `broker`.
+/// The simulated AVR as the bridge's sensor: the host gives it the keys
+/// and fresh randomness (the 1284p images are not provisioned).
+struct SimulatedSensor<'a> {
+    dev: &'a mut Device,
+    keys: &'a SensorKeys,
+}
+
+impl RemoteSensor for SimulatedSensor<'_> {
+    fn hello(&mut self) -> Result<Hello, String> {
+        let s = avr_start(self.dev, self.keys).map_err(|e| e.to_string())?;
+        Ok(Hello {
+            note: format!(
+                " on the AVR: {} cycles, stack {} B, {} tape bytes{}",
+                s.measured.cycles,
+                s.measured.stack,
+                s.tape_used,
+                if s.attempts > 1 {
+                    format!(" (attempt {})", s.attempts)
+                } else {
+                    String::new()
+                }
+            ),
+            client_hello: s.client_hello,
+        })
+    }
+
+    fn finish(&mut self, broker_hello: &[u8]) -> Result<Finished, String> {
+        let f = avr_finish(self.dev, sensor::layout(self.keys.suite.kem()), broker_hello).map_err(|e| e.to_string())?;
+        Ok(Finished {
+            note: format!(
+                " on the AVR: {} cycles, stack {} B",
+                f.measured.cycles, f.measured.stack
+            ),
+            client_finished: f.client_finished,
+            record: f.record,
+        })
+    }
+}
+
+/// The live handshake and record of `keys` on `dev` against `broker`
+/// ([`kem_mqtt_host::bridge::run`] carries the flights).
 pub fn run(
     dev: &mut Device,
     keys: &SensorKeys,
@@ -574,149 +313,10 @@ pub fn run(
 ) -> Result<(), LiveError> {
     check_client_id(keys)?;
     let topic = record_topic()?;
-    let id = keys.client_id.as_str();
-    let l = sensor::layout(keys.suite.kem());
-
-    let s = avr_start(dev, keys)?;
-    println!(
-        "live: AVR start: ClientHello {} B, {} cycles, stack {} B, {} tape bytes{}",
-        s.client_hello.len(),
-        s.measured.cycles,
-        s.measured.stack,
-        s.tape_used,
-        if s.attempts > 1 {
-            format!(" (attempt {})", s.attempts)
-        } else {
-            String::new()
-        }
-    );
-    let mut link = Link::open(broker, wait)?;
-    let broker_hello = match mode {
-        Mode::Auth => {
-            link.send(&Packet::Connect {
-                client_id: id.into(),
-                keep_alive: 60,
-                auth_method: Some(kem_mqtt::AUTH_METHOD.into()),
-                auth_data: Some(s.client_hello.clone()),
-            })?;
-            let waiting = "AUTH 0x18 with the BrokerHello";
-            let bh = match link.recv(waiting, Instant::now() + wait)? {
-                Packet::Auth {
-                    reason: wire::CONTINUE_AUTHENTICATION,
-                    auth_data: Some(d),
-                    ..
-                } => d,
-                Packet::ConnAck { reason, .. } => {
-                    return Err(LiveError::Refused {
-                        during: format!("CONNECT with the ClientHello ({})", kem_mqtt::AUTH_METHOD),
-                        reason,
-                    })
-                }
-                other => {
-                    return Err(LiveError::Unexpected {
-                        waiting_for: waiting.into(),
-                        packet: describe(&other),
-                    })
-                }
-            };
-            println!(
-                "live: CONNECT (method {}, ClientHello {} B) → AUTH 0x18, BrokerHello {} B",
-                kem_mqtt::AUTH_METHOD,
-                s.client_hello.len(),
-                bh.len()
-            );
-            bh
-        }
-        Mode::Topic => {
-            link.plain_connect(id)?;
-            let (hs_b2c, data_b2c) = (kem_mqtt_host::hs_b2c(id), kem_mqtt_host::data_b2c(id));
-            link.subscribe(&[&hs_b2c, &data_b2c])?;
-            link.publish(&kem_mqtt_host::hs_c2b(id), &s.client_hello)?;
-            let bh = link.wait_publish(
-                &hs_b2c,
-                &format!("the BrokerHello on {hs_b2c} (is a kem-mqtt gateway running?)"),
-            )?;
-            println!(
-                "live: CONNECT, SUBSCRIBE {hs_b2c} + {data_b2c}, PUBLISH ClientHello {} B on {} → BrokerHello {} B",
-                s.client_hello.len(),
-                kem_mqtt_host::hs_c2b(id),
-                bh.len()
-            );
-            bh
-        }
-    };
-
-    let f = avr_finish(dev, l, &broker_hello)?;
-    println!(
-        "live: AVR finish: BrokerFinished verified, ClientFinished {} B, record {} B sealed on {topic}, {} cycles, stack {} B",
-        f.client_finished.len(),
-        f.record.len(),
-        f.measured.cycles,
-        f.measured.stack
-    );
-
-    match mode {
-        Mode::Auth => {
-            link.send(&Packet::Auth {
-                reason: wire::CONTINUE_AUTHENTICATION,
-                auth_method: Some(kem_mqtt::AUTH_METHOD.into()),
-                auth_data: Some(f.client_finished.clone()),
-            })?;
-            let waiting = "CONNACK after the ClientFinished";
-            match link.recv(waiting, Instant::now() + wait)? {
-                Packet::ConnAck {
-                    reason: wire::SUCCESS, ..
-                } => {}
-                Packet::ConnAck { reason, .. } => {
-                    return Err(LiveError::Refused {
-                        during: "AUTH with the ClientFinished".into(),
-                        reason,
-                    })
-                }
-                other => {
-                    return Err(LiveError::Unexpected {
-                        waiting_for: waiting.into(),
-                        packet: describe(&other),
-                    })
-                }
-            }
-            println!(
-                "live: AUTH 0x18 (ClientFinished {} B) → CONNACK 0x00: session established",
-                f.client_finished.len()
-            );
-        }
-        Mode::Topic => {
-            let hs_c2b = kem_mqtt_host::hs_c2b(id);
-            let data_b2c = kem_mqtt_host::data_b2c(id);
-            link.publish(&hs_c2b, &f.client_finished)?;
-            // The gateway's confirmation is the session's first b2c record,
-            // which only a gateway that verified this ClientFinished can
-            // seal. The AVR image has no op to open records and the host
-            // does not hold the session keys (they live on the AVR), so any
-            // PUBLISH on that topic counts; without one the gateway holds no
-            // session and the record would be lost.
-            let confirmation = link.wait_publish(
-                &data_b2c,
-                &format!("the gateway's confirmation on {data_b2c} (it dropped or refused the ClientFinished?)"),
-            )?;
-            println!(
-                "live: PUBLISH ClientFinished {} B on {hs_c2b} → confirmation {} B on {data_b2c}: session established",
-                f.client_finished.len(),
-                confirmation.len()
-            );
-        }
-    }
-
-    link.publish(topic, &f.record)?;
-    println!(
-        "live: PUBLISH {topic}: record {} B sealed on the AVR (sequence {}), plaintext {:?}",
-        f.record.len(),
-        f.record
-            .first_chunk::<{ kem_mqtt::SEQ_LEN }>()
-            .map_or(0, |s| u64::from_be_bytes(*s)),
-        String::from_utf8_lossy(fw::PAYLOAD)
-    );
-    link.disconnect()
+    let mut sensor = SimulatedSensor { dev, keys };
+    bridge::run(&mut sensor, broker, mode, wait, topic, &mut |line| {
+        println!("live: {line}")
+    })
 }
 
 #[cfg(test)]
@@ -762,30 +362,5 @@ mod tests {
         }
         let e = check_client_id(&keys("s1", Suite::ALL[0])).unwrap_err().to_string();
         assert!(e.contains("\"s1\"") && e.contains("\"avr-1\""), "{e}");
-    }
-
-    /// A broker that accepts the connection and says nothing: every wait
-    /// ends with a timeout error, not a hang or a panic.
-    #[test]
-    fn a_silent_broker_times_out() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr: BrokerAddr = listener.local_addr().unwrap().to_string().parse().unwrap();
-        let mut link = Link::open(&addr, Duration::from_millis(200)).unwrap();
-        let _peer = listener.accept().unwrap();
-        let e = link.plain_connect("avr-1").unwrap_err();
-        assert!(matches!(e, LiveError::Timeout { .. }), "{e}");
-        let e = link.wait_publish("x", "the BrokerHello").unwrap_err().to_string();
-        assert!(e.contains("timed out") && e.contains("the BrokerHello"), "{e}");
-    }
-
-    /// A broker that closes the connection is reported as such.
-    #[test]
-    fn a_closed_connection_is_reported() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr: BrokerAddr = listener.local_addr().unwrap().to_string().parse().unwrap();
-        let mut link = Link::open(&addr, Duration::from_secs(5)).unwrap();
-        drop(listener.accept().unwrap());
-        let e = link.plain_connect("avr-1").unwrap_err();
-        assert!(matches!(e, LiveError::Closed { .. } | LiveError::Io { .. }), "{e}");
     }
 }

@@ -282,6 +282,63 @@ pub fn provision(mcu: crate::target::Mcu, image: &crate::target::Image) -> Resul
     Ok(path)
 }
 
+/// The key fields of a sensor image (`firmware::mqtt::Layout::keys_len`
+/// bytes: `id_len ‖ id[MAX_ID_LEN] ‖ kem_sk ‖ x25519_sk ‖ broker_kem_pk ‖
+/// broker_x25519_pk`) from a `kem-mqtt provision` key file: what a start
+/// request carries, and what a provisioned image compiles in.
+pub fn provisioned_keys(keys: &kem_mqtt_host::keys::SensorKeys) -> Result<Vec<u8>, String> {
+    let l = layout(keys.suite.kem());
+    let id = keys.client_id.as_bytes();
+    if id.len() > fw::MAX_ID_LEN {
+        return Err(format!("client id of {} bytes > {}", id.len(), fw::MAX_ID_LEN));
+    }
+    let mut r = Vec::with_capacity(l.keys_len());
+    r.push(id.len() as u8);
+    r.extend_from_slice(id);
+    r.resize(1 + fw::MAX_ID_LEN, 0);
+    r.extend_from_slice(&keys.kem_sk);
+    // Present in every key file; the firmware ignores it for pure suites.
+    r.extend_from_slice(&*keys.x25519_sk);
+    r.extend_from_slice(&keys.broker_kem_pk);
+    r.extend_from_slice(&keys.broker_x25519_pk);
+    if r.len() != l.keys_len() {
+        return Err(format!(
+            "{}: key fields of {} bytes, the firmware takes {}",
+            keys.suite.name(),
+            r.len(),
+            l.keys_len()
+        ));
+    }
+    Ok(r)
+}
+
+/// Writes [`provisioned_keys`] of `keys` for `image` (in its build
+/// directory) and returns the image that compiles them in.
+pub fn provisioned_image(
+    mcu: crate::target::Mcu,
+    image: crate::target::Image,
+    keys: &kem_mqtt_host::keys::SensorKeys,
+) -> Result<crate::target::Image, String> {
+    if !suites_of(&image).contains(&keys.suite) {
+        return Err(format!(
+            "{} does not serve {} (the key file's suite)",
+            image.name,
+            keys.suite.name()
+        ));
+    }
+    let bytes = provisioned_keys(keys)?;
+    let dir = crate::util::workspace_root()
+        .join("target")
+        .join(format!("provisioned-{}", mcu.name));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join(format!("{}-{}.bin", image.name, keys.client_id));
+    // Rewritten only when it changes, so cargo does not rebuild for nothing.
+    if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
+        std::fs::write(&path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(image.provisioned(path))
+}
+
 /// Seed of the keys and randomness of the measured handshakes.
 pub const SEED: u64 = 0x4D51_5454;
 

@@ -62,6 +62,10 @@ pub struct Image {
     pub features: Vec<&'static str>,
     /// Overrides the release profile's opt-level, unless the MCU has its own.
     pub opt_level: Option<&'static str>,
+    /// A sensor image's provisioned keys (`firmware::mqtt::Layout::keys_len`
+    /// bytes), compiled in with the `mqtt-provisioned` feature; `None`: the
+    /// ATmega4808 images get the measured handshake's (`sensor::provision`).
+    pub keys: Option<PathBuf>,
 }
 
 impl Image {
@@ -71,6 +75,7 @@ impl Image {
             name: "rings".into(),
             features: vec!["rings"],
             opt_level: None,
+            keys: None,
         }
     }
 
@@ -80,6 +85,7 @@ impl Image {
             name: g.feature().into(),
             features: vec![g.feature()],
             opt_level: None,
+            keys: None,
         }
     }
 
@@ -102,6 +108,7 @@ impl Image {
             name: k.module().replace('_', "-"),
             features,
             opt_level: None,
+            keys: None,
         }
     }
 
@@ -128,7 +135,21 @@ impl Image {
             // 1284p's 128 KB; 2 fits every image (at most ~117 KB with the
             // 24 KB X25519 table) and is within 0.5 % of 3 on the handshake.
             opt_level: Some("2"),
+            keys: None,
         }
+    }
+
+    /// This sensor image with the key fields in `keys` compiled in (feature
+    /// `mqtt-provisioned`, which adds the sensor's own start,
+    /// `firmware::mqtt::OP_HELLO`): a board `kem-mqtt serial-bridge` can
+    /// carry, holding no key. Built in a directory of its own.
+    pub fn provisioned(mut self, keys: PathBuf) -> Image {
+        self.name.push_str("-provisioned");
+        if !self.features.contains(&"mqtt-provisioned") {
+            self.features.push("mqtt-provisioned");
+        }
+        self.keys = Some(keys);
+        self
     }
 
     /// Every KEM-MQTT/1 sensor image: each KEM pure, then with X25519.
@@ -220,6 +241,7 @@ mod tests {
             name: "test-image-that-is-never-built".into(),
             features: vec![],
             opt_level: None,
+            keys: None,
         };
         assert!(!never.elf(m).exists());
         assert!(!runnable(m, &never, true), "not built: skipped under --no-build");

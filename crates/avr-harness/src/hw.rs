@@ -1,4 +1,5 @@
-//! The AVR hardware parts: UART, markers, stack painting, stopping the MCU.
+//! The AVR hardware parts: UART, markers, cycle timers, stack painting,
+//! EEPROM, stopping the MCU.
 
 use core::arch::asm;
 use core::ptr::{read_volatile, write_volatile};
@@ -21,6 +22,12 @@ mod regs {
     pub const UBRR0H: *mut u8 = 0xC5 as *mut u8;
     pub const UDR0: *mut u8 = 0xC6 as *mut u8;
     pub const SMCR: *mut u8 = 0x53 as *mut u8;
+    pub const EECR: *mut u8 = 0x3F as *mut u8;
+    pub const EEDR: *mut u8 = 0x40 as *mut u8;
+    pub const EEARL: *mut u8 = 0x41 as *mut u8;
+    pub const EEARH: *mut u8 = 0x42 as *mut u8;
+    pub const EERE: u8 = 1 << 0;
+    pub const EEPE: u8 = 1 << 1;
     pub const RXC: u8 = 1 << 7;
     pub const UDRE: u8 = 1 << 5;
     pub const TXC: u8 = 1 << 6;
@@ -39,6 +46,10 @@ mod regs {
     pub const USART0_BAUDH: *mut u8 = 0x0809 as *mut u8;
     pub const PORTA_DIRSET: *mut u8 = 0x0401 as *mut u8;
     pub const SLPCTRL_CTRLA: *mut u8 = 0x0050 as *mut u8;
+    pub const NVMCTRL_STATUS: *mut u8 = 0x1002 as *mut u8;
+    pub const EEBUSY: u8 = 1 << 1;
+    /// The EEPROM (256 B on the ATmega4808) in the data space.
+    pub const EEPROM_START: u16 = 0x1400;
     pub const RXCIF: u8 = 1 << 7;
     pub const TXCIF: u8 = 1 << 6;
     pub const DREIF: u8 = 1 << 5;
@@ -257,6 +268,66 @@ pub fn timed_end(id: u8) -> [u8; 5] {
         );
     }
     [f0, f1, c0, c1, ov & 1]
+}
+
+/// Reads byte `addr` of the EEPROM.
+pub fn eeprom_read(addr: u16) -> u8 {
+    // SAFETY: EEPROM registers (classic) or the mapped EEPROM and NVMCTRL
+    // (megaAVR-0) of the selected MCU; nothing else uses them.
+    unsafe {
+        #[cfg(not(avr_mega0))]
+        {
+            while read_volatile(EECR) & EEPE != 0 {}
+            write_volatile(EEARH, (addr >> 8) as u8);
+            write_volatile(EEARL, addr as u8);
+            write_volatile(EECR, EERE);
+            read_volatile(EEDR)
+        }
+        #[cfg(avr_mega0)]
+        {
+            while read_volatile(NVMCTRL_STATUS) & EEBUSY != 0 {}
+            read_volatile((EEPROM_START + (addr & 0xFF)) as usize as *const u8)
+        }
+    }
+}
+
+/// Writes `value` to byte `addr` of the EEPROM and waits until it is
+/// written (≈ 3.4 ms on the chip).
+///
+/// Tested in simavr on the ATmega1284p (`cargo xtask e2e`). The megaAVR-0
+/// sequence is the datasheet's (page buffer, then ERWP under CCP), but
+/// yasimavr 0.x stops on its page-buffer store ("CPU writing a locked flash
+/// address"), so on the ATmega4808 it is untested until it runs on a board.
+pub fn eeprom_write(addr: u16, value: u8) {
+    // SAFETY: as in eeprom_read; the timed sequences run with interrupts off
+    // (the firmware never enables them).
+    unsafe {
+        #[cfg(not(avr_mega0))]
+        {
+            while read_volatile(EECR) & EEPE != 0 {}
+            write_volatile(EEARH, (addr >> 8) as u8);
+            write_volatile(EEARL, addr as u8);
+            write_volatile(EEDR, value);
+            // EEMPE, then EEPE within four cycles: erase and write.
+            asm!("sbi 0x1F, 2", "sbi 0x1F, 1", options(nostack, preserves_flags));
+            while read_volatile(EECR) & EEPE != 0 {}
+        }
+        #[cfg(avr_mega0)]
+        {
+            while read_volatile(NVMCTRL_STATUS) & EEBUSY != 0 {}
+            // Into the page buffer, then the protected erase-and-write-page
+            // command (CCP's SPM key, then NVMCTRL.CTRLA within four instructions).
+            write_volatile((EEPROM_START + (addr & 0xFF)) as usize as *mut u8, value);
+            asm!(
+                "out 0x34, {key}",
+                "sts 0x1000, {erwp}",
+                key = in(reg) 0x9Du8,
+                erwp = in(reg) 0x03u8,
+                options(nostack, preserves_flags)
+            );
+            while read_volatile(NVMCTRL_STATUS) & EEBUSY != 0 {}
+        }
+    }
 }
 
 /// The stack pointer.

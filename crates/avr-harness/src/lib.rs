@@ -31,7 +31,7 @@ pub mod protocol;
 #[cfg(target_arch = "avr")]
 mod hw;
 #[cfg(target_arch = "avr")]
-pub use hw::{exit, marker_begin, marker_end, paint_stack, read_sp, stack_used_since, Uart};
+pub use hw::{eeprom_read, eeprom_write, exit, marker_begin, marker_end, paint_stack, read_sp, stack_used_since, Uart};
 
 pub use protocol::{Io, Op, Status};
 

@@ -43,6 +43,8 @@ impl rand_core::TryCryptoRng for OsRng {}
 
 pub mod addr;
 pub mod admission;
+pub mod board;
+pub mod bridge;
 pub mod broker;
 pub mod gateway;
 pub mod keys;

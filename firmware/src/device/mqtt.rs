@@ -1,7 +1,7 @@
 //! The KEM-MQTT/1 sensor's two steps (`start`, `finish`) against the host broker.
 
 use core::hint::black_box;
-use core::ptr::addr_of_mut;
+use core::ptr::{addr_of, addr_of_mut};
 
 use super::tape::Tape;
 use avr_harness::{measure, Io, Op, Status, Uart};
@@ -181,13 +181,94 @@ fn read_keys(io: &mut Uart) -> Option<Keys> {
     for &b in PROVISIONED.iter() {
         differ |= io.read_byte() ^ b;
     }
+    if differ != 0 {
+        return None;
+    }
+    provisioned_keys()
+}
+
+fn start(io: &mut Uart) {
+    // SAFETY: single-threaded; the previous handshake state, which
+    // borrows the key statics, is dropped before they are rewritten.
+    unsafe { *addr_of_mut!(STATE) = None };
+    // SAFETY: nothing else borrows it now.
+    let tape = unsafe { &mut *addr_of_mut!(TAPE) };
+    let suite_id = io.read_byte();
+    let keys = read_keys(io);
+    io.read_bytes(tape);
+    match keys {
+        Some(keys) => begin(io, OP_START, suite_id, keys),
+        None => refuse_start(io, 8),
+    }
+}
+
+/// A start reply without a ClientHello: status `code`.
+fn refuse_start(io: &mut Uart, code: u8) {
+    io.reply(Status::Ok, L.start_reply_len() as u16);
+    io.write_byte(code);
+    io.write_u16(0);
+    io.write_u16(0);
+    write_padded(io, &[]);
+}
+
+/// The sensor's own start ([`firmware::mqtt::OP_HELLO`]): the provisioned
+/// keys, and randomness from its keys, its EEPROM counter and the host's
+/// nonce.
+#[cfg(feature = "mqtt-provisioned")]
+fn hello(io: &mut Uart) {
+    use firmware::mqtt::{HOST_NONCE_LEN, TAPE_LABEL};
+    // SAFETY: single-threaded; the previous handshake state is dropped first.
+    unsafe { *addr_of_mut!(STATE) = None };
+    let suite_id = io.read_byte();
+    let mut nonce = [0u8; HOST_NONCE_LEN];
+    io.read_bytes(&mut nonce);
+    let (Ok(suite), Some(keys)) = (Suite::from_id(suite_id), provisioned_keys()) else {
+        return refuse_start(io, 4);
+    };
+    let Some(counter) = next_counter() else {
+        return refuse_start(io, 9);
+    };
+    // SAFETY: nothing else borrows it now.
+    let tape = unsafe { &mut *addr_of_mut!(TAPE) };
+    kem_mqtt::sym::kdf(
+        suite.family(),
+        TAPE_LABEL,
+        &[&PROVISIONED[..], &counter.to_le_bytes(), &nonce],
+        tape,
+    );
+    begin(io, firmware::mqtt::OP_HELLO, suite_id, keys);
+}
+
+/// The next value of the EEPROM handshake counter, written back (and read
+/// back) before it is used; `None` when it is exhausted or the EEPROM does
+/// not keep it.
+#[cfg(feature = "mqtt-provisioned")]
+fn next_counter() -> Option<u32> {
+    use avr_harness::{eeprom_read, eeprom_write};
+    use firmware::mqtt::COUNTER_ADDR;
+    let addrs = [0u16, 1, 2, 3].map(|i| COUNTER_ADDR + i);
+    let now = u32::from_le_bytes(addrs.map(eeprom_read));
+    // Erased EEPROM reads 0xFF…: no handshake yet.
+    let next = now.wrapping_add(1);
+    if next == u32::MAX {
+        return None;
+    }
+    for (a, b) in addrs.iter().zip(next.to_le_bytes()) {
+        eeprom_write(*a, b);
+    }
+    (u32::from_le_bytes(addrs.map(eeprom_read)) == next).then_some(next)
+}
+
+/// The provisioned key fields.
+#[cfg(feature = "mqtt-provisioned")]
+fn provisioned_keys() -> Option<Keys> {
     let (&id_len, rest) = PROVISIONED.split_first()?;
     let (id, rest) = rest.split_first_chunk::<MAX_ID_LEN>()?;
     let (sk, rest) = rest.split_first_chunk::<{ L.sk }>()?;
     let (x_sk, rest) = rest.split_first_chunk::<X25519_LEN>()?;
     let (pk, rest) = rest.split_first_chunk::<{ L.pk }>()?;
     let (x_pk, _) = rest.split_first_chunk::<X25519_LEN>()?;
-    (differ == 0).then_some(Keys {
+    Some(Keys {
         id: &id[..(id_len as usize).min(MAX_ID_LEN)],
         sk,
         x_sk,
@@ -196,41 +277,32 @@ fn read_keys(io: &mut Uart) -> Option<Keys> {
     })
 }
 
-fn start(io: &mut Uart) {
-    // SAFETY: single-threaded; the previous handshake state, which
-    // borrows the key statics, is dropped before they are rewritten.
-    let slot = unsafe { &mut *addr_of_mut!(STATE) };
-    *slot = None;
-    // SAFETY: the state that borrowed it is gone (above).
-    let ephemeral = unsafe { &mut *addr_of_mut!(EPHEMERAL) };
-    // SAFETY: distinct statics, nothing else borrows them now.
-    let (tape, flight) = unsafe { (&mut *addr_of_mut!(TAPE), &mut *addr_of_mut!(FLIGHT_BUF)) };
-    let suite_id = io.read_byte();
-    let keys = read_keys(io);
-    io.read_bytes(tape);
-    let tape: &'static [u8; TAPE_LEN] = tape;
-    let Some(Keys { id, sk, x_sk, pk, x_pk }) = keys else {
-        io.reply(Status::Ok, L.start_reply_len() as u16);
-        io.write_byte(8);
-        io.write_u16(0);
-        io.write_u16(0);
-        write_padded(io, &[]);
-        return;
+/// Runs the measured start (window `window`) of suite `suite_id` with
+/// `keys` and the randomness in [`TAPE`], and replies.
+fn begin(io: &mut Uart, window: u8, suite_id: u8, Keys { id, sk, x_sk, pk, x_pk }: Keys) {
+    // SAFETY: single-threaded; the handshake state that borrowed these was
+    // dropped by the caller, and each is borrowed once here.
+    let (slot, ephemeral, tape, flight, x_static) = unsafe {
+        (
+            &mut *addr_of_mut!(STATE),
+            &mut *addr_of_mut!(EPHEMERAL),
+            &*addr_of!(TAPE),
+            &mut *addr_of_mut!(FLIGHT_BUF),
+            &mut *addr_of_mut!(X_STATIC),
+        )
     };
-    // SAFETY: single-threaded; nothing else borrows it now.
-    let x_static = unsafe { &mut *addr_of_mut!(X_STATIC) };
     let cached = cache_static_secret(suite_id, x_sk, x_pk, x_static);
     let creds = SensorCredentials {
         client_id: id,
         kem_sk: sk,
-        x25519_sk: Some(&*x_sk),
+        x25519_sk: Some(x_sk),
         broker_kem_pk: pk,
-        broker_x25519_pk: Some(&*x_pk),
+        broker_x25519_pk: Some(x_pk),
         x25519_static_secret: cached,
     };
     let mut rng = Tape::new(tape.as_slice());
     let r = match Suite::from_id(suite_id) {
-        Ok(suite) => measure(OP_START, || {
+        Ok(suite) => measure(window, || {
             k_start(
                 black_box(suite),
                 black_box(creds),
@@ -307,18 +379,33 @@ fn finish(io: &mut Uart) {
     io.write_bytes(&record[..]);
 }
 
-/// The sensor's two steps.
-pub const OPS: [Op<Uart>; 2] = [
+/// The sensor's steps: the host-driven start (keys and randomness in the
+/// request), the sensor's own start (provisioned images), the finish.
+#[cfg(feature = "mqtt-provisioned")]
+pub const OPS: [Op<Uart>; 3] = [
+    START,
     Op {
-        id: OP_START,
-        request_len: L.start_request_len() as u16,
+        id: firmware::mqtt::OP_HELLO,
+        request_len: L.hello_request_len() as u16,
         reply_len: L.start_reply_len() as u16,
-        run: start,
+        run: hello,
     },
-    Op {
-        id: OP_FINISH,
-        request_len: L.finish_request_len() as u16,
-        reply_len: L.finish_reply_len() as u16,
-        run: finish,
-    },
+    FINISH,
 ];
+/// The sensor's steps: start (keys and randomness in the request), finish.
+#[cfg(not(feature = "mqtt-provisioned"))]
+pub const OPS: [Op<Uart>; 2] = [START, FINISH];
+
+const START: Op<Uart> = Op {
+    id: OP_START,
+    request_len: L.start_request_len() as u16,
+    reply_len: L.start_reply_len() as u16,
+    run: start,
+};
+
+const FINISH: Op<Uart> = Op {
+    id: OP_FINISH,
+    request_len: L.finish_request_len() as u16,
+    reply_len: L.finish_reply_len() as u16,
+    run: finish,
+};

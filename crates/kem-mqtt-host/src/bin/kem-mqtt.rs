@@ -70,6 +70,15 @@ enum Command {
     /// not confirm within 10 s is started again, up to 3 times. Auth mode
     /// needs a broker running the KEM-MQTT plugin.
     Sensor(SensorArgs),
+    /// Carry a sensor board's handshake and reading to the broker (the board holds the keys)
+    ///
+    /// The board runs a sensor image with provisioned keys on its serial
+    /// port (cargo xtask flash --image mqtt-KEM[-x25519] --keys SENSOR.json).
+    /// The bridge asks it for a ClientHello of --suite, carries the flights
+    /// to the broker (auth mode: the plugin; topic mode: a gateway) and
+    /// back, then publishes the reading the board sealed; it holds no key
+    /// and sees no plaintext. Applications read it on plain/ID/t.
+    SerialBridge(SerialBridgeArgs),
     /// A fleet of sensors against a broker: handshakes per second, latency, records per second
     ///
     /// Runs the sensors of DIR (sensor-*.json, e.g. from `provision --count`)
@@ -169,6 +178,28 @@ struct SensorArgs {
     /// After the readings, print the commands that arrive for this many seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     listen: u64,
+}
+
+#[derive(Args, Debug)]
+struct SerialBridgeArgs {
+    /// The board's serial port, e.g. /dev/ttyUSB0
+    #[arg(long, value_name = "PORT")]
+    port: String,
+    /// The port's baud rate (the firmware's UART at 20 MHz: 2500000 on the
+    /// ATmega1284p, 1250000 on the ATmega4808)
+    #[arg(long, value_name = "BAUD", default_value_t = 2_500_000)]
+    baud: u32,
+    #[arg(long, value_name = "HOST[:PORT]", help = BROKER_HELP)]
+    broker: BrokerAddr,
+    /// The suite the board runs (its image must serve it)
+    #[arg(long, value_name = "SUITE", value_parser = parse_suite)]
+    suite: Suite,
+    /// Auth mode (the KEM-MQTT plugin) or topic mode (a gateway)
+    #[arg(long, value_enum, default_value_t = Mode::Auth)]
+    mode: Mode,
+    /// Seconds to wait for each answer of the board and of the broker
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    wait: u64,
 }
 
 #[derive(Args, Debug)]
@@ -279,6 +310,7 @@ fn main() -> ExitCode {
         Command::Provision(a) => provision(&a),
         Command::Gateway(a) => gateway(&a),
         Command::Sensor(a) => sensor(&a),
+        Command::SerialBridge(a) => serial_bridge(&a),
         Command::Load(a) => load(&a),
         Command::Demo(a) => demo(&a),
     };
@@ -293,6 +325,19 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn serial_bridge(args: &SerialBridgeArgs) -> Result<(), CliError> {
+    let wait = Duration::from_secs(args.wait.max(1));
+    let mut board = kem_mqtt_host::board::BoardSensor::open(&args.port, args.baud, args.suite, wait)
+        .map_err(|e| CliError::Host(HostError::Unexpected(e)))?;
+    // The firmware seals its reading on its compiled-in record topic.
+    let topic = std::str::from_utf8(firmware::mqtt::TOPIC)
+        .map_err(|_| CliError::Host(HostError::Unexpected("the firmware's record topic is not UTF-8".into())))?;
+    kem_mqtt_host::bridge::run(&mut board, &args.broker, args.mode, wait, topic, &mut |line| {
+        println!("serial-bridge: {line}")
+    })
+    .map_err(|e| CliError::Host(HostError::Unexpected(e.to_string())))
 }
 
 fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
