@@ -1,7 +1,7 @@
 //! The firmware on the AVR: the op table every image serves, built from
 //! the groups its cargo features select.
 
-#[cfg(any(feature = "rings", kem, mqtt))]
+#[cfg(any(feature = "rings", feature = "primitives", kem, mqtt))]
 use avr_harness::Op;
 use avr_harness::Uart;
 
@@ -9,6 +9,8 @@ use avr_harness::Uart;
 mod kems;
 #[cfg(mqtt)]
 mod mqtt;
+#[cfg(feature = "primitives")]
+mod primitives;
 #[cfg(feature = "rings")]
 mod rings;
 #[cfg(any(kem, mqtt))]
@@ -48,6 +50,8 @@ const GROUPS: &[&[Op<Uart>]] = &[
     &kems::ctru_product::OPS,
     #[cfg(mqtt)]
     &mqtt::OPS,
+    #[cfg(feature = "primitives")]
+    &primitives::OPS,
 ];
 
 const N_OPS: usize = {

@@ -20,6 +20,7 @@
 
 pub mod kem;
 pub mod mqtt;
+pub mod primitives;
 pub use kem::{decode_kem_op, kem_op_id, kem_ops, Group, Kem, KemOp};
 
 /// The rings of `modarith::rings`.

@@ -343,6 +343,17 @@ impl CallGraph {
         out
     }
 
+    /// How often `profile` executed the first instruction of function
+    /// `name` (its calls, for a routine that never loops back to its
+    /// start); 0 if the image has no such function.
+    pub fn entries(&self, profile: &[u32], name: &str) -> u64 {
+        self.spans
+            .iter()
+            .find(|(_, _, n)| n == name)
+            .and_then(|(start, _, _)| profile.get((start / 2) as usize))
+            .map_or(0, |&n| u64::from(n))
+    }
+
     /// Bytes of `root` and every function reachable from it.
     pub fn reachable_size(&self, root: &str) -> u32 {
         self.reachable_size_union(&[root])

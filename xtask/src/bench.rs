@@ -69,6 +69,7 @@ impl Ctx {
             published_stack_bytes: None,
             published_code_bytes: None,
             flight_bytes: None,
+            permutation_calls: None,
         }
     }
 }
@@ -154,6 +155,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         // replace the tables with a part of them).
         let record = filter.is_empty();
         crate::mega0::kat(mcu, &filter, no_build, false, record)?;
+        crate::mega0::primitives(mcu, &filter, no_build, record)?;
         crate::mqtt::mega0(mcu, &filter, no_build, record, false)?;
         return regenerate();
     }
@@ -173,12 +175,24 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         .filter(|i| target::runnable(mcu, i, no_build))
         .filter(|i| !filter.is_empty() || MQTT_DEFAULT_IMAGES.contains(&i.name.as_str()))
         .collect();
-    let steps = u64::from(rings_selected) + kem_images.len() as u64 + mqtt_images.len() as u64;
+    let primitives_selected = firmware::primitives::PRIMITIVES
+        .iter()
+        .any(|p| p.name.contains(&filter) || kemsim::PRIMITIVES_SCHEME.contains(&filter))
+        && target::runnable(mcu, &target::Image::primitives(), no_build);
+    let steps =
+        u64::from(rings_selected) + u64::from(primitives_selected) + kem_images.len() as u64 + mqtt_images.len() as u64;
     let mut progress = Progress::new("bench", steps);
     if rings_selected {
         progress.step("rings: build, then the 25 ring operations");
         let (records, cycles) = bench_rings(&ctx, &filter, no_build)?;
         save(mcu.name, SCHEME, &records, !filter.is_empty())?;
+        simulated += cycles;
+        all.extend(records);
+    }
+    if primitives_selected {
+        progress.step("primitives: build, then Keccak-f[1600], Ascon-p[12], X25519");
+        let (records, cycles) = bench_primitives(&ctx, &filter, no_build)?;
+        save(mcu.name, kemsim::PRIMITIVES_SCHEME, &records, !filter.is_empty())?;
         simulated += cycles;
         all.extend(records);
     }
@@ -248,6 +262,7 @@ fn board_ctx(mcu: target::Mcu, port: &str, baud: u32) -> Ctx {
 /// An image `bench` measures, by name.
 enum Named {
     Rings,
+    Primitives,
     Kems(target::Image, Vec<Kem>),
     Sensor(target::Image),
 }
@@ -256,6 +271,9 @@ impl Named {
     fn find(mcu: target::Mcu, name: &str) -> Result<Named, String> {
         if name == target::Image::rings().name {
             return Ok(Named::Rings);
+        }
+        if name == target::Image::primitives().name {
+            return Ok(Named::Primitives);
         }
         if let Some((image, kems)) = target::kem_images(mcu).into_iter().find(|(i, _)| i.name == name) {
             return Ok(Named::Kems(image, kems));
@@ -272,6 +290,7 @@ impl Named {
     fn image(&self) -> target::Image {
         match self {
             Named::Rings => target::Image::rings(),
+            Named::Primitives => target::Image::primitives(),
             Named::Kems(i, _) | Named::Sensor(i) => i.clone(),
         }
     }
@@ -282,6 +301,7 @@ impl Named {
 fn bench_image(ctx: &Ctx, name: &str, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
     match Named::find(ctx.mcu, name)? {
         Named::Rings => bench_rings(ctx, filter, no_build),
+        Named::Primitives => bench_primitives(ctx, filter, no_build),
         Named::Kems(image, kems) => {
             let kems: Vec<Kem> = kems
                 .into_iter()
@@ -318,6 +338,17 @@ pub fn sim_pty(o: &SimPtyArgs) -> Result<(), String> {
         pty.path()
     );
     pty.wait()
+}
+
+/// CI: Keccak-f[1600], Ascon-p[12] and X25519 (the `primitives` image)
+/// in simavr against the host's references (RustCrypto's portable Keccak
+/// and Ascon, x25519-dalek), nothing recorded.
+pub fn primitives_check() -> Result<(), String> {
+    let (records, _) = bench_primitives(&sim_ctx(target::mcu("atmega1284p")?), "", false)?;
+    for r in &records {
+        println!("{}: {} cycles, equal to the host's output on 2 random inputs", r.operation, r.cycles);
+    }
+    Ok(())
 }
 
 /// CI: `bench --device` against the simulated ATmega1284p behind a pty
@@ -362,6 +393,67 @@ pub fn device_check(images: &[&str]) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Keccak-f[1600], Ascon-p[12] and X25519 (the `primitives` image): two
+/// random inputs each, output checked against the host's reference.
+fn bench_primitives(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
+    let mcu = ctx.mcu;
+    let elf = avr::image_elf(mcu, &target::Image::primitives(), no_build)?;
+    let graph = CallGraph::load(&elf)?;
+    let mut dev = ctx.device(&elf)?;
+    let empty = empty_window(&mut dev)?;
+    let mut rng = Rng::new(0x5052_494D);
+    let mut records = Vec::new();
+    for p in firmware::primitives::PRIMITIVES {
+        if !p.name.contains(filter) && !kemsim::PRIMITIVES_SCHEME.contains(filter) {
+            continue;
+        }
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let input: Vec<u8> = (0..p.request_len).map(|_| rng.next_u64() as u8).collect();
+            let (reply, w) = dev.measure_window(p.id, |d| d.call(p.id, &input))?;
+            if Some(&reply) != kemsim::primitive_reference(p.id, &input).as_ref() {
+                return Err(format!(
+                    "{}: the AVR's output differs from the host's reference",
+                    p.name
+                ));
+            }
+            runs.push((w.cycles, w.stack, dev.painted_stack()?));
+        }
+        if runs[0].0 != runs[1].0 {
+            eprintln!(
+                "xtask: warning: {} took {} and {} cycles on two inputs",
+                p.name, runs[0].0, runs[1].0
+            );
+        }
+        // The code that ran inside the window (the profile), on a board the handler's reach.
+        dev.set_profiling(true);
+        let input = vec![0u8; p.request_len as usize];
+        dev.measure_window(p.id, |d| d.call(p.id, &input))?;
+        let profile = dev.take_profile();
+        dev.set_profiling(false);
+        let executed = graph.executed(&profile);
+        let code = if executed.is_empty() {
+            let handler = p.name.split('-').next().unwrap_or(p.name);
+            graph.find("primitives", handler).map_or(0, |f| graph.reachable_size(f))
+        } else {
+            graph.reachable_size_union(&executed)
+        };
+        let mut r = ctx.record(kemsim::PRIMITIVES_SCHEME, "avr-asm", p.name);
+        r.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
+        r.stack_bytes = runs.iter().map(|r| r.1).max().unwrap_or(0);
+        r.stack_bytes_painted = Some(runs.iter().map(|r| r.2).max().unwrap_or(0));
+        r.code_bytes = code;
+        if let Some((cycles, reference)) = published::primitive(p.name) {
+            r.published_cycles = Some(cycles);
+            r.published_reference = Some(reference.into());
+        }
+        records.push(r);
+    }
+    let simulated = dev.cycle();
+    dev.close()?;
+    Ok((records, simulated))
 }
 
 /// The 25 ring operations of the `rings` image.
@@ -418,6 +510,18 @@ fn bench_rings(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, 
     let simulated = dev.cycle();
     dev.close()?;
     Ok((records, simulated))
+}
+
+/// How often the window of `profile` entered Keccak-f[1600] and
+/// Ascon-p[12] (the execution count of each assembly routine's first
+/// instruction; KEMs call Ascon with 12 rounds only): with the permutations'
+/// own cycle counts (scheme `primitives`) the report's hashing share.
+/// `None` without a profile (a board).
+fn permutation_calls(graph: &CallGraph, profile: &[u32]) -> Option<[u64; 2]> {
+    if profile.is_empty() {
+        return None;
+    }
+    Some(["keccak_f1600_avr", "ascon_permute_avr"].map(|f| graph.entries(profile, f)))
 }
 
 /// The KEM-MQTT images a filter-less `bench` measures.
@@ -517,6 +621,7 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
         for op in KemOp::ALL {
             let id = kem_op_id(kem, op);
             let mut runs = Vec::new();
+            let mut calls = None;
             for (i, c) in cases.iter().enumerate() {
                 let r = &c.record;
                 let payload = match op {
@@ -534,16 +639,18 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
                     dev.set_profiling(false);
                     dev.take_markers();
                     executed.extend(graph.executed(&profile).into_iter().map(String::from));
+                    calls = permutation_calls(&graph, &profile);
                 }
             }
-            runs_of.push((op, runs));
+            runs_of.push((op, runs, calls));
         }
         let mut all_roots: Vec<&str> = roots.clone();
         all_roots.extend(executed.iter().map(String::as_str));
         let code = graph.reachable_size_union(&all_roots);
         let statics = graph.scheme_statics();
-        for (op, runs) in runs_of {
+        for (op, runs, calls) in runs_of {
             let mut rec = ctx.record(kem.scheme(), kem.variant(), op.name());
+            rec.permutation_calls = calls;
             rec.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
             rec.stack_bytes = runs.iter().map(|r| r.1).max().unwrap_or(0);
             rec.stack_bytes_painted = Some(runs.iter().map(|r| r.2).max().unwrap_or(0));

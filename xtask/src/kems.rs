@@ -389,6 +389,33 @@ pub fn e5_case(kem: Kem) -> Result<KatCase, String> {
     })
 }
 
+/// Scheme name of the primitive ops' records.
+pub const PRIMITIVES_SCHEME: &str = "primitives";
+
+/// What the host computes for a primitive op's request (the reference the
+/// AVR's output must equal): RustCrypto's portable Keccak and Ascon (the
+/// host builds of fips202 and ascon-sponge), x25519-dalek.
+pub fn primitive_reference(id: u8, input: &[u8]) -> Option<Vec<u8>> {
+    use firmware::primitives::{OP_ASCON_P12, OP_KECCAK_F1600, OP_X25519};
+    match id {
+        OP_KECCAK_F1600 => {
+            let mut s: [u8; 200] = input.try_into().ok()?;
+            fips202::permute(&mut s);
+            Some(s.to_vec())
+        }
+        OP_ASCON_P12 => {
+            let mut s: [u8; 40] = input.try_into().ok()?;
+            ascon_sponge::permute(&mut s, 12);
+            Some(s.to_vec())
+        }
+        OP_X25519 => {
+            let (k, u) = input.split_first_chunk::<32>()?;
+            Some(x25519_dalek::x25519(*k, u.try_into().ok()?).to_vec())
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

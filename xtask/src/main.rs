@@ -282,6 +282,10 @@ fn ci() -> Result<(), String> {
         ),
         // The AVR sensor through real mosquitto, plugin and gateway: the
         // application must see the reading sealed on the AVR.
+        (
+            "primitives (Keccak-f[1600], Ascon-p[12], X25519) in simavr = the host's references",
+            Box::new(bench::primitives_check),
+        ),
         // The code that talks to a board, against the simulator on a pty.
         (
             "board path: bench --device over a pty = simavr, cycle for cycle",

@@ -272,6 +272,94 @@ pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) ->
         .collect())
 }
 
+/// Keccak-f[1600], Ascon-p[12] and X25519 on `mcu` in yasimavr (the
+/// `primitives` image): two random inputs each, output checked against the
+/// host's reference, I/O-free cycles by the on-chip timers. With `record`,
+/// the rows go to `benchmarks/<mcu>/primitives.json`.
+pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) -> Result<(), String> {
+    use firmware::primitives::PRIMITIVES;
+    let selected: Vec<_> = PRIMITIVES
+        .iter()
+        .filter(|p| p.name.contains(filter) || kems::PRIMITIVES_SCHEME.contains(filter))
+        .collect();
+    if selected.is_empty() {
+        return Ok(());
+    }
+    let image = target::Image::primitives();
+    let b = if no_build {
+        avr::sizes(mcu, &image.elf(mcu))?
+    } else {
+        avr::compile(mcu, &image)?
+    };
+    let mut rng = crate::opts::Rng::new(0x5052_494D);
+    let requests: Vec<(u8, Vec<u8>)> = selected
+        .iter()
+        .flat_map(|p| [0, 1].map(|_| (p.id, (0..p.request_len).map(|_| rng.next_u64() as u8).collect())))
+        .collect();
+    eprintln!("xtask: primitives on {} in yasimavr …", mcu.name);
+    let replies = yasim_measured(
+        &b.elf,
+        &requests,
+        &image.target_dir(mcu).join("primitives-requests.txt"),
+    )?;
+    let graph = avr::CallGraph::load(&b.elf)?;
+    let mut records = Vec::new();
+    for (i, p) in selected.iter().enumerate() {
+        let runs = [2 * i, 2 * i + 1].map(|j| replies.get(j));
+        let mut cycles = Vec::new();
+        let mut stack = 0;
+        for (j, run) in runs.iter().enumerate() {
+            let m = run.ok_or_else(|| format!("{}: no reply from the {} (crashed?)", p.name, mcu.name))?;
+            if Some(&m.body) != kems::primitive_reference(p.id, &requests[2 * i + j].1).as_ref() {
+                return Err(format!(
+                    "{} on {}: the output differs from the host's reference",
+                    p.name, mcu.name
+                ));
+            }
+            cycles.push(m.cycles.ok_or_else(|| format!("{}: no timer reading", p.name))?);
+            stack = stack.max(m.stack.unwrap_or(0) as u32);
+        }
+        println!(
+            "{} on {}: {} cycles (I/O excluded, classic-core timings), stack {stack} B",
+            p.name, mcu.name, cycles[0]
+        );
+        let (published, reference) = crate::published::primitive(p.name).unzip();
+        records.push(crate::records::Record {
+            mcu: mcu.name.into(),
+            scheme: kems::PRIMITIVES_SCHEME.into(),
+            variant: "avr-asm".into(),
+            operation: p.name.into(),
+            cycles: cycles.iter().copied().max().unwrap_or(0),
+            stack_bytes: stack,
+            stack_bytes_painted: Some(stack),
+            // What the handler reaches (no profile in yasimavr): the primitive and the I/O around it.
+            code_bytes: graph
+                .find("primitives", p.name.split('-').next().unwrap_or(p.name))
+                .map_or(0, |f| graph.reachable_size(f)),
+            static_ram_bytes: Some(b.ram()),
+            toolchain: match mcu.opt_level {
+                Some(level) => crate::records::toolchain().replace("opt-level 3", &format!("opt-level {level}")),
+                None => crate::records::toolchain(),
+            },
+            git_revision: crate::opts::git_revision(),
+            simulator: format!(
+                "yasimavr {} @ 20 MHz, classic-core timings; cycles by the on-chip timers",
+                mcu.name
+            ),
+            published_cycles: published,
+            published_reference: reference.map(Into::into),
+            published_stack_bytes: None,
+            published_code_bytes: None,
+            flight_bytes: None,
+            permutation_calls: None,
+        });
+    }
+    if record {
+        crate::records::save(mcu.name, kems::PRIMITIVES_SCHEME, &records, false)?;
+    }
+    Ok(())
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -446,6 +446,7 @@ pub fn mega0(
                     published_stack_bytes: None,
                     published_code_bytes: None,
                     flight_bytes: Some(flights),
+                    permutation_calls: None,
                 });
             }
         }

@@ -79,6 +79,16 @@ impl Image {
         }
     }
 
+    /// Keccak-f[1600], Ascon-p[12] and X25519 as ops (`firmware::primitives`).
+    pub fn primitives() -> Image {
+        Image {
+            name: "primitives".into(),
+            features: vec!["primitives"],
+            opt_level: None,
+            keys: None,
+        }
+    }
+
     /// Every KEM of a group (one image on the ATmega1284p).
     pub fn group(g: Group) -> Image {
         Image {
