@@ -346,7 +346,10 @@ pub fn sim_pty(o: &SimPtyArgs) -> Result<(), String> {
 pub fn primitives_check() -> Result<(), String> {
     let (records, _) = bench_primitives(&sim_ctx(target::mcu("atmega1284p")?), "", false)?;
     for r in &records {
-        println!("{}: {} cycles, equal to the host's output on 2 random inputs", r.operation, r.cycles);
+        println!(
+            "{}: {} cycles, equal to the host's output on 2 random inputs",
+            r.operation, r.cycles
+        );
     }
     Ok(())
 }
