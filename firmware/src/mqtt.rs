@@ -29,17 +29,18 @@ pub const OP_START: u8 = 0x68;
 /// Op id of the sensor's own start (images with provisioned keys: feature
 /// `mqtt-provisioned`): request `suite ‖ host_nonce[32]`, reply as
 /// [`OP_START`]'s. The keys are the image's, and the randomness is the
-/// sensor's: [`TAPE_LABEL`]-KDF of its provisioned keys, a counter kept in
-/// EEPROM (incremented and written back before use, so no two handshakes
-/// of a board share it, power losses included) and the host's nonce (which
-/// adds entropy but cannot repeat the counter). The host needs no key:
-/// `kem-mqtt serial-bridge` carries the flights.
+/// sensor's: [`TAPE_LABEL`]-KDF of its provisioned keys, a counter backed
+/// by EEPROM (blocks of values reserved, written and read back before use,
+/// so no two handshakes of a board share a value, power losses included)
+/// and the host's nonce (which adds entropy but cannot repeat the counter).
+/// The host needs no key: `kem-mqtt serial-bridge` carries the flights.
 pub const OP_HELLO: u8 = 0x6A;
 /// Bytes of the host's nonce in an [`OP_HELLO`] request.
 pub const HOST_NONCE_LEN: usize = 32;
 /// KDF label of the sensor's own randomness ([`OP_HELLO`]).
 pub const TAPE_LABEL: &[u8] = b"kem-mqtt/1 sensor randomness";
-/// EEPROM address of the handshake counter (u32 little-endian; erased: none yet).
+/// EEPROM address of the handshake counter's reserved end (u32
+/// little-endian; erased: nothing reserved yet).
 pub const COUNTER_ADDR: u16 = 0;
 /// Op id of `AwaitBrokerHello::receive_broker_hello` (and its marker window).
 pub const OP_FINISH: u8 = 0x69;

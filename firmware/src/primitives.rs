@@ -1,14 +1,14 @@
 //! The primitives every scheme's time goes into, as ops of their own
-//! (cargo feature `primitives`): Keccak-f[1600], Ascon-p[12] and X25519,
+//! (cargo feature `primitives`): Keccak-f\[1600\], Ascon-p\[12\] and X25519,
 //! measured by `cargo xtask bench` beside the published AVR figures.
 //!
 //! - [`OP_KECCAK_F1600`]: request = state (200 B, lanes little-endian), reply = the permuted state;
 //! - [`OP_ASCON_P12`]: request = state (40 B, words big-endian), reply = the permuted state;
 //! - [`OP_X25519`]: request = scalar (32 B) ‖ u-coordinate (32 B), reply = X25519(k, u) (RFC 7748).
 
-/// Keccak-f[1600] on a 200-byte state.
+/// Keccak-f\[1600\] on a 200-byte state.
 pub const OP_KECCAK_F1600: u8 = 0x70;
-/// Ascon-p[12] on a 40-byte state.
+/// Ascon-p\[12\] on a 40-byte state.
 pub const OP_ASCON_P12: u8 = 0x71;
 /// X25519 scalar multiplication.
 pub const OP_X25519: u8 = 0x72;

@@ -340,7 +340,7 @@ pub fn sim_pty(o: &SimPtyArgs) -> Result<(), String> {
     pty.wait()
 }
 
-/// CI: Keccak-f[1600], Ascon-p[12] and X25519 (the `primitives` image)
+/// CI: Keccak-f\[1600\], Ascon-p\[12\] and X25519 (the `primitives` image)
 /// in simavr against the host's references (RustCrypto's portable Keccak
 /// and Ascon, x25519-dalek), nothing recorded.
 pub fn primitives_check() -> Result<(), String> {
@@ -398,7 +398,7 @@ pub fn device_check(images: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// Keccak-f[1600], Ascon-p[12] and X25519 (the `primitives` image): two
+/// Keccak-f\[1600\], Ascon-p\[12\] and X25519 (the `primitives` image): two
 /// random inputs each, output checked against the host's reference.
 fn bench_primitives(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
     let mcu = ctx.mcu;
@@ -515,8 +515,8 @@ fn bench_rings(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, 
     Ok((records, simulated))
 }
 
-/// How often the window of `profile` entered Keccak-f[1600] and
-/// Ascon-p[12] (the execution count of each assembly routine's first
+/// How often the window of `profile` entered Keccak-f\[1600\] and
+/// Ascon-p\[12\] (the execution count of each assembly routine's first
 /// instruction; KEMs call Ascon with 12 rounds only): with the permutations'
 /// own cycle counts (scheme `primitives`) the report's hashing share.
 /// `None` without a profile (a board).

@@ -33,7 +33,7 @@ pub struct FlashArgs {
     #[arg(long, default_value = "atmega1284p", value_parser = target::mcu)]
     pub mcu: Mcu,
     /// The image to flash: rings, a KEM image (kyber512-r3, ml-kem-512,
-    /// lightsaber, ctru-…) or a sensor image (mqtt-<kem>[-x25519])
+    /// lightsaber, ctru-…) or a sensor image (`mqtt-<kem>[-x25519]`)
     #[arg(long)]
     pub image: String,
     /// The board's serial port (bootloader) or the UPDI adapter's, e.g. /dev/ttyUSB0

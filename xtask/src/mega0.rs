@@ -272,7 +272,7 @@ pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) ->
         .collect())
 }
 
-/// Keccak-f[1600], Ascon-p[12] and X25519 on `mcu` in yasimavr (the
+/// Keccak-f\[1600\], Ascon-p\[12\] and X25519 on `mcu` in yasimavr (the
 /// `primitives` image): two random inputs each, output checked against the
 /// host's reference, I/O-free cycles by the on-chip timers. With `record`,
 /// the rows go to `benchmarks/<mcu>/primitives.json`.

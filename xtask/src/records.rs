@@ -60,7 +60,7 @@ pub struct Record {
     /// KEM-MQTT: bytes of ClientHello, BrokerHello, ClientFinished and the first record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flight_bytes: Option<[u32; 4]>,
-    /// Calls of Keccak-f[1600] and of Ascon-p[12] inside the operation's
+    /// Calls of Keccak-f\[1600\] and of Ascon-p\[12\] inside the operation's
     /// window (KEM operations in simavr; the report's hashing share).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permutation_calls: Option<[u64; 2]>,

@@ -354,7 +354,7 @@ fn related_summary(records: &[Record]) -> String {
     s
 }
 
-/// The share of `r`'s cycles inside Keccak-f[1600] and Ascon-p[12]: its
+/// The share of `r`'s cycles inside Keccak-f\[1600\] and Ascon-p\[12\]: its
 /// permutation calls times the permutations' own cycles on the same MCU
 /// (scheme `primitives`), as pqm4 reports hashing. `None` without either.
 pub fn hashing_share(records: &[Record], r: &Record) -> Option<f64> {

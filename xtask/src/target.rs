@@ -79,7 +79,7 @@ impl Image {
         }
     }
 
-    /// Keccak-f[1600], Ascon-p[12] and X25519 as ops (`firmware::primitives`).
+    /// Keccak-f\[1600\], Ascon-p\[12\] and X25519 as ops (`firmware::primitives`).
     pub fn primitives() -> Image {
         Image {
             name: "primitives".into(),

@@ -239,24 +239,53 @@ fn hello(io: &mut Uart) {
     begin(io, firmware::mqtt::OP_HELLO, suite_id, keys);
 }
 
-/// The next value of the EEPROM handshake counter, written back (and read
-/// back) before it is used; `None` when it is exhausted or the EEPROM does
-/// not keep it.
+/// Counter values reserved in EEPROM at a time: one EEPROM write per this
+/// many handshakes (an EEPROM cell endures ~100,000 writes: a bridge that
+/// asks for handshakes as fast as it can would otherwise wear the counter
+/// out in about a day; now in about 64).
+#[cfg(feature = "mqtt-provisioned")]
+const COUNTER_BLOCK: u32 = 64;
+
+/// The counter values this boot has reserved: `(next, limit)`, every value
+/// below `limit` counted as used; `None` until the first handshake.
+#[cfg(feature = "mqtt-provisioned")]
+static mut RESERVED: Option<(u32, u32)> = None;
+
+/// The next handshake counter value. The EEPROM holds the end of the
+/// values reserved so far (erased: none); a block is reserved, written and
+/// read back before any of its values is used, so no value repeats, power
+/// losses included (a reset skips the rest of its block). `None` when the
+/// counter is exhausted or the EEPROM does not keep what is written.
 #[cfg(feature = "mqtt-provisioned")]
 fn next_counter() -> Option<u32> {
     use avr_harness::{eeprom_read, eeprom_write};
     use firmware::mqtt::COUNTER_ADDR;
     let addrs = [0u16, 1, 2, 3].map(|i| COUNTER_ADDR + i);
-    let now = u32::from_le_bytes(addrs.map(eeprom_read));
-    // Erased EEPROM reads 0xFF…: no handshake yet.
-    let next = now.wrapping_add(1);
-    if next == u32::MAX {
-        return None;
-    }
-    for (a, b) in addrs.iter().zip(next.to_le_bytes()) {
-        eeprom_write(*a, b);
-    }
-    (u32::from_le_bytes(addrs.map(eeprom_read)) == next).then_some(next)
+    // SAFETY: single-threaded; the one borrow of the static.
+    let reserved = unsafe { &mut *addr_of_mut!(RESERVED) };
+    let (next, limit) = match *reserved {
+        Some(r) => r,
+        None => {
+            // Erased EEPROM reads 0xFF…: nothing reserved yet.
+            let stored = u32::from_le_bytes(addrs.map(eeprom_read));
+            let start = if stored == u32::MAX { 0 } else { stored };
+            (start, start)
+        }
+    };
+    let limit = if next < limit {
+        limit
+    } else {
+        let end = next.checked_add(COUNTER_BLOCK).filter(|&e| e != u32::MAX)?;
+        for (a, b) in addrs.iter().zip(end.to_le_bytes()) {
+            eeprom_write(*a, b);
+        }
+        if u32::from_le_bytes(addrs.map(eeprom_read)) != end {
+            return None;
+        }
+        end
+    };
+    *reserved = Some((next + 1, limit));
+    Some(next)
 }
 
 /// The provisioned key fields.

@@ -1,4 +1,4 @@
-//! Keccak-f[1600], Ascon-p[12] and X25519 as measured ops
+//! Keccak-f\[1600\], Ascon-p\[12\] and X25519 as measured ops
 //! (`firmware::primitives`): each reads its input into a static, runs
 //! inside the marker window and replies.
 
