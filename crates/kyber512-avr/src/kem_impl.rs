@@ -34,6 +34,17 @@ pub trait Variant: sealed::Sealed + 'static {
     fn derive_key(kbar: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32];
     /// The shared secret of a rejected ciphertext: from z and the ciphertext.
     fn reject_key(z: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32];
+    /// The shared secret of a decapsulation: [`Variant::derive_key`] of K̄
+    /// if `same`, else [`Variant::reject_key`] of z, in constant time (the
+    /// same work either way). By default both keys, then the selection.
+    fn select_key(kbar: &[u8; 32], z: &[u8; 32], ct: &[u8; CT_BYTES], same: Choice) -> [u8; 32] {
+        let mut good = Self::derive_key(kbar, ct);
+        let mut bad = Self::reject_key(z, ct);
+        let ss = kem_common::select_bytes(&bad, &good, same);
+        good.wipe();
+        bad.wipe();
+        ss
+    }
 }
 
 pub(crate) use sealed::Sealed;
@@ -322,12 +333,8 @@ fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]
 fn select_key<V: Variant>(kbar: &[u8; 32], z: &[u8], ct: &[u8; CT_BYTES], same: Choice) -> SharedSecret {
     let mut z_arr = [0u8; 32];
     z_arr.copy_from_slice(z);
-    let mut good = V::derive_key(kbar, ct);
-    let mut bad = V::reject_key(&z_arr, ct);
-    let ss = kem_common::select_bytes(&bad, &good, same);
-    for secret in [&mut z_arr, &mut good, &mut bad] {
-        secret.wipe();
-    }
+    let ss = V::select_key(kbar, &z_arr, ct, same);
+    z_arr.wipe();
     SharedSecret::new(ss)
 }
 

@@ -91,6 +91,7 @@
 
 use kem_common::Wipe;
 use rand_core::TryCryptoRng;
+use subtle::Choice;
 
 use crate::kem_impl::{fill, kem_api, Sealed, Variant};
 use crate::params::CT_BYTES;
@@ -134,6 +135,16 @@ impl Variant for Kyber512R3 {
 
     fn reject_key(z: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32] {
         Self::derive_key(z, ct)
+    }
+
+    /// Both keys are KDF(x ‖ H(c)), x = K̄ or z (round-3 reference
+    /// `crypto_kem_dec`): x is selected first, in constant time, then one
+    /// KDF, so c is hashed once instead of twice (7 Keccak-f calls less).
+    fn select_key(kbar: &[u8; 32], z: &[u8; 32], ct: &[u8; CT_BYTES], same: Choice) -> [u8; 32] {
+        let mut pre = kem_common::select_bytes(z, kbar, same);
+        let ss = Self::derive_key(&pre, ct);
+        pre.wipe();
+        ss
     }
 }
 
