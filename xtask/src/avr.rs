@@ -392,7 +392,7 @@ pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
     if name == "all" {
         return Ok(all_images(mcu));
     }
-    let mut known: Vec<Image> = vec![Image::rings()];
+    let mut known: Vec<Image> = vec![Image::rings(), Image::primitives()];
     known.extend(Group::ALL.into_iter().map(Image::group));
     known.extend(Kem::ALL.into_iter().map(Image::kem));
     known.extend(Image::all_mqtt());

@@ -268,23 +268,34 @@ enum Named {
 }
 
 impl Named {
+    /// The image `name` (as `build-avr --image` and `flash` name them) and
+    /// what its benchmark measures.
     fn find(mcu: target::Mcu, name: &str) -> Result<Named, String> {
-        if name == target::Image::rings().name {
+        let images = avr::images(mcu, name)?;
+        let [image] = images.as_slice() else {
+            return Err(format!(
+                "--image {name} names {} images: one runs on a board",
+                images.len()
+            ));
+        };
+        if image.name == target::Image::rings().name {
             return Ok(Named::Rings);
         }
-        if name == target::Image::primitives().name {
+        if image.name == target::Image::primitives().name {
             return Ok(Named::Primitives);
         }
-        if let Some((image, kems)) = target::kem_images(mcu).into_iter().find(|(i, _)| i.name == name) {
-            return Ok(Named::Kems(image, kems));
+        if !crate::sensor::suites_of(image).is_empty() {
+            return Ok(Named::Sensor(image.clone()));
         }
-        if let Some(image) = crate::sensor::images(mcu, "").into_iter().find(|i| i.name == name) {
-            return Ok(Named::Sensor(image));
+        // A group's image serves its KEMs, a KEM's image that one.
+        let kems: Vec<Kem> = Kem::ALL
+            .into_iter()
+            .filter(|k| target::Image::kem(*k).name == image.name || target::Image::group(k.group()).name == image.name)
+            .collect();
+        match kems.is_empty() {
+            false => Ok(Named::Kems(image.clone(), kems)),
+            true => Err(format!("`{name}` is no image `bench` measures")),
         }
-        Err(format!(
-            "no image `{name}` for {}: rings, a KEM image (kyber512-r3, ml-kem-512, …) or a sensor image (mqtt-…)",
-            mcu.name
-        ))
     }
 
     fn image(&self) -> target::Image {
@@ -675,6 +686,29 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_named_as_build_avr_and_flash_name_them() {
+        let m = target::mcu("atmega1284p").unwrap();
+        assert!(matches!(Named::find(m, "rings"), Ok(Named::Rings)));
+        assert!(matches!(Named::find(m, "primitives"), Ok(Named::Primitives)));
+        match Named::find(m, "ml-kem-512") {
+            Ok(Named::Kems(i, k)) => assert_eq!((i.name.as_str(), k), ("ml-kem-512", vec![Kem::MlKem512])),
+            _ => panic!("ml-kem-512"),
+        }
+        match Named::find(m, "kyber") {
+            Ok(Named::Kems(_, k)) => assert_eq!(k, vec![Kem::MlKem512, Kem::Kyber512R3]),
+            _ => panic!("kyber"),
+        }
+        assert!(matches!(
+            Named::find(m, "mqtt-ctru-light-ascon-x25519"),
+            Ok(Named::Sensor(_))
+        ));
+        assert!(Named::find(m, "all").is_err());
+        assert!(Named::find(m, "kyber1024").is_err());
+    }
+
     /// The CI step on its own (needs the built images).
     #[test]
     #[ignore]
