@@ -122,6 +122,15 @@ fn serve(mut sim: Sim, pty: &mut TTYPort, stop: &AtomicBool) -> Result<(), Strin
             Err(avr_sim::Error::Exited { .. }) => {
                 let out = sim.take_output();
                 pty.write_all(&out).map_err(|e| format!("pty: {e}"))?;
+                // Closing the master now could hang the host up before it
+                // read that last reply (serialport reports POLLHUP before
+                // the data): keep the pty until the host lets go of it.
+                while !stop.load(Ordering::SeqCst) {
+                    match pty.read(&mut buf) {
+                        Err(e) if hung_up(&e) => break,
+                        _ => std::thread::sleep(Duration::from_millis(1)),
+                    }
+                }
                 return Ok(());
             }
             Err(e) => return Err(e.to_string()),
