@@ -30,6 +30,7 @@ use std::time::Duration;
 use firmware::mqtt::{self as fw, Layout};
 use kem_mqtt::Suite;
 use kem_mqtt_host::addr::BrokerAddr;
+use kem_mqtt_host::board;
 use kem_mqtt_host::bridge::{self, Finished, Hello, RemoteSensor};
 use kem_mqtt_host::keys::SensorKeys;
 
@@ -120,15 +121,8 @@ fn avr_start(dev: &mut Device, keys: &SensorKeys) -> Result<Started, LiveError> 
         let r = kems::measured(dev, fw::OP_START, |d| d.call(fw::OP_START, &request));
         wipe(&mut request);
         let (reply, measured) = r.map_err(LiveError::Sensor)?;
-        if reply.len() != l.start_reply_len() {
-            return Err(LiveError::Sensor(format!(
-                "start reply of {} bytes, expected {} (is the image for {}?)",
-                reply.len(),
-                l.start_reply_len(),
-                keys.suite.name()
-            )));
-        }
-        match reply[0] {
+        let reply = board::parse_start_reply(l, &reply).map_err(LiveError::Sensor)?;
+        match reply.status {
             0 => {}
             2 if attempt < START_ATTEMPTS => {
                 println!(
@@ -145,16 +139,10 @@ fn avr_start(dev: &mut Device, keys: &SensorKeys) -> Result<Started, LiveError> 
                 )))
             }
         }
-        let tape_used = u16::from_le_bytes([reply[1], reply[2]]) as usize;
-        let n = u16::from_le_bytes([reply[3], reply[4]]) as usize;
-        let client_hello = reply
-            .get(5..5 + n)
-            .ok_or_else(|| LiveError::Sensor(format!("start reply announces a ClientHello of {n} bytes")))?
-            .to_vec();
         return Ok(Started {
-            client_hello,
+            client_hello: reply.client_hello,
             measured,
-            tape_used,
+            tape_used: reply.tape_used,
             attempts: attempt,
         });
     }
@@ -172,35 +160,13 @@ struct AvrFinished {
 
 /// Runs `OP_FINISH` on the BrokerHello.
 fn avr_finish(dev: &mut Device, l: Layout, broker_hello: &[u8]) -> Result<AvrFinished, LiveError> {
-    if broker_hello.len() > l.max_broker_hello() {
-        return Err(LiveError::Sensor(format!(
-            "a BrokerHello of {} bytes, more than the {} this image takes",
-            broker_hello.len(),
-            l.max_broker_hello()
-        )));
-    }
-    let mut request = (broker_hello.len() as u16).to_le_bytes().to_vec();
-    request.extend_from_slice(broker_hello);
-    request.resize(l.finish_request_len(), 0);
+    let request = board::finish_request(l, broker_hello).map_err(LiveError::Sensor)?;
     let (reply, measured) =
         kems::measured(dev, fw::OP_FINISH, |d| d.call(fw::OP_FINISH, &request)).map_err(LiveError::Sensor)?;
-    if reply.len() != l.finish_reply_len() {
-        return Err(LiveError::Sensor(format!(
-            "finish reply of {} bytes, expected {}",
-            reply.len(),
-            l.finish_reply_len()
-        )));
-    }
-    if reply[0] != 0 {
-        return Err(LiveError::Sensor(format!(
-            "finish (receive_broker_hello) answered status {} ({})",
-            reply[0],
-            fw::error_name(reply[0])
-        )));
-    }
+    let (client_finished, record) = board::parse_finish_reply(l, &reply).map_err(LiveError::Sensor)?;
     Ok(AvrFinished {
-        client_finished: reply[1..1 + fw::CF_LEN].to_vec(),
-        record: reply[1 + fw::CF_LEN..].to_vec(),
+        client_finished,
+        record,
         measured,
     })
 }

@@ -18,11 +18,7 @@ use crate::opts::Rng;
 
 /// The message layout of `kem`'s image.
 pub fn layout(kem: KemId) -> Layout {
-    Layout {
-        pk: kem.pk_len(),
-        sk: kem.sk_len(),
-        ct: kem.ct_len(),
-    }
+    kem_mqtt_host::board::layout(kem)
 }
 
 /// One prepared handshake: the requests for the firmware and what its replies must be.

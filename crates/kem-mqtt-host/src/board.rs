@@ -16,6 +16,84 @@ use kem_mqtt::Suite;
 
 use crate::bridge::{Finished, Hello, RemoteSensor};
 
+/// The sensor firmware's message lengths for `kem` (`firmware::mqtt`).
+pub fn layout(kem: kem_mqtt::KemId) -> Layout {
+    Layout {
+        pk: kem.pk_len(),
+        sk: kem.sk_len(),
+        ct: kem.ct_len(),
+    }
+}
+
+/// A start reply (`OP_START`, `OP_HELLO`), read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartReply {
+    /// 0, or a `firmware::mqtt::error_name` code (2: randomness exhausted, start again).
+    pub status: u8,
+    /// Randomness bytes the start drew.
+    pub tape_used: usize,
+    /// The ClientHello (empty unless `status` is 0).
+    pub client_hello: Vec<u8>,
+}
+
+/// Reads a start reply of an image with `layout`: `status ‖ used u16 ‖ len u16 ‖ ClientHello (padded)`.
+pub fn parse_start_reply(layout: Layout, reply: &[u8]) -> Result<StartReply, String> {
+    if reply.len() != layout.start_reply_len() {
+        return Err(format!(
+            "a start reply of {} bytes, not {}: is the image for this KEM?",
+            reply.len(),
+            layout.start_reply_len()
+        ));
+    }
+    let n = u16::from_le_bytes([reply[3], reply[4]]) as usize;
+    Ok(StartReply {
+        status: reply[0],
+        tape_used: u16::from_le_bytes([reply[1], reply[2]]) as usize,
+        client_hello: reply
+            .get(5..5 + n)
+            .ok_or_else(|| format!("the start reply announces a ClientHello of {n} bytes"))?
+            .to_vec(),
+    })
+}
+
+/// The finish request of an image with `layout`: `len u16 ‖ BrokerHello (padded)`.
+pub fn finish_request(layout: Layout, broker_hello: &[u8]) -> Result<Vec<u8>, String> {
+    if broker_hello.len() > layout.max_broker_hello() {
+        return Err(format!(
+            "a BrokerHello of {} bytes, more than the {} the image takes",
+            broker_hello.len(),
+            layout.max_broker_hello()
+        ));
+    }
+    let mut request = (broker_hello.len() as u16).to_le_bytes().to_vec();
+    request.extend_from_slice(broker_hello);
+    request.resize(layout.finish_request_len(), 0);
+    Ok(request)
+}
+
+/// Reads a finish reply of an image with `layout`: `status ‖ ClientFinished ‖
+/// record`; the ClientFinished and the record, or the status as an error.
+pub fn parse_finish_reply(layout: Layout, reply: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+    if reply.len() != layout.finish_reply_len() {
+        return Err(format!(
+            "a finish reply of {} bytes, not {}",
+            reply.len(),
+            layout.finish_reply_len()
+        ));
+    }
+    match reply.split_first() {
+        Some((0, rest)) => {
+            let (cf, record) = rest.split_at(fw::CF_LEN);
+            Ok((cf.to_vec(), record.to_vec()))
+        }
+        Some((&s, _)) => Err(format!(
+            "finish (receive_broker_hello) answered status {s} ({})",
+            fw::error_name(s)
+        )),
+        None => Err("an empty finish reply".into()),
+    }
+}
+
 /// Starts tried before giving up: a CTRU-Light key generation that retries
 /// may exhaust the board's randomness tape (status 2); the next start
 /// draws a new one (the counter moved on).
@@ -44,17 +122,12 @@ impl BoardSensor {
                  flash one: cargo xtask flash --image mqtt-<kem>[-x25519] --keys SENSOR.json"
             ));
         }
-        let kem = suite.kem();
         let empty = link.empty_window().map_err(|e| format!("{path}: {e}"))?;
         Ok(BoardSensor {
             empty,
             link,
             suite,
-            layout: Layout {
-                pk: kem.pk_len(),
-                sk: kem.sk_len(),
-                ct: kem.ct_len(),
-            },
+            layout: layout(suite.kem()),
         })
     }
 
@@ -75,28 +148,17 @@ impl RemoteSensor for BoardSensor {
             rand_core::Rng::fill_bytes(&mut crate::OsRng, &mut nonce);
             request.extend_from_slice(&nonce);
             let reply = self.link.call(OP_HELLO, &request).map_err(|e| e.to_string())?;
-            if reply.len() != self.layout.start_reply_len() {
-                return Err(format!(
-                    "a start reply of {} bytes, not {}: is the board's image for {}?",
-                    reply.len(),
-                    self.layout.start_reply_len(),
-                    self.suite.name()
-                ));
-            }
-            match reply[0] {
-                0 => {}
+            let r = parse_start_reply(self.layout, &reply)?;
+            match r.status {
+                0 => {
+                    return Ok(Hello {
+                        client_hello: r.client_hello,
+                        note: self.cycles(),
+                    })
+                }
                 2 if attempt < HELLO_ATTEMPTS => continue,
                 s => return Err(format!("start answered status {s} ({})", fw::error_name(s))),
             }
-            let n = u16::from_le_bytes([reply[3], reply[4]]) as usize;
-            let client_hello = reply
-                .get(5..5 + n)
-                .ok_or_else(|| format!("the start reply announces a ClientHello of {n} bytes"))?
-                .to_vec();
-            return Ok(Hello {
-                client_hello,
-                note: self.cycles(),
-            });
         }
         Err(format!(
             "the board's start exhausted its randomness {HELLO_ATTEMPTS} times"
@@ -104,28 +166,47 @@ impl RemoteSensor for BoardSensor {
     }
 
     fn finish(&mut self, broker_hello: &[u8]) -> Result<Finished, String> {
-        if broker_hello.len() > self.layout.max_broker_hello() {
-            return Err(format!(
-                "a BrokerHello of {} bytes, more than the {} the board takes",
-                broker_hello.len(),
-                self.layout.max_broker_hello()
-            ));
-        }
-        let mut request = (broker_hello.len() as u16).to_le_bytes().to_vec();
-        request.extend_from_slice(broker_hello);
-        request.resize(self.layout.finish_request_len(), 0);
+        let request = finish_request(self.layout, broker_hello)?;
         let reply = self.link.call(OP_FINISH, &request).map_err(|e| e.to_string())?;
-        match reply.split_first() {
-            Some((0, rest)) if rest.len() > fw::CF_LEN => {
-                let (cf, record) = rest.split_at(fw::CF_LEN);
-                Ok(Finished {
-                    client_finished: cf.to_vec(),
-                    record: record.to_vec(),
-                    note: self.cycles(),
-                })
-            }
-            Some((&s, _)) if s != 0 => Err(format!("finish answered status {s} ({})", fw::error_name(s))),
-            _ => Err(format!("a finish reply of {} bytes", reply.len())),
-        }
+        let (client_finished, record) = parse_finish_reply(self.layout, &reply)?;
+        Ok(Finished {
+            client_finished,
+            record,
+            note: self.cycles(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kem_mqtt::KemId;
+
+    #[test]
+    fn replies_and_requests_have_the_firmware_layout() {
+        let l = layout(KemId::CtruLightAscon);
+        let mut reply = vec![0u8; l.start_reply_len()];
+        reply[1..5].copy_from_slice(&[160, 0, 3, 0]);
+        reply[5..8].copy_from_slice(&[7, 8, 9]);
+        let r = parse_start_reply(l, &reply).unwrap();
+        assert_eq!((r.status, r.tape_used, r.client_hello), (0, 160, vec![7, 8, 9]));
+        assert!(parse_start_reply(l, &reply[1..]).is_err());
+        reply[3..5].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert!(
+            parse_start_reply(l, &reply).is_err(),
+            "a ClientHello longer than the reply"
+        );
+
+        let req = finish_request(l, &[1, 2, 3]).unwrap();
+        assert_eq!((req.len(), &req[..5]), (l.finish_request_len(), &[3, 0, 1, 2, 3][..]));
+        assert!(finish_request(l, &vec![0; l.max_broker_hello() + 1]).is_err());
+
+        let mut fin = vec![0u8; l.finish_reply_len()];
+        fin[1] = 0xCF;
+        let (cf, record) = parse_finish_reply(l, &fin).unwrap();
+        assert_eq!((cf.len(), cf[0], record.len()), (fw::CF_LEN, 0xCF, fw::RECORD_LEN));
+        fin[0] = 5;
+        assert!(parse_finish_reply(l, &fin).unwrap_err().contains("BrokerFinished"));
+        assert!(parse_finish_reply(l, &fin[1..]).is_err());
     }
 }
