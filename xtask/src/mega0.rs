@@ -272,6 +272,46 @@ pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) ->
         .collect())
 }
 
+/// A row measured on `mcu` in yasimavr: its toolchain (the MCU's opt-level),
+/// the revision, and the simulator and cycle source; the figures are left
+/// for the caller (`stack_bytes` is the painted measure: yasimavr has no SP
+/// tracking).
+pub fn yasim_record(
+    mcu: target::Mcu,
+    scheme: &str,
+    variant: &str,
+    operation: &str,
+    stack: Option<u32>,
+) -> crate::records::Record {
+    let toolchain = crate::records::toolchain();
+    crate::records::Record {
+        mcu: mcu.name.into(),
+        scheme: scheme.into(),
+        variant: variant.into(),
+        operation: operation.into(),
+        cycles: 0,
+        stack_bytes: stack.unwrap_or(0),
+        stack_bytes_painted: stack,
+        code_bytes: 0,
+        static_ram_bytes: None,
+        toolchain: match mcu.opt_level {
+            Some(level) => toolchain.replace("opt-level 3", &format!("opt-level {level}")),
+            None => toolchain,
+        },
+        git_revision: crate::opts::git_revision(),
+        simulator: format!(
+            "yasimavr {} @ 20 MHz, classic-core timings; cycles by the on-chip timers",
+            mcu.name
+        ),
+        published_cycles: None,
+        published_reference: None,
+        published_stack_bytes: None,
+        published_code_bytes: None,
+        flight_bytes: None,
+        permutation_calls: None,
+    }
+}
+
 /// Keccak-f\[1600\], Ascon-p\[12\] and X25519 on `mcu` in yasimavr (the
 /// `primitives` image): two random inputs each, output checked against the
 /// host's reference, I/O-free cycles by the on-chip timers. With `record`,
@@ -324,35 +364,16 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
             p.name, mcu.name, cycles[0]
         );
         let (published, reference) = crate::published::primitive(p.name).unzip();
-        records.push(crate::records::Record {
-            mcu: mcu.name.into(),
-            scheme: kems::PRIMITIVES_SCHEME.into(),
-            variant: "avr-asm".into(),
-            operation: p.name.into(),
-            cycles: cycles.iter().copied().max().unwrap_or(0),
-            stack_bytes: stack,
-            stack_bytes_painted: Some(stack),
-            // What the handler reaches (no profile in yasimavr): the primitive and the I/O around it.
-            code_bytes: graph
-                .find("primitives", p.name.split('-').next().unwrap_or(p.name))
-                .map_or(0, |f| graph.reachable_size(f)),
-            static_ram_bytes: Some(b.ram()),
-            toolchain: match mcu.opt_level {
-                Some(level) => crate::records::toolchain().replace("opt-level 3", &format!("opt-level {level}")),
-                None => crate::records::toolchain(),
-            },
-            git_revision: crate::opts::git_revision(),
-            simulator: format!(
-                "yasimavr {} @ 20 MHz, classic-core timings; cycles by the on-chip timers",
-                mcu.name
-            ),
-            published_cycles: published,
-            published_reference: reference.map(Into::into),
-            published_stack_bytes: None,
-            published_code_bytes: None,
-            flight_bytes: None,
-            permutation_calls: None,
-        });
+        let mut r = yasim_record(mcu, kems::PRIMITIVES_SCHEME, "avr-asm", p.name, Some(stack));
+        r.cycles = cycles.iter().copied().max().unwrap_or(0);
+        // What the handler reaches (no profile in yasimavr): the primitive and the I/O around it.
+        r.code_bytes = graph
+            .find("primitives", p.name.split('-').next().unwrap_or(p.name))
+            .map_or(0, |f| graph.reachable_size(f));
+        r.static_ram_bytes = Some(b.ram());
+        r.published_cycles = published;
+        r.published_reference = reference.map(Into::into);
+        records.push(r);
     }
     if record {
         crate::records::save(mcu.name, kems::PRIMITIVES_SCHEME, &records, false)?;

@@ -291,11 +291,6 @@ pub fn mega0(
     record: bool,
     require_fit: bool,
 ) -> Result<(), String> {
-    let toolchain = match mcu.opt_level {
-        Some(level) => crate::records::toolchain().replace("opt-level 3", &format!("opt-level {level}")),
-        None => crate::records::toolchain(),
-    };
-    let revision = crate::opts::git_revision();
     let mut records = Vec::new();
     let mut table = String::from(
         "| suite | image | flash B | static RAM B | handshake | painted stack start/finish B | cycles start/finish (I/O excluded, classic-core timings) | fits |\n\
@@ -424,30 +419,16 @@ pub fn mega0(
                 ("finish", c, stacks[1]),
                 ("handshake", a + c, Some(peak)),
             ] {
-                records.push(crate::records::Record {
-                    mcu: mcu.name.into(),
-                    scheme: crate::records::MQTT_SCHEME.into(),
-                    variant: suite.name().into(),
-                    operation: op.into(),
-                    cycles,
-                    // No simulator SP tracking in yasimavr: the painted measure.
-                    stack_bytes: stack.unwrap_or(0),
-                    stack_bytes_painted: stack,
-                    code_bytes: b.flash(),
-                    static_ram_bytes: Some(b.ram()),
-                    toolchain: toolchain.clone(),
-                    git_revision: revision.clone(),
-                    simulator: format!(
-                        "yasimavr {} @ 20 MHz, classic-core timings; cycles by the on-chip timers",
-                        mcu.name
-                    ),
-                    published_cycles: (op == "handshake").then_some(crate::published::KEM_MQTT_SENSOR_CYCLES),
-                    published_reference: (op == "handshake").then(|| crate::published::KEM_MQTT_REFERENCE.into()),
-                    published_stack_bytes: None,
-                    published_code_bytes: None,
-                    flight_bytes: Some(flights),
-                    permutation_calls: None,
-                });
+                let mut r = crate::mega0::yasim_record(mcu, crate::records::MQTT_SCHEME, suite.name(), op, stack);
+                r.cycles = cycles;
+                r.code_bytes = b.flash();
+                r.static_ram_bytes = Some(b.ram());
+                if op == "handshake" {
+                    r.published_cycles = Some(crate::published::KEM_MQTT_SENSOR_CYCLES);
+                    r.published_reference = Some(crate::published::KEM_MQTT_REFERENCE.into());
+                }
+                r.flight_bytes = Some(flights);
+                records.push(r);
             }
         }
         if ok {
