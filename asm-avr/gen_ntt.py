@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generates ntt_forward.S: NTTs for AVR in the paper's three arithmetic
+"""Generates ntt_forward.S (`gen_ntt.py`, tables in SRAM) and
+ntt_forward_flash.S (`gen_ntt.py flash`, tables in flash): NTTs for AVR in the paper's three arithmetic
 variants, one set of routines per ring: NTT-friendly Montgomery (R = 2^16;
 q = k·2^8 + 1: the multiplication by q⁻¹ and by q become multiplications by
 the small k), plain Montgomery (`_mont` suffix: general 16-bit q⁻¹ and q,
@@ -35,6 +36,7 @@ checked exhaustively by this script before it writes anything).
 """
 
 import functools
+import sys
 
 RINGS = [(3329, 256, 7), (769, 512, 7), (3329, 512, 7), (7681, 256, 8)]
 
@@ -152,6 +154,29 @@ def cheaper(make):
 
 def suffix():
     return {"friendly": "", "plain": "_mont", "kred2x": "_kred2x"}[VARIANT]
+
+
+# Where the routines read their tables (twiddles, γ, the inverse's last
+# factors): "sram" (`ld`, ntt_forward.S) or "flash" (`lpm` through Z,
+# ntt_forward_flash.S); the same symbols in both files, so a build links one
+# (modarith's build.rs picks it). Flash costs one cycle a byte more, plus a
+# pointer swap where Z is busy; it saves the tables' SRAM.
+TABLES = "sram"
+
+
+def table_read(regs, ptr, keep_z=None, comment=""):
+    """Reads consecutive table bytes into `regs` through `ptr` (X or Z),
+    post-incremented. In flash, X's reads go through Z; `keep_z` names a
+    free register pair that holds Z meanwhile when Z is in use."""
+    op = "ld" if TABLES == "sram" else "lpm"
+    via = ptr if TABLES == "sram" else "Z"
+    reads = [f"\t{op} {r}, {via}+" for r in regs]
+    if comment:
+        reads[-1] += f"\t\t; {comment}"
+    if TABLES == "sram" or ptr == "Z":
+        return reads
+    code = ["\tmovw r30, r26"] + reads + ["\tmovw r26, r30"]
+    return [f"\tmovw {keep_z}, r30"] + code + [f"\tmovw r30, {keep_z}"] if keep_z else code
 
 
 def reduce(q):
@@ -406,7 +431,7 @@ def routine(q, n, layers):
             # X), then (a_0, a_1) by z2 and (a_2, a_3) by z3 (the last layer,
             # Z, two entries a block further on).
             o += ["\tmovw r30, r26", f"\tsubi r30, lo8(-{2 * groups})", f"\tsbci r31, hi8(-{2 * groups})\t; Z = z2",
-                  f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z1"]
+                  f"{lab}_g:"] + table_read(("r18", "r19"), "X", keep_z="r14", comment="z1")
             last_mode, last_after = plan[layer + 1]
             o += ["\tldd r16, Y+4", "\tldd r17, Y+5\t\t; a2"] + mont(q) + [
                 "\tldd r8, Y+0", "\tldd r9, Y+1\t\t; a0", "\tmovw r6, r8", "\tsub r6, r12",
@@ -415,16 +440,16 @@ def routine(q, n, layers):
                 "\tldd r24, Y+2", "\tldd r25, Y+3\t\t; a1", "\tmovw r16, r24", "\tadd r16, r12",
                 "\tadc r17, r13\t\t; a1' = a1 + t", "\tsub r24, r12", "\tsbc r25, r13\t\t; a3' = a1 − t"]
             set_t_mode(last_mode)
-            o += ["\tld r18, Z+", "\tld r19, Z+\t\t; z2"] + mont(q) + [
+            o += table_read(("r18", "r19"), "Z", comment="z2") + mont(q) + [
                 "\tmovw r16, r8", "\tsub r16, r12", "\tsbc r17, r13\t\t; a0' − t"] + post(last_after, "r16", std(2))
             o += ["\tadd r8, r12", "\tadc r9, r13\t\t; a0' + t"] + post(last_after, "r8", std(0))
-            o += ["\tmovw r16, r24", "\tld r18, Z+", "\tld r19, Z+\t\t; z3"] + mont(q) + [
+            o += ["\tmovw r16, r24"] + table_read(("r18", "r19"), "Z", comment="z3") + mont(q) + [
                 "\tmovw r16, r6", "\tsub r16, r12", "\tsbc r17, r13\t\t; a2' − t"] + post(last_after, "r16", std(6))
             o += ["\tadd r6, r12", "\tadc r7, r13\t\t; a2' + t"] + post(last_after, "r6", std(4))
             o += ["\tadiw r28, 8\t\t; next block (r24:r25, a, is not needed again)",
                   "\tdec r3", f"\tbreq {lab}_d", f"\trjmp {lab}_g", f"{lab}_d:"]
             continue
-        o += [f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; z"]
+        o += [f"{lab}_g:"] + table_read(("r18", "r19"), "X", comment="z")  # Z is set below
         straight = length <= STRAIGHT_LINE_LEN
         if not straight:
             o += ["\tmovw r30, r28", f"\tsubi r30, lo8(-{2 * length})", f"\tsbci r31, hi8(-{2 * length})\t; Z = Y + len",
@@ -491,8 +516,8 @@ def small_entry(q, n, name, plan, saved):
     o = [f"\t.section .text.{small}, \"ax\", @progbits", f"\t.global {small}", f"\t.type {small}, @function", f"{small}:"]
     o += [f"\tpush {r}" for r in saved]
     o += ["\tclr r2\t\t\t; zero", f"\tldi r21, {(q - 1) >> 8}\t\t; k", f"\tldi r16, {65536 // q}",
-          "\tmov r5, r16\t\t; floor(2^16/q)", "\tmovw r26, r22\t\t; X = zetas", "\tadiw r26, 2\t\t; zetas[0] is unused",
-          "\tld r18, X+", "\tld r19, X+\t\t; zetas[1], scaled", "\tldi r16, 1", "\tclr r17"]
+          "\tmov r5, r16\t\t; floor(2^16/q)", "\tmovw r26, r22\t\t; X = zetas", "\tadiw r26, 2\t\t; zetas[0] is unused"]
+    o += table_read(("r18", "r19"), "X", comment="zetas[1], scaled") + ["\tldi r16, 1", "\tclr r17"]
     o += mont(q) + ["\tmovw r16, r12"] + centre(q) + ["\t; r23:r22 = ζ, centred"]
     o += ["\tmovw r28, r24\t\t; Y = a", "\tmovw r30, r24", f"\tsubi r30, lo8(-{n})", f"\tsbci r31, hi8(-{n})\t; Z = Y + n/2",
           f"\tldi r16, {(n // 2) & 0xFF}", "\tmov r4, r16\t\t; n/2 butterflies (0 counts 256)",
@@ -571,9 +596,10 @@ def inverse_routine(q, n, layers):
     o = [f"\t.section .text.{name}, \"ax\", @progbits", f"\t.global {name}", f"\t.type {name}, @function", f"{name}:"]
     saved = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
     o += [f"\tpush {r}" for r in saved]
-    o += ["\tmovw r26, r20\t\t; X = [F, ζ⁻¹F]", "\tclr r2\t\t\t; zero", f"\tldi r21, {k}\t\t; k",
-          f"\tldi r16, {m}", "\tmov r5, r16\t\t; floor(2^16/q)", "\tld r16, X+", "\tmov r6, r16", "\tld r16, X+", "\tmov r7, r16",
-          "\tld r16, X+", "\tmov r8, r16", "\tld r16, X", "\tmov r9, r16", "\tpush r6", "\tpush r7", "\tpush r8",
+    o += ["\tmovw r30, r20\t\t; Z = [F, ζ⁻¹F]", "\tclr r2\t\t\t; zero", f"\tldi r21, {k}\t\t; k",
+          f"\tldi r16, {m}", "\tmov r5, r16\t\t; floor(2^16/q)"]
+    o += table_read(("r6", "r7", "r8", "r9"), "Z")
+    o += ["\tpush r6", "\tpush r7", "\tpush r8",
           "\tpush r9\t\t; kept on the stack for the last layer", "\tmovw r26, r22\t\t; X = zetas_inv"]
     length = n >> layers
     bound = q  # exclusive bound on |a_i| entering the layer
@@ -595,7 +621,8 @@ def inverse_routine(q, n, layers):
             o += [f"\tsubi r26, lo8(-{2 * groups})", f"\tsbci r27, hi8(-{2 * groups})\t; X = &zetas_inv[N/(2len)]"]
         else:  # back from the end of the previous layer's range [2G, 4G) to [G, 2G)
             o += [f"\tsubi r26, lo8({6 * groups})", f"\tsbci r27, hi8({6 * groups})\t; X = &zetas_inv[N/(2len)]"]
-        o += [f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16", f"{lab}_g:", "\tld r18, X+", "\tld r19, X+\t\t; ζ⁻¹"]
+        o += [f"\tldi r16, {groups & 0xFF}", "\tmov r3, r16", f"{lab}_g:"]
+        o += table_read(("r18", "r19"), "X", comment="ζ⁻¹")  # Z is set below
         if not last and length <= inverse_straight_line_len(n):
             # Straight-line groups: x and y at displacements from Y.
             for j in range(length):
@@ -797,7 +824,7 @@ def base_mul_routine(q, n, d):
         o += [f"{lab}:"]
         if d > 1:  # degree 1 has no high sum, so no γ
             o += ["\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it", f"\trjmp {lab}_neg",
-                  "\tmovw r14, r30", "\tpop r31", "\tpop r30", "\tld r6, Z+", "\tld r7, Z+", "\tpush r30",
+                  "\tmovw r14, r30", "\tpop r31", "\tpop r30"] + table_read(("r6", "r7"), "Z") + ["\tpush r30",
                   "\tpush r31", "\tmovw r30, r14", f"\trjmp {lab}_go",
                   f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
         kept = set()
@@ -974,7 +1001,7 @@ def base_inv_routine(q, n):
           "\tmov r5, r16", f"\tldi r16, {(n // 4) & 0xFF}", "\tmov r3, r16"]
     lab = f"{name}_blk"
     o += [f"{lab}:", "\tsbrc r3, 0\t\t; counter even: fetch the next γ; odd: negate it", f"\trjmp {lab}_neg",
-          "\tld r6, X+", "\tld r7, X+", f"\trjmp {lab}_go",
+          *table_read(("r6", "r7"), "X", keep_z="r18"), f"\trjmp {lab}_go",  # r18:r19: loaded before use
           f"{lab}_neg:", "\tneg r7", "\tneg r6", "\tsbc r7, r2\t\t; γ = −γ", f"{lab}_go:"]
     o += prog
     o += ["\tadiw r30, 8", "\tdec r3", f"\tbreq {lab}_end", f"\tjmp {lab}", f"{lab}_end:",
@@ -986,8 +1013,13 @@ def base_inv_routine(q, n):
     return o
 
 
+TABLES = sys.argv[1] if len(sys.argv) > 1 else "sram"
+assert TABLES in ("sram", "flash"), "usage: gen_ntt.py [sram|flash]"
 out = ["/* NTTs for AVR, NTT-friendly and plain (_mont) Montgomery arithmetic.",
-       " * GENERATED by asm-avr/gen_ntt.py: do not edit. See the generator for the method.",
+       " * GENERATED by asm-avr/gen_ntt.py" + (" flash" if TABLES == "flash" else "") +
+       ": do not edit. See the generator for the method.",
+       " * Tables (twiddles, γ, the inverse's last factors) read from " +
+       ("flash (lpm; the caller passes flash addresses)." if TABLES == "flash" else "SRAM (ld)."),
        " * Clobbers r0, r18-r27, r30, r31; preserves r2-r17, r28, r29; r1 = 0 on return.",
        " * Constant time: every loop count is public, and so are the pointers the",
        " * degree-4 base multiplication compares (out = b swaps its operands).",

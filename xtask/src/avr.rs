@@ -392,9 +392,10 @@ pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
     if name == "all" {
         return Ok(all_images(mcu));
     }
-    let mut known: Vec<Image> = vec![Image::rings(), Image::primitives()];
+    let mut known: Vec<Image> = vec![Image::rings(), Image::rings().sram_tables(), Image::primitives()];
     known.extend(Group::ALL.into_iter().map(Image::group));
     known.extend(Kem::ALL.into_iter().map(Image::kem));
+    known.extend(crate::target::sram_table_images().into_iter().map(|(i, _)| i));
     known.extend(Image::all_mqtt());
     match known.iter().find(|i| i.name == name) {
         Some(i) => Ok(vec![i.clone()]),

@@ -70,6 +70,7 @@ impl Ctx {
             published_code_bytes: None,
             flight_bytes: None,
             permutation_calls: None,
+            tables: None,
         }
     }
 }
@@ -164,9 +165,12 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let mut simulated = 0;
     let mut all = Vec::new();
     // What the filter selects, decided up front so progress can count it.
-    let rings_selected = firmware::ops()
-        .any(|(r, k)| format!("{}.{}", r.name(), k.name()).to_lowercase().contains(&filter))
-        && target::runnable(mcu, &target::Image::rings(), no_build);
+    let any_ring = firmware::ops().any(|(r, k)| format!("{}.{}", r.name(), k.name()).to_lowercase().contains(&filter));
+    // The ring operations in both table placements.
+    let ring_images: Vec<target::Image> = [target::Image::rings(), target::Image::rings().sram_tables()]
+        .into_iter()
+        .filter(|i| any_ring && target::runnable(mcu, i, no_build))
+        .collect();
     let kem_images = target::kem_images_matching(mcu, &filter, no_build);
     // The default run measures the two suites issue #8 compares (the others
     // with `--filter kem-mqtt`): each image is a build of its own.
@@ -180,14 +184,23 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         .any(|p| p.name.contains(&filter) || kemsim::PRIMITIVES_SCHEME.contains(&filter))
         && target::runnable(mcu, &target::Image::primitives(), no_build);
     let steps =
-        u64::from(rings_selected) + u64::from(primitives_selected) + kem_images.len() as u64 + mqtt_images.len() as u64;
+        ring_images.len() as u64 + u64::from(primitives_selected) + kem_images.len() as u64 + mqtt_images.len() as u64;
     let mut progress = Progress::new("bench", steps);
-    if rings_selected {
-        progress.step("rings: build, then the 25 ring operations");
-        let (records, cycles) = bench_rings(&ctx, &filter, no_build)?;
-        save(mcu.name, SCHEME, &records, !filter.is_empty())?;
+    let mut ring_records = Vec::new();
+    for image in &ring_images {
+        progress.step(&format!("{}: build, then the 25 ring operations", image.name));
+        let (records, cycles) = bench_rings(&ctx, image, &filter, no_build)?;
         simulated += cycles;
-        all.extend(records);
+        ring_records.extend(records);
+    }
+    if !ring_records.is_empty() {
+        save(
+            mcu.name,
+            SCHEME,
+            &ring_records,
+            !filter.is_empty() || ring_images.len() < 2,
+        )?;
+        all.extend(ring_records);
     }
     if primitives_selected {
         progress.step("primitives: build, then Keccak-f[1600], Ascon-p[12], X25519");
@@ -261,7 +274,7 @@ fn board_ctx(mcu: target::Mcu, port: &str, baud: u32) -> Ctx {
 
 /// An image `bench` measures, by name.
 enum Named {
-    Rings,
+    Rings(target::Image),
     Primitives,
     Kems(target::Image, Vec<Kem>),
     Sensor(target::Image),
@@ -278,8 +291,8 @@ impl Named {
                 images.len()
             ));
         };
-        if image.name == target::Image::rings().name {
-            return Ok(Named::Rings);
+        if image.features.contains(&"rings") {
+            return Ok(Named::Rings(image.clone()));
         }
         if image.name == target::Image::primitives().name {
             return Ok(Named::Primitives);
@@ -288,9 +301,10 @@ impl Named {
             return Ok(Named::Sensor(image.clone()));
         }
         // A group's image serves its KEMs, a KEM's image that one.
+        let base = image.name.trim_end_matches("-sram-tables");
         let kems: Vec<Kem> = Kem::ALL
             .into_iter()
-            .filter(|k| target::Image::kem(*k).name == image.name || target::Image::group(k.group()).name == image.name)
+            .filter(|k| target::Image::kem(*k).name == base || target::Image::group(k.group()).name == base)
             .collect();
         match kems.is_empty() {
             false => Ok(Named::Kems(image.clone(), kems)),
@@ -300,7 +314,7 @@ impl Named {
 
     fn image(&self) -> target::Image {
         match self {
-            Named::Rings => target::Image::rings(),
+            Named::Rings(i) => i.clone(),
             Named::Primitives => target::Image::primitives(),
             Named::Kems(i, _) | Named::Sensor(i) => i.clone(),
         }
@@ -311,7 +325,7 @@ impl Named {
 /// image), as `bench` runs it: on the board of `ctx` if it has one.
 fn bench_image(ctx: &Ctx, name: &str, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
     match Named::find(ctx.mcu, name)? {
-        Named::Rings => bench_rings(ctx, filter, no_build),
+        Named::Rings(image) => bench_rings(ctx, &image, filter, no_build),
         Named::Primitives => bench_primitives(ctx, filter, no_build),
         Named::Kems(image, kems) => {
             let kems: Vec<Kem> = kems
@@ -471,9 +485,10 @@ fn bench_primitives(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Reco
 }
 
 /// The 25 ring operations of the `rings` image.
-fn bench_rings(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
+fn bench_rings(ctx: &Ctx, image: &target::Image, filter: &str, no_build: bool) -> Result<(Vec<Record>, u64), String> {
     let mcu = ctx.mcu;
-    let elf = avr::image_elf(mcu, &target::Image::rings(), no_build)?;
+    let elf = avr::image_elf(mcu, image, no_build)?;
+    let tables = published::Tables::from_name(Some(image.tables()));
     let graph = CallGraph::load(&elf)?;
     let mut dev = ctx.device(&elf)?;
     let empty = empty_window(&mut dev)?;
@@ -511,14 +526,15 @@ fn bench_rings(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Record>, 
                 0
             }
         };
-        let published = published::cycles(ring, kind);
+        let published = published::cycles(ring, kind, tables);
         let mut r = ctx.record(SCHEME, ring.name(), kind.name());
+        r.tables = Some(image.tables().into());
         r.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
         r.stack_bytes = runs.iter().map(|r| r.1).max().unwrap_or(0);
         r.stack_bytes_painted = Some(runs.iter().map(|r| r.2).max().unwrap_or(0));
         r.code_bytes = code;
         r.published_cycles = published;
-        r.published_reference = published.map(|_| published::label(ring));
+        r.published_reference = published.and_then(|_| published::label(ring, tables));
         records.push(r);
     }
     let simulated = dev.cycle();
@@ -620,6 +636,7 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
     let graph = CallGraph::load(&elf)?;
     let mut dev = ctx.device(&elf)?;
     let empty = empty_window(&mut dev)?;
+    let tables = published::Tables::from_name(Some(image.tables()));
     let mut records = Vec::new();
     for &kem in kems {
         let cases = kemsim::kat_cases(kem, 2)?;
@@ -665,16 +682,17 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
         for (op, runs, calls) in runs_of {
             let mut rec = ctx.record(kem.scheme(), kem.variant(), op.name());
             rec.permutation_calls = calls;
+            rec.tables = Some(image.tables().into());
             rec.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;
             rec.stack_bytes = runs.iter().map(|r| r.1).max().unwrap_or(0);
             rec.stack_bytes_painted = Some(runs.iter().map(|r| r.2).max().unwrap_or(0));
             rec.code_bytes = code;
             rec.static_ram_bytes = Some(statics);
-            if let Some((c, st, cd)) = published::kem_figures(kem, op) {
+            if let Some((c, st, cd)) = published::kem_figures(kem, op, tables) {
                 rec.published_cycles = Some(c);
                 rec.published_stack_bytes = Some(st);
                 rec.published_code_bytes = cd;
-                rec.published_reference = published::kem_reference(kem).map(|r| r.name.to_string());
+                rec.published_reference = published::kem_reference(kem, tables).map(|r| r.name.to_string());
             }
             records.push(rec);
         }
@@ -691,7 +709,8 @@ mod tests {
     #[test]
     fn images_are_named_as_build_avr_and_flash_name_them() {
         let m = target::mcu("atmega1284p").unwrap();
-        assert!(matches!(Named::find(m, "rings"), Ok(Named::Rings)));
+        assert!(matches!(Named::find(m, "rings"), Ok(Named::Rings(_))));
+        assert!(matches!(Named::find(m, "rings-sram-tables"), Ok(Named::Rings(i)) if i.tables() == "sram"));
         assert!(matches!(Named::find(m, "primitives"), Ok(Named::Primitives)));
         match Named::find(m, "ml-kem-512") {
             Ok(Named::Kems(i, k)) => assert_eq!((i.name.as_str(), k), ("ml-kem-512", vec![Kem::MlKem512])),

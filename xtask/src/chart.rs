@@ -47,9 +47,13 @@ pub fn kem_bars(records: &[Record], schemes: &[(&str, &str, &str)]) -> Vec<Bar> 
     let mut bars = Vec::new();
     for (scheme, variant, label) in schemes {
         for op in ["keygen", "encaps", "decaps"] {
-            let found = records
-                .iter()
-                .find(|r| r.mcu == "atmega1284p" && r.scheme == *scheme && r.variant == *variant && r.operation == op);
+            let found = records.iter().find(|r| {
+                r.mcu == "atmega1284p"
+                    && r.scheme == *scheme
+                    && r.variant == *variant
+                    && r.operation == op
+                    && r.default_placement()
+            });
             if let Some(r) = found {
                 if let Some(p) = r.published_cycles {
                     bars.push(Bar {
@@ -85,8 +89,8 @@ pub fn ntt_bars(records: &[Record]) -> Vec<Bar> {
         .collect()
 }
 
-/// RAM per KEM operation (peak stack + the scheme's static tables) beside
-/// the published row whose tables are in SRAM too, in bytes.
+/// RAM per KEM operation (peak stack + the scheme's static data) beside
+/// the published row of the same table placement (the default: flash), in bytes.
 pub fn ram_bars(records: &[Record], schemes: &[(&str, &str, &str)]) -> Vec<Bar> {
     let mut bars = Vec::new();
     for (scheme, variant, label) in schemes {
@@ -96,11 +100,17 @@ pub fn ram_bars(records: &[Record], schemes: &[(&str, &str, &str)]) -> Vec<Bar> 
         else {
             continue;
         };
-        let row = crate::published::kem_ram_reference(kem);
+        let Some(row) = crate::published::kem_reference(kem, crate::published::Tables::Flash) else {
+            continue;
+        };
         for (i, op) in ["keygen", "encaps", "decaps"].into_iter().enumerate() {
-            let found = records
-                .iter()
-                .find(|r| r.mcu == "atmega1284p" && r.scheme == *scheme && r.variant == *variant && r.operation == op);
+            let found = records.iter().find(|r| {
+                r.mcu == "atmega1284p"
+                    && r.scheme == *scheme
+                    && r.variant == *variant
+                    && r.operation == op
+                    && r.default_placement()
+            });
             if let Some((r, statics)) = found.and_then(|r| Some((r, r.static_ram_bytes?))) {
                 bars.push(Bar {
                     label: format!("{label}: {}", kem_op(op)),

@@ -309,6 +309,7 @@ pub fn yasim_record(
         published_code_bytes: None,
         flight_bytes: None,
         permutation_calls: None,
+        tables: None,
     }
 }
 

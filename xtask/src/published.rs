@@ -13,6 +13,25 @@ pub enum Tables {
     Sram,
 }
 
+impl Tables {
+    /// As the benchmark records name it (`Record::tables`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tables::Flash => "flash",
+            Tables::Sram => "sram",
+        }
+    }
+
+    /// From a record's name; a record without one predates the field and
+    /// is taken as flash, the default placement.
+    pub fn from_name(name: Option<&str>) -> Tables {
+        match name {
+            Some("sram") => Tables::Sram,
+            _ => Tables::Flash,
+        }
+    }
+}
+
 /// One row of the published NTT table.
 #[derive(Clone, Copy, Debug)]
 pub struct Row {
@@ -144,20 +163,27 @@ pub const NTT_TABLE: &[Row] = &[
 ];
 
 /// The row our ring is compared with: the paper's version of the same
-/// reduction, tables in SRAM where published (ours are in SRAM on the 1284p).
-pub fn reference(ring: Ring) -> &'static Row {
-    let index = match ring {
-        Ring::Ctru769 => 3,    // K-RED2X† (no ‡ row)
-        Ring::Ctru3329 => 6,   // NTT-friendly‡
-        Ring::Kyber => 10,     // NTT-friendly‡
-        Ring::Saber3329 => 13, // NTT-friendly‡
-        Ring::Saber7681 => 16, // NTT-friendly‡
+/// reduction with the same table placement, where published. The one flash
+/// row of Kyber's ring is KS25's signed LUT (another method); K-RED2X has no
+/// SRAM row.
+pub fn reference(ring: Ring, tables: Tables) -> Option<&'static Row> {
+    let index = match (ring, tables) {
+        (Ring::Ctru769, Tables::Flash) => 3, // K-RED2X†
+        (Ring::Ctru769, Tables::Sram) => return None,
+        (Ring::Ctru3329, Tables::Flash) => 5,   // NTT-friendly†
+        (Ring::Ctru3329, Tables::Sram) => 6,    // NTT-friendly‡
+        (Ring::Kyber, Tables::Flash) => 8,      // Signed LUT† [KS25]
+        (Ring::Kyber, Tables::Sram) => 10,      // NTT-friendly‡
+        (Ring::Saber3329, Tables::Flash) => 12, // NTT-friendly†
+        (Ring::Saber3329, Tables::Sram) => 13,  // NTT-friendly‡
+        (Ring::Saber7681, Tables::Flash) => 15, // NTT-friendly†
+        (Ring::Saber7681, Tables::Sram) => 16,  // NTT-friendly‡
     };
-    &NTT_TABLE[index]
+    Some(&NTT_TABLE[index])
 }
 
-/// Published cycles for (ring, kind), if the paper measured it.
-pub fn cycles(ring: Ring, kind: Kind) -> Option<u64> {
+/// Published cycles for (ring, kind) with `tables`, if the paper measured it.
+pub fn cycles(ring: Ring, kind: Kind, tables: Tables) -> Option<u64> {
     let col = match kind {
         Kind::Forward => 0,
         Kind::Inverse => 1,
@@ -165,17 +191,17 @@ pub fn cycles(ring: Ring, kind: Kind) -> Option<u64> {
         Kind::BaseInv => 3,
         Kind::BaseMulAcc => return None,
     };
-    reference(ring).kcycles[col].map(|k| (k * 1000.0).round() as u64)
+    reference(ring, tables)?.kcycles[col].map(|k| (k * 1000.0).round() as u64)
 }
 
 /// A short label of the reference row.
-pub fn label(ring: Ring) -> String {
-    let r = reference(ring);
+pub fn label(ring: Ring, tables: Tables) -> Option<String> {
+    let r = reference(ring, tables)?;
     let mark = match r.tables {
         Tables::Flash => "†",
         Tables::Sram => "‡",
     };
-    format!("{} {}{mark}", r.ring, r.implementation)
+    Some(format!("{} {}{mark}", r.ring, r.implementation))
 }
 
 /// One row of the published KEM table (CTRU-Light paper artifact; \[KS25\],
@@ -308,45 +334,42 @@ pub const ML_KEM_BASELINE: KemRow = kem_row(
     0,
 );
 
-/// The published row each KEM variant is compared with: round-3 Kyber512
-/// with their best Kyber512 (ML-KEM-512 with [`ML_KEM_BASELINE`], the same
-/// standard's code); CTRU-Light K-RED2X
-/// with Kred, optimised Montgomery with Montgomery-opt-flash (tables in
-/// flash, as the stack figures are then comparable), plain Montgomery with
-/// Montgomery-flash-sha3 (no Ascon row was published); LightSaber with their
-/// best (Montgomery-speed).
-pub fn kem_reference(kem: Kem) -> Option<&'static KemRow> {
-    let index = match kem {
-        Kem::MlKem512 => return Some(&ML_KEM_BASELINE),
-        Kem::Kyber512R3 => 10,
-        Kem::LightSaber => 14,
-        Kem::CtruAsconKred => 0,
-        Kem::CtruAsconMontOpt => 2,
-        Kem::CtruAsconMont => return None,
-        Kem::CtruSha3Kred => 3,
-        Kem::CtruSha3MontOpt => 4,
-        Kem::CtruSha3Mont => 6,
+/// The published row each KEM variant is compared with, for the table
+/// placement of the measured image: the same scheme's row with its tables in
+/// flash or in SRAM ("-stack": their stack figure counts the tables).
+///
+/// Flash: round-3 Kyber512 with their best Kyber512, LightSaber with their
+/// best (Montgomery-speed; both have the stack figures of their "-flash"
+/// rows), CTRU-Light K-RED2X with Kred, optimised Montgomery with
+/// Montgomery-opt-flash, plain Montgomery with Montgomery-flash-sha3 (no
+/// Ascon row was published). SRAM: Kyber512 LUT-stack, LightSaber
+/// Montgomery-stack, Montgomery-opt-stack (no K-RED2X or plain Montgomery
+/// row). ML-KEM-512 with [`ML_KEM_BASELINE`] (the same standard's code; its
+/// tables are in `.data`) under either placement.
+pub fn kem_reference(kem: Kem, tables: Tables) -> Option<&'static KemRow> {
+    use Tables::{Flash, Sram};
+    let index = match (kem, tables) {
+        (Kem::MlKem512, _) => return Some(&ML_KEM_BASELINE),
+        (Kem::Kyber512R3, Flash) => 10,
+        (Kem::Kyber512R3, Sram) => 9,
+        (Kem::LightSaber, Flash) => 14,
+        (Kem::LightSaber, Sram) => 13,
+        (Kem::CtruAsconKred, Flash) => 0,
+        (Kem::CtruAsconMontOpt, Flash) => 2,
+        (Kem::CtruAsconMontOpt, Sram) => 1,
+        (Kem::CtruSha3Kred, Flash) => 3,
+        (Kem::CtruSha3MontOpt, Flash) => 4,
+        (Kem::CtruSha3MontOpt, Sram) => 5,
+        (Kem::CtruSha3Mont, Flash) => 6,
+        (Kem::CtruAsconMont, _) | (Kem::CtruAsconKred | Kem::CtruSha3Kred | Kem::CtruSha3Mont, Sram) => return None,
     };
     Some(&KEM_TABLE[index])
 }
 
-/// The published row of `kem`'s scheme whose tables are in SRAM (the
-/// "-stack" variants: their stack figure counts the tables), the like-for-like
-/// reference for our RAM (static tables + stack: ours are in `.data`).
-pub fn kem_ram_reference(kem: Kem) -> &'static KemRow {
-    let index = match kem {
-        Kem::MlKem512 => return &ML_KEM_BASELINE,
-        Kem::Kyber512R3 => 9,
-        Kem::LightSaber => 13,
-        Kem::CtruAsconKred | Kem::CtruAsconMontOpt | Kem::CtruAsconMont => 1,
-        Kem::CtruSha3Kred | Kem::CtruSha3MontOpt | Kem::CtruSha3Mont => 5,
-    };
-    &KEM_TABLE[index]
-}
-
-/// Published (cycles, stack bytes, code bytes if known) of `op` in `kem`'s reference row.
-pub fn kem_figures(kem: Kem, op: KemOp) -> Option<(u64, u32, Option<u32>)> {
-    kem_reference(kem).map(|r| {
+/// Published (cycles, stack bytes, code bytes if known) of `op` in `kem`'s
+/// reference row for `tables`.
+pub fn kem_figures(kem: Kem, op: KemOp, tables: Tables) -> Option<(u64, u32, Option<u32>)> {
+    kem_reference(kem, tables).map(|r| {
         let i = op as usize;
         (
             (r.kcycles[i] * 1000.0).round() as u64,
@@ -484,27 +507,34 @@ mod tests {
 
     #[test]
     fn kem_references() {
+        use Tables::{Flash, Sram};
         assert_eq!(
-            kem_figures(Kem::CtruAsconKred, KemOp::Decaps),
+            kem_figures(Kem::CtruAsconKred, KemOp::Decaps, Flash),
             Some((2_574_700, 3028, Some(26572)))
         );
         assert_eq!(
-            kem_figures(Kem::Kyber512R3, KemOp::Keygen),
+            kem_figures(Kem::Kyber512R3, KemOp::Keygen, Flash),
             Some((5_231_000, 2132, Some(21988)))
+        );
+        // Tables in SRAM: the "-stack" row, whose stack counts them.
+        assert_eq!(
+            kem_figures(Kem::Kyber512R3, KemOp::Keygen, Sram),
+            Some((5_238_000, 3668, Some(77306)))
         );
         // ML-KEM-512 beside ML-KEM code, not the round-3 row.
         assert_eq!(
-            kem_figures(Kem::MlKem512, KemOp::Decaps),
+            kem_figures(Kem::MlKem512, KemOp::Decaps, Flash),
             Some((11_593_000, 9397, None))
         );
-        assert!(kem_ram_reference(Kem::MlKem512).name.contains("ML-KEM-512"));
-        assert!(kem_reference(Kem::CtruSha3Mont)
+        assert!(kem_reference(Kem::CtruSha3Mont, Flash)
             .unwrap()
             .name
             .contains("Montgomery-flash-sha3"));
-        assert!(kem_reference(Kem::CtruAsconMont).is_none());
+        assert!(kem_reference(Kem::CtruAsconMont, Flash).is_none());
+        assert!(kem_reference(Kem::CtruSha3Kred, Sram).is_none());
         for k in Kem::ALL {
-            if let Some(r) = kem_reference(k) {
+            for t in [Flash, Sram] {
+                let Some(r) = kem_reference(k, t) else { continue };
                 let family = match k.group() {
                     firmware::Group::Kyber if k == Kem::MlKem512 => "ML-KEM-512",
                     firmware::Group::Kyber => "Kyber512",
@@ -512,18 +542,27 @@ mod tests {
                     _ => "CTRU-Light",
                 };
                 assert!(r.name.starts_with(family), "{k:?}");
+                // The placement in the row's name, where it has one.
+                let other = if t == Flash { "-stack" } else { "-flash" };
+                assert!(!r.name.contains(other), "{k:?} {t:?}: {}", r.name);
             }
         }
     }
 
     #[test]
     fn references_match_rings() {
-        assert_eq!(cycles(Ring::Kyber, Kind::Forward), Some(58_100));
-        assert_eq!(cycles(Ring::Ctru769, Kind::BaseInv), Some(439_400));
-        assert_eq!(cycles(Ring::Kyber, Kind::BaseInv), None);
+        use Tables::{Flash, Sram};
+        assert_eq!(cycles(Ring::Kyber, Kind::Forward, Sram), Some(58_100));
+        assert_eq!(cycles(Ring::Kyber, Kind::Forward, Flash), Some(62_200));
+        assert_eq!(cycles(Ring::Ctru769, Kind::BaseInv, Flash), Some(439_400));
+        assert_eq!(cycles(Ring::Ctru769, Kind::BaseInv, Sram), None);
+        assert_eq!(cycles(Ring::Kyber, Kind::BaseInv, Flash), None);
         for r in Ring::ALL {
-            let row = reference(r);
-            assert!(row.ring.contains(&format!("Z_{}", r.q())) && row.ring.contains(&format!("^{}", r.n())));
+            for t in [Flash, Sram] {
+                let Some(row) = reference(r, t) else { continue };
+                assert_eq!(row.tables, t, "{r:?}");
+                assert!(row.ring.contains(&format!("Z_{}", r.q())) && row.ring.contains(&format!("^{}", r.n())));
+            }
         }
     }
 }

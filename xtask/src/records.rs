@@ -64,6 +64,24 @@ pub struct Record {
     /// window (KEM operations in simavr; the report's hashing share).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permutation_calls: Option<[u64; 2]>,
+    /// Where the image kept the NTT twiddle tables: "flash" (the default) or
+    /// "sram" (the `ntt-tables-in-sram` images); rings and KEM rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<String>,
+}
+
+impl Record {
+    /// Where the image kept its NTT tables (a record without the field
+    /// predates it, or has no tables: flash, the default).
+    pub fn table_placement(&self) -> crate::published::Tables {
+        crate::published::Tables::from_name(self.tables.as_deref())
+    }
+
+    /// Whether this row is of the default placement (tables in flash): the
+    /// README, the charts and the related results show only those.
+    pub fn default_placement(&self) -> bool {
+        self.table_placement() == crate::published::Tables::Flash
+    }
 }
 
 pub fn bench_dir() -> PathBuf {
@@ -90,7 +108,7 @@ pub fn save(mcu: &str, scheme: &str, records: &[Record], merge: bool) -> Result<
     for r in records {
         match all
             .iter_mut()
-            .find(|a| a.variant == r.variant && a.operation == r.operation)
+            .find(|a| a.variant == r.variant && a.operation == r.operation && a.tables == r.tables)
         {
             Some(a) => *a = r.clone(),
             None => all.push(r.clone()),

@@ -13,6 +13,14 @@ fn ratio(ours: u64, theirs: Option<u64>) -> String {
         .unwrap_or_default()
 }
 
+/// The published row `r`'s KEM variant is compared with (same placement).
+fn kem_row_of(r: &Record) -> Option<&'static published::KemRow> {
+    let kem = firmware::Kem::ALL
+        .into_iter()
+        .find(|k| k.scheme() == r.scheme && k.variant() == r.variant)?;
+    published::kem_reference(kem, r.table_placement())
+}
+
 fn kcycles(c: Option<u64>) -> String {
     c.map(|c| format!("{:.1}", c as f64 / 1000.0)).unwrap_or_default()
 }
@@ -112,14 +120,13 @@ fn grouped(n: u64) -> String {
 
 fn readme_glance(records: &[Record]) -> String {
     let mut s = String::from(
-        "| scheme | keygen / encaps / decaps k-cycles | ratio | stack B (K/E/D) | published stack | RAM B: stack + our SRAM tables | published, tables in SRAM | RAM ratio |\n|---|---|---|---|---|---|---|---|\n",
+        "| scheme | keygen / encaps / decaps k-cycles | ratio | stack B (K/E/D) | published stack | RAM B: stack + static | RAM ratio |\n|---|---|---|---|---|---|---|\n",
     );
     let groups = kem_groups(records);
     for (scheme, variant, label) in GLANCE_ROWS {
-        let Some(g) = groups
-            .iter()
-            .find(|g| g[0].mcu == "atmega1284p" && g[0].scheme == *scheme && g[0].variant == *variant)
-        else {
+        let Some(g) = groups.iter().find(|g| {
+            g[0].mcu == "atmega1284p" && g[0].scheme == *scheme && g[0].variant == *variant && g[0].default_placement()
+        }) else {
             continue;
         };
         let three = |f: &dyn Fn(&Record) -> String| g.iter().map(|r| f(r)).collect::<Vec<_>>().join(" / ");
@@ -128,28 +135,22 @@ fn readme_glance(records: &[Record]) -> String {
         } else {
             "—".into()
         };
-        // RAM like for like: our stack plus the tables we keep in SRAM,
-        // against the published row whose tables are in SRAM too.
-        let kem = firmware::Kem::ALL
-            .into_iter()
-            .find(|k| k.scheme() == *scheme && k.variant() == *variant);
-        let (ram, published_ram, ram_ratio) = match (kem, g[0].static_ram_bytes) {
-            (Some(kem), Some(statics)) => {
-                let row = published::kem_ram_reference(kem);
-                (
-                    three(&|r| grouped(u64::from(r.stack_bytes + statics))),
-                    row.stack.map(|b| grouped(u64::from(b))).join(" / "),
-                    (0..3)
-                        .map(|i| format!("{:.2}", f64::from(g[i].stack_bytes + statics) / f64::from(row.stack[i])))
-                        .collect::<Vec<_>>()
-                        .join(" / "),
-                )
-            }
-            _ => ("—".into(), "—".into(), "—".into()),
+        // RAM like for like: our stack plus the scheme's static data,
+        // against the same-placement published row's stack (tables in
+        // flash: neither side counts them).
+        let (ram, ram_ratio) = match (kem_row_of(g[0]), g[0].static_ram_bytes) {
+            (Some(row), Some(statics)) => (
+                three(&|r| grouped(u64::from(r.stack_bytes + statics))),
+                (0..3)
+                    .map(|i| format!("{:.2}", f64::from(g[i].stack_bytes + statics) / f64::from(row.stack[i])))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+            ),
+            _ => ("—".into(), "—".into()),
         };
         let _ = writeln!(
             s,
-            "| {label} | {} | {} | {} | {published_stack} | {ram} | {published_ram} | {ram_ratio} |",
+            "| {label} | {} | {} | {} | {published_stack} | {ram} | {ram_ratio} |",
             three(&|r| grouped((r.cycles + 500) / 1000)),
             three(&|r| ratio(r.cycles, r.published_cycles)),
             three(&|r| grouped(r.stack_bytes as u64)),
@@ -182,11 +183,11 @@ fn readme_glance(records: &[Record]) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "\nStack leaves out the NTT twiddle tables, which we keep in SRAM (`.data`) and the\n\
-             published rows of the ratio keep in flash or on the stack; the RAM columns add them and\n\
-             compare with the published row whose tables are in SRAM (its stack counts them;\n\
-             ML-KEM-512's baseline, PQClean's `clean` code measured here, keeps its tables in `.data`,\n\
-             outside its stack figure, so its RAM is understated there).\n"
+            "\nEvery row keeps its NTT twiddle tables in flash (the default) and is compared with the\n\
+             published row whose tables are in flash too; RAM adds the scheme's static data to the stack.\n\
+             The tables-in-SRAM rows (`ntt-tables-in-sram`) and their published \"-stack\" rows are in\n\
+             `docs/benchmarks.md`. ML-KEM-512's baseline, PQClean's `clean` code measured here, keeps its\n\
+             tables in `.data`, outside its stack figure, so its RAM is understated there.\n"
         );
         if !on_4808.is_empty() {
             let _ = writeln!(
@@ -255,7 +256,9 @@ fn docs_markdown(records: &[Record]) -> String {
          GPIOR0 marker writes around an `#[inline(never)]` call, minus the cost of an empty\n\
          window. Stack is the lowest SP inside the window (simulator), cross-checked by a\n\
          painted-stack scan in the firmware. Code is the measured function plus everything it\n\
-         calls (static call graph). On the ATmega1284p our twiddle tables live in SRAM (`.data`).\n\
+         calls (static call graph). Tables: where the image keeps its NTT twiddle tables (flash,\n\
+         the default, read with `lpm`; or SRAM with `ntt-tables-in-sram`), compared with the\n\
+         published row of the same placement.\n\
          Hashing is the share of a KEM operation's cycles inside Keccak-f[1600] and Ascon-p[12]:\n\
          their calls in the window (simulator instruction profile) times their own cycles\n\
          (scheme `primitives`, measured on the same MCU), as pqm4 reports it. On the ATmega4808\n\
@@ -277,8 +280,8 @@ fn docs_markdown(records: &[Record]) -> String {
                 r.toolchain, r.git_revision, r.simulator
             );
         }
-        s.push_str("| scheme | variant | operation | cycles | hashing | stack B (sim / painted) | code B | published k-cycles | reference | ours/published |\n");
-        s.push_str("|---|---|---|---:|---:|---:|---:|---:|---|---:|\n");
+        s.push_str("| scheme | variant | tables | operation | cycles | hashing | stack B (sim / painted) | code B | published k-cycles | reference | ours/published |\n");
+        s.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---|---:|\n");
         for r in rs {
             let painted = r
                 .stack_bytes_painted
@@ -286,9 +289,10 @@ fn docs_markdown(records: &[Record]) -> String {
                 .unwrap_or_else(|| "–".into());
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |",
                 r.scheme,
                 r.variant,
+                r.tables.as_deref().unwrap_or("–"),
                 r.operation,
                 r.cycles,
                 hashing_share(records, r).map_or("–".into(), |x| format!("{:.0} %", 100.0 * x)),
@@ -339,9 +343,13 @@ fn related_summary(records: &[Record]) -> String {
     );
     for r in published::RELATED {
         let (scheme, variant, op) = r.ours;
-        let ours = records
-            .iter()
-            .find(|x| x.mcu == "atmega1284p" && x.scheme == scheme && x.variant == variant && x.operation == op);
+        let ours = records.iter().find(|x| {
+            x.mcu == "atmega1284p"
+                && x.scheme == scheme
+                && x.variant == variant
+                && x.operation == op
+                && x.default_placement()
+        });
         let (cycles, ratio) = match ours {
             Some(x) => (grouped(x.cycles), format!("{:.2}", x.cycles as f64 / r.cycles as f64)),
             None => ("not measured".into(), "–".into()),
@@ -495,9 +503,13 @@ fn kem_groups(records: &[Record]) -> Vec<[&Record; 3]> {
     let mut out = Vec::new();
     for r in records.iter().filter(|r| r.scheme != SCHEME && r.operation == "keygen") {
         let find = |op: &str| {
-            records
-                .iter()
-                .find(|x| x.mcu == r.mcu && x.scheme == r.scheme && x.variant == r.variant && x.operation == op)
+            records.iter().find(|x| {
+                x.mcu == r.mcu
+                    && x.scheme == r.scheme
+                    && x.variant == r.variant
+                    && x.operation == op
+                    && x.tables == r.tables
+            })
         };
         if let (Some(e), Some(d)) = (find("encaps"), find("decaps")) {
             out.push([r, e, d]);
@@ -506,34 +518,30 @@ fn kem_groups(records: &[Record]) -> Vec<[&Record; 3]> {
     out
 }
 
-/// RAM like for like: our peak stack plus the scheme's static data (the
-/// twiddle tables we keep in `.data`), against the published row whose tables
-/// are in SRAM too (its stack figure includes them).
+/// RAM like for like: our peak stack plus the scheme's static data,
+/// against the published row of the same table placement (a "-stack" row's
+/// stack figure counts its tables, as our static data counts ours).
 fn ram_summary(groups: &[[&Record; 3]]) -> String {
     let mut s = String::from(
-        "\n### RAM: stack + static tables, against the published row with tables in SRAM\n\n\
+        "\n### RAM: stack + static data, against the published row of the same placement\n\n\
          RAM = peak stack + the scheme's static data in the image (`.data`/`.bss` outside the\n\
-         firmware harness: the NTT twiddle tables on the 1284p). The published \"-stack\" rows keep\n\
-         their tables on the stack, so their stack figure is the same quantity.\n\n\
-         | MCU | scheme | variant | static B | RAM K/E/D | published row (tables in SRAM) | pub. K/E/D | ratio K/E/D |\n\
-         |---|---|---|---:|---|---|---|---|\n",
+         firmware harness: the NTT twiddle tables when they are in SRAM). The published \"-stack\"\n\
+         rows keep their tables on the stack, so their stack figure is the same quantity; with\n\
+         tables in flash neither side counts them.\n\n\
+         | MCU | scheme | variant | tables | static B | RAM K/E/D | published row | pub. K/E/D | ratio K/E/D |\n\
+         |---|---|---|---|---:|---|---|---|---|\n",
     );
     for [k, e, d] in groups {
         let Some(statics) = k.static_ram_bytes else { continue };
-        let Some(kem) = firmware::Kem::ALL
-            .into_iter()
-            .find(|x| x.scheme() == k.scheme && x.variant() == k.variant)
-        else {
-            continue;
-        };
-        let row = published::kem_ram_reference(kem);
+        let Some(row) = kem_row_of(k) else { continue };
         let ram = [k, e, d].map(|r| r.stack_bytes + statics);
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {statics} | {}/{}/{} | {} | {}/{}/{} | {} |",
+            "| {} | {} | {} | {} | {statics} | {}/{}/{} | {} | {}/{}/{} | {} |",
             k.mcu,
             k.scheme,
             k.variant,
+            k.table_placement().name(),
             ram[0],
             ram[1],
             ram[2],
@@ -574,9 +582,12 @@ fn kem_summary(records: &[Record]) -> String {
              assembly. Decryption's c·f is the same in all three: Karatsuba modulo q2 = 256 with a\n\
              32×32 assembly base case (the method the paper's tables imply lifts two NTT products,\n\
              mod 769 and mod 3329, by CRT; the definition allows any exact method, §6).\n\
-             `default` (Kyber, LightSaber) is NTT-friendly Montgomery assembly. Twiddle tables are in SRAM (`.data`) on the 1284p, in flash on the 4808.\n\n\
-             | MCU | scheme | variant | keygen k | encaps k | decaps k | stack K/E/D | code B | published row | pub. k K/E/D | pub. stack K/E/D | pub. code | ratio K/E/D |\n\
-             |---|---|---|---:|---:|---:|---|---:|---|---|---|---:|---|\n",
+             `default` (Kyber, LightSaber) is NTT-friendly Montgomery assembly. Tables: the NTT twiddle\n\
+             tables in flash (the default) or in SRAM (`ntt-tables-in-sram`, the 1284p images the paper\n\
+             also published with tables in SRAM); each row is compared with the published row of the same\n\
+             placement (flash: their best or \"-flash\" row; SRAM: their \"-stack\" row).\n\n\
+             | MCU | scheme | variant | tables | keygen k | encaps k | decaps k | stack K/E/D | code B | published row | pub. k K/E/D | pub. stack K/E/D | pub. code | ratio K/E/D |\n\
+             |---|---|---|---|---:|---:|---:|---|---:|---|---|---|---:|---|\n",
         );
     }
     for [k, e, d] in &groups {
@@ -584,10 +595,11 @@ fn kem_summary(records: &[Record]) -> String {
         let published = k.published_cycles.is_some();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             k.mcu,
             k.scheme,
             k.variant,
+            k.table_placement().name(),
             kcycles(Some(k.cycles)),
             kcycles(Some(e.cycles)),
             kcycles(Some(d.cycles)),
@@ -652,6 +664,7 @@ mod tests {
             published_code_bytes: None,
             flight_bytes: None,
             permutation_calls: None,
+            tables: None,
         }
     }
 
@@ -689,21 +702,36 @@ mod tests {
     }
 
     #[test]
-    fn ram_is_stack_plus_statics_against_the_tables_in_sram_row() {
-        let group: Vec<Record> = [("keygen", 1632), ("encaps", 2134), ("decaps", 2377)]
-            .into_iter()
-            .map(|(op, stack)| {
-                let mut r = rec(op, 1, None);
-                (r.scheme, r.variant) = ("kyber512-r3".into(), "default".into());
-                r.stack_bytes = stack;
-                r.static_ram_bytes = Some(1030);
-                r
-            })
-            .collect();
-        let t = ram_summary(&[[&group[0], &group[1], &group[2]]]);
+    fn ram_is_stack_plus_statics_against_the_row_of_the_same_placement() {
+        let group = |tables: &str, statics: u32| -> Vec<Record> {
+            [("keygen", 1632), ("encaps", 2134), ("decaps", 2377)]
+                .into_iter()
+                .map(|(op, stack)| {
+                    let mut r = rec(op, 1, None);
+                    (r.scheme, r.variant) = ("kyber512-r3".into(), "default".into());
+                    r.stack_bytes = stack;
+                    r.static_ram_bytes = Some(statics);
+                    r.tables = Some(tables.into());
+                    r
+                })
+                .collect()
+        };
+        let sram = group("sram", 1030);
+        let t = ram_summary(&[[&sram[0], &sram[1], &sram[2]]]);
         // KS25 LUT-stack: 3668/3742/4297 B; ours 2662/3164/3407 B.
         assert!(
-            t.contains("| 1030 | 2662/3164/3407 | Kyber512 LUT-stack [KS25] | 3668/3742/4297 | 0.73/0.85/0.79 |"),
+            t.contains(
+                "| sram | 1030 | 2662/3164/3407 | Kyber512 LUT-stack [KS25] | 3668/3742/4297 | 0.73/0.85/0.79 |"
+            ),
+            "{t}"
+        );
+        // Tables in flash: against their best (the flash row's stack).
+        let flash = group("flash", 0);
+        let t = ram_summary(&[[&flash[0], &flash[1], &flash[2]]]);
+        assert!(
+            t.contains(
+                "| flash | 0 | 1632/2134/2377 | Kyber512 Montgomery (their best) | 2132/2206/2761 | 0.77/0.97/0.86 |"
+            ),
             "{t}"
         );
     }
@@ -720,8 +748,8 @@ mod tests {
         let md = docs_markdown(&records);
         for want in [
             "| atmega1284p | ctru-light-sha3 | kred2x |",
-            "### RAM: stack + static tables",
-            "| atmega1284p | kyber512-r3 | default | 1031 |",
+            "### RAM: stack + static data",
+            "| atmega1284p | kyber512-r3 | default | flash | 1031 |",
             "## KEM-MQTT/1 sensor handshake",
             "## Related AVR results",
             "| ml-kem-512 default keygen | not measured | – |",

@@ -53,6 +53,9 @@ pub fn target_dir(mcu: Mcu) -> PathBuf {
     util::workspace_root().join("target").join(format!("avr-{}", mcu.name))
 }
 
+/// The firmware feature that keeps the NTT twiddle tables in SRAM.
+pub const SRAM_TABLES: &str = "ntt-tables-in-sram";
+
 /// One firmware image: a set of the firmware crate's cargo features.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Image {
@@ -162,6 +165,25 @@ impl Image {
         self
     }
 
+    /// This image with the NTT twiddle tables in SRAM (the firmware's
+    /// `ntt-tables-in-sram`) instead of flash: the benchmark's second table
+    /// placement. Built in a directory of its own.
+    pub fn sram_tables(mut self) -> Image {
+        self.name.push_str("-sram-tables");
+        self.features.push(SRAM_TABLES);
+        self
+    }
+
+    /// Where the image keeps the NTT twiddle tables, as the records name it:
+    /// "sram" or "flash".
+    pub fn tables(&self) -> &'static str {
+        if self.features.contains(&SRAM_TABLES) {
+            "sram"
+        } else {
+            "flash"
+        }
+    }
+
     /// Every KEM-MQTT/1 sensor image: each KEM pure, then with X25519.
     pub fn all_mqtt() -> Vec<Image> {
         [false, true]
@@ -204,7 +226,8 @@ pub fn runnable(mcu: Mcu, image: &Image, no_build: bool) -> bool {
 /// The KEM images of `mcu` and the KEMs each serves: on the ATmega1284p
 /// (128 KB) Kyber's two variants share one image and every other KEM
 /// variant has its own (all six CTRU-Light instances exceed 128 KB, and so
-/// do three of one back-end); on the ATmega4808 (48 KB) every variant has its own.
+/// do three of one back-end), then [`sram_table_images`]; on the ATmega4808
+/// (48 KB) every variant has its own, tables in flash.
 pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
     if mcu.name == "atmega4808" {
         return Kem::ALL.into_iter().map(|k| (Image::kem(k), vec![k])).collect();
@@ -216,12 +239,38 @@ pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
             .filter(|k| k.group() != Group::Kyber)
             .map(|k| (Image::kem(k), vec![k])),
     );
+    v.extend(sram_table_images());
     v
 }
 
-/// Every image `build-avr --image all` makes for `mcu`: `rings`, then the KEM images.
+/// The ATmega1284p KEM images with their tables in SRAM: the variants the
+/// paper published in both placements (Kyber512, LightSaber Montgomery,
+/// CTRU-Light Montgomery-opt; ML-KEM-512 shares Kyber's image).
+pub fn sram_table_images() -> Vec<(Image, Vec<Kem>)> {
+    vec![
+        (
+            Image::group(Group::Kyber).sram_tables(),
+            vec![Kem::MlKem512, Kem::Kyber512R3],
+        ),
+        (Image::kem(Kem::LightSaber).sram_tables(), vec![Kem::LightSaber]),
+        (
+            Image::kem(Kem::CtruSha3MontOpt).sram_tables(),
+            vec![Kem::CtruSha3MontOpt],
+        ),
+        (
+            Image::kem(Kem::CtruAsconMontOpt).sram_tables(),
+            vec![Kem::CtruAsconMontOpt],
+        ),
+    ]
+}
+
+/// Every image `build-avr --image all` makes for `mcu`: `rings` (on the
+/// ATmega1284p in both table placements), then the KEM images.
 pub fn all_images(mcu: Mcu) -> Vec<Image> {
     let mut v = vec![Image::rings()];
+    if mcu.simulated {
+        v.push(Image::rings().sram_tables());
+    }
     v.extend(kem_images(mcu).into_iter().map(|(i, _)| i));
     v
 }
@@ -261,13 +310,25 @@ mod tests {
     #[test]
     fn a_kem_filter_selects_that_kem_only() {
         let m = mcu("atmega1284p").unwrap();
+        // Kyber512-r3 in its two table placements.
         let picked = kem_images_matching(m, "kyber512-r3", false);
-        assert_eq!(picked.len(), 1);
-        assert_eq!(picked[0].1.len(), 1);
-        assert_eq!(picked[0].1[0].name(), "kyber512-r3");
+        let placements: Vec<&str> = picked.iter().map(|(i, _)| i.tables()).collect();
+        assert_eq!(placements, ["flash", "sram"]);
+        for (_, kems) in &picked {
+            assert_eq!(kems.len(), 1);
+            assert_eq!(kems[0].name(), "kyber512-r3");
+        }
         assert!(kem_images_matching(m, "no-such-kem", false).is_empty());
-        // Every KEM variant is selected by the empty filter, each in one image.
-        let all: usize = kem_images_matching(m, "", false).iter().map(|(_, k)| k.len()).sum();
-        assert_eq!(all, firmware::Kem::ALL.len());
+        // Every KEM variant is selected by the empty filter, each in one
+        // flash-table image; five also in one SRAM-table image.
+        let all = kem_images_matching(m, "", false);
+        let count = |t: &str| -> usize { all.iter().filter(|(i, _)| i.tables() == t).map(|(_, k)| k.len()).sum() };
+        assert_eq!(count("flash"), firmware::Kem::ALL.len());
+        assert_eq!(count("sram"), 5);
+        // The 4808 keeps its tables in flash only.
+        let m4808 = mcu("atmega4808").unwrap();
+        assert!(kem_images_matching(m4808, "", false)
+            .iter()
+            .all(|(i, _)| i.tables() == "flash"));
     }
 }

@@ -5,7 +5,10 @@
 //! Montgomery (`_mont` routines) for every ring, K-RED2X (`_kred2x`) for
 //! q = 769; rings of other reductions keep the portable path.
 //! The twiddles are modarith's own const tables, passed by pointer: they are
-//! generated once, in Rust.
+//! generated once, in Rust. With `cfg(ntt_tables_flash)` (the default on
+//! AVR, see `build.rs`) the tables live in flash (`.progmem.data`) and the
+//! routines read them with `lpm`; Rust code never dereferences them there
+//! (a data-space read would see SRAM), it only passes their addresses.
 #![allow(unsafe_code)]
 
 use core::any::TypeId;
@@ -110,12 +113,12 @@ struct Routines {
 }
 
 /// The tables the routines read, one static per ring (the same const values
-/// the portable code uses).
+/// the portable code uses). Only their addresses are taken (see the module
+/// documentation: in flash, a Rust read would see SRAM).
 struct Tables {
     zetas: [i16; MAX_TWIDDLES],
     zetas_inv: [i16; MAX_TWIDDLES],
     last_layer: [i16; 2],
-    s2: i16,
 }
 
 const fn tables<R: Reduction, const N: usize, const LAYERS: u32>() -> Tables {
@@ -123,15 +126,19 @@ const fn tables<R: Reduction, const N: usize, const LAYERS: u32>() -> Tables {
         zetas: Ntt::<R, N, LAYERS>::ZETAS,
         zetas_inv: Ntt::<R, N, LAYERS>::ZETAS_INV,
         last_layer: Ntt::<R, N, LAYERS>::INVERSE_LAST_LAYER,
-        s2: Ntt::<R, N, LAYERS>::S2,
     }
 }
 
+#[cfg_attr(ntt_tables_flash, link_section = ".progmem.data")]
 static Q3329_N256: Tables = tables::<NttFriendlyMontgomery<Q3329>, 256, 7>();
+#[cfg_attr(ntt_tables_flash, link_section = ".progmem.data")]
 static Q769_N512: Tables = tables::<NttFriendlyMontgomery<Q769>, 512, 7>();
+#[cfg_attr(ntt_tables_flash, link_section = ".progmem.data")]
 static Q3329_N512: Tables = tables::<NttFriendlyMontgomery<Q3329>, 512, 7>();
+#[cfg_attr(ntt_tables_flash, link_section = ".progmem.data")]
 static Q7681_N256: Tables = tables::<NttFriendlyMontgomery<Q7681>, 256, 8>();
 /// K-RED2X scales by k⁻² = 9⁻¹ mod 769: its own table.
+#[cfg_attr(ntt_tables_flash, link_section = ".progmem.data")]
 static Q769_N512_KRED2X: Tables = tables::<KRed2x<Q769>, 512, 7>();
 
 // Both Montgomery variants scale by 2^16 mod q, so they share one table per ring.
@@ -143,7 +150,7 @@ const fn same_tables(a: &Tables, b: &Tables) -> bool {
         }
         i += 1;
     }
-    a.last_layer[0] == b.last_layer[0] && a.last_layer[1] == b.last_layer[1] && a.s2 == b.s2
+    a.last_layer[0] == b.last_layer[0] && a.last_layer[1] == b.last_layer[1]
 }
 const _: () = assert!(same_tables(
     &tables::<Montgomery<Q3329>, 256, 7>(),
@@ -331,7 +338,7 @@ pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     // `out`, reads 2^(LAYERS-1) γ values; callers pass pointers to N-element
     // arrays, `out` derived from the only mutable borrow (which may be `a`,
     // never `b`: see gen_ntt.py for the aliasing each degree allows).
-    unsafe { routine(a, b, out, gammas, r.tables.s2, acc as u8) };
+    unsafe { routine(a, b, out, gammas, Ntt::<R, N, LAYERS>::S2, acc as u8) };
     true
 }
 
@@ -352,5 +359,5 @@ pub(crate) fn base_inv<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut 
     };
     // SAFETY: inverts the 128 blocks of 4 coefficients of `a` in place,
     // reading 64 γ values; avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).
-    Some(unsafe { routine(a.as_mut_ptr(), t.zetas[64..].as_ptr(), t.s2) })
+    Some(unsafe { routine(a.as_mut_ptr(), t.zetas[64..].as_ptr(), Ntt::<R, N, LAYERS>::S2) })
 }

@@ -2,7 +2,9 @@
 //! `Ntt` of the same reduction, in simavr: every variant (the NTT-friendly
 //! routines against `NttFriendlyMontgomery`, the plain `_mont` ones against
 //! `Montgomery`, the `_kred2x` ones of q = 769 against `KRed2x`), random inputs and the extremes of the input
-//! range, bit-for-bit equal outputs, and a data-independent cycle count.
+//! range, bit-for-bit equal outputs, and a data-independent cycle count;
+//! both table placements (`ntt_forward.S` reads SRAM, `ntt_forward_flash.S`
+//! flash).
 //! Needs avr-gcc and libsimavr (`cargo xtask setup` installs them).
 
 use std::path::PathBuf;
@@ -21,19 +23,90 @@ const TRANSFORM_CASES: usize = 1000;
 const BASE_MUL_CASES: usize = 334;
 const BASE_INV_CASES: usize = 200;
 
-fn build_harness() -> PathBuf {
+/// Where the routines under test read their tables.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Placement {
+    /// `ntt_forward.S`: tables in SRAM (`ld`), as the harness received them.
+    Sram,
+    /// `ntt_forward_flash.S`: tables in flash (`lpm`); the harness passes the
+    /// flash copy of every table it receives, from a C file built from
+    /// [`CASES`].
+    Flash,
+}
+
+/// The harness linked with the routines of `placement`.
+fn build_harness(placement: Placement) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ntt_harness.elf");
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let (asm, tables) = match placement {
+        Placement::Sram => ("ntt_forward.S", vec![]),
+        Placement::Flash => ("ntt_forward_flash.S", CASES.iter().map(|c| (c.tables)()).collect()),
+    };
+    let table_file = tmp.join(format!("ntt_tables_{placement:?}.c"));
+    std::fs::write(&table_file, flash_tables_c(&tables)).expect("write the table file");
+    let out = tmp.join(format!("ntt_harness_{placement:?}.elf"));
     avr_sim::harness::build_elf(
         "atmega1284p",
         &out,
         &[
             root.join("tests/avr/harness.c"),
-            root.join("../../asm-avr/ntt_forward.S"),
+            root.join("../../asm-avr").join(asm),
+            table_file,
         ],
     )
     .unwrap_or_else(|e| panic!("the NTT harness: {e}"));
     out
+}
+
+/// C source of the harness's flash tables: each request's 256 twiddles and
+/// 2 factors (duplicates kept: the harness takes the first equal one).
+fn flash_tables_c(tables: &[Vec<i16>]) -> String {
+    let mut c = String::from("#include <avr/pgmspace.h>\n");
+    c += &format!("const uint8_t flash_table_count = {};\n", tables.len());
+    c += &format!(
+        "const int16_t flash_tables[{}][258] PROGMEM = {{\n",
+        tables.len().max(1)
+    );
+    for t in tables {
+        assert_eq!(t.len(), 258);
+        let values: Vec<String> = t.iter().map(|v| v.to_string()).collect();
+        c += &format!("\t{{{}}},\n", values.join(","));
+    }
+    if tables.is_empty() {
+        c += "\t{0},\n";
+    }
+    c + "};\n"
+}
+
+/// The tables a transform request sends: its twiddles (the inverse's for
+/// ids 3-5 and 11) and the inverse's last-layer factors.
+fn ring_tables<R: Reduction, const N: usize, const L: u32>(id: u8) -> Vec<i16> {
+    let inverse = id & 0x0F == 11 || (3..6).contains(&(id & 0x0F));
+    let zetas = if inverse {
+        Ntt::<R, N, L>::ZETAS_INV
+    } else {
+        Ntt::<R, N, L>::ZETAS
+    };
+    let mut t = zetas.to_vec();
+    t.extend(Ntt::<R, N, L>::INVERSE_LAST_LAYER);
+    t
+}
+
+/// The tables a base multiplication or inversion request sends: the γ
+/// table (the upper half of the twiddles) and 2^32 mod q.
+fn gamma_tables<R: Reduction, const N: usize, const L: u32>(_id: u8) -> Vec<i16> {
+    let half = 1usize << (L - 1);
+    let mut t = vec![0i16; 258];
+    t[..half].copy_from_slice(&Ntt::<R, N, L>::ZETAS[half..2 * half]);
+    t[256] = Ntt::<R, N, L>::S2;
+    t
+}
+
+/// Request bytes: routine id, then the tables.
+fn request(id: u8, tables: &[i16]) -> Vec<u8> {
+    let mut r = vec![id];
+    r.extend(tables.iter().flat_map(|z| z.to_le_bytes()));
+    r
 }
 
 /// Runs base multiplication routine `id` (6-8, 12), plain, accumulating
@@ -41,10 +114,7 @@ fn build_harness() -> PathBuf {
 /// `base_mul_assign`; returns the plain calls' cycle counts.
 fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
-    let zetas = Ntt::<R, N, L>::ZETAS;
-    let mut gammas = [0i16; 256];
-    let half = 1usize << (L - 1);
-    gammas[..half].copy_from_slice(&zetas[half..2 * half]);
+    let tables = gamma_tables::<R, N, L>(id);
     let mut rng = Rng::new(seed);
     let extreme = [(q - 1) as i16; N];
     let mut cases: Vec<([i16; N], [i16; N], [i16; N])> = vec![
@@ -56,9 +126,7 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
     const MODES: [u8; 4] = [0, 1, 2, 4];
     for (n, (a, b, out)) in cases.iter().enumerate() {
         for acc in MODES {
-            let mut request = vec![id];
-            request.extend(gammas.iter().flat_map(|z| z.to_le_bytes()));
-            request.extend([Ntt::<R, N, L>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
+            let mut request = request(id, &tables);
             for p in [a, b, out] {
                 request.extend(p.iter().flat_map(|c| c.to_le_bytes()));
             }
@@ -103,11 +171,9 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
 /// Runs the base inversion (routine 9, q = 769; `id` carries the variant
 /// bit 0x10) against `base_inv`, with zero blocks planted so the
 /// non-invertible count is exercised.
-fn run_base_inv<R: Reduction>(sim: &mut Sim, id: u8) -> Vec<u64> {
-    let zetas = Ntt::<R, 512, 7>::ZETAS;
-    let mut gammas = [0i16; 256];
-    gammas[..64].copy_from_slice(&zetas[64..128]);
-    let mut rng = Rng::new(10);
+fn run_base_inv<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
+    let tables = gamma_tables::<R, 512, 7>(id);
+    let mut rng = Rng::new(seed);
     let mut cases: Vec<[i16; 512]> = vec![[768; 512], [-768; 512], [1; 512]];
     cases.extend((0..BASE_INV_CASES).map(|_| rng.poly::<512>(769)));
     for (i, case) in cases.iter_mut().enumerate().skip(3).step_by(3) {
@@ -115,9 +181,7 @@ fn run_base_inv<R: Reduction>(sim: &mut Sim, id: u8) -> Vec<u64> {
         case[at..at + 4].fill(0); // a zero block: not invertible
     }
     for (n, a) in cases.iter().enumerate() {
-        let mut request = vec![id];
-        request.extend(gammas.iter().flat_map(|z| z.to_le_bytes()));
-        request.extend([Ntt::<R, 512, 7>::S2, 0].iter().flat_map(|z| z.to_le_bytes()));
+        let mut request = request(id, &tables);
         request.extend(a.iter().flat_map(|c| c.to_le_bytes()));
         sim.send(&request);
         let reply = sim.run_until_output(1025, 50_000_000).expect("harness answers");
@@ -203,12 +267,7 @@ fn q7681_growth_input() -> [i16; 256] {
 fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, seed: u64) -> Vec<u64> {
     let q = R::Modulus::Q;
     let inverse = id & 0x0F == 11 || (3..6).contains(&(id & 0x0F));
-    let zetas = if inverse {
-        Ntt::<R, N, L>::ZETAS_INV
-    } else {
-        Ntt::<R, N, L>::ZETAS
-    };
-    let last = Ntt::<R, N, L>::INVERSE_LAST_LAYER;
+    let tables = ring_tables::<R, N, L>(id);
     let mut rng = Rng::new(seed);
     // Ids 13, 14: the small-input forward transforms, |a_i| ≤ SMALL_INPUT.
     let small = matches!(id & 0x0F, 13 | 14);
@@ -237,9 +296,7 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
         inputs.extend((0..TRANSFORM_CASES).map(|_| rng.poly::<N>(q)));
     }
     for (n, input) in inputs.iter().enumerate() {
-        let mut request = vec![id];
-        request.extend(zetas.iter().flat_map(|z| z.to_le_bytes()));
-        request.extend(last.iter().flat_map(|z| z.to_le_bytes()));
+        let mut request = request(id, &tables);
         request.extend(input.iter().flat_map(|c| c.to_le_bytes()));
         sim.send(&request);
         let reply = sim.run_until_output(2 * N, 50_000_000).expect("harness answers");
@@ -275,56 +332,83 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
         .collect()
 }
 
-#[test]
-fn assembly_ntts_match_portable_and_are_constant_time() {
-    let elf = build_harness();
+type F3329 = NttFriendlyMontgomery<Q3329>;
+type F769 = NttFriendlyMontgomery<Q769>;
+type F7681 = NttFriendlyMontgomery<Q7681>;
+type P3329 = Montgomery<Q3329>;
+type P769 = Montgomery<Q769>;
+type P7681 = Montgomery<Q7681>;
+type K769 = KRed2x<Q769>;
+const PLAIN: u8 = 0x10;
+const KRED2X: u8 = 0x20;
+
+/// One routine under test: its request id, the seed of its inputs, the
+/// tables its requests carry, and the run against the portable code.
+struct Case {
+    id: u8,
+    seed: u64,
+    tables: fn() -> Vec<i16>,
+    run: fn(&mut Sim, u8, u64) -> Vec<u64>,
+}
+
+macro_rules! cases {
+    ($($id:expr, $seed:expr => $run:ident, $tables:ident, $r:ty, $n:expr, $l:expr;)*) => {
+        [$(Case {
+            id: $id,
+            seed: $seed,
+            tables: || $tables::<$r, $n, $l>($id),
+            run: $run::<$r, $n, $l>,
+        }),*]
+    };
+}
+
+/// Every routine of every variant (ids: see the harness).
+const CASES: [Case; 35] = cases! {
+    0, 1 => run_ring, ring_tables, F3329, 256, 7;
+    1, 2 => run_ring, ring_tables, F769, 512, 7;
+    2, 3 => run_ring, ring_tables, F3329, 512, 7;
+    3, 4 => run_ring, ring_tables, F3329, 256, 7;
+    4, 5 => run_ring, ring_tables, F769, 512, 7;
+    5, 6 => run_ring, ring_tables, F3329, 512, 7;
+    6, 7 => run_base_mul, gamma_tables, F3329, 256, 7;
+    7, 8 => run_base_mul, gamma_tables, F769, 512, 7;
+    8, 9 => run_base_mul, gamma_tables, F3329, 512, 7;
+    9, 10 => run_base_inv, gamma_tables, F769, 512, 7;
+    10, 11 => run_ring, ring_tables, F7681, 256, 8;
+    11, 12 => run_ring, ring_tables, F7681, 256, 8;
+    12, 13 => run_base_mul, gamma_tables, F7681, 256, 8;
+    13, 14 => run_ring, ring_tables, F769, 512, 7;
+    14, 15 => run_ring, ring_tables, F3329, 512, 7;
+    PLAIN, 21 => run_ring, ring_tables, P3329, 256, 7;
+    PLAIN | 1, 22 => run_ring, ring_tables, P769, 512, 7;
+    PLAIN | 2, 23 => run_ring, ring_tables, P3329, 512, 7;
+    PLAIN | 3, 24 => run_ring, ring_tables, P3329, 256, 7;
+    PLAIN | 4, 25 => run_ring, ring_tables, P769, 512, 7;
+    PLAIN | 5, 26 => run_ring, ring_tables, P3329, 512, 7;
+    PLAIN | 6, 27 => run_base_mul, gamma_tables, P3329, 256, 7;
+    PLAIN | 7, 28 => run_base_mul, gamma_tables, P769, 512, 7;
+    PLAIN | 8, 29 => run_base_mul, gamma_tables, P3329, 512, 7;
+    PLAIN | 9, 10 => run_base_inv, gamma_tables, P769, 512, 7;
+    PLAIN | 10, 31 => run_ring, ring_tables, P7681, 256, 8;
+    PLAIN | 11, 32 => run_ring, ring_tables, P7681, 256, 8;
+    PLAIN | 12, 33 => run_base_mul, gamma_tables, P7681, 256, 8;
+    PLAIN | 13, 34 => run_ring, ring_tables, P769, 512, 7;
+    PLAIN | 14, 35 => run_ring, ring_tables, P3329, 512, 7;
+    KRED2X | 1, 42 => run_ring, ring_tables, K769, 512, 7;
+    KRED2X | 4, 45 => run_ring, ring_tables, K769, 512, 7;
+    KRED2X | 13, 46 => run_ring, ring_tables, K769, 512, 7;
+    KRED2X | 7, 48 => run_base_mul, gamma_tables, K769, 512, 7;
+    KRED2X | 9, 10 => run_base_inv, gamma_tables, K769, 512, 7;
+};
+
+/// Every case of [`CASES`] against the portable code with constant cycles,
+/// the routines reading their tables from `placement`.
+fn check_placement(placement: Placement) {
+    let elf = build_harness(placement);
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
-    type F3329 = NttFriendlyMontgomery<Q3329>;
-    type F769 = NttFriendlyMontgomery<Q769>;
-    type F7681 = NttFriendlyMontgomery<Q7681>;
-    type P3329 = Montgomery<Q3329>;
-    type P769 = Montgomery<Q769>;
-    type P7681 = Montgomery<Q7681>;
-    type K769 = KRed2x<Q769>;
-    const PLAIN: u8 = 0x10;
-    const KRED2X: u8 = 0x20;
-    for (id, cycles) in [
-        (0u8, run_ring::<F3329, 256, 7>(&mut sim, 0, 1)),
-        (1, run_ring::<F769, 512, 7>(&mut sim, 1, 2)),
-        (2, run_ring::<F3329, 512, 7>(&mut sim, 2, 3)),
-        (3, run_ring::<F3329, 256, 7>(&mut sim, 3, 4)),
-        (4, run_ring::<F769, 512, 7>(&mut sim, 4, 5)),
-        (5, run_ring::<F3329, 512, 7>(&mut sim, 5, 6)),
-        (6, run_base_mul::<F3329, 256, 7>(&mut sim, 6, 7)),
-        (7, run_base_mul::<F769, 512, 7>(&mut sim, 7, 8)),
-        (8, run_base_mul::<F3329, 512, 7>(&mut sim, 8, 9)),
-        (9, run_base_inv::<F769>(&mut sim, 9)),
-        (10, run_ring::<F7681, 256, 8>(&mut sim, 10, 11)),
-        (11, run_ring::<F7681, 256, 8>(&mut sim, 11, 12)),
-        (12, run_base_mul::<F7681, 256, 8>(&mut sim, 12, 13)),
-        (13, run_ring::<F769, 512, 7>(&mut sim, 13, 14)),
-        (14, run_ring::<F3329, 512, 7>(&mut sim, 14, 15)),
-        (PLAIN, run_ring::<P3329, 256, 7>(&mut sim, PLAIN, 21)),
-        (PLAIN | 1, run_ring::<P769, 512, 7>(&mut sim, PLAIN | 1, 22)),
-        (PLAIN | 2, run_ring::<P3329, 512, 7>(&mut sim, PLAIN | 2, 23)),
-        (PLAIN | 3, run_ring::<P3329, 256, 7>(&mut sim, PLAIN | 3, 24)),
-        (PLAIN | 4, run_ring::<P769, 512, 7>(&mut sim, PLAIN | 4, 25)),
-        (PLAIN | 5, run_ring::<P3329, 512, 7>(&mut sim, PLAIN | 5, 26)),
-        (PLAIN | 6, run_base_mul::<P3329, 256, 7>(&mut sim, PLAIN | 6, 27)),
-        (PLAIN | 7, run_base_mul::<P769, 512, 7>(&mut sim, PLAIN | 7, 28)),
-        (PLAIN | 8, run_base_mul::<P3329, 512, 7>(&mut sim, PLAIN | 8, 29)),
-        (PLAIN | 9, run_base_inv::<P769>(&mut sim, PLAIN | 9)),
-        (PLAIN | 10, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 10, 31)),
-        (PLAIN | 11, run_ring::<P7681, 256, 8>(&mut sim, PLAIN | 11, 32)),
-        (PLAIN | 12, run_base_mul::<P7681, 256, 8>(&mut sim, PLAIN | 12, 33)),
-        (PLAIN | 13, run_ring::<P769, 512, 7>(&mut sim, PLAIN | 13, 34)),
-        (PLAIN | 14, run_ring::<P3329, 512, 7>(&mut sim, PLAIN | 14, 35)),
-        (KRED2X | 1, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 1, 42)),
-        (KRED2X | 4, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 4, 45)),
-        (KRED2X | 13, run_ring::<K769, 512, 7>(&mut sim, KRED2X | 13, 46)),
-        (KRED2X | 7, run_base_mul::<K769, 512, 7>(&mut sim, KRED2X | 7, 48)),
-        (KRED2X | 9, run_base_inv::<K769>(&mut sim, KRED2X | 9)),
-    ] {
+    for case in &CASES {
+        let id = case.id;
+        let cycles = (case.run)(&mut sim, id, case.seed);
         let (min, max) = (cycles.iter().min().unwrap(), cycles.iter().max().unwrap());
         const NAMES: [&str; 15] = [
             "forward q3329 n256",
@@ -349,7 +433,7 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
             _ => "NTT-friendly Montgomery",
         };
         println!(
-            "{}, {variant}: {min} cycles (max {max}) over {} calls",
+            "{placement:?} tables: {}, {variant}: {min} cycles (max {max}) over {} calls",
             NAMES[(id & 0x0F) as usize],
             cycles.len()
         );
@@ -357,6 +441,19 @@ fn assembly_ntts_match_portable_and_are_constant_time() {
     }
     sim.send(&[0xFF]);
     sim.run_to_exit(1_000_000).expect("harness stops");
+}
+
+/// The SRAM-table routines (`ntt-tables-in-sram`).
+#[test]
+fn assembly_ntts_with_tables_in_sram_match_portable_and_are_constant_time() {
+    check_placement(Placement::Sram);
+}
+
+/// The flash-table routines (the default); a test of its own, so the two
+/// run in parallel.
+#[test]
+fn assembly_ntts_with_tables_in_flash_match_portable_and_are_constant_time() {
+    check_placement(Placement::Flash);
 }
 
 /// The generator proves the small-input transforms' ranges for the bound
@@ -375,6 +472,13 @@ fn small_input_bound_agrees_with_the_generator() {
 #[test]
 fn assembly_is_generated() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../asm-avr");
-    let fresh = avr_sim::harness::is_generated_by(&root.join("ntt_forward.S"), &root.join("gen_ntt.py"));
-    assert_eq!(fresh, Ok(true), "run asm-avr/gen_ntt.py");
+    let gen = root.join("gen_ntt.py");
+    let fresh = avr_sim::harness::is_generated_by(&root.join("ntt_forward.S"), &gen);
+    assert_eq!(fresh, Ok(true), "run asm-avr/gen_ntt.py > asm-avr/ntt_forward.S");
+    let fresh = avr_sim::harness::is_generated_by_with(&root.join("ntt_forward_flash.S"), &gen, &["flash"]);
+    assert_eq!(
+        fresh,
+        Ok(true),
+        "run asm-avr/gen_ntt.py flash > asm-avr/ntt_forward_flash.S"
+    );
 }

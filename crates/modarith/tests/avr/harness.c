@@ -11,8 +11,20 @@
  * n = 512.
  * Id | 0x10: the same routine in plain Montgomery arithmetic (_mont);
  * id | 0x20: in K-RED2X arithmetic (_kred2x, q = 769 only: ids 1, 4, 7, 9).
- * Reply: the n transformed coefficients. The call is a GPIOR0 window. */
+ * Reply: the n transformed coefficients. The call is a GPIOR0 window.
+ *
+ * Linked with ntt_forward.S (tables in SRAM) or ntt_forward_flash.S (tables
+ * in flash, read with lpm) and with a table file the test generates: for
+ * the flash routines it holds, in flash, every table the test sends
+ * (flash_table_count of them; none for the SRAM build). The harness then
+ * passes the flash copy equal to the table it received, and stops if there
+ * is none. */
+#include <avr/pgmspace.h>
 #include "../../../../asm-avr/test/uart.h"
+
+/* 256 twiddles and the 2 factors of a request, in flash. */
+extern const int16_t flash_tables[][258] PROGMEM;
+extern const uint8_t flash_table_count;
 
 /* The routines of one Montgomery variant: V is empty or _mont. */
 #define DECLARE(V) \
@@ -47,21 +59,21 @@ extern uint8_t ntt_baseinv_q769_n512_kred2x(int16_t *a, const int16_t *g, int16_
  * 4 and degree 1 base multiplications accumulate in their _acc routine. */
 #define DISPATCH(V) \
 	switch (id) { \
-	case 0: ntt_fwd_q3329_n256##V(poly, zetas); break; \
-	case 1: ntt_fwd_q769_n512##V(poly, zetas); break; \
-	case 2: ntt_fwd_q3329_n512##V(poly, zetas); break; \
-	case 3: ntt_inv_q3329_n256##V(poly, zetas, last); break; \
-	case 4: ntt_inv_q769_n512##V(poly, zetas, last); break; \
-	case 5: ntt_inv_q3329_n512##V(poly, zetas, last); break; \
-	case 6: ntt_basemul_q3329_n256##V(poly, poly_b, dst, zetas, last[0], add); break; \
-	case 7: (add ? ntt_basemul_acc_q769_n512##V : ntt_basemul_q769_n512##V)(poly, poly_b, dst, zetas, last[0], add); break; \
-	case 8: (add ? ntt_basemul_acc_q3329_n512##V : ntt_basemul_q3329_n512##V)(poly, poly_b, dst, zetas, last[0], add); break; \
-	case 9: zero_norms = ntt_baseinv_q769_n512##V(poly, zetas, last[0]); break; \
-	case 10: ntt_fwd_q7681_n256##V(poly, zetas); break; \
-	case 11: ntt_inv_q7681_n256##V(poly, zetas, last); break; \
-	case 12: (add ? ntt_basemul_acc_q7681_n256##V : ntt_basemul_q7681_n256##V)(poly, poly_b, dst, zetas, last[0], add); break; \
-	case 13: ntt_fwd_small_q769_n512##V(poly, zetas); break; \
-	default: ntt_fwd_small_q3329_n512##V(poly, zetas); break; \
+	case 0: ntt_fwd_q3329_n256##V(poly, tz); break; \
+	case 1: ntt_fwd_q769_n512##V(poly, tz); break; \
+	case 2: ntt_fwd_q3329_n512##V(poly, tz); break; \
+	case 3: ntt_inv_q3329_n256##V(poly, tz, tl); break; \
+	case 4: ntt_inv_q769_n512##V(poly, tz, tl); break; \
+	case 5: ntt_inv_q3329_n512##V(poly, tz, tl); break; \
+	case 6: ntt_basemul_q3329_n256##V(poly, poly_b, dst, tz, last[0], add); break; \
+	case 7: (add ? ntt_basemul_acc_q769_n512##V : ntt_basemul_q769_n512##V)(poly, poly_b, dst, tz, last[0], add); break; \
+	case 8: (add ? ntt_basemul_acc_q3329_n512##V : ntt_basemul_q3329_n512##V)(poly, poly_b, dst, tz, last[0], add); break; \
+	case 9: zero_norms = ntt_baseinv_q769_n512##V(poly, tz, last[0]); break; \
+	case 10: ntt_fwd_q7681_n256##V(poly, tz); break; \
+	case 11: ntt_inv_q7681_n256##V(poly, tz, tl); break; \
+	case 12: (add ? ntt_basemul_acc_q7681_n256##V : ntt_basemul_q7681_n256##V)(poly, poly_b, dst, tz, last[0], add); break; \
+	case 13: ntt_fwd_small_q769_n512##V(poly, tz); break; \
+	default: ntt_fwd_small_q3329_n512##V(poly, tz); break; \
 	}
 
 static int16_t zetas[256];
@@ -104,8 +116,20 @@ int main(void)
 		 * b (out aliases b); the arguments are fixed before the window, and
 		 * memory barriers keep the compiler from moving work into it */
 		int16_t *dst = acc & 2 ? poly : acc & 4 ? poly_b : poly_out;
+		const int16_t *tz = zetas, *tl = last;
+		if (flash_table_count) {
+			uint8_t i = 0;
+			while (i < flash_table_count &&
+			       (memcmp_P(zetas, flash_tables[i], sizeof zetas) ||
+				memcmp_P(last, &flash_tables[i][256], sizeof last)))
+				i++;
+			if (i == flash_table_count)
+				break; /* no flash copy of this table: the test fails */
+			tz = flash_tables[i];
+			tl = &flash_tables[i][256];
+		}
 		uint8_t add = acc & 1;
-		__asm__ volatile("" : "+r"(dst), "+r"(add) : : "memory");
+		__asm__ volatile("" : "+r"(dst), "+r"(add), "+r"(tz), "+r"(tl) : : "memory");
 		uint8_t marker = 1 + id + (variant >> 4) * 15;
 		GPIOR0 = marker;
 		if (variant == 0) {
@@ -114,11 +138,11 @@ int main(void)
 			DISPATCH(_mont)
 		} else {
 			switch (id) {
-			case 1: ntt_fwd_q769_n512_kred2x(poly, zetas); break;
-			case 4: ntt_inv_q769_n512_kred2x(poly, zetas, last); break;
-			case 7: (add ? ntt_basemul_acc_q769_n512_kred2x : ntt_basemul_q769_n512_kred2x)(poly, poly_b, dst, zetas, last[0], add); break;
-			case 13: ntt_fwd_small_q769_n512_kred2x(poly, zetas); break;
-			default: zero_norms = ntt_baseinv_q769_n512_kred2x(poly, zetas, last[0]); break;
+			case 1: ntt_fwd_q769_n512_kred2x(poly, tz); break;
+			case 4: ntt_inv_q769_n512_kred2x(poly, tz, tl); break;
+			case 7: (add ? ntt_basemul_acc_q769_n512_kred2x : ntt_basemul_q769_n512_kred2x)(poly, poly_b, dst, tz, last[0], add); break;
+			case 13: ntt_fwd_small_q769_n512_kred2x(poly, tz); break;
+			default: zero_norms = ntt_baseinv_q769_n512_kred2x(poly, tz, last[0]); break;
 			}
 		}
 		GPIOR0 = marker | 0x80;
