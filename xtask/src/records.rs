@@ -106,10 +106,9 @@ pub fn save(mcu: &str, scheme: &str, records: &[Record], merge: bool) -> Result<
         Vec::new()
     };
     for r in records {
-        match all
-            .iter_mut()
-            .find(|a| a.variant == r.variant && a.operation == r.operation && a.tables == r.tables)
-        {
+        match all.iter_mut().find(|a| {
+            a.variant == r.variant && a.operation == r.operation && a.table_placement() == r.table_placement()
+        }) {
             Some(a) => *a = r.clone(),
             None => all.push(r.clone()),
         }
