@@ -11,10 +11,19 @@
 //!   `suite ‖ id_len ‖ client_id[64] ‖ kem_sk[sk] ‖ x25519_sk[32] ‖
 //!   broker_kem_pk[pk] ‖ broker_x25519_pk[32] ‖ tape[256]` → reply
 //!   `status ‖ used u16 ‖ len u16 ‖ ClientHello (padded to the largest)`;
-//! - [`OP_FINISH`] (`receive_broker_hello`, measured): request
-//!   `len u16 ‖ BrokerHello (padded)` → reply `status ‖ ClientFinished[34]
-//!   ‖ record`, the record sealing [`PAYLOAD`] on [`TOPIC`] under the new
-//!   session key (outside the measured window).
+//! - [`OP_FINISH`] (`receive_broker_hello_head`, measured): request
+//!   `len u16 ‖ the BrokerHello's first part (header, nonce, the ciphertext
+//!   to the ephemeral key; padded)` → reply `status`;
+//! - [`OP_FINISH_REST`] (`receive_broker_hello_rest`, measured): request
+//!   `len u16 ‖ the rest (padded)`, received into the used-up ephemeral
+//!   key's storage → reply `status ‖ ClientFinished[34] ‖ record`, the record
+//!   sealing [`PAYLOAD`] on [`TOPIC`] under the new session key (outside the
+//!   measured window). The finish is the two windows together.
+//!
+//! The BrokerHello comes in two parts, and the ClientHello goes out around
+//! the ephemeral public key where key generation left it (inside the
+//! ephemeral secret key), so the sensor never holds a whole flight beside
+//! that key: a 6 KB MCU has no room for both.
 //!
 //! With the `mqtt-provisioned` feature the key fields are compiled into the
 //! image (in flash on the ATmega4808, so they cost no SRAM) and the request's
@@ -42,8 +51,14 @@ pub const TAPE_LABEL: &[u8] = b"kem-mqtt/1 sensor randomness";
 /// EEPROM address of the handshake counter's reserved end (u32
 /// little-endian; erased: nothing reserved yet).
 pub const COUNTER_ADDR: u16 = 0;
-/// Op id of `AwaitBrokerHello::receive_broker_hello` (and its marker window).
+/// Op id of `AwaitBrokerHello::receive_broker_hello_head`, the BrokerHello's
+/// first part (and its marker window).
 pub const OP_FINISH: u8 = 0x69;
+/// Op id of `AwaitBrokerHello::receive_broker_hello_rest`, the rest of the
+/// BrokerHello (and its marker window).
+pub const OP_FINISH_REST: u8 = 0x6B;
+/// The finish's ops, in order: the sensor's finish is their two windows.
+pub const FINISH_OPS: [u8; 2] = [OP_FINISH, OP_FINISH_REST];
 /// Randomness bytes a start request carries: nonce, KEM keygen, encaps,
 /// X25519 (160 to 192 bytes in the measured handshakes; a KEM keygen retry
 /// that needs more is reported by the host as a tape longer than this).
@@ -124,20 +139,39 @@ impl Layout {
     pub const fn max_broker_hello(self) -> usize {
         3 + 32 + 2 * self.ct + X25519_LEN + 32
     }
+    /// The BrokerHello's first part: header, nonce, the ciphertext to the
+    /// sensor's ephemeral key.
+    pub const fn broker_hello_head(self) -> usize {
+        3 + 32 + self.ct
+    }
+    /// The largest rest of a BrokerHello (hybrid).
+    pub const fn max_broker_hello_rest(self) -> usize {
+        self.max_broker_hello() - self.broker_hello_head()
+    }
     /// Request bytes of [`OP_FINISH`].
     pub const fn finish_request_len(self) -> usize {
-        2 + self.max_broker_hello()
+        2 + self.broker_hello_head()
     }
-    /// Reply bytes of [`OP_FINISH`].
+    /// Reply bytes of [`OP_FINISH`]: the status.
     pub const fn finish_reply_len(self) -> usize {
+        1
+    }
+    /// Request bytes of [`OP_FINISH_REST`].
+    pub const fn finish_rest_request_len(self) -> usize {
+        2 + self.max_broker_hello_rest()
+    }
+    /// Reply bytes of [`OP_FINISH_REST`].
+    pub const fn finish_rest_reply_len(self) -> usize {
         1 + CF_LEN + RECORD_LEN
     }
     /// The flight buffer the firmware keeps for a client id of `id_len`
-    /// bytes: the ClientHello goes out of it, then the BrokerHello comes
-    /// into it. (An image with provisioned keys knows its id's length; the
-    /// start reply pads the ClientHello to [`Self::max_client_hello`].)
+    /// bytes: the ClientHello goes out of it without the ephemeral public
+    /// key (sent from the ephemeral key), then the BrokerHello's first part
+    /// comes into it. (An image with provisioned keys knows its id's
+    /// length; the start reply pads the ClientHello to
+    /// [`Self::max_client_hello`].)
     pub const fn flight_len(self, id_len: usize) -> usize {
-        let (a, b) = (self.client_hello(id_len), self.max_broker_hello());
+        let (a, b) = (self.client_hello(id_len) - self.pk, self.broker_hello_head());
         if a > b {
             a
         } else {
@@ -154,13 +188,13 @@ mod tests {
     fn ids_are_free_and_lengths_fit_the_protocol() {
         for (k, o) in crate::kem_ops() {
             let id = crate::kem_op_id(k, o);
-            assert!(id != OP_START && id != OP_FINISH && id != OP_HELLO);
+            assert!(![OP_START, OP_FINISH, OP_FINISH_REST, OP_HELLO].contains(&id));
         }
         for (r, k) in crate::ops() {
             let id = crate::op_id(r, k);
-            assert!(id != OP_START && id != OP_FINISH && id != OP_HELLO);
+            assert!(![OP_START, OP_FINISH, OP_FINISH_REST, OP_HELLO].contains(&id));
         }
-        const { assert!(OP_FINISH < avr_harness::protocol::OP_EXIT) };
+        const { assert!(OP_FINISH_REST < avr_harness::protocol::OP_EXIT) };
         let ml = Layout {
             pk: 800,
             sk: 1632,
@@ -168,6 +202,10 @@ mod tests {
         };
         assert_eq!(ml.max_client_hello(), 1636 + 64);
         assert_eq!(ml.max_broker_hello(), 1635);
+        assert_eq!((ml.broker_hello_head(), ml.max_broker_hello_rest()), (803, 832));
+        // The rest fits the ephemeral key's storage, which receives it.
+        assert!(ml.max_broker_hello_rest() <= ml.sk);
+        assert_eq!(ml.flight_len(5), 841);
         assert!(ml.start_request_len() < u16::MAX as usize);
     }
 }

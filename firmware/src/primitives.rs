@@ -64,6 +64,7 @@ mod tests {
             let taken = [
                 crate::mqtt::OP_START,
                 crate::mqtt::OP_FINISH,
+                crate::mqtt::OP_FINISH_REST,
                 crate::mqtt::OP_HELLO,
                 crate::kem::OP_CTRU_DECRYPT_PRODUCT,
             ];

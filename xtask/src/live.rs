@@ -158,16 +158,22 @@ struct AvrFinished {
     measured: Measured,
 }
 
-/// Runs `OP_FINISH` on the BrokerHello.
+/// Runs the finish's two ops on the BrokerHello (its two windows together).
 fn avr_finish(dev: &mut Device, l: Layout, broker_hello: &[u8]) -> Result<AvrFinished, LiveError> {
-    let request = board::finish_request(l, broker_hello).map_err(LiveError::Sensor)?;
-    let (reply, measured) =
-        kems::measured(dev, fw::OP_FINISH, |d| d.call(fw::OP_FINISH, &request)).map_err(LiveError::Sensor)?;
+    let [head, rest] = board::finish_requests(l, broker_hello).map_err(LiveError::Sensor)?;
+    let (reply, first) =
+        kems::measured(dev, fw::OP_FINISH, |d| d.call(fw::OP_FINISH, &head)).map_err(LiveError::Sensor)?;
+    board::parse_finish_head_reply(l, &reply).map_err(LiveError::Sensor)?;
+    let (reply, second) =
+        kems::measured(dev, fw::OP_FINISH_REST, |d| d.call(fw::OP_FINISH_REST, &rest)).map_err(LiveError::Sensor)?;
     let (client_finished, record) = board::parse_finish_reply(l, &reply).map_err(LiveError::Sensor)?;
     Ok(AvrFinished {
         client_finished,
         record,
-        measured,
+        measured: Measured {
+            cycles: first.cycles + second.cycles,
+            stack: first.stack.max(second.stack),
+        },
     })
 }
 

@@ -21,7 +21,9 @@ fn profile(dev: &mut Device, elf: &std::path::Path, suite: Suite, seed: u64) -> 
     let syms = crate::symbols::symbols(elf)?;
     let case = sensor::prepare(suite, seed)?;
     let mut s = crate::symbols::profile_top(dev, &syms, fw::OP_START, "start", &case.start_request)?;
-    s += &crate::symbols::profile_top(dev, &syms, fw::OP_FINISH, "finish", &case.finish_request)?;
+    let [head, rest] = &case.finish_requests;
+    s += &crate::symbols::profile_top(dev, &syms, fw::OP_FINISH, "finish (first part)", head)?;
+    s += &crate::symbols::profile_top(dev, &syms, fw::OP_FINISH_REST, "finish (rest)", rest)?;
     Ok(s)
 }
 
@@ -343,26 +345,41 @@ pub fn mega0(
             &b.elf,
             &[
                 (fw::OP_START, case.start_request.clone()),
-                (fw::OP_FINISH, case.finish_request.clone()),
+                (fw::OP_FINISH, case.finish_requests[0].clone()),
+                (fw::OP_FINISH_REST, case.finish_requests[1].clone()),
             ],
             &image.target_dir(mcu).join("mqtt-requests.txt"),
         )?;
-        let stacks = [0, 1].map(|i| replies.get(i).and_then(|m| m.stack).map(u32::from));
-        let overflow = stacks.contains(&Some(avr_harness::protocol::STACK_OVERFLOW as u32));
+        // Start, then the finish's two windows as one step: cycles summed,
+        // the larger stack (an overflow in either is an overflow).
+        let stack_of = |i: usize| replies.get(i).and_then(|m| m.stack).map(u32::from);
+        let overflowed = avr_harness::protocol::STACK_OVERFLOW as u32;
+        let finish_stack = match (stack_of(1), stack_of(2)) {
+            (Some(x), _) | (_, Some(x)) if x == overflowed => Some(overflowed),
+            (x, y) => x.max(y),
+        };
+        let stacks = [stack_of(0), finish_stack];
+        let overflow = stacks.contains(&Some(overflowed));
+        let step_cycles = |i: usize| match i {
+            0 => replies.first().and_then(|m| m.cycles),
+            _ => replies
+                .get(1)
+                .and_then(|m| m.cycles)
+                .zip(replies.get(2).and_then(|m| m.cycles))
+                .map(|(x, y)| x + y),
+        };
         let show = |s: Option<u32>| match s {
             Some(x) if x == avr_harness::protocol::STACK_OVERFLOW as u32 => "overflow".to_string(),
             Some(x) => x.to_string(),
             None => "–".into(),
         };
         let cyc = |i: usize| {
-            replies
-                .get(i)
-                .and_then(|m| m.cycles)
+            step_cycles(i)
                 .filter(|_| !overflow)
                 .map_or("–".into(), |c| c.to_string())
         };
-        let checked = match (replies.first(), replies.get(1)) {
-            (Some(a), Some(c)) => case.check(&a.body, &c.body),
+        let checked = match (replies.first(), replies.get(1), replies.get(2)) {
+            (Some(a), Some(h), Some(c)) => case.check(&a.body, &h.body, &c.body),
             _ => Err("no reply (crashed)".into()),
         };
         let peak = stacks.iter().flatten().copied().max().unwrap_or(0);
@@ -407,12 +424,7 @@ pub fn mega0(
                 }
             )
         };
-        if let (true, Ok(f), Some(a), Some(c)) = (
-            fits,
-            &checked,
-            replies.first().and_then(|m| m.cycles),
-            replies.get(1).and_then(|m| m.cycles),
-        ) {
+        if let (true, Ok(f), Some(a), Some(c)) = (fits, &checked, step_cycles(0), step_cycles(1)) {
             let flights = [f.client_hello, f.broker_hello, f.client_finished, f.record].map(|x| x as u32);
             for (op, cycles, stack) in [
                 ("start", a, stacks[0]),
@@ -451,8 +463,9 @@ pub fn mega0(
          classic-core (AVRe+) instruction timings, the timing the published 4808 figures were measured with; \
          flash = text + data image + rodata. \
          The 4808 images keep the sensor's keys in flash (provisioned at build time: firmware feature \
-         `mqtt-provisioned`), the ephemeral key in caller storage (`SensorHandshake::start_in`), process \
-         the BrokerHello in place (`receive_broker_hello_in`) and use the compact X25519 field \
+         `mqtt-provisioned`), build the handshake state in place and send the ephemeral public key from the \
+         ephemeral key (`SensorHandshake::start_split`), take the BrokerHello in two parts, the rest into the \
+         used-up ephemeral key (`receive_broker_hello_head`, `_rest`; finish = the two windows) and use the compact X25519 field \
          (`fe25519_compact.S`, slower than the 1284p's unrolled one: squaring is a multiplication).)";
     println!("{legend}");
     if record {

@@ -27,8 +27,8 @@ pub struct Case {
     pub suite: Suite,
     /// Request of `OP_START`.
     pub start_request: Vec<u8>,
-    /// Request of `OP_FINISH`.
-    pub finish_request: Vec<u8>,
+    /// Requests of the finish's two ops ([`fw::FINISH_OPS`]).
+    pub finish_requests: [Vec<u8>; 2],
     tape_len: usize,
     client_hello: Vec<u8>,
     broker_hello: Vec<u8>,
@@ -97,16 +97,14 @@ pub fn prepare(suite: Suite, seed: u64) -> Result<Case, String> {
     let mut t = tape.clone();
     t.resize(fw::TAPE_LEN, 0);
     start.extend_from_slice(&t);
-    let mut finish = (bh.len() as u16).to_le_bytes().to_vec();
-    finish.extend_from_slice(&bh);
-    finish.resize(l.finish_request_len(), 0);
+    let finish = kem_mqtt_host::board::finish_requests(l, &bh)?;
     if start.len() != l.start_request_len() {
         return Err(format!("{}: start request of {} bytes", suite.name(), start.len()));
     }
     Ok(Case {
         suite,
         start_request: start,
-        finish_request: finish,
+        finish_requests: finish,
         tape_len: tape.len(),
         client_hello: ch,
         broker_hello: bh,
@@ -116,13 +114,14 @@ pub fn prepare(suite: Suite, seed: u64) -> Result<Case, String> {
 }
 
 impl Case {
-    /// Checks the firmware's two replies: the ClientHello (byte for byte the
-    /// host's), the ClientFinished (accepted by the broker) and the record
-    /// (opened by the broker's session). Returns the flight sizes.
-    pub fn check(self, start_reply: &[u8], finish_reply: &[u8]) -> Result<Flights, String> {
+    /// Checks the firmware's three replies: the ClientHello (byte for byte
+    /// the host's), the finish's first part (status 0), the ClientFinished
+    /// (accepted by the broker) and the record (opened by the broker's
+    /// session). Returns the flight sizes.
+    pub fn check(self, start_reply: &[u8], head_reply: &[u8], finish_reply: &[u8]) -> Result<Flights, String> {
         let name = self.suite.name();
         let l = layout(self.suite.kem());
-        if start_reply.len() != l.start_reply_len() || finish_reply.len() != l.finish_reply_len() {
+        if start_reply.len() != l.start_reply_len() || finish_reply.len() != l.finish_rest_reply_len() {
             return Err(format!(
                 "{name}: reply lengths {} / {}",
                 start_reply.len(),
@@ -142,9 +141,10 @@ impl Case {
                 self.tape_len
             ));
         }
+        kem_mqtt_host::board::parse_finish_head_reply(l, head_reply).map_err(|e| format!("{name}: {e}"))?;
         if finish_reply[0] != 0 {
             return Err(format!(
-                "{name}: receive_broker_hello failed: {}",
+                "{name}: receive_broker_hello_rest failed: {}",
                 fw::error_name(finish_reply[0])
             ));
         }
@@ -178,7 +178,8 @@ impl Case {
 pub struct Run {
     /// `SensorHandshake::start` (cycles include the empty window).
     pub start: Measured,
-    /// `receive_broker_hello`.
+    /// The finish: `receive_broker_hello_head` and `_rest` (cycles and
+    /// empty windows summed, the larger stack).
     pub finish: Measured,
     /// Painted-stack measures of the two.
     pub painted: [u32; 2],
@@ -211,11 +212,21 @@ pub fn run_with(dev: &mut Device, suite: Suite, seed: u64, trace: bool) -> Resul
         dev.take_profile();
         Ok((reply, m, counts, painted))
     };
-    let steps =
-        step(fw::OP_START, &case.start_request).and_then(|a| step(fw::OP_FINISH, &case.finish_request).map(|b| (a, b)));
+    let [head, rest] = &case.finish_requests;
+    let steps = step(fw::OP_START, &case.start_request).and_then(|a| {
+        let h = step(fw::OP_FINISH, head)?;
+        step(fw::OP_FINISH_REST, rest).map(|r| (a, h, r))
+    });
     dev.set_profiling(false);
-    let ((a, start, start_counts, pa), (b, finish, finish_counts, pb)) = steps?;
-    let flights = case.check(&a, &b).map_err(|e| {
+    let ((a, start, start_counts, pa), (h, first, first_counts, ph), (b, second, second_counts, pr)) = steps?;
+    // The finish is its two windows together.
+    let finish = Measured {
+        cycles: first.cycles + second.cycles,
+        stack: first.stack.max(second.stack),
+    };
+    let finish_counts: Vec<u32> = first_counts.iter().zip(&second_counts).map(|(x, y)| x + y).collect();
+    let pb = ph.max(pr);
+    let flights = case.check(&a, &h, &b).map_err(|e| {
         format!(
             "{e} (stack start {} / finish {} B, painted {pa} / {pb} B)",
             start.stack, finish.stack
@@ -349,7 +360,8 @@ mod tests {
         let suite = Suite::new(KemId::CtruLightAscon, false);
         let case = prepare(suite, 1).unwrap();
         let l = layout(suite.kem());
-        assert_eq!(case.finish_request.len(), l.finish_request_len());
+        assert_eq!(case.finish_requests[0].len(), l.finish_request_len());
+        assert_eq!(case.finish_requests[1].len(), l.finish_rest_request_len());
         let mut a = vec![0u8, case.tape_len as u8, 0];
         a.extend_from_slice(&(case.client_hello.len() as u16).to_le_bytes());
         a.extend_from_slice(&case.client_hello);
@@ -357,8 +369,8 @@ mod tests {
         // No record from a real session here: the check must stop at the record.
         let mut b = vec![0u8];
         b.extend_from_slice(&case.client_finished);
-        b.resize(l.finish_reply_len(), 0);
-        let e = case.check(&a, &b).unwrap_err();
+        b.resize(l.finish_rest_reply_len(), 0);
+        let e = case.check(&a, &[0], &b).unwrap_err();
         assert!(e.contains("cannot open the AVR record"), "{e}");
     }
 

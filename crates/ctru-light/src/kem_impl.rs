@@ -212,36 +212,52 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         pk: &mut [u8; PK_BYTES],
         sk: &mut [u8; SK_BYTES],
     ) -> Result<(), Error> {
-        kem_common::keygen_or_wipe(pk, sk, |pk, sk| Self::keygen_draw_into(rng, pk, sk))
+        kem_common::keygen_or_wipe(pk, sk, |pk, sk| {
+            Self::keygen_secret_into(rng, sk)?;
+            pk.copy_from_slice(Self::public_key_in(sk));
+            Ok(())
+        })
     }
 
-    fn keygen_draw_into(
-        rng: &mut impl TryCryptoRng,
-        pk: &mut [u8; PK_BYTES],
-        sk: &mut [u8; SK_BYTES],
-    ) -> Result<(), Error> {
+    /// [`Self::keygen`] into `sk` alone: the public key is the field
+    /// [`Self::public_key_in`] returns (for firmware that sends it from
+    /// there instead of keeping a second copy). `sk` is wiped on an error.
+    pub fn keygen_secret_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
+        let r = Self::keygen_draw_into(rng, sk);
+        if r.is_err() {
+            sk.wipe();
+        }
+        r
+    }
+
+    /// The public key inside the encoded secret key `sk` (sk_PKE ‖ pk ‖ z).
+    pub fn public_key_in(sk: &[u8; SK_BYTES]) -> &[u8; PK_BYTES] {
+        sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]
+            .try_into()
+            .unwrap_or(&[0; PK_BYTES])
+    }
+
+    fn keygen_draw_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
         let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
         let sk_pke: &mut [u8; SK_PKE_BYTES] = sk_pke.try_into().map_err(|_| Error::Rng)?;
         let (pk_part, z) = rest.split_at_mut(PK_BYTES);
-        // The 256 coin bytes wait in the secret key's public-key field, which
-        // the public key overwrites below: no stack copy beside f and g.
-        let coins: &mut [u8; 256] = (&mut pk_part[..256]).try_into().map_err(|_| Error::Rng)?;
+        let pk: &mut [u8; PK_BYTES] = pk_part.try_into().map_err(|_| Error::Rng)?;
+        // The 256 coin bytes wait in the public-key field, which the public
+        // key overwrites once they are used: no stack copy beside f and g.
         let mut found = false;
         for _ in 0..KEYGEN_ATTEMPTS {
+            let coins: &mut [u8; 256] = (&mut pk[..256]).try_into().map_err(|_| Error::Rng)?;
             Self::keygen_coins(rng, coins)?;
-            let ok = pke::keygen::<A>(coins, pk, sk_pke);
+            let ok = pke::keygen::<A>(pk, sk_pke);
             // Retrying on a non-invertible f is public (it excludes the key).
             if bool::from(ok) {
                 found = true;
                 break;
             }
         }
-        coins.wipe();
         if !found {
-            sk_pke.wipe();
             return Err(Error::KeyGenExhausted);
         }
-        pk_part.copy_from_slice(pk);
         fill(rng, z)
     }
 
@@ -349,8 +365,9 @@ pub mod hazmat {
     /// PKE.KeyGen from 256 coin bytes: (pk, sk_pke, invertible).
     pub fn pke_keygen<A: Arithmetic>(coins: &[u8; 256]) -> ([u8; PK_BYTES], [u8; SK_PKE_BYTES], bool) {
         let mut pk = [0u8; PK_BYTES];
+        pk[..256].copy_from_slice(coins);
         let mut sk = [0u8; SK_PKE_BYTES];
-        let ok = pke::keygen::<A>(coins, &mut pk, &mut sk);
+        let ok = pke::keygen::<A>(&mut pk, &mut sk);
         (pk, sk, ok.into())
     }
 

@@ -10,12 +10,14 @@ use crate::mul256;
 use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10, unpack_sk};
 use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
 
-/// PKE.KeyGen (§3) from 256 coin bytes. Writes pk and sk_pke; returns
-/// whether f was invertible (decided in constant time by modarith). Not
-/// inlined: its two polynomials are the key generation's whole stack.
+/// PKE.KeyGen (§3) from 256 coin bytes, which wait in `pk[..256]`: they
+/// are consumed before pk is written over them (the caller needs no coin
+/// buffer beside the key). Writes pk and sk_pke; returns whether f was
+/// invertible (decided in constant time by modarith). Not inlined: its two
+/// polynomials are the key generation's whole stack.
 #[inline(never)]
-pub fn keygen<A: Arithmetic>(coins: &[u8; 256], pk: &mut [u8; PK_BYTES], sk_pke: &mut [u8; SK_PKE_BYTES]) -> Choice {
-    let (f_coins, g_coins) = coins.split_at(128);
+pub fn keygen<A: Arithmetic>(pk: &mut [u8; PK_BYTES], sk_pke: &mut [u8; SK_PKE_BYTES]) -> Choice {
+    let (f_coins, g_coins) = pk[..256].split_at(128);
     let mut f = [0i16; N];
     cbd1(f_coins, &mut f);
     for x in f.iter_mut() {

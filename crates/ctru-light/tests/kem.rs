@@ -253,3 +253,23 @@ fn failed_keygen_into_leaves_no_key_material() {
         assert!(sk.iter().all(|&b| b == 0), "sk after {len} bytes");
     }
 }
+
+/// Key generation into the secret key alone writes the same key as
+/// `keygen_into`, with the public key in its field; a failing RNG leaves
+/// the buffer wiped.
+#[test]
+fn keygen_secret_into_writes_the_same_key_with_the_public_key_inside() {
+    for seed in 0..4 {
+        let (mut r1, mut r2) = (kem_common::test_rng(seed), kem_common::test_rng(seed));
+        let (mut pk, mut sk) = ([0u8; 640], [0u8; 864]);
+        CtruLightAscon::keygen_into(&mut r1, &mut pk, &mut sk).unwrap();
+        let mut sk2 = [0xA5u8; 864];
+        CtruLightAscon::keygen_secret_into(&mut r2, &mut sk2).unwrap();
+        assert_eq!(sk, sk2);
+        assert_eq!(CtruLightAscon::public_key_in(&sk2), &pk);
+    }
+    let bytes: [u8; 63] = bytes(&mut kem_common::test_rng(11));
+    let mut sk = [0x5Au8; 864];
+    assert!(CtruLightAscon::keygen_secret_into(&mut Tape::new(&bytes), &mut sk).is_err());
+    assert!(sk.iter().all(|&b| b == 0));
+}

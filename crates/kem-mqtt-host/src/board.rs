@@ -6,12 +6,13 @@
 //! The bridge asks for the sensor's own start
 //! ([`firmware::mqtt::OP_HELLO`]) with a fresh nonce from the operating
 //! system; the board draws its randomness from its keys, its EEPROM counter
-//! and that nonce. Then [`firmware::mqtt::OP_FINISH`] takes the BrokerHello
+//! and that nonce. Then [`firmware::mqtt::OP_FINISH`] takes the
+//! BrokerHello's first part and [`firmware::mqtt::OP_FINISH_REST`] the rest,
 //! and gives back the ClientFinished and the first sealed reading.
 
 use std::time::Duration;
 
-use firmware::mqtt::{self as fw, Layout, HOST_NONCE_LEN, OP_FINISH, OP_HELLO};
+use firmware::mqtt::{self as fw, Layout, HOST_NONCE_LEN, OP_FINISH, OP_FINISH_REST, OP_HELLO};
 use kem_mqtt::Suite;
 
 use crate::bridge::{Finished, Hello, RemoteSensor};
@@ -56,8 +57,10 @@ pub fn parse_start_reply(layout: Layout, reply: &[u8]) -> Result<StartReply, Str
     })
 }
 
-/// The finish request of an image with `layout`: `len u16 ‖ BrokerHello (padded)`.
-pub fn finish_request(layout: Layout, broker_hello: &[u8]) -> Result<Vec<u8>, String> {
+/// The finish's two requests of an image with `layout`, for
+/// [`fw::FINISH_OPS`]: `len u16 ‖ part (padded)` each, the BrokerHello's
+/// first [`Layout::broker_hello_head`] bytes and the rest.
+pub fn finish_requests(layout: Layout, broker_hello: &[u8]) -> Result<[Vec<u8>; 2], String> {
     if broker_hello.len() > layout.max_broker_hello() {
         return Err(format!(
             "a BrokerHello of {} bytes, more than the {} the image takes",
@@ -65,20 +68,44 @@ pub fn finish_request(layout: Layout, broker_hello: &[u8]) -> Result<Vec<u8>, St
             layout.max_broker_hello()
         ));
     }
-    let mut request = (broker_hello.len() as u16).to_le_bytes().to_vec();
-    request.extend_from_slice(broker_hello);
-    request.resize(layout.finish_request_len(), 0);
-    Ok(request)
+    let (head, rest) = broker_hello.split_at(broker_hello.len().min(layout.broker_hello_head()));
+    let request = |part: &[u8], len: usize| {
+        let mut r = (part.len() as u16).to_le_bytes().to_vec();
+        r.extend_from_slice(part);
+        r.resize(len, 0);
+        r
+    };
+    Ok([
+        request(head, layout.finish_request_len()),
+        request(rest, layout.finish_rest_request_len()),
+    ])
 }
 
-/// Reads a finish reply of an image with `layout`: `status ‖ ClientFinished ‖
-/// record`; the ClientFinished and the record, or the status as an error.
-pub fn parse_finish_reply(layout: Layout, reply: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
-    if reply.len() != layout.finish_reply_len() {
-        return Err(format!(
+/// Reads the reply to the finish's first request ([`OP_FINISH`]): `status`.
+pub fn parse_finish_head_reply(layout: Layout, reply: &[u8]) -> Result<(), String> {
+    match reply {
+        [0] if reply.len() == layout.finish_reply_len() => Ok(()),
+        [s] => Err(format!(
+            "finish (the BrokerHello's first part) answered status {s} ({})",
+            fw::error_name(*s)
+        )),
+        _ => Err(format!(
             "a finish reply of {} bytes, not {}",
             reply.len(),
             layout.finish_reply_len()
+        )),
+    }
+}
+
+/// Reads the reply to the finish's second request ([`OP_FINISH_REST`]):
+/// `status ‖ ClientFinished ‖ record`; the ClientFinished and the record,
+/// or the status as an error.
+pub fn parse_finish_reply(layout: Layout, reply: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
+    if reply.len() != layout.finish_rest_reply_len() {
+        return Err(format!(
+            "a finish reply of {} bytes, not {}",
+            reply.len(),
+            layout.finish_rest_reply_len()
         ));
     }
     match reply.split_first() {
@@ -116,7 +143,7 @@ impl BoardSensor {
         let port = avr_serial::open(path, baud, timeout).map_err(|e| e.to_string())?;
         let mut link = avr_serial::Link::new(port);
         let ops = link.ping().map_err(|e| format!("{path}: {e}"))?;
-        if !ops.contains(&OP_HELLO) || !ops.contains(&OP_FINISH) {
+        if !ops.contains(&OP_HELLO) || !ops.contains(&OP_FINISH) || !ops.contains(&OP_FINISH_REST) {
             return Err(format!(
                 "{path}: the board's image is no sensor image with provisioned keys (no op 0x{OP_HELLO:02x}); \
                  flash one: cargo xtask flash --image mqtt-<kem>[-x25519] --keys SENSOR.json"
@@ -166,13 +193,16 @@ impl RemoteSensor for BoardSensor {
     }
 
     fn finish(&mut self, broker_hello: &[u8]) -> Result<Finished, String> {
-        let request = finish_request(self.layout, broker_hello)?;
-        let reply = self.link.call(OP_FINISH, &request).map_err(|e| e.to_string())?;
+        let [head, rest] = finish_requests(self.layout, broker_hello)?;
+        let reply = self.link.call(OP_FINISH, &head).map_err(|e| e.to_string())?;
+        parse_finish_head_reply(self.layout, &reply)?;
+        let first = self.cycles();
+        let reply = self.link.call(OP_FINISH_REST, &rest).map_err(|e| e.to_string())?;
         let (client_finished, record) = parse_finish_reply(self.layout, &reply)?;
         Ok(Finished {
             client_finished,
             record,
-            note: self.cycles(),
+            note: format!("{first}{}", self.cycles().replacen(", ", "; then ", 1)),
         })
     }
 }
@@ -197,11 +227,19 @@ mod tests {
             "a ClientHello longer than the reply"
         );
 
-        let req = finish_request(l, &[1, 2, 3]).unwrap();
-        assert_eq!((req.len(), &req[..5]), (l.finish_request_len(), &[3, 0, 1, 2, 3][..]));
-        assert!(finish_request(l, &vec![0; l.max_broker_hello() + 1]).is_err());
+        let [head, rest] = finish_requests(l, &[1, 2, 3]).unwrap();
+        assert_eq!((head.len(), &head[..5]), (l.finish_request_len(), &[3, 0, 1, 2, 3][..]));
+        assert_eq!((rest.len(), &rest[..2]), (l.finish_rest_request_len(), &[0, 0][..]));
+        let bh: Vec<u8> = (0..l.max_broker_hello()).map(|i| i as u8).collect();
+        let [head, rest] = finish_requests(l, &bh).unwrap();
+        let at = l.broker_hello_head();
+        assert_eq!((&head[2..], &rest[2..]), (&bh[..at], &bh[at..]));
+        assert!(finish_requests(l, &vec![0; l.max_broker_hello() + 1]).is_err());
+        assert!(parse_finish_head_reply(l, &[0]).is_ok());
+        assert!(parse_finish_head_reply(l, &[3]).unwrap_err().contains("invalid key"));
+        assert!(parse_finish_head_reply(l, &[]).is_err());
 
-        let mut fin = vec![0u8; l.finish_reply_len()];
+        let mut fin = vec![0u8; l.finish_rest_reply_len()];
         fin[1] = 0xCF;
         let (cf, record) = parse_finish_reply(l, &fin).unwrap();
         assert_eq!((cf.len(), cf[0], record.len()), (fw::CF_LEN, 0xCF, fw::RECORD_LEN));

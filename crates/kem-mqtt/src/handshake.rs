@@ -288,7 +288,9 @@ impl SensorHandshake {
         rng: &mut impl TryCryptoRng,
         out: &mut [u8],
     ) -> Result<(AwaitBrokerHello<'a>, usize), Error> {
-        Self::start_with(suite, creds, rng, out, EphemeralKey::new())
+        let mut slot = None;
+        let (_, n) = Self::start_into(&mut slot, suite, creds, rng, out, EphemeralKey::new(), false)?;
+        slot.map(|state| (state, n)).ok_or(Error::InvalidKey)
     }
 
     /// [`Self::start`] with the ephemeral secret key kept in `ephemeral`
@@ -300,21 +302,45 @@ impl SensorHandshake {
         out: &mut [u8],
         ephemeral: &'a mut EphemeralKey,
     ) -> Result<(AwaitBrokerHello<'a, &'a mut EphemeralKey>, usize), Error> {
-        Self::start_with(suite, creds, rng, out, ephemeral)
+        let mut slot = None;
+        let (_, n) = Self::start_into(&mut slot, suite, creds, rng, out, ephemeral, false)?;
+        slot.map(|state| (state, n)).ok_or(Error::InvalidKey)
     }
 
-    fn start_with<'a, K: BorrowMut<EphemeralKey>>(
+    /// [`Self::start_in`] for a microcontroller: the state is built where it
+    /// lies (`slot`, a static), and the ClientHello is left in two pieces
+    /// around the ephemeral public key, which stays where key generation
+    /// wrote it (inside the ephemeral secret key): the ClientHello is
+    /// `out[..head]` ‖ [`AwaitBrokerHello::ephemeral_public_key`] ‖
+    /// `out[head..len]`, and `out` needs the ClientHello's length minus the
+    /// public key's. Returns `(head, len)`; on an error `slot` is `None`.
+    pub fn start_split<'a>(
+        slot: &mut Option<AwaitBrokerHello<'a, &'a mut EphemeralKey>>,
+        suite: Suite,
+        creds: SensorCredentials<'a>,
+        rng: &mut impl TryCryptoRng,
+        out: &mut [u8],
+        ephemeral: &'a mut EphemeralKey,
+    ) -> Result<(usize, usize), Error> {
+        Self::start_into(slot, suite, creds, rng, out, ephemeral, true)
+    }
+
+    /// The work of the starts: the state in `slot`; the ClientHello in
+    /// `out` whole, or (`split`) without the ephemeral public key.
+    fn start_into<'a, K: BorrowMut<EphemeralKey>>(
+        slot: &mut Option<AwaitBrokerHello<'a, K>>,
         suite: Suite,
         creds: SensorCredentials<'a>,
         rng: &mut impl TryCryptoRng,
         out: &mut [u8],
         sk_e: K,
-    ) -> Result<(AwaitBrokerHello<'a, K>, usize), Error> {
+        split: bool,
+    ) -> Result<(usize, usize), Error> {
+        *slot = None;
         if !suite.enabled() {
             return Err(Error::SuiteNotSupported(suite.id()));
         }
         let kem = suite.kem();
-        let f = suite.family();
         if !valid_client_id(creds.client_id) {
             return Err(Error::InvalidClientId);
         }
@@ -326,52 +352,26 @@ impl SensorHandshake {
             (true, Some(sk), Some(pk)) => Some((sk, pk)),
             (true, _, _) => return Err(Error::InvalidKey),
         };
+        let head = 4 + creds.client_id.len() + NONCE_LEN;
         let total = suite.client_hello_len(creds.client_id.len());
-        let out = out.get_mut(..total).ok_or(Error::BufferTooSmall { needed: total })?;
-
-        let mut state = AwaitBrokerHello {
+        let len = if split { total - kem.pk_len() } else { total };
+        let out = out.get_mut(..len).ok_or(Error::BufferTooSmall { needed: len })?;
+        let state = slot.insert(AwaitBrokerHello {
             suite,
             creds,
             sk_e,
             x_e: [0; 32],
             es: Secret32([0; 32]),
-            transcript: Xof::transcript(f),
-        };
-        let (header, rest) = out.split_at_mut(4);
-        header.copy_from_slice(&[VERSION, MSG_CLIENT_HELLO, suite.id(), creds.client_id.len() as u8]);
-        let (id, rest) = rest.split_at_mut(creds.client_id.len());
-        id.copy_from_slice(creds.client_id);
-        let (nonce, rest) = rest.split_at_mut(NONCE_LEN);
-        fill(rng, nonce)?;
-        let (pk_e, rest) = rest.split_at_mut(kem.pk_len());
-        let sk_e = state
-            .sk_e
-            .borrow_mut()
-            .0
-            .get_mut(..kem.sk_len())
-            .ok_or(Error::InvalidKey)?;
-        kem::keygen(kem, rng, pk_e, sk_e).map_err(|_| Error::Rng)?;
-        let (ct_s, share) = rest.split_at_mut(kem.ct_len());
-        let ss_s = kem::encapsulate(kem, creds.broker_kem_pk, rng, ct_s).map_err(|e| match e {
-            KemFail::Rng => Error::Rng,
-            _ => Error::InvalidKey,
-        })?;
-        let dh_ss = match statics {
-            Some((sk, pk)) => {
-                fill(rng, &mut state.x_e)?;
-                share.copy_from_slice(&x25519_public(&state.x_e));
-                Some(match creds.x25519_static_secret {
-                    // A cached secret gets the check a computed one gets: an
-                    // all-zero value would leave ES to the KEM alone.
-                    Some(cached) => contributory(Secret32(*cached))?,
-                    None => x25519_shared(sk, pk)?,
-                })
-            }
-            None => None,
-        };
-        state.es = early_secret(f, ss_s.as_bytes(), dh_ss.as_ref());
-        state.transcript.absorb(out);
-        Ok((state, total))
+            transcript: Xof::transcript(suite.family()),
+            ss_e: Secret32([0; 32]),
+            th1: [0; 32],
+            head_done: false,
+        });
+        let result = state.start(rng, statics, out, head, split);
+        if result.is_err() {
+            *slot = None; // wipes what was made
+        }
+        result.map(|()| (head, len))
     }
 }
 
@@ -385,6 +385,13 @@ pub struct AwaitBrokerHello<'a, K: BorrowMut<EphemeralKey> = EphemeralKey> {
     x_e: [u8; 32],
     es: Secret32,
     transcript: Xof,
+    /// The BrokerHello in two parts: the ephemeral KEM secret, and the
+    /// transcript hash before the BrokerHello, from the first part.
+    ss_e: Secret32,
+    th1: [u8; 32],
+    /// The first part is processed (the ephemeral key is used up and its
+    /// storage receives the rest).
+    head_done: bool,
 }
 
 impl<K: BorrowMut<EphemeralKey>> Drop for AwaitBrokerHello<'_, K> {
@@ -398,6 +405,84 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// The suite offered.
     pub fn suite(&self) -> Suite {
         self.suite
+    }
+
+    /// The ephemeral KEM public key of the ClientHello, where key generation
+    /// wrote it (inside the ephemeral secret key); empty once the first
+    /// part of the BrokerHello is processed.
+    pub fn ephemeral_public_key(&self) -> &[u8] {
+        let kem = self.suite.kem();
+        let at = kem.pk_offset_in_sk();
+        match self.head_done {
+            false => self.sk_e.borrow().0.get(at..at + kem.pk_len()).unwrap_or(&[]),
+            true => &[],
+        }
+    }
+
+    /// The ClientHello's key generation, encapsulation and X25519 share
+    /// (see [`SensorHandshake::start_into`]); `out` is the ClientHello
+    /// without the public key when `split`.
+    fn start(
+        &mut self,
+        rng: &mut impl TryCryptoRng,
+        statics: Option<(&[u8; 32], &[u8; 32])>,
+        out: &mut [u8],
+        head: usize,
+        split: bool,
+    ) -> Result<(), Error> {
+        let (suite, kem, id) = (self.suite, self.suite.kem(), self.creds.client_id);
+        let f = suite.family();
+        let (header, rest) = out.split_at_mut(4);
+        header.copy_from_slice(&[VERSION, MSG_CLIENT_HELLO, suite.id(), id.len() as u8]);
+        let (id_out, rest) = rest.split_at_mut(id.len());
+        id_out.copy_from_slice(id);
+        let (nonce, rest) = rest.split_at_mut(NONCE_LEN);
+        fill(rng, nonce)?;
+        let sk_e = self
+            .sk_e
+            .borrow_mut()
+            .0
+            .get_mut(..kem.sk_len())
+            .ok_or(Error::InvalidKey)?;
+        kem::keygen_secret(kem, rng, sk_e).map_err(|_| Error::Rng)?;
+        let pk_at = kem.pk_offset_in_sk();
+        let pk_e = sk_e.get(pk_at..pk_at + kem.pk_len()).ok_or(Error::InvalidKey)?;
+        let rest = if split {
+            rest
+        } else {
+            let (pk_out, rest) = rest.split_at_mut(kem.pk_len());
+            pk_out.copy_from_slice(pk_e);
+            rest
+        };
+        let (ct_s, share) = rest.split_at_mut(kem.ct_len());
+        let ss_s = kem::encapsulate(kem, self.creds.broker_kem_pk, rng, ct_s).map_err(|e| match e {
+            KemFail::Rng => Error::Rng,
+            _ => Error::InvalidKey,
+        })?;
+        let dh_ss = match statics {
+            Some((sk, pk)) => {
+                fill(rng, &mut self.x_e)?;
+                share.copy_from_slice(&x25519_public(&self.x_e));
+                Some(match self.creds.x25519_static_secret {
+                    // A cached secret gets the check a computed one gets: an
+                    // all-zero value would leave ES to the KEM alone.
+                    Some(cached) => contributory(Secret32(*cached))?,
+                    None => x25519_shared(sk, pk)?,
+                })
+            }
+            None => None,
+        };
+        self.es = early_secret(f, ss_s.as_bytes(), dh_ss.as_ref());
+        // The ClientHello in wire order: split, the public key between the pieces.
+        let Self { sk_e, transcript, .. } = self;
+        if split {
+            transcript.absorb(&out[..head]);
+            transcript.absorb(sk_e.borrow().0.get(pk_at..pk_at + kem.pk_len()).unwrap_or(&[]));
+            transcript.absorb(&out[head..]);
+        } else {
+            transcript.absorb(out);
+        }
+        Ok(())
     }
 
     /// Processes the BrokerHello: checks BrokerFinished in constant time,
@@ -419,62 +504,193 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     ) -> Result<(Session, usize), Error> {
         let result = match slot.as_mut() {
             Some(state) => state.process(msg, out),
-            None => Err(Error::UnexpectedMessage {
+            None => Err(nothing_awaits(msg)),
+        };
+        *slot = None;
+        result
+    }
+
+    /// The BrokerHello's first part ([`Suite::broker_hello_head_len`] bytes:
+    /// header, nonce, the ciphertext to the ephemeral key), for a sensor that
+    /// cannot hold the whole BrokerHello beside its ephemeral key: checks
+    /// the header, decapsulates, then wipes the ephemeral key, whose storage
+    /// receives the rest ([`Self::rest_buffer`], then
+    /// [`Self::receive_broker_hello_rest`]). The state stays in `slot`; on
+    /// an error it is dropped (`None`).
+    pub fn receive_broker_hello_head(slot: &mut Option<Self>, part: &[u8]) -> Result<(), Error> {
+        let result = match slot.as_mut() {
+            Some(state) if !state.head_done => state.head(part),
+            _ => Err(nothing_awaits(part)),
+        };
+        if result.is_err() {
+            *slot = None;
+        }
+        result
+    }
+
+    /// Where the rest of the BrokerHello goes after its first part: the
+    /// wiped ephemeral key's storage, [`Suite::broker_hello_rest_len`]
+    /// bytes (empty before the first part).
+    pub fn rest_buffer(&mut self) -> &mut [u8] {
+        let len = self.suite.broker_hello_rest_len();
+        match self.head_done {
+            true => self.sk_e.borrow_mut().0.get_mut(..len).unwrap_or(&mut []),
+            false => &mut [],
+        }
+    }
+
+    /// The rest of the BrokerHello, its first `len` bytes in
+    /// [`Self::rest_buffer`]: as [`Self::receive_broker_hello_in`] from
+    /// there on (the state is dropped whatever the outcome).
+    pub fn receive_broker_hello_rest(
+        slot: &mut Option<Self>,
+        len: usize,
+        out: &mut [u8],
+    ) -> Result<(Session, usize), Error> {
+        let result = match slot.as_mut() {
+            Some(state) if state.head_done => state.rest(None, len, out),
+            _ => Err(Error::UnexpectedMessage {
                 expected: 0,
-                got: msg.get(1).copied().unwrap_or(0),
+                got: MSG_BROKER_HELLO,
             }),
         };
         *slot = None;
         result
     }
 
-    /// The work of [`Self::receive_broker_hello`] on a borrowed state.
+    /// The work of [`Self::receive_broker_hello`] on a borrowed state: the
+    /// two parts in turn.
     fn process(&mut self, msg: &[u8], out: &mut [u8]) -> Result<(Session, usize), Error> {
+        let expected = self.suite.broker_hello_len();
+        check_header(msg, MSG_BROKER_HELLO, expected)?;
+        check_suite(msg, self.suite, expected)?;
+        check_len(msg, expected)?;
+        let (head, rest) = msg.split_at(self.suite.broker_hello_head_len());
+        self.head(head)?;
+        self.rest(Some(rest), rest.len(), out)
+    }
+
+    /// The first part: header checks, the transcript before it (th1) and
+    /// through it, ss_e; then the ephemeral key is wiped.
+    fn head(&mut self, part: &[u8]) -> Result<(), Error> {
         let suite = self.suite;
         let kem = suite.kem();
         let expected = suite.broker_hello_len();
-        check_header(msg, MSG_BROKER_HELLO, expected)?;
-        match msg.get(2) {
-            None => {
-                return Err(Error::Truncated {
-                    expected,
-                    got: msg.len(),
-                })
-            }
-            Some(&id) if id != suite.id() => {
-                return Err(Error::SuiteMismatch {
-                    offered: suite.id(),
-                    answered: id,
-                })
-            }
-            Some(_) => {}
-        }
-        check_len(msg, expected)?;
-        let cf_len = suite.client_finished_len();
-        let out = out.get_mut(..cf_len).ok_or(Error::BufferTooSmall { needed: cf_len })?;
-
-        let (body, bf) = msg.split_at(expected - MAC_LEN);
-        let rest = body.get(3 + NONCE_LEN..).unwrap_or(&[]);
-        let (ct_e, rest) = rest.split_at(kem.ct_len());
-        let (ct_c, share) = rest.split_at(kem.ct_len());
-
-        // Both decapsulations first, from this small frame (the sensor's
-        // deepest calls); the key schedule's secrets live in a frame of their
-        // own afterwards.
+        check_header(part, MSG_BROKER_HELLO, expected)?;
+        check_suite(part, suite, expected)?;
+        check_len(part, suite.broker_hello_head_len())?;
+        let ct_e = part.get(3 + NONCE_LEN..).unwrap_or(&[]);
         let sk_e = self.sk_e.borrow().0.get(..kem.sk_len()).unwrap_or(&[]);
-        let ss_e = kem::decapsulate(kem, sk_e, ct_e).map_err(|_| Error::InvalidKey)?;
-        let ss_c = kem::decapsulate(kem, self.creds.kem_sk, ct_c).map_err(|_| Error::InvalidKey)?;
-        let session = self.schedule(ss_e.as_bytes(), ss_c.as_bytes(), body, bf, share, out)?;
-        Ok((session, cf_len))
+        self.ss_e = kem::decapsulate(kem, sk_e, ct_e)
+            .map(|ss| Secret32(*ss.as_bytes()))
+            .map_err(|_| Error::InvalidKey)?;
+        self.th1 = self.transcript.snapshot();
+        self.transcript.absorb(part);
+        self.sk_e.borrow_mut().0.zeroize();
+        self.head_done = true;
+        Ok(())
     }
 
+    /// The rest: `rest`, or (`None`) the first `len` bytes of the rest
+    /// buffer; the second decapsulation and the key schedule.
+    fn rest(&mut self, rest: Option<&[u8]>, len: usize, out: &mut [u8]) -> Result<(Session, usize), Error> {
+        let suite = self.suite;
+        let kem = suite.kem();
+        let cf_len = suite.client_finished_len();
+        let out = out.get_mut(..cf_len).ok_or(Error::BufferTooSmall { needed: cf_len })?;
+        let AwaitBrokerHello {
+            creds,
+            sk_e,
+            x_e,
+            es,
+            transcript,
+            ss_e,
+            th1,
+            ..
+        } = self;
+        let expected = suite.broker_hello_rest_len();
+        let head = suite.broker_hello_head_len();
+        let rest = match rest.or_else(|| sk_e.borrow().0.get(..len)) {
+            Some(r) => r,
+            None => {
+                return Err(Error::Oversized {
+                    expected: head + expected,
+                    got: head.saturating_add(len),
+                })
+            }
+        };
+        if rest.len() != expected {
+            return Err(if rest.len() < expected {
+                Error::Truncated {
+                    expected: head + expected,
+                    got: head + rest.len(),
+                }
+            } else {
+                Error::Oversized {
+                    expected: head + expected,
+                    got: head + rest.len(),
+                }
+            });
+        }
+        let (body, bf) = rest.split_at(expected - MAC_LEN);
+        let (ct_c, share) = body.split_at(kem.ct_len());
+        // The second decapsulation from this small frame (with the first,
+        // the sensor's deepest calls); the key schedule's secrets live in a
+        // frame of their own afterwards.
+        let ss_c = kem::decapsulate(kem, creds.kem_sk, ct_c).map_err(|_| Error::InvalidKey)?;
+        let keys = Schedule {
+            suite,
+            x_e,
+            es,
+            ss_e,
+            th1,
+        };
+        let session = keys.run(transcript, ss_c.as_bytes(), body, bf, share, out)?;
+        Ok((session, cf_len))
+    }
+}
+
+/// The BrokerHello's suite byte (after [`check_header`]) must be the suite offered.
+fn check_suite(msg: &[u8], suite: Suite, expected: usize) -> Result<(), Error> {
+    match msg.get(2) {
+        None => Err(Error::Truncated {
+            expected,
+            got: msg.len(),
+        }),
+        Some(&id) if id != suite.id() => Err(Error::SuiteMismatch {
+            offered: suite.id(),
+            answered: id,
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// An empty slot's error: no handshake awaits this message.
+fn nothing_awaits(msg: &[u8]) -> Error {
+    Error::UnexpectedMessage {
+        expected: 0,
+        got: msg.get(1).copied().unwrap_or(0),
+    }
+}
+
+/// The sensor's secrets the key schedule needs once both KEM secrets are known.
+struct Schedule<'s> {
+    suite: Suite,
+    x_e: &'s [u8; 32],
+    es: &'s Secret32,
+    ss_e: &'s Secret32,
+    th1: &'s [u8; 32],
+}
+
+impl Schedule<'_> {
     /// The key schedule from the two KEM secrets (and, hybrid, the
-    /// ephemeral X25519 one): checks BrokerFinished, writes the
+    /// ephemeral X25519 one): absorbs the rest of the BrokerHello (`body`,
+    /// then `bf`) into `transcript`, checks BrokerFinished, writes the
     /// ClientFinished into `out` (exactly its length) and returns the session.
     #[inline(never)]
-    fn schedule(
-        &mut self,
-        ss_e: &[u8],
+    fn run(
+        self,
+        transcript: &mut Xof,
         ss_c: &[u8],
         body: &[u8],
         bf: &[u8],
@@ -483,20 +699,19 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     ) -> Result<Session, Error> {
         let f = self.suite.family();
         let dh_ee = if self.suite.is_hybrid() {
-            Some(x25519_shared(&self.x_e, &array32(share))?)
+            Some(x25519_shared(self.x_e, &array32(share))?)
         } else {
             None
         };
-        let th1 = self.transcript.snapshot();
-        let hs = handshake_secret(f, &self.es, ss_e, dh_ee.as_ref(), &th1);
+        let hs = handshake_secret(f, self.es, &self.ss_e.0, dh_ee.as_ref(), self.th1);
         drop(dh_ee);
-        self.transcript.absorb(body);
-        let th2 = self.transcript.snapshot();
+        transcript.absorb(body);
+        let th2 = transcript.snapshot();
         let ms = master_secret(f, &hs, ss_c, &th2);
         let expected_bf = finished_mac(f, &ms, b"b finished", &th2);
         verify_mac(&expected_bf, bf, Error::BrokerFinishedInvalid)?;
-        self.transcript.absorb(bf);
-        let th3 = self.transcript.snapshot();
+        transcript.absorb(bf);
+        let th3 = transcript.snapshot();
         let cf = finished_mac(f, &ms, b"c finished", &th3);
         let (header, mac) = out.split_at_mut(2);
         header.copy_from_slice(&[VERSION, MSG_CLIENT_FINISHED]);

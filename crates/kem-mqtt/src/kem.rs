@@ -100,7 +100,7 @@ mod lightsaber {
     /// The byte-array API.
     #[allow(non_snake_case)]
     pub mod Raw {
-        pub use lightsaber_avr::{decapsulate_into, encapsulate_into, keygen_into};
+        pub use lightsaber_avr::{decapsulate_into, encapsulate_into, keygen_into, keygen_secret_into};
     }
     pub fn public_of(sk: &SecretKey) -> PublicKey {
         sk.public_key()
@@ -126,6 +126,15 @@ pub(crate) fn keygen(
         let pk = pk_out.try_into().map_err(|_| KemFail::PublicKey)?;
         let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
         m::Raw::keygen_into(rng, pk, sk).map_err(|_| KemFail::Rng)
+    }, else Err(KemFail::Unsupported))
+}
+
+/// Generates a key pair into `sk_out` alone (exactly `sk_len`): the public
+/// key is the field at [`KemId::pk_offset_in_sk`].
+pub(crate) fn keygen_secret(kem: KemId, rng: &mut impl TryCryptoRng, sk_out: &mut [u8]) -> Result<(), KemFail> {
+    dispatch!(kem, m => {
+        let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
+        m::Raw::keygen_secret_into(rng, sk).map_err(|_| KemFail::Rng)
     }, else Err(KemFail::Unsupported))
 }
 

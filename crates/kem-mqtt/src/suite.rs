@@ -74,6 +74,17 @@ impl KemId {
         }
     }
 
+    /// Where the public key sits inside the secret key: every KEM here
+    /// stores it there (sk_PKE ‖ pk ‖ …), so a sensor keeps its ephemeral
+    /// public key only once.
+    pub const fn pk_offset_in_sk(self) -> usize {
+        match self {
+            KemId::CtruLightAscon | KemId::CtruLightSha3 => 192,
+            KemId::MlKem512 | KemId::Kyber512R3 => 768,
+            KemId::LightSaber => 832,
+        }
+    }
+
     /// Ciphertext length in bytes.
     pub const fn ct_len(self) -> usize {
         match self {
@@ -119,6 +130,19 @@ pub const MAX_SK_LEN: usize = 1632;
 pub const MAX_CT_LEN: usize = 768;
 
 /// Largest secret key of the KEMs compiled in (sizes the sensor's ephemeral-key state).
+// For every KEM: its public key lies inside its secret key, and the rest of
+// a (hybrid) BrokerHello fits the secret key's storage (the sensor receives
+// it there once the ephemeral key is used up).
+const _: () = {
+    let mut i = 0;
+    while i < KemId::ALL.len() {
+        let k = KemId::ALL[i];
+        assert!(k.pk_offset_in_sk() + k.pk_len() <= k.sk_len());
+        assert!(Suite::new(k, true).broker_hello_rest_len() <= k.sk_len());
+        i += 1;
+    }
+};
+
 pub(crate) const ENABLED_MAX_SK_LEN: usize = {
     let mut m = 0;
     let mut i = 0;
@@ -240,6 +264,20 @@ impl Suite {
     /// Length of the BrokerHello.
     pub const fn broker_hello_len(self) -> usize {
         3 + 32 + 2 * self.kem.ct_len() + if self.hybrid { 32 } else { 0 } + crate::MAC_LEN
+    }
+
+    /// Length of the BrokerHello's first part (header, nonce, the
+    /// ciphertext to the sensor's ephemeral key): what
+    /// `AwaitBrokerHello::receive_broker_hello_head` takes.
+    pub const fn broker_hello_head_len(self) -> usize {
+        3 + 32 + self.kem.ct_len()
+    }
+
+    /// Length of the rest of the BrokerHello (the ciphertext to the sensor's
+    /// static key, the X25519 share, BrokerFinished): it fits the ephemeral
+    /// secret key's storage, which receives it.
+    pub const fn broker_hello_rest_len(self) -> usize {
+        self.broker_hello_len() - self.broker_hello_head_len()
     }
 
     /// Length of the ClientFinished.

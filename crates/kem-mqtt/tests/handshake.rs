@@ -280,6 +280,114 @@ fn caller_owned_ephemeral_key_is_the_same_handshake_and_is_wiped() {
     }
 }
 
+/// The microcontroller path: `start_split` (the state built in its slot,
+/// the ClientHello around the public key left inside the ephemeral key)
+/// and the BrokerHello in two parts, the second received into the used-up
+/// ephemeral key's storage, is the same handshake byte for byte; the
+/// storage is wiped at the end; the parts in the wrong order, a wrong
+/// length or a tampered part are refused and drop the state.
+#[test]
+fn split_flights_are_the_same_handshake() {
+    for (i, suite) in Suite::ALL.into_iter().enumerate() {
+        let name = suite.name();
+        let (broker, sensor, _) = setup(suite, 600 + i as u64);
+        let mut whole = [0u8; MAX_CLIENT_HELLO_LEN];
+        let (state, n) = SensorHandshake::start(suite, sensor.credentials(&broker), &mut rng(61), &mut whole).unwrap();
+        let mut storage = EphemeralKey::new();
+        let mut slot = None;
+        let mut out = vec![0u8; n - suite.kem().pk_len()];
+        let (head, len) = SensorHandshake::start_split(
+            &mut slot,
+            suite,
+            sensor.credentials(&broker),
+            &mut rng(61),
+            &mut out,
+            &mut storage,
+        )
+        .unwrap();
+        assert_eq!(len, out.len(), "{name}");
+        let split = slot.as_ref().unwrap();
+        let hello = [&out[..head], split.ephemeral_public_key(), &out[head..len]].concat();
+        assert_eq!(hello, whole[..n], "{name}: ClientHello");
+
+        let mut bh = [0u8; MAX_BROKER_HELLO_LEN];
+        let (b, m) = BrokerHandshake::accept(&broker, &hello, &mut rng(62), &mut bh).unwrap();
+        let bh = &bh[..m];
+        let (at, rest_len) = (suite.broker_hello_head_len(), suite.broker_hello_rest_len());
+        assert_eq!(at + rest_len, m);
+        let (mut cf0, mut cf1) = ([0u8; 64], [0u8; 64]);
+        let (_, c0) = state.receive_broker_hello(bh, &mut cf0).unwrap();
+        // Before the first part there is no rest buffer.
+        assert!(slot.as_mut().unwrap().rest_buffer().is_empty(), "{name}");
+        AwaitBrokerHello::receive_broker_hello_head(&mut slot, &bh[..at]).unwrap();
+        assert!(slot.as_ref().unwrap().ephemeral_public_key().is_empty());
+        let buf = slot.as_mut().unwrap().rest_buffer();
+        assert_eq!(buf.len(), rest_len, "{name}");
+        assert!(buf.iter().all(|&x| x == 0), "{name}: the ephemeral key is wiped first");
+        buf.copy_from_slice(&bh[at..]);
+        let (mut s, c1) = AwaitBrokerHello::receive_broker_hello_rest(&mut slot, rest_len, &mut cf1).unwrap();
+        assert_eq!(cf0[..c0], cf1[..c1], "{name}: ClientFinished");
+        assert!(slot.is_none());
+        drop(slot);
+        let mut bs = b.receive_client_finished(&cf1[..c1]).unwrap();
+        exchange(&mut s, &mut bs, b"sensors/t1/data", b"split");
+        assert!(storage_is_zero(&storage), "{name}: ephemeral key left behind");
+
+        // Refusals, each dropping the state (and wiping the storage).
+        let creds = sensor.credentials(&broker);
+        let mut slot = None;
+        start_split_fresh(&mut slot, suite, creds, &mut storage);
+        assert!(AwaitBrokerHello::receive_broker_hello_rest(&mut slot, rest_len, &mut cf1).is_err());
+        assert!(slot.is_none());
+        drop(slot);
+        assert!(storage_is_zero(&storage), "{name}: rest before head");
+        let mut slot = None;
+        start_split_fresh(&mut slot, suite, creds, &mut storage);
+        assert!(AwaitBrokerHello::receive_broker_hello_head(&mut slot, &bh[..at - 1]).is_err());
+        assert!(slot.is_none());
+        drop(slot);
+        assert!(storage_is_zero(&storage), "{name}: short head");
+        let mut slot = None;
+        start_split_fresh(&mut slot, suite, creds, &mut storage);
+        AwaitBrokerHello::receive_broker_hello_head(&mut slot, &bh[..at]).unwrap();
+        let buf = slot.as_mut().unwrap().rest_buffer();
+        buf.copy_from_slice(&bh[at..]);
+        buf[0] ^= 1; // the ciphertext to the static key
+        assert_eq!(
+            AwaitBrokerHello::receive_broker_hello_rest(&mut slot, rest_len, &mut cf1).unwrap_err(),
+            Error::BrokerFinishedInvalid,
+            "{name}"
+        );
+        assert!(slot.is_none());
+        drop(slot);
+        assert!(storage_is_zero(&storage), "{name}: tampered rest");
+        let mut slot = None;
+        start_split_fresh(&mut slot, suite, creds, &mut storage);
+        AwaitBrokerHello::receive_broker_hello_head(&mut slot, &bh[..at]).unwrap();
+        assert!(AwaitBrokerHello::receive_broker_hello_rest(&mut slot, rest_len - 1, &mut cf1).is_err());
+        assert!(AwaitBrokerHello::receive_broker_hello_rest(&mut slot, rest_len, &mut cf1).is_err());
+        drop(slot);
+        let mut slot = None;
+        start_split_fresh(&mut slot, suite, creds, &mut storage);
+        AwaitBrokerHello::receive_broker_hello_head(&mut slot, &bh[..at]).unwrap();
+        assert!(matches!(
+            AwaitBrokerHello::receive_broker_hello_rest(&mut slot, usize::MAX, &mut cf1),
+            Err(Error::Oversized { .. })
+        ));
+    }
+}
+
+/// A split start into `slot`, for the refusal cases.
+fn start_split_fresh<'a>(
+    slot: &mut Option<AwaitBrokerHello<'a, &'a mut EphemeralKey>>,
+    suite: Suite,
+    creds: SensorCredentials<'a>,
+    storage: &'a mut EphemeralKey,
+) {
+    let mut out = [0u8; MAX_CLIENT_HELLO_LEN];
+    SensorHandshake::start_split(slot, suite, creds, &mut rng(63), &mut out, storage).unwrap();
+}
+
 fn storage_is_zero(k: &EphemeralKey) -> bool {
     // SAFETY: `EphemeralKey` is a `repr(transparent)` byte array: every byte
     // of it is initialised, and the slice lives as long as the borrow.

@@ -221,7 +221,16 @@ pub(crate) fn keygen_bytes<V: Variant>(d: &[u8; 32], z: &[u8; 32], ek: &mut [u8;
         d_slot.copy_from_slice(d);
         z_slot.copy_from_slice(z);
     }
-    keygen_in_place::<V>(ek, dk);
+    keygen_in_place::<V>(dk);
+    ek.copy_from_slice(encapsulation_key_of(dk));
+}
+
+/// The encapsulation key inside an encoded decapsulation key (dk_PKE ‖
+/// ek ‖ H(ek) ‖ z).
+pub(crate) fn encapsulation_key_of(dk: &[u8; DK_BYTES]) -> &[u8; EK_BYTES] {
+    dk[DK_PKE_BYTES..DK_PKE_BYTES + EK_BYTES]
+        .try_into()
+        .unwrap_or(&[0; EK_BYTES])
 }
 
 /// Where key generation keeps its seeds until it needs them, inside the
@@ -234,20 +243,24 @@ pub(crate) fn seed_slots(dk: &mut [u8; DK_BYTES]) -> Option<(&mut [u8; 32], &mut
     Some((d.try_into().ok()?, z.try_into().ok()?))
 }
 
-/// KeyGen_internal (Algorithm 16) with d and z in their [`seed_slots`].
+/// KeyGen_internal (Algorithm 16) with d and z in their [`seed_slots`]:
+/// the encapsulation key is written into its field of `dk` only (see
+/// [`encapsulation_key_of`]).
 #[inline(never)]
-pub(crate) fn keygen_in_place<V: Variant>(ek: &mut [u8; EK_BYTES], dk: &mut [u8; DK_BYTES]) {
+pub(crate) fn keygen_in_place<V: Variant>(dk: &mut [u8; DK_BYTES]) {
     let (dk_pke, rest) = dk.split_at_mut(DK_PKE_BYTES);
-    let (ek_copy, rest) = rest.split_at_mut(EK_BYTES);
+    let (ek, rest) = rest.split_at_mut(EK_BYTES);
     let h = &mut rest[..32];
     let mut d = [0u8; 32];
     d.copy_from_slice(h);
     let (mut rho, mut sigma) = expand_split::<V>(&d);
     d.wipe();
-    if let Ok(dk_pke) = <&mut [u8; DK_PKE_BYTES]>::try_from(dk_pke) {
+    if let (Ok(dk_pke), Ok(ek)) = (
+        <&mut [u8; DK_PKE_BYTES]>::try_from(dk_pke),
+        <&mut [u8; EK_BYTES]>::try_from(&mut *ek),
+    ) {
         kpke::keygen(&rho, &sigma, ek, dk_pke);
     }
-    ek_copy.copy_from_slice(ek);
     h.copy_from_slice(&fips202::sha3_256(&[ek]));
     rho.wipe();
     sigma.wipe();
@@ -318,8 +331,15 @@ fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]
     // A key of the wrong length (impossible for a checked key) is a difference.
     let mut same = Choice::from(0);
     if let Ok(ek) = <&[u8; EK_BYTES]>::try_from(ek) {
+        // Small-SRAM MCUs sample the noise again rather than keep it
+        // (`build.rs`): 256 B less stack for two more PRF calls.
+        #[cfg(not(kyber_small_sram))]
         let mut kept = kpke::PackedNoise::default();
-        kpke::encrypt(ek, m, &r, &mut kpke::Noise::KeepPacked(&mut kept), &mut sink);
+        #[cfg(not(kyber_small_sram))]
+        let mut noise = kpke::Noise::KeepPacked(&mut kept);
+        #[cfg(kyber_small_sram)]
+        let mut noise = kpke::Noise::Resample;
+        kpke::encrypt(ek, m, &r, &mut noise, &mut sink);
         same = sink.equal();
     }
     r.wipe();
@@ -453,6 +473,18 @@ macro_rules! kem_api {
                 ek: &mut [u8; EK_BYTES],
                 dk: &mut [u8; DK_BYTES],
             ) -> Result<(), $crate::Error> {
+                keygen_secret_into(rng, dk)?;
+                ek.copy_from_slice(encapsulation_key_in(dk));
+                Ok(())
+            }
+
+            /// Key generation into `dk` alone: the encapsulation key is the
+            /// field [`encapsulation_key_in`] returns (for firmware that
+            /// sends it from there instead of keeping a second copy).
+            pub fn keygen_secret_into(
+                rng: &mut impl rand_core::TryCryptoRng,
+                dk: &mut [u8; DK_BYTES],
+            ) -> Result<(), $crate::Error> {
                 use $crate::kem_impl::Variant;
                 let Some((d, z)) = $crate::kem_impl::seed_slots(dk) else {
                     return Err($crate::Error::Rng);
@@ -461,8 +493,14 @@ macro_rules! kem_api {
                     kem_common::Wipe::wipe(dk);
                     return Err(e);
                 }
-                $crate::kem_impl::keygen_in_place::<$variant>(ek, dk);
+                $crate::kem_impl::keygen_in_place::<$variant>(dk);
                 Ok(())
+            }
+
+            /// The encapsulation key inside the encoded decapsulation key
+            /// `dk` (dk_PKE ‖ ek ‖ H(ek) ‖ z).
+            pub fn encapsulation_key_in(dk: &[u8; DK_BYTES]) -> &[u8; EK_BYTES] {
+                $crate::kem_impl::encapsulation_key_of(dk)
             }
 
             /// Encapsulation to the encoded key `ek` (checked as on import) into `ct`.

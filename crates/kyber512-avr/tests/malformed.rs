@@ -170,3 +170,28 @@ fn kem_traits_round_trip() {
         kem_common::TapeExhausted
     );
 }
+
+/// Key generation into the decapsulation key alone writes the same key as
+/// `keygen_into`, with the encapsulation key in its field, for both
+/// variants; a failing RNG leaves the buffer wiped.
+#[test]
+fn keygen_secret_into_writes_the_same_key_with_the_encapsulation_key_inside() {
+    use kyber512_avr::{kyber512_r3, ml_kem_512::raw};
+    for seed in 0..4 {
+        let (mut r1, mut r2) = (kem_common::test_rng(seed), kem_common::test_rng(seed));
+        let (mut ek, mut dk) = ([0u8; 800], [0u8; 1632]);
+        raw::keygen_into(&mut r1, &mut ek, &mut dk).unwrap();
+        let mut dk2 = [0xA5u8; 1632];
+        raw::keygen_secret_into(&mut r2, &mut dk2).unwrap();
+        assert_eq!(dk, dk2);
+        assert_eq!(raw::encapsulation_key_in(&dk2), &ek);
+        let (mut r1, mut r2) = (kem_common::test_rng(seed), kem_common::test_rng(seed));
+        kyber512_r3::raw::keygen_into(&mut r1, &mut ek, &mut dk).unwrap();
+        kyber512_r3::raw::keygen_secret_into(&mut r2, &mut dk2).unwrap();
+        assert_eq!((&dk, kyber512_r3::raw::encapsulation_key_in(&dk2)), (&dk2, &ek));
+    }
+    let bytes = [0x3Cu8; 63];
+    let mut dk = [0x5Au8; 1632];
+    assert!(raw::keygen_secret_into(&mut kem_common::Tape::new(&bytes), &mut dk).is_err());
+    assert!(dk.iter().all(|&b| b == 0));
+}

@@ -161,14 +161,32 @@ pub fn decapsulate(sk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
 
 /// [`keygen`] into caller buffers (firmware keeps keys in static memory).
 pub fn keygen_into(rng: &mut impl TryCryptoRng, pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
-    kem_common::keygen_or_wipe(pk, sk, |pk, sk| keygen_draw_into(rng, pk, sk))
+    kem_common::keygen_or_wipe(pk, sk, |pk, sk| {
+        keygen_secret_into(rng, sk)?;
+        pk.copy_from_slice(public_key_in(sk));
+        Ok(())
+    })
 }
 
-fn keygen_draw_into(
-    rng: &mut impl TryCryptoRng,
-    pk: &mut [u8; PK_BYTES],
-    sk: &mut [u8; SK_BYTES],
-) -> Result<(), Error> {
+/// [`keygen`] into `sk` alone: the public key is the field
+/// [`public_key_in`] returns (for firmware that sends it from there instead
+/// of keeping a second copy). `sk` is wiped if the RNG fails.
+pub fn keygen_secret_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
+    let r = keygen_draw_into(rng, sk);
+    if r.is_err() {
+        sk.wipe();
+    }
+    r
+}
+
+/// The public key inside the encoded secret key `sk` (sk_PKE ‖ pk ‖ H(pk) ‖ z).
+pub fn public_key_in(sk: &[u8; SK_BYTES]) -> &[u8; PK_BYTES] {
+    sk[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES]
+        .try_into()
+        .unwrap_or(&[0; PK_BYTES])
+}
+
+fn keygen_draw_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
     let mut raw = [0u8; SEED_BYTES];
     fill(rng, &mut raw)?;
     let seed_a: [u8; SEED_BYTES] = fips202::shake128(&[&raw]);
@@ -179,11 +197,13 @@ fn keygen_draw_into(
         return Err(e.into());
     }
     let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
-    if let Ok(sk_pke) = <&mut [u8; SK_PKE_BYTES]>::try_from(sk_pke) {
+    let (pk, rest) = rest.split_at_mut(PK_BYTES);
+    if let (Ok(sk_pke), Ok(pk)) = (
+        <&mut [u8; SK_PKE_BYTES]>::try_from(sk_pke),
+        <&mut [u8; PK_BYTES]>::try_from(&mut *pk),
+    ) {
         pke::keygen(&seed_a, &seed_s, pk, sk_pke);
     }
-    let (pk_part, rest) = rest.split_at_mut(PK_BYTES);
-    pk_part.copy_from_slice(pk);
     let (hpk, z) = rest.split_at_mut(32);
     hpk.copy_from_slice(&fips202::sha3_256(&[pk]));
     seed_s.wipe();

@@ -125,3 +125,23 @@ fn failed_keygen_into_leaves_no_key_material() {
     keygen_into(&mut tape, &mut pk, &mut sk).unwrap();
     assert!(pk.iter().any(|&b| b != 0) && sk.iter().any(|&b| b != 0));
 }
+
+/// Key generation into the secret key alone writes the same key as
+/// `keygen_into`, with the public key in its field; a failing RNG leaves
+/// the buffer wiped.
+#[test]
+fn keygen_secret_into_writes_the_same_key_with_the_public_key_inside() {
+    for seed in 0..4 {
+        let (mut r1, mut r2) = (kem_common::test_rng(seed), kem_common::test_rng(seed));
+        let (mut pk, mut sk) = ([0u8; 672], [0u8; 1568]);
+        keygen_into(&mut r1, &mut pk, &mut sk).unwrap();
+        let mut sk2 = [0xA5u8; 1568];
+        lightsaber_avr::keygen_secret_into(&mut r2, &mut sk2).unwrap();
+        assert_eq!(sk, sk2);
+        assert_eq!(lightsaber_avr::public_key_in(&sk2), &pk);
+    }
+    let bytes = [0x3Cu8; 95];
+    let mut sk = [0x5Au8; 1568];
+    assert!(lightsaber_avr::keygen_secret_into(&mut kem_common::Tape::new(&bytes), &mut sk).is_err());
+    assert!(sk.iter().all(|&b| b == 0));
+}

@@ -6,7 +6,7 @@ use core::ptr::{addr_of, addr_of_mut};
 use super::tape::Tape;
 use avr_harness::{measure, Io, Op, Status, Uart};
 use firmware::mqtt::{
-    Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
+    Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_FINISH_REST, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
 };
 use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
 
@@ -66,10 +66,12 @@ static mut X_STATIC: [u8; X25519_LEN] = [0; X25519_LEN];
 /// ClientFinished and the record (off the stack at its peak).
 static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
 const _: () = assert!(CF_LEN + RECORD_LEN <= TAPE_LEN);
-/// ClientHello out, then BrokerHello in.
+/// The ClientHello out (without the ephemeral public key, which goes out
+/// from [`EPHEMERAL`]), then the BrokerHello's first part in.
 static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
 /// The ephemeral KEM secret key between the two steps (a static, so
-/// the state below stays small and moves cheaply).
+/// the state below stays small and moves cheaply); once the BrokerHello's
+/// first part has used it up, the rest of the BrokerHello comes into it.
 static mut EPHEMERAL: EphemeralKey = EphemeralKey::new();
 /// The sensor between its two steps.
 static mut STATE: Option<Sensor> = None;
@@ -93,6 +95,7 @@ fn code(e: Error) -> u8 {
     }
 }
 
+/// The ClientHello's pieces: `(head, len)` of [`SensorHandshake::start_split`].
 #[inline(never)]
 fn k_start(
     suite: Suite,
@@ -101,17 +104,20 @@ fn k_start(
     out: &mut [u8; FLIGHT],
     ephemeral: &'static mut EphemeralKey,
     slot: &mut Option<Sensor>,
-) -> Result<usize, Error> {
-    let (state, n) = SensorHandshake::start_in(suite, creds, rng, out, ephemeral)?;
-    *slot = Some(state);
-    Ok(n)
+) -> Result<(usize, usize), Error> {
+    // In place: the state (with its transcript sponge) is built in its
+    // static, not on the stack under the KEM.
+    SensorHandshake::start_split(slot, suite, creds, rng, out, ephemeral)
 }
 
 #[inline(never)]
-fn k_finish(slot: &mut Option<Sensor>, msg: &[u8], cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
-    // In place: the state (with its transcript sponge) is not moved
-    // onto the stack under the decapsulations.
-    AwaitBrokerHello::receive_broker_hello_in(slot, msg, cf).map(|(s, _)| s)
+fn k_finish(slot: &mut Option<Sensor>, head: &[u8]) -> Result<(), Error> {
+    AwaitBrokerHello::receive_broker_hello_head(slot, head)
+}
+
+#[inline(never)]
+fn k_finish_rest(slot: &mut Option<Sensor>, len: usize, cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
+    AwaitBrokerHello::receive_broker_hello_rest(slot, len, cf).map(|(s, _)| s)
 }
 
 /// The cached static-static secret for a hybrid suite (`None`: the
@@ -343,21 +349,37 @@ fn begin(io: &mut Uart, window: u8, suite_id: u8, Keys { id, sk, x_sk, pk, x_pk 
         }),
         Err(e) => Err(e),
     };
-    let (status, n) = match r {
-        Ok(n) => (0, n),
-        Err(e) => (code(e), 0),
+    // The ClientHello: the first piece, the ephemeral public key from the
+    // ephemeral key (through the state that holds it), the second piece.
+    let pk: &[u8] = match (&r, slot.as_ref()) {
+        (Ok(_), Some(state)) => state.ephemeral_public_key(),
+        _ => &[],
     };
+    let (status, head, len) = match r {
+        Ok((head, len)) => (0, head, len),
+        Err(e) => (code(e), 0, 0),
+    };
+    let pieces = [
+        flight.get(..head).unwrap_or(&[]),
+        pk,
+        flight.get(head..len).unwrap_or(&[]),
+    ];
+    let n: usize = pieces.iter().map(|p| p.len()).sum();
     io.reply(Status::Ok, L.start_reply_len() as u16);
     io.write_byte(status);
     io.write_u16(rng.used() as u16);
     io.write_u16(n as u16);
-    write_padded(io, flight.get(..n).unwrap_or(&[]));
+    write_padded(io, &pieces);
 }
 
-/// A ClientHello, zero-padded to the largest the reply holds.
-fn write_padded(io: &mut Uart, hello: &[u8]) {
-    io.write_bytes(hello);
-    for _ in hello.len()..L.max_client_hello() {
+/// A ClientHello (in pieces), zero-padded to the largest the reply holds.
+fn write_padded(io: &mut Uart, pieces: &[&[u8]]) {
+    let mut n = 0;
+    for p in pieces {
+        io.write_bytes(p);
+        n += p.len();
+    }
+    for _ in n..L.max_client_hello() {
         io.write_byte(0);
     }
 }
@@ -373,18 +395,44 @@ fn seal_record(session: &mut Session, record: &mut [u8; RECORD_LEN]) -> u8 {
     }
 }
 
+/// The BrokerHello's first part: into the flight buffer, then the first
+/// decapsulation ([`OP_FINISH`]'s window).
 fn finish(io: &mut Uart) {
     // SAFETY: single-threaded; one borrow of each static.
-    let (slot, flight, scratch) = unsafe {
-        (
-            &mut *addr_of_mut!(STATE),
-            &mut *addr_of_mut!(FLIGHT_BUF),
-            &mut *addr_of_mut!(TAPE),
-        )
+    let (slot, flight) = unsafe { (&mut *addr_of_mut!(STATE), &mut *addr_of_mut!(FLIGHT_BUF)) };
+    let len = (io.read_u16() as usize).min(L.broker_hello_head());
+    let part = &mut flight[..L.broker_hello_head()];
+    io.read_bytes(part);
+    let status = if slot.is_none() {
+        7
+    } else {
+        match measure(OP_FINISH, || k_finish(black_box(&mut *slot), black_box(&part[..len]))) {
+            Ok(()) => 0,
+            Err(e) => code(e),
+        }
     };
-    let len = (io.read_u16() as usize).min(L.max_broker_hello());
-    io.read_bytes(&mut flight[..L.max_broker_hello()]);
-    let msg = &flight[..len];
+    io.reply(Status::Ok, L.finish_reply_len() as u16);
+    io.write_byte(status);
+}
+
+/// The rest of the BrokerHello: into the used-up ephemeral key's storage,
+/// then the second decapsulation and the key schedule
+/// ([`OP_FINISH_REST`]'s window), and a record under the new key.
+fn finish_rest(io: &mut Uart) {
+    // SAFETY: single-threaded; one borrow of each static.
+    let (slot, scratch) = unsafe { (&mut *addr_of_mut!(STATE), &mut *addr_of_mut!(TAPE)) };
+    let len = io.read_u16() as usize;
+    // No state, or no first part yet: an empty buffer, and the request's
+    // bytes are read and dropped.
+    let buf: &mut [u8] = match slot.as_mut() {
+        Some(state) => state.rest_buffer(),
+        None => &mut [],
+    };
+    let kept = buf.len().min(L.max_broker_hello_rest());
+    io.read_bytes(&mut buf[..kept]);
+    for _ in kept..L.max_broker_hello_rest() {
+        io.read_byte();
+    }
     scratch.fill(0);
     let Some((cf, rest)) = scratch.split_first_chunk_mut::<CF_LEN>() else {
         return;
@@ -392,26 +440,27 @@ fn finish(io: &mut Uart) {
     let Some(record) = rest.first_chunk_mut::<RECORD_LEN>() else {
         return;
     };
-    let status = if slot.is_none() {
+    let status = if kept == 0 {
+        *slot = None;
         7
     } else {
-        match measure(OP_FINISH, || {
-            k_finish(black_box(&mut *slot), black_box(msg), black_box(&mut *cf))
+        match measure(OP_FINISH_REST, || {
+            k_finish_rest(black_box(&mut *slot), black_box(len), black_box(&mut *cf))
         }) {
             Ok(mut session) => seal_record(&mut session, record),
             Err(e) => code(e),
         }
     };
-    io.reply(Status::Ok, L.finish_reply_len() as u16);
+    io.reply(Status::Ok, L.finish_rest_reply_len() as u16);
     io.write_byte(status);
     io.write_bytes(&cf[..]);
     io.write_bytes(&record[..]);
 }
 
 /// The sensor's steps: the host-driven start (keys and randomness in the
-/// request), the sensor's own start (provisioned images), the finish.
+/// request), the sensor's own start (provisioned images), the finish's two.
 #[cfg(feature = "mqtt-provisioned")]
-pub const OPS: [Op<Uart>; 3] = [
+pub const OPS: [Op<Uart>; 4] = [
     START,
     Op {
         id: firmware::mqtt::OP_HELLO,
@@ -420,10 +469,12 @@ pub const OPS: [Op<Uart>; 3] = [
         run: hello,
     },
     FINISH,
+    FINISH_REST,
 ];
-/// The sensor's steps: start (keys and randomness in the request), finish.
+/// The sensor's steps: start (keys and randomness in the request), the
+/// finish's two.
 #[cfg(not(feature = "mqtt-provisioned"))]
-pub const OPS: [Op<Uart>; 2] = [START, FINISH];
+pub const OPS: [Op<Uart>; 3] = [START, FINISH, FINISH_REST];
 
 const START: Op<Uart> = Op {
     id: OP_START,
@@ -437,4 +488,11 @@ const FINISH: Op<Uart> = Op {
     request_len: L.finish_request_len() as u16,
     reply_len: L.finish_reply_len() as u16,
     run: finish,
+};
+
+const FINISH_REST: Op<Uart> = Op {
+    id: OP_FINISH_REST,
+    request_len: L.finish_rest_request_len() as u16,
+    reply_len: L.finish_rest_reply_len() as u16,
+    run: finish_rest,
 };
