@@ -395,6 +395,7 @@ pub fn mega0(
         // corruption speaking, not the protocol: "does not fit".
         let verdict = match &checked {
             _ if overflow => "does not fit: the stack ran into static data".to_string(),
+            Err(_) if beyond => "does not fit: the run crashed where the stack outgrew the SRAM left".into(),
             Ok(_) => "ok (flights, ClientFinished, record checked)".into(),
             Err(e) => e.clone(),
         };
