@@ -186,8 +186,14 @@ pub fn invert_portable(r: &mut [u8; 32], a: &[u8; 32]) {
 }
 
 /// Swaps `a` and `b` if `swap` is 1 (0 or 1 only), without a branch.
+///
+/// The mask goes through `black_box`: knowing it is 0 or 0xFF, LLVM turned
+/// the swap after the ladder into a branch on the swap bit in the
+/// ATmega4808 build (opt-level "s": `breq` over `mov; eor`, 64 cycles and
+/// another instruction path for a secret bit), found by the 4808's
+/// instruction traces (`cargo xtask ct --mcu atmega4808`).
 pub fn cswap_bytes(a: &mut [u8; 32], b: &mut [u8; 32], swap: u8) {
-    let mask = swap.wrapping_neg();
+    let mask = core::hint::black_box(swap.wrapping_neg());
     for (x, y) in a.iter_mut().zip(b.iter_mut()) {
         let t = mask & (*x ^ *y);
         *x ^= t;
