@@ -71,6 +71,7 @@ impl Ctx {
             flight_bytes: None,
             permutation_calls: None,
             tables: None,
+            cycles_avrxt: None,
         }
     }
 }

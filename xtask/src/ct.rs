@@ -14,6 +14,10 @@
 //! reported with their cycle counts. Every varying operation is explained:
 //! its fastest and slowest inputs run again with the instruction profile on,
 //! and the functions whose instruction counts differ are named.
+//!
+//! `--mcu atmega4808` checks the 4808's own builds (opt-level "s", the
+//! compact X25519 field) in yasimavr, by instruction traces of two inputs
+//! per operation (see [`mega0`] below).
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -339,7 +343,9 @@ pub struct CtArgs {
     /// Random inputs per operation (at least 2)
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..))]
     pub count: u64,
-    /// The MCU (cycle-accurate simulation: atmega1284p)
+    /// The MCU: atmega1284p (simavr: cycles and per-address counts over
+    /// --count inputs), atmega4808 (yasimavr traces: per-address counts and
+    /// timer counts over two inputs, --count ignored)
     #[arg(long, default_value = "atmega1284p", value_parser = target::mcu)]
     pub mcu: target::Mcu,
     /// Seed of the inputs
@@ -375,11 +381,7 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
     let profile = o.profile;
     let mcu = o.mcu;
     if !mcu.simulated {
-        return Err(format!(
-            "{}: the constant-time check needs cycle-accurate simulation (simavr has no model; \
-             yasimavr's AVRxt timings are approximations)",
-            mcu.name
-        ));
+        return mega0(o);
     }
     let count = o.count as usize;
     let seed = o.seed;
@@ -472,4 +474,186 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
     } else {
         Err(format!("{} constant-time check(s) failed", failures.len()))
     }
+}
+
+/// `ct --mcu atmega4808`. yasimavr has no instruction profile and no AVRxt
+/// timing, so the check is on the instruction path: each operation runs on
+/// two inputs one instruction at a time (`mega0::yasim_measured_avrxt`),
+/// and both runs must execute every address the same number of times and
+/// take the same timer count. The primitives (two random inputs each, the
+/// scheme name `primitives` or a primitive's name selects them), each KEM
+/// variant's operations (KAT records 0 and 1) and each sensor suite that
+/// fits (two seeds of keys and randomness; `kem-mqtt/<suite>`), by
+/// `--filter`. CTRU-Light's key generation retries publicly when f is not
+/// invertible: a pair whose tapes differ in length is reported, not compared.
+fn mega0(o: &CtArgs) -> Result<(), String> {
+    use firmware::primitives::PRIMITIVES;
+    let (mcu, filter) = (o.mcu, o.filter.to_lowercase());
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    let mut record = |r: Result<String, String>| match r {
+        Ok(line) => report.push(line),
+        Err(e) => failures.push(e),
+    };
+    let build = |image: &target::Image| match o.no_build {
+        true => avr::sizes(mcu, &image.elf(mcu)),
+        false => avr::compile(mcu, image),
+    };
+    // Primitives.
+    let selected: Vec<_> = PRIMITIVES
+        .iter()
+        .filter(|p| p.name.contains(&filter) || kems::PRIMITIVES_SCHEME.contains(&filter))
+        .collect();
+    if !selected.is_empty() {
+        let image = target::Image::primitives();
+        let b = build(&image)?;
+        let mut rng = Rng::new(o.seed);
+        let requests: Vec<(u8, Vec<u8>)> = selected
+            .iter()
+            .flat_map(|p| [0, 1].map(|_| (p.id, (0..p.request_len).map(|_| rng.next_u64() as u8).collect())))
+            .collect();
+        eprintln!("xtask: primitives on {} traced in yasimavr …", mcu.name);
+        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))?;
+        for (i, p) in selected.iter().enumerate() {
+            record(compare_runs(
+                format!("primitives/{}", p.name),
+                r.get(2 * i),
+                r.get(2 * i + 1),
+                false,
+            ));
+        }
+    }
+    // KEM operations: KAT records 0 and 1.
+    for kem in Kem::ALL.into_iter().filter(|k| k.name().contains(&filter)) {
+        let image = target::Image::kem(kem);
+        let b = build(&image)?;
+        if b.flash() > mcu.flash {
+            record(Ok(format!("{}: does not fit the flash, not run", kem.name())));
+            continue;
+        }
+        let cases = kems::kat_cases(kem, 2)?;
+        let mut requests = Vec::new();
+        for op in KemOp::ALL {
+            for c in &cases {
+                let r = &c.record;
+                let payload = match op {
+                    KemOp::Keygen => kems::request(kem, op, &[], &c.keygen_tape)?,
+                    KemOp::Encaps => kems::request(kem, op, &r.pk, &c.encaps_tape)?,
+                    KemOp::Decaps => kems::request(kem, op, &r.sk, &r.ct)?,
+                };
+                requests.push((kem_op_id(kem, op), payload));
+            }
+        }
+        eprintln!("xtask: {} traced in yasimavr …", kem.name());
+        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))?;
+        let retry = cases[0].keygen_tape.len() != cases[1].keygen_tape.len();
+        for (i, op) in KemOp::ALL.into_iter().enumerate() {
+            let public = op == KemOp::Keygen && retry;
+            record(compare_runs(
+                format!("{}/{}", kem.name(), op.name()),
+                r.get(2 * i),
+                r.get(2 * i + 1),
+                public,
+            ));
+        }
+    }
+    // Sensor suites: two seeds.
+    for image in crate::sensor::images(mcu, &filter) {
+        let Some(&suite) = crate::sensor::suites_of(&image).last() else {
+            continue;
+        };
+        let b = match build(&image) {
+            Ok(b) if b.flash() <= mcu.flash => b,
+            _ => {
+                record(Ok(format!(
+                    "kem-mqtt/{}: does not fit the flash, not run",
+                    suite.name()
+                )));
+                continue;
+            }
+        };
+        let cases = [crate::sensor::SEED, crate::sensor::SEED + 1].map(|seed| crate::sensor::prepare(suite, seed));
+        let mut requests = Vec::new();
+        for c in &cases {
+            let c = c.as_ref().map_err(Clone::clone)?;
+            requests.push((firmware::mqtt::OP_START, c.start_request.clone()));
+            for (op, r) in firmware::mqtt::FINISH_OPS.into_iter().zip(&c.finish_requests) {
+                requests.push((op, r.clone()));
+            }
+        }
+        eprintln!("xtask: kem-mqtt/{} traced in yasimavr …", suite.name());
+        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))?;
+        if r.len() < 6 {
+            record(Ok(format!(
+                "kem-mqtt/{}: stopped early (does not fit the SRAM), not compared",
+                suite.name()
+            )));
+            continue;
+        }
+        let retry = match &cases {
+            [Ok(a), Ok(b)] => a.tape_len != b.tape_len,
+            _ => false,
+        };
+        for (i, step) in ["start", "finish (first part)", "finish (rest)"]
+            .into_iter()
+            .enumerate()
+        {
+            record(compare_runs(
+                format!("kem-mqtt/{}/{step}", suite.name()),
+                r.get(i),
+                r.get(3 + i),
+                i == 0 && retry,
+            ));
+        }
+    }
+    for line in &report {
+        println!("{line}");
+    }
+    for f in &failures {
+        println!("FAIL {f}");
+    }
+    match failures.len() {
+        0 if report.is_empty() => Err(format!("nothing on {} matches --filter `{filter}`", mcu.name)),
+        0 => Ok(()),
+        n => Err(format!("{n} operation(s) not constant on {}", mcu.name)),
+    }
+}
+
+/// Two traced runs of one operation (`ct --mcu atmega4808`): a report line,
+/// or the failure. `public`: inputs whose paths may differ for a public
+/// reason (CTRU-Light's key generation retry) are not compared.
+fn compare_runs(
+    what: String,
+    a: Option<&crate::mega0::Measured>,
+    b: Option<&crate::mega0::Measured>,
+    public: bool,
+) -> Result<String, String> {
+    let (Some(a), Some(b)) = (a, b) else {
+        return Err(format!("{what}: no reply"));
+    };
+    if a.counts.is_empty() || b.counts.is_empty() {
+        return Err(format!("{what}: not traced"));
+    }
+    if a.counts != b.counts {
+        if public {
+            return Ok(format!("{what}: public retry, not compared"));
+        }
+        let first = a
+            .counts
+            .iter()
+            .zip(&b.counts)
+            .find(|(x, y)| x != y)
+            .map_or(0, |(x, _)| x[0]);
+        return Err(format!(
+            "{what}: the instruction path depends on the input (first difference at 0x{first:x})"
+        ));
+    }
+    if a.cycles != b.cycles {
+        return Err(format!("{what}: {:?} and {:?} cycles", a.cycles, b.cycles));
+    }
+    let n: u64 = a.counts.iter().map(|c| c[1]).sum();
+    Ok(format!(
+        "{what}: constant ({} cycles, {n} instructions on both inputs)",
+        a.cycles.unwrap_or(0)
+    ))
 }

@@ -5,6 +5,7 @@ use std::process::{Command, ExitCode};
 use clap::{Parser, Subcommand};
 
 mod avr;
+mod avrxt;
 mod bench;
 mod chart;
 mod ct;
@@ -140,6 +141,7 @@ pub const LAYERS: &[&str] = &[
     "avr",
     // measuring and reporting
     "symbols",
+    "avrxt",
     "chart",
     "report",
     // commands
@@ -341,6 +343,12 @@ fn ci() -> Result<(), String> {
                     "--require-fit",
                 ])?)
             }),
+        ),
+        // The primitives on the 4808's own build take one instruction path
+        // for every input (the trace found a branch on the X25519 swap bit).
+        (
+            "ATmega4808 constant time (instruction paths): the primitives",
+            Box::new(|| ct::run(&args(&["ct", "--mcu", "atmega4808", "--filter", "primitives"])?)),
         ),
         // The sensor suites that fit the 4808 (pure and hybrid) keep fitting
         // it with 512 B to spare: CTRU-Light (both families), ML-KEM-512,

@@ -60,7 +60,7 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
 pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, record: bool) -> Result<(), String> {
     let (mut passed, mut failed, mut no_fit) = (0u32, 0u32, 0u32);
     let mut table = String::from(
-        "| KEM | flash B | static RAM B | KAT record 0 | cycles K/E/D | painted stack K/E/D B | fits |\n|---|---:|---:|---|---|---|---|\n",
+        "| KEM | flash B | static RAM B | KAT record 0 | cycles K/E/D | AVRxt cycles K/E/D | painted stack K/E/D B | fits |\n|---|---:|---:|---|---|---|---|---|\n",
     );
     for kem in Kem::ALL.into_iter().filter(|k| k.name().contains(filter)) {
         let image = target::Image::kem(kem);
@@ -73,7 +73,7 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
             no_fit += 1;
             let (_, note) = fit_note(&b, None);
             table.push_str(&format!(
-                "| {} | {} | {} | not run | – | – | no: {note} |\n",
+                "| {} | {} | {} | not run | – | – | – | no: {note} |\n",
                 kem.name(),
                 b.flash(),
                 b.ram()
@@ -95,7 +95,12 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
         ]
         .map(|(op, payload)| (kem_op_id(kem, op), payload));
         eprintln!("xtask: {} in yasimavr …", kem.name());
-        let replies = yasim_measured(&b.elf, &requests, &image.target_dir(mcu).join("kat0-requests.txt"))?;
+        let replies = run_requests(
+            &b.elf,
+            &requests,
+            &image.target_dir(mcu).join("kat0-requests.txt"),
+            record,
+        )?;
         let want = [
             [&[0u8, case.keygen_tape.len() as u8, 0][..], &r.pk, &r.sk].concat(),
             [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
@@ -120,6 +125,10 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
         let cycles: Vec<String> = replies
             .iter()
             .map(|m| m.cycles.map_or("–".into(), |c| c.to_string()))
+            .collect();
+        let avrxt: Vec<String> = replies
+            .iter()
+            .map(|m| m.avrxt.map_or("–".into(), |c| c.to_string()))
             .collect();
         let peak = stacks.iter().copied().max().filter(|&s| s != STACK_OVERFLOW as u32);
         let overflow = stacks.contains(&(STACK_OVERFLOW as u32));
@@ -148,12 +157,13 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
             );
         }
         table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {}: {note} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {}: {note} |\n",
             kem.name(),
             b.flash(),
             b.ram(),
             verdict,
             cycles.join("/"),
+            avrxt.join("/"),
             if stacks.len() == 3 {
                 let show = |s: u32| {
                     if s == STACK_OVERFLOW as u32 {
@@ -171,7 +181,9 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
     }
     print!("{table}");
     let legend = "(yasimavr; cycles by the on-chip timers between the markers, UART transfer excluded, \
-         yasimavr's classic-core (AVRe+) instruction timings; painted-stack measure; \
+         yasimavr's classic-core (AVRe+) instruction timings; AVRxt: the same windows on the 4808's \
+         AVRxt core, priced from an instruction trace and checked against the timers (`xtask/src/avrxt.rs`; \
+         loads from the mapped flash not charged their extra cycle); painted-stack measure; \
          flash = text + data image + rodata)";
     println!("{legend}");
     if record {
@@ -199,6 +211,12 @@ pub struct Measured {
     /// no UART transfer inside, the same quantity as the ATmega1284p's
     /// marker counts (where the two agree exactly; `Device::check_timers`).
     pub cycles: Option<u64>,
+    /// The same window on the AVRxt core, priced from an instruction trace
+    /// ([`yasim_measured_avrxt`], `crate::avrxt`); `None` untraced.
+    pub avrxt: Option<u64>,
+    /// The window's instructions executed per address (traced runs only):
+    /// equal for every input of a constant-time operation.
+    pub counts: Vec<[u64; 2]>,
 }
 
 /// Runs each `(op, payload)` request, a measured op, on the firmware `elf`
@@ -268,8 +286,75 @@ pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) ->
                 .filter(|s| s.len() == 2)
                 .map(|s| u16::from_le_bytes([s[0], s[1]])),
             cycles: timers(c.get(2)).zip(empty).map(|(t, e)| t.saturating_sub(e)),
+            avrxt: None,
+            counts: Vec::new(),
         })
         .collect())
+}
+
+/// [`yasim_measured`], or with `avrxt` [`yasim_measured_avrxt`] (the
+/// recorded runs of `cargo xtask bench --mcu atmega4808`).
+pub fn run_requests(
+    elf: &Path,
+    requests: &[(u8, Vec<u8>)],
+    scratch: &Path,
+    avrxt: bool,
+) -> Result<Vec<Measured>, String> {
+    match avrxt {
+        true => yasim_measured_avrxt(elf, requests, scratch),
+        false => yasim_measured(elf, requests, scratch),
+    }
+}
+
+/// [`yasim_measured`], then the same requests again one instruction at a
+/// time (`firmware/avr/yasim_trace.py`, trace in `scratch`'s directory):
+/// each window's AVRxt count ([`crate::avrxt`], checked against its timer
+/// count). Tracing runs at about 1.5 M instructions a second.
+pub fn yasim_measured_avrxt(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) -> Result<Vec<Measured>, String> {
+    let mut measured = yasim_measured(elf, requests, scratch)?;
+    let root = util::workspace_root();
+    let trace_file = scratch.with_extension("trace.json");
+    let out = Command::new(root.join(".venv/bin/python"))
+        .arg(root.join("firmware/avr/yasim_trace.py"))
+        .arg(elf)
+        .arg(scratch)
+        .arg(&trace_file)
+        .output()
+        .map_err(|e| format!("cannot run yasimavr: {e}"))?;
+    let text = std::fs::read_to_string(&trace_file).map_err(|e| format!("{}: {e}", trace_file.display()))?;
+    let traces: Vec<crate::avrxt::Trace> =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", trace_file.display()))?;
+    // The request file's lines: the empty window and its timers, then per
+    // request the op, its stack and its timers.
+    let line_of = |i: usize| 2 + 3 * i;
+    if traces.len() < line_of(measured.len()) {
+        let why = String::from_utf8_lossy(&out.stderr);
+        return Err(format!(
+            "the traced run stopped early: {}",
+            why.lines().last().unwrap_or("")
+        ));
+    }
+    let d = crate::avrxt::Disassembly::load(elf)?;
+    let empty = crate::avrxt::price(&d, &traces[0])?;
+    for (i, m) in measured.iter_mut().enumerate() {
+        let Some(cycles) = m.cycles else { continue };
+        let trace = &traces[line_of(i)];
+        if trace.op != requests[i].0 {
+            return Err(format!(
+                "trace {} is of op 0x{:02x}, not 0x{:02x}",
+                line_of(i),
+                trace.op,
+                requests[i].0
+            ));
+        }
+        let window = crate::avrxt::price(&d, trace)?;
+        m.counts = trace.pcs.iter().map(|&[pc, n, _]| [pc, n]).collect();
+        m.avrxt = Some(
+            crate::avrxt::avrxt_cycles(cycles, &window, &empty)
+                .map_err(|e| format!("request {i} (op 0x{:02x}): {e}", requests[i].0))?,
+        );
+    }
+    Ok(measured)
 }
 
 /// A row measured on `mcu` in yasimavr: its toolchain (the MCU's opt-level),
@@ -310,6 +395,7 @@ pub fn yasim_record(
         flight_bytes: None,
         permutation_calls: None,
         tables: None,
+        cycles_avrxt: None,
     }
 }
 
@@ -338,16 +424,18 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
         .flat_map(|p| [0, 1].map(|_| (p.id, (0..p.request_len).map(|_| rng.next_u64() as u8).collect())))
         .collect();
     eprintln!("xtask: primitives on {} in yasimavr …", mcu.name);
-    let replies = yasim_measured(
+    let replies = run_requests(
         &b.elf,
         &requests,
         &image.target_dir(mcu).join("primitives-requests.txt"),
+        record,
     )?;
     let graph = avr::CallGraph::load(&b.elf)?;
     let mut records = Vec::new();
     for (i, p) in selected.iter().enumerate() {
         let runs = [2 * i, 2 * i + 1].map(|j| replies.get(j));
         let mut cycles = Vec::new();
+        let mut avrxt = Vec::new();
         let mut stack = 0;
         for (j, run) in runs.iter().enumerate() {
             let m = run.ok_or_else(|| format!("{}: no reply from the {} (crashed?)", p.name, mcu.name))?;
@@ -358,15 +446,22 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
                 ));
             }
             cycles.push(m.cycles.ok_or_else(|| format!("{}: no timer reading", p.name))?);
+            avrxt.extend(m.avrxt);
             stack = stack.max(m.stack.unwrap_or(0) as u32);
         }
         println!(
-            "{} on {}: {} cycles (I/O excluded, classic-core timings), stack {stack} B",
-            p.name, mcu.name, cycles[0]
+            "{} on {}: {} cycles (I/O excluded, classic-core timings){}, stack {stack} B",
+            p.name,
+            mcu.name,
+            cycles[0],
+            avrxt
+                .first()
+                .map_or(String::new(), |x| format!(", {x} on the AVRxt core"))
         );
         let (published, reference) = crate::published::primitive(p.name).unzip();
         let mut r = yasim_record(mcu, kems::PRIMITIVES_SCHEME, "avr-asm", p.name, Some(stack));
         r.cycles = cycles.iter().copied().max().unwrap_or(0);
+        r.cycles_avrxt = avrxt.iter().copied().max();
         // What the handler reaches (no profile in yasimavr): the primitive and the I/O around it.
         r.code_bytes = graph
             .find("primitives", p.name.split('-').next().unwrap_or(p.name))

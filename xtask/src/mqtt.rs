@@ -295,8 +295,8 @@ pub fn mega0(
 ) -> Result<(), String> {
     let mut records = Vec::new();
     let mut table = String::from(
-        "| suite | image | flash B | static RAM B | handshake | painted stack start/finish B | cycles start/finish (I/O excluded, classic-core timings) | fits |\n\
-         |---|---|---:|---:|---|---|---|---|\n",
+        "| suite | image | flash B | static RAM B | handshake | painted stack start/finish B | cycles start/finish (I/O excluded, classic-core timings) | AVRxt cycles start/finish | fits |\n\
+         |---|---|---:|---:|---|---|---|---|---|\n",
     );
     let (mut passed, mut failed, mut selected) = (0u32, 0u32, 0u32);
     for image in sensor::images(mcu, filter) {
@@ -313,7 +313,7 @@ pub fn mega0(
             Err(e) => {
                 eprintln!("xtask: {} does not link for {}: {e}", image.name, mcu.name);
                 table.push_str(&format!(
-                    "| {} | {} | – | – | not run | – | – | no: {} |\n",
+                    "| {} | {} | – | – | not run | – | – | – | no: {} |\n",
                     suite.name(),
                     image.name,
                     link_overflow(&e, mcu)
@@ -321,9 +321,9 @@ pub fn mega0(
                 continue;
             }
         };
-        let mut row = |verdict: &str, stack: &str, cycles: &str, fits: String| {
+        let mut row = |verdict: &str, stack: &str, cycles: &str, avrxt: &str, fits: String| {
             table.push_str(&format!(
-                "| {} | {} | {} | {} | {verdict} | {stack} | {cycles} | {fits} |\n",
+                "| {} | {} | {} | {} | {verdict} | {stack} | {cycles} | {avrxt} | {fits} |\n",
                 suite.name(),
                 image.name,
                 b.flash(),
@@ -335,13 +335,14 @@ pub fn mega0(
                 "not run",
                 "–",
                 "–",
+                "–",
                 format!("no: flash {} B > {} B", b.flash(), mcu.flash),
             );
             continue;
         }
         let case = sensor::prepare(suite, sensor::SEED)?;
         eprintln!("xtask: {} on {} in yasimavr …", suite.name(), mcu.name);
-        let replies = crate::mega0::yasim_measured(
+        let replies = crate::mega0::run_requests(
             &b.elf,
             &[
                 (fw::OP_START, case.start_request.clone()),
@@ -349,6 +350,7 @@ pub fn mega0(
                 (fw::OP_FINISH_REST, case.finish_requests[1].clone()),
             ],
             &image.target_dir(mcu).join("mqtt-requests.txt"),
+            record,
         )?;
         // Start, then the finish's two windows as one step: cycles summed,
         // the larger stack (an overflow in either is an overflow).
@@ -360,14 +362,16 @@ pub fn mega0(
         };
         let stacks = [stack_of(0), finish_stack];
         let overflow = stacks.contains(&Some(overflowed));
-        let step_cycles = |i: usize| match i {
-            0 => replies.first().and_then(|m| m.cycles),
+        let step = |i: usize, of: fn(&crate::mega0::Measured) -> Option<u64>| match i {
+            0 => replies.first().and_then(of),
             _ => replies
                 .get(1)
-                .and_then(|m| m.cycles)
-                .zip(replies.get(2).and_then(|m| m.cycles))
+                .and_then(of)
+                .zip(replies.get(2).and_then(of))
                 .map(|(x, y)| x + y),
         };
+        let step_cycles = |i: usize| step(i, |m| m.cycles);
+        let step_avrxt = |i: usize| step(i, |m| m.avrxt);
         let show = |s: Option<u32>| match s {
             Some(x) if x == avr_harness::protocol::STACK_OVERFLOW as u32 => "overflow".to_string(),
             Some(x) => x.to_string(),
@@ -375,6 +379,11 @@ pub fn mega0(
         };
         let cyc = |i: usize| {
             step_cycles(i)
+                .filter(|_| !overflow)
+                .map_or("–".into(), |c| c.to_string())
+        };
+        let xt = |i: usize| {
+            step_avrxt(i)
                 .filter(|_| !overflow)
                 .map_or("–".into(), |c| c.to_string())
         };
@@ -427,13 +436,15 @@ pub fn mega0(
         };
         if let (true, Ok(f), Some(a), Some(c)) = (fits, &checked, step_cycles(0), step_cycles(1)) {
             let flights = [f.client_hello, f.broker_hello, f.client_finished, f.record].map(|x| x as u32);
-            for (op, cycles, stack) in [
-                ("start", a, stacks[0]),
-                ("finish", c, stacks[1]),
-                ("handshake", a + c, Some(peak)),
+            let (xa, xc) = (step_avrxt(0), step_avrxt(1));
+            for (op, cycles, avrxt, stack) in [
+                ("start", a, xa, stacks[0]),
+                ("finish", c, xc, stacks[1]),
+                ("handshake", a + c, xa.zip(xc).map(|(x, y)| x + y), Some(peak)),
             ] {
                 let mut r = crate::mega0::yasim_record(mcu, crate::records::MQTT_SCHEME, suite.name(), op, stack);
                 r.cycles = cycles;
+                r.cycles_avrxt = avrxt;
                 r.code_bytes = b.flash();
                 r.static_ram_bytes = Some(b.ram());
                 if op == "handshake" {
@@ -455,6 +466,7 @@ pub fn mega0(
             &verdict,
             &format!("{}/{}", show(stacks[0]), show(stacks[1])),
             &format!("{}/{}", cyc(0), cyc(1)),
+            &format!("{}/{}", xt(0), xt(1)),
             note,
         );
     }
@@ -462,7 +474,9 @@ pub fn mega0(
     let legend =
         "(yasimavr; cycles by the on-chip timers between the markers (UART transfer excluded) under yasimavr's \
          classic-core (AVRe+) instruction timings, the timing the published 4808 figures were measured with; \
-         flash = text + data image + rodata. \
+         AVRxt: the same windows on the 4808's AVRxt core, priced from an instruction trace and checked against \
+         the timers (`xtask/src/avrxt.rs`; loads from the mapped flash, which reads the provisioned keys, not \
+         charged their extra cycle); flash = text + data image + rodata. \
          The 4808 images keep the sensor's keys in flash (provisioned at build time: firmware feature \
          `mqtt-provisioned`), build the handshake state in place and send the ephemeral public key from the \
          ephemeral key (`SensorHandshake::start_split`), take the BrokerHello in two parts, the rest into the \

@@ -68,6 +68,11 @@ pub struct Record {
     /// "sram" (the `ntt-tables-in-sram` images); rings and KEM rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tables: Option<String>,
+    /// ATmega4808 rows: the same window on the AVRxt core (the real chip),
+    /// priced from an instruction trace (`xtask/src/avrxt.rs`); `cycles` is the
+    /// classic-core count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_avrxt: Option<u64>,
 }
 
 impl Record {

@@ -29,7 +29,7 @@ pub struct Case {
     pub start_request: Vec<u8>,
     /// Requests of the finish's two ops ([`fw::FINISH_OPS`]).
     pub finish_requests: [Vec<u8>; 2],
-    tape_len: usize,
+    pub(crate) tape_len: usize,
     client_hello: Vec<u8>,
     broker_hello: Vec<u8>,
     client_finished: Vec<u8>,
