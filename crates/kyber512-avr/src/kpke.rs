@@ -59,7 +59,9 @@ pub enum Noise<'a> {
     /// Samples each r_j once and keeps it packed: the second use unpacks it
     /// instead of 2 more PRF blocks (≈ 0.42 M cycles of Keccak). For
     /// decapsulation's re-encryption, whose stack stays under the published
-    /// decaps row with the 256 B.
+    /// decaps row with the 256 B. Not used on 6 KB MCUs (`build.rs`,
+    /// `cfg(kyber_small_sram)`: decapsulation re-samples there).
+    #[cfg_attr(kyber_small_sram, allow(dead_code))]
     KeepPacked(&'a mut PackedNoise),
 }
 
