@@ -491,9 +491,16 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
     let (mcu, filter) = (o.mcu, o.filter.to_lowercase());
     let mut report = Vec::new();
     let mut failures = Vec::new();
+    // Each result as it comes (a full run takes minutes), and in the summary.
     let mut record = |r: Result<String, String>| match r {
-        Ok(line) => report.push(line),
-        Err(e) => failures.push(e),
+        Ok(line) => {
+            println!("{line}");
+            report.push(line);
+        }
+        Err(e) => {
+            println!("FAIL {e}");
+            failures.push(e);
+        }
     };
     let build = |image: &target::Image| match o.no_build {
         true => avr::sizes(mcu, &image.elf(mcu)),
@@ -513,7 +520,11 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
             .flat_map(|p| [0, 1].map(|_| (p.id, (0..p.request_len).map(|_| rng.next_u64() as u8).collect())))
             .collect();
         eprintln!("xtask: primitives on {} traced in yasimavr …", mcu.name);
-        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))?;
+        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))
+            .unwrap_or_else(|e| {
+                record(Err(format!("primitives: {e}")));
+                Vec::new()
+            });
         for (i, p) in selected.iter().enumerate() {
             record(compare_runs(
                 format!("primitives/{}", p.name),
@@ -545,7 +556,15 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
             }
         }
         eprintln!("xtask: {} traced in yasimavr …", kem.name());
-        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))?;
+        let r =
+            match crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    record(Err(format!("{}: {e}", kem.name())));
+                    continue;
+                }
+            };
         let retry = cases[0].keygen_tape.len() != cases[1].keygen_tape.len();
         for (i, op) in KemOp::ALL.into_iter().enumerate() {
             let public = op == KemOp::Keygen && retry;
@@ -572,7 +591,9 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
                 continue;
             }
         };
-        let cases = [crate::sensor::SEED, crate::sensor::SEED + 1].map(|seed| crate::sensor::prepare(suite, seed));
+        // The image's provisioned keys, two runs of randomness.
+        let seed = crate::sensor::SEED;
+        let cases = [seed, seed + 1].map(|run| crate::sensor::prepare_with(suite, seed, run));
         let mut requests = Vec::new();
         for c in &cases {
             let c = c.as_ref().map_err(Clone::clone)?;
@@ -582,7 +603,15 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
             }
         }
         eprintln!("xtask: kem-mqtt/{} traced in yasimavr …", suite.name());
-        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))?;
+        let r =
+            match crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    record(Err(format!("kem-mqtt/{}: {e}", suite.name())));
+                    continue;
+                }
+            };
         if r.len() < 6 {
             record(Ok(format!(
                 "kem-mqtt/{}: stopped early (does not fit the SRAM), not compared",
@@ -594,6 +623,18 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
             [Ok(a), Ok(b)] => a.tape_len != b.tape_len,
             _ => false,
         };
+        // Both handshakes must have completed (the broker accepts them).
+        let mut completed = true;
+        for (k, case) in cases.into_iter().enumerate() {
+            let checked = case.and_then(|c| c.check(&r[3 * k].body, &r[3 * k + 1].body, &r[3 * k + 2].body));
+            if let Err(e) = checked {
+                record(Err(format!("kem-mqtt/{}, run {k}: {e}", suite.name())));
+                completed = false;
+            }
+        }
+        if !completed {
+            continue;
+        }
         for (i, step) in ["start", "finish (first part)", "finish (rest)"]
             .into_iter()
             .enumerate()
@@ -605,12 +646,6 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
                 i == 0 && retry,
             ));
         }
-    }
-    for line in &report {
-        println!("{line}");
-    }
-    for f in &failures {
-        println!("FAIL {f}");
     }
     match failures.len() {
         0 if report.is_empty() => Err(format!("nothing on {} matches --filter `{filter}`", mcu.name)),

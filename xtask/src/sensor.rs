@@ -59,9 +59,17 @@ fn fixtures(suite: Suite, seed: u64) -> (BrokerFixture, kem_mqtt::testing::Senso
 
 /// Prepares the handshake of `suite` from `seed` (keys, tape, the broker's answer).
 pub fn prepare(suite: Suite, seed: u64) -> Result<Case, String> {
+    prepare_with(suite, seed, seed)
+}
+
+/// [`prepare`] with the keys from `key_seed` and the randomness of both
+/// sides from `run_seed`: another handshake of the same keys (an image with
+/// provisioned keys takes no other).
+pub fn prepare_with(suite: Suite, key_seed: u64, run_seed: u64) -> Result<Case, String> {
+    let seed = run_seed;
     let kem = suite.kem();
     let l = layout(kem);
-    let (broker, sensor) = fixtures(suite, seed);
+    let (broker, sensor) = fixtures(suite, key_seed);
     let creds = sensor.credentials(&broker);
     let err = |what: &str, e: kem_mqtt::Error| format!("{}: host {what}: {e}", suite.name());
     let mut rec = Recorder::new(TestRng(Rng::new(seed ^ 0x7A9E)));
