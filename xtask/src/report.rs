@@ -174,7 +174,7 @@ fn readme_glance(records: &[Record]) -> String {
             .iter()
             .flatten()
             .map(|(suite, r)| match r.cycles_avrxt {
-                Some(x) => format!("{} with {suite} ({:.2} M on its own AVRxt core)", m(r), x as f64 / 1e6),
+                Some(x) => format!("{} with {suite} (AVRxt core: {:.2} M)", m(r), x as f64 / 1e6),
                 None => format!("{} with {suite}", m(r)),
             })
             .collect();
