@@ -345,7 +345,7 @@ pub struct CtArgs {
     pub count: u64,
     /// The MCU: atmega1284p (simavr: cycles and per-address counts over
     /// --count inputs), atmega4808 (yasimavr traces: per-address counts and
-    /// timer counts over two inputs, --count ignored)
+    /// cycles over two inputs, --count ignored)
     #[arg(long, default_value = "atmega1284p", value_parser = target::mcu)]
     pub mcu: target::Mcu,
     /// Seed of the inputs
@@ -479,11 +479,12 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
 /// `ct --mcu atmega4808`. yasimavr has no instruction profile and no AVRxt
 /// timing, so the check is on the instruction path: each operation runs on
 /// two inputs one instruction at a time (`mega0::yasim_measured_avrxt`),
-/// and both runs must execute every address the same number of times and
-/// take the same timer count. The primitives (two random inputs each, the
+/// and both runs must execute every address the same number of times in
+/// the same number of cycles. The primitives (two random inputs each, the
 /// scheme name `primitives` or a primitive's name selects them), each KEM
 /// variant's operations (KAT records 0 and 1) and each sensor suite that
-/// fits (two seeds of keys and randomness; `kem-mqtt/<suite>`), by
+/// fits (the image's provisioned keys, two runs of randomness;
+/// `kem-mqtt/<suite>`), by
 /// `--filter`. CTRU-Light's key generation retries publicly when f is not
 /// invertible: a pair whose tapes differ in length is reported, not compared.
 fn mega0(o: &CtArgs) -> Result<(), String> {
@@ -683,12 +684,12 @@ fn compare_runs(
             "{what}: the instruction path depends on the input (first difference at 0x{first:x})"
         ));
     }
-    if a.cycles != b.cycles {
-        return Err(format!("{what}: {:?} and {:?} cycles", a.cycles, b.cycles));
-    }
+    // Equal counts and cycles at every address: the same path and time. (The
+    // fast-mode timer counts are not compared: they read a few cycles low
+    // on long windows, `crate::avrxt`.)
     let n: u64 = a.counts.iter().map(|c| c[1]).sum();
+    let cycles: u64 = a.counts.iter().map(|c| c[2]).sum();
     Ok(format!(
-        "{what}: constant ({} cycles, {n} instructions on both inputs)",
-        a.cycles.unwrap_or(0)
+        "{what}: constant ({cycles} cycles in the trace, {n} instructions, on both inputs)"
     ))
 }

@@ -214,9 +214,10 @@ pub struct Measured {
     /// The same window on the AVRxt core, priced from an instruction trace
     /// ([`yasim_measured_avrxt`], `crate::avrxt`); `None` untraced.
     pub avrxt: Option<u64>,
-    /// The window's instructions executed per address (traced runs only):
-    /// equal for every input of a constant-time operation.
-    pub counts: Vec<[u64; 2]>,
+    /// The window's instructions per address, `[address, executions,
+    /// cycles]` (traced runs only): equal for every input of a
+    /// constant-time operation.
+    pub counts: Vec<[u64; 3]>,
 }
 
 /// Runs each `(op, payload)` request, a measured op, on the firmware `elf`
@@ -348,7 +349,7 @@ pub fn yasim_measured_avrxt(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Pa
             ));
         }
         let window = crate::avrxt::price(&d, trace)?;
-        m.counts = trace.pcs.iter().map(|&[pc, n, _]| [pc, n]).collect();
+        m.counts = trace.pcs.clone();
         m.avrxt = Some(
             crate::avrxt::avrxt_cycles(cycles, &window, &empty)
                 .map_err(|e| format!("request {i} (op 0x{:02x}): {e}", requests[i].0))?,
