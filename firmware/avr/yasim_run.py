@@ -12,17 +12,12 @@ and checks the replies.
 """
 import sys
 
-from yasim_uart import Harness
+from yasim_uart import Harness, requests as read_requests
 
 
 def main(elf, requests):
     h = Harness(elf)
-    for line in open(requests):
-        parts = line.split()
-        if not parts:
-            continue
-        op = int(parts[0], 16)
-        payload = bytes.fromhex(parts[1]) if len(parts) > 1 else b''
+    for op, payload in read_requests(requests):
         status, body, cycles = h.call(op, payload, budget=2_000_000_000, step=200_000)
         if status is None:
             print(f'-- {body.hex()} {cycles} state={h.dev.state()}', flush=True)

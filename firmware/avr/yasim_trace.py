@@ -16,7 +16,7 @@ import json
 import struct
 import sys
 
-from yasim_uart import Harness, STOPPED
+from yasim_uart import Harness, STOPPED, requests as read_requests
 from yasimavr.lib import core as _corelib
 
 GPIOR0 = 0x1C
@@ -61,12 +61,7 @@ def main(elf, requests, out):
     h = Harness(elf)
     probe = _corelib.DeviceDebugProbe(h.dev)
     traces = []
-    for line in open(requests):
-        parts = line.split()
-        if not parts:
-            continue
-        op = int(parts[0], 16)
-        payload = bytes.fromhex(parts[1]) if len(parts) > 1 else b''
+    for op, payload in read_requests(requests):
         status, body, counts, cycles = trace_call(h, probe, op, payload)
         traces.append({'op': op, 'pcs': sorted([pc, n, cycles[pc]] for pc, n in counts.items())})
         with open(out, 'w') as f:

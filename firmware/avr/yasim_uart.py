@@ -53,3 +53,12 @@ class Harness:
         if len(got) < 3 or len(got) != 3 + struct.unpack('<H', got[1:3])[0]:
             return None, bytes(got), cycles
         return got[0], bytes(got[3:]), cycles
+
+
+def requests(path):
+    """The requests of a request file: `(op, payload)` per non-empty line
+    `OP_HEX [PAYLOAD_HEX]`."""
+    for line in open(path):
+        parts = line.split()
+        if parts:
+            yield int(parts[0], 16), bytes.fromhex(parts[1]) if len(parts) > 1 else b''

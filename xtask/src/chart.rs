@@ -42,18 +42,23 @@ fn ntt_op(op: &str) -> &str {
     }
 }
 
+/// The ATmega1284p record of a KEM operation, tables in flash (the default).
+fn kem_row<'r>(records: &'r [Record], scheme: &str, variant: &str, op: &str) -> Option<&'r Record> {
+    records.iter().find(|r| {
+        r.mcu == "atmega1284p"
+            && r.scheme == scheme
+            && r.variant == variant
+            && r.operation == op
+            && r.default_placement()
+    })
+}
+
 /// The KEM rows (`schemes`: scheme, variant, label) with a published figure, in k-cycles.
 pub fn kem_bars(records: &[Record], schemes: &[(&str, &str, &str)]) -> Vec<Bar> {
     let mut bars = Vec::new();
     for (scheme, variant, label) in schemes {
         for op in ["keygen", "encaps", "decaps"] {
-            let found = records.iter().find(|r| {
-                r.mcu == "atmega1284p"
-                    && r.scheme == *scheme
-                    && r.variant == *variant
-                    && r.operation == op
-                    && r.default_placement()
-            });
+            let found = kem_row(records, scheme, variant, op);
             if let Some(r) = found {
                 if let Some(p) = r.published_cycles {
                     bars.push(Bar {
@@ -104,13 +109,7 @@ pub fn ram_bars(records: &[Record], schemes: &[(&str, &str, &str)]) -> Vec<Bar> 
             continue;
         };
         for (i, op) in ["keygen", "encaps", "decaps"].into_iter().enumerate() {
-            let found = records.iter().find(|r| {
-                r.mcu == "atmega1284p"
-                    && r.scheme == *scheme
-                    && r.variant == *variant
-                    && r.operation == op
-                    && r.default_placement()
-            });
+            let found = kem_row(records, scheme, variant, op);
             if let Some((r, statics)) = found.and_then(|r| Some((r, r.static_ram_bytes?))) {
                 bars.push(Bar {
                     label: format!("{label}: {}", kem_op(op)),

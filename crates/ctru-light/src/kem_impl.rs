@@ -223,11 +223,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// [`Self::public_key_in`] returns (for firmware that sends it from
     /// there instead of keeping a second copy). `sk` is wiped on an error.
     pub fn keygen_secret_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
-        let r = Self::keygen_draw_into(rng, sk);
-        if r.is_err() {
-            sk.wipe();
-        }
-        r
+        kem_common::secret_keygen_or_wipe(sk, |sk| Self::keygen_draw_into(rng, sk))
     }
 
     /// The public key inside the encoded secret key `sk` (sk_PKE ‖ pk ‖ z).

@@ -95,6 +95,20 @@ pub fn keygen_or_wipe<E, const P: usize, const S: usize>(
     result
 }
 
+/// Runs `keygen` on the caller's secret-key buffer alone (the public key
+/// lies inside it); on an error the buffer is wiped.
+#[inline(always)]
+pub fn secret_keygen_or_wipe<E, const S: usize>(
+    sk: &mut [u8; S],
+    keygen: impl FnOnce(&mut [u8; S]) -> Result<(), E>,
+) -> Result<(), E> {
+    let result = keygen(sk);
+    if result.is_err() {
+        sk.wipe();
+    }
+    result
+}
+
 /// Zeroizes `bytes` (the loop behind [`Wipe`] for byte buffers).
 #[inline(never)]
 pub fn wipe_bytes(bytes: &mut [u8]) {

@@ -172,11 +172,7 @@ pub fn keygen_into(rng: &mut impl TryCryptoRng, pk: &mut [u8; PK_BYTES], sk: &mu
 /// [`public_key_in`] returns (for firmware that sends it from there instead
 /// of keeping a second copy). `sk` is wiped if the RNG fails.
 pub fn keygen_secret_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
-    let r = keygen_draw_into(rng, sk);
-    if r.is_err() {
-        sk.wipe();
-    }
-    r
+    kem_common::secret_keygen_or_wipe(sk, |sk| keygen_draw_into(rng, sk))
 }
 
 /// The public key inside the encoded secret key `sk` (sk_PKE ‖ pk ‖ H(pk) ‖ z).
