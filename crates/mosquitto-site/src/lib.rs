@@ -223,6 +223,124 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(io_err("writing", path))
 }
 
+/// Everything the mosquitto of `dir` logged so far (every start appends).
+fn read_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("mosquitto.log")).unwrap_or_default()
+}
+
+/// Why mosquitto did not come up.
+enum Launch {
+    /// Something other than the mosquitto just started answered on the
+    /// port: another process's listener, or a connection to itself (the
+    /// port inside the machine's ephemeral range). Another port may do.
+    Foreign(String),
+    /// mosquitto did not listen.
+    Failed(String),
+}
+
+/// Starts mosquitto with `dir`'s configuration, which listens on `port`,
+/// and returns once a probe connection is logged by this mosquitto as
+/// accepted: a connect that succeeds is not proof enough (a listener of
+/// another process, or a TCP self-connect, also answers; tests then talk
+/// to something that is not their broker).
+fn spawn_listening(dir: &Path, port: u16) -> Result<Child, Launch> {
+    let addr = format!("127.0.0.1:{port}");
+    let t = Instant::now();
+    loop {
+        // The log goes to a file (appended across restarts).
+        let log_path = dir.join("mosquitto.log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| Launch::Failed(io_err("opening", &log_path)(e)))?;
+        let mut child = Command::new(MOSQUITTO)
+            .arg("-c")
+            .arg(dir.join("mosquitto.conf"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| Launch::Failed(format!("starting {MOSQUITTO}: {e}")))?;
+        // Wait for the listener (or for an early exit: the port may still be held briefly).
+        loop {
+            if let Ok(probe) = TcpStream::connect(&addr) {
+                let verdict = accepted_by(&mut child, dir, port, &probe, Duration::from_secs(5));
+                drop(probe);
+                return match verdict {
+                    Ok(()) => Ok(child),
+                    Err(e) => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        Err(e)
+                    }
+                };
+            }
+            let exited = child.try_wait().map_err(|e| Launch::Failed(e.to_string()))?.is_some();
+            if exited || t.elapsed() > Duration::from_secs(10) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        if t.elapsed() >= Duration::from_secs(10) {
+            return Err(Launch::Failed(format!(
+                "mosquitto did not listen on {addr}:\n{}",
+                read_log(dir)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `Ok` once `child`'s log shows it accepted `probe` (mosquitto logs every
+/// connection it accepts, with the peer's port).
+fn accepted_by(child: &mut Child, dir: &Path, port: u16, probe: &TcpStream, within: Duration) -> Result<(), Launch> {
+    let (local, peer) = match (probe.local_addr(), probe.peer_addr()) {
+        (Ok(l), Ok(p)) => (l, p),
+        _ => return Err(Launch::Failed("the probe connection has no addresses".into())),
+    };
+    let foreign = |what: &str| {
+        Launch::Foreign(format!(
+            "127.0.0.1:{port} answered a probe from {local}, but {what}\n{}",
+            sockets_on(port)
+        ))
+    };
+    if local == peer {
+        return Err(foreign(
+            "it was a TCP self-connect (the port is in the ephemeral range)",
+        ));
+    }
+    let line = format!("New connection from {}:{} on port {port}.", local.ip(), local.port());
+    let t = Instant::now();
+    while t.elapsed() < within {
+        if read_log(dir).contains(&line) {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(Launch::Failed(format!(
+                "mosquitto exited ({status}) after a probe connected to 127.0.0.1:{port}:\n{}",
+                read_log(dir)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(foreign(&format!("this mosquitto never logged it:\n{}", read_log(dir))))
+}
+
+/// The kernel's TCP sockets on 127.0.0.1:`port` (from /proc/net/tcp): who
+/// else answers there when a test talks to something that is not its broker.
+fn sockets_on(port: u16) -> String {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    let needle = format!(":{port:04X} ");
+    let rows: Vec<&str> = table.lines().skip(1).filter(|l| l.contains(&needle)).collect();
+    format!(
+        "sockets with port {port} (/proc/net/tcp, hex addresses, state 0A = listening): {}\n{}",
+        rows.len(),
+        rows.join("\n")
+    )
+}
+
 /// One broker site: a directory with its files, a loopback port that
 /// survives restarts, and the running mosquitto (killed, by its PID, on
 /// drop; the directory is removed then).
@@ -256,12 +374,7 @@ impl Site {
         };
         write(&dir.join("kem-mqtt.acl"), acl)?;
         password_file(&dir.join("kem-mqtt.passwd"), &[(APP_USER, APP_PASSWORD)])?;
-        let port = free_port()?;
-        write(
-            &dir.join("mosquitto.conf"),
-            &auth_mode_config(&conf, &dir, port, plugin)?,
-        )?;
-        Site::launch(dir, port)
+        Site::launch(dir, |dir, port| auth_mode_config(&conf, dir, port, plugin))
     }
 
     /// Topic mode: mosquitto without the plugin, `mosquitto-gateway.conf`
@@ -274,30 +387,49 @@ impl Site {
             &dir.join("gateway.passwd"),
             &[(GATEWAY_USER, GATEWAY_PASSWORD), (APP_USER, APP_PASSWORD)],
         )?;
-        let port = free_port()?;
-        let text = substitute_all(
-            GATEWAY_CONF,
-            &[
-                (
-                    "password_file /etc/mosquitto/kem-mqtt-gateway.passwd\n",
-                    format!("password_file {}\n", dir.join("gateway.passwd").display()),
-                ),
-                (
-                    "acl_file /etc/mosquitto/kem-mqtt-gateway.acl\n",
-                    format!("acl_file {}\n", dir.join("gateway.acl").display()),
-                ),
-                ("listener 1883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
-            ],
-        )?;
-        write(&dir.join("mosquitto.conf"), &text)?;
-        Site::launch(dir, port)
+        Site::launch(dir, |dir, port| {
+            substitute_all(
+                GATEWAY_CONF,
+                &[
+                    (
+                        "password_file /etc/mosquitto/kem-mqtt-gateway.passwd\n",
+                        format!("password_file {}\n", dir.join("gateway.passwd").display()),
+                    ),
+                    (
+                        "acl_file /etc/mosquitto/kem-mqtt-gateway.acl\n",
+                        format!("acl_file {}\n", dir.join("gateway.acl").display()),
+                    ),
+                    ("listener 1883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
+                ],
+            )
+        })
     }
 
-    fn launch(dir: PathBuf, port: u16) -> Result<Site, String> {
-        give_to_broker_user(&dir)?;
-        let mut site = Site { dir, port, child: None };
-        site.restart()?;
-        Ok(site)
+    /// Writes the configuration `conf(dir, port)` for a free port and starts
+    /// mosquitto; on a port that another socket answers (see
+    /// [`spawn_listening`]), again on the next free port.
+    fn launch(dir: PathBuf, conf: impl Fn(&Path, u16) -> Result<String, String>) -> Result<Site, String> {
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let port = free_port()?;
+            write(&dir.join("mosquitto.conf"), &conf(&dir, port)?)?;
+            give_to_broker_user(&dir)?;
+            match spawn_listening(&dir, port) {
+                Ok(child) => {
+                    return Ok(Site {
+                        dir,
+                        port,
+                        child: Some(child),
+                    })
+                }
+                Err(Launch::Foreign(why)) if attempt < ATTEMPTS => eprintln!("{why}; trying another port"),
+                Err(Launch::Foreign(why) | Launch::Failed(why)) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(why);
+                }
+            }
+        }
+        unreachable!("the last attempt returns")
     }
 
     /// `127.0.0.1:<port>`.
@@ -315,41 +447,10 @@ impl Site {
         if self.child.is_some() {
             return Err("mosquitto is already running".into());
         }
-        let t = Instant::now();
-        loop {
-            // The log goes to a file (appended across restarts).
-            let log_path = self.dir.join("mosquitto.log");
-            let log = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&log_path)
-                .map_err(io_err("opening", &log_path))?;
-            let mut child = Command::new(MOSQUITTO)
-                .arg("-c")
-                .arg(self.dir.join("mosquitto.conf"))
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| format!("starting {MOSQUITTO}: {e}"))?;
-            // Wait for the listener (or for an early exit: the port may still be held briefly).
-            loop {
-                if TcpStream::connect(self.addr()).is_ok() {
-                    self.child = Some(child);
-                    return Ok(());
-                }
-                let exited = child.try_wait().map_err(|e| e.to_string())?.is_some();
-                if exited || t.elapsed() > Duration::from_secs(10) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            if t.elapsed() >= Duration::from_secs(10) {
-                return Err(format!("mosquitto did not listen on {}:\n{}", self.addr(), self.log()));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let child =
+            spawn_listening(&self.dir, self.port).map_err(|(Launch::Foreign(why) | Launch::Failed(why))| why)?;
+        self.child = Some(child);
+        Ok(())
     }
 
     /// SIGKILL, as a crash or power cut would.
@@ -372,7 +473,7 @@ impl Site {
 
     /// Everything mosquitto logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("mosquitto.log")).unwrap_or_default()
+        read_log(&self.dir)
     }
 
     /// CPU time the broker's (single) thread has used, from
@@ -405,9 +506,10 @@ impl Drop for Site {
                 None => "not running".to_string(),
             };
             eprintln!(
-                "--- mosquitto log ({}, {state}) ---\n{}--- end of log ---",
+                "--- mosquitto log ({}, {state}) ---\n{}--- end of log ---\n{}",
                 self.addr(),
-                self.log()
+                self.log(),
+                sockets_on(self.port)
             );
         }
         if let Some(mut c) = self.child.take() {
@@ -502,4 +604,47 @@ pub fn app_publish(site: &Site, topic: &str, payload: &str) -> Result<bool, Stri
         .status()
         .map_err(|e| format!("{MOSQUITTO_PUB} (package mosquitto-clients): {e}"))?
         .success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener that is not the broker's answers the probe: refused as
+    /// foreign (another port is tried), with the port's sockets listed.
+    #[test]
+    fn a_probe_answered_by_another_listener_is_not_taken_for_the_broker() {
+        let dir = std::env::temp_dir().join(format!("kem-mqtt-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("mosquitto.log"), "1: mosquitto version 2.0.11 running\n").unwrap();
+        let other = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = other.local_addr().unwrap().port();
+        let probe = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut child = Command::new("sleep").arg("10").spawn().unwrap();
+        let verdict = accepted_by(&mut child, &dir, port, &probe, Duration::from_millis(200));
+        let _ = child.kill();
+        let _ = child.wait();
+        let Err(Launch::Foreign(why)) = verdict else {
+            panic!("a foreign listener was taken for the broker");
+        };
+        assert!(why.contains("never logged it"), "{why}");
+        assert!(
+            why.contains(&format!(":{port:04X} ")),
+            "the port's sockets are listed: {why}"
+        );
+
+        // The same probe, logged as accepted by the broker: taken.
+        let local = probe.local_addr().unwrap();
+        std::fs::write(
+            dir.join("mosquitto.log"),
+            format!("1: New connection from 127.0.0.1:{} on port {port}.\n", local.port()),
+        )
+        .unwrap();
+        let mut child = Command::new("sleep").arg("10").spawn().unwrap();
+        let verdict = accepted_by(&mut child, &dir, port, &probe, Duration::from_millis(200));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(verdict.is_ok(), "the broker's own accept was refused");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

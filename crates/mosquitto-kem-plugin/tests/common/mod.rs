@@ -244,8 +244,16 @@ pub fn auth_attempt_session(
     let (state, n) = kem_mqtt::SensorHandshake::start(keys.suite, keys.credentials(), &mut OsRng, &mut buf).unwrap();
     let connect = raw_connect(5, connect_id, login, Some((AUTH_METHOD, &buf[..n])));
     let (mut conn, first) = send_raw(addr, &connect);
-    let Ok(first) = first else {
-        return (conn, Attempt::Closed, None);
+    let first = match first {
+        Ok(p) => p,
+        Err(e) => {
+            // Shown with a failing test: which error ended the attempt.
+            eprintln!(
+                "attempt as {connect_id:?}: no answer to the CONNECT ({:?}: {e})",
+                e.kind()
+            );
+            return (conn, Attempt::Closed, None);
+        }
     };
     let bh = match first {
         Packet::Auth {
@@ -265,7 +273,13 @@ pub fn auth_attempt_session(
     let outcome = match sent.and_then(|()| conn.recv()) {
         Ok(Packet::ConnAck { reason, .. }) => Attempt::ConnAck(reason),
         Ok(p) => panic!("unexpected {p:?}"),
-        Err(_) => Attempt::Closed,
+        Err(e) => {
+            eprintln!(
+                "attempt as {connect_id:?}: no answer to the Finished ({:?}: {e})",
+                e.kind()
+            );
+            Attempt::Closed
+        }
     };
     (conn, outcome, Some(session))
 }
