@@ -10,9 +10,9 @@ use firmware::kem::{kem_op_id, Kem, KemOp};
 use crate::target;
 use crate::{avr, kems, util};
 
-/// SRAM a sensor image must leave free beyond its static data and peak
-/// stack to count as fitting (issue #25): room for what the painted measure
-/// cannot see and for the application around the handshake.
+/// SRAM a sensor or KEM image must leave free beyond its static data and
+/// peak stack to count as fitting (issue #25): room for what the painted
+/// measure cannot see and for the application around the KEM.
 pub const SPARE_SRAM: u32 = 512;
 
 /// Why a KEM image does or does not fit the MCU, from its sizes and the
@@ -26,7 +26,7 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
     }
     let free = m.sram.saturating_sub(b.ram());
     let sram_ok = match stack {
-        Some(s) => s <= free,
+        Some(s) => s + SPARE_SRAM <= free,
         None => b.ram() < m.sram,
     };
     if let Some(s) = stack {
@@ -38,7 +38,7 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
             b.ram() + s,
             m.sram,
             if spare < short {
-                format!(" (less than the {short} B a sensor image keeps)")
+                format!(" (less than the {short} B an image keeps)")
             } else {
                 String::new()
             }

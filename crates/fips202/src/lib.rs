@@ -113,6 +113,13 @@ impl Sponge {
         Self::new(SHA3_512_RATE, SHA3_PAD)
     }
 
+    /// Back to an empty sponge of the same function, in place (a sponge
+    /// rebuilt by value costs a microcontroller a 203-byte copy).
+    pub fn reset(&mut self) {
+        self.state.fill(0);
+        self.pos = 0;
+    }
+
     #[inline]
     fn xor_byte(&mut self, i: usize, b: u8) {
         self.state[i] ^= b;

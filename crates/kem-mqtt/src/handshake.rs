@@ -35,7 +35,7 @@ mod x25519_backend {
 
 use crate::kem::{self, KemFail};
 use crate::record::{DirectionKeys, Role, Session};
-use crate::suite::{Family, KemId, Suite, SuiteSet, ENABLED_MAX_SK_LEN};
+use crate::suite::{Family, KemId, Suite, SuiteSet, ENABLED_MAX_EPHEMERAL_SK_LEN};
 use crate::sym::{kdf, kdf32, Secret32, Xof};
 use crate::{Error, MAC_LEN, MAX_CLIENT_ID_LEN, MSG_BROKER_HELLO, MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, VERSION};
 
@@ -248,19 +248,20 @@ pub struct SensorHandshake;
 
 /// Storage for the sensor's ephemeral KEM secret key from
 /// [`SensorHandshake::start`] to [`AwaitBrokerHello::receive_broker_hello`]
-/// (sized for the largest enabled KEM), zeroized on drop.
+/// (sized for the largest enabled KEM's [`KemId::ephemeral_sk_len`]),
+/// zeroized on drop.
 ///
 /// [`SensorHandshake::start`] keeps one inside the state it returns;
 /// [`SensorHandshake::start_in`] borrows the caller's, so the state that
 /// waits for the BrokerHello stays small (on a microcontroller: a static
 /// buffer, and no kilobyte-sized value moved across the stack).
 #[repr(transparent)]
-pub struct EphemeralKey([u8; ENABLED_MAX_SK_LEN]);
+pub struct EphemeralKey([u8; ENABLED_MAX_EPHEMERAL_SK_LEN]);
 
 impl EphemeralKey {
     /// Zeroed storage.
     pub const fn new() -> Self {
-        EphemeralKey([0; ENABLED_MAX_SK_LEN])
+        EphemeralKey([0; ENABLED_MAX_EPHEMERAL_SK_LEN])
     }
 }
 
@@ -412,7 +413,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// part of the BrokerHello is processed.
     pub fn ephemeral_public_key(&self) -> &[u8] {
         let kem = self.suite.kem();
-        let at = kem.pk_offset_in_sk();
+        let at = kem.ephemeral_pk_offset();
         match self.head_done {
             false => self.sk_e.borrow().0.get(at..at + kem.pk_len()).unwrap_or(&[]),
             true => &[],
@@ -442,10 +443,10 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
             .sk_e
             .borrow_mut()
             .0
-            .get_mut(..kem.sk_len())
+            .get_mut(..kem.ephemeral_sk_len())
             .ok_or(Error::InvalidKey)?;
-        kem::keygen_secret(kem, rng, sk_e).map_err(|_| Error::Rng)?;
-        let pk_at = kem.pk_offset_in_sk();
+        kem::keygen_ephemeral(kem, rng, sk_e).map_err(|_| Error::Rng)?;
+        let pk_at = kem.ephemeral_pk_offset();
         let pk_e = sk_e.get(pk_at..pk_at + kem.pk_len()).ok_or(Error::InvalidKey)?;
         let rest = if split {
             rest
@@ -580,8 +581,8 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         check_suite(part, suite, expected)?;
         check_len(part, suite.broker_hello_head_len())?;
         let ct_e = part.get(3 + NONCE_LEN..).unwrap_or(&[]);
-        let sk_e = self.sk_e.borrow().0.get(..kem.sk_len()).unwrap_or(&[]);
-        self.ss_e = kem::decapsulate(kem, sk_e, ct_e)
+        let sk_e = self.sk_e.borrow().0.get(..kem.ephemeral_sk_len()).unwrap_or(&[]);
+        self.ss_e = kem::decapsulate_ephemeral(kem, sk_e, ct_e)
             .map(|ss| Secret32(*ss.as_bytes()))
             .map_err(|_| Error::InvalidKey)?;
         self.th1 = self.transcript.snapshot();

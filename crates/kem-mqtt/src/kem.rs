@@ -129,13 +129,46 @@ pub(crate) fn keygen(
     }, else Err(KemFail::Unsupported))
 }
 
-/// Generates a key pair into `sk_out` alone (exactly `sk_len`): the public
-/// key is the field at [`KemId::pk_offset_in_sk`].
-pub(crate) fn keygen_secret(kem: KemId, rng: &mut impl TryCryptoRng, sk_out: &mut [u8]) -> Result<(), KemFail> {
+/// Generates an ephemeral key pair into `sk_out` alone (exactly
+/// [`KemId::ephemeral_sk_len`]): the public key is the field at
+/// [`KemId::ephemeral_pk_offset`]. LightSaber's is its compact secret key;
+/// every other KEM's is its secret key.
+pub(crate) fn keygen_ephemeral(kem: KemId, rng: &mut impl TryCryptoRng, sk_out: &mut [u8]) -> Result<(), KemFail> {
+    #[cfg(feature = "lightsaber")]
+    if kem == KemId::LightSaber {
+        let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
+        return lightsaber_avr::keygen_compact_into(rng, sk).map_err(|_| KemFail::Rng);
+    }
     dispatch!(kem, m => {
         let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
         m::Raw::keygen_secret_into(rng, sk).map_err(|_| KemFail::Rng)
     }, else Err(KemFail::Unsupported))
+}
+
+/// [`decapsulate`] with an ephemeral secret key of [`keygen_ephemeral`]
+/// (checked in place first, as every secret key here).
+pub(crate) fn decapsulate_ephemeral(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
+    #[cfg(feature = "lightsaber")]
+    if kem == KemId::LightSaber {
+        return decapsulate_compact_lightsaber(sk, ct);
+    }
+    decapsulate(kem, sk, ct)
+}
+
+/// LightSaber's compact secret key: checked in a frame of its own (gone
+/// before the KEM runs), then decapsulated.
+#[cfg(feature = "lightsaber")]
+fn decapsulate_compact_lightsaber(sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
+    #[inline(never)]
+    fn well_formed(sk: &[u8]) -> bool {
+        lightsaber_avr::check_compact_secret_key(sk).is_ok()
+    }
+    if !well_formed(sk) {
+        return Err(KemFail::SecretKey);
+    }
+    let sk = sk.try_into().map_err(|_| KemFail::SecretKey)?;
+    let ct = ct.try_into().map_err(|_| KemFail::PublicKey)?;
+    Ok(lightsaber_avr::decapsulate_compact_into(sk, ct))
 }
 
 /// Encapsulates to `pk`, writing the ciphertext to `ct_out` (exactly `ct_len`).

@@ -74,14 +74,25 @@ impl KemId {
         }
     }
 
-    /// Where the public key sits inside the secret key: every KEM here
-    /// stores it there (sk_PKE ‖ pk ‖ …), so a sensor keeps its ephemeral
-    /// public key only once.
-    pub const fn pk_offset_in_sk(self) -> usize {
+    /// Length of the sensor's ephemeral secret key: the secret key, except
+    /// for LightSaber, whose ephemeral key is the crate's compact form (s at
+    /// 4 bits a coefficient: 992 bytes instead of 1,568), since it never
+    /// leaves the sensor.
+    pub const fn ephemeral_sk_len(self) -> usize {
+        match self {
+            KemId::LightSaber => 992,
+            _ => self.sk_len(),
+        }
+    }
+
+    /// Where the public key sits inside the ephemeral secret key: every KEM
+    /// here stores it there (secret ‖ pk ‖ …), so a sensor keeps its
+    /// ephemeral public key only once.
+    pub const fn ephemeral_pk_offset(self) -> usize {
         match self {
             KemId::CtruLightAscon | KemId::CtruLightSha3 => 192,
             KemId::MlKem512 | KemId::Kyber512R3 => 768,
-            KemId::LightSaber => 832,
+            KemId::LightSaber => 256,
         }
     }
 
@@ -129,27 +140,28 @@ pub const MAX_SK_LEN: usize = 1632;
 /// Largest ciphertext of any KEM.
 pub const MAX_CT_LEN: usize = 768;
 
-/// Largest secret key of the KEMs compiled in (sizes the sensor's ephemeral-key state).
-// For every KEM: its public key lies inside its secret key, and the rest of
-// a (hybrid) BrokerHello fits the secret key's storage (the sensor receives
-// it there once the ephemeral key is used up).
+// For every KEM: its public key lies inside its ephemeral secret key, and
+// the rest of a (hybrid) BrokerHello fits that key's storage (the sensor
+// receives it there once the ephemeral key is used up).
 const _: () = {
     let mut i = 0;
     while i < KemId::ALL.len() {
         let k = KemId::ALL[i];
-        assert!(k.pk_offset_in_sk() + k.pk_len() <= k.sk_len());
-        assert!(Suite::new(k, true).broker_hello_rest_len() <= k.sk_len());
+        assert!(k.ephemeral_pk_offset() + k.pk_len() <= k.ephemeral_sk_len());
+        assert!(Suite::new(k, true).broker_hello_rest_len() <= k.ephemeral_sk_len());
         i += 1;
     }
 };
 
-pub(crate) const ENABLED_MAX_SK_LEN: usize = {
+/// Largest ephemeral secret key of the KEMs compiled in (sizes the sensor's
+/// ephemeral-key state).
+pub(crate) const ENABLED_MAX_EPHEMERAL_SK_LEN: usize = {
     let mut m = 0;
     let mut i = 0;
     while i < KemId::ALL.len() {
         let k = KemId::ALL[i];
-        if k.enabled() && k.sk_len() > m {
-            m = k.sk_len();
+        if k.enabled() && k.ephemeral_sk_len() > m {
+            m = k.ephemeral_sk_len();
         }
         i += 1;
     }

@@ -7,8 +7,9 @@ use kem_common::{fill, select_bytes, CiphertextSink, SharedSecret, Wipe};
 use rand_core::TryCryptoRng;
 use subtle::ConstantTimeEq;
 
+use crate::params::{COMPACT_SK_BYTES, SK_NIBBLE_BYTES};
 use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
-use crate::pke;
+use crate::pke::{self, SecretIn, SecretOut};
 use crate::Error;
 
 /// `bytes` as an array of exactly `LEN` bytes (in place).
@@ -183,6 +184,25 @@ pub fn public_key_in(sk: &[u8; SK_BYTES]) -> &[u8; PK_BYTES] {
 }
 
 fn keygen_draw_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Result<(), Error> {
+    let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
+    match (<&mut [u8; SK_PKE_BYTES]>::try_from(sk_pke), key_tail(rest)) {
+        (Ok(sk_pke), Some(tail)) => keygen_draws(rng, SecretOut::Packed(sk_pke), tail),
+        _ => Ok(()), // unreachable: the lengths are the layout's
+    }
+}
+
+/// The fields after the secret: pk ‖ H(pk) ‖ z.
+type KeyTail<'a> = (&'a mut [u8; PK_BYTES], &'a mut [u8; 32], &'a mut [u8; 32]);
+
+fn key_tail(rest: &mut [u8]) -> Option<KeyTail<'_>> {
+    let (pk, rest) = rest.split_at_mut(PK_BYTES);
+    let (hpk, z) = rest.split_at_mut(32);
+    Some((pk.try_into().ok()?, hpk.try_into().ok()?, z.try_into().ok()?))
+}
+
+/// The reference's draws (seed_A, seed_s, z) and key generation, the secret
+/// written as `s_out` says.
+fn keygen_draws(rng: &mut impl TryCryptoRng, s_out: SecretOut<'_>, (pk, hpk, z): KeyTail<'_>) -> Result<(), Error> {
     let mut raw = [0u8; SEED_BYTES];
     fill(rng, &mut raw)?;
     let seed_a: [u8; SEED_BYTES] = fips202::shake128(&[&raw]);
@@ -192,15 +212,7 @@ fn keygen_draw_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; SK_BYTES]) -> Res
         seed_s.wipe();
         return Err(e.into());
     }
-    let (sk_pke, rest) = sk.split_at_mut(SK_PKE_BYTES);
-    let (pk, rest) = rest.split_at_mut(PK_BYTES);
-    if let (Ok(sk_pke), Ok(pk)) = (
-        <&mut [u8; SK_PKE_BYTES]>::try_from(sk_pke),
-        <&mut [u8; PK_BYTES]>::try_from(&mut *pk),
-    ) {
-        pke::keygen(&seed_a, &seed_s, pk, sk_pke);
-    }
-    let (hpk, z) = rest.split_at_mut(32);
+    pke::keygen(&seed_a, &seed_s, pk, s_out);
     hpk.copy_from_slice(&fips202::sha3_256(&[pk]));
     seed_s.wipe();
     Ok(fill(rng, z)?)
@@ -251,10 +263,18 @@ pub fn encapsulate_into(
 /// [`keygen_into`] or have passed [`check_secret_key`].
 pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
     let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
+    let sk_pke = sk_pke.try_into().unwrap_or(&[0; SK_PKE_BYTES]); // the layout's length
+    decapsulate_with(SecretIn::Packed(sk_pke), rest, ct)
+}
+
+/// Decapsulation with the secret `s` and `rest` = pk ‖ H(pk) ‖ z (one body
+/// for both key formats: flash is scarce where the compact one is used).
+#[inline(never)]
+fn decapsulate_with(s: SecretIn<'_>, rest: &[u8], ct: &[u8; CT_BYTES]) -> SharedSecret {
     let (pk, rest) = rest.split_at(PK_BYTES);
     let (hpk, z) = rest.split_at(32);
     let mut m = [0u8; 32];
-    pke::decrypt(sk_pke, ct, &mut m);
+    pke::decrypt(s, ct, &mut m);
     // Re-encrypt and compare as the bytes come (no second ciphertext buffer):
     // the OR of all byte differences is zero iff equal. (subtle's slice
     // ct_eq compiled to a branch per byte on AVR: `cargo xtask ct` saw it.)
@@ -270,6 +290,60 @@ pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecre
         secret.wipe();
     }
     ss
+}
+
+// ------------------------------------------------ compact secret keys
+
+/// Key generation into a **compact secret key** (992 bytes instead of
+/// 1,568): s at 4 bits a coefficient ‖ pk ‖ H(pk) ‖ z. The same draws and
+/// the same public key as [`keygen_into`]; decapsulation with
+/// [`decapsulate_compact_into`] gives the same shared secrets.
+///
+/// A format of this crate, not of the specification: for a key that never
+/// leaves the device, such as a sensor's ephemeral key between the two
+/// flights of a handshake (576 bytes of SRAM less). A key to store or
+/// exchange is the specification's ([`keygen_into`]). `sk` is wiped if
+/// the RNG fails.
+pub fn keygen_compact_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; COMPACT_SK_BYTES]) -> Result<(), Error> {
+    kem_common::secret_keygen_or_wipe(sk, |sk| {
+        let (s, rest) = sk.split_at_mut(SK_NIBBLE_BYTES);
+        match (<&mut [u8; SK_NIBBLE_BYTES]>::try_from(s), key_tail(rest)) {
+            (Ok(s), Some(tail)) => keygen_draws(rng, SecretOut::Nibbles(s), tail),
+            _ => Ok(()), // unreachable: the lengths are the layout's
+        }
+    })
+}
+
+/// The public key inside a compact secret key.
+pub fn public_key_in_compact(sk: &[u8; COMPACT_SK_BYTES]) -> &[u8; PK_BYTES] {
+    sk[SK_NIBBLE_BYTES..SK_NIBBLE_BYTES + PK_BYTES]
+        .try_into()
+        .unwrap_or(&[0; PK_BYTES])
+}
+
+/// The checks of [`check_secret_key`] on a compact secret key, in place:
+/// its length, every secret coefficient in [−5, 5], H(pk) matching the
+/// embedded pk.
+#[inline(never)]
+pub fn check_compact_secret_key(bytes: &[u8]) -> Result<(), Error> {
+    let bytes = exact_ref::<COMPACT_SK_BYTES>(bytes)?;
+    let (s, rest) = bytes.split_at(SK_NIBBLE_BYTES);
+    if !s.try_into().is_ok_and(pke::nibbles_in_range) {
+        return Err(Error::DecapsulationKeyMalformed);
+    }
+    let (pk, hpk) = rest.split_at(PK_BYTES);
+    if !bool::from(fips202::sha3_256(&[pk]).ct_eq(&hpk[..32])) {
+        return Err(Error::DecapsulationKeyHashMismatch);
+    }
+    Ok(())
+}
+
+/// [`decapsulate_into`] with a compact secret key from
+/// [`keygen_compact_into`] (or one that passed [`check_compact_secret_key`]).
+pub fn decapsulate_compact_into(sk: &[u8; COMPACT_SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
+    let (s, rest) = sk.split_at(SK_NIBBLE_BYTES);
+    let s = s.try_into().unwrap_or(&[0; SK_NIBBLE_BYTES]); // the layout's length
+    decapsulate_with(SecretIn::Nibbles(s), rest, ct)
 }
 
 kem_common::impl_bytes!([] EncapsulationKey, PK_BYTES, Error);

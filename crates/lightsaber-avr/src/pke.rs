@@ -4,10 +4,90 @@ use kem_common::{pack_bits, pack_bits_with, unpack_bits};
 use kem_common::{CiphertextSink, Wipe};
 
 use crate::params::{
-    CT_BYTES, EP, EQ, ET, H1, H2, L, N, PK_BYTES, POLYVEC_P_BYTES, POLY_P_BYTES, POLY_Q_BYTES, SEED_BYTES, SK_PKE_BYTES,
+    CT_BYTES, EP, EQ, ET, H1, H2, L, N, PK_BYTES, POLYVEC_P_BYTES, POLY_P_BYTES, POLY_Q_BYTES, SEED_BYTES,
+    SK_NIBBLE_BYTES, SK_PKE_BYTES,
 };
 use crate::poly::{centre, load_secret, secret_coeff, Accumulator, Scratch, Secret};
 use crate::sampling::{gen_secret, load_entry, MatrixStream};
+
+/// How the products get the entries of the matrix A, streamed in row-major
+/// order. Two ways, chosen by `build.rs` (both tested to give the same
+/// bytes):
+/// - [`Buffered`] (default): each entry squeezed into a packed 416-byte
+///   buffer and unpacked once per NTT prime;
+/// - [`Recovered`] (`cfg(saber_small_sram)`, MCUs with 6 KB of SRAM):
+///   squeezed straight into the product's transform buffer; the second
+///   prime gets it back from the first one's transform
+///   ([`Accumulator::mul_acc_recovering`]): 416 bytes less stack for one
+///   inverse NTT more per entry.
+pub trait Entries {
+    /// A stream not started yet.
+    const NEW: Self;
+    /// (Re)starts the stream of A = GenMatrix(seed_A), in place.
+    fn start(&mut self, seed_a: &[u8]);
+    /// acc += (next entry)·s, `load_s` writing s.
+    fn mul_next(&mut self, acc: &mut Accumulator, scratch: &mut Scratch, load_s: impl Fn(&mut [i16; N]));
+    /// Passes over the next entry (`scratch` may be overwritten).
+    fn skip(&mut self, scratch: &mut Scratch);
+}
+
+/// [`Entries`] through a packed buffer.
+#[cfg_attr(saber_small_sram, allow(dead_code))]
+pub struct Buffered {
+    stream: MatrixStream,
+    entry: [u8; POLY_Q_BYTES],
+}
+
+impl Entries for Buffered {
+    const NEW: Self = Buffered {
+        stream: MatrixStream::NEW,
+        entry: [0; POLY_Q_BYTES],
+    };
+    fn start(&mut self, seed_a: &[u8]) {
+        self.stream.restart(seed_a);
+    }
+    fn mul_next(&mut self, acc: &mut Accumulator, scratch: &mut Scratch, load_s: impl Fn(&mut [i16; N])) {
+        self.stream.next_entry(&mut self.entry);
+        acc.mul_acc(scratch, |t| load_entry(&self.entry, t), load_s);
+    }
+    fn skip(&mut self, _: &mut Scratch) {
+        self.stream.next_entry(&mut self.entry);
+    }
+}
+
+/// [`Entries`] straight into the transform buffer.
+#[cfg_attr(not(saber_small_sram), allow(dead_code))]
+pub struct Recovered(MatrixStream);
+
+impl Entries for Recovered {
+    const NEW: Self = Recovered(MatrixStream::NEW);
+    fn start(&mut self, seed_a: &[u8]) {
+        self.0.restart(seed_a);
+    }
+    fn mul_next(&mut self, acc: &mut Accumulator, scratch: &mut Scratch, load_s: impl Fn(&mut [i16; N])) {
+        self.0.next_entry_unpacked(&mut scratch.a);
+        acc.mul_acc_recovering(scratch, load_s);
+    }
+    fn skip(&mut self, scratch: &mut Scratch) {
+        self.0.next_entry_unpacked(&mut scratch.a);
+    }
+}
+
+/// The [`Entries`] of this build.
+#[cfg(not(saber_small_sram))]
+pub type MatrixEntries = Buffered;
+/// The [`Entries`] of this build.
+#[cfg(saber_small_sram)]
+pub type MatrixEntries = Recovered;
+
+/// Where key generation writes the secret s.
+pub enum SecretOut<'a> {
+    /// The specification's sk_PKE: 13 bits a coefficient (832 bytes).
+    Packed(&'a mut [u8; SK_PKE_BYTES]),
+    /// [`Secret`]s as they are: 4 bits a coefficient (256 bytes), for a
+    /// compact secret key that never leaves the device.
+    Nibbles(&'a mut [u8; SK_NIBBLE_BYTES]),
+}
 
 /// Saber.PKE.KeyGen from seed_A (already hashed) and seed_s.
 ///
@@ -21,18 +101,27 @@ use crate::sampling::{gen_secret, load_entry, MatrixStream};
 ///   0.8 M cycles), which is what lets key generation fit there.
 ///
 /// Both give the same bytes (tested).
-pub fn keygen(
-    seed_a: &[u8; SEED_BYTES],
-    seed_s: &[u8; SEED_BYTES],
-    pk: &mut [u8; PK_BYTES],
-    sk: &mut [u8; SK_PKE_BYTES],
-) {
+pub fn keygen(seed_a: &[u8; SEED_BYTES], seed_s: &[u8; SEED_BYTES], pk: &mut [u8; PK_BYTES], mut sk: SecretOut<'_>) {
     let mut s = [[0u8; N >> 1]; L];
     gen_secret(seed_s, &mut s);
     #[cfg(not(saber_small_sram))]
-    keygen_one_pass(seed_a, &s, pk, sk);
+    keygen_one_pass::<MatrixEntries>(seed_a, &s, pk);
     #[cfg(saber_small_sram)]
-    keygen_by_columns(seed_a, &s, pk, sk);
+    keygen_by_columns::<MatrixEntries>(seed_a, &s, pk);
+    match &mut sk {
+        SecretOut::Packed(sk) => {
+            for (c, s_c) in s.iter().enumerate() {
+                pack_bits(EQ, N, &mut sk[c * POLY_Q_BYTES..(c + 1) * POLY_Q_BYTES], |i| {
+                    secret_coeff(s_c, i) as u16
+                });
+            }
+        }
+        SecretOut::Nibbles(sk) => {
+            for (c, s_c) in s.iter().enumerate() {
+                sk[c * (N >> 1)..(c + 1) * (N >> 1)].copy_from_slice(s_c);
+            }
+        }
+    }
     s.wipe();
 }
 
@@ -42,20 +131,19 @@ pub fn keygen(
 /// together.
 #[cfg_attr(saber_small_sram, allow(dead_code))]
 #[inline(never)]
-fn keygen_one_pass(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_PKE_BYTES]) {
+fn keygen_one_pass<E: Entries>(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTES]) {
     let mut acc = [const { Accumulator::new() }; L];
     let mut scratch = Scratch::new();
-    let mut entry = [0u8; POLY_Q_BYTES];
-    let mut stream = MatrixStream::new(seed_a);
+    let mut entries = E::NEW;
+    entries.start(seed_a);
     for s_r in s.iter() {
         for acc_c in acc.iter_mut() {
-            stream.next_entry(&mut entry);
-            acc_c.mul_acc(&mut scratch, |t| load_entry(&entry, t), |t| load_secret(s_r, t));
+            entries.mul_next(acc_c, &mut scratch, |t| load_secret(s_r, t));
         }
     }
     for (c, acc_c) in acc.iter_mut().enumerate() {
         acc_c.finish(&mut scratch.a);
-        emit_key_column(c, &scratch.a, s, pk, sk);
+        emit_key_column(c, &scratch.a, pk);
     }
     pk[POLYVEC_P_BYTES..].copy_from_slice(seed_a);
     scratch.wipe();
@@ -66,36 +154,33 @@ fn keygen_one_pass(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_
 /// like [`keygen_one_pass`]).
 #[cfg_attr(not(saber_small_sram), allow(dead_code))]
 #[inline(never)]
-fn keygen_by_columns(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_PKE_BYTES]) {
+fn keygen_by_columns<E: Entries>(seed_a: &[u8; SEED_BYTES], s: &[Secret; L], pk: &mut [u8; PK_BYTES]) {
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
-    let mut entry = [0u8; POLY_Q_BYTES];
+    let mut entries = E::NEW;
     for c in 0..L {
         // Entry A[r][c] is number r·l + c of the row-major stream.
-        let mut stream = MatrixStream::new(seed_a);
+        entries.start(seed_a);
         let mut next = 0;
         for (r, s_r) in s.iter().enumerate() {
-            while next <= r * L + c {
-                stream.next_entry(&mut entry);
+            while next < r * L + c {
+                entries.skip(&mut scratch);
                 next += 1;
             }
-            acc.mul_acc(&mut scratch, |t| load_entry(&entry, t), |t| load_secret(s_r, t));
+            entries.mul_next(&mut acc, &mut scratch, |t| load_secret(s_r, t));
+            next += 1;
         }
         acc.finish(&mut scratch.a);
-        emit_key_column(c, &scratch.a, s, pk, sk);
+        emit_key_column(c, &scratch.a, pk);
     }
     pk[POLYVEC_P_BYTES..].copy_from_slice(seed_a);
     scratch.wipe();
 }
 
-/// b_c rounded to p into pk, s_c into sk (output polynomial c of keygen).
-fn emit_key_column(c: usize, b: &[i16; N], s: &[Secret; L], pk: &mut [u8; PK_BYTES], sk: &mut [u8; SK_PKE_BYTES]) {
+/// b_c rounded to p into pk (output polynomial c of keygen).
+fn emit_key_column(c: usize, b: &[i16; N], pk: &mut [u8; PK_BYTES]) {
     pack_bits(EP, N, &mut pk[c * POLY_P_BYTES..(c + 1) * POLY_P_BYTES], |i| {
         (b[i] as u16 + H1) >> (EQ - EP)
-    });
-    let s_c = &s[c];
-    pack_bits(EQ, N, &mut sk[c * POLY_Q_BYTES..(c + 1) * POLY_Q_BYTES], |i| {
-        secret_coeff(s_c, i) as u16
     });
 }
 
@@ -106,22 +191,21 @@ fn emit_key_column(c: usize, b: &[i16; N], s: &[Secret; L], pk: &mut [u8; PK_BYT
 pub fn encrypt(m: &[u8; 32], seed_sp: &[u8; SEED_BYTES], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut sp = [[0u8; N >> 1]; L];
     gen_secret(seed_sp, &mut sp);
-    encrypt_with(m, &sp, pk, sink);
+    encrypt_with::<MatrixEntries>(m, &sp, pk, sink);
     sp.wipe();
 }
 
 /// [`encrypt`] after GenSecret (not inlined, like [`keygen_with`]).
 #[inline(never)]
-fn encrypt_with(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
+fn encrypt_with<E: Entries>(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
-    let mut stream = MatrixStream::new(&pk[POLYVEC_P_BYTES..PK_BYTES]);
-    let mut entry = [0u8; POLY_Q_BYTES];
+    let mut entries = E::NEW;
+    entries.start(&pk[POLYVEC_P_BYTES..PK_BYTES]);
     // b' = round(A s'), one row at a time.
     for i in 0..L {
         for sp_j in sp.iter() {
-            stream.next_entry(&mut entry);
-            acc.mul_acc(&mut scratch, |t| load_entry(&entry, t), |t| load_secret(sp_j, t));
+            entries.mul_next(&mut acc, &mut scratch, |t| load_secret(sp_j, t));
         }
         let out = &mut scratch.a;
         acc.finish(out);
@@ -163,18 +247,35 @@ fn inner_product(b: &[u8], acc: &mut Accumulator, scratch: &mut Scratch, load_s:
     acc.finish(&mut scratch.a);
 }
 
+/// The secret s as a key holds it.
+#[derive(Clone, Copy)]
+pub enum SecretIn<'a> {
+    /// The specification's sk_PKE (13 bits a coefficient).
+    Packed(&'a [u8; SK_PKE_BYTES]),
+    /// [`Secret`]s (a compact secret key).
+    Nibbles(&'a [u8; SK_NIBBLE_BYTES]),
+}
+
+impl SecretIn<'_> {
+    /// Secret `j`'s coefficients into `t`.
+    fn load(self, j: usize, t: &mut [i16; N]) {
+        match self {
+            SecretIn::Packed(sk) => unpack_bits(EQ, N, &sk[j * POLY_Q_BYTES..(j + 1) * POLY_Q_BYTES], |i, v| {
+                t[i] = centre(v, EQ)
+            }),
+            SecretIn::Nibbles(s) => kem_common::unpack_nibbles(&s[j * (N >> 1)..(j + 1) * (N >> 1)], t),
+        }
+    }
+}
+
 /// Saber.PKE.Dec: m = (v − 2^(ε_p−ε_T)·c_m + h2) ≫ (ε_p − 1), bit by bit.
 /// `sk` must hold secrets in [−5, 5] (checked on import); they are read
 /// straight from it for each product, never copied.
 #[inline(never)]
-pub fn decrypt(sk: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
+pub fn decrypt(sk: SecretIn<'_>, ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
-    inner_product(&ct[..POLYVEC_P_BYTES], &mut acc, &mut scratch, |j, t| {
-        unpack_bits(EQ, N, &sk[j * POLY_Q_BYTES..(j + 1) * POLY_Q_BYTES], |i, v| {
-            t[i] = centre(v, EQ)
-        })
-    });
+    inner_product(&ct[..POLYVEC_P_BYTES], &mut acc, &mut scratch, |j, t| sk.load(j, t));
     let v = &scratch.a;
     m.fill(0);
     unpack_bits(ET, N, &ct[POLYVEC_P_BYTES..], |k, cm| {
@@ -196,23 +297,57 @@ pub fn secret_in_range(sk: &[u8]) -> bool {
     bad == 0
 }
 
+/// Whether every 4-bit secret coefficient lies in [−5, 5] (no early exit).
+pub fn nibbles_in_range(s: &[u8; SK_NIBBLE_BYTES]) -> bool {
+    let mut bad = 0u16;
+    for i in 0..L * N {
+        let x = kem_common::nibble(s, i);
+        bad |= ((5 - x) | (x + 5)) as u16 & 0x8000;
+    }
+    bad == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The two key generation orders give the same keys.
+    /// The two key generation orders, each with both ways of getting the
+    /// matrix entries, give the same public key.
     #[test]
     fn one_pass_and_by_columns_agree() {
         for seed in 0..8u8 {
             let seed_a = [seed.wrapping_mul(91) ^ 0x3C; SEED_BYTES];
             let mut s = [[0u8; N >> 1]; L];
             gen_secret(&[seed; SEED_BYTES], &mut s);
-            let (mut pk1, mut sk1) = ([0u8; PK_BYTES], [0u8; SK_PKE_BYTES]);
-            let (mut pk2, mut sk2) = ([1u8; PK_BYTES], [1u8; SK_PKE_BYTES]);
-            keygen_one_pass(&seed_a, &s, &mut pk1, &mut sk1);
-            keygen_by_columns(&seed_a, &s, &mut pk2, &mut sk2);
-            assert_eq!(pk1, pk2, "seed {seed}");
-            assert_eq!(sk1, sk2, "seed {seed}");
+            let mut reference = [0u8; PK_BYTES];
+            keygen_one_pass::<Buffered>(&seed_a, &s, &mut reference);
+            let mut pks = [[1u8; PK_BYTES]; 3];
+            keygen_one_pass::<Recovered>(&seed_a, &s, &mut pks[0]);
+            keygen_by_columns::<Buffered>(&seed_a, &s, &mut pks[1]);
+            keygen_by_columns::<Recovered>(&seed_a, &s, &mut pks[2]);
+            for (k, pk) in pks.iter().enumerate() {
+                assert_eq!(pk, &reference, "seed {seed}, variant {k}");
+            }
+        }
+    }
+
+    /// Encryption gives the same ciphertext with the entries buffered and
+    /// recovered, for matrices whose entries reach ±2^12 (the coefficients
+    /// the residue mod 7681 alone cannot tell apart) and for random ones.
+    #[test]
+    fn buffered_and_recovered_entries_encrypt_alike() {
+        for seed in 0..6u8 {
+            let mut pk = [0u8; PK_BYTES];
+            let mut s = [[0u8; N >> 1]; L];
+            gen_secret(&[seed ^ 0xA5; SEED_BYTES], &mut s);
+            keygen_one_pass::<Buffered>(&[seed; SEED_BYTES], &s, &mut pk);
+            let mut sp = [[0u8; N >> 1]; L];
+            gen_secret(&[seed.wrapping_add(77); SEED_BYTES], &mut sp);
+            let m = [seed.wrapping_mul(29); 32];
+            let (mut ct1, mut ct2) = ([0u8; CT_BYTES], [1u8; CT_BYTES]);
+            encrypt_with::<Buffered>(&m, &sp, &pk, &mut CiphertextSink::Write(&mut ct1));
+            encrypt_with::<Recovered>(&m, &sp, &pk, &mut CiphertextSink::Write(&mut ct2));
+            assert_eq!(ct1, ct2, "seed {seed}");
         }
     }
 }

@@ -89,8 +89,44 @@ impl Accumulator {
         scratch.s.wipe();
     }
 
+    /// [`Self::mul_acc`] for an `a` already in `scratch.a` (centred, |a_i| ≤
+    /// 2^12), which is consumed: for MCUs that cannot hold the packed entry
+    /// beside the product (`cfg(saber_small_sram)`). The 7681 product runs
+    /// first and its transform of a is inverted again (the exact inverse)
+    /// for the 3329 product: one inverse NTT instead of a 416-byte buffer.
+    /// The residue mod 7681 leaves a apart from a ∓ 7681 only where
+    /// |a_i| > 3840, so those coefficients are marked first (a bit each;
+    /// public, like the matrix they come from).
+    #[cfg_attr(not(saber_small_sram), allow(dead_code))]
+    #[inline(never)]
+    pub fn mul_acc_recovering(&mut self, scratch: &mut Scratch, load_s: impl Fn(&mut [i16; N])) {
+        const HALF: i16 = (7681 - 1) >> 1;
+        let mut wide = [0u8; N >> 3];
+        for (i, &a) in scratch.a.iter().enumerate() {
+            wide[i >> 3] |= ((a.unsigned_abs() > HALF as u16) as u8) << (i & 7);
+        }
+        load_s(&mut scratch.s);
+        Saber7681::forward(&mut scratch.a);
+        Saber7681::forward(&mut scratch.s);
+        Saber7681::base_mul_acc(&scratch.a, &scratch.s, &mut self.p7681);
+        Saber7681::inverse(&mut scratch.a); // centred: [−3840, 3840]
+        for (i, a) in scratch.a.iter_mut().enumerate() {
+            // A marked residue r stands for r − 7681 (r > 0) or r + 7681 (r < 0).
+            let marked = ((wide[i >> 3] >> (i & 7)) & 1) as i16;
+            let towards_zero = 7681 * (((*a >> 15) << 1) + 1); // 7681·sign(r), r ≠ 0 when marked
+            *a -= marked * towards_zero;
+            *a = Q3329::center_fixup(*a);
+        }
+        load_s(&mut scratch.s);
+        Saber3329::forward(&mut scratch.a);
+        Saber3329::forward(&mut scratch.s);
+        Saber3329::base_mul_acc(&scratch.a, &scratch.s, &mut self.p3329);
+        scratch.s.wipe();
+    }
+
     /// The exact sum reduced mod 2^13 (values in [0, 2^13)) into `out`;
     /// the accumulator is cleared.
+    #[inline(never)]
     pub fn finish(&mut self, out: &mut [i16; N]) {
         Saber3329::inverse(&mut self.p3329);
         Saber7681::inverse(&mut self.p7681);
@@ -175,6 +211,32 @@ mod tests {
             acc.finish(&mut out);
             let doubled: [i16; N] = core::array::from_fn(|i| (2 * single[i]) & 0x1FFF);
             assert_eq!(out, doubled);
+
+            // The same with a in the transform buffer, recovered for the second prime.
+            scratch.a = *a;
+            acc.mul_acc_recovering(&mut scratch, |t| *t = *s);
+            scratch.a = *a;
+            acc.mul_acc_recovering(&mut scratch, |t| *t = *s);
+            acc.finish(&mut out);
+            assert_eq!(out, doubled, "recovered entries");
+        }
+    }
+
+    /// Every 13-bit value survives the trip through the 7681 transform,
+    /// the ±3840 boundary and the extremes included.
+    #[test]
+    fn recovering_keeps_every_entry_value() {
+        let unit: [i16; N] = core::array::from_fn(|i| (i == 0) as i16);
+        let mut scratch = Scratch::new();
+        let mut acc = Accumulator::new();
+        let mut out = [0i16; N];
+        for start in (-4096i16..4096).step_by(N) {
+            let a: [i16; N] = core::array::from_fn(|i| start + i as i16);
+            scratch.a = a;
+            acc.mul_acc_recovering(&mut scratch, |t| *t = unit);
+            acc.finish(&mut out);
+            // a·1 mod 2^13.
+            assert_eq!(out, a.map(|x| x & 0x1FFF), "from {start}");
         }
     }
 }

@@ -13,18 +13,35 @@ use crate::poly::{centre, Secret};
 pub struct MatrixStream(Sponge);
 
 impl MatrixStream {
-    /// Starts the stream for `seed_a`.
-    pub fn new(seed_a: &[u8]) -> Self {
-        let mut s = Sponge::shake128();
-        s.absorb(seed_a);
-        s.finalize();
-        MatrixStream(s)
+    /// A stream not started yet ([`Self::restart`] starts it).
+    pub const NEW: Self = MatrixStream(Sponge::shake128());
+
+    /// Starts the stream for `seed_a` again, in place (a stream built by
+    /// value can cost the AVR a second 203-byte copy on the stack).
+    pub fn restart(&mut self, seed_a: &[u8]) {
+        self.0.reset();
+        self.0.absorb(seed_a);
+        self.0.finalize();
     }
 
     /// The next entry A[i][j], packed (13 bits a coefficient); unpack
     /// it with [`load_entry`] when a product needs it.
     pub fn next_entry(&mut self, out: &mut [u8; POLY_Q_BYTES]) {
         self.0.squeeze(out);
+    }
+
+    /// The next entry straight into a product's buffer, centred as
+    /// [`load_entry`] gives it: squeezed 13 bytes (8 coefficients) at a
+    /// time, so no packed copy of the entry is held.
+    #[cfg_attr(not(saber_small_sram), allow(dead_code))]
+    #[inline(never)]
+    pub fn next_entry_unpacked(&mut self, out: &mut [i16; N]) {
+        const GROUP: usize = EQ as usize; // bytes of 8 coefficients
+        let mut bytes = [0u8; GROUP];
+        for eight in out.chunks_exact_mut(8) {
+            self.0.squeeze(&mut bytes);
+            unpack_bits(EQ, 8, &bytes, |i, v| eight[i] = centre(v, EQ));
+        }
     }
 }
 
