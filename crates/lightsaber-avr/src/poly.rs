@@ -103,7 +103,10 @@ impl Accumulator {
         const HALF: i16 = (7681 - 1) >> 1;
         let mut wide = [0u8; N >> 3];
         for (i, &a) in scratch.a.iter().enumerate() {
-            wide[i >> 3] |= ((a.unsigned_abs() > HALF as u16) as u8) << (i & 7);
+            // The sign of HALF − |a|, not a comparison: one instruction path
+            // for every matrix (a compare compiles to a branch on the AVR).
+            let marked = ((HALF - a.abs()) >> 15) as u8 & 1;
+            wide[i >> 3] |= marked << (i & 7);
         }
         load_s(&mut scratch.s);
         Saber7681::forward(&mut scratch.a);

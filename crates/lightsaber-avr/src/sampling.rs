@@ -26,6 +26,7 @@ impl MatrixStream {
 
     /// The next entry A[i][j], packed (13 bits a coefficient); unpack
     /// it with [`load_entry`] when a product needs it.
+    #[cfg_attr(saber_small_sram, allow(dead_code))]
     pub fn next_entry(&mut self, out: &mut [u8; POLY_Q_BYTES]) {
         self.0.squeeze(out);
     }
@@ -46,6 +47,7 @@ impl MatrixStream {
 }
 
 /// A packed matrix entry, centred (|a| ≤ 2^12).
+#[cfg_attr(saber_small_sram, allow(dead_code))]
 pub fn load_entry(bytes: &[u8; POLY_Q_BYTES], out: &mut [i16; N]) {
     unpack_bits(EQ, N, bytes, |i, v| out[i] = centre(v, EQ));
 }
