@@ -52,26 +52,10 @@ impl Ctx {
 
     fn record(&self, scheme: &str, variant: &str, operation: &str) -> Record {
         Record {
-            mcu: self.label(),
-            scheme: scheme.into(),
-            variant: variant.into(),
-            operation: operation.into(),
-            cycles: 0,
-            stack_bytes: 0,
-            stack_bytes_painted: None,
-            code_bytes: 0,
-            static_ram_bytes: None,
             toolchain: self.toolchain.clone(),
             git_revision: self.revision.clone(),
             simulator: self.simulator.clone(),
-            published_cycles: None,
-            published_reference: None,
-            published_stack_bytes: None,
-            published_code_bytes: None,
-            flight_bytes: None,
-            permutation_calls: None,
-            tables: None,
-            cycles_avrxt: None,
+            ..Record::unmeasured(&self.label(), scheme, variant, operation)
         }
     }
 }

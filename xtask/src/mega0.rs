@@ -371,15 +371,8 @@ pub fn yasim_record(
 ) -> crate::records::Record {
     let toolchain = crate::records::toolchain();
     crate::records::Record {
-        mcu: mcu.name.into(),
-        scheme: scheme.into(),
-        variant: variant.into(),
-        operation: operation.into(),
-        cycles: 0,
         stack_bytes: stack.unwrap_or(0),
         stack_bytes_painted: stack,
-        code_bytes: 0,
-        static_ram_bytes: None,
         toolchain: match mcu.opt_level {
             Some(level) => toolchain.replace("opt-level 3", &format!("opt-level {level}")),
             None => toolchain,
@@ -389,14 +382,7 @@ pub fn yasim_record(
             "yasimavr {} @ 20 MHz, classic-core timings; cycles by the on-chip timers",
             mcu.name
         ),
-        published_cycles: None,
-        published_reference: None,
-        published_stack_bytes: None,
-        published_code_bytes: None,
-        flight_bytes: None,
-        permutation_calls: None,
-        tables: None,
-        cycles_avrxt: None,
+        ..crate::records::Record::unmeasured(mcu.name, scheme, variant, operation)
     }
 }
 

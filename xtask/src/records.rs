@@ -76,6 +76,34 @@ pub struct Record {
 }
 
 impl Record {
+    /// A record of `operation` with nothing measured yet and no provenance:
+    /// callers set what they measured and where (struct update syntax), so
+    /// a field added here needs no edit at every place that makes records.
+    pub fn unmeasured(mcu: &str, scheme: &str, variant: &str, operation: &str) -> Record {
+        Record {
+            mcu: mcu.into(),
+            scheme: scheme.into(),
+            variant: variant.into(),
+            operation: operation.into(),
+            cycles: 0,
+            stack_bytes: 0,
+            stack_bytes_painted: None,
+            code_bytes: 0,
+            static_ram_bytes: None,
+            toolchain: String::new(),
+            git_revision: String::new(),
+            simulator: String::new(),
+            published_cycles: None,
+            published_reference: None,
+            published_stack_bytes: None,
+            published_code_bytes: None,
+            flight_bytes: None,
+            permutation_calls: None,
+            tables: None,
+            cycles_avrxt: None,
+        }
+    }
+
     /// Where the image kept its NTT tables (a record without the field
     /// predates it, or has no tables: flash, the default).
     pub fn table_placement(&self) -> crate::published::Tables {
