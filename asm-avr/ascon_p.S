@@ -39,279 +39,231 @@ ascon_permute_avr:
 	clr r1
 1:
 	; substitution layer, one byte column at a time
-	ldd r18, Z+8
-	ldd r19, Z+16
-	ldd r20, Z+24
-	ldd r10, Z+32
-	eor r19, r26		; round constant
-	eor r2, r10
-	eor r10, r20
-	eor r19, r18
-	mov r23, r2
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r10
-	mov r0, r10
-	com r0
-	and r0, r2
-	eor r2, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	ldd r10, Z+8
+	ldd r18, Z+16
+	ldd r19, Z+24
+	ldd r20, Z+32
+	eor r18, r26		; round constant
+	mov r21, r10
+	eor r21, r18
+	mov r22, r2
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+16, r20
+	eor r19, r10		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+8, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r10
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r10, r22
 	eor r10, r23
-	eor r18, r2
-	eor r2, r10
-	eor r20, r19
-	com r19
-	std Z+8, r18
-	std Z+16, r19
-	std Z+24, r20
-	ldd r18, Z+9
-	ldd r19, Z+17
-	ldd r20, Z+25
-	ldd r11, Z+33
-	eor r3, r11
-	eor r11, r20
-	eor r19, r18
-	mov r23, r3
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r11
-	mov r0, r11
-	com r0
-	and r0, r3
-	eor r3, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	or r23, r2		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+24, r23
+	mov r2, r18
+	ldd r11, Z+9
+	ldd r18, Z+17
+	ldd r19, Z+25
+	ldd r20, Z+33
+	mov r21, r11
+	eor r21, r18
+	mov r22, r3
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+17, r20
+	eor r19, r11		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+9, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r11
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r11, r22
 	eor r11, r23
-	eor r18, r3
-	eor r3, r11
-	eor r20, r19
-	com r19
-	std Z+9, r18
-	std Z+17, r19
-	std Z+25, r20
-	ldd r18, Z+10
-	ldd r19, Z+18
-	ldd r20, Z+26
-	ldd r12, Z+34
-	eor r4, r12
-	eor r12, r20
-	eor r19, r18
-	mov r23, r4
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r12
-	mov r0, r12
-	com r0
-	and r0, r4
-	eor r4, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	or r23, r3		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+25, r23
+	mov r3, r18
+	ldd r12, Z+10
+	ldd r18, Z+18
+	ldd r19, Z+26
+	ldd r20, Z+34
+	mov r21, r12
+	eor r21, r18
+	mov r22, r4
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+18, r20
+	eor r19, r12		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+10, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r12
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r12, r22
 	eor r12, r23
-	eor r18, r4
-	eor r4, r12
-	eor r20, r19
-	com r19
-	std Z+10, r18
-	std Z+18, r19
-	std Z+26, r20
-	ldd r18, Z+11
-	ldd r19, Z+19
-	ldd r20, Z+27
-	ldd r13, Z+35
-	eor r5, r13
-	eor r13, r20
-	eor r19, r18
-	mov r23, r5
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r13
-	mov r0, r13
-	com r0
-	and r0, r5
-	eor r5, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	or r23, r4		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+26, r23
+	mov r4, r18
+	ldd r13, Z+11
+	ldd r18, Z+19
+	ldd r19, Z+27
+	ldd r20, Z+35
+	mov r21, r13
+	eor r21, r18
+	mov r22, r5
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+19, r20
+	eor r19, r13		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+11, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r13
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r13, r22
 	eor r13, r23
-	eor r18, r5
-	eor r5, r13
-	eor r20, r19
-	com r19
-	std Z+11, r18
-	std Z+19, r19
-	std Z+27, r20
-	ldd r18, Z+12
-	ldd r19, Z+20
-	ldd r20, Z+28
-	ldd r14, Z+36
-	eor r6, r14
-	eor r14, r20
-	eor r19, r18
-	mov r23, r6
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r14
-	mov r0, r14
-	com r0
-	and r0, r6
-	eor r6, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	or r23, r5		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+27, r23
+	mov r5, r18
+	ldd r14, Z+12
+	ldd r18, Z+20
+	ldd r19, Z+28
+	ldd r20, Z+36
+	mov r21, r14
+	eor r21, r18
+	mov r22, r6
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+20, r20
+	eor r19, r14		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+12, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r14
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r14, r22
 	eor r14, r23
-	eor r18, r6
-	eor r6, r14
-	eor r20, r19
-	com r19
-	std Z+12, r18
-	std Z+20, r19
-	std Z+28, r20
-	ldd r18, Z+13
-	ldd r19, Z+21
-	ldd r20, Z+29
-	ldd r15, Z+37
-	eor r7, r15
-	eor r15, r20
-	eor r19, r18
-	mov r23, r7
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r15
-	mov r0, r15
-	com r0
-	and r0, r7
-	eor r7, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	or r23, r6		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+28, r23
+	mov r6, r18
+	ldd r15, Z+13
+	ldd r18, Z+21
+	ldd r19, Z+29
+	ldd r20, Z+37
+	mov r21, r15
+	eor r21, r18
+	mov r22, r7
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+21, r20
+	eor r19, r15		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+13, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r15
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r15, r22
 	eor r15, r23
-	eor r18, r7
-	eor r7, r15
-	eor r20, r19
-	com r19
-	std Z+13, r18
-	std Z+21, r19
-	std Z+29, r20
-	ldd r18, Z+14
-	ldd r19, Z+22
-	ldd r20, Z+30
-	ldd r16, Z+38
-	eor r8, r16
-	eor r16, r20
-	eor r19, r18
-	mov r23, r8
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r16
-	mov r0, r16
-	com r0
-	and r0, r8
-	eor r8, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	or r23, r7		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+29, r23
+	mov r7, r18
+	ldd r16, Z+14
+	ldd r18, Z+22
+	ldd r19, Z+30
+	ldd r20, Z+38
+	mov r21, r16
+	eor r21, r18
+	mov r22, r8
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+22, r20
+	eor r19, r16		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+14, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r16
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r16, r22
 	eor r16, r23
-	eor r18, r8
-	eor r8, r16
-	eor r20, r19
-	com r19
-	std Z+14, r18
-	std Z+22, r19
-	std Z+30, r20
-	ldd r18, Z+15
-	ldd r19, Z+23
-	ldd r20, Z+31
-	ldd r17, Z+39
-	eor r9, r17
-	eor r17, r20
-	eor r19, r18
-	mov r23, r9
-	com r23
-	and r23, r18
-	mov r24, r18
-	com r24
-	and r24, r19
-	mov r25, r19
-	com r25
-	and r25, r20
-	mov r27, r20
-	com r27
-	and r27, r17
-	mov r0, r17
-	com r0
-	and r0, r9
-	eor r9, r24
-	eor r18, r25
-	eor r19, r27
-	eor r20, r0
+	or r23, r8		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+30, r23
+	mov r8, r18
+	ldd r17, Z+15
+	ldd r18, Z+23
+	ldd r19, Z+31
+	ldd r20, Z+39
+	mov r21, r17
+	eor r21, r18
+	mov r22, r9
+	eor r22, r20
+	mov r23, r19
+	eor r23, r20
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r19
+	eor r20, r21
+	std Z+23, r20
+	eor r19, r17		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r19, r21
+	eor r19, r22
+	std Z+15, r19
+	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r18, r17
+	eor r18, r23
+	com r22			; new x4 = (x1 & ~t1) ^ t2
+	and r17, r22
 	eor r17, r23
-	eor r18, r9
-	eor r9, r17
-	eor r20, r19
-	com r19
-	std Z+15, r18
-	std Z+23, r19
-	std Z+31, r20
+	or r23, r9		; new x3 = (x0 | t2) ^ t0
+	eor r23, r21
+	std Z+31, r23
+	mov r9, r18
 	; linear layer: x0 and x4 in place, then x1..x3 one at a time
 	movw r18, r2
 	movw r20, r4
@@ -377,26 +329,24 @@ ascon_permute_avr:
 	movw r20, r12
 	movw r22, r14
 	movw r24, r16
-	bst r22, 0
-	lsr r21
-	ror r20
-	ror r19
-	ror r18
-	ror r25
-	ror r24
-	ror r23
-	ror r22
-	bld r21, 7
-	bst r22, 0
-	lsr r21
-	ror r20
-	ror r19
-	ror r18
-	ror r25
-	ror r24
-	ror r23
-	ror r22
-	bld r21, 7
+	lsl r22
+	rol r23
+	rol r24
+	rol r25
+	rol r18
+	rol r19
+	rol r20
+	rol r21
+	adc r22, r1
+	lsl r22
+	rol r23
+	rol r24
+	rol r25
+	rol r18
+	rol r19
+	rol r20
+	rol r21
+	adc r22, r1
 	eor r22, r10
 	eor r23, r11
 	eor r24, r12
@@ -405,23 +355,24 @@ ascon_permute_avr:
 	eor r19, r15
 	eor r20, r16
 	eor r21, r17
-	lsl r23
-	rol r24
-	rol r25
-	rol r18
-	rol r19
-	rol r20
-	rol r21
-	rol r22
-	adc r23, r1
-	eor r10, r23
-	eor r11, r24
-	eor r12, r25
-	eor r13, r18
-	eor r14, r19
-	eor r15, r20
-	eor r16, r21
-	eor r17, r22
+	bst r19, 0
+	lsr r18
+	ror r25
+	ror r24
+	ror r23
+	ror r22
+	ror r21
+	ror r20
+	ror r19
+	bld r18, 7
+	eor r10, r19
+	eor r11, r20
+	eor r12, r21
+	eor r13, r22
+	eor r14, r23
+	eor r15, r24
+	eor r16, r25
+	eor r17, r18
 	std Z+32, r10
 	std Z+33, r11
 	std Z+34, r12
