@@ -203,17 +203,59 @@ def complement_lanes():
         emit("\tbrne 7b")
 
 
-def load_lane_xor_d(regs, lane, x):
-    point_z(8 * lane)
+def z_move_cycles(frm, to):
+    """Cycles `move_z` takes from state offset `frm` to `to`."""
+    if frm == to:
+        return 0
+    if to == 0:
+        return 1  # movw
+    return 2 if frm is not None and abs(to - frm) <= 63 else 3  # adiw/sbiw, or movw + subi + sbci
+
+
+def move_z(frm, to):
+    """Moves Z from state + frm (None: elsewhere) to state + to (r24:r25 = state)."""
+    if frm == to:
+        return
+    if to == 0:
+        emit("\tmovw r30, r24")
+    elif frm is not None and abs(to - frm) <= 63:
+        emit(f"\t{'adiw' if to > frm else 'sbiw'} r30, {abs(to - frm)}")
+    else:
+        point_z(to)
+
+
+def z_offsets(lanes, start):
+    """Where Z points (offsets from the state) while the lanes are accessed
+    in this order, starting from `start`: a lane L is reached by ldd/std
+    displacements 8L − z .. 8L − z + 7 ≤ 63, and among the offsets that
+    allow, the ones with the fewest cycles of pointer moves (dynamic
+    programming over the offsets 0..199), instead of pointing Z at every
+    lane anew (3 cycles a lane)."""
+    reach = [[z for z in range(200) if 0 <= 8 * lane - z <= 56] for lane in lanes]
+    best = [{z: (z_move_cycles(start, z), None) for z in reach[0]}]
+    for k in range(1, len(lanes)):
+        best.append({
+            z: min((c + z_move_cycles(p, z), p) for p, (c, _) in best[k - 1].items())
+            for z in reach[k]
+        })
+    z = min(best[-1], key=lambda z: best[-1][z][0])
+    path = [z]
+    for k in range(len(lanes) - 1, 0, -1):
+        z = best[k][z][1]
+        path.append(z)
+    return path[::-1]
+
+
+def load_lane_xor_d(regs, lane, x, z):
     for j, r in enumerate(regs):
-        emit(f"\tldd {r}, Z+{j}")
+        emit(f"\tldd {r}, Z+{8 * lane - z + j}")
         emit(f"\tldd r0, Y+{d_offset(x, j)}")
         emit(f"\teor {r}, r0")
 
 
-def store_lane(regs, byte_rot):
+def store_lane(regs, byte_rot, lane, z):
     for j, r in enumerate(regs):
-        emit(f"\tstd Z+{(j + byte_rot) % 8}, {r}")
+        emit(f"\tstd Z+{8 * lane - z + (j + byte_rot) % 8}, {r}")
 
 
 emit("""/* Keccak-f[1600] for AVR (classic AVRe/AVRe+ and AVRxt cores).
@@ -225,8 +267,12 @@ emit("""/* Keccak-f[1600] for AVR (classic AVRe/AVRe+ and AVRxt cores).
  * C is computed from the state once; after that chi, which runs a byte
  * column (all five rows) at a time, xors every output byte into C as it
  * stores it, and iota into C[0] too: theta never reads the state again.
- * rho and pi run in place along pi's single 24-cycle with two 8-byte
- * register sets, applying D as each lane is loaded; iota xors the non-zero
+ * theta's D words come from a chain that loads each C once (kept plain for
+ * one D, rotated for another). rho and pi run in place along pi's single
+ * 24-cycle with two 8-byte register sets, applying D as each lane is
+ * loaded, with Z moved only where the ldd/std displacements (0..63) cannot
+ * reach the next lane; lane 0, which rho and pi leave alone, gets D[0] as
+ * chi loads it. iota xors the non-zero
  * bytes (0, 1, 3, 7) of the round constant from flash. Six lanes are kept
  * inverted through the rounds (lane complementing: chi then needs 5 NOTs a
  * round instead of 25) and inverted back on exit. Every path is
@@ -293,27 +339,52 @@ emit("\trjmp 5b")
 emit("6:")
 emit("\tclr r18\t\t; round index")
 emit("1:\t\t\t\t; round loop")
-emit("\t; theta: D[x] = C[x-1] ^ rol(C[x+1], 1) into the frame (Z = C)")
+emit("\t; theta: D[x] = C[x-1] ^ rol(C[x+1], 1) into the frame (Z = C), along")
+emit("\t; the chain C1, C3, C0, C2, C4: each C is loaded once, kept plain for")
+emit("\t; the next D and rotated for this one; rol(C1) waits in D[0]'s slot")
 emit("\tmovw r30, r28")
 emit("\tadiw r30, 40")
-for x in range(5):
-    regs = SET[0]
-    for j, r in enumerate(regs):
-        emit(f"\tldd {r}, Z+{8 * ((x + 1) % 5) + j}")
-    rotate(regs, 1)
-    for j, r in enumerate(regs):
-        emit(f"\tldd r0, Z+{8 * ((x + 4) % 5) + j}")
-        emit(f"\teor {r}, r0")
-    for j, r in enumerate(regs):
-        emit(f"\tstd Y+{d_offset(x, j)}, {r}")
-emit("\t; theta on lane 0 (rho offset 0, pi fixes it)")
-point_z(0)
-for j in range(8):
-    emit(f"\tldd r0, Z+{j}")
-    emit(f"\tldd r19, Y+{d_offset(0, j)}")
-    emit("\teor r0, r19")
-    emit(f"\tstd Z+{j}, r0")
-emit("\t; theta, rho and pi on lanes 1..24, following pi's cycle")
+# Three register sets: the loaded C (rotated in place), its plain copy, and
+# the previous C's plain copy. The third set is not made of aligned pairs
+# everywhere (r19, r0), so copies into it use mov where movw cannot.
+THETA_SETS = [SET[0], SET[1], ["r20", "r21", "r22", "r23", "r26", "r27", "r19", "r0"]]
+
+
+def copy_set(dst, src):
+    j = 0
+    while j < 8:
+        d, s_ = int(dst[j][1:]), int(src[j][1:])
+        if j < 7 and d % 2 == 0 and s_ % 2 == 0 and int(dst[j + 1][1:]) == d + 1 and int(src[j + 1][1:]) == s_ + 1:
+            emit(f"\tmovw {dst[j]}, {src[j]}")
+            j += 2
+        else:
+            emit(f"\tmov {dst[j]}, {src[j]}")
+            j += 1
+
+
+chain = [1, 3, 0, 2, 4]  # c[i - 1] ^ rol(c[i]) = D[c[i] - 1]
+assert all((chain[i - 1] - chain[i]) % 5 == 3 for i in range(5))  # c[i-1] = C[x-1]
+loaded, plain, previous = THETA_SETS[0], THETA_SETS[1], None
+for i, cx in enumerate(chain):
+    for j, r in enumerate(loaded):
+        emit(f"\tldd {r}, Z+{8 * cx + j}")
+    copy_set(plain, loaded)
+    rotate(loaded, 1)
+    x = (cx - 1) % 5  # the D this rotation is for
+    if previous is None:
+        for j, r in enumerate(loaded):
+            emit(f"\tstd Y+{d_offset(x, j)}, {r}\t; rol(C[1]) for D[0]")
+    else:
+        for j, r in enumerate(loaded):
+            emit(f"\teor {r}, {previous[j]}")
+            emit(f"\tstd Y+{d_offset(x, j)}, {r}")
+    previous, plain = plain, (previous if previous is not None else THETA_SETS[2])
+for j, r in enumerate(previous):  # D[0] = C[4] ^ rol(C[1])
+    emit(f"\tldd {loaded[0]}, Y+{d_offset(0, j)}")
+    emit(f"\teor {r}, {loaded[0]}")
+    emit(f"\tstd Y+{d_offset(0, j)}, {r}")
+emit("\t; theta, rho and pi on lanes 1..24, following pi's cycle (lane 0, which")
+emit("\t; rho and pi leave alone, gets D[0] in chi, as chi loads it)")
 cycle = [1]
 while pi(cycle[-1]) != 1:
     cycle.append(pi(cycle[-1]))
@@ -324,22 +395,28 @@ def rot_of(lane):
     return ROT[lane % 5][lane // 5]
 
 
+# Lane k of the cycle is loaded, and lane k − 1's value stored in its place,
+# with Z at zs[k]; the last value goes to lane cycle[0] (zs[24]). Z points
+# into the frame here (None: not into the state).
+zs = z_offsets(cycle + [cycle[0]], None)
 cur = 0
-load_lane_xor_d(SET[cur], cycle[0], cycle[0] % 5)
+move_z(None, zs[0])
+load_lane_xor_d(SET[cur], cycle[0], cycle[0] % 5, zs[0])
 pending = (rot_of(cycle[0]) >> 3) + rotate(SET[cur], rot_of(cycle[0]) & 7)
-for lane in cycle[1:]:
+for k, lane in enumerate(cycle[1:], start=1):
     nxt = 1 - cur
     emit(f"\t; lane {lane}")
-    load_lane_xor_d(SET[nxt], lane, lane % 5)
-    store_lane(SET[cur], pending)
+    move_z(zs[k - 1], zs[k])
+    load_lane_xor_d(SET[nxt], lane, lane % 5, zs[k])
+    store_lane(SET[cur], pending, lane, zs[k])
     pending = (rot_of(lane) >> 3) + rotate(SET[nxt], rot_of(lane) & 7)
     cur = nxt
-point_z(8 * cycle[0])
-store_lane(SET[cur], pending)
+move_z(zs[23], zs[24])
+store_lane(SET[cur], pending, cycle[0], zs[24])
 emit("\t; chi, a byte column (five rows) at a time; C[x][j] = xor of the")
 emit("\t; column's outputs, kept in r2..r6 and stored at Y+40+8x+j")
 emit("\tmovw r30, r24\t\t; Z = byte j of row 0")
-emit("\tmovw r26, r28\t\t; the frame, kept (Y walks C)")
+emit("\tmovw r26, r28\t\t; X walks D[0] (Y walks C)")
 emit("\tadiw r28, 40")
 emit("\tldi r19, 8")
 emit("\tmov r7, r19")
@@ -349,6 +426,9 @@ c = ["r2", "r3", "r4", "r5", "r6"]
 for y in range(5):
     for x in range(5):
         emit(f"\tldd {a[x]}, Z+{8 * x}")
+        if (x, y) == (0, 0):
+            emit("\tld r0, X+\t\t; theta on lane 0")
+            emit(f"\teor {a[x]}, r0")
     forms, before = shared_inversions([chi_form(x, y, _INVERTED) for x in range(5)])
     for x in range(5):
         for inverted in before[x]:
@@ -382,7 +462,7 @@ emit("\tdec r7")
 emit("\tbreq 4f")
 emit("\trjmp 2b\t\t; the column body is beyond brne's reach")
 emit("4:")
-emit("\tmovw r28, r26\t\t; Y = the frame again")
+emit("\tsbiw r28, 48\t\t; Y = the frame again")
 emit("\t; iota: bytes 0, 1, 3, 7 of the round constant, into lane 0 and C[0]")
 emit("\tldi r30, lo8(keccak_rc_bytes)")
 emit("\tldi r31, hi8(keccak_rc_bytes)")

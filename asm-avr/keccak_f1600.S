@@ -7,8 +7,12 @@
  * C is computed from the state once; after that chi, which runs a byte
  * column (all five rows) at a time, xors every output byte into C as it
  * stores it, and iota into C[0] too: theta never reads the state again.
- * rho and pi run in place along pi's single 24-cycle with two 8-byte
- * register sets, applying D as each lane is loaded; iota xors the non-zero
+ * theta's D words come from a chain that loads each C once (kept plain for
+ * one D, rotated for another). rho and pi run in place along pi's single
+ * 24-cycle with two 8-byte register sets, applying D as each lane is
+ * loaded, with Z moved only where the ldd/std displacements (0..63) cannot
+ * reach the next lane; lane 0, which rho and pi leave alone, gets D[0] as
+ * chi loads it. iota xors the non-zero
  * bytes (0, 1, 3, 7) of the round constant from flash. Six lanes are kept
  * inverted through the rounds (lane complementing: chi then needs 5 NOTs a
  * round instead of 25) and inverted back on exit. Every path is
@@ -226,7 +230,9 @@ keccak_f1600_avr:
 6:
 	clr r18		; round index
 1:				; round loop
-	; theta: D[x] = C[x-1] ^ rol(C[x+1], 1) into the frame (Z = C)
+	; theta: D[x] = C[x-1] ^ rol(C[x+1], 1) into the frame (Z = C), along
+	; the chain C1, C3, C0, C2, C4: each C is loaded once, kept plain for
+	; the next D and rotated for this one; rol(C1) waits in D[0]'s slot
 	movw r30, r28
 	adiw r30, 40
 	ldd r2, Z+8
@@ -237,6 +243,10 @@ keccak_f1600_avr:
 	ldd r7, Z+13
 	ldd r8, Z+14
 	ldd r9, Z+15
+	movw r10, r2
+	movw r12, r4
+	movw r14, r6
+	movw r16, r8
 	lsl r2
 	rol r3
 	rol r4
@@ -246,71 +256,14 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Z+32
-	eor r2, r0
-	ldd r0, Z+33
-	eor r3, r0
-	ldd r0, Z+34
-	eor r4, r0
-	ldd r0, Z+35
-	eor r5, r0
-	ldd r0, Z+36
-	eor r6, r0
-	ldd r0, Z+37
-	eor r7, r0
-	ldd r0, Z+38
-	eor r8, r0
-	ldd r0, Z+39
-	eor r9, r0
-	std Y+0, r2
-	std Y+1, r3
-	std Y+2, r4
-	std Y+3, r5
-	std Y+4, r6
-	std Y+5, r7
-	std Y+6, r8
-	std Y+7, r9
-	ldd r2, Z+16
-	ldd r3, Z+17
-	ldd r4, Z+18
-	ldd r5, Z+19
-	ldd r6, Z+20
-	ldd r7, Z+21
-	ldd r8, Z+22
-	ldd r9, Z+23
-	lsl r2
-	rol r3
-	rol r4
-	rol r5
-	rol r6
-	rol r7
-	rol r8
-	rol r9
-	adc r2, r1
-	ldd r0, Z+0
-	eor r2, r0
-	ldd r0, Z+1
-	eor r3, r0
-	ldd r0, Z+2
-	eor r4, r0
-	ldd r0, Z+3
-	eor r5, r0
-	ldd r0, Z+4
-	eor r6, r0
-	ldd r0, Z+5
-	eor r7, r0
-	ldd r0, Z+6
-	eor r8, r0
-	ldd r0, Z+7
-	eor r9, r0
-	std Y+8, r2
-	std Y+9, r3
-	std Y+10, r4
-	std Y+11, r5
-	std Y+12, r6
-	std Y+13, r7
-	std Y+14, r8
-	std Y+15, r9
+	std Y+0, r2	; rol(C[1]) for D[0]
+	std Y+1, r3	; rol(C[1]) for D[0]
+	std Y+2, r4	; rol(C[1]) for D[0]
+	std Y+3, r5	; rol(C[1]) for D[0]
+	std Y+4, r6	; rol(C[1]) for D[0]
+	std Y+5, r7	; rol(C[1]) for D[0]
+	std Y+6, r8	; rol(C[1]) for D[0]
+	std Y+7, r9	; rol(C[1]) for D[0]
 	ldd r2, Z+24
 	ldd r3, Z+25
 	ldd r4, Z+26
@@ -319,6 +272,11 @@ keccak_f1600_avr:
 	ldd r7, Z+29
 	ldd r8, Z+30
 	ldd r9, Z+31
+	movw r20, r2
+	movw r22, r4
+	movw r26, r6
+	mov r19, r8
+	mov r0, r9
 	lsl r2
 	rol r3
 	rol r4
@@ -328,30 +286,97 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Z+8
-	eor r2, r0
-	ldd r0, Z+9
-	eor r3, r0
-	ldd r0, Z+10
-	eor r4, r0
-	ldd r0, Z+11
-	eor r5, r0
-	ldd r0, Z+12
-	eor r6, r0
-	ldd r0, Z+13
-	eor r7, r0
-	ldd r0, Z+14
-	eor r8, r0
-	ldd r0, Z+15
-	eor r9, r0
+	eor r2, r10
 	std Y+16, r2
+	eor r3, r11
 	std Y+17, r3
+	eor r4, r12
 	std Y+18, r4
+	eor r5, r13
 	std Y+19, r5
+	eor r6, r14
 	std Y+20, r6
+	eor r7, r15
 	std Y+21, r7
+	eor r8, r16
 	std Y+22, r8
+	eor r9, r17
 	std Y+23, r9
+	ldd r2, Z+0
+	ldd r3, Z+1
+	ldd r4, Z+2
+	ldd r5, Z+3
+	ldd r6, Z+4
+	ldd r7, Z+5
+	ldd r8, Z+6
+	ldd r9, Z+7
+	movw r10, r2
+	movw r12, r4
+	movw r14, r6
+	movw r16, r8
+	lsl r2
+	rol r3
+	rol r4
+	rol r5
+	rol r6
+	rol r7
+	rol r8
+	rol r9
+	adc r2, r1
+	eor r2, r20
+	std Y+32, r2
+	eor r3, r21
+	std Y+33, r3
+	eor r4, r22
+	std Y+34, r4
+	eor r5, r23
+	std Y+35, r5
+	eor r6, r26
+	std Y+36, r6
+	eor r7, r27
+	std Y+37, r7
+	eor r8, r19
+	std Y+38, r8
+	eor r9, r0
+	std Y+39, r9
+	ldd r2, Z+16
+	ldd r3, Z+17
+	ldd r4, Z+18
+	ldd r5, Z+19
+	ldd r6, Z+20
+	ldd r7, Z+21
+	ldd r8, Z+22
+	ldd r9, Z+23
+	movw r20, r2
+	movw r22, r4
+	movw r26, r6
+	mov r19, r8
+	mov r0, r9
+	lsl r2
+	rol r3
+	rol r4
+	rol r5
+	rol r6
+	rol r7
+	rol r8
+	rol r9
+	adc r2, r1
+	eor r2, r10
+	std Y+8, r2
+	eor r3, r11
+	std Y+9, r3
+	eor r4, r12
+	std Y+10, r4
+	eor r5, r13
+	std Y+11, r5
+	eor r6, r14
+	std Y+12, r6
+	eor r7, r15
+	std Y+13, r7
+	eor r8, r16
+	std Y+14, r8
+	eor r9, r17
+	std Y+15, r9
 	ldd r2, Z+32
 	ldd r3, Z+33
 	ldd r4, Z+34
@@ -360,6 +385,10 @@ keccak_f1600_avr:
 	ldd r7, Z+37
 	ldd r8, Z+38
 	ldd r9, Z+39
+	movw r10, r2
+	movw r12, r4
+	movw r14, r6
+	movw r16, r8
 	lsl r2
 	rol r3
 	rol r4
@@ -369,131 +398,71 @@ keccak_f1600_avr:
 	rol r8
 	rol r9
 	adc r2, r1
-	ldd r0, Z+16
-	eor r2, r0
-	ldd r0, Z+17
-	eor r3, r0
-	ldd r0, Z+18
-	eor r4, r0
-	ldd r0, Z+19
-	eor r5, r0
-	ldd r0, Z+20
-	eor r6, r0
-	ldd r0, Z+21
-	eor r7, r0
-	ldd r0, Z+22
-	eor r8, r0
-	ldd r0, Z+23
-	eor r9, r0
+	eor r2, r20
 	std Y+24, r2
+	eor r3, r21
 	std Y+25, r3
+	eor r4, r22
 	std Y+26, r4
+	eor r5, r23
 	std Y+27, r5
+	eor r6, r26
 	std Y+28, r6
+	eor r7, r27
 	std Y+29, r7
+	eor r8, r19
 	std Y+30, r8
-	std Y+31, r9
-	ldd r2, Z+0
-	ldd r3, Z+1
-	ldd r4, Z+2
-	ldd r5, Z+3
-	ldd r6, Z+4
-	ldd r7, Z+5
-	ldd r8, Z+6
-	ldd r9, Z+7
-	lsl r2
-	rol r3
-	rol r4
-	rol r5
-	rol r6
-	rol r7
-	rol r8
-	rol r9
-	adc r2, r1
-	ldd r0, Z+24
-	eor r2, r0
-	ldd r0, Z+25
-	eor r3, r0
-	ldd r0, Z+26
-	eor r4, r0
-	ldd r0, Z+27
-	eor r5, r0
-	ldd r0, Z+28
-	eor r6, r0
-	ldd r0, Z+29
-	eor r7, r0
-	ldd r0, Z+30
-	eor r8, r0
-	ldd r0, Z+31
 	eor r9, r0
-	std Y+32, r2
-	std Y+33, r3
-	std Y+34, r4
-	std Y+35, r5
-	std Y+36, r6
-	std Y+37, r7
-	std Y+38, r8
-	std Y+39, r9
-	; theta on lane 0 (rho offset 0, pi fixes it)
+	std Y+31, r9
+	ldd r2, Y+0
+	eor r10, r2
+	std Y+0, r10
+	ldd r2, Y+1
+	eor r11, r2
+	std Y+1, r11
+	ldd r2, Y+2
+	eor r12, r2
+	std Y+2, r12
+	ldd r2, Y+3
+	eor r13, r2
+	std Y+3, r13
+	ldd r2, Y+4
+	eor r14, r2
+	std Y+4, r14
+	ldd r2, Y+5
+	eor r15, r2
+	std Y+5, r15
+	ldd r2, Y+6
+	eor r16, r2
+	std Y+6, r16
+	ldd r2, Y+7
+	eor r17, r2
+	std Y+7, r17
+	; theta, rho and pi on lanes 1..24, following pi's cycle (lane 0, which
+	; rho and pi leave alone, gets D[0] in chi, as chi loads it)
 	movw r30, r24
-	ldd r0, Z+0
-	ldd r19, Y+0
-	eor r0, r19
-	std Z+0, r0
-	ldd r0, Z+1
-	ldd r19, Y+1
-	eor r0, r19
-	std Z+1, r0
-	ldd r0, Z+2
-	ldd r19, Y+2
-	eor r0, r19
-	std Z+2, r0
-	ldd r0, Z+3
-	ldd r19, Y+3
-	eor r0, r19
-	std Z+3, r0
-	ldd r0, Z+4
-	ldd r19, Y+4
-	eor r0, r19
-	std Z+4, r0
-	ldd r0, Z+5
-	ldd r19, Y+5
-	eor r0, r19
-	std Z+5, r0
-	ldd r0, Z+6
-	ldd r19, Y+6
-	eor r0, r19
-	std Z+6, r0
-	ldd r0, Z+7
-	ldd r19, Y+7
-	eor r0, r19
-	std Z+7, r0
-	; theta, rho and pi on lanes 1..24, following pi's cycle
-	movw r30, r24
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)
-	ldd r2, Z+0
+	ldd r2, Z+8
 	ldd r0, Y+8
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+9
 	ldd r0, Y+9
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+10
 	ldd r0, Y+10
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+11
 	ldd r0, Y+11
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+12
 	ldd r0, Y+12
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+13
 	ldd r0, Y+13
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+14
 	ldd r0, Y+14
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+15
 	ldd r0, Y+15
 	eor r9, r0
 	lsl r2
@@ -506,41 +475,39 @@ keccak_f1600_avr:
 	rol r9
 	adc r2, r1
 	; lane 10
-	movw r30, r24
-	subi r30, lo8(-80)
-	sbci r31, hi8(-80)
-	ldd r10, Z+0
+	adiw r30, 32
+	ldd r10, Z+48
 	ldd r0, Y+0
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+49
 	ldd r0, Y+1
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+50
 	ldd r0, Y+2
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+51
 	ldd r0, Y+3
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+52
 	ldd r0, Y+4
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+53
 	ldd r0, Y+5
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+54
 	ldd r0, Y+6
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+55
 	ldd r0, Y+7
 	eor r17, r0
-	std Z+0, r2
-	std Z+1, r3
-	std Z+2, r4
-	std Z+3, r5
-	std Z+4, r6
-	std Z+5, r7
-	std Z+6, r8
-	std Z+7, r9
+	std Z+48, r2
+	std Z+49, r3
+	std Z+50, r4
+	std Z+51, r5
+	std Z+52, r6
+	std Z+53, r7
+	std Z+54, r8
+	std Z+55, r9
 	lsl r10
 	rol r11
 	rol r12
@@ -569,41 +536,38 @@ keccak_f1600_avr:
 	rol r17
 	adc r10, r1
 	; lane 7
-	movw r30, r24
-	subi r30, lo8(-56)
-	sbci r31, hi8(-56)
-	ldd r2, Z+0
+	ldd r2, Z+24
 	ldd r0, Y+16
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+25
 	ldd r0, Y+17
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+26
 	ldd r0, Y+18
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+27
 	ldd r0, Y+19
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+28
 	ldd r0, Y+20
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+29
 	ldd r0, Y+21
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+30
 	ldd r0, Y+22
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+31
 	ldd r0, Y+23
 	eor r9, r0
-	std Z+0, r10
-	std Z+1, r11
-	std Z+2, r12
-	std Z+3, r13
-	std Z+4, r14
-	std Z+5, r15
-	std Z+6, r16
-	std Z+7, r17
+	std Z+24, r10
+	std Z+25, r11
+	std Z+26, r12
+	std Z+27, r13
+	std Z+28, r14
+	std Z+29, r15
+	std Z+30, r16
+	std Z+31, r17
 	bst r2, 0
 	lsr r9
 	ror r8
@@ -625,41 +589,38 @@ keccak_f1600_avr:
 	ror r2
 	bld r9, 7
 	; lane 11
-	movw r30, r24
-	subi r30, lo8(-88)
-	sbci r31, hi8(-88)
-	ldd r10, Z+0
+	ldd r10, Z+56
 	ldd r0, Y+8
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+57
 	ldd r0, Y+9
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+58
 	ldd r0, Y+10
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+59
 	ldd r0, Y+11
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+60
 	ldd r0, Y+12
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+61
 	ldd r0, Y+13
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+62
 	ldd r0, Y+14
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+63
 	ldd r0, Y+15
 	eor r17, r0
-	std Z+1, r2
-	std Z+2, r3
-	std Z+3, r4
-	std Z+4, r5
-	std Z+5, r6
-	std Z+6, r7
-	std Z+7, r8
-	std Z+0, r9
+	std Z+57, r2
+	std Z+58, r3
+	std Z+59, r4
+	std Z+60, r5
+	std Z+61, r6
+	std Z+62, r7
+	std Z+63, r8
+	std Z+56, r9
 	lsl r10
 	rol r11
 	rol r12
@@ -679,41 +640,39 @@ keccak_f1600_avr:
 	rol r17
 	adc r10, r1
 	; lane 17
-	movw r30, r24
-	subi r30, lo8(-136)
-	sbci r31, hi8(-136)
-	ldd r2, Z+0
+	adiw r30, 56
+	ldd r2, Z+48
 	ldd r0, Y+16
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+49
 	ldd r0, Y+17
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+50
 	ldd r0, Y+18
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+51
 	ldd r0, Y+19
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+52
 	ldd r0, Y+20
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+53
 	ldd r0, Y+21
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+54
 	ldd r0, Y+22
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+55
 	ldd r0, Y+23
 	eor r9, r0
-	std Z+1, r10
-	std Z+2, r11
-	std Z+3, r12
-	std Z+4, r13
-	std Z+5, r14
-	std Z+6, r15
-	std Z+7, r16
-	std Z+0, r17
+	std Z+49, r10
+	std Z+50, r11
+	std Z+51, r12
+	std Z+52, r13
+	std Z+53, r14
+	std Z+54, r15
+	std Z+55, r16
+	std Z+48, r17
 	bst r2, 0
 	lsr r9
 	ror r8
@@ -725,41 +684,38 @@ keccak_f1600_avr:
 	ror r2
 	bld r9, 7
 	; lane 18
-	movw r30, r24
-	subi r30, lo8(-144)
-	sbci r31, hi8(-144)
-	ldd r10, Z+0
+	ldd r10, Z+56
 	ldd r0, Y+24
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+57
 	ldd r0, Y+25
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+58
 	ldd r0, Y+26
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+59
 	ldd r0, Y+27
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+60
 	ldd r0, Y+28
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+61
 	ldd r0, Y+29
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+62
 	ldd r0, Y+30
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+63
 	ldd r0, Y+31
 	eor r17, r0
-	std Z+2, r2
-	std Z+3, r3
-	std Z+4, r4
-	std Z+5, r5
-	std Z+6, r6
-	std Z+7, r7
-	std Z+0, r8
-	std Z+1, r9
+	std Z+58, r2
+	std Z+59, r3
+	std Z+60, r4
+	std Z+61, r5
+	std Z+62, r6
+	std Z+63, r7
+	std Z+56, r8
+	std Z+57, r9
 	bst r10, 0
 	lsr r17
 	ror r16
@@ -792,40 +748,38 @@ keccak_f1600_avr:
 	bld r17, 7
 	; lane 3
 	movw r30, r24
-	subi r30, lo8(-24)
-	sbci r31, hi8(-24)
-	ldd r2, Z+0
+	ldd r2, Z+24
 	ldd r0, Y+24
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+25
 	ldd r0, Y+25
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+26
 	ldd r0, Y+26
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+27
 	ldd r0, Y+27
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+28
 	ldd r0, Y+28
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+29
 	ldd r0, Y+29
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+30
 	ldd r0, Y+30
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+31
 	ldd r0, Y+31
 	eor r9, r0
-	std Z+3, r10
-	std Z+4, r11
-	std Z+5, r12
-	std Z+6, r13
-	std Z+7, r14
-	std Z+0, r15
-	std Z+1, r16
-	std Z+2, r17
+	std Z+27, r10
+	std Z+28, r11
+	std Z+29, r12
+	std Z+30, r13
+	std Z+31, r14
+	std Z+24, r15
+	std Z+25, r16
+	std Z+26, r17
 	lsl r2
 	rol r3
 	rol r4
@@ -863,41 +817,38 @@ keccak_f1600_avr:
 	rol r9
 	adc r2, r1
 	; lane 5
-	movw r30, r24
-	subi r30, lo8(-40)
-	sbci r31, hi8(-40)
-	ldd r10, Z+0
+	ldd r10, Z+40
 	ldd r0, Y+0
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+41
 	ldd r0, Y+1
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+42
 	ldd r0, Y+2
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+43
 	ldd r0, Y+3
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+44
 	ldd r0, Y+4
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+45
 	ldd r0, Y+5
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+46
 	ldd r0, Y+6
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+47
 	ldd r0, Y+7
 	eor r17, r0
-	std Z+3, r2
-	std Z+4, r3
-	std Z+5, r4
-	std Z+6, r5
-	std Z+7, r6
-	std Z+0, r7
-	std Z+1, r8
-	std Z+2, r9
+	std Z+43, r2
+	std Z+44, r3
+	std Z+45, r4
+	std Z+46, r5
+	std Z+47, r6
+	std Z+40, r7
+	std Z+41, r8
+	std Z+42, r9
 	lsl r10
 	rol r11
 	rol r12
@@ -936,40 +887,40 @@ keccak_f1600_avr:
 	adc r10, r1
 	; lane 16
 	movw r30, r24
-	subi r30, lo8(-128)
-	sbci r31, hi8(-128)
-	ldd r2, Z+0
+	subi r30, lo8(-72)
+	sbci r31, hi8(-72)
+	ldd r2, Z+56
 	ldd r0, Y+8
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+57
 	ldd r0, Y+9
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+58
 	ldd r0, Y+10
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+59
 	ldd r0, Y+11
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+60
 	ldd r0, Y+12
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+61
 	ldd r0, Y+13
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+62
 	ldd r0, Y+14
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+63
 	ldd r0, Y+15
 	eor r9, r0
-	std Z+4, r10
-	std Z+5, r11
-	std Z+6, r12
-	std Z+7, r13
-	std Z+0, r14
-	std Z+1, r15
-	std Z+2, r16
-	std Z+3, r17
+	std Z+60, r10
+	std Z+61, r11
+	std Z+62, r12
+	std Z+63, r13
+	std Z+56, r14
+	std Z+57, r15
+	std Z+58, r16
+	std Z+59, r17
 	bst r2, 0
 	lsr r9
 	ror r8
@@ -1001,41 +952,39 @@ keccak_f1600_avr:
 	ror r2
 	bld r9, 7
 	; lane 8
-	movw r30, r24
-	subi r30, lo8(-64)
-	sbci r31, hi8(-64)
-	ldd r10, Z+0
+	sbiw r30, 63
+	ldd r10, Z+55
 	ldd r0, Y+24
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+56
 	ldd r0, Y+25
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+57
 	ldd r0, Y+26
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+58
 	ldd r0, Y+27
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+59
 	ldd r0, Y+28
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+60
 	ldd r0, Y+29
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+61
 	ldd r0, Y+30
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+62
 	ldd r0, Y+31
 	eor r17, r0
-	std Z+6, r2
-	std Z+7, r3
-	std Z+0, r4
-	std Z+1, r5
-	std Z+2, r6
-	std Z+3, r7
-	std Z+4, r8
-	std Z+5, r9
+	std Z+61, r2
+	std Z+62, r3
+	std Z+55, r4
+	std Z+56, r5
+	std Z+57, r6
+	std Z+58, r7
+	std Z+59, r8
+	std Z+60, r9
 	bst r10, 0
 	lsr r17
 	ror r16
@@ -1048,40 +997,40 @@ keccak_f1600_avr:
 	bld r17, 7
 	; lane 21
 	movw r30, r24
-	subi r30, lo8(-168)
-	sbci r31, hi8(-168)
-	ldd r2, Z+0
+	subi r30, lo8(-136)
+	sbci r31, hi8(-136)
+	ldd r2, Z+32
 	ldd r0, Y+8
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+33
 	ldd r0, Y+9
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+34
 	ldd r0, Y+10
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+35
 	ldd r0, Y+11
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+36
 	ldd r0, Y+12
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+37
 	ldd r0, Y+13
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+38
 	ldd r0, Y+14
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+39
 	ldd r0, Y+15
 	eor r9, r0
-	std Z+7, r10
-	std Z+0, r11
-	std Z+1, r12
-	std Z+2, r13
-	std Z+3, r14
-	std Z+4, r15
-	std Z+5, r16
-	std Z+6, r17
+	std Z+39, r10
+	std Z+32, r11
+	std Z+33, r12
+	std Z+34, r13
+	std Z+35, r14
+	std Z+36, r15
+	std Z+37, r16
+	std Z+38, r17
 	lsl r2
 	rol r3
 	rol r4
@@ -1101,41 +1050,38 @@ keccak_f1600_avr:
 	rol r9
 	adc r2, r1
 	; lane 24
-	movw r30, r24
-	subi r30, lo8(-192)
-	sbci r31, hi8(-192)
-	ldd r10, Z+0
+	ldd r10, Z+56
 	ldd r0, Y+32
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+57
 	ldd r0, Y+33
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+58
 	ldd r0, Y+34
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+59
 	ldd r0, Y+35
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+60
 	ldd r0, Y+36
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+61
 	ldd r0, Y+37
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+62
 	ldd r0, Y+38
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+63
 	ldd r0, Y+39
 	eor r17, r0
-	std Z+0, r2
-	std Z+1, r3
-	std Z+2, r4
-	std Z+3, r5
-	std Z+4, r6
-	std Z+5, r7
-	std Z+6, r8
-	std Z+7, r9
+	std Z+56, r2
+	std Z+57, r3
+	std Z+58, r4
+	std Z+59, r5
+	std Z+60, r6
+	std Z+61, r7
+	std Z+62, r8
+	std Z+63, r9
 	bst r10, 0
 	lsr r17
 	ror r16
@@ -1158,40 +1104,38 @@ keccak_f1600_avr:
 	bld r17, 7
 	; lane 4
 	movw r30, r24
-	subi r30, lo8(-32)
-	sbci r31, hi8(-32)
-	ldd r2, Z+0
+	ldd r2, Z+32
 	ldd r0, Y+32
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+33
 	ldd r0, Y+33
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+34
 	ldd r0, Y+34
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+35
 	ldd r0, Y+35
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+36
 	ldd r0, Y+36
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+37
 	ldd r0, Y+37
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+38
 	ldd r0, Y+38
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+39
 	ldd r0, Y+39
 	eor r9, r0
-	std Z+2, r10
-	std Z+3, r11
-	std Z+4, r12
-	std Z+5, r13
-	std Z+6, r14
-	std Z+7, r15
-	std Z+0, r16
-	std Z+1, r17
+	std Z+34, r10
+	std Z+35, r11
+	std Z+36, r12
+	std Z+37, r13
+	std Z+38, r14
+	std Z+39, r15
+	std Z+32, r16
+	std Z+33, r17
 	lsl r2
 	rol r3
 	rol r4
@@ -1221,40 +1165,40 @@ keccak_f1600_avr:
 	adc r2, r1
 	; lane 15
 	movw r30, r24
-	subi r30, lo8(-120)
-	sbci r31, hi8(-120)
-	ldd r10, Z+0
+	subi r30, lo8(-65)
+	sbci r31, hi8(-65)
+	ldd r10, Z+55
 	ldd r0, Y+0
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+56
 	ldd r0, Y+1
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+57
 	ldd r0, Y+2
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+58
 	ldd r0, Y+3
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+59
 	ldd r0, Y+4
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+60
 	ldd r0, Y+5
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+61
 	ldd r0, Y+6
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+62
 	ldd r0, Y+7
 	eor r17, r0
-	std Z+3, r2
-	std Z+4, r3
-	std Z+5, r4
-	std Z+6, r5
-	std Z+7, r6
-	std Z+0, r7
-	std Z+1, r8
-	std Z+2, r9
+	std Z+58, r2
+	std Z+59, r3
+	std Z+60, r4
+	std Z+61, r5
+	std Z+62, r6
+	std Z+55, r7
+	std Z+56, r8
+	std Z+57, r9
 	lsl r10
 	rol r11
 	rol r12
@@ -1265,113 +1209,106 @@ keccak_f1600_avr:
 	rol r17
 	adc r10, r1
 	; lane 23
-	movw r30, r24
-	subi r30, lo8(-184)
-	sbci r31, hi8(-184)
-	ldd r2, Z+0
+	adiw r30, 63
+	ldd r2, Z+56
 	ldd r0, Y+24
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+57
 	ldd r0, Y+25
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+58
 	ldd r0, Y+26
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+59
 	ldd r0, Y+27
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+60
 	ldd r0, Y+28
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+61
 	ldd r0, Y+29
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+62
 	ldd r0, Y+30
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+63
 	ldd r0, Y+31
 	eor r9, r0
-	std Z+5, r10
-	std Z+6, r11
-	std Z+7, r12
-	std Z+0, r13
-	std Z+1, r14
-	std Z+2, r15
-	std Z+3, r16
-	std Z+4, r17
+	std Z+61, r10
+	std Z+62, r11
+	std Z+63, r12
+	std Z+56, r13
+	std Z+57, r14
+	std Z+58, r15
+	std Z+59, r16
+	std Z+60, r17
 	; lane 19
-	movw r30, r24
-	subi r30, lo8(-152)
-	sbci r31, hi8(-152)
-	ldd r10, Z+0
+	ldd r10, Z+24
 	ldd r0, Y+32
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+25
 	ldd r0, Y+33
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+26
 	ldd r0, Y+34
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+27
 	ldd r0, Y+35
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+28
 	ldd r0, Y+36
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+29
 	ldd r0, Y+37
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+30
 	ldd r0, Y+38
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+31
 	ldd r0, Y+39
 	eor r17, r0
-	std Z+7, r2
-	std Z+0, r3
-	std Z+1, r4
-	std Z+2, r5
-	std Z+3, r6
-	std Z+4, r7
-	std Z+5, r8
-	std Z+6, r9
+	std Z+31, r2
+	std Z+24, r3
+	std Z+25, r4
+	std Z+26, r5
+	std Z+27, r6
+	std Z+28, r7
+	std Z+29, r8
+	std Z+30, r9
 	; lane 13
-	movw r30, r24
-	subi r30, lo8(-104)
-	sbci r31, hi8(-104)
-	ldd r2, Z+0
+	sbiw r30, 63
+	ldd r2, Z+39
 	ldd r0, Y+24
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+40
 	ldd r0, Y+25
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+41
 	ldd r0, Y+26
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+42
 	ldd r0, Y+27
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+43
 	ldd r0, Y+28
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+44
 	ldd r0, Y+29
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+45
 	ldd r0, Y+30
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+46
 	ldd r0, Y+31
 	eor r9, r0
-	std Z+1, r10
-	std Z+2, r11
-	std Z+3, r12
-	std Z+4, r13
-	std Z+5, r14
-	std Z+6, r15
-	std Z+7, r16
-	std Z+0, r17
+	std Z+40, r10
+	std Z+41, r11
+	std Z+42, r12
+	std Z+43, r13
+	std Z+44, r14
+	std Z+45, r15
+	std Z+46, r16
+	std Z+39, r17
 	lsl r2
 	rol r3
 	rol r4
@@ -1382,41 +1319,38 @@ keccak_f1600_avr:
 	rol r9
 	adc r2, r1
 	; lane 12
-	movw r30, r24
-	subi r30, lo8(-96)
-	sbci r31, hi8(-96)
-	ldd r10, Z+0
+	ldd r10, Z+31
 	ldd r0, Y+16
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+32
 	ldd r0, Y+17
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+33
 	ldd r0, Y+18
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+34
 	ldd r0, Y+19
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+35
 	ldd r0, Y+20
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+36
 	ldd r0, Y+21
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+37
 	ldd r0, Y+22
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+38
 	ldd r0, Y+23
 	eor r17, r0
-	std Z+3, r2
-	std Z+4, r3
-	std Z+5, r4
-	std Z+6, r5
-	std Z+7, r6
-	std Z+0, r7
-	std Z+1, r8
-	std Z+2, r9
+	std Z+34, r2
+	std Z+35, r3
+	std Z+36, r4
+	std Z+37, r5
+	std Z+38, r6
+	std Z+31, r7
+	std Z+32, r8
+	std Z+33, r9
 	lsl r10
 	rol r11
 	rol r12
@@ -1446,40 +1380,38 @@ keccak_f1600_avr:
 	adc r10, r1
 	; lane 2
 	movw r30, r24
-	subi r30, lo8(-16)
-	sbci r31, hi8(-16)
-	ldd r2, Z+0
+	ldd r2, Z+16
 	ldd r0, Y+16
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+17
 	ldd r0, Y+17
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+18
 	ldd r0, Y+18
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+19
 	ldd r0, Y+19
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+20
 	ldd r0, Y+20
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+21
 	ldd r0, Y+21
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+22
 	ldd r0, Y+22
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+23
 	ldd r0, Y+23
 	eor r9, r0
-	std Z+5, r10
-	std Z+6, r11
-	std Z+7, r12
-	std Z+0, r13
-	std Z+1, r14
-	std Z+2, r15
-	std Z+3, r16
-	std Z+4, r17
+	std Z+21, r10
+	std Z+22, r11
+	std Z+23, r12
+	std Z+16, r13
+	std Z+17, r14
+	std Z+18, r15
+	std Z+19, r16
+	std Z+20, r17
 	bst r2, 0
 	lsr r9
 	ror r8
@@ -1502,40 +1434,40 @@ keccak_f1600_avr:
 	bld r9, 7
 	; lane 20
 	movw r30, r24
-	subi r30, lo8(-160)
-	sbci r31, hi8(-160)
-	ldd r10, Z+0
+	subi r30, lo8(-104)
+	sbci r31, hi8(-104)
+	ldd r10, Z+56
 	ldd r0, Y+0
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+57
 	ldd r0, Y+1
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+58
 	ldd r0, Y+2
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+59
 	ldd r0, Y+3
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+60
 	ldd r0, Y+4
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+61
 	ldd r0, Y+5
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+62
 	ldd r0, Y+6
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+63
 	ldd r0, Y+7
 	eor r17, r0
-	std Z+0, r2
-	std Z+1, r3
-	std Z+2, r4
-	std Z+3, r5
-	std Z+4, r6
-	std Z+5, r7
-	std Z+6, r8
-	std Z+7, r9
+	std Z+56, r2
+	std Z+57, r3
+	std Z+58, r4
+	std Z+59, r5
+	std Z+60, r6
+	std Z+61, r7
+	std Z+62, r8
+	std Z+63, r9
 	lsl r10
 	rol r11
 	rol r12
@@ -1555,41 +1487,38 @@ keccak_f1600_avr:
 	rol r17
 	adc r10, r1
 	; lane 14
-	movw r30, r24
-	subi r30, lo8(-112)
-	sbci r31, hi8(-112)
-	ldd r2, Z+0
+	ldd r2, Z+8
 	ldd r0, Y+32
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+9
 	ldd r0, Y+33
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+10
 	ldd r0, Y+34
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+11
 	ldd r0, Y+35
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+12
 	ldd r0, Y+36
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+13
 	ldd r0, Y+37
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+14
 	ldd r0, Y+38
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+15
 	ldd r0, Y+39
 	eor r9, r0
-	std Z+2, r10
-	std Z+3, r11
-	std Z+4, r12
-	std Z+5, r13
-	std Z+6, r14
-	std Z+7, r15
-	std Z+0, r16
-	std Z+1, r17
+	std Z+10, r10
+	std Z+11, r11
+	std Z+12, r12
+	std Z+13, r13
+	std Z+14, r14
+	std Z+15, r15
+	std Z+8, r16
+	std Z+9, r17
 	bst r2, 0
 	lsr r9
 	ror r8
@@ -1601,41 +1530,39 @@ keccak_f1600_avr:
 	ror r2
 	bld r9, 7
 	; lane 22
-	movw r30, r24
-	subi r30, lo8(-176)
-	sbci r31, hi8(-176)
-	ldd r10, Z+0
+	adiw r30, 16
+	ldd r10, Z+56
 	ldd r0, Y+16
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+57
 	ldd r0, Y+17
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+58
 	ldd r0, Y+18
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+59
 	ldd r0, Y+19
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+60
 	ldd r0, Y+20
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+61
 	ldd r0, Y+21
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+62
 	ldd r0, Y+22
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+63
 	ldd r0, Y+23
 	eor r17, r0
-	std Z+5, r2
-	std Z+6, r3
-	std Z+7, r4
-	std Z+0, r5
-	std Z+1, r6
-	std Z+2, r7
-	std Z+3, r8
-	std Z+4, r9
+	std Z+61, r2
+	std Z+62, r3
+	std Z+63, r4
+	std Z+56, r5
+	std Z+57, r6
+	std Z+58, r7
+	std Z+59, r8
+	std Z+60, r9
 	bst r10, 0
 	lsr r17
 	ror r16
@@ -1667,41 +1594,39 @@ keccak_f1600_avr:
 	ror r10
 	bld r17, 7
 	; lane 9
-	movw r30, r24
-	subi r30, lo8(-72)
-	sbci r31, hi8(-72)
-	ldd r2, Z+0
+	sbiw r30, 63
+	ldd r2, Z+15
 	ldd r0, Y+32
 	eor r2, r0
-	ldd r3, Z+1
+	ldd r3, Z+16
 	ldd r0, Y+33
 	eor r3, r0
-	ldd r4, Z+2
+	ldd r4, Z+17
 	ldd r0, Y+34
 	eor r4, r0
-	ldd r5, Z+3
+	ldd r5, Z+18
 	ldd r0, Y+35
 	eor r5, r0
-	ldd r6, Z+4
+	ldd r6, Z+19
 	ldd r0, Y+36
 	eor r6, r0
-	ldd r7, Z+5
+	ldd r7, Z+20
 	ldd r0, Y+37
 	eor r7, r0
-	ldd r8, Z+6
+	ldd r8, Z+21
 	ldd r0, Y+38
 	eor r8, r0
-	ldd r9, Z+7
+	ldd r9, Z+22
 	ldd r0, Y+39
 	eor r9, r0
-	std Z+0, r10
-	std Z+1, r11
-	std Z+2, r12
-	std Z+3, r13
-	std Z+4, r14
-	std Z+5, r15
-	std Z+6, r16
-	std Z+7, r17
+	std Z+15, r10
+	std Z+16, r11
+	std Z+17, r12
+	std Z+18, r13
+	std Z+19, r14
+	std Z+20, r15
+	std Z+21, r16
+	std Z+22, r17
 	lsl r2
 	rol r3
 	rol r4
@@ -1740,40 +1665,38 @@ keccak_f1600_avr:
 	adc r2, r1
 	; lane 6
 	movw r30, r24
-	subi r30, lo8(-48)
-	sbci r31, hi8(-48)
-	ldd r10, Z+0
+	ldd r10, Z+48
 	ldd r0, Y+8
 	eor r10, r0
-	ldd r11, Z+1
+	ldd r11, Z+49
 	ldd r0, Y+9
 	eor r11, r0
-	ldd r12, Z+2
+	ldd r12, Z+50
 	ldd r0, Y+10
 	eor r12, r0
-	ldd r13, Z+3
+	ldd r13, Z+51
 	ldd r0, Y+11
 	eor r13, r0
-	ldd r14, Z+4
+	ldd r14, Z+52
 	ldd r0, Y+12
 	eor r14, r0
-	ldd r15, Z+5
+	ldd r15, Z+53
 	ldd r0, Y+13
 	eor r15, r0
-	ldd r16, Z+6
+	ldd r16, Z+54
 	ldd r0, Y+14
 	eor r16, r0
-	ldd r17, Z+7
+	ldd r17, Z+55
 	ldd r0, Y+15
 	eor r17, r0
-	std Z+2, r2
-	std Z+3, r3
-	std Z+4, r4
-	std Z+5, r5
-	std Z+6, r6
-	std Z+7, r7
-	std Z+0, r8
-	std Z+1, r9
+	std Z+50, r2
+	std Z+51, r3
+	std Z+52, r4
+	std Z+53, r5
+	std Z+54, r6
+	std Z+55, r7
+	std Z+48, r8
+	std Z+49, r9
 	lsl r10
 	rol r11
 	rol r12
@@ -1810,26 +1733,25 @@ keccak_f1600_avr:
 	rol r16
 	rol r17
 	adc r10, r1
-	movw r30, r24
-	subi r30, lo8(-8)
-	sbci r31, hi8(-8)
-	std Z+5, r10
-	std Z+6, r11
-	std Z+7, r12
-	std Z+0, r13
-	std Z+1, r14
-	std Z+2, r15
-	std Z+3, r16
-	std Z+4, r17
+	std Z+13, r10
+	std Z+14, r11
+	std Z+15, r12
+	std Z+8, r13
+	std Z+9, r14
+	std Z+10, r15
+	std Z+11, r16
+	std Z+12, r17
 	; chi, a byte column (five rows) at a time; C[x][j] = xor of the
 	; column's outputs, kept in r2..r6 and stored at Y+40+8x+j
 	movw r30, r24		; Z = byte j of row 0
-	movw r26, r28		; the frame, kept (Y walks C)
+	movw r26, r28		; X walks D[0] (Y walks C)
 	adiw r28, 40
 	ldi r19, 8
 	mov r7, r19
 2:
 	ldd r19, Z+0
+	ld r0, X+		; theta on lane 0
+	eor r19, r0
 	ldd r20, Z+8
 	ldd r21, Z+16
 	ldd r22, Z+24
@@ -1995,7 +1917,7 @@ keccak_f1600_avr:
 	breq 4f
 	rjmp 2b		; the column body is beyond brne's reach
 4:
-	movw r28, r26		; Y = the frame again
+	sbiw r28, 48		; Y = the frame again
 	; iota: bytes 0, 1, 3, 7 of the round constant, into lane 0 and C[0]
 	ldi r30, lo8(keccak_rc_bytes)
 	ldi r31, hi8(keccak_rc_bytes)
