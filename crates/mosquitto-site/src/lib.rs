@@ -254,6 +254,9 @@ fn spawn_listening(dir: &Path, port: u16) -> Result<Child, Launch> {
             .append(true)
             .open(&log_path)
             .map_err(|e| Launch::Failed(io_err("opening", &log_path)(e)))?;
+        // Only what this start logs counts (an earlier start's line could
+        // name the same probe port).
+        let log_start = log.metadata().map(|m| m.len() as usize).unwrap_or(0);
         let mut child = Command::new(MOSQUITTO)
             .arg("-c")
             .arg(dir.join("mosquitto.conf"))
@@ -264,7 +267,7 @@ fn spawn_listening(dir: &Path, port: u16) -> Result<Child, Launch> {
         // Wait for the listener (or for an early exit: the port may still be held briefly).
         loop {
             if let Ok(probe) = TcpStream::connect(&addr) {
-                let verdict = accepted_by(&mut child, dir, port, &probe, Duration::from_secs(5));
+                let verdict = accepted_by(&mut child, dir, log_start, port, &probe, Duration::from_secs(5));
                 drop(probe);
                 return match verdict {
                     Ok(()) => Ok(child),
@@ -293,9 +296,19 @@ fn spawn_listening(dir: &Path, port: u16) -> Result<Child, Launch> {
     }
 }
 
-/// `Ok` once `child`'s log shows it accepted `probe` (mosquitto logs every
-/// connection it accepts, with the peer's port).
-fn accepted_by(child: &mut Child, dir: &Path, port: u16, probe: &TcpStream, within: Duration) -> Result<(), Launch> {
+/// `Ok` once `child`'s log (from byte `log_start`: this start's lines)
+/// shows it accepted `probe` (mosquitto logs every connection it accepts,
+/// with the peer's port). A child that exits without that line did not
+/// answer the probe: something else holds the port (mosquitto exits when it
+/// cannot bind), so that is [`Launch::Foreign`] too.
+fn accepted_by(
+    child: &mut Child,
+    dir: &Path,
+    log_start: usize,
+    port: u16,
+    probe: &TcpStream,
+    within: Duration,
+) -> Result<(), Launch> {
     let (local, peer) = match (probe.local_addr(), probe.peer_addr()) {
         (Ok(l), Ok(p)) => (l, p),
         _ => return Err(Launch::Failed("the probe connection has no addresses".into())),
@@ -312,14 +325,22 @@ fn accepted_by(child: &mut Child, dir: &Path, port: u16, probe: &TcpStream, with
         ));
     }
     let line = format!("New connection from {}:{} on port {port}.", local.ip(), local.port());
+    let logged = || read_log(dir).get(log_start..).is_some_and(|new| new.contains(&line));
     let t = Instant::now();
     while t.elapsed() < within {
-        if read_log(dir).contains(&line) {
+        if logged() {
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(Launch::Failed(format!(
-                "mosquitto exited ({status}) after a probe connected to 127.0.0.1:{port}:\n{}",
+            // Exited: its log is complete, so one more look decides.
+            if logged() {
+                return Err(Launch::Failed(format!(
+                    "mosquitto exited ({status}) after accepting a probe on 127.0.0.1:{port}:\n{}",
+                    read_log(dir)
+                )));
+            }
+            return Err(foreign(&format!(
+                "this mosquitto exited ({status}) without logging it:\n{}",
                 read_log(dir)
             )));
         }
@@ -621,7 +642,7 @@ mod tests {
         let port = other.local_addr().unwrap().port();
         let probe = TcpStream::connect(("127.0.0.1", port)).unwrap();
         let mut child = Command::new("sleep").arg("10").spawn().unwrap();
-        let verdict = accepted_by(&mut child, &dir, port, &probe, Duration::from_millis(200));
+        let verdict = accepted_by(&mut child, &dir, 0, port, &probe, Duration::from_millis(200));
         let _ = child.kill();
         let _ = child.wait();
         let Err(Launch::Foreign(why)) = verdict else {
@@ -641,10 +662,30 @@ mod tests {
         )
         .unwrap();
         let mut child = Command::new("sleep").arg("10").spawn().unwrap();
-        let verdict = accepted_by(&mut child, &dir, port, &probe, Duration::from_millis(200));
+        let verdict = accepted_by(&mut child, &dir, 0, port, &probe, Duration::from_millis(200));
         let _ = child.kill();
         let _ = child.wait();
         assert!(verdict.is_ok(), "the broker's own accept was refused");
+
+        // That line before this start's log (an earlier start wrote it): not taken.
+        let start = std::fs::metadata(dir.join("mosquitto.log")).unwrap().len() as usize;
+        let mut child = Command::new("sleep").arg("10").spawn().unwrap();
+        let verdict = accepted_by(&mut child, &dir, start, port, &probe, Duration::from_millis(200));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            matches!(verdict, Err(Launch::Foreign(_))),
+            "an earlier start's line was taken"
+        );
+
+        // A broker that exits (it could not bind: the port is held) without
+        // logging the probe: foreign, so another port is tried.
+        let mut child = Command::new("true").spawn().unwrap();
+        let verdict = accepted_by(&mut child, &dir, start, port, &probe, Duration::from_secs(5));
+        let Err(Launch::Foreign(why)) = verdict else {
+            panic!("an exited broker was not taken as a foreign answer");
+        };
+        assert!(why.contains("exited"), "{why}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
