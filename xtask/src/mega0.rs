@@ -54,7 +54,8 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
 /// (keygen, encaps, decaps, byte for byte) in yasimavr, with its painted
 /// stack; prints what fits and what does not, with the numbers. A crash or
 /// a stack overflow into static data counts as "does not fit", not as a
-/// failure, unless `require_fit` (CI: every KEM must fit the 4808).
+/// failure, unless `require_fit` (CI: every KEM must fit the 4808). Fitting
+/// means [`SPARE_SRAM`] bytes left beside static RAM and peak stack.
 /// With `record`, the table also goes to `benchmarks/<mcu>/kem-fit.md`, which
 /// `docs/benchmarks.md` includes (`cargo xtask bench --mcu atmega4808`).
 pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, record: bool) -> Result<(), String> {

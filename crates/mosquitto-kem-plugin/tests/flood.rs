@@ -1,4 +1,4 @@
-//! A flood of keyless ClientHellos is refused cheaply (issue #21), against
+//! A flood of keyless ClientHellos is refused before the handshake (issue #21), against
 //! Debian's mosquitto running the shipped configuration (default rate
 //! limits), 127.0.0.1 only, bounded in count and time.
 //!
@@ -31,7 +31,7 @@ const PER_ID_BURST: usize = 4;
 const PER_ID_INTERVAL: Duration = Duration::from_secs(5);
 
 #[test]
-fn keyless_client_hello_flood_is_refused_cheaply() {
+fn keyless_client_hello_flood_is_refused_before_the_handshake() {
     let s = suite("ml-kem-512+x25519");
     let (secrets, registry, keys) = enrol(&[("target", s), ("bystander", s)]);
     let mut broker = Broker::start("flood", &secrets, &registry, Conf::Documented, &plugin_path());

@@ -11,6 +11,9 @@
  * n = 512.
  * Id | 0x10: the same routine in plain Montgomery arithmetic (_mont);
  * id | 0x20: in K-RED2X arithmetic (_kred2x, q = 769 only: ids 1, 4, 7, 9).
+ * Id | 0x40: no tables follow; the previous request's are used again (they
+ * stay where they were received, so a routine that wrote to its tables
+ * would fail the next case).
  * Reply: the n transformed coefficients. The call is a GPIOR0 window.
  *
  * Linked with ntt_forward.S (tables in SRAM) or ntt_forward_flash.S (tables
@@ -78,6 +81,8 @@ extern uint8_t ntt_baseinv_q769_n512_kred2x(int16_t *a, const int16_t *g, int16_
 
 static int16_t zetas[256];
 static int16_t last[2];
+static uint8_t have_tables;
+static uint8_t flash_index;
 static int16_t poly[512];
 static int16_t poly_b[512];
 static int16_t poly_out[512];
@@ -95,6 +100,8 @@ int main(void)
 	uart_init();
 	for (;;) {
 		uint8_t id = get();
+		uint8_t same_tables = id & 0x40;
+		id &= 0x3F;
 		uint8_t variant = id & 0x30;
 		id &= 0x0F;
 		if (id > 14 || variant == 0x30 ||
@@ -103,8 +110,12 @@ int main(void)
 		uint16_t n = id >= 13 ? 512 : id >= 10 || (id % 3 == 0 && id != 9) ? 256 : 512;
 		uint8_t is_base_mul = (id >= 6 && id <= 8) || id == 12;
 		uint8_t zero_norms = 0;
-		read16(zetas, 256);
-		read16(last, 2);
+		if (same_tables && !have_tables)
+			break; /* nothing to reuse: the test fails */
+		if (!same_tables) {
+			read16(zetas, 256);
+			read16(last, 2);
+		}
 		read16(poly, n);
 		uint8_t acc = 0;
 		if (is_base_mul) {
@@ -118,16 +129,20 @@ int main(void)
 		int16_t *dst = acc & 2 ? poly : acc & 4 ? poly_b : poly_out;
 		const int16_t *tz = zetas, *tl = last;
 		if (flash_table_count) {
-			uint8_t i = 0;
-			while (i < flash_table_count &&
-			       (memcmp_P(zetas, flash_tables[i], sizeof zetas) ||
-				memcmp_P(last, &flash_tables[i][256], sizeof last)))
-				i++;
-			if (i == flash_table_count)
-				break; /* no flash copy of this table: the test fails */
-			tz = flash_tables[i];
-			tl = &flash_tables[i][256];
+			if (!same_tables) {
+				uint8_t i = 0;
+				while (i < flash_table_count &&
+				       (memcmp_P(zetas, flash_tables[i], sizeof zetas) ||
+					memcmp_P(last, &flash_tables[i][256], sizeof last)))
+					i++;
+				if (i == flash_table_count)
+					break; /* no flash copy of this table: the test fails */
+				flash_index = i;
+			}
+			tz = flash_tables[flash_index];
+			tl = &flash_tables[flash_index][256];
 		}
+		have_tables = 1;
 		uint8_t add = acc & 1;
 		__asm__ volatile("" : "+r"(dst), "+r"(add), "+r"(tz), "+r"(tl) : : "memory");
 		uint8_t marker = 1 + id + (variant >> 4) * 15;
