@@ -75,7 +75,7 @@ pub const CF_LEN: usize = 34;
 /// (`kem_mqtt_host::topics`). The topic is the record's associated data, so
 /// the live run against a real broker (`cargo xtask mqtt --broker …`) needs
 /// a sensor key file whose client id is `avr-1`, and refuses another.
-pub const TOPIC: &[u8] = b"kem-mqtt/data/avr-1/c2b/t";
+pub const TOPIC: &[u8] = b"kem-mqtt/data/c2b/avr-1/t";
 /// The plaintext of that record.
 pub const PAYLOAD: &[u8] = b"21.5 C from the AVR sensor";
 /// Length of that record: sequence number, ciphertext, tag.

@@ -16,10 +16,10 @@
 //!   record is published on [`fw::TOPIC`].
 //! - Topic mode (a `kem-mqtt gateway` beside a plain broker): plain CONNECT,
 //!   the flights as PUBLISH payloads on `kem-mqtt/hs/<id>/c2b` and `…/b2c`,
-//!   the gateway's confirmation on `kem-mqtt/data/<id>/b2c`, then the record.
+//!   the gateway's confirmation on `kem-mqtt/data/b2c/<id>`, then the record.
 //!
 //! The record's topic is its associated data and is compiled into the
-//! firmware (`kem-mqtt/data/avr-1/c2b/t`), so the key file's client id must
+//! firmware (`kem-mqtt/data/c2b/avr-1/t`), so the key file's client id must
 //! be `avr-1`: another id is refused before anything runs.
 //!
 //! Every wait has a deadline ([`WAIT`]); every failure is a [`LiveError`].
@@ -60,14 +60,14 @@ pub fn record_topic() -> Result<&'static str, LiveError> {
 }
 
 /// The client id the firmware's record topic names
-/// (`kem-mqtt/data/<id>/c2b[/<sub>]`): the only id a live run can use.
+/// (`kem-mqtt/data/c2b/<id>[/<sub>]`): the only id a live run can use.
 pub fn firmware_client_id() -> Result<&'static str, LiveError> {
     let topic = record_topic()?;
     kem_mqtt_host::topics::parse_sealed_c2b(topic)
         .map(|(id, _)| id)
         .ok_or_else(|| {
             LiveError::Setup(format!(
-                "firmware::mqtt::TOPIC {topic:?} is not a sealed sensor → broker topic (kem-mqtt/data/<id>/c2b[/<sub>])"
+                "firmware::mqtt::TOPIC {topic:?} is not a sealed sensor → broker topic (kem-mqtt/data/c2b/<id>[/<sub>])"
             ))
         })
 }
@@ -297,7 +297,7 @@ mod tests {
 
     #[test]
     fn the_firmware_topic_names_the_live_client() {
-        assert_eq!(record_topic().unwrap(), "kem-mqtt/data/avr-1/c2b/t");
+        assert_eq!(record_topic().unwrap(), "kem-mqtt/data/c2b/avr-1/t");
         assert_eq!(firmware_client_id().unwrap(), "avr-1");
         assert_eq!(
             kem_mqtt_host::topics::parse_sealed_c2b(record_topic().unwrap()),

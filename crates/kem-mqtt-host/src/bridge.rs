@@ -11,7 +11,7 @@
 //!   record is published.
 //! - Topic mode (a `kem-mqtt gateway` beside a plain broker): plain CONNECT,
 //!   the flights as PUBLISH payloads on `kem-mqtt/hs/<id>/c2b` and `…/b2c`,
-//!   the gateway's confirmation on `kem-mqtt/data/<id>/b2c`, then the record.
+//!   the gateway's confirmation on `kem-mqtt/data/b2c/<id>`, then the record.
 //!
 //! The client id is the one the ClientHello names. Every wait has a
 //! deadline; every failure is a [`BridgeError`].
@@ -229,7 +229,7 @@ pub fn run(
     if crate::topics::parse_sealed_c2b(topic).map(|(owner, _)| owner) != Some(id) {
         return Err(BridgeError::Setup(format!(
             "the sensor is {id:?} but seals its reading on {topic}, which is not its own \
-             kem-mqtt/data/{id}/c2b/… topic (provision it with the id that topic names)"
+             kem-mqtt/data/c2b/{id}/… topic (provision it with the id that topic names)"
         )));
     }
     let mut link = Link::open(broker, wait)?;

@@ -1,10 +1,10 @@
 //! The topic-mode gateway: answers handshakes published on
-//! `kem-mqtt/hs/+/c2b`, opens records on `kem-mqtt/data/+/c2b[/…]` and
+//! `kem-mqtt/hs/+/c2b`, opens records on `kem-mqtt/data/c2b/+[/…]` and
 //! publishes their plaintext on `plain/<id>[/…]`, and seals the commands
 //! applications publish on `cmd/<id>[/…]` to the sensor (see
 //! [`crate::topics`]). Any broker will do; the broker's ACL decides who may
 //! read `plain/#` and write `cmd/#`, and must let only gateways write
-//! `plain/#`, `kem-mqtt/data/+/b2c/#` and `kem-mqtt/cluster/#`
+//! `plain/#`, `kem-mqtt/data/b2c/#` and `kem-mqtt/cluster/#`
 //! (`docs/gateway.md`).
 //!
 //! **Several instances** ([`Cluster`]) share one fleet through an MQTT v5
@@ -57,7 +57,7 @@
 //!   and of the global one. The gateway sees no source address (every
 //!   message comes through the broker), so it has no per-source bucket.
 //! - **The sensor learns the outcome.** When a ClientFinished verifies, the
-//!   gateway's first record on `kem-mqtt/data/<id>/b2c` is an empty one,
+//!   gateway's first record on `kem-mqtt/data/b2c/<id>` is an empty one,
 //!   sealed with the new session: the confirmation. A sensor that does not
 //!   receive it in time knows its handshake failed (dropped hello, refused
 //!   or lost flight, expired state) and starts a new one
@@ -78,8 +78,8 @@ use std::time::{Duration, Instant};
 use crate::OsRng;
 use kem_mqtt::sym::Xof;
 use kem_mqtt::{
-    AwaitClientFinished, BrokerHandshake, BrokerKeys, Family, Session, Suite, MAX_BROKER_HELLO_LEN,
-    MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, RECORD_OVERHEAD,
+    AwaitClientFinished, BrokerHandshake, Family, Session, Suite, MAX_BROKER_HELLO_LEN, MSG_CLIENT_FINISHED,
+    MSG_CLIENT_HELLO, RECORD_OVERHEAD,
 };
 
 use crate::admission::{Admission, AdmissionConfig, Refusal};
@@ -114,7 +114,7 @@ pub enum GatewayEvent {
     Message {
         /// Client id.
         client_id: String,
-        /// The subtopic (`""` for `kem-mqtt/data/<id>/c2b` itself).
+        /// The subtopic (`""` for `kem-mqtt/data/c2b/<id>` itself).
         sub: String,
         /// Plaintext.
         payload: Vec<u8>,
@@ -595,18 +595,15 @@ impl GatewayCore {
         }
     }
 
-    /// Format, topic id = hello id, registered id, allowed suite: no KEM work.
+    /// Format, topic id = hello id, registered id, allowed suite, the
+    /// ephemeral key's import check: no secret key, no KEM work.
     fn cheap_checks(&self, topic_id: &str, msg: &[u8]) -> Result<Suite, kem_mqtt::Error> {
-        let (suite, id) = BrokerHandshake::peek(msg)?;
+        let (_, id) = BrokerHandshake::peek(msg)?;
         // The client id inside the hello must be the one in the topic.
         if id != topic_id.as_bytes() {
             return Err(kem_mqtt::Error::InvalidClientId);
         }
-        let entry = self.state.client(id).ok_or(kem_mqtt::Error::UnknownClient)?;
-        if !entry.allowed.contains(suite) || entry.kem != suite.kem() {
-            return Err(kem_mqtt::Error::SuiteNotAllowed(suite.id()));
-        }
-        Ok(suite)
+        BrokerHandshake::screen(&*self.state, msg).map(|(suite, _)| suite)
     }
 
     /// A ClientFinished, from the handshake topic or (`forwarded`) from
@@ -684,6 +681,7 @@ impl GatewayCore {
             out.push((cluster.owner_topic(&client_id), notice));
         }
         self.sessions.insert(client_id.clone(), (now, established, session));
+        self.admission.completed(client_id.as_bytes(), None, now);
         self.stats.established += 1;
         (GatewayEvent::Established { client_id, suite }, out)
     }
@@ -731,7 +729,7 @@ impl GatewayCore {
     }
 
     /// An application's command for `client_id`: sealed under its session
-    /// to `kem-mqtt/data/<id>/b2c[/<sub>]`.
+    /// to `kem-mqtt/data/b2c/<id>[/<sub>]`.
     fn command(&mut self, client_id: String, sub: &str, payload: &[u8]) -> (GatewayEvent, Vec<Outgoing>) {
         let Some((_, _, s)) = self.sessions.get_mut(&client_id) else {
             if self.config.cluster.is_some() {
@@ -925,7 +923,7 @@ impl Gateway {
         Ok(event)
     }
 
-    /// Seals `payload` for `client_id` and publishes it on `kem-mqtt/data/<id>/b2c`
+    /// Seals `payload` for `client_id` and publishes it on `kem-mqtt/data/b2c/<id>`
     /// (as a command on `cmd/<id>` would be).
     pub fn send(&mut self, client_id: &str, payload: &[u8]) -> Result<usize, HostError> {
         let (topic, rec) = self.core.seal(client_id, payload)?;

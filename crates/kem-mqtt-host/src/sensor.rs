@@ -34,6 +34,8 @@ pub struct SensorClient {
     client_id: String,
     /// Records from the gateway opened while waiting for the confirmation: (sub, plaintext).
     early: std::collections::VecDeque<(String, Vec<u8>)>,
+    /// Records on this sensor's broker → sensor topics that did not open.
+    dropped: u64,
     /// Handshake sizes and timings.
     pub stats: HandshakeStats,
 }
@@ -50,7 +52,7 @@ impl SensorClient {
     /// Topic mode: plain MQTT CONNECT, then the three flights as PUBLISH
     /// payloads on `kem-mqtt/hs/<id>/…`, answered by a gateway, then the
     /// gateway's confirmation: the session's first record on
-    /// `kem-mqtt/data/<id>/b2c` (empty), which only a gateway that verified
+    /// `kem-mqtt/data/b2c/<id>` (empty), which only a gateway that verified
     /// this ClientFinished can seal.
     ///
     /// [`HostError::Timeout`] if no BrokerHello or no confirmation arrives
@@ -117,6 +119,7 @@ impl SensorClient {
             session,
             client_id: keys.client_id.clone(),
             early,
+            dropped: 0,
             stats: HandshakeStats {
                 suite: keys.suite,
                 client_hello: ch,
@@ -211,6 +214,7 @@ impl SensorClient {
             session,
             client_id: keys.client_id.clone(),
             early: std::collections::VecDeque::new(),
+            dropped: 0,
             stats: HandshakeStats {
                 suite: keys.suite,
                 client_hello: ch,
@@ -230,13 +234,13 @@ impl SensorClient {
         Ok(n)
     }
 
-    /// Sends `payload` on `kem-mqtt/data/<id>/c2b`; returns the record size.
+    /// Sends `payload` on `kem-mqtt/data/c2b/<id>`; returns the record size.
     pub fn send(&mut self, payload: &[u8]) -> Result<usize, HostError> {
         let topic = data_c2b(&self.client_id);
         self.publish_record(&topic, payload)
     }
 
-    /// Sends `payload` on `kem-mqtt/data/<id>/c2b/<sub>` (delivered to
+    /// Sends `payload` on `kem-mqtt/data/c2b/<id>/<sub>` (delivered to
     /// applications on `plain/<id>/<sub>`); returns the record size.
     pub fn send_on(&mut self, sub: &str, payload: &[u8]) -> Result<usize, HostError> {
         let topic = sealed_c2b(&self.client_id, sub);
@@ -269,30 +273,41 @@ impl SensorClient {
         self.recv_command().map(|(_, pt)| pt)
     }
 
-    /// Waits for the next record on `kem-mqtt/data/<id>/b2c[/<sub>]` (a
+    /// Waits for the next record on `kem-mqtt/data/b2c/<id>[/<sub>]` (a
     /// command an application sent on `cmd/<id>[/<sub>]`) and opens it:
-    /// `(sub, plaintext)`. Messages on other topics are skipped; a record
-    /// that does not open is an error.
+    /// `(sub, plaintext)`. Messages on other topics are skipped. A record
+    /// that does not open (forged, moved, replayed) is skipped too and
+    /// counted ([`SensorClient::dropped`]): whoever can publish on the
+    /// sensor's topics must not be able to end its session with one bad
+    /// record. Only the connection's errors (and [`HostError::Timeout`])
+    /// end the wait.
     pub fn recv_command(&mut self) -> Result<(String, Vec<u8>), HostError> {
         if let Some(c) = self.early.pop_front() {
             return Ok(c);
         }
-        let base = data_b2c(&self.client_id);
         loop {
             let (topic, payload) = self.recv_raw()?;
-            let sub = match topic.strip_prefix(&base) {
-                Some("") => "",
-                Some(rest) => match rest.strip_prefix('/') {
-                    Some(sub) => sub,
-                    None => continue,
-                },
-                None => continue,
+            let Some((id, sub)) = crate::topics::parse_sealed_b2c(&topic) else {
+                continue;
             };
+            if id != self.client_id {
+                continue;
+            }
             let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
-            let n = self.session.open(topic.as_bytes(), &payload, &mut pt)?;
-            pt.truncate(n);
-            return Ok((sub.to_string(), pt));
+            match self.session.open(topic.as_bytes(), &payload, &mut pt) {
+                Ok(n) => {
+                    pt.truncate(n);
+                    return Ok((sub.to_string(), pt));
+                }
+                Err(_) => self.dropped += 1,
+            }
         }
+    }
+
+    /// Records on this sensor's broker → sensor topics that did not open
+    /// and were skipped.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
     }
 
     /// Opens a record received on `topic` with this session (AUTH mode tests).

@@ -5,15 +5,24 @@
 //! | topic | who publishes | what |
 //! |---|---|---|
 //! | `kem-mqtt/hs/<id>/c2b`, `…/b2c` | sensor, gateway | handshake flights (topic mode) |
-//! | `kem-mqtt/data/<id>/c2b[/<sub>]` | sensor | a record sealed under the session's c2b keys |
-//! | `kem-mqtt/data/<id>/b2c[/<sub>]` | plugin or gateway only | a record sealed under the b2c keys |
+//! | `kem-mqtt/data/c2b/<id>[/<sub>]` | sensor | a record sealed under the session's c2b keys |
+//! | `kem-mqtt/data/b2c/<id>[/<sub>]` | plugin or gateway only | a record sealed under the b2c keys |
 //! | `<plain>/<id>[/<sub>]` (`plain/…`) | plugin or gateway only | the opened reading, for applications |
-//! | `<command>/<id>[/<sub>]` (`cmd/…`) | applications | a command, sealed to `kem-mqtt/data/<id>/b2c[/<sub>]` |
+//! | `<command>/<id>[/<sub>]` (`cmd/…`) | applications | a command, sealed to `kem-mqtt/data/b2c/<id>[/<sub>]` |
 //!
 //! A record's associated data is its whole topic, so a record cannot be
 //! moved to another sensor or subtopic; the plaintext topic is derived
 //! from the sealed one, never chosen by the publisher. The two prefixes
 //! are the operator's (`plugin_opt_plain_prefix`, `--plain-prefix`, …).
+//!
+//! **The direction comes before the id** (`kem-mqtt/data/c2b/<id>`, not
+//! `kem-mqtt/data/<id>/c2b`): mosquitto 2.0 lets a client id contain `/`
+//! (its pattern ACLs refuse only `+` and `#`), so `%c` can stand for several
+//! topic levels. With the direction first, whatever id a client picks, the
+//! pattern `kem-mqtt/data/c2b/%c/#` stays inside the sensor → broker space:
+//! no client id reaches a topic a sensor reads (`kem-mqtt/data/b2c/…`). With
+//! the id first, the id `bob/b2c/x` could write `kem-mqtt/data/bob/b2c/x/c2b`,
+//! which bob's subscription `kem-mqtt/data/bob/b2c/#` matched.
 
 /// Handshake topic, sensor → broker.
 pub fn hs_c2b(client_id: &str) -> String {
@@ -23,13 +32,13 @@ pub fn hs_c2b(client_id: &str) -> String {
 pub fn hs_b2c(client_id: &str) -> String {
     format!("kem-mqtt/hs/{client_id}/b2c")
 }
-/// Sealed records, sensor → broker: `kem-mqtt/data/<id>/c2b`, with `/<sub>` unless `sub` is empty.
+/// Sealed records, sensor → broker: `kem-mqtt/data/c2b/<id>`, with `/<sub>` unless `sub` is empty.
 pub fn sealed_c2b(client_id: &str, sub: &str) -> String {
-    with_sub(format!("kem-mqtt/data/{client_id}/c2b"), sub)
+    with_sub(format!("kem-mqtt/data/c2b/{client_id}"), sub)
 }
-/// Sealed records, broker → sensor: `kem-mqtt/data/<id>/b2c`, with `/<sub>` unless `sub` is empty.
+/// Sealed records, broker → sensor: `kem-mqtt/data/b2c/<id>`, with `/<sub>` unless `sub` is empty.
 pub fn sealed_b2c(client_id: &str, sub: &str) -> String {
-    with_sub(format!("kem-mqtt/data/{client_id}/b2c"), sub)
+    with_sub(format!("kem-mqtt/data/b2c/{client_id}"), sub)
 }
 
 fn with_sub(mut topic: String, sub: &str) -> String {
@@ -40,15 +49,14 @@ fn with_sub(mut topic: String, sub: &str) -> String {
     topic
 }
 
-/// `(id, sub)` of `kem-mqtt/data/<id>/<direction>[/<sub>]`, if `topic` is one
-/// with a valid client id.
+/// `(id, sub)` of `kem-mqtt/data/<direction>/<id>[/<sub>]`, if `topic` is
+/// one with a valid client id.
 fn parse_sealed<'a>(topic: &'a str, direction: &str) -> Option<(&'a str, &'a str)> {
-    let rest = topic.strip_prefix("kem-mqtt/data/")?;
-    let (id, rest) = rest.split_once('/')?;
-    let sub = match rest.strip_prefix(direction)? {
-        "" => "",
-        s => s.strip_prefix('/')?,
-    };
+    let rest = topic
+        .strip_prefix("kem-mqtt/data/")?
+        .strip_prefix(direction)?
+        .strip_prefix('/')?;
+    let (id, sub) = rest.split_once('/').unwrap_or((rest, ""));
     kem_mqtt::valid_client_id(id.as_bytes()).then_some((id, sub))
 }
 
@@ -57,13 +65,15 @@ pub fn parse_sealed_c2b(topic: &str) -> Option<(&str, &str)> {
     parse_sealed(topic, "c2b")
 }
 
-/// Whether `topic` is a sealed broker → sensor topic (only the broker side publishes those).
+/// `(id, sub)` of a sealed broker → sensor topic.
+pub fn parse_sealed_b2c(topic: &str) -> Option<(&str, &str)> {
+    parse_sealed(topic, "b2c")
+}
+
+/// Whether `topic` is in the sealed broker → sensor space (only the broker
+/// side publishes there), whatever follows `kem-mqtt/data/b2c`.
 pub fn is_sealed_b2c(topic: &str) -> bool {
-    let mut levels = topic.split('/');
-    levels.next() == Some("kem-mqtt")
-        && levels.next() == Some("data")
-        && levels.next().is_some()
-        && levels.next() == Some("b2c")
+    under(topic, "kem-mqtt/data/b2c").is_some()
 }
 
 /// Default prefix of the topics that carry opened readings.
@@ -125,7 +135,7 @@ impl Delivery {
         })
     }
 
-    /// Where the reading of a record on `kem-mqtt/data/<id>/c2b[/<sub>]` is delivered.
+    /// Where the reading of a record on `kem-mqtt/data/c2b/<id>[/<sub>]` is delivered.
     pub fn plain_topic(&self, client_id: &str, sub: &str) -> String {
         with_sub(format!("{}/{client_id}", self.plain_prefix), sub)
     }
@@ -162,22 +172,29 @@ mod tests {
 
     #[test]
     fn sealed_topics_round_trip_and_bad_ones_are_not_records() {
-        assert_eq!(sealed_c2b("s1", ""), "kem-mqtt/data/s1/c2b");
-        assert_eq!(sealed_c2b("s1", "t/x"), "kem-mqtt/data/s1/c2b/t/x");
-        assert_eq!(parse_sealed_c2b("kem-mqtt/data/s1/c2b"), Some(("s1", "")));
-        assert_eq!(parse_sealed_c2b("kem-mqtt/data/s1/c2b/t/x"), Some(("s1", "t/x")));
+        assert_eq!(sealed_c2b("s1", ""), "kem-mqtt/data/c2b/s1");
+        assert_eq!(sealed_c2b("s1", "t/x"), "kem-mqtt/data/c2b/s1/t/x");
+        assert_eq!(parse_sealed_c2b("kem-mqtt/data/c2b/s1"), Some(("s1", "")));
+        assert_eq!(parse_sealed_c2b("kem-mqtt/data/c2b/s1/t/x"), Some(("s1", "t/x")));
+        assert_eq!(parse_sealed_b2c("kem-mqtt/data/b2c/s1/led"), Some(("s1", "led")));
         for bad in [
-            "kem-mqtt/data/s1/c2bx",
-            "kem-mqtt/data/s1/b2c",
-            "kem-mqtt/data//c2b",
-            "kem-mqtt/data/s 1/c2b",
+            "kem-mqtt/data/c2bx/s1",
+            "kem-mqtt/data/b2c/s1",
+            "kem-mqtt/data/c2b",
+            "kem-mqtt/data/c2b/",
+            "kem-mqtt/data/c2b//t",
+            "kem-mqtt/data/c2b/s 1",
+            // The layout before the direction came first.
+            "kem-mqtt/data/s1/c2b",
             "kem-mqtt/hs/s1/c2b",
-            "x/kem-mqtt/data/s1/c2b",
+            "x/kem-mqtt/data/c2b/s1",
         ] {
             assert_eq!(parse_sealed_c2b(bad), None, "{bad}");
         }
-        assert!(is_sealed_b2c("kem-mqtt/data/s1/b2c/led"));
-        assert!(!is_sealed_b2c("kem-mqtt/data/s1/c2b/led"));
+        assert!(is_sealed_b2c("kem-mqtt/data/b2c/s1/led"));
+        assert!(is_sealed_b2c("kem-mqtt/data/b2c"));
+        assert!(!is_sealed_b2c("kem-mqtt/data/c2b/s1/led"));
+        assert!(!is_sealed_b2c("kem-mqtt/data/b2cx/s1"));
     }
 
     #[test]

@@ -414,7 +414,7 @@ fn provision_gateway_and_sensor_from_the_command_line() {
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("ctru-light-ascon+x25519"), "{stdout}");
     assert!(
-        stdout.contains("sent a 29-byte record on kem-mqtt/data/s1/c2b/room/t"),
+        stdout.contains("sent a 29-byte record on kem-mqtt/data/c2b/s1/room/t"),
         "{stdout}"
     );
     assert!(stdout.contains("command led: on"), "{stdout}");

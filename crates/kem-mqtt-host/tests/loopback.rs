@@ -121,6 +121,29 @@ fn topic_mode_gateway_rejects_replays_moves_and_policy_violations() {
     client.send(b"second").unwrap();
     assert!(matches!(gw.poll().unwrap(), GatewayEvent::Message { payload, .. } if payload == b"second"));
 
+    // The sensor's side: a forged record and a replayed one on its own
+    // broker → sensor topic (the embedded broker has no ACL) are skipped and
+    // counted; the genuine record behind them is delivered (issue #32: one
+    // bad record must not end a sensor).
+    let b2c = kem_mqtt_host::data_b2c(&keys.client_id);
+    gw.send(&keys.client_id, b"genuine 1").unwrap();
+    assert_eq!(client.recv().unwrap(), b"genuine 1");
+    let sealed = loop {
+        match spy.recv().unwrap() {
+            mqtt::Packet::Publish { topic, payload } if topic == b2c => break payload,
+            _ => {}
+        }
+    };
+    spy.publish(&b2c, &[0u8; 40]).unwrap();
+    spy.publish(&b2c, &sealed).unwrap();
+    // A ping round trip: the broker has forwarded both before it answers,
+    // so they reach the sensor before the genuine record below.
+    spy.send(&mqtt::Packet::PingReq).unwrap();
+    while spy.recv().unwrap() != mqtt::Packet::PingResp {}
+    gw.send(&keys.client_id, b"genuine 2").unwrap();
+    assert_eq!(client.recv().unwrap(), b"genuine 2");
+    assert_eq!(client.dropped(), 2);
+
     // Downgrade: the same sensor offering the pure suite is refused by policy.
     let mut downgraded = keys.clone();
     downgraded.suite = pure;

@@ -768,25 +768,52 @@ impl BrokerHandshake {
         Ok((suite, client_id))
     }
 
-    /// Parses and checks a ClientHello (version, suite, client id, policy,
-    /// exact length), writes the BrokerHello into `out` and returns the state
-    /// awaiting the ClientFinished together with the BrokerHello's length.
+    /// [`BrokerHandshake::peek`] and every other check that needs no
+    /// secret key: the client id is registered, its policy allows the
+    /// suite, the broker holds the suite's keys, and the ephemeral public
+    /// key passes its import check. A broker calls it before it takes a
+    /// rate-limit token, so a hello that fails here (a malformed ephemeral
+    /// key, say) costs a parse and never drains a limit that honest sensors
+    /// share. [`BrokerHandshake::accept`] starts with it.
+    pub fn screen<'m, K: BrokerKeys + ?Sized>(keys: &K, msg: &'m [u8]) -> Result<(Suite, &'m [u8]), Error> {
+        let (suite, client_id) = Self::peek(msg)?;
+        let suite_id = suite.id();
+        let kem = suite.kem();
+        let entry = keys.client(client_id).ok_or(Error::UnknownClient)?;
+        if !entry.allowed.contains(suite) || entry.kem != kem {
+            return Err(Error::SuiteNotAllowed(suite_id));
+        }
+        keys.kem_secret_key(kem).ok_or(Error::SuiteNotSupported(suite_id))?;
+        if suite.is_hybrid() {
+            keys.x25519_secret_key().ok_or(Error::SuiteNotSupported(suite_id))?;
+            entry.x25519_pk.ok_or(Error::SuiteNotAllowed(suite_id))?;
+        }
+        // peek checked the exact length: the key is where the layout says.
+        let at = 4 + client_id.len() + NONCE_LEN;
+        let pk_e = msg.get(at..at + kem.pk_len()).ok_or(Error::Truncated {
+            expected: at + kem.pk_len(),
+            got: msg.len(),
+        })?;
+        kem::check_public_key(kem, pk_e).map_err(|_| Error::InvalidEphemeralKey)?;
+        Ok((suite, client_id))
+    }
+
+    /// Parses and checks a ClientHello ([`BrokerHandshake::screen`]),
+    /// writes the BrokerHello into `out` and returns the state awaiting the
+    /// ClientFinished together with the BrokerHello's length.
     pub fn accept<K: BrokerKeys + ?Sized>(
         keys: &K,
         msg: &[u8],
         rng: &mut impl TryCryptoRng,
         out: &mut [u8],
     ) -> Result<(AwaitClientFinished, usize), Error> {
-        let (suite, client_id) = Self::peek(msg)?;
+        let (suite, client_id) = Self::screen(keys, msg)?;
         let suite_id = suite.id();
         let id_len = client_id.len();
         let kem = suite.kem();
         let f = suite.family();
         let rest = msg.get(4 + id_len..).unwrap_or(&[]);
         let entry = keys.client(client_id).ok_or(Error::UnknownClient)?;
-        if !entry.allowed.contains(suite) || entry.kem != kem {
-            return Err(Error::SuiteNotAllowed(suite_id));
-        }
         let sk_b = keys.kem_secret_key(kem).ok_or(Error::SuiteNotSupported(suite_id))?;
         let statics = if suite.is_hybrid() {
             let sk = keys.x25519_secret_key().ok_or(Error::SuiteNotSupported(suite_id))?;
@@ -801,7 +828,6 @@ impl BrokerHandshake {
         let (_nonce_c, rest) = rest.split_at(NONCE_LEN);
         let (pk_e, rest) = rest.split_at(kem.pk_len());
         let (ct_s, share_c) = rest.split_at(kem.ct_len());
-        kem::check_public_key(kem, pk_e).map_err(|_| Error::InvalidEphemeralKey)?;
 
         let mut transcript = Xof::transcript(f);
         transcript.absorb(msg);

@@ -21,10 +21,10 @@
 //! **Data path** (`MOSQ_EVT_MESSAGE`, see [`Plugin::message`]): the
 //! session a handshake establishes stays in the plugin's memory while its
 //! connection lives. A record the sensor publishes on
-//! `kem-mqtt/data/<id>/c2b[/<sub>]` is opened and its plaintext published on
+//! `kem-mqtt/data/c2b/<id>[/<sub>]` is opened and its plaintext published on
 //! `plain/<id>[/<sub>]` for every subscriber the ACL lets read it; a command
 //! an application publishes on `cmd/<id>[/<sub>]` is sealed and sent to the
-//! sensor alone on `kem-mqtt/data/<id>/b2c[/<sub>]`. Records that do not
+//! sensor alone on `kem-mqtt/data/b2c/<id>[/<sub>]`. Records that do not
 //! open (tampered, moved, replayed, another sensor's) are counted and never
 //! delivered. The session's keys are wiped when its connection ends; a
 //! reconnect is a new handshake.
@@ -35,10 +35,14 @@
 //! an unauthenticated peer nothing about which check failed. The reason is
 //! in the broker's log.
 //!
-//! **Cost of a refusal.** The format, the identity binding, the registry
-//! and the rate limits ([`kem_mqtt_host::admission`]: per client id, per
-//! source address, global) are checked before the decapsulation, so a flood
-//! of ClientHellos costs a handshake per token, not per hello.
+//! **Cost of a refusal.** The format, the identity binding, the registry,
+//! the policy, the ephemeral key's import check and the rate limits
+//! ([`kem_mqtt_host::admission`]: per client id and source address, per
+//! source address, a shared pool and a pool reserved for sensors returning
+//! to the address of their last handshake) are checked before the
+//! decapsulation, so a flood of ClientHellos costs a handshake per token,
+//! not per hello, and cannot keep out a returning sensor it does not share
+//! an address with.
 //!
 //! **Panics.** Every callback runs inside `catch_unwind`: a panic refuses
 //! the connection at hand (or is ignored, for DISCONNECT), is logged, and
@@ -55,7 +59,10 @@
 //! plugin_opt_keys_dir /path/with/broker-key.json/and/registry.json
 //! plugin_opt_limit_per_id 4/5s         # optional: BURST/INTERVAL, or off
 //! plugin_opt_limit_per_source 16/500ms # optional
-//! plugin_opt_limit_global 200/20ms     # optional
+//! plugin_opt_limit_global 200/20ms     # optional: the shared pool
+//! plugin_opt_limit_reserved 1000/40ms  # optional: the pool of returning sensors
+//! plugin_opt_limit_reserve_per_id 2/30s # optional: one returning sensor's share of it
+//! plugin_opt_returning_for 24h         # optional: how long a handshake makes a sensor returning
 //! plugin_opt_plain_prefix plain        # optional: readings for applications
 //! plugin_opt_command_prefix cmd        # optional: commands from applications
 //! plugin_opt_stats_interval 60s        # optional: how often the counters are logged
@@ -298,7 +305,7 @@ unsafe fn auth_event(event: c_int, event_data: *mut c_void, userdata: *mut c_voi
     let outcome = if event == MOSQ_EVT_EXT_AUTH_START {
         plugin.start(&conn, method, data, Instant::now())
     } else {
-        plugin.continue_auth(&conn, method, data)
+        plugin.continue_auth(&conn, method, data, Instant::now())
     };
     match outcome {
         Outcome::Continue(out) => {
@@ -623,7 +630,7 @@ mod tests {
         let mut cf = vec![0u8; 64];
         let (_, n) = state.receive_broker_hello(&bh, &mut cf).unwrap();
         assert_eq!(
-            p.continue_auth(&conn(2, "alice"), None, &cf[..n]),
+            p.continue_auth(&conn(2, "alice"), None, &cf[..n], now),
             Outcome::Success {
                 identity: "alice".into()
             }
@@ -642,12 +649,12 @@ mod tests {
         let mut cf = vec![0u8; 64];
         let (mut session, n) = state.receive_broker_hello(&bh, &mut cf).unwrap();
         assert!(matches!(
-            p.continue_auth(&alice, None, &cf[..n]),
+            p.continue_auth(&alice, None, &cf[..n], Instant::now()),
             Outcome::Success { .. }
         ));
         assert_eq!(p.sessions(), 1);
 
-        let topic = "kem-mqtt/data/alice/c2b/t";
+        let topic = "kem-mqtt/data/c2b/alice/t";
         let mut rec = [0u8; 64];
         let n = session.seal(topic.as_bytes(), b"21.5", &mut rec).unwrap();
         let record = &rec[..n];
@@ -672,7 +679,7 @@ mod tests {
         // Moved to another subtopic: the topic is bound.
         let n = session.seal(topic.as_bytes(), b"21.6", &mut rec).unwrap();
         assert_eq!(
-            p.message(&alice, "kem-mqtt/data/alice/c2b/u", &rec[..n]),
+            p.message(&alice, "kem-mqtt/data/c2b/alice/u", &rec[..n]),
             Message::Dropped(Undelivered::Record(kem_mqtt::Error::RecordAuthFailed))
         );
         // A command: sealed for alice alone, on her b2c topic, and it opens there.
@@ -684,7 +691,7 @@ mod tests {
         else {
             panic!("command not sealed")
         };
-        assert_eq!((to.as_str(), sealed.as_str()), ("alice", "kem-mqtt/data/alice/b2c/led"));
+        assert_eq!((to.as_str(), sealed.as_str()), ("alice", "kem-mqtt/data/b2c/alice/led"));
         let mut pt = [0u8; 8];
         let m = session.open(sealed.as_bytes(), &payload, &mut pt).unwrap();
         assert_eq!(&pt[..m], b"on");
@@ -695,7 +702,7 @@ mod tests {
         // A sensor never writes readings or sealed commands; other clients
         // are the ACL's to allow (a topic-mode gateway does).
         assert_eq!(p.message(&alice, "plain/alice/t", b"x"), Message::Refuse);
-        assert_eq!(p.message(&alice, "kem-mqtt/data/alice/b2c", b"x"), Message::Refuse);
+        assert_eq!(p.message(&alice, "kem-mqtt/data/b2c/alice", b"x"), Message::Refuse);
         assert_eq!(p.message(&app, "plain/alice/t", b"x"), Message::Pass);
         assert_eq!(p.message(&app, "sensors/x", b"x"), Message::Pass);
         // The connection ends: the session goes; a take-over's old

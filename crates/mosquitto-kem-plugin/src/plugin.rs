@@ -7,9 +7,7 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kem_mqtt::{
-    AwaitClientFinished, BrokerHandshake, BrokerKeys, Session, AUTH_METHOD, MAX_BROKER_HELLO_LEN, RECORD_OVERHEAD,
-};
+use kem_mqtt::{AwaitClientFinished, BrokerHandshake, Session, AUTH_METHOD, MAX_BROKER_HELLO_LEN, RECORD_OVERHEAD};
 use kem_mqtt_host::admission::{self, parse_duration, parse_rate, Admission, AdmissionConfig};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
 use kem_mqtt_host::topics::{self, Delivery};
@@ -196,6 +194,13 @@ impl Options {
                 "limit_per_id" => limits.per_id = parse_rate(v)?,
                 "limit_per_source" => limits.per_source = parse_rate(v)?,
                 "limit_global" => limits.global = parse_rate(v)?,
+                "limit_reserved" => limits.reserved = parse_rate(v)?,
+                "limit_reserve_per_id" => limits.reserve_per_key = parse_rate(v)?,
+                "returning_for" => {
+                    limits.returning_for = parse_duration(v).ok_or_else(|| {
+                        format!("plugin_opt_returning_for {v:?}: expected a duration such as 24h or 30m")
+                    })?
+                }
                 "plain_prefix" => plain = v.trim().to_string(),
                 "command_prefix" => command = v.trim().to_string(),
                 "stats_interval" => {
@@ -294,11 +299,16 @@ impl Plugin {
                 hello: String::from_utf8_lossy(id).into_owned(),
             });
         }
-        // Only registered ids get a rate-limit bucket.
-        if self.state.client(id).is_none() {
-            return Outcome::Refuse(Refusal::UnknownClient);
+        // Every check that needs no secret key (registered id, policy, the
+        // ephemeral key's import check) before any rate-limit token: only a
+        // hello that could be a sensor's takes one.
+        match BrokerHandshake::screen(&self.state, data) {
+            Ok(_) => {}
+            Err(kem_mqtt::Error::UnknownClient) => return Outcome::Refuse(Refusal::UnknownClient),
+            Err(e) => return Outcome::Refuse(Refusal::Handshake(e)),
         }
-        if let Err(r) = lock(&self.admission).admit(id, conn.address.as_ref(), now) {
+        let source = conn.address.map(admission::source_of);
+        if let Err(r) = lock(&self.admission).admit(id, source.as_ref(), now) {
             return Outcome::Refuse(Refusal::RateLimited(r));
         }
         let mut buf = vec![0u8; MAX_BROKER_HELLO_LEN];
@@ -316,8 +326,10 @@ impl Plugin {
         }
     }
 
-    /// `MOSQ_EVT_EXT_AUTH_CONTINUE`: the ClientFinished.
-    pub fn continue_auth(&self, conn: &Connection, method: Option<&str>, data: &[u8]) -> Outcome {
+    /// `MOSQ_EVT_EXT_AUTH_CONTINUE`: the ClientFinished. A verified one
+    /// also makes the connection's (sensor id, source) a returning key of
+    /// the rate limits ([`kem_mqtt_host::admission`]).
+    pub fn continue_auth(&self, conn: &Connection, method: Option<&str>, data: &[u8], now: Instant) -> Outcome {
         let pending = lock(&self.pending).remove(&conn.key);
         // mosquitto 2.0 passes no method on CONTINUE; the pending handshake identifies ours.
         if method.is_some_and(|m| m != AUTH_METHOD) {
@@ -340,6 +352,8 @@ impl Plugin {
             // re-authentication, or a take-over whose old connection
             // mosquitto is about to close); the old keys are wiped.
             Ok(session) => {
+                let source = conn.address.map(admission::source_of);
+                lock(&self.admission).completed(identity.as_bytes(), source.as_ref(), now);
                 lock(&self.sessions).insert(identity.clone(), (conn.key, session));
                 Outcome::Success { identity }
             }
@@ -371,13 +385,13 @@ impl Plugin {
     /// `MOSQ_EVT_MESSAGE`: a PUBLISH from `conn`, after mosquitto's ACL
     /// allowed it.
     ///
-    /// - A record on `kem-mqtt/data/<id>/c2b[/<sub>]` from the connection
+    /// - A record on `kem-mqtt/data/c2b/<id>[/<sub>]` from the connection
     ///   that authenticated `<id>` is opened with its session (topic-bound,
     ///   replay window) and its plaintext published on `<plain>/<id>[/<sub>]`;
     ///   anything else there is dropped and counted, never delivered.
     /// - A command on `<command>/<id>[/<sub>]` is sealed under `<id>`'s
     ///   session and sent to that sensor alone on
-    ///   `kem-mqtt/data/<id>/b2c[/<sub>]`.
+    ///   `kem-mqtt/data/b2c/<id>[/<sub>]`.
     /// - A sensor's PUBLISH on the plain topics or the sealed broker → sensor
     ///   topics is refused, whatever the ACL says. Other clients (an
     ///   application, a topic-mode gateway on the same broker) are the

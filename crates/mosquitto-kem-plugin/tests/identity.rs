@@ -114,11 +114,11 @@ fn the_username_of_the_connect_is_replaced_by_the_authenticated_id() {
     let (mut conn, outcome, session) = auth_attempt_session(&addr, mallory, "mallory", Some(("bob", b"anything")));
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
     let mut session = session.unwrap();
-    // With %u = "bob", `pattern write kem-mqtt/data/%u/c2b/#` would let
+    // With %u = "bob", `pattern write kem-mqtt/data/c2b/%u/#` would let
     // this through (and the plugin, which checks the topic against the
     // authenticated id, would drop it).
-    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/bob/c2b/t", b"forged");
-    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/mallory/c2b/t", b"own");
+    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/c2b/bob/t", b"forged");
+    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/c2b/mallory/t", b"own");
     assert_eq!(
         delivered(&mut dash),
         reading("plain/mallory/t", "own"),
@@ -137,7 +137,7 @@ fn the_acl_confines_each_sensor_to_its_own_topics() {
     let mut dash = dashboard(&addr, &keys[3]);
     let mut mallory = SensorClient::connect_auth_mode(&addr, &keys[1], TIMEOUT).unwrap();
     // Another sensor's topic: dropped by the broker.
-    mallory.publish_record("kem-mqtt/data/bob/c2b/t", b"forged").unwrap();
+    mallory.publish_record("kem-mqtt/data/c2b/bob/t", b"forged").unwrap();
     mallory.send_on("t", b"own").unwrap();
     assert_eq!(
         delivered(&mut dash),
@@ -148,7 +148,7 @@ fn the_acl_confines_each_sensor_to_its_own_topics() {
     // commands: only the plugin does.
     mallory.publish_raw("plain/bob/t", b"forged").unwrap();
     dash.publish("plain/bob/t", b"forged").unwrap();
-    dash.publish("kem-mqtt/data/bob/b2c/t", b"forged").unwrap();
+    dash.publish("kem-mqtt/data/b2c/bob/t", b"forged").unwrap();
     assert_eq!(next_publish(&mut dash, DELIVERY), None);
     // mallory reads nothing of bob's (a second connection with its id
     // takes its session over: same identity, allowed).
@@ -156,12 +156,12 @@ fn the_acl_confines_each_sensor_to_its_own_topics() {
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
     assert_reads_nothing_of_bob(&addr, &keys[0], &mut raw, &mut dash);
     // What is sealed for it, it reads.
-    raw.subscribe(2, &["kem-mqtt/data/mallory/b2c/#"]).unwrap();
+    raw.subscribe(2, &["kem-mqtt/data/b2c/mallory/#"]).unwrap();
     dash.publish("cmd/mallory/led", b"on").unwrap();
     assert_eq!(
         next_publish(&mut raw, DELIVERY).map(|(t, p)| (t, p.len())),
         Some((
-            "kem-mqtt/data/mallory/b2c/led".to_string(),
+            "kem-mqtt/data/b2c/mallory/led".to_string(),
             2 + kem_mqtt::RECORD_OVERHEAD
         ))
     );
@@ -194,7 +194,7 @@ fn the_plugin_refuses_a_sensors_forgeries_even_under_a_permissive_acl() {
     let s = suite("ctru-light-ascon+x25519");
     let (secrets, registry, keys) = enrol(&[("mallory", s), ("dashboard", s)]);
     let acl = format!(
-        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/%u/b2c/#\n{SHIPPED_ACL}"
+        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/b2c/%u/#\n{SHIPPED_ACL}"
     );
     let mut broker = Broker::start(
         "permissive",
@@ -207,11 +207,11 @@ fn the_plugin_refuses_a_sensors_forgeries_even_under_a_permissive_acl() {
     let mut dash = dashboard(&addr, &keys[1]);
     let (mut forger, outcome) = auth_attempt(&addr, &keys[0], "mallory", None);
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
-    forger.subscribe(2, &["kem-mqtt/data/mallory/b2c/#"]).unwrap();
+    forger.subscribe(2, &["kem-mqtt/data/b2c/mallory/#"]).unwrap();
     // mosquitto 2.0.11 drops what the plugin refuses ("Denied PUBLISH");
     // whether it closed the connection would not matter, delivering would.
     let _ = forger.publish("plain/mallory/t", b"forged reading");
-    let _ = forger.publish("kem-mqtt/data/mallory/b2c/led", b"forged command");
+    let _ = forger.publish("kem-mqtt/data/b2c/mallory/led", b"forged command");
     assert_eq!(
         next_publish(&mut dash, DELIVERY),
         None,
@@ -225,7 +225,7 @@ fn the_plugin_refuses_a_sensors_forgeries_even_under_a_permissive_acl() {
     let log = broker.log();
     assert!(
         log.contains("refused a PUBLISH on plain/mallory/t from \"mallory\"")
-            && log.contains("refused a PUBLISH on kem-mqtt/data/mallory/b2c/led"),
+            && log.contains("refused a PUBLISH on kem-mqtt/data/b2c/mallory/led"),
         "{log}"
     );
     // The honest path still works.
@@ -247,7 +247,7 @@ fn the_broker_opens_records_and_delivers_only_authentic_ones() {
     let (mut conn, outcome, session) = auth_attempt_session(&addr, &keys[0], "bob", None);
     assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
     let mut session = session.unwrap();
-    let topic = "kem-mqtt/data/bob/c2b/t";
+    let topic = "kem-mqtt/data/c2b/bob/t";
     let secret = b"reading 21.5 C";
     let mut first = None;
     for _ in 0..2 {
@@ -268,7 +268,7 @@ fn the_broker_opens_records_and_delivers_only_authentic_ones() {
     reseq[7] ^= 1;
     conn.publish(topic, &reseq).unwrap();
     conn.publish(topic, secret).unwrap();
-    conn.publish("kem-mqtt/data/bob/c2b/other", &rec[..n]).unwrap();
+    conn.publish("kem-mqtt/data/c2b/bob/other", &rec[..n]).unwrap();
     assert_eq!(next_publish(&mut dash, DELIVERY), None, "a bad record was delivered");
     // The untouched record still opens: the bad ones did not move the window.
     conn.publish(topic, &rec[..n]).unwrap();
@@ -335,7 +335,7 @@ fn reauthentication_cannot_change_the_identity() {
         closed_by_peer(&mut conn, TIMEOUT),
         "connection kept after a refused re-authentication"
     );
-    let _ = conn.publish("kem-mqtt/data/eve/c2b/t", b"as eve");
+    let _ = conn.publish("kem-mqtt/data/c2b/eve/t", b"as eve");
     assert_eq!(next_publish(&mut dash, DELIVERY), None);
 
     // Control: re-authenticating as itself succeeds and the connection goes on.
@@ -351,7 +351,7 @@ fn reauthentication_cannot_change_the_identity() {
         (other, _) => panic!("re-authentication as the same sensor: {other:?}"),
     };
     // The plugin holds the new session: a record sealed under it opens.
-    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/mallory/c2b/t", b"still me");
+    publish_sealed(&mut conn, &mut session, "kem-mqtt/data/c2b/mallory/t", b"still me");
     assert_eq!(delivered(&mut dash), reading("plain/mallory/t", "still me"));
     broker.assert_alive();
 }

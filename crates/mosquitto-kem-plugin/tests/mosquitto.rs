@@ -51,7 +51,7 @@ fn auth_mode_through_mosquitto_for_every_suite() {
         let mut c = SensorClient::connect_auth_mode(&addr, keys, TIMEOUT).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(c.stats.broker_hello, keys.suite.broker_hello_len());
         // A tampered record first: the application must never see it.
-        let topic = format!("kem-mqtt/data/{}/c2b/t", keys.client_id);
+        let topic = format!("kem-mqtt/data/c2b/{}/t", keys.client_id);
         let mut rec = vec![0u8; 64];
         let n = c.session().seal(topic.as_bytes(), b"99.9 C forged", &mut rec).unwrap();
         rec[n - 1] ^= 0x80;

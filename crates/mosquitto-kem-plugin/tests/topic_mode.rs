@@ -47,7 +47,7 @@ fn fleet(suites: &[Suite]) -> (Arc<BrokerState>, Vec<SensorKeys>) {
 
 /// A reading published on `sub`, after a tampered one on the same topic.
 fn send_reading_after_a_tampered_one(c: &mut SensorClient, id: &str, text: &str) {
-    let topic = format!("kem-mqtt/data/{id}/c2b/t");
+    let topic = format!("kem-mqtt/data/c2b/{id}/t");
     let mut rec = vec![0u8; 64];
     let n = c.session().seal(topic.as_bytes(), b"99.9 C forged", &mut rec).unwrap();
     rec[8] ^= 1;
@@ -72,7 +72,7 @@ fn topic_mode_through_mosquitto_delivers_readings_and_commands() {
     let mut forger = Connection::connect(&broker.addr()).unwrap();
     forger.mqtt_connect("mallory").unwrap();
     forger.publish("plain/s0/t", b"forged reading").unwrap();
-    forger.publish("kem-mqtt/data/s0/c2b/t", b"forged record").unwrap();
+    forger.publish("kem-mqtt/data/c2b/s0/t", b"forged record").unwrap();
 
     let mut expected = vec![];
     for k in &keys {
@@ -179,4 +179,137 @@ fn the_gateway_guide_shows_the_shipped_files() {
             "docs/gateway.md does not contain {name} as shipped"
         );
     }
+}
+
+/// Issue #32, defect 3. mosquitto 2.0 refuses `+` and `#` in the client id
+/// of a pattern ACL, not `/`, so `%c` can stand for several topic levels.
+/// Clients whose ids are built from another sensor's id and `/` publish on
+/// every topic the shipped `gateway.acl` lets them write (and on the topics
+/// the id-first layout let `s0/b2c/x` reach): nothing arrives where the
+/// sensor or the application reads, the sensor keeps its session, and its
+/// next genuine command and reading go through.
+#[test]
+fn no_client_id_reaches_a_topic_a_sensor_or_an_application_reads() {
+    use kem_mqtt_host::topics::{sealed_b2c, sealed_c2b};
+    use kem_mqtt_host::{hs_b2c, hs_c2b};
+    let (state, keys) = fleet(&[suite("ctru-light-ascon+x25519")]);
+    let broker = Broker::start_topic_mode("slash-ids");
+    let gw = start_gateway(&broker, &state, None);
+    let app = subscriber(&broker, "plain/#", 1, 60);
+    let mut s0 = SensorClient::connect_topic_mode(&broker.addr(), &keys[0], TIMEOUT).unwrap();
+    let forged = b"\x00\x00\x00\x00\x00\x00\x00\x00forged record with a tag that does not verify";
+    for id in ["s0/b2c/x", "s0/b2c", "s0/c2b", "s0/x", "x/s0", "s0/hs/s0"] {
+        let mut c = Connection::connect(&broker.addr()).unwrap();
+        c.mqtt_connect(id).unwrap();
+        // What `pattern write` grants this id, and around it.
+        for topic in [
+            hs_c2b(id),
+            sealed_c2b(id, ""),
+            sealed_c2b(id, "t"),
+            sealed_b2c(id, ""),
+            hs_b2c("s0"),
+            sealed_b2c("s0", "led"),
+            // The id-first layout's topics for `%c` = `s0/b2c/x`.
+            format!("kem-mqtt/data/{id}/c2b"),
+            format!("kem-mqtt/data/{id}/c2b/t"),
+        ] {
+            c.publish(&topic, forged).unwrap();
+        }
+        c.send(&kem_mqtt_host::mqtt::Packet::Disconnect { reason: 0 }).unwrap();
+    }
+    // Nothing reached the sensor's topics: no record at all, not one that
+    // failed to open.
+    s0.set_timeout(Duration::from_secs(1)).unwrap();
+    assert!(matches!(s0.recv_command(), Err(HostError::Timeout)));
+    assert_eq!(s0.dropped(), 0, "a forged record reached the sensor's topics");
+    // The sensor still has its session: a command and a reading go through.
+    s0.set_timeout(TIMEOUT).unwrap();
+    assert!(app_publish(&broker, "cmd/s0/led", "on"));
+    assert_eq!(s0.recv_command().unwrap(), ("led".to_string(), b"on".to_vec()));
+    s0.send_on("t", b"21.5 C").unwrap();
+    assert_eq!(
+        app.lines().unwrap(),
+        ["plain/s0/t 21.5 C"],
+        "the application read only the genuine reading"
+    );
+    let stats = gw.stop().unwrap();
+    assert_eq!((stats.established, stats.records_opened), (1, 1), "{stats}");
+}
+
+/// Issue #32, defect 1, in topic mode: an attacker who claims 40 returning
+/// sensors' ids (anyone may, in topic mode) publishes well-formed hellos for
+/// them as fast as it can build them. The gateway's shared pool runs dry (a
+/// sensor that never completed a handshake gets no answer), but a returning
+/// sensor the flood does not name completes its handshake. The pools are
+/// scaled down so the flood is short: shared 50 at once then 5 a second,
+/// reserved 100 then 10 a second, 2 per returning id then one per 30 s,
+/// which by the admission layer's bound keeps the guarantee for fewer than
+/// 50 named ids (the defaults: 500; `kem_mqtt_host::admission`'s unit test
+/// floods 400).
+#[test]
+fn a_topic_mode_flood_naming_40_returning_ids_does_not_lock_out_another() {
+    use kem_mqtt::{SensorHandshake, MAX_CLIENT_HELLO_LEN};
+    use kem_mqtt_host::admission::Rate;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let s = suite("ctru-light-ascon");
+    let (state, keys) = fleet(&[s; 42]);
+    let (named, victim, latecomer) = (&keys[..40], &keys[40], &keys[41]);
+    let broker = Broker::start_topic_mode("topic-lockout");
+    let mut config = GatewayConfig::default();
+    config.admission.global = Rate::per_second(50, 5.0);
+    config.admission.reserved = Rate::per_second(100, 10.0);
+    let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
+    let gw = Gateway::connect_login(&broker.addr(), state.clone(), config, login)
+        .and_then(Gateway::spawn)
+        .unwrap();
+    // Every named id and the victim completed a handshake: all returning.
+    for k in named.iter().chain([victim]) {
+        SensorClient::connect_topic_mode(&broker.addr(), k, TIMEOUT)
+            .and_then(SensorClient::disconnect)
+            .unwrap_or_else(|e| panic!("{}: {e}", k.client_id));
+    }
+    // The flood: one connection per named id (as that id: the ACL lets a
+    // client publish hellos only for its own id), fresh hellos round robin.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = {
+        let (stop, addr, named) = (stop.clone(), broker.addr(), named.to_vec());
+        std::thread::spawn(move || {
+            let mut conns: Vec<Connection> = named
+                .iter()
+                .map(|k| {
+                    let mut c = Connection::connect(&addr).unwrap();
+                    c.mqtt_connect(&k.client_id).unwrap();
+                    c
+                })
+                .collect();
+            let mut sent = 0usize;
+            let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
+            while !stop.load(Ordering::Relaxed) {
+                for (k, c) in named.iter().zip(&mut conns) {
+                    let (_, n) =
+                        SensorHandshake::start(k.suite, k.credentials(), &mut kem_mqtt_host::OsRng, &mut buf).unwrap();
+                    c.publish(&kem_mqtt_host::hs_c2b(&k.client_id), &buf[..n]).unwrap();
+                    sent += 1;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            sent
+        })
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    // The shared pool is dry: a sensor that never completed a handshake gets no answer …
+    let late = SensorClient::connect_topic_mode(&broker.addr(), latecomer, Duration::from_secs(3));
+    // … and the returning sensor the flood does not name gets in.
+    let victim_in =
+        SensorClient::connect_topic_mode(&broker.addr(), victim, TIMEOUT).and_then(SensorClient::disconnect);
+    stop.store(true, Ordering::Relaxed);
+    let sent = flood.join().unwrap();
+    let stats = gw.stop().unwrap();
+    eprintln!("flood of {sent} hellos; latecomer {late:?}; victim {victim_in:?}; {stats}");
+    assert!(
+        matches!(late, Err(HostError::Timeout)),
+        "the flood did not empty the shared pool"
+    );
+    assert!(stats.hellos_rate_limited > 0, "{stats}");
+    victim_in.expect("the flood kept out a returning sensor it never named");
 }

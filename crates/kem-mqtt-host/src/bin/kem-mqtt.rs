@@ -55,7 +55,7 @@ enum Command {
     ///
     /// Connects to the broker as an ordinary MQTT client and runs the broker
     /// side of the handshake for the sensors in DIR/registry.json. A record a
-    /// sensor publishes on kem-mqtt/data/ID/c2b/SUB is opened and its
+    /// sensor publishes on kem-mqtt/data/c2b/ID/SUB is opened and its
     /// plaintext published on PLAIN/ID/SUB; a command an application
     /// publishes on CMD/ID/SUB is sealed to the sensor. Prints what it
     /// refused or dropped, and its counters at most every 10 s. Runs until
@@ -64,7 +64,7 @@ enum Command {
     Gateway(GatewayArgs),
     /// Sensor: handshake with the broker or gateway, send readings, print commands
     ///
-    /// Sends --count readings on kem-mqtt/data/ID/c2b/SUB (applications
+    /// Sends --count readings on kem-mqtt/data/c2b/ID/SUB (applications
     /// read them on plain/ID/SUB), then prints the commands that arrive
     /// within --listen seconds. In topic mode a handshake the gateway does
     /// not confirm within 10 s is started again, up to 3 times. Auth mode
@@ -172,7 +172,7 @@ struct SensorArgs {
     /// The text of each reading (numbered " #0", " #1", …)
     #[arg(long, value_name = "TEXT", default_value = "hello from the sensor")]
     message: String,
-    /// The readings' subtopic: kem-mqtt/data/ID/c2b/SUB, delivered on plain/ID/SUB
+    /// The readings' subtopic: kem-mqtt/data/c2b/ID/SUB, delivered on plain/ID/SUB
     #[arg(long, value_name = "SUB", default_value = "t")]
     topic: String,
     /// After the readings, print the commands that arrive for this many seconds
@@ -572,7 +572,7 @@ fn run_sensor(args: &SensorArgs, keys: &SensorKeys) -> Result<(), HostError> {
         let text = format!("{} #{i}", args.message);
         let n = client.send_on(&args.topic, text.as_bytes())?;
         println!(
-            "sent a {n}-byte record on kem-mqtt/data/{}/c2b/{}",
+            "sent a {n}-byte record on kem-mqtt/data/c2b/{}/{}",
             keys.client_id, args.topic
         );
     }
@@ -588,6 +588,12 @@ fn run_sensor(args: &SensorArgs, keys: &SensorKeys) -> Result<(), HostError> {
             Err(HostError::Timeout) => break,
             Err(e) => return Err(e),
         }
+    }
+    if client.dropped() > 0 {
+        println!(
+            "dropped {} records that did not open (forged, moved or replayed)",
+            client.dropped()
+        );
     }
     client.disconnect()
 }
