@@ -13,23 +13,35 @@
 //! sensor's next handshake. A client's handshake and session stay on one
 //! instance, so no secret ever leaves the process that made it, and the
 //! replay window of a session lives in exactly one place:
-//! - a ClientFinished that the broker hands to another instance is
-//!   forwarded, unchanged, on `kem-mqtt/cluster/<group>/finished/<id>`,
-//!   which every instance reads; the one holding the pending handshake
-//!   verifies it, the others ignore it. Forwarding adds nothing an
-//!   attacker could not publish on the handshake topic itself;
+//! - a ClientFinished that no pending handshake of the instance it reached
+//!   verifies is forwarded, unchanged, on
+//!   `kem-mqtt/cluster/<group>/finished/<id>`, which every instance reads;
+//!   the one holding the handshake it belongs to verifies it, the others
+//!   drop it, and a forwarded one is never forwarded again. An instance
+//!   that holds pending handshakes of the id — someone's injected hellos,
+//!   or the sensor's own abandoned attempts — still forwards what none of
+//!   them verifies, so those cannot swallow the sensor's flight 3.
+//!   Forwarding adds nothing an attacker could not publish on the
+//!   handshake topic itself;
 //! - records and commands reach every instance (plain subscriptions); only
 //!   the session's owner opens or seals, the others skip them (counted);
 //! - an instance that establishes a session announces it on
-//!   `kem-mqtt/cluster/<group>/owner/<id>`; another instance that still
-//!   holds an older session of that sensor drops it, so a command is never
-//!   sealed under a session the sensor has left. The announcement carries
-//!   its time and a MAC under a key every instance derives from the
-//!   broker's secret keys (which they all hold): one that does not verify,
-//!   is more than [`NOTICE_FRESHNESS`] away from the receiver's clock, or is
-//!   older than the receiver's own session of that sensor changes nothing,
-//!   so whoever can publish on the cluster topics cannot make an instance
-//!   drop a sensor's current session.
+//!   `kem-mqtt/cluster/<group>/owner/<id>` (retained, so an instance that
+//!   starts later learns it too); another instance that still holds an
+//!   older session of that sensor drops it, so a command is never sealed
+//!   under a session the sensor has left. Sessions are ordered by an
+//!   *epoch*, a hybrid logical clock: an instance stamps a new session with
+//!   its wall clock, or with one more than the newest epoch it has seen for
+//!   that sensor if that is later. A sensor's new handshake starts only
+//!   after the previous owner's notice went out (the notice is published
+//!   before the confirmation record that tells the sensor its session
+//!   exists), so the new session's epoch is larger whatever the instances'
+//!   clocks say. The notice carries the epoch and a MAC under a key every
+//!   instance derives from the broker's secret keys (which they all hold):
+//!   one that does not verify, or whose epoch is more than
+//!   [`NOTICE_FRESHNESS`] ahead of the receiver's clock, changes nothing,
+//!   and one that does verify drops only a session with a smaller epoch,
+//!   so a replayed notice never drops a sensor's current session.
 //!
 //! Anyone who can publish on a broker can publish on these topics, and a
 //! handshake message is not authenticated until its ClientFinished, so the
@@ -78,8 +90,8 @@ use std::time::{Duration, Instant};
 use crate::OsRng;
 use kem_mqtt::sym::Xof;
 use kem_mqtt::{
-    AwaitClientFinished, BrokerHandshake, Family, Session, Suite, MAX_BROKER_HELLO_LEN, MSG_CLIENT_FINISHED,
-    MSG_CLIENT_HELLO, RECORD_OVERHEAD,
+    AwaitClientFinished, BrokerHandshake, BrokerKeys, Family, Session, Suite, MAX_BROKER_HELLO_LEN,
+    MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, RECORD_OVERHEAD,
 };
 
 use crate::admission::{Admission, AdmissionConfig, Refusal};
@@ -245,8 +257,10 @@ impl std::fmt::Display for GatewayStats {
     }
 }
 
-/// How far an owner notice's time may be from the receiver's clock (the
-/// instances' clocks must agree to within this, less the broker's delay).
+/// How far ahead of the receiver's clock an owner notice's epoch may be:
+/// the bound on the instances' clock skew (an epoch never runs ahead of the
+/// fastest instance's clock by more than a few milliseconds, so a notice
+/// further ahead comes from a clock set wrong).
 pub const NOTICE_FRESHNESS: Duration = Duration::from_secs(60);
 
 /// The MAC key of a group's owner notices, from the broker's X25519 secret
@@ -262,8 +276,8 @@ fn notice_key(state: &BrokerState, group: &str) -> zeroize::Zeroizing<[u8; 32]> 
     key
 }
 
-/// The MAC of an owner notice: `client_id` established at `time_ms` (Unix
-/// milliseconds) by `instance`.
+/// The MAC of an owner notice: `client_id` established with epoch `time_ms`
+/// (Unix milliseconds, or later: see the module documentation) by `instance`.
 fn notice_mac(key: &[u8; 32], client_id: &str, instance: &[u8], time_ms: u64) -> [u8; 32] {
     let mut mac = [0u8; 32];
     kem_mqtt::sym::kdf(
@@ -309,6 +323,16 @@ impl Cluster {
 
     fn owner_topic(&self, client_id: &str) -> String {
         format!("kem-mqtt/cluster/{}/owner/{client_id}", self.group)
+    }
+
+    /// Whether `topic` is one of this group's owner notices (published
+    /// retained: the broker keeps the newest per sensor for instances that
+    /// start later).
+    fn is_owner_topic(&self, topic: &str) -> bool {
+        topic
+            .strip_prefix("kem-mqtt/cluster/")
+            .and_then(|t| t.strip_prefix(self.group.as_str()))
+            .is_some_and(|t| t.starts_with("/owner/"))
     }
 }
 
@@ -380,12 +404,15 @@ pub struct GatewayCore {
     pending: HashMap<String, Vec<Pending>>,
     pending_count: usize,
     completed: HashMap<String, VecDeque<[u8; 32]>>,
-    /// Sensor id → (when its sensor was last heard, authentically; when the
-    /// session was established, Unix ms; the session).
+    /// Sensor id → (when its sensor was last heard, authentically; the
+    /// session's epoch; the session).
     sessions: HashMap<String, (Instant, u64, Session)>,
+    /// Sensor id → the largest session epoch seen for it, ours or another
+    /// instance's (registered ids only).
+    epochs: HashMap<String, u64>,
     /// The owner notices' MAC key (cluster mode).
     notice_key: Option<zeroize::Zeroizing<[u8; 32]>>,
-    /// The wall clock at construction, for the owner notices' times: an
+    /// The wall clock at construction, for the owner notices' epochs: an
     /// `Instant` passed in maps to `clock.1 + (instant - clock.0)`.
     clock: (Instant, u64),
     stats: GatewayStats,
@@ -406,9 +433,15 @@ impl GatewayCore {
         let unix_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
+        Self::with_wall_clock(state, config, Instant::now(), unix_ms)
+    }
+
+    /// [`GatewayCore::new`] whose wall clock reads `unix_ms` at `at` (tests
+    /// give instances clocks that disagree).
+    pub fn with_wall_clock(state: Arc<BrokerState>, config: GatewayConfig, at: Instant, unix_ms: u64) -> Self {
         GatewayCore {
             notice_key: config.cluster.as_ref().map(|c| notice_key(&state, &c.group)),
-            clock: (Instant::now(), unix_ms),
+            clock: (at, unix_ms),
             state,
             admission: Admission::new(config.admission),
             config,
@@ -416,6 +449,7 @@ impl GatewayCore {
             pending_count: 0,
             completed: HashMap::new(),
             sessions: HashMap::new(),
+            epochs: HashMap::new(),
             stats: GatewayStats::default(),
             next_sweep: None,
         }
@@ -479,43 +513,61 @@ impl GatewayCore {
         base_ms.saturating_add(since)
     }
 
-    /// The owner notice of a session of `client_id` established at `now`:
-    /// `time (u64, Unix ms) ‖ MAC (32) ‖ instance`.
-    fn owner_notice_payload(&self, client_id: &str, time_ms: u64) -> Option<Vec<u8>> {
+    /// The owner notice of a session of `client_id` with epoch `epoch`:
+    /// `epoch (u64, Unix ms) ‖ MAC (32) ‖ instance`.
+    fn owner_notice_payload(&self, client_id: &str, epoch: u64) -> Option<Vec<u8>> {
         let (cluster, key) = (self.config.cluster.as_ref()?, self.notice_key.as_ref()?);
         let instance = cluster.instance.as_bytes();
-        let mut out = time_ms.to_be_bytes().to_vec();
-        out.extend_from_slice(&notice_mac(key, client_id, instance, time_ms));
+        let mut out = epoch.to_be_bytes().to_vec();
+        out.extend_from_slice(&notice_mac(key, client_id, instance, epoch));
         out.extend_from_slice(instance);
         Some(out)
     }
 
-    /// Another instance announced a session of `client_id`: ours goes if
-    /// the notice verifies, is fresh, and is newer than ours.
+    /// The epoch of a session of `client_id` established at `now`: the wall
+    /// clock, or one more than the largest epoch seen for the sensor.
+    fn next_epoch(&mut self, client_id: &str, now: Instant) -> u64 {
+        let seen = self.epochs.get(client_id).copied().unwrap_or(0);
+        let epoch = self.unix_ms(now).max(seen.saturating_add(1));
+        self.epochs.insert(client_id.to_string(), epoch);
+        epoch
+    }
+
+    /// Another instance announced a session of `client_id`: its epoch is
+    /// learnt, and ours goes if the notice verifies and its session is the
+    /// newer one (a larger epoch; equal epochs are ordered by instance name).
     fn owner_notice(&mut self, client_id: &str, payload: &[u8], now: Instant) -> GatewayEvent {
         let (Some(cluster), Some(key)) = (self.config.cluster.as_ref(), self.notice_key.as_ref()) else {
             return GatewayEvent::Other;
         };
-        let (Some(time), Some(mac), Some(instance)) = (payload.get(..8), payload.get(8..40), payload.get(40..)) else {
+        let (Some(epoch), Some(mac), Some(instance)) = (payload.get(..8), payload.get(8..40), payload.get(40..)) else {
             self.stats.notices_refused += 1;
             return GatewayEvent::Other;
         };
         if instance == cluster.instance.as_bytes() {
             return GatewayEvent::Other; // our own, back from the broker
         }
-        let mut t = [0u8; 8];
-        t.copy_from_slice(time);
-        let time_ms = u64::from_be_bytes(t);
+        let mut e = [0u8; 8];
+        e.copy_from_slice(epoch);
+        let epoch = u64::from_be_bytes(e);
         let mut got = [0u8; 32];
         got.copy_from_slice(mac);
-        let ours = self.unix_ms(now);
-        let fresh = ours.abs_diff(time_ms) <= NOTICE_FRESHNESS.as_millis() as u64;
-        if !macs_equal(&got, &notice_mac(key, client_id, instance, time_ms)) || !fresh {
+        let ahead = epoch.saturating_sub(self.unix_ms(now));
+        if !macs_equal(&got, &notice_mac(key, client_id, instance, epoch))
+            || ahead > NOTICE_FRESHNESS.as_millis() as u64
+            || self.state.client(client_id.as_bytes()).is_none()
+        {
             self.stats.notices_refused += 1;
             return GatewayEvent::Other;
         }
+        let seen = self.epochs.entry(client_id.to_string()).or_insert(0);
+        *seen = (*seen).max(epoch);
+        // The sensor proved its key to another instance: it is a returning
+        // one here too (the broker hands its next hello to either).
+        self.admission.completed(client_id.as_bytes(), None, now);
+        let ours = cluster.instance.as_bytes();
         match self.sessions.get(client_id) {
-            Some((_, established, _)) if *established < time_ms => {
+            Some((_, our_epoch, _)) if (*our_epoch, ours) < (epoch, instance) => {
                 self.sessions.remove(client_id);
                 self.stats.superseded += 1;
                 GatewayEvent::Superseded {
@@ -615,14 +667,29 @@ impl GatewayCore {
         now: Instant,
         forwarded: bool,
     ) -> (GatewayEvent, Vec<Outgoing>) {
-        let Some(slot) = self
+        // Verify first, against every live state of the id, each left in place.
+        let mut error = None;
+        let mut verified = None;
+        for p in self
             .pending
             .get(&client_id)
-            .filter(|v| v.iter().any(|p| p.expires > now))
-        else {
+            .into_iter()
+            .flatten()
+            .filter(|p| p.expires > now)
+        {
+            match p.state.check_client_finished(msg) {
+                Ok(session) => {
+                    verified = Some((session, p.state.suite(), p.hello));
+                    break;
+                }
+                Err(e) => error = Some(e),
+            }
+        }
+        let Some((mut session, suite, hello)) = verified else {
             if let Some(cluster) = &self.config.cluster {
-                // Another instance may hold the handshake: it reads the
-                // cluster topic. A forwarded one is never forwarded again.
+                // No handshake here verifies it: another instance may hold
+                // the one it belongs to, whatever this one holds for the id.
+                // A forwarded one is never forwarded again.
                 if forwarded {
                     return (GatewayEvent::Other, vec![]);
                 }
@@ -630,27 +697,19 @@ impl GatewayCore {
                 let out = vec![(cluster.finished_topic(&client_id), msg.to_vec())];
                 return (GatewayEvent::Forwarded { client_id }, out);
             }
-            self.stats.finished_unexpected += 1;
-            let error = kem_mqtt::Error::UnexpectedMessage {
-                expected: MSG_CLIENT_HELLO,
-                got: MSG_CLIENT_FINISHED,
-            };
-            return (GatewayEvent::Rejected { client_id, error }, vec![]);
-        };
-        // Verify first, against every live state, each left in place.
-        let mut error = kem_mqtt::Error::ClientFinishedInvalid;
-        let mut verified = None;
-        for p in slot.iter().filter(|p| p.expires > now) {
-            match p.state.check_client_finished(msg) {
-                Ok(session) => {
-                    verified = Some((session, p.state.suite(), p.hello));
-                    break;
+            let error = match error {
+                Some(e) => {
+                    self.stats.finished_invalid += 1;
+                    e
                 }
-                Err(e) => error = e,
-            }
-        }
-        let Some((mut session, suite, hello)) = verified else {
-            self.stats.finished_invalid += 1;
+                None => {
+                    self.stats.finished_unexpected += 1;
+                    kem_mqtt::Error::UnexpectedMessage {
+                        expected: MSG_CLIENT_HELLO,
+                        got: MSG_CLIENT_FINISHED,
+                    }
+                }
+            };
             return (GatewayEvent::Rejected { client_id, error }, vec![]);
         };
         // Verified: the id's other pending handshakes were someone else's
@@ -663,24 +722,25 @@ impl GatewayCore {
         while memory.len() > self.config.remembered_hellos {
             memory.pop_front();
         }
-        // The confirmation: an empty record, the session's first b2c record.
-        let topic = data_b2c(&client_id);
-        let mut rec = vec![0u8; RECORD_OVERHEAD];
-        let mut out = match session.seal(topic.as_bytes(), &[], &mut rec) {
-            Ok(n) => {
-                rec.truncate(n);
-                vec![(topic, rec)]
-            }
-            Err(_) => vec![],
-        };
-        let established = self.unix_ms(now);
+        // The owner notice goes out before the confirmation: the sensor
+        // learns its session exists (and may start its next handshake) only
+        // after every instance could have learnt this session's epoch.
+        let epoch = self.next_epoch(&client_id, now);
+        let mut out = vec![];
         if let (Some(cluster), Some(notice)) = (
             self.config.cluster.as_ref(),
-            self.owner_notice_payload(&client_id, established),
+            self.owner_notice_payload(&client_id, epoch),
         ) {
             out.push((cluster.owner_topic(&client_id), notice));
         }
-        self.sessions.insert(client_id.clone(), (now, established, session));
+        // The confirmation: an empty record, the session's first b2c record.
+        let topic = data_b2c(&client_id);
+        let mut rec = vec![0u8; RECORD_OVERHEAD];
+        if let Ok(n) = session.seal(topic.as_bytes(), &[], &mut rec) {
+            rec.truncate(n);
+            out.push((topic, rec));
+        }
+        self.sessions.insert(client_id.clone(), (now, epoch, session));
         self.admission.completed(client_id.as_bytes(), None, now);
         self.stats.established += 1;
         (GatewayEvent::Established { client_id, suite }, out)
@@ -784,6 +844,11 @@ impl GatewayCore {
         self.sessions.len()
     }
 
+    /// Whether an outgoing message on `topic` is published retained.
+    pub fn retained(&self, topic: &str) -> bool {
+        self.config.cluster.as_ref().is_some_and(|c| c.is_owner_topic(topic))
+    }
+
     /// Seals `payload` for `client_id`: the record topic and the record.
     pub fn seal(&mut self, client_id: &str, payload: &[u8]) -> Result<Outgoing, HostError> {
         let (_, _, s) = self
@@ -846,6 +911,13 @@ impl Gateway {
         config: GatewayConfig,
         login: Option<(&str, &str)>,
     ) -> Result<Self, HostError> {
+        Self::connect_core(addr, GatewayCore::new(state, config), login)
+    }
+
+    /// [`Gateway::connect_login`] around a core made by the caller (e.g.
+    /// [`GatewayCore::with_wall_clock`]).
+    pub fn connect_core(addr: &str, core: GatewayCore, login: Option<(&str, &str)>) -> Result<Self, HostError> {
+        let config = &core.config;
         let mut conn = Connection::connect(addr)?;
         conn.set_timeout(Some(Duration::from_secs(10)))?;
         let commands = config.delivery.command_filter();
@@ -868,10 +940,7 @@ impl Gateway {
         conn.mqtt_connect_login(&client_id, login)?;
         let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
         conn.subscribe(1, &filters)?;
-        Ok(Gateway {
-            conn,
-            core: GatewayCore::new(state, config),
-        })
+        Ok(Gateway { conn, core })
     }
 
     /// Sets how long [`Gateway::poll`] waits (`None`: forever).
@@ -918,7 +987,11 @@ impl Gateway {
         };
         let (event, out) = self.core.handle(&topic, &payload, Instant::now());
         for (topic, payload) in out {
-            self.conn.publish(&topic, &payload)?;
+            if self.core.retained(&topic) {
+                self.conn.publish_retained(&topic, &payload)?;
+            } else {
+                self.conn.publish(&topic, &payload)?;
+            }
         }
         Ok(event)
     }

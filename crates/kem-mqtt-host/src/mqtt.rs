@@ -454,6 +454,18 @@ impl Connection {
         })
     }
 
+    /// Publishes at QoS 0 with the RETAIN flag: the broker keeps it as the
+    /// topic's last message for later subscribers.
+    pub fn publish_retained(&mut self, topic: &str, payload: &[u8]) -> io::Result<()> {
+        let mut bytes = Packet::Publish {
+            topic: topic.to_string(),
+            payload: payload.to_vec(),
+        }
+        .encode();
+        bytes[0] |= 0x01;
+        self.stream.write_all(&bytes)
+    }
+
     /// Plain CONNECT without enhanced authentication; fails unless CONNACK is success.
     pub fn mqtt_connect(&mut self, client_id: &str) -> io::Result<()> {
         self.mqtt_connect_login(client_id, None)
