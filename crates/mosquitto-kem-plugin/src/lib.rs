@@ -92,11 +92,15 @@ const MOSQ_ERR_INVAL: c_int = 3;
 const MOSQ_ERR_NOT_SUPPORTED: c_int = 10;
 const MOSQ_ERR_AUTH: c_int = 11;
 const MOSQ_ERR_ACL_DENIED: c_int = 12;
+const MOSQ_ERR_PLUGIN_DEFER: c_int = 17;
+const MOSQ_EVT_ACL_CHECK: c_int = 2;
 const MOSQ_EVT_EXT_AUTH_START: c_int = 4;
 const MOSQ_EVT_EXT_AUTH_CONTINUE: c_int = 5;
 const MOSQ_EVT_MESSAGE: c_int = 7;
 const MOSQ_EVT_TICK: c_int = 9;
 const MOSQ_EVT_DISCONNECT: c_int = 10;
+// mosquitto_plugin.h access bits.
+const MOSQ_ACL_WRITE: c_int = 0x02;
 // mosquitto.h log priorities.
 const MOSQ_LOG_INFO: c_int = 0x01;
 const MOSQ_LOG_NOTICE: c_int = 0x02;
@@ -139,6 +143,21 @@ struct EvtMessage {
     future2: [*mut c_void; 4],
 }
 
+/// `struct mosquitto_evt_acl_check` (mosquitto 2.0).
+#[repr(C)]
+struct EvtAclCheck {
+    future: *mut c_void,
+    client: *mut c_void,
+    topic: *const c_char,
+    payload: *const c_void,
+    properties: *mut c_void,
+    access: c_int,
+    payloadlen: u32,
+    qos: u8,
+    retain: bool,
+    future2: [*mut c_void; 4],
+}
+
 /// `struct mosquitto_evt_disconnect` (prefix).
 #[repr(C)]
 struct EvtDisconnect {
@@ -165,6 +184,7 @@ extern "C" {
     fn mosquitto_malloc(size: usize) -> *mut c_void;
     fn mosquitto_client_id(client: *const c_void) -> *const c_char;
     fn mosquitto_client_address(client: *const c_void) -> *const c_char;
+    fn mosquitto_client_username(client: *const c_void) -> *const c_char;
     fn mosquitto_set_username(client: *mut c_void, username: *const c_char) -> c_int;
     fn mosquitto_broker_publish_copy(
         clientid: *const c_char,
@@ -232,15 +252,17 @@ unsafe fn c_str<'a>(p: *const c_char) -> Option<&'a str> {
 unsafe fn connection<'a>(client: *mut c_void) -> Connection<'a> {
     // SAFETY: mosquitto's accessors on its own client; the strings live as
     // long as the client, beyond this callback.
-    let (client_id, address) = unsafe {
+    let (client_id, username, address) = unsafe {
         (
             c_str(mosquitto_client_id(client)),
+            c_str(mosquitto_client_username(client)),
             c_str(mosquitto_client_address(client)),
         )
     };
     Connection {
         key: client as usize,
         client_id,
+        username,
         address: address.and_then(|a| a.parse::<IpAddr>().ok()),
     }
 }
@@ -446,6 +468,41 @@ unsafe extern "C" fn on_message(_event: c_int, event_data: *mut c_void, userdata
     })
 }
 
+unsafe fn acl_check_event(event_data: *mut c_void, userdata: *mut c_void) -> c_int {
+    if event_data.is_null() || userdata.is_null() {
+        return MOSQ_ERR_PLUGIN_DEFER;
+    }
+    // SAFETY: userdata is our Plugin; event_data mosquitto's ACL check event.
+    let (plugin, ev) = unsafe { (&*(userdata as *const Plugin), &*(event_data as *const EvtAclCheck)) };
+    if ev.access & MOSQ_ACL_WRITE == 0 {
+        return MOSQ_ERR_PLUGIN_DEFER;
+    }
+    // SAFETY: NUL-terminated topic owned by mosquitto.
+    let Some(topic) = (unsafe { c_str(ev.topic) }) else {
+        return MOSQ_ERR_PLUGIN_DEFER;
+    };
+    // SAFETY: the event's client.
+    let conn = unsafe { connection(ev.client) };
+    if plugin.refuses_write(&conn, topic) {
+        let id = conn.client_id.unwrap_or("");
+        log(
+            MOSQ_LOG_NOTICE,
+            &format!("refused a PUBLISH on {topic} from {id:?}: only the broker publishes there"),
+        );
+        MOSQ_ERR_ACL_DENIED
+    } else {
+        MOSQ_ERR_PLUGIN_DEFER
+    }
+}
+
+unsafe extern "C" fn on_acl_check(_event: c_int, event_data: *mut c_void, userdata: *mut c_void) -> c_int {
+    // A panic refuses this one access and nothing else.
+    // SAFETY: forwarded from mosquitto.
+    contained("access check", MOSQ_ERR_ACL_DENIED, || unsafe {
+        acl_check_event(event_data, userdata)
+    })
+}
+
 unsafe extern "C" fn on_tick(_event: c_int, _event_data: *mut c_void, userdata: *mut c_void) -> c_int {
     contained("tick", MOSQ_ERR_SUCCESS, || {
         if !userdata.is_null() {
@@ -524,9 +581,10 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
 const AUTH_METHOD_C: &CStr = c"KEM-MQTT/1";
 
 /// (event, callback, event data): the authentication callbacks are registered for our method only.
-fn callbacks() -> [(c_int, Callback, *const c_void); 5] {
+fn callbacks() -> [(c_int, Callback, *const c_void); 6] {
     let method = AUTH_METHOD_C.as_ptr() as *const c_void;
     [
+        (MOSQ_EVT_ACL_CHECK, on_acl_check, std::ptr::null()),
         (MOSQ_EVT_EXT_AUTH_START, on_auth, method),
         (MOSQ_EVT_EXT_AUTH_CONTINUE, on_auth, method),
         (MOSQ_EVT_DISCONNECT, on_disconnect, std::ptr::null()),
@@ -603,10 +661,13 @@ mod tests {
         (buf, state)
     }
 
+    /// A connection whose username is its client id (as for a sensor the
+    /// plugin authenticated, or an application account of that name).
     fn conn(key: usize, client_id: &str) -> Connection<'_> {
         Connection {
             key,
             client_id: Some(client_id),
+            username: Some(client_id),
             address: Some(IpAddr::from([127, 0, 0, 1])),
         }
     }

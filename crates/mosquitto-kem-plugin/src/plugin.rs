@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kem_mqtt::{AwaitClientFinished, BrokerHandshake, Session, AUTH_METHOD, MAX_BROKER_HELLO_LEN, RECORD_OVERHEAD};
+use kem_mqtt::{
+    AwaitClientFinished, BrokerHandshake, BrokerKeys, Session, AUTH_METHOD, MAX_BROKER_HELLO_LEN, RECORD_OVERHEAD,
+};
 use kem_mqtt_host::admission::{self, parse_duration, parse_rate, Admission, AdmissionConfig};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
 use kem_mqtt_host::topics::{self, Delivery};
@@ -26,6 +28,9 @@ pub struct Connection<'a> {
     pub key: usize,
     /// The client id of the CONNECT (mosquitto's, after its own processing).
     pub client_id: Option<&'a str>,
+    /// The connection's username (for a sensor, the plugin sets it to the
+    /// authenticated id).
+    pub username: Option<&'a str>,
     /// The peer's address, if mosquitto gives one.
     pub address: Option<IpAddr>,
 }
@@ -414,8 +419,18 @@ impl Plugin {
         message
     }
 
+    /// `MOSQ_EVT_ACL_CHECK` for a write: whether the plugin refuses it
+    /// (`false`: the ACL file decides). It refuses a sensor's writes on the
+    /// topics only the broker side publishes (the plain topics, the sealed
+    /// broker → sensor topics), whatever the ACL says, for every way a
+    /// message enters: a PUBLISH and a Last Will alike (mosquitto checks a
+    /// will when it is about to publish it).
+    pub fn refuses_write(&self, conn: &Connection, topic: &str) -> bool {
+        (self.delivery.is_plain(topic) || topics::is_sealed_b2c(topic)) && self.is_sensor(conn)
+    }
+
     fn route(&self, conn: &Connection, topic: &str, payload: &[u8]) -> Message {
-        if (self.delivery.is_plain(topic) || topics::is_sealed_b2c(topic)) && self.is_sensor(conn) {
+        if self.refuses_write(conn, topic) {
             return Message::Refuse;
         }
         if let Some((id, sub)) = topics::parse_sealed_c2b(topic) {
@@ -462,10 +477,15 @@ impl Plugin {
         Message::Pass
     }
 
-    /// Whether `conn` authenticated as a sensor (holds a session).
+    /// Whether `conn` is a sensor's: a registered id whose username is its
+    /// client id, as the plugin sets it for every connection it
+    /// authenticates. Not the session table: mosquitto checks a Last Will
+    /// after the plugin has seen the connection end and dropped its session.
+    /// (An application account named like a sensor counts as that sensor
+    /// here, and is refused the same topics: SECURITY.md, account naming.)
     fn is_sensor(&self, conn: &Connection) -> bool {
         conn.client_id
-            .is_some_and(|id| lock(&self.sessions).get(id).is_some_and(|(key, _)| *key == conn.key))
+            .is_some_and(|id| conn.username == Some(id) && self.state.client(id.as_bytes()).is_some())
     }
 
     /// The counters.

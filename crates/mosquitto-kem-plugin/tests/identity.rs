@@ -235,6 +235,47 @@ fn the_plugin_refuses_a_sensors_forgeries_even_under_a_permissive_acl() {
     broker.assert_alive();
 }
 
+/// Issue #32, defect 5: a Last Will enters the broker without a PUBLISH
+/// (mosquitto publishes it when the connection dies), so the plugin's
+/// guard on the topics only the broker side writes covers it too: under
+/// the same permissive ACL, a sensor's Will on `plain/…` or on its sealed
+/// broker → sensor topic is never published, retained or not.
+#[test]
+fn a_sensors_last_will_on_the_broker_side_topics_is_never_published() {
+    let s = suite("ctru-light-ascon+x25519");
+    let (secrets, registry, keys) = enrol(&[("mallory", s), ("dashboard", s)]);
+    let acl = format!(
+        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/b2c/%u/#\n{SHIPPED_ACL}"
+    );
+    let mut broker = Broker::start("will", &secrets, &registry, Conf::AclInstead(&acl), &plugin_path());
+    let addr = broker.addr();
+    let mut dash = dashboard(&addr, &keys[1]);
+    for topic in ["plain/mallory/t", "kem-mqtt/data/b2c/mallory/led"] {
+        let will = (topic, b"forged by a will".as_slice(), true);
+        let (conn, outcome, _) = auth_attempt_will(&addr, &keys[0], "mallory", None, Some(will));
+        assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
+        // An unclean end: no DISCONNECT, so mosquitto sends the will (if allowed).
+        drop(conn);
+        assert_eq!(
+            next_publish(&mut dash, DELIVERY),
+            None,
+            "the will on {topic} was published"
+        );
+    }
+    // Nor kept as a retained message for later subscribers.
+    let mut late = dashboard(&addr, &keys[1]);
+    assert_eq!(next_publish(&mut late, DELIVERY), None, "a will was retained on plain/");
+    let (mut again, outcome) = auth_attempt(&addr, &keys[0], "mallory", None);
+    assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
+    again.subscribe(3, &["kem-mqtt/data/b2c/mallory/#"]).unwrap();
+    assert_eq!(
+        next_publish(&mut again, DELIVERY),
+        None,
+        "a will was retained on the sealed topic"
+    );
+    broker.assert_alive();
+}
+
 /// The plugin opens each record with the sensor's session and delivers
 /// the plaintext on `plain/<id>/<sub>`; the sealed record itself reaches no
 /// one the ACL does not let read it; a tampered, replayed or unsealed one is

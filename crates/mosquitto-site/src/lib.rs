@@ -37,6 +37,9 @@ pub const MOSQUITTO_PUB: &str = "/usr/bin/mosquitto_pub";
 pub const SHIPPED_CONF: &str = include_str!("../../mosquitto-kem-plugin/mosquitto.conf");
 /// Its ACL file as shipped.
 pub const SHIPPED_ACL: &str = include_str!("../../mosquitto-kem-plugin/kem-mqtt.acl");
+/// An ACL that grants every client every topic (a pattern without `%c` or
+/// `%u` applies to all clients; mosquitto warns and loads it).
+pub const ALLOW_ALL_ACL: &str = "pattern readwrite #\n";
 /// The topic-mode broker configuration as shipped (docs/gateway.md): no plugin.
 pub const GATEWAY_CONF: &str = include_str!("../../kem-mqtt-host/mosquitto-gateway.conf");
 /// Its ACL file as shipped.
@@ -65,8 +68,10 @@ pub enum Conf<'a> {
     /// overrides an earlier one, in mosquitto and in the plugin).
     DocumentedWith(&'a str),
     /// The plugin loaded, but plain CONNECTs get in (a topic-mode gateway
-    /// beside it): the shipped file with `allow_anonymous true` and without
-    /// the ACL. Not a documented configuration; one fault test uses it.
+    /// beside it): the shipped file with `allow_anonymous true` and an ACL
+    /// that lets every client read and write every topic
+    /// ([`ALLOW_ALL_ACL`]). Not a documented configuration; one fault test
+    /// uses it.
     TopicModeAnonymous,
     /// The shipped file with this ACL instead of the shipped one (a
     /// misconfigured broker, for the plugin's own refusals).
@@ -123,7 +128,6 @@ pub fn auth_mode_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> Re
         Conf::DocumentedWith(extra) => text.push_str(extra),
         Conf::TopicModeAnonymous => {
             text = substitute(&text, "allow_anonymous false\n", "allow_anonymous true\n")?;
-            text = substitute(&text, &format!("acl_file {}\n", dir.join("kem-mqtt.acl").display()), "")?;
         }
     }
     Ok(text)
@@ -391,6 +395,9 @@ impl Site {
         registry.save(&reg).map_err(|e| format!("{}: {e}", reg.display()))?;
         let acl = match conf {
             Conf::AclInstead(acl) => acl,
+            // Not "no ACL file": with the plugin's access check registered,
+            // mosquitto 2.0 denies whatever every check defers.
+            Conf::TopicModeAnonymous => ALLOW_ALL_ACL,
             _ => SHIPPED_ACL,
         };
         write(&dir.join("kem-mqtt.acl"), acl)?;

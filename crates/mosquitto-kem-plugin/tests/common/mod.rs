@@ -145,6 +145,21 @@ pub fn enrol(sensors: &[(&str, Suite)]) -> (BrokerSecrets, Registry, Vec<SensorK
 /// A CONNECT packet with what the codec in kem-mqtt-host leaves out: MQTT
 /// 3.1.1, a username and a password.
 pub fn raw_connect(version: u8, client_id: &str, login: Option<(&str, &[u8])>, auth: Option<(&str, &[u8])>) -> Vec<u8> {
+    raw_connect_will(version, client_id, login, auth, None)
+}
+
+/// A Last Will: (topic, payload, retain), at QoS 0.
+pub type Will<'a> = (&'a str, &'a [u8], bool);
+
+/// [`raw_connect`] with a Last Will, which the broker publishes if the
+/// connection ends without a DISCONNECT.
+pub fn raw_connect_will(
+    version: u8,
+    client_id: &str,
+    login: Option<(&str, &[u8])>,
+    auth: Option<(&str, &[u8])>,
+    will: Option<Will>,
+) -> Vec<u8> {
     fn field(out: &mut Vec<u8>, b: &[u8]) {
         out.extend_from_slice(&(b.len() as u16).to_be_bytes());
         out.extend_from_slice(b);
@@ -162,7 +177,12 @@ pub fn raw_connect(version: u8, client_id: &str, login: Option<(&str, &[u8])>, a
     let mut body = vec![];
     field(&mut body, b"MQTT");
     body.push(version);
-    body.push(0x02 | if login.is_some() { 0xC0 } else { 0 });
+    let will_flags = match will {
+        Some((_, _, true)) => 0x24,
+        Some((_, _, false)) => 0x04,
+        None => 0,
+    };
+    body.push(0x02 | will_flags | if login.is_some() { 0xC0 } else { 0 });
     body.extend_from_slice(&60u16.to_be_bytes());
     if version == 5 {
         let mut props = vec![];
@@ -176,6 +196,13 @@ pub fn raw_connect(version: u8, client_id: &str, login: Option<(&str, &[u8])>, a
         body.extend_from_slice(&props);
     }
     field(&mut body, client_id.as_bytes());
+    if let Some((topic, payload, _)) = will {
+        if version == 5 {
+            varint(&mut body, 0); // no will properties
+        }
+        field(&mut body, topic.as_bytes());
+        field(&mut body, payload);
+    }
     if let Some((user, password)) = login {
         field(&mut body, user.as_bytes());
         field(&mut body, password);
@@ -240,9 +267,20 @@ pub fn auth_attempt_session(
     connect_id: &str,
     login: Option<(&str, &[u8])>,
 ) -> (Connection, Attempt, Option<kem_mqtt::Session>) {
+    auth_attempt_will(addr, keys, connect_id, login, None)
+}
+
+/// [`auth_attempt_session`] with a Last Will in the CONNECT.
+pub fn auth_attempt_will(
+    addr: &str,
+    keys: &SensorKeys,
+    connect_id: &str,
+    login: Option<(&str, &[u8])>,
+    will: Option<Will>,
+) -> (Connection, Attempt, Option<kem_mqtt::Session>) {
     let mut buf = vec![0u8; kem_mqtt::MAX_CLIENT_HELLO_LEN];
     let (state, n) = kem_mqtt::SensorHandshake::start(keys.suite, keys.credentials(), &mut OsRng, &mut buf).unwrap();
-    let connect = raw_connect(5, connect_id, login, Some((AUTH_METHOD, &buf[..n])));
+    let connect = raw_connect_will(5, connect_id, login, Some((AUTH_METHOD, &buf[..n])), will);
     let (mut conn, first) = send_raw(addr, &connect);
     let first = match first {
         Ok(p) => p,
