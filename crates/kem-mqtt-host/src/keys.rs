@@ -15,10 +15,13 @@
 //! out all-zero, is refused. Errors of [`SensorKeys::load`] and friends name
 //! the file.
 //!
-//! Files are written with mode 0600 (written to a temporary file in the same
-//! directory, then renamed over the target, so a reader never sees half a
-//! file and an older file's wider mode does not survive);
-//! [`private_dir`] creates key directories with mode 0700. `Debug` of every
+//! Files are written with mode 0600 (written to a temporary file of the
+//! writer's own in the same directory, then renamed over the target, so a
+//! reader never sees half a file and an older file's wider mode does not
+//! survive); a file with secret keys whose mode lets others read or write
+//! it is refused on load ([`KeyError::Permissions`]); [`private_dir`]
+//! creates key directories with mode 0700, and [`DirLock`] serialises the
+//! registry's read-modify-write between provisioning runs. `Debug` of every
 //! type here prints `[redacted]` for secret fields.
 
 use std::collections::BTreeMap;
@@ -60,6 +63,9 @@ pub enum KeyError {
     Exists(PathBuf),
     /// The client id is already enrolled (provisioning without `--force`).
     AlreadyEnrolled(String),
+    /// A file with secret keys that others than its owner may read or
+    /// write (its mode, e.g. 0o644): refused, as ssh refuses such a key.
+    Permissions(u32),
     /// An error in this file.
     File {
         /// The file.
@@ -100,6 +106,10 @@ impl std::fmt::Display for KeyError {
             KeyError::X25519Zero(s) => write!(f, "{s}: all-zero X25519 secret"),
             KeyError::Exists(p) => write!(f, "{} exists and is not replaced", p.display()),
             KeyError::AlreadyEnrolled(id) => write!(f, "client id {id:?} is already enrolled"),
+            KeyError::Permissions(mode) => write!(
+                f,
+                "holds secret keys but has mode {mode:04o}: others may read or change it (chmod 600)"
+            ),
             KeyError::File { path, error } => write!(f, "{}: {error}", path.display()),
         }
     }
@@ -188,6 +198,60 @@ fn load_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyError> {
     Ok(serde_json::from_str(&text)?)
 }
 
+/// [`load_json`] of a file with secret keys: refused unless only its owner
+/// may read and write it (the mode of the file opened, not of the path
+/// looked up a second time).
+fn load_secret_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyError> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let mut file = std::fs::File::open(path)?;
+    let mode = file.metadata()?.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(KeyError::Permissions(mode));
+    }
+    let mut text = Zeroizing::new(String::new());
+    file.read_to_string(&mut text)?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// An exclusive lock on a key directory (the file `.lock` in it), held
+/// while the registry is read, changed and written back: two provisioning
+/// runs in one directory take turns instead of each writing back the
+/// registry it read, which lost the other's enrolments. Released when
+/// dropped.
+pub struct DirLock(#[allow(dead_code)] std::fs::File);
+
+impl DirLock {
+    /// Waits for the lock on `dir`. Errors name the lock file.
+    pub fn acquire(dir: &Path) -> Result<DirLock, KeyError> {
+        let path = dir.join(".lock");
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| KeyError::from(e).in_file(&path))?;
+        file.lock().map_err(|e| KeyError::from(e).in_file(&path))?;
+        Ok(DirLock(file))
+    }
+}
+
+/// A temporary name beside `path` that no other writer uses: this process,
+/// a counter of its own, and the time.
+fn temporary_beside(path: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    path.with_file_name(format!(
+        ".{}.tmp-{}-{n}-{nanos}",
+        name.to_string_lossy(),
+        std::process::id()
+    ))
+}
+
 /// Creates `dir` (and missing parents) with mode 0700. An existing
 /// directory is left as it is (it may be shared, e.g. a temporary
 /// directory); the files written into it are 0600 either way.
@@ -209,7 +273,10 @@ fn save_json<T: Serialize>(value: &T, path: &Path, replace: bool) -> Result<(), 
     let name = path
         .file_name()
         .ok_or_else(|| KeyError::Invalid(format!("{}: not a file name", path.display())))?;
-    let tmp = path.with_file_name(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    // A name of this call's own: with `create_new`, a name another writer
+    // (a thread of this process) also used made one of them fail, and its
+    // clean-up below removed the other's file.
+    let tmp = temporary_beside(path, name);
     let written = (|| -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -228,6 +295,7 @@ fn save_json<T: Serialize>(value: &T, path: &Path, replace: bool) -> Result<(), 
         }
     })();
     if let Err(e) = written {
+        // Only this call's own file: the name is unique to it.
         let _ = std::fs::remove_file(&tmp);
         return Err(match e.kind() {
             std::io::ErrorKind::AlreadyExists if !replace => KeyError::Exists(path.to_path_buf()),
@@ -379,9 +447,10 @@ impl SensorKeys {
         }
     }
 
-    /// Loads and validates a sensor key file; errors name the file.
+    /// Loads and validates a sensor key file (only its owner may read or
+    /// write it, else [`KeyError::Permissions`]); errors name the file.
     pub fn load(path: &Path) -> Result<Self, KeyError> {
-        load_json(path)
+        load_secret_json(path)
             .and_then(|f| Self::from_file(&f))
             .map_err(|e| e.in_file(path))
     }
@@ -534,9 +603,10 @@ impl BrokerSecrets {
         }
     }
 
-    /// Loads and validates a broker key file; errors name the file.
+    /// Loads and validates a broker key file (only its owner may read or
+    /// write it, else [`KeyError::Permissions`]); errors name the file.
     pub fn load(path: &Path) -> Result<Self, KeyError> {
-        load_json(path)
+        load_secret_json(path)
             .and_then(|f| Self::from_file(&f))
             .map_err(|e| e.in_file(path))
     }

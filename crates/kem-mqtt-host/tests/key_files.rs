@@ -12,6 +12,8 @@ use kem_mqtt_host::provision::{generate_broker, provision_sensor};
 use kem_mqtt_host::OsRng;
 use rand_core::Rng as _;
 
+mod common;
+
 /// A fresh directory under the temporary directory, removed on drop.
 struct TempDir(PathBuf);
 
@@ -180,7 +182,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
         each_flip(&keys.kem_sk, range.clone(), 12, |bad, at| {
             let mut f = keys.to_file();
             f.kem_sk = hex::encode(bad);
-            std::fs::write(&path, serde_json::to_string(&f).unwrap()).unwrap();
+            common::write_private(&path, &serde_json::to_string(&f).unwrap());
             let e = SensorKeys::load(&path)
                 .err()
                 .unwrap_or_else(|| panic!("{}: sensor secret key with byte {at} flipped loaded", kem.name()));
@@ -203,7 +205,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
             let mut f = broker.to_file();
             let entry = f.kems.iter_mut().find(|e| e.kem == kem.name()).unwrap();
             entry.sk = hex::encode(bad);
-            std::fs::write(&path, serde_json::to_string(&f).unwrap()).unwrap();
+            common::write_private(&path, &serde_json::to_string(&f).unwrap());
             let e = BrokerSecrets::load(&path)
                 .err()
                 .unwrap_or_else(|| panic!("{}: broker secret key with byte {at} flipped loaded", kem.name()));
@@ -323,4 +325,104 @@ fn the_key_pair_check_still_accepts_every_honest_key() {
     let e = SensorKeys::load(&missing).err().unwrap();
     assert!(e.to_string().contains("missing.json"), "{e}");
     assert!(matches!(e.inner(), KeyError::Io(_)), "{e:?}");
+}
+
+/// Issue #32, defect 6: two provisioning runs in one key directory at the
+/// same time each read the registry, added their sensors and wrote it back,
+/// so one run's enrolments were lost (7 of 16 sensors had a key file and no
+/// registry entry, both runs exited 0). With the directory locked around
+/// the read-modify-write, every sensor of both runs is enrolled.
+#[test]
+fn parallel_provisioning_runs_lose_no_enrolment() {
+    for round in 0..3 {
+        let tmp = TempDir::new(&format!("parallel-{round}"));
+        let dir = tmp.0.to_str().unwrap();
+        assert!(cli(&["provision", "--dir", dir]).status.success());
+        let runs: Vec<_> = ["a", "b"]
+            .map(|client| {
+                Command::new(env!("CARGO_BIN_EXE_kem-mqtt"))
+                    .args([
+                        "provision",
+                        "--dir",
+                        dir,
+                        "--client",
+                        client,
+                        "--suite",
+                        "ctru-light-ascon",
+                    ])
+                    .args(["--count", "8"])
+                    .spawn()
+                    .unwrap()
+            })
+            .into_iter()
+            .collect();
+        for mut run in runs {
+            assert!(run.wait().unwrap().success());
+        }
+        let registry = Registry::load_or_empty(&tmp.0.join("registry.json")).unwrap();
+        let files: Vec<String> = std::fs::read_dir(&tmp.0)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|n| Some(n.strip_prefix("sensor-")?.strip_suffix(".json")?.to_string()))
+            .collect();
+        assert_eq!(files.len(), 16, "round {round}: {files:?}");
+        for id in &files {
+            assert!(
+                registry.clients.contains_key(id),
+                "round {round}: {id} has a key file but no registry entry"
+            );
+        }
+        assert_eq!(registry.clients.len(), 16, "round {round}");
+    }
+}
+
+/// Issue #32, defect 6: two threads saving one key path used one temporary
+/// file name (the process id), so one failed and its clean-up deleted the
+/// other's file (78 of 80 saves failed). Every save succeeds now, and the
+/// file left is a whole key file.
+#[test]
+fn two_threads_saving_one_key_path_both_succeed() {
+    let tmp = TempDir::new("threads");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let broker = generate_broker(&[KemId::CtruLightAscon], &mut OsRng);
+    let keys = sensor_for(&broker, KemId::CtruLightAscon);
+    let path = tmp.0.join("sensor-s.json");
+    let failures: usize = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| (0..40).filter(|_| keys.save(&path).is_err()).count()))
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    assert_eq!(failures, 0, "saves failed");
+    assert_eq!(SensorKeys::load(&path).unwrap().kem_pk, keys.kem_pk);
+    let leftovers: Vec<_> = std::fs::read_dir(&tmp.0).unwrap().filter_map(|e| e.ok()).collect();
+    assert_eq!(leftovers.len(), 1, "temporary files left behind: {leftovers:?}");
+}
+
+/// Issue #32, defect 6: a sensor or broker key file that others may read
+/// or write is refused on load, naming the file and its mode.
+#[test]
+fn key_files_others_may_read_are_refused() {
+    let tmp = TempDir::new("modes");
+    std::fs::create_dir_all(&tmp.0).unwrap();
+    let broker = generate_broker(&[KemId::CtruLightAscon], &mut OsRng);
+    let keys = sensor_for(&broker, KemId::CtruLightAscon);
+    let (sensor_path, broker_path) = (tmp.0.join("sensor.json"), tmp.0.join("broker.json"));
+    keys.save(&sensor_path).unwrap();
+    broker.save(&broker_path).unwrap();
+    for bad in [0o644, 0o666, 0o640, 0o604] {
+        for path in [&sensor_path, &broker_path] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(bad)).unwrap();
+        }
+        let e = SensorKeys::load(&sensor_path).expect_err("loaded a world-readable sensor key");
+        assert!(matches!(e.inner(), KeyError::Permissions(m) if *m == bad), "{e:?}");
+        assert!(e.to_string().contains(&sensor_path.display().to_string()), "{e}");
+        let e = BrokerSecrets::load(&broker_path).expect_err("loaded a world-readable broker key");
+        assert!(matches!(e.inner(), KeyError::Permissions(m) if *m == bad), "{e:?}");
+    }
+    for path in [&sensor_path, &broker_path] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    SensorKeys::load(&sensor_path).unwrap();
+    BrokerSecrets::load(&broker_path).unwrap();
 }

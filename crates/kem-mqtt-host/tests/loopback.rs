@@ -233,7 +233,7 @@ fn key_files_round_trip_and_refuse_other_versions() {
     assert_eq!(s.kem_pk, sensors[0].kem_pk);
 
     let text = std::fs::read_to_string(dir.join("sensor.json")).unwrap();
-    std::fs::write(dir.join("v2.json"), text.replace("\"version\": 1", "\"version\": 2")).unwrap();
+    common::write_private(&dir.join("v2.json"), &text.replace("\"version\": 1", "\"version\": 2"));
     let e = SensorKeys::load(&dir.join("v2.json")).err().unwrap();
     assert!(matches!(e.inner(), kem_mqtt_host::keys::KeyError::Format(_)), "{e:?}");
     // A public key that does not belong to the secret key.

@@ -16,7 +16,7 @@ use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::admission::{parse_rate, Rate};
 use kem_mqtt_host::broker::EmbeddedBroker;
 use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
-use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, KeyError, Registry, SensorKeys};
+use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, DirLock, KeyError, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::sensor::SensorClient;
@@ -343,6 +343,9 @@ fn serial_bridge(args: &SerialBridgeArgs) -> Result<(), CliError> {
 fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     let dir = &args.dir;
     private_dir(dir)?;
+    // Held until the registry is written back: a second run in this
+    // directory waits here, then reads a registry with this run's sensors.
+    let _lock = DirLock::acquire(dir)?;
     let broker_path = dir.join("broker-key.json");
     let broker = if broker_path.exists() {
         BrokerSecrets::load(&broker_path)?

@@ -1,4 +1,5 @@
-//! Shared by the integration tests: enrolment of test sensors.
+//! Shared by the integration tests: enrolment of test sensors, key files.
+#![allow(dead_code)] // each test file uses a part
 
 use kem_mqtt::{Suite, SuiteSet};
 use kem_mqtt_host::keys::{BrokerState, Registry, SensorKeys};
@@ -29,4 +30,19 @@ pub fn enrol(suites: &[Suite], allowed: impl Fn(Suite) -> SuiteSet) -> (BrokerSt
         })
         .collect();
     (BrokerState { secrets, registry }, sensors)
+}
+
+/// Writes `text` to `path` with mode 0600, as a key file must have (a
+/// file with secret keys that others may read is refused on load).
+pub fn write_private(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
 }
