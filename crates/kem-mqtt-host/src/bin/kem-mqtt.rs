@@ -144,9 +144,12 @@ struct GatewayArgs {
     /// New ClientHellos per sensor id: BURST/INTERVAL (4/5s), or off
     #[arg(long, value_name = "RATE", default_value = "4/5s", value_parser = parse_rate)]
     limit_per_id: Rate,
-    /// New ClientHellos in all: BURST/INTERVAL (200/20ms: 200 at once, then one every 20 ms), or off
+    /// New ClientHellos in all, the shared pool: BURST/INTERVAL (200/20ms: 200 at once, then one every 20 ms), or off
     #[arg(long, value_name = "RATE", default_value = "200/20ms", value_parser = parse_rate)]
     limit_global: Rate,
+    /// The pool only sensors that completed a handshake within 24 h draw on: BURST/INTERVAL, or off
+    #[arg(long, value_name = "RATE", default_value = "1000/40ms", value_parser = parse_rate)]
+    limit_reserved: Rate,
     /// Drop a sensor's session (its keys wiped) after this long without an authentic record
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_session_idle)]
     session_idle: Duration,
@@ -514,6 +517,7 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     };
     config.admission.per_id = args.limit_per_id;
     config.admission.global = args.limit_global;
+    config.admission.reserved = args.limit_reserved;
     config.session_idle = args.session_idle;
     if let (Some(group), Some(instance)) = (&args.share_group, &args.instance) {
         config.cluster = Some(Cluster::new(group, instance).map_err(CliError::Usage)?);
