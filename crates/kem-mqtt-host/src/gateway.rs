@@ -95,8 +95,9 @@ use kem_mqtt::{
 };
 
 use crate::admission::{Admission, AdmissionConfig, Refusal};
-use crate::keys::BrokerState;
+use crate::keys::{BrokerState, Registry};
 use crate::mqtt::{Connection, Packet};
+use crate::reload::RegistryWatch;
 use crate::topics::{self, Delivery};
 use crate::{data_b2c, hs_b2c, HostError};
 
@@ -164,6 +165,20 @@ pub enum GatewayEvent {
         /// Why.
         reason: DropReason,
     },
+    /// The registry file changed and was put in place; the sessions and
+    /// pending handshakes of the ids it revoked (gone, or with other keys or
+    /// policy) were dropped.
+    Reloaded {
+        /// Registered sensors now.
+        clients: usize,
+        /// The ids revoked.
+        revoked: Vec<String>,
+    },
+    /// The registry file changed but does not load: the registry in use stays.
+    ReloadRefused {
+        /// Why.
+        error: String,
+    },
     /// Some other packet (ignored).
     Other,
 }
@@ -223,6 +238,8 @@ pub struct GatewayStats {
     pub sessions_expired: u64,
     /// Messages of an unknown type on a handshake topic.
     pub other_rejected: u64,
+    /// Sessions ended because a registry reload revoked their sensor.
+    pub sessions_revoked: u64,
 }
 
 impl std::fmt::Display for GatewayStats {
@@ -232,7 +249,8 @@ impl std::fmt::Display for GatewayStats {
             "hellos: {} answered, {} repeated, {} replayed, {} rate-limited, {} pending-full, {} rejected; \
              finished: {} established, {} invalid, {} unexpected; {} pending expired; \
              records: {} opened, {} rejected; commands: {} sealed, {} dropped; \
-             cluster: {} forwarded, {} not owned, {} superseded, {} notices refused; {} sessions expired; {} other rejected",
+             cluster: {} forwarded, {} not owned, {} superseded, {} notices refused; {} sessions expired, {} revoked; \
+             {} other rejected",
             self.hellos_answered,
             self.hellos_repeated,
             self.hellos_replayed,
@@ -252,6 +270,7 @@ impl std::fmt::Display for GatewayStats {
             self.superseded,
             self.notices_refused,
             self.sessions_expired,
+            self.sessions_revoked,
             self.other_rejected
         )
     }
@@ -844,6 +863,33 @@ impl GatewayCore {
         self.sessions.len()
     }
 
+    /// Puts a new registry in place (the broker's keys stay) and drops the
+    /// sessions, pending handshakes and rate-limit standing of every id it
+    /// revokes: gone, or with other keys or policy. Returns those ids.
+    pub fn replace_registry(&mut self, registry: Registry) -> Vec<String> {
+        let revoked = self.state.registry.changed_ids(&registry);
+        self.state = Arc::new(BrokerState {
+            secrets: self.state.secrets.clone(),
+            registry,
+        });
+        for id in &revoked {
+            if let Some(v) = self.pending.remove(id) {
+                self.pending_count -= v.len();
+            }
+            if self.sessions.remove(id).is_some() {
+                self.stats.sessions_revoked += 1;
+            }
+            self.completed.remove(id);
+            self.epochs.remove(id);
+        }
+        revoked
+    }
+
+    /// Registered sensors.
+    pub fn clients(&self) -> usize {
+        self.state.registry.clients.len()
+    }
+
     /// Whether an outgoing message on `topic` is published retained.
     pub fn retained(&self, topic: &str) -> bool {
         self.config.cluster.as_ref().is_some_and(|c| c.is_owner_topic(topic))
@@ -884,6 +930,8 @@ impl GatewayThread {
 pub struct Gateway {
     conn: Connection,
     core: GatewayCore,
+    /// The registry file, if it is watched ([`Gateway::watch_registry`]).
+    watch: Option<RegistryWatch>,
 }
 
 impl Gateway {
@@ -940,7 +988,11 @@ impl Gateway {
         conn.mqtt_connect_login(&client_id, login)?;
         let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
         conn.subscribe(1, &filters)?;
-        Ok(Gateway { conn, core })
+        Ok(Gateway {
+            conn,
+            core,
+            watch: None,
+        })
     }
 
     /// Sets how long [`Gateway::poll`] waits (`None`: forever).
@@ -979,8 +1031,34 @@ impl Gateway {
         Ok(GatewayThread { stop, thread })
     }
 
-    /// Handles the next packet.
+    /// Watches the registry file `watch` was loaded from: when it changes,
+    /// [`Gateway::poll`] puts the new registry in place
+    /// ([`GatewayCore::replace_registry`]) and returns
+    /// [`GatewayEvent::Reloaded`] (revocation without a restart).
+    pub fn watch_registry(&mut self, watch: RegistryWatch) {
+        self.watch = Some(watch);
+    }
+
+    /// A changed registry file, put in place (checked at most once a second).
+    fn reload_if_changed(&mut self) -> Option<GatewayEvent> {
+        let loaded = self.watch.as_mut()?.poll(Instant::now())?;
+        Some(match loaded {
+            Ok(registry) => {
+                let revoked = self.core.replace_registry(registry);
+                GatewayEvent::Reloaded {
+                    clients: self.core.clients(),
+                    revoked,
+                }
+            }
+            Err(e) => GatewayEvent::ReloadRefused { error: e.to_string() },
+        })
+    }
+
+    /// Puts a changed registry file in place, or handles the next packet.
     pub fn poll(&mut self) -> Result<GatewayEvent, HostError> {
+        if let Some(event) = self.reload_if_changed() {
+            return Ok(event);
+        }
         let (topic, payload) = match self.conn.recv()? {
             Packet::Publish { topic, payload } => (topic, payload),
             _ => return Ok(GatewayEvent::Other),

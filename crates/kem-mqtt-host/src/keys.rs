@@ -18,7 +18,8 @@
 //! Files are written with mode 0600 (written to a temporary file of the
 //! writer's own in the same directory, then renamed over the target, so a
 //! reader never sees half a file and an older file's wider mode does not
-//! survive); a file with secret keys whose mode lets others read or write
+//! survive; a file replaced keeps its owner and group, so the broker's
+//! user can still read a registry root rewrote); a file with secret keys whose mode lets others read or write
 //! it is refused on load ([`KeyError::Permissions`]); [`private_dir`]
 //! creates key directories with mode 0700, and [`DirLock`] serialises the
 //! registry's read-modify-write between provisioning runs. `Debug` of every
@@ -285,6 +286,17 @@ fn save_json<T: Serialize>(value: &T, path: &Path, replace: bool) -> Result<(), 
             .open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
+        // The file replaced keeps its owner: a registry the broker (user
+        // mosquitto) reads must stay readable to it after root rewrites it.
+        // Without the right to give it away, the write fails here rather
+        // than leave a file its reader cannot open.
+        if let Ok(old) = std::fs::metadata(path) {
+            use std::os::unix::fs::MetadataExt;
+            let new = f.metadata()?;
+            if (old.uid(), old.gid()) != (new.uid(), new.gid()) {
+                std::os::unix::fs::chown(&tmp, Some(old.uid()), Some(old.gid()))?;
+            }
+        }
         if replace {
             std::fs::rename(&tmp, path)
         } else {
@@ -649,7 +661,7 @@ pub struct RegistryFile {
 }
 
 /// A validated registry entry.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Client {
     /// KEM of the static key.
     pub kem: KemId,

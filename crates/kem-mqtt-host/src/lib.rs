@@ -6,6 +6,7 @@
 //! - [`admission`]: rate limits on ClientHellos, checked before any decapsulation;
 //! - [`keys`]: versioned JSON key files and the client registry (hex keys);
 //! - [`provision`]: broker key generation and sensor enrolment;
+//! - [`reload`]: the registry file watched, so revocation needs no restart;
 //! - [`mqtt`]: a minimal MQTT v5 codec with enhanced authentication;
 //! - [`sensor`]: the sensor (MQTT client) in topic mode and AUTH mode;
 //! - [`gateway`]: the topic-mode gateway service;
@@ -15,8 +16,9 @@
 //!
 //! Topic mode carries the handshake on `kem-mqtt/hs/<client id>/c2b`
 //! (ClientHello, ClientFinished) and `…/b2c` (BrokerHello); both modes carry
-//! records on `kem-mqtt/data/<client id>/c2b[/<sub>]` and `…/b2c[/<sub>]`
-//! and deliver them to applications as [`topics`] describes.
+//! records on `kem-mqtt/data/c2b/<client id>[/<sub>]` and
+//! `kem-mqtt/data/b2c/<client id>[/<sub>]` and deliver them to applications
+//! as [`topics`] describes.
 
 /// The operating system's RNG as a `rand_core` 0.10 `CryptoRng`
 /// (`getrandom::fill`; a failure of the OS RNG panics, as `OsRng` did in
@@ -51,6 +53,7 @@ pub mod keys;
 pub mod load;
 pub mod mqtt;
 pub mod provision;
+pub mod reload;
 pub mod sensor;
 pub mod topics;
 

@@ -431,3 +431,28 @@ fn provision_gateway_and_sensor_from_the_command_line() {
     broker.stop();
     fails_naming(&["sensor", "--broker", &broker_arg, "--key", key_arg], &broker_arg);
 }
+
+/// `kem-mqtt revoke` removes sensors from the registry and refuses an id
+/// that is not there (issue #37).
+#[test]
+fn revoke_removes_sensors_from_the_registry() {
+    let dir = TempDir::new("revoke");
+    let d = dir.path("keys");
+    let d = d.to_str().unwrap();
+    for id in ["a", "b", "c"] {
+        let out = run(&["provision", "--dir", d, "--client", id, "--suite", "ctru-light-ascon"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = run(&["revoke", "--dir", d, "--client", "b", "--client", "c"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("revoked b, c; 1 sensors remain"),
+        "{}",
+        text(&out.stdout)
+    );
+    let registry = kem_mqtt_host::keys::Registry::load_or_empty(&dir.path("keys").join("registry.json")).unwrap();
+    assert_eq!(registry.clients.keys().collect::<Vec<_>>(), ["a"]);
+    let out = run(&["revoke", "--dir", d, "--client", "b"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("\"b\" is not in"), "{}", text(&out.stderr));
+}

@@ -84,7 +84,7 @@ mod fault;
 mod plugin;
 
 pub use kem_mqtt_host::admission::parse_rate;
-pub use plugin::{Connection, DeliveryStats, Message, Options, Outcome, Plugin, Refusal, Undelivered};
+pub use plugin::{Connection, DeliveryStats, Message, Options, Outcome, Plugin, Refusal, Reload, Undelivered};
 
 const MOSQ_ERR_AUTH_CONTINUE: c_int = -4;
 const MOSQ_ERR_SUCCESS: c_int = 0;
@@ -93,6 +93,7 @@ const MOSQ_ERR_NOT_SUPPORTED: c_int = 10;
 const MOSQ_ERR_AUTH: c_int = 11;
 const MOSQ_ERR_ACL_DENIED: c_int = 12;
 const MOSQ_ERR_PLUGIN_DEFER: c_int = 17;
+const MOSQ_EVT_RELOAD: c_int = 1;
 const MOSQ_EVT_ACL_CHECK: c_int = 2;
 const MOSQ_EVT_EXT_AUTH_START: c_int = 4;
 const MOSQ_EVT_EXT_AUTH_CONTINUE: c_int = 5;
@@ -186,6 +187,7 @@ extern "C" {
     fn mosquitto_client_address(client: *const c_void) -> *const c_char;
     fn mosquitto_client_username(client: *const c_void) -> *const c_char;
     fn mosquitto_set_username(client: *mut c_void, username: *const c_char) -> c_int;
+    fn mosquitto_kick_client_by_clientid(clientid: *const c_char, with_will: bool) -> c_int;
     fn mosquitto_broker_publish_copy(
         clientid: *const c_char,
         topic: *const c_char,
@@ -503,14 +505,53 @@ unsafe extern "C" fn on_acl_check(_event: c_int, event_data: *mut c_void, userda
     })
 }
 
+/// Logs a registry reload and closes the connections of the sensors it
+/// revoked (their sessions are already gone; without a Will: a revoked
+/// sensor publishes nothing more).
+fn reloaded(outcome: Result<plugin::Reload, String>) {
+    match outcome {
+        Ok(r) => {
+            log(
+                MOSQ_LOG_NOTICE,
+                &format!("registry reloaded: {} sensors, revoked {:?}", r.clients, r.revoked),
+            );
+            for id in &r.revoked {
+                if let Ok(c) = CString::new(id.as_str()) {
+                    // SAFETY: a NUL-terminated id; mosquitto copies what it needs.
+                    unsafe { mosquitto_kick_client_by_clientid(c.as_ptr(), false) };
+                }
+            }
+        }
+        Err(e) => log(
+            MOSQ_LOG_ERR,
+            &format!("registry not reloaded, the one in use stays: {e}"),
+        ),
+    }
+}
+
 unsafe extern "C" fn on_tick(_event: c_int, _event_data: *mut c_void, userdata: *mut c_void) -> c_int {
     contained("tick", MOSQ_ERR_SUCCESS, || {
         if !userdata.is_null() {
             // SAFETY: our Plugin.
             let plugin = unsafe { &*(userdata as *const Plugin) };
-            if let Some(stats) = plugin.stats_due(Instant::now()) {
+            let now = Instant::now();
+            if let Some(outcome) = plugin.reload_if_changed(now) {
+                reloaded(outcome);
+            }
+            if let Some(stats) = plugin.stats_due(now) {
                 log(MOSQ_LOG_INFO, &format!("{stats}; {} sessions", plugin.sessions()));
             }
+        }
+        MOSQ_ERR_SUCCESS
+    })
+}
+
+unsafe extern "C" fn on_reload(_event: c_int, _event_data: *mut c_void, userdata: *mut c_void) -> c_int {
+    contained("reload", MOSQ_ERR_SUCCESS, || {
+        if !userdata.is_null() {
+            // SAFETY: our Plugin.
+            let plugin = unsafe { &*(userdata as *const Plugin) };
+            reloaded(plugin.reload());
         }
         MOSQ_ERR_SUCCESS
     })
@@ -581,9 +622,10 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
 const AUTH_METHOD_C: &CStr = c"KEM-MQTT/1";
 
 /// (event, callback, event data): the authentication callbacks are registered for our method only.
-fn callbacks() -> [(c_int, Callback, *const c_void); 6] {
+fn callbacks() -> [(c_int, Callback, *const c_void); 7] {
     let method = AUTH_METHOD_C.as_ptr() as *const c_void;
     [
+        (MOSQ_EVT_RELOAD, on_reload, std::ptr::null()),
         (MOSQ_EVT_ACL_CHECK, on_acl_check, std::ptr::null()),
         (MOSQ_EVT_EXT_AUTH_START, on_auth, method),
         (MOSQ_EVT_EXT_AUTH_CONTINUE, on_auth, method),

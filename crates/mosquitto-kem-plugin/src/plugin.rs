@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use kem_mqtt::{
@@ -12,6 +12,7 @@ use kem_mqtt::{
 };
 use kem_mqtt_host::admission::{self, parse_duration, parse_rate, Admission, AdmissionConfig};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
+use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::topics::{self, Delivery};
 use kem_mqtt_host::OsRng;
 
@@ -236,10 +237,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A registry reload: how many sensors the new registry has, and the ids
+/// it revoked (gone, or with other keys or policy) — their sessions and
+/// pending handshakes are gone; the caller closes their connections.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Reload {
+    /// Registered sensors after the reload.
+    pub clients: usize,
+    /// Sensor ids revoked by it.
+    pub revoked: Vec<String>,
+}
+
 /// The plugin's state: keys, registry, rate limits, the handshakes
 /// awaiting a ClientFinished and the established sessions.
 pub struct Plugin {
-    state: BrokerState,
+    /// Keys and registry; a reload swaps in a new one whole, and a
+    /// handshake uses the one it started with.
+    state: RwLock<Arc<BrokerState>>,
+    /// `registry.json`, watched for changes (revocation without a restart).
+    watch: Mutex<RegistryWatch>,
     admission: Mutex<Admission<IpAddr>>,
     pending: Mutex<HashMap<usize, (Instant, AwaitClientFinished)>>,
     /// Sensor id → (the connection that authenticated it, its session).
@@ -259,9 +275,10 @@ impl Plugin {
     pub fn load(options: Options) -> Result<Plugin, String> {
         let dir = Path::new(&options.keys_dir);
         let secrets = BrokerSecrets::load(&dir.join("broker-key.json")).map_err(|e| e.to_string())?;
-        let registry = Registry::load_or_empty(&dir.join("registry.json")).map_err(|e| e.to_string())?;
+        let (watch, registry) = RegistryWatch::load(&dir.join("registry.json")).map_err(|e| e.to_string())?;
         Ok(Plugin {
-            state: BrokerState { secrets, registry },
+            state: RwLock::new(Arc::new(BrokerState { secrets, registry })),
+            watch: Mutex::new(watch),
             admission: Mutex::new(Admission::new(options.limits)),
             pending: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
@@ -275,7 +292,48 @@ impl Plugin {
 
     /// Registered clients.
     pub fn clients(&self) -> usize {
-        self.state.registry.clients.len()
+        self.state().registry.clients.len()
+    }
+
+    /// The keys and registry in use.
+    fn state(&self) -> Arc<BrokerState> {
+        self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `MOSQ_EVT_TICK`: if `registry.json` changed (checked at most once a
+    /// second), puts the new registry in place ([`Plugin::apply`]).
+    /// `Some(Err)`: the new file does not load; the registry in use stays.
+    pub fn reload_if_changed(&self, now: Instant) -> Option<Result<Reload, String>> {
+        let loaded = lock(&self.watch).poll(now)?;
+        Some(loaded.map(|r| self.apply(r)).map_err(|e| e.to_string()))
+    }
+
+    /// `MOSQ_EVT_RELOAD` (mosquitto got SIGHUP): loads `registry.json` now.
+    pub fn reload(&self) -> Result<Reload, String> {
+        let loaded = lock(&self.watch).reload().map_err(|e| e.to_string())?;
+        Ok(self.apply(loaded))
+    }
+
+    /// Puts `registry` in place in one step, then ends what it revoked:
+    /// the sessions (keys wiped) and pending handshakes of every id that is
+    /// gone or changed. Other sensors are untouched.
+    fn apply(&self, registry: Registry) -> Reload {
+        let revoked = {
+            let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+            let revoked = state.registry.changed_ids(&registry);
+            *state = Arc::new(BrokerState {
+                secrets: state.secrets.clone(),
+                registry,
+            });
+            revoked
+        };
+        let is_revoked = |id: &[u8]| revoked.iter().any(|r| r.as_bytes() == id);
+        lock(&self.sessions).retain(|id, _| !is_revoked(id.as_bytes()));
+        lock(&self.pending).retain(|_, (_, p)| !is_revoked(p.client_id()));
+        Reload {
+            clients: self.clients(),
+            revoked,
+        }
     }
 
     /// `MOSQ_EVT_EXT_AUTH_START` (a CONNECT, or an AUTH 0x19 re-authentication).
@@ -307,7 +365,8 @@ impl Plugin {
         // Every check that needs no secret key (registered id, policy, the
         // ephemeral key's import check) before any rate-limit token: only a
         // hello that could be a sensor's takes one.
-        match BrokerHandshake::screen(&self.state, data) {
+        let state = self.state();
+        match BrokerHandshake::screen(&*state, data) {
             Ok(_) => {}
             Err(kem_mqtt::Error::UnknownClient) => return Outcome::Refuse(Refusal::UnknownClient),
             Err(e) => return Outcome::Refuse(Refusal::Handshake(e)),
@@ -317,7 +376,7 @@ impl Plugin {
             return Outcome::Refuse(Refusal::RateLimited(r));
         }
         let mut buf = vec![0u8; MAX_BROKER_HELLO_LEN];
-        match BrokerHandshake::accept(&self.state, data, &mut OsRng, &mut buf) {
+        match BrokerHandshake::accept(&*state, data, &mut OsRng, &mut buf) {
             Ok((pending, n)) => {
                 let mut table = lock(&self.pending);
                 table.retain(|_, (since, _)| now.saturating_duration_since(*since) < PENDING_TIMEOUT);
@@ -344,6 +403,11 @@ impl Plugin {
             return Outcome::Refuse(Refusal::NoPendingHandshake);
         };
         let identity = String::from_utf8_lossy(pending.client_id()).into_owned();
+        // Revoked while pending (a reload removes such states; this covers
+        // a handshake that started on the registry before).
+        if self.state().client(pending.client_id()).is_none() {
+            return Outcome::Refuse(Refusal::UnknownClient);
+        }
         // Checked at START already; the client id of a connection does not
         // change in between, but the binding is the point of this plugin.
         if conn.client_id != Some(identity.as_str()) {
@@ -485,7 +549,7 @@ impl Plugin {
     /// here, and is refused the same topics: SECURITY.md, account naming.)
     fn is_sensor(&self, conn: &Connection) -> bool {
         conn.client_id
-            .is_some_and(|id| conn.username == Some(id) && self.state.client(id.as_bytes()).is_some())
+            .is_some_and(|id| conn.username == Some(id) && self.state().client(id.as_bytes()).is_some())
     }
 
     /// The counters.

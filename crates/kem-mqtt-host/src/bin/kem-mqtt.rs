@@ -19,6 +19,7 @@ use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, DirLock, KeyError, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
+use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::topics::Delivery;
 use kem_mqtt_host::OsRng;
@@ -51,6 +52,14 @@ enum Command {
     /// unless --force. Key files are written with mode 0600.
     #[command(after_help = SUITES)]
     Provision(ProvisionArgs),
+    /// Remove sensors from the registry: their next handshake is refused
+    ///
+    /// Rewrites DIR/registry.json without the given ids (the key directory
+    /// is locked while it does, as for provision). A running broker plugin
+    /// and `kem-mqtt gateway` see the change within a second: they refuse
+    /// the ids' next handshakes and end their live sessions (the plugin
+    /// also closes their connections). The sensors' key files are left.
+    Revoke(RevokeArgs),
     /// Topic-mode gateway: opens sensors' records for applications, seals commands
     ///
     /// Connects to the broker as an ordinary MQTT client and runs the broker
@@ -114,6 +123,16 @@ struct ProvisionArgs {
     #[arg(long, value_name = "N", requires = "client", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     count: u32,
+}
+
+#[derive(Args, Debug)]
+struct RevokeArgs {
+    /// Key directory with registry.json
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// A sensor id to revoke (repeat for several)
+    #[arg(long, value_name = "ID", required = true, value_parser = parse_client_id)]
+    client: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -311,6 +330,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Provision(a) => provision(&a),
+        Command::Revoke(a) => revoke(&a),
         Command::Gateway(a) => gateway(&a),
         Command::Sensor(a) => sensor(&a),
         Command::SerialBridge(a) => serial_bridge(&a),
@@ -502,15 +522,31 @@ fn load(args: &LoadArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn load_state(dir: &Path) -> Result<BrokerState, KeyError> {
-    Ok(BrokerState {
-        secrets: BrokerSecrets::load(&dir.join("broker-key.json"))?,
-        registry: Registry::load_or_empty(&dir.join("registry.json"))?,
-    })
+fn revoke(args: &RevokeArgs) -> Result<(), CliError> {
+    let _lock = DirLock::acquire(&args.dir)?;
+    let path = args.dir.join("registry.json");
+    let mut registry = Registry::load_or_empty(&path)?;
+    for id in &args.client {
+        if registry.clients.remove(id).is_none() {
+            return Err(CliError::Usage(format!("{id:?} is not in {}", path.display())));
+        }
+    }
+    registry.save(&path)?;
+    println!(
+        "revoked {}; {} sensors remain in {}",
+        args.client.join(", "),
+        registry.clients.len(),
+        path.display()
+    );
+    Ok(())
 }
 
 fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
-    let state = Arc::new(load_state(&args.dir)?);
+    let secrets = BrokerSecrets::load(&args.dir.join("broker-key.json"))?;
+    // Watched from here on: a changed registry is put in place while the
+    // gateway runs (revocation without a restart).
+    let (watch, registry) = RegistryWatch::load(&args.dir.join("registry.json"))?;
+    let state = Arc::new(BrokerState { secrets, registry });
     let mut config = GatewayConfig {
         delivery: Delivery::new(&args.plain_prefix, &args.command_prefix).map_err(CliError::Usage)?,
         ..GatewayConfig::default()
@@ -524,7 +560,7 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     }
     let password = args.password_file.as_deref().map(read_password).transpose()?;
     let login = args.username.as_deref().zip(password.as_deref());
-    run_gateway(&args.broker, state, config, login).map_err(|e| CliError::Broker(args.broker.clone(), e))
+    run_gateway(&args.broker, state, config, login, watch).map_err(|e| CliError::Broker(args.broker.clone(), e))
 }
 
 fn run_gateway(
@@ -532,9 +568,11 @@ fn run_gateway(
     state: Arc<BrokerState>,
     config: GatewayConfig,
     login: Option<(&str, &str)>,
+    watch: RegistryWatch,
 ) -> Result<(), HostError> {
     let plain = config.delivery.plain_prefix.clone();
     let mut gw = Gateway::connect_login(&addr.to_string(), state, config, login)?;
+    gw.watch_registry(watch);
     // Wakes up when idle: to keep the MQTT connection alive (keep-alive 60 s)
     // and to print the counters.
     gw.set_timeout(Some(Duration::from_secs(30)))?;
@@ -548,6 +586,12 @@ fn run_gateway(
                 payload,
             }) => {
                 println!("{client_id}: {} bytes → {plain}/{client_id}/{sub}", payload.len());
+            }
+            Ok(GatewayEvent::Reloaded { clients, revoked }) => {
+                println!("registry reloaded: {clients} sensors; revoked {revoked:?}")
+            }
+            Ok(GatewayEvent::ReloadRefused { error }) => {
+                println!("registry not reloaded, the one in use stays: {error}")
             }
             Ok(GatewayEvent::Other) => {}
             Ok(e) => println!("{e:?}"),
