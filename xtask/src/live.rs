@@ -286,7 +286,7 @@ pub fn run(
     check_client_id(keys)?;
     let topic = record_topic()?;
     let mut sensor = SimulatedSensor { dev, keys };
-    bridge::run(&mut sensor, broker, mode, wait, topic, &mut |line| {
+    bridge::run(&mut sensor, broker, None, mode, wait, topic, &mut |line| {
         println!("live: {line}")
     })
 }

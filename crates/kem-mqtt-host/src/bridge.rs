@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::addr::BrokerAddr;
 use crate::mqtt::{self as wire, Connection, Packet};
+use crate::transport::Tls;
 use crate::Mode;
 
 /// The sensor's side of the handshake, computed wherever the sensor is.
@@ -211,6 +212,7 @@ pub fn client_id_of(client_hello: &[u8]) -> Result<&str, BridgeError> {
 pub fn run(
     sensor: &mut dyn RemoteSensor,
     broker: &BrokerAddr,
+    tls: Option<&Tls>,
     mode: Mode,
     wait: Duration,
     topic: &str,
@@ -232,7 +234,7 @@ pub fn run(
              kem-mqtt/data/c2b/{id}/… topic (provision it with the id that topic names)"
         )));
     }
-    let mut link = Link::open(broker, wait)?;
+    let mut link = Link::open(broker, tls, wait)?;
     let broker_hello = match mode {
         Mode::Auth => {
             link.send(&Packet::Connect {
@@ -348,8 +350,10 @@ struct Link {
 }
 
 impl Link {
-    /// Connects to the first address of `broker` that answers within `wait`.
-    fn open(broker: &BrokerAddr, wait: Duration) -> Result<Link, BridgeError> {
+    /// Connects to the first address of `broker` that answers within
+    /// `wait`, over TLS if `tls` says so (the certificate checked against
+    /// the broker's host name).
+    fn open(broker: &BrokerAddr, tls: Option<&Tls>, wait: Duration) -> Result<Link, BridgeError> {
         let mut last = std::io::Error::other("the address resolved to nothing");
         for a in broker.socket_addrs() {
             match TcpStream::connect_timeout(a, wait) {
@@ -358,10 +362,20 @@ impl Link {
                         during: "setting the write timeout".into(),
                         error,
                     })?;
-                    return Ok(Link {
-                        conn: Connection::new(stream),
-                        wait,
-                    });
+                    let conn = match tls {
+                        None => Connection::new(stream),
+                        Some(tls) => {
+                            stream.set_read_timeout(Some(wait)).map_err(|error| BridgeError::Io {
+                                during: "setting the read timeout".into(),
+                                error,
+                            })?;
+                            Connection::secured(stream, tls, broker.host()).map_err(|e| BridgeError::Connect {
+                                addr: broker.to_string(),
+                                error: std::io::Error::other(format!("TLS: {e}")),
+                            })?
+                        }
+                    };
+                    return Ok(Link { conn, wait });
                 }
                 Err(e) => last = e,
             }
@@ -518,7 +532,7 @@ mod tests {
     fn a_silent_broker_times_out() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr: BrokerAddr = listener.local_addr().unwrap().to_string().parse().unwrap();
-        let mut link = Link::open(&addr, Duration::from_millis(200)).unwrap();
+        let mut link = Link::open(&addr, None, Duration::from_millis(200)).unwrap();
         let _peer = listener.accept().unwrap();
         let e = link.plain_connect("s1").unwrap_err();
         assert!(matches!(e, BridgeError::Timeout { .. }), "{e}");
@@ -531,7 +545,7 @@ mod tests {
     fn a_closed_connection_is_reported() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr: BrokerAddr = listener.local_addr().unwrap().to_string().parse().unwrap();
-        let mut link = Link::open(&addr, Duration::from_secs(5)).unwrap();
+        let mut link = Link::open(&addr, None, Duration::from_secs(5)).unwrap();
         drop(listener.accept().unwrap());
         let e = link.plain_connect("s1").unwrap_err();
         assert!(matches!(e, BridgeError::Closed { .. } | BridgeError::Io { .. }), "{e}");

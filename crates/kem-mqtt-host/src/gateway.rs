@@ -95,10 +95,11 @@ use kem_mqtt::{
 };
 
 use crate::admission::{Admission, AdmissionConfig, Refusal};
+use crate::client::MqttClient;
 use crate::keys::{BrokerState, Registry};
-use crate::mqtt::{Connection, Packet};
 use crate::reload::RegistryWatch;
 use crate::topics::{self, Delivery};
+use crate::transport::Endpoint;
 use crate::{data_b2c, hs_b2c, HostError};
 
 /// What the gateway saw.
@@ -926,18 +927,19 @@ impl GatewayThread {
     }
 }
 
-/// The gateway service: a [`GatewayCore`] on an MQTT connection.
+/// The gateway service: a [`GatewayCore`] on an MQTT connection
+/// ([`MqttClient`], over TCP or TLS).
 pub struct Gateway {
-    conn: Connection,
+    conn: MqttClient,
     core: GatewayCore,
     /// The registry file, if it is watched ([`Gateway::watch_registry`]).
     watch: Option<RegistryWatch>,
 }
 
 impl Gateway {
-    /// Connects to the broker at `addr` as `kem-mqtt-gateway` and subscribes
-    /// (default limits).
-    pub fn connect(addr: &str, state: Arc<BrokerState>) -> Result<Self, HostError> {
+    /// Connects to the broker at `addr` (an address, or an [`Endpoint`]
+    /// with TLS) as `kem-mqtt-gateway` and subscribes (default limits).
+    pub fn connect(addr: impl Into<Endpoint>, state: Arc<BrokerState>) -> Result<Self, HostError> {
         Self::connect_with(addr, state, GatewayConfig::default())
     }
 
@@ -947,14 +949,18 @@ impl Gateway {
     /// cluster mode), every sensor's records, every command and (cluster
     /// mode) the group's cluster topics; the client id is
     /// `kem-mqtt-gateway` or `kem-mqtt-gateway-<instance>`.
-    pub fn connect_with(addr: &str, state: Arc<BrokerState>, config: GatewayConfig) -> Result<Self, HostError> {
+    pub fn connect_with(
+        addr: impl Into<Endpoint>,
+        state: Arc<BrokerState>,
+        config: GatewayConfig,
+    ) -> Result<Self, HostError> {
         Self::connect_login(addr, state, config, None)
     }
 
     /// [`Gateway::connect_with`], logging in with `(username, password)`
     /// (a broker whose ACL lets only gateways write `plain/#`).
     pub fn connect_login(
-        addr: &str,
+        addr: impl Into<Endpoint>,
         state: Arc<BrokerState>,
         config: GatewayConfig,
         login: Option<(&str, &str)>,
@@ -964,10 +970,12 @@ impl Gateway {
 
     /// [`Gateway::connect_login`] around a core made by the caller (e.g.
     /// [`GatewayCore::with_wall_clock`]).
-    pub fn connect_core(addr: &str, core: GatewayCore, login: Option<(&str, &str)>) -> Result<Self, HostError> {
+    pub fn connect_core(
+        addr: impl Into<Endpoint>,
+        core: GatewayCore,
+        login: Option<(&str, &str)>,
+    ) -> Result<Self, HostError> {
         let config = &core.config;
-        let mut conn = Connection::connect(addr)?;
-        conn.set_timeout(Some(Duration::from_secs(10)))?;
         let commands = config.delivery.command_filter();
         let records = topics::sealed_c2b("+", "#");
         let (client_id, filters) = match &config.cluster {
@@ -985,9 +993,9 @@ impl Gateway {
                 ],
             ),
         };
-        conn.mqtt_connect_login(&client_id, login)?;
+        let mut conn = MqttClient::connect(&addr.into(), &client_id, login, Duration::from_secs(10))?;
         let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
-        conn.subscribe(1, &filters)?;
+        conn.subscribe(&filters)?;
         Ok(Gateway {
             conn,
             core,
@@ -995,9 +1003,10 @@ impl Gateway {
         })
     }
 
-    /// Sets how long [`Gateway::poll`] waits (`None`: forever).
-    pub fn set_timeout(&self, t: Option<Duration>) -> Result<(), HostError> {
-        Ok(self.conn.set_timeout(t)?)
+    /// Sets how long [`Gateway::poll`] waits (`None`: forever). The client
+    /// keeps the connection alive (PINGREQ) while it waits.
+    pub fn set_timeout(&mut self, t: Option<Duration>) {
+        self.conn.set_timeout(t);
     }
 
     /// The counters.
@@ -1005,16 +1014,11 @@ impl Gateway {
         self.core.stats()
     }
 
-    /// Sends an MQTT PINGREQ (keeps an idle connection alive).
-    pub fn ping(&mut self) -> Result<(), HostError> {
-        Ok(self.conn.send(&Packet::PingReq)?)
-    }
-
     /// Serves on a thread of its own, every packet handled as
     /// [`Gateway::poll`] does (events are counted, not returned), until
     /// [`GatewayThread::stop`].
     pub fn spawn(mut self) -> Result<GatewayThread, HostError> {
-        self.set_timeout(Some(Duration::from_millis(100)))?;
+        self.set_timeout(Some(Duration::from_millis(100)));
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -1059,10 +1063,7 @@ impl Gateway {
         if let Some(event) = self.reload_if_changed() {
             return Ok(event);
         }
-        let (topic, payload) = match self.conn.recv()? {
-            Packet::Publish { topic, payload } => (topic, payload),
-            _ => return Ok(GatewayEvent::Other),
-        };
+        let (topic, payload) = self.conn.recv()?;
         let (event, out) = self.core.handle(&topic, &payload, Instant::now());
         for (topic, payload) in out {
             if self.core.retained(&topic) {

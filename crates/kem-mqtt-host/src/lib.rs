@@ -7,7 +7,10 @@
 //! - [`keys`]: versioned JSON key files and the client registry (hex keys);
 //! - [`provision`]: broker key generation and sensor enrolment;
 //! - [`reload`]: the registry file watched, so revocation needs no restart;
-//! - [`mqtt`]: a minimal MQTT v5 codec with enhanced authentication;
+//! - [`client`]: topic mode's MQTT v5 client, on the maintained `rumqttc`;
+//! - [`mqtt`]: a minimal MQTT v5 codec: AUTH mode's enhanced authentication
+//!   (which `rumqttc` does not carry) and raw packets for tests;
+//! - [`transport`]: where a client connects, over TCP or TLS (rustls);
 //! - [`sensor`]: the sensor (MQTT client) in topic mode and AUTH mode;
 //! - [`gateway`]: the topic-mode gateway service;
 //! - [`broker`]: an embedded broker on 127.0.0.1 for demos and tests;
@@ -48,6 +51,7 @@ pub mod admission;
 pub mod board;
 pub mod bridge;
 pub mod broker;
+pub mod client;
 pub mod gateway;
 pub mod keys;
 pub mod load;
@@ -56,6 +60,7 @@ pub mod provision;
 pub mod reload;
 pub mod sensor;
 pub mod topics;
+pub mod transport;
 
 /// How a sensor's handshake travels (the `--mode` of the command lines).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -24,17 +24,18 @@ use std::time::{Duration, Instant};
 
 use kem_mqtt::{BrokerHandshake, SensorHandshake, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN};
 
+use crate::client::MqttClient;
 use crate::keys::{BrokerState, Registry, SensorKeys};
-use crate::mqtt::{Connection, Packet};
 use crate::provision::{generate_broker, provision_sensor};
 use crate::sensor::SensorClient;
+use crate::transport::Endpoint;
 use crate::{HostError, Mode, OsRng};
 
 /// What one run does.
 #[derive(Clone, Debug)]
 pub struct LoadConfig {
-    /// `HOST:PORT` of the broker.
-    pub broker: String,
+    /// The broker: `HOST:PORT`, over TCP or TLS.
+    pub broker: Endpoint,
     /// AUTH or topic mode.
     pub mode: Mode,
     /// Workers (sensors handshaking at the same time).
@@ -134,21 +135,20 @@ pub fn broker_crypto_us(suite: Suite, iterations: usize) -> Result<f64, HostErro
 
 /// Counts PUBLISHes on `plain/#` until `expected` arrived or `deadline`:
 /// (count, time of the last).
-fn count_deliveries(mut app: Connection, expected: Arc<AtomicUsize>, deadline: Instant) -> (u64, Option<Instant>) {
+fn count_deliveries(mut app: MqttClient, expected: Arc<AtomicUsize>, deadline: Instant) -> (u64, Option<Instant>) {
     let (mut n, mut last) = (0u64, None);
-    let _ = app.set_timeout(Some(Duration::from_millis(100)));
+    app.set_timeout(Some(Duration::from_millis(100)));
     loop {
         let want = expected.load(Ordering::SeqCst);
         if (want != usize::MAX && n >= want as u64) || Instant::now() > deadline {
             return (n, last);
         }
         match app.recv() {
-            Ok(Packet::Publish { .. }) => {
+            Ok(_) => {
                 n += 1;
                 last = Some(Instant::now());
             }
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(HostError::Timeout) => {}
             Err(_) => return (n, last),
         }
     }
@@ -172,10 +172,13 @@ pub fn run(keys: Vec<SensorKeys>, config: &LoadConfig) -> Result<LoadResult, Hos
     let expected = Arc::new(AtomicUsize::new(usize::MAX));
     let app = match &config.app_login {
         Some((user, password)) => {
-            let mut app = Connection::connect(&config.broker)?;
-            app.set_timeout(Some(config.timeout))?;
-            app.mqtt_connect_login("kem-mqtt-load-app", Some((user, password)))?;
-            app.subscribe(1, &["plain/#"])?;
+            let mut app = MqttClient::connect(
+                &config.broker,
+                "kem-mqtt-load-app",
+                Some((user, password)),
+                config.timeout,
+            )?;
+            app.subscribe(&["plain/#"])?;
             let (expected, deadline) = (expected.clone(), Instant::now() + config.timeout * 20);
             Some(std::thread::spawn(move || count_deliveries(app, expected, deadline)))
         }

@@ -1,6 +1,8 @@
 //! A minimal MQTT v5 codec (the packets KEM-MQTT needs: CONNECT, CONNACK,
 //! PUBLISH at QoS 0, SUBSCRIBE, SUBACK, AUTH, PINGREQ/PINGRESP, DISCONNECT)
-//! and a blocking packet stream over TCP.
+//! and a blocking packet stream over TCP or TLS: for AUTH mode, whose
+//! enhanced authentication the maintained client (`rumqttc`) does not
+//! carry, and for tests and fuzzing that need raw packets.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -385,22 +387,94 @@ pub fn read_packet(r: &mut impl Read) -> io::Result<Packet> {
     Packet::decode(first[0], &body)
 }
 
-/// A blocking MQTT connection.
+/// The bytes under a [`Connection`]: plain TCP, or TLS over it.
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Tcp(s) => s,
+            Stream::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// A blocking MQTT connection, over TCP or TLS. What the maintained client
+/// (`rumqttc`, [`crate::client`]) cannot do travels here: AUTH mode's
+/// enhanced authentication, and the raw packets of attack tests.
 #[derive(Debug)]
 pub struct Connection {
-    stream: TcpStream,
+    stream: Stream,
 }
 
 impl Connection {
-    /// Wraps a connected stream.
+    /// Wraps a connected TCP stream.
     pub fn new(stream: TcpStream) -> Self {
         let _ = stream.set_nodelay(true);
-        Connection { stream }
+        Connection {
+            stream: Stream::Tcp(stream),
+        }
     }
 
-    /// Connects to `addr`.
+    /// Connects to `addr` over TCP.
     pub fn connect(addr: &str) -> io::Result<Self> {
         Ok(Self::new(TcpStream::connect(addr)?))
+    }
+
+    /// Connects to `endpoint`: over TLS, the handshake completes (and the
+    /// broker's certificate is checked) before this returns.
+    pub fn open(endpoint: &crate::transport::Endpoint) -> Result<Self, crate::HostError> {
+        let tcp = TcpStream::connect(&endpoint.addr)?;
+        match &endpoint.tls {
+            None => Ok(Self::new(tcp)),
+            Some(tls) => Self::secured(tcp, tls, &endpoint.host_port()?.0),
+        }
+    }
+
+    /// TLS over the connected `tcp`, the broker's certificate checked
+    /// against `tls`'s CA certificates and `host` (a DNS name or an IP
+    /// address); the handshake completes before this returns.
+    pub fn secured(tcp: TcpStream, tls: &crate::transport::Tls, host: &str) -> Result<Self, crate::HostError> {
+        let _ = tcp.set_nodelay(true);
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| crate::HostError::Unexpected(format!("TLS server name {host:?}: {e}")))?;
+        let session = rustls::ClientConnection::new(tls.config.clone(), name)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let mut stream = rustls::StreamOwned::new(session, tcp);
+        while stream.conn.is_handshaking() {
+            stream.conn.complete_io(&mut stream.sock)?;
+        }
+        Ok(Connection {
+            stream: Stream::Tls(Box::new(stream)),
+        })
     }
 
     /// Sends a packet.
@@ -415,14 +489,7 @@ impl Connection {
 
     /// Sets the read timeout.
     pub fn set_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()> {
-        self.stream.set_read_timeout(t)
-    }
-
-    /// A second handle on the same stream (for a writer thread).
-    pub fn try_clone(&self) -> io::Result<Connection> {
-        Ok(Connection {
-            stream: self.stream.try_clone()?,
-        })
+        self.stream.tcp().set_read_timeout(t)
     }
 
     /// Subscribes to `filters` and waits for the SUBACK.

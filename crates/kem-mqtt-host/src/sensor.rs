@@ -5,9 +5,11 @@ use std::time::{Duration, Instant};
 use crate::OsRng;
 use kem_mqtt::{SensorHandshake, Session, Suite, AUTH_METHOD, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD};
 
+use crate::client::MqttClient;
 use crate::keys::SensorKeys;
 use crate::mqtt::{self, Connection, Packet};
 use crate::topics::{sealed_b2c, sealed_c2b};
+use crate::transport::Endpoint;
 use crate::{data_b2c, data_c2b, hs_b2c, hs_c2b, HostError};
 
 /// What one handshake cost.
@@ -27,9 +29,63 @@ pub struct HandshakeStats {
     pub total: Duration,
 }
 
+/// The sensor's MQTT connection: topic mode on the maintained client,
+/// AUTH mode on this crate's codec (the only one here that carries
+/// enhanced authentication).
+enum Link {
+    Topic(Box<MqttClient>),
+    Auth(Connection),
+}
+
+impl Link {
+    fn publish(&mut self, topic: &str, payload: &[u8]) -> Result<(), HostError> {
+        match self {
+            Link::Topic(c) => c.publish(topic, payload),
+            Link::Auth(c) => Ok(c.publish(topic, payload)?),
+        }
+    }
+
+    fn subscribe(&mut self, filters: &[&str]) -> Result<(), HostError> {
+        match self {
+            Link::Topic(c) => c.subscribe(filters),
+            Link::Auth(c) => Ok(c.subscribe(2, filters)?),
+        }
+    }
+
+    fn recv(&mut self) -> Result<(String, Vec<u8>), HostError> {
+        match self {
+            Link::Topic(c) => c.recv(),
+            Link::Auth(c) => loop {
+                match c.recv()? {
+                    Packet::Publish { topic, payload } => return Ok((topic, payload)),
+                    Packet::PingResp => {}
+                    other => return Err(HostError::Unexpected(format!("{other:?}"))),
+                }
+            },
+        }
+    }
+
+    fn set_timeout(&mut self, timeout: Duration) -> Result<(), HostError> {
+        match self {
+            Link::Topic(c) => {
+                c.set_timeout(Some(timeout));
+                Ok(())
+            }
+            Link::Auth(c) => Ok(c.set_timeout(Some(timeout))?),
+        }
+    }
+
+    fn disconnect(self) -> Result<(), HostError> {
+        match self {
+            Link::Topic(c) => (*c).disconnect(),
+            Link::Auth(mut c) => Ok(c.send(&Packet::Disconnect { reason: 0 })?),
+        }
+    }
+}
+
 /// A sensor with an established session.
 pub struct SensorClient {
-    conn: Connection,
+    conn: Link,
     session: Session,
     client_id: String,
     /// Records from the gateway opened while waiting for the confirmation: (sub, plaintext).
@@ -60,14 +116,17 @@ impl SensorClient {
     /// its pending state expired, and it holds no session for this sensor —
     /// records sent anyway would be lost. Start a new handshake
     /// ([`SensorClient::connect_topic_mode_retrying`]).
-    pub fn connect_topic_mode(addr: &str, keys: &SensorKeys, timeout: Duration) -> Result<Self, HostError> {
-        let mut conn = Connection::connect(addr)?;
-        conn.set_timeout(Some(timeout))?;
-        conn.mqtt_connect(&keys.client_id)?;
-        // `…/b2c/#` also matches `…/b2c` itself (the confirmation): one
-        // filter, or overlapping ones would deliver each record twice.
+    pub fn connect_topic_mode(
+        addr: impl Into<Endpoint>,
+        keys: &SensorKeys,
+        timeout: Duration,
+    ) -> Result<Self, HostError> {
+        let mut conn = MqttClient::connect(&addr.into(), &keys.client_id, None, timeout)?;
+        // `…/b2c/<id>/#` also matches `…/b2c/<id>` itself (the
+        // confirmation): one filter, or overlapping ones would deliver each
+        // record twice.
         let sealed = sealed_b2c(&keys.client_id, "#");
-        conn.subscribe(1, &[&hs_b2c(&keys.client_id), &sealed])?;
+        conn.subscribe(&[&hs_b2c(&keys.client_id), &sealed])?;
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
         let t = Instant::now();
@@ -75,10 +134,9 @@ impl SensorClient {
         let mut compute = t.elapsed();
         conn.publish(&hs_c2b(&keys.client_id), &buf[..ch])?;
         let bh = loop {
-            match conn.recv()? {
-                Packet::Publish { topic, payload } if topic == hs_b2c(&keys.client_id) => break payload,
-                Packet::Publish { .. } | Packet::PingResp => {}
-                other => return Err(HostError::Unexpected(format!("{other:?}"))),
+            let (topic, payload) = conn.recv()?;
+            if topic == hs_b2c(&keys.client_id) {
+                break payload;
             }
         };
         let t = Instant::now();
@@ -95,25 +153,24 @@ impl SensorClient {
             if left.is_zero() {
                 return Err(HostError::Timeout);
             }
-            conn.set_timeout(Some(left))?;
-            match conn.recv()? {
-                Packet::Publish { topic, payload } if topic == data => {
-                    // The confirmation is empty; anything else is a command
-                    // that overtook it.
-                    let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
-                    if let Ok(n) = session.open(topic.as_bytes(), &payload, &mut pt) {
-                        if n > 0 {
-                            pt.truncate(n);
-                            early.push_back((String::new(), pt));
-                        }
-                        break;
-                    }
+            conn.set_timeout(Some(left));
+            let (topic, payload) = conn.recv()?;
+            if topic != data {
+                continue;
+            }
+            // The confirmation is empty; anything else is a command that
+            // overtook it.
+            let mut pt = vec![0u8; payload.len().saturating_sub(RECORD_OVERHEAD)];
+            if let Ok(n) = session.open(topic.as_bytes(), &payload, &mut pt) {
+                if n > 0 {
+                    pt.truncate(n);
+                    early.push_back((String::new(), pt));
                 }
-                Packet::Publish { .. } | Packet::PingResp => {}
-                other => return Err(HostError::Unexpected(format!("{other:?}"))),
+                break;
             }
         }
-        conn.set_timeout(Some(timeout))?;
+        conn.set_timeout(Some(timeout));
+        let conn = Link::Topic(Box::new(conn));
         Ok(SensorClient {
             conn,
             session,
@@ -135,17 +192,18 @@ impl SensorClient {
     /// times out (each attempt a new connection and a new handshake, one
     /// second apart); the last error otherwise.
     pub fn connect_topic_mode_retrying(
-        addr: &str,
+        addr: impl Into<Endpoint>,
         keys: &SensorKeys,
         timeout: Duration,
         attempts: u32,
     ) -> Result<Self, HostError> {
+        let addr = addr.into();
         let mut last = HostError::Timeout;
         for i in 0..attempts.max(1) {
             if i > 0 {
                 std::thread::sleep(Duration::from_secs(1));
             }
-            match Self::connect_topic_mode(addr, keys, timeout) {
+            match Self::connect_topic_mode(&addr, keys, timeout) {
                 Err(HostError::Timeout) => last = HostError::Timeout,
                 r => return r,
             }
@@ -156,19 +214,23 @@ impl SensorClient {
     /// AUTH mode: CONNECT carries the ClientHello as Authentication Data,
     /// AUTH (0x18) the BrokerHello and the ClientFinished; CONNACK 0x00
     /// establishes the session, any other reason code is [`HostError::Refused`].
-    pub fn connect_auth_mode(addr: &str, keys: &SensorKeys, timeout: Duration) -> Result<Self, HostError> {
+    pub fn connect_auth_mode(
+        addr: impl Into<Endpoint>,
+        keys: &SensorKeys,
+        timeout: Duration,
+    ) -> Result<Self, HostError> {
         Self::connect_auth_mode_with(addr, keys, timeout, |_, _| {})
     }
 
     /// [`SensorClient::connect_auth_mode`] with a hook that may modify each
     /// outgoing flight (1 and 3) — for negative tests.
     pub fn connect_auth_mode_with(
-        addr: &str,
+        addr: impl Into<Endpoint>,
         keys: &SensorKeys,
         timeout: Duration,
         mut tamper: impl FnMut(u8, &mut Vec<u8>),
     ) -> Result<Self, HostError> {
-        let mut conn = Connection::connect(addr)?;
+        let mut conn = Connection::open(&addr.into())?;
         conn.set_timeout(Some(timeout))?;
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
@@ -210,7 +272,7 @@ impl SensorClient {
             other => return Err(HostError::Unexpected(format!("{other:?}"))),
         }
         Ok(SensorClient {
-            conn,
+            conn: Link::Auth(conn),
             session,
             client_id: keys.client_id.clone(),
             early: std::collections::VecDeque::new(),
@@ -249,23 +311,17 @@ impl SensorClient {
 
     /// Publishes `payload` unsealed on `topic` (negative tests).
     pub fn publish_raw(&mut self, topic: &str, payload: &[u8]) -> Result<(), HostError> {
-        Ok(self.conn.publish(topic, payload)?)
+        self.conn.publish(topic, payload)
     }
 
     /// Subscribes to more topics.
     pub fn subscribe(&mut self, filters: &[&str]) -> Result<(), HostError> {
-        Ok(self.conn.subscribe(2, filters)?)
+        self.conn.subscribe(filters)
     }
 
     /// Waits for the next PUBLISH on any subscribed topic: (topic, raw payload).
     pub fn recv_raw(&mut self) -> Result<(String, Vec<u8>), HostError> {
-        loop {
-            match self.conn.recv()? {
-                Packet::Publish { topic, payload } => return Ok((topic, payload)),
-                Packet::PingResp => {}
-                other => return Err(HostError::Unexpected(format!("{other:?}"))),
-            }
-        }
+        self.conn.recv()
     }
 
     /// Waits for the next record sealed for this sensor and opens it.
@@ -317,11 +373,11 @@ impl SensorClient {
 
     /// How long [`SensorClient::recv_command`] and the other receives wait.
     pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), HostError> {
-        Ok(self.conn.set_timeout(Some(timeout))?)
+        self.conn.set_timeout(timeout)
     }
 
     /// Sends DISCONNECT.
-    pub fn disconnect(mut self) -> Result<(), HostError> {
-        Ok(self.conn.send(&Packet::Disconnect { reason: 0 })?)
+    pub fn disconnect(self) -> Result<(), HostError> {
+        self.conn.disconnect()
     }
 }

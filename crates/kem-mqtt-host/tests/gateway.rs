@@ -45,8 +45,8 @@ impl Site {
     fn new(state: BrokerState) -> Site {
         let broker = EmbeddedBroker::start(None).unwrap();
         let addr = broker.addr().to_string();
-        let gw = Gateway::connect(&addr, Arc::new(state)).unwrap();
-        gw.set_timeout(Some(TIMEOUT)).unwrap();
+        let mut gw = Gateway::connect(&addr, Arc::new(state)).unwrap();
+        gw.set_timeout(Some(TIMEOUT));
         let mut attacker = Connection::connect(&addr).unwrap();
         attacker.set_timeout(Some(TIMEOUT)).unwrap();
         attacker.mqtt_connect("attacker").unwrap();
@@ -394,7 +394,7 @@ fn a_sensor_retries_until_a_gateway_confirms() {
     // No gateway during the first attempt: its hello reaches nobody.
     std::thread::sleep(Duration::from_millis(900));
     let mut gw = Gateway::connect(&addr, Arc::new(state)).unwrap();
-    gw.set_timeout(Some(TIMEOUT)).unwrap();
+    gw.set_timeout(Some(TIMEOUT));
     let t = Instant::now();
     while gw.stats().established == 0 {
         assert!(t.elapsed() < TIMEOUT, "no handshake");

@@ -64,7 +64,7 @@ fn topic_mode_gateway_rejects_replays_moves_and_policy_violations() {
     let broker = EmbeddedBroker::start(None).unwrap();
     let addr = broker.addr().to_string();
     let mut gw = Gateway::connect(&addr, Arc::new(state)).unwrap();
-    gw.set_timeout(Some(TIMEOUT)).unwrap();
+    gw.set_timeout(Some(TIMEOUT));
     let keys = &sensors[0];
 
     // A spy sees every record on the wire.

@@ -204,7 +204,7 @@ fn spawn_gateway(
     stop: Arc<AtomicBool>,
 ) -> (mpsc::Receiver<GatewayEvent>, std::thread::JoinHandle<()>) {
     let mut gw = Gateway::connect(addr, state).unwrap();
-    gw.set_timeout(Some(Duration::from_millis(200))).unwrap();
+    gw.set_timeout(Some(Duration::from_millis(200)));
     let (tx, rx) = mpsc::channel();
     let t = std::thread::spawn(move || {
         while !stop.load(Ordering::SeqCst) {

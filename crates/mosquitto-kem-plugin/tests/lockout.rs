@@ -75,7 +75,7 @@ fn attacker(net: u8, i: usize, count: usize) -> Ipv4Addr {
 }
 
 fn connects(broker: &Broker, keys: &SensorKeys) -> bool {
-    match SensorClient::connect_auth_mode(&broker.addr(), keys, TIMEOUT) {
+    match SensorClient::connect_auth_mode(broker.addr(), keys, TIMEOUT) {
         Ok(c) => {
             c.disconnect().unwrap();
             true

@@ -33,7 +33,7 @@ fn start_gateway(broker: &Broker, state: &Arc<BrokerState>, cluster: Option<Clus
         ..GatewayConfig::default()
     };
     let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
-    Gateway::connect_login(&broker.addr(), state.clone(), config, login)
+    Gateway::connect_login(broker.addr(), state.clone(), config, login)
         .and_then(Gateway::spawn)
         .unwrap()
 }
@@ -78,7 +78,7 @@ fn topic_mode_through_mosquitto_delivers_readings_and_commands() {
     for k in &keys {
         let name = k.suite.name();
         let mut c =
-            SensorClient::connect_topic_mode(&broker.addr(), k, TIMEOUT).unwrap_or_else(|e| panic!("{name}: {e}"));
+            SensorClient::connect_topic_mode(broker.addr(), k, TIMEOUT).unwrap_or_else(|e| panic!("{name}: {e}"));
         let reading = format!("21.5 C from {name}");
         send_reading_after_a_tampered_one(&mut c, &k.client_id, &reading);
         expected.push(format!("plain/{}/t {reading}", k.client_id));
@@ -121,7 +121,7 @@ fn two_gateway_instances_share_one_fleet() {
             noise.publish("kem-mqtt/hs/nobody/c2b", &[1, 0xEE]).unwrap();
         }
         let k = if round < 4 { &keys[0] } else { &keys[round - 3] };
-        let mut c = SensorClient::connect_topic_mode(&broker.addr(), k, TIMEOUT)
+        let mut c = SensorClient::connect_topic_mode(broker.addr(), k, TIMEOUT)
             .unwrap_or_else(|e| panic!("round {round}: {e}"));
         let reading = format!("reading {round}");
         c.send_on("t", reading.as_bytes()).unwrap();
@@ -196,7 +196,7 @@ fn no_client_id_reaches_a_topic_a_sensor_or_an_application_reads() {
     let broker = Broker::start_topic_mode("slash-ids");
     let gw = start_gateway(&broker, &state, None);
     let app = subscriber(&broker, "plain/#", 1, 60);
-    let mut s0 = SensorClient::connect_topic_mode(&broker.addr(), &keys[0], TIMEOUT).unwrap();
+    let mut s0 = SensorClient::connect_topic_mode(broker.addr(), &keys[0], TIMEOUT).unwrap();
     let forged = b"\x00\x00\x00\x00\x00\x00\x00\x00forged record with a tag that does not verify";
     for id in ["s0/b2c/x", "s0/b2c", "s0/c2b", "s0/x", "x/s0", "s0/hs/s0"] {
         let mut c = Connection::connect(&broker.addr()).unwrap();
@@ -259,12 +259,12 @@ fn a_topic_mode_flood_naming_40_returning_ids_does_not_lock_out_another() {
     config.admission.global = Rate::per_second(50, 5.0);
     config.admission.reserved = Rate::per_second(100, 10.0);
     let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
-    let gw = Gateway::connect_login(&broker.addr(), state.clone(), config, login)
+    let gw = Gateway::connect_login(broker.addr(), state.clone(), config, login)
         .and_then(Gateway::spawn)
         .unwrap();
     // Every named id and the victim completed a handshake: all returning.
     for k in named.iter().chain([victim]) {
-        SensorClient::connect_topic_mode(&broker.addr(), k, TIMEOUT)
+        SensorClient::connect_topic_mode(broker.addr(), k, TIMEOUT)
             .and_then(SensorClient::disconnect)
             .unwrap_or_else(|e| panic!("{}: {e}", k.client_id));
     }
@@ -298,10 +298,10 @@ fn a_topic_mode_flood_naming_40_returning_ids_does_not_lock_out_another() {
     };
     std::thread::sleep(Duration::from_secs(3));
     // The shared pool is dry: a sensor that never completed a handshake gets no answer …
-    let late = SensorClient::connect_topic_mode(&broker.addr(), latecomer, Duration::from_secs(3));
+    let late = SensorClient::connect_topic_mode(broker.addr(), latecomer, Duration::from_secs(3));
     // … and the returning sensor the flood does not name gets in.
     let victim_in =
-        SensorClient::connect_topic_mode(&broker.addr(), victim, TIMEOUT).and_then(SensorClient::disconnect);
+        SensorClient::connect_topic_mode(broker.addr(), victim, TIMEOUT).and_then(SensorClient::disconnect);
     stop.store(true, Ordering::Relaxed);
     let sent = flood.join().unwrap();
     let stats = gw.stop().unwrap();
@@ -331,7 +331,7 @@ fn start_pair(broker: &Broker, state: &Arc<BrokerState>, config: &GatewayConfig,
         };
         let clock = if name == "b" { unix_ms + skew_ms } else { unix_ms };
         let core = GatewayCore::with_wall_clock(state.clone(), config, now, clock);
-        Gateway::connect_core(&broker.addr(), core, login)
+        Gateway::connect_core(broker.addr(), core, login)
             .and_then(Gateway::spawn)
             .unwrap()
     })
@@ -342,7 +342,7 @@ fn start_pair(broker: &Broker, state: &Arc<BrokerState>, config: &GatewayConfig,
 /// copy sealed by an instance holding a stale session would not open).
 fn handshake_and_command(broker: &Broker, k: &SensorKeys, round: usize) {
     let mut c =
-        SensorClient::connect_topic_mode(&broker.addr(), k, TIMEOUT).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        SensorClient::connect_topic_mode(broker.addr(), k, TIMEOUT).unwrap_or_else(|e| panic!("round {round}: {e}"));
     let command = format!("on {round}");
     assert!(app_publish(broker, &format!("cmd/{}/led", k.client_id), &command));
     assert_eq!(

@@ -44,6 +44,8 @@ pub const ALLOW_ALL_ACL: &str = "pattern readwrite #\n";
 pub const GATEWAY_CONF: &str = include_str!("../../kem-mqtt-host/mosquitto-gateway.conf");
 /// Its ACL file as shipped.
 pub const GATEWAY_ACL: &str = include_str!("../../kem-mqtt-host/gateway.acl");
+/// The shipped TLS listener, appended to either configuration.
+pub const TLS_CONF: &str = include_str!("../../kem-mqtt-host/mosquitto-tls.conf");
 
 /// The application account of the password files (the shipped ACLs let
 /// `dashboard` read `plain/#` and write `cmd/#`).
@@ -210,6 +212,39 @@ fn password_file(path: &Path, accounts: &[(&str, &str)]) -> Result<(), String> {
     Ok(())
 }
 
+mod tls {
+    //! A CA and a server certificate for a test site's TLS listener.
+    use std::path::{Path, PathBuf};
+
+    fn err(e: impl std::fmt::Display) -> String {
+        format!("generating the TLS certificates: {e}")
+    }
+
+    /// Writes `ca.crt`, `server.crt` and `server.key` into `dir`: a fresh
+    /// CA, and a server certificate it signed for `localhost` (only: a
+    /// client that connects to 127.0.0.1 must refuse it). Returns the CA
+    /// certificate's path.
+    pub fn write_certificates(dir: &Path) -> Result<PathBuf, String> {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().map_err(err)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "kem-mqtt test CA");
+        let ca_cert = ca_params.self_signed(&ca_key).map_err(err)?;
+        let issuer = Issuer::new(ca_params, ca_key);
+        let server_key = KeyPair::generate().map_err(err)?;
+        let params = CertificateParams::new(vec!["localhost".to_string()]).map_err(err)?;
+        let server_cert = params.signed_by(&server_key, &issuer).map_err(err)?;
+        let ca = dir.join("ca.crt");
+        super::write(&ca, &ca_cert.pem())?;
+        super::write(&dir.join("server.crt"), &server_cert.pem())?;
+        super::write(&dir.join("server.key"), &server_key.serialize_pem())?;
+        Ok(ca)
+    }
+}
+
 /// A fresh directory for a site named `name`.
 fn fresh_dir(name: &str) -> Result<PathBuf, String> {
     if !Path::new(MOSQUITTO).exists() {
@@ -374,6 +409,9 @@ pub struct Site {
     pub dir: PathBuf,
     /// The listener's port on 127.0.0.1.
     pub port: u16,
+    /// The TLS listener's port on 127.0.0.1, if the site has one
+    /// ([`Site::with_tls`]).
+    pub tls_port: Option<u16>,
     child: Option<Child>,
 }
 
@@ -447,6 +485,7 @@ impl Site {
                     return Ok(Site {
                         dir,
                         port,
+                        tls_port: None,
                         child: Some(child),
                     })
                 }
@@ -463,6 +502,50 @@ impl Site {
     /// `127.0.0.1:<port>`.
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Adds the shipped TLS listener ([`TLS_CONF`], its paths and port
+    /// replaced) with a CA and a server certificate for `localhost`
+    /// generated into the site's directory, and restarts mosquitto with it.
+    pub fn with_tls(mut self) -> Result<Site, String> {
+        let ca = tls::write_certificates(&self.dir)?;
+        let port = free_port()?;
+        let section = substitute_all(
+            TLS_CONF,
+            &[
+                ("listener 8883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
+                (
+                    "cafile /etc/mosquitto/certs/ca.crt\n",
+                    format!("cafile {}\n", ca.display()),
+                ),
+                (
+                    "certfile /etc/mosquitto/certs/server.crt\n",
+                    format!("certfile {}\n", self.dir.join("server.crt").display()),
+                ),
+                (
+                    "keyfile /etc/mosquitto/certs/server.key\n",
+                    format!("keyfile {}\n", self.dir.join("server.key").display()),
+                ),
+            ],
+        )?;
+        let conf_path = self.dir.join("mosquitto.conf");
+        let conf = std::fs::read_to_string(&conf_path).map_err(io_err("reading", &conf_path))?;
+        write(&conf_path, &format!("{conf}\n{section}"))?;
+        give_to_broker_user(&self.dir)?;
+        self.tls_port = Some(port);
+        self.kill()?;
+        self.restart()?;
+        Ok(self)
+    }
+
+    /// The CA certificate of the TLS listener ([`Site::with_tls`]).
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("ca.crt")
+    }
+
+    /// `localhost:<TLS port>` (the name the server certificate is for).
+    pub fn tls_addr(&self) -> Option<String> {
+        self.tls_port.map(|p| format!("localhost:{p}"))
     }
 
     /// The broker's process id, while it runs.
@@ -579,8 +662,32 @@ pub struct Subscriber {
 impl Subscriber {
     /// Starts it and waits until its subscription is in place.
     pub fn start(site: &Site, filter: &str, count: usize, timeout_s: u32) -> Result<Subscriber, String> {
+        Self::start_with(
+            &["-h", "127.0.0.1", "-p", &site.port.to_string()],
+            filter,
+            count,
+            timeout_s,
+        )
+    }
+
+    /// [`Subscriber::start`] on the site's TLS listener, checking the
+    /// broker's certificate against the site's CA.
+    pub fn start_tls(site: &Site, filter: &str, count: usize, timeout_s: u32) -> Result<Subscriber, String> {
+        let port = site.tls_port.ok_or("the site has no TLS listener")?.to_string();
+        let ca = site.ca_file();
+        let ca = ca.to_str().ok_or("the CA file's path is not UTF-8")?;
+        Self::start_with(
+            &["-h", "localhost", "-p", &port, "--cafile", ca],
+            filter,
+            count,
+            timeout_s,
+        )
+    }
+
+    fn start_with(at: &[&str], filter: &str, count: usize, timeout_s: u32) -> Result<Subscriber, String> {
         let child = Command::new(MOSQUITTO_SUB)
-            .args(["-h", "127.0.0.1", "-p", &site.port.to_string(), "-V", "mqttv5"])
+            .args(at)
+            .args(["-V", "mqttv5"])
             .args(["-u", APP_USER, "-P", APP_PASSWORD, "-i", "app-sub"])
             .args([
                 "-t",

@@ -22,6 +22,7 @@ use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_se
 use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::topics::Delivery;
+use kem_mqtt_host::transport::{Endpoint, Tls};
 use kem_mqtt_host::OsRng;
 use kem_mqtt_host::{HostError, Mode};
 
@@ -125,6 +126,34 @@ struct ProvisionArgs {
     count: u32,
 }
 
+/// Where the broker is, and whether to reach it over TLS.
+#[derive(Args, Debug)]
+struct BrokerArgs {
+    #[arg(long = "broker", value_name = "HOST[:PORT]", help = BROKER_HELP)]
+    addr: BrokerAddr,
+    /// Connect over TLS, trusting the CA certificates in this PEM file (the
+    /// broker's certificate must be valid for HOST)
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
+}
+
+impl BrokerArgs {
+    fn tls(&self) -> Result<Option<Tls>, CliError> {
+        self.tls_ca
+            .as_deref()
+            .map(Tls::from_ca_file)
+            .transpose()
+            .map_err(|e| CliError::Broker(self.addr.clone(), e))
+    }
+
+    fn endpoint(&self) -> Result<Endpoint, CliError> {
+        Ok(Endpoint {
+            addr: self.addr.to_string(),
+            tls: self.tls()?,
+        })
+    }
+}
+
 #[derive(Args, Debug)]
 struct RevokeArgs {
     /// Key directory with registry.json
@@ -137,8 +166,8 @@ struct RevokeArgs {
 
 #[derive(Args, Debug)]
 struct GatewayArgs {
-    #[arg(long, value_name = "HOST[:PORT]", help = BROKER_HELP)]
-    broker: BrokerAddr,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// Key directory: broker-key.json and registry.json
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
@@ -180,8 +209,8 @@ fn parse_session_idle(v: &str) -> Result<Duration, String> {
 
 #[derive(Args, Debug)]
 struct SensorArgs {
-    #[arg(long, value_name = "HOST[:PORT]", help = BROKER_HELP)]
-    broker: BrokerAddr,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// The sensor's key file (from `kem-mqtt provision`)
     #[arg(long, value_name = "FILE")]
     key: PathBuf,
@@ -211,8 +240,8 @@ struct SerialBridgeArgs {
     /// ATmega1284p, 1250000 on the ATmega4808)
     #[arg(long, value_name = "BAUD", default_value_t = 2_500_000)]
     baud: u32,
-    #[arg(long, value_name = "HOST[:PORT]", help = BROKER_HELP)]
-    broker: BrokerAddr,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// The suite the board runs (its image must serve it)
     #[arg(long, value_name = "SUITE", value_parser = parse_suite)]
     suite: Suite,
@@ -226,8 +255,8 @@ struct SerialBridgeArgs {
 
 #[derive(Args, Debug)]
 struct LoadArgs {
-    #[arg(long, value_name = "HOST[:PORT]", help = BROKER_HELP)]
-    broker: BrokerAddr,
+    #[command(flatten)]
+    broker: BrokerArgs,
     /// Directory with the fleet's sensor-*.json key files
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
@@ -357,9 +386,16 @@ fn serial_bridge(args: &SerialBridgeArgs) -> Result<(), CliError> {
     // The firmware seals its reading on its compiled-in record topic.
     let topic = std::str::from_utf8(firmware::mqtt::TOPIC)
         .map_err(|_| CliError::Host(HostError::Unexpected("the firmware's record topic is not UTF-8".into())))?;
-    kem_mqtt_host::bridge::run(&mut board, &args.broker, args.mode, wait, topic, &mut |line| {
-        println!("serial-bridge: {line}")
-    })
+    let tls = args.broker.tls()?;
+    kem_mqtt_host::bridge::run(
+        &mut board,
+        &args.broker.addr,
+        tls.as_ref(),
+        args.mode,
+        wait,
+        topic,
+        &mut |line| println!("serial-bridge: {line}"),
+    )
     .map_err(|e| CliError::Host(HostError::Unexpected(e.to_string())))
 }
 
@@ -484,14 +520,14 @@ fn load(args: &LoadArgs) -> Result<(), CliError> {
         _ => None,
     };
     let config = kem_mqtt_host::load::LoadConfig {
-        broker: args.broker.to_string(),
+        broker: args.broker.endpoint()?,
         mode: args.mode,
         concurrency: args.concurrency as usize,
         records: args.records,
         app_login,
         timeout: Duration::from_secs(30),
     };
-    let r = kem_mqtt_host::load::run(keys, &config).map_err(|e| CliError::Broker(args.broker.clone(), e))?;
+    let r = kem_mqtt_host::load::run(keys, &config).map_err(|e| CliError::Broker(args.broker.addr.clone(), e))?;
     if args.json {
         println!(
             "{}",
@@ -560,22 +596,23 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     }
     let password = args.password_file.as_deref().map(read_password).transpose()?;
     let login = args.username.as_deref().zip(password.as_deref());
-    run_gateway(&args.broker, state, config, login, watch).map_err(|e| CliError::Broker(args.broker.clone(), e))
+    let endpoint = args.broker.endpoint()?;
+    run_gateway(&endpoint, state, config, login, watch).map_err(|e| CliError::Broker(args.broker.addr.clone(), e))
 }
 
 fn run_gateway(
-    addr: &BrokerAddr,
+    addr: &Endpoint,
     state: Arc<BrokerState>,
     config: GatewayConfig,
     login: Option<(&str, &str)>,
     watch: RegistryWatch,
 ) -> Result<(), HostError> {
     let plain = config.delivery.plain_prefix.clone();
-    let mut gw = Gateway::connect_login(&addr.to_string(), state, config, login)?;
+    let mut gw = Gateway::connect_login(addr, state, config, login)?;
     gw.watch_registry(watch);
-    // Wakes up when idle: to keep the MQTT connection alive (keep-alive 60 s)
-    // and to print the counters.
-    gw.set_timeout(Some(Duration::from_secs(30)))?;
+    // Wakes up when idle, to print the counters (the client keeps the
+    // connection alive while it waits).
+    gw.set_timeout(Some(Duration::from_secs(10)));
     println!("gateway connected to {addr}");
     let mut printed = (Instant::now(), gw.stats());
     loop {
@@ -595,7 +632,7 @@ fn run_gateway(
             }
             Ok(GatewayEvent::Other) => {}
             Ok(e) => println!("{e:?}"),
-            Err(HostError::Timeout) => gw.ping()?,
+            Err(HostError::Timeout) => {}
             Err(e) => return Err(e),
         }
         let stats = gw.stats();
@@ -608,15 +645,15 @@ fn run_gateway(
 
 fn sensor(args: &SensorArgs) -> Result<(), CliError> {
     let keys = SensorKeys::load(&args.key)?;
-    run_sensor(args, &keys).map_err(|e| CliError::Broker(args.broker.clone(), e))
+    let endpoint = args.broker.endpoint()?;
+    run_sensor(args, &endpoint, &keys).map_err(|e| CliError::Broker(args.broker.addr.clone(), e))
 }
 
-fn run_sensor(args: &SensorArgs, keys: &SensorKeys) -> Result<(), HostError> {
-    let addr = args.broker.to_string();
+fn run_sensor(args: &SensorArgs, endpoint: &Endpoint, keys: &SensorKeys) -> Result<(), HostError> {
     let timeout = Duration::from_secs(10);
     let mut client = match args.mode {
-        Mode::Topic => SensorClient::connect_topic_mode_retrying(&addr, keys, timeout, 3)?,
-        Mode::Auth => SensorClient::connect_auth_mode(&addr, keys, timeout)?,
+        Mode::Topic => SensorClient::connect_topic_mode_retrying(endpoint, keys, timeout, 3)?,
+        Mode::Auth => SensorClient::connect_auth_mode(endpoint, keys, timeout)?,
     };
     print_stats(&client);
     for i in 0..args.count {
