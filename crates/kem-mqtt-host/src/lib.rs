@@ -13,7 +13,8 @@
 //! - [`transport`]: where a client connects, over TCP or TLS (rustls);
 //! - [`sensor`]: the sensor (MQTT client) in topic mode and AUTH mode;
 //! - [`gateway`]: the topic-mode gateway service;
-//! - [`broker`]: an embedded broker on 127.0.0.1 for demos and tests;
+//! - `broker`: an embedded broker (`rumqttd`) on 127.0.0.1 for the demo
+//!   and the tests (feature `embedded-broker`, on by default);
 //! - [`load`]: a fleet of sensors against a broker (`kem-mqtt load`);
 //! - [`topics`]: where flights, records, readings and commands travel.
 //!
@@ -50,6 +51,7 @@ pub mod addr;
 pub mod admission;
 pub mod board;
 pub mod bridge;
+#[cfg(feature = "embedded-broker")]
 pub mod broker;
 pub mod client;
 pub mod gateway;

@@ -368,7 +368,7 @@ fn provision_gateway_and_sensor_from_the_command_line() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let key = dir.path("sensor-s1.json");
 
-    let broker = EmbeddedBroker::start(None).unwrap();
+    let broker = EmbeddedBroker::start().unwrap();
     let port = broker.addr().port().to_string();
     // The gateway by address, the sensor by name (the embedded broker listens
     // on 127.0.0.1 only: if localhost resolves to ::1 first, the sensor must
@@ -427,9 +427,14 @@ fn provision_gateway_and_sensor_from_the_command_line() {
     assert!(stdout.contains("ClientHello") && !stdout.contains("sent a"), "{stdout}");
 
     drop(gateway);
-    // A broker that is gone: the error names it.
     broker.stop();
-    fails_naming(&["sensor", "--broker", &broker_arg, "--key", key_arg], &broker_arg);
+    // No broker at the address: the error names it.
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    fails_naming(&["sensor", "--broker", &nobody, "--key", key_arg], &nobody);
 }
 
 /// `kem-mqtt revoke` removes sensors from the registry and refuses an id

@@ -43,7 +43,7 @@ struct Site {
 
 impl Site {
     fn new(state: BrokerState) -> Site {
-        let broker = EmbeddedBroker::start(None).unwrap();
+        let broker = EmbeddedBroker::start().unwrap();
         let addr = broker.addr().to_string();
         let mut gw = Gateway::connect(&addr, Arc::new(state)).unwrap();
         gw.set_timeout(Some(TIMEOUT));
@@ -384,7 +384,7 @@ fn client_hello_flood_for_a_registered_id_is_refused_before_any_decapsulation() 
 #[test]
 fn a_sensor_retries_until_a_gateway_confirms() {
     let (state, sensors) = enrol(&[suite("kyber512-r3")]);
-    let broker = EmbeddedBroker::start(None).unwrap();
+    let broker = EmbeddedBroker::start().unwrap();
     let addr = broker.addr().to_string();
     let keys = sensors[0].clone();
     let sensor = std::thread::spawn({

@@ -300,8 +300,7 @@ fn a_topic_mode_flood_naming_40_returning_ids_does_not_lock_out_another() {
     // The shared pool is dry: a sensor that never completed a handshake gets no answer …
     let late = SensorClient::connect_topic_mode(broker.addr(), latecomer, Duration::from_secs(3));
     // … and the returning sensor the flood does not name gets in.
-    let victim_in =
-        SensorClient::connect_topic_mode(broker.addr(), victim, TIMEOUT).and_then(SensorClient::disconnect);
+    let victim_in = SensorClient::connect_topic_mode(broker.addr(), victim, TIMEOUT).and_then(SensorClient::disconnect);
     stop.store(true, Ordering::Relaxed);
     let sent = flood.join().unwrap();
     let stats = gw.stop().unwrap();

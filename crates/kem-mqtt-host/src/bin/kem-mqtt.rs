@@ -15,9 +15,9 @@ use kem_mqtt::{KemId, Suite, SuiteSet};
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::admission::{parse_rate, Rate};
 use kem_mqtt_host::broker::EmbeddedBroker;
+use kem_mqtt_host::client::MqttClient;
 use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, DirLock, KeyError, Registry, SensorKeys};
-use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
@@ -710,25 +710,19 @@ fn demo_suite(suite: Suite, count: u32) -> Result<(), HostError> {
         secrets: broker_keys,
         registry,
     });
-    let broker = EmbeddedBroker::start(None)?;
+    let broker = EmbeddedBroker::start()?;
     let addr = broker.addr().to_string();
     let gateway = Gateway::connect(&addr, state)?.spawn()?;
     // The application: an ordinary MQTT client on the plaintext topics.
-    let mut app = Connection::connect(&addr)?;
-    app.set_timeout(Some(Duration::from_secs(10)))?;
-    app.mqtt_connect("application")?;
-    app.subscribe(1, &["plain/#"])?;
+    let mut app = MqttClient::connect(&addr.as_str().into(), "application", None, Duration::from_secs(10))?;
+    app.subscribe(&["plain/#"])?;
     let mut client = SensorClient::connect_topic_mode(&addr, &keys, Duration::from_secs(10))?;
     print_stats(&client);
     let t = Instant::now();
     for i in 0..count {
         let msg = format!("{{\"seq\":{i},\"temp_c\":21.{i}}}");
         let n = client.send_on("t", msg.as_bytes())?;
-        let (topic, plain) = loop {
-            if let Packet::Publish { topic, payload } = app.recv()? {
-                break (topic, payload);
-            }
-        };
+        let (topic, plain) = app.recv()?;
         app.publish(&format!("cmd/sensor-1/led{i}"), b"on")?;
         let (sub, command) = client.recv_command()?;
         println!(
