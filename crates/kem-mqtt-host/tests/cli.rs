@@ -461,3 +461,32 @@ fn revoke_removes_sensors_from_the_registry() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("\"b\" is not in"), "{}", text(&out.stderr));
 }
+
+/// `kem-mqtt … | head` (issue #35): when the reader of its output goes away,
+/// the command ends quietly (killed by SIGPIPE, as other Unix tools are),
+/// not with a panic ("failed printing to stdout", exit 134).
+#[test]
+fn a_closed_output_pipe_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(EXE)
+        .args(["demo", "--all-suites", "--count", "50"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("demo"), "{first}");
+    // The reader closed its end (the BufReader is gone): the next print fails.
+    let err = read_all(child.stderr.take().unwrap());
+    let status = child.wait().unwrap();
+    let stderr = text(&err.join().unwrap());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        status.signal() == Some(13) || status.success(),
+        "ended by {status:?}, stderr: {stderr}"
+    );
+}

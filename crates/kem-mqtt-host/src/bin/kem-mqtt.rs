@@ -356,6 +356,10 @@ impl From<KeyError> for CliError {
 }
 
 fn main() -> ExitCode {
+    // `kem-mqtt … | head`: when the reader goes, end quietly as other Unix
+    // tools do (SIGPIPE's default action), not with Rust's panic on a
+    // failed print (which ignores SIGPIPE and so sees EPIPE).
+    sigpipe::reset();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Provision(a) => provision(&a),
