@@ -2,6 +2,7 @@
 //! firmware's KEM ops through the harness protocol).
 
 use firmware::kem::{kem_op_id, Kem, KemOp, PREFIX_LEN, SS_LEN, TAPE_LEN};
+use kem_common::Tape;
 use rand_core::{Infallible, TryCryptoRng, TryRng};
 
 use crate::device::Device;
@@ -327,29 +328,6 @@ pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
     Ok(out)
 }
 
-/// Replays fixed randomness, then refuses: a test vector's draws, in order.
-struct Replay<'a>(&'a [u8]);
-
-impl TryRng for Replay<'_> {
-    type Error = kem_common::TapeExhausted;
-    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
-        rand_core::utils::next_word_via_fill(self)
-    }
-    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        rand_core::utils::next_word_via_fill(self)
-    }
-    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Self::Error> {
-        let Some((head, rest)) = self.0.split_at_checked(dest.len()) else {
-            return Err(kem_common::TapeExhausted);
-        };
-        dest.copy_from_slice(head);
-        self.0 = rest;
-        Ok(())
-    }
-}
-
-impl TryCryptoRng for Replay<'_> {}
-
 /// The worked example of the draft standard's Annex E.5 (CTRU-Light, the
 /// authors' `sha3` definition) as a case: key generation draws its seed,
 /// then z; encapsulation draws m. The host must reproduce it first.
@@ -373,8 +351,8 @@ pub fn e5_case(kem: Kem) -> Result<KatCase, String> {
         ct: field("ct")?,
         ss: field("K")?,
     };
-    let (pk, sk) = keygen(kem, &mut Replay(&keygen_tape))?;
-    let (ct, ss) = encaps(kem, &pk, &mut Replay(&encaps_tape))?;
+    let (pk, sk) = keygen(kem, &mut Tape::new(&keygen_tape))?;
+    let (ct, ss) = encaps(kem, &pk, &mut Tape::new(&encaps_tape))?;
     if (&pk, &sk, &ct, &ss) != (&record.pk, &record.sk, &record.ct, &record.ss) {
         return Err(format!(
             "{}: the host does not reproduce the draft standard's E.5",
@@ -431,7 +409,7 @@ mod tests {
             case.record.ss
         );
         // Too little randomness is an error, not a panic or a guess.
-        assert!(keygen(Kem::CtruSha3Kred, &mut Replay(&case.keygen_tape[..40])).is_err());
+        assert!(keygen(Kem::CtruSha3Kred, &mut Tape::new(&case.keygen_tape[..40])).is_err());
     }
 
     #[test]
@@ -443,27 +421,10 @@ mod tests {
             assert_eq!(c.encaps_tape.len(), 32, "{kem:?}");
             assert_eq!(decaps(kem, &c.record.sk, &c.record.ct).unwrap(), c.record.ss);
             // Replaying the tape reproduces the record.
-            let mut replay = Recorder::new(Tape(c.keygen_tape.clone(), 0));
+            let mut replay = Recorder::new(Tape::new(&c.keygen_tape));
             assert_eq!(keygen(kem, &mut replay).unwrap().0, c.record.pk);
         }
     }
-
-    struct Tape(Vec<u8>, usize);
-    impl TryRng for Tape {
-        type Error = Infallible;
-        fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-            rand_core::utils::next_word_via_fill(self)
-        }
-        fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-            rand_core::utils::next_word_via_fill(self)
-        }
-        fn try_fill_bytes(&mut self, d: &mut [u8]) -> Result<(), Infallible> {
-            d.copy_from_slice(&self.0[self.1..self.1 + d.len()]);
-            self.1 += d.len();
-            Ok(())
-        }
-    }
-    impl TryCryptoRng for Tape {}
 
     #[test]
     fn requests_have_the_catalog_lengths() {

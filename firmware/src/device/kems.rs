@@ -4,9 +4,9 @@
 use core::hint::black_box;
 use core::ptr::addr_of_mut;
 
-use super::tape::Tape;
 use avr_harness::{measure, Io, Op, Status, Uart};
 use firmware::kem::{kem_op_id, Kem, KemOp, SS_LEN, TAPE_LEN};
+use kem_common::Tape;
 
 /// The KEMs this image serves.
 const KEMS: &[Kem] = &[
@@ -112,11 +112,11 @@ macro_rules! kem {
             const CT: usize = KEM.ct_len();
 
             #[inline(never)]
-            fn k_keygen(rng: &mut Tape, pk: &mut [u8; PK], sk: &mut [u8; SK]) -> bool {
+            fn k_keygen(rng: &mut Tape<'_>, pk: &mut [u8; PK], sk: &mut [u8; SK]) -> bool {
                 $keygen(rng, pk, sk).is_ok()
             }
             #[inline(never)]
-            fn k_encaps(pk: &[u8; PK], rng: &mut Tape, ct: &mut [u8; CT], ss: &mut [u8; SS_LEN]) -> bool {
+            fn k_encaps(pk: &[u8; PK], rng: &mut Tape<'_>, ct: &mut [u8; CT], ss: &mut [u8; SS_LEN]) -> bool {
                 match $encaps(pk, rng, ct) {
                     Ok(k) => {
                         *ss = *k.as_bytes();

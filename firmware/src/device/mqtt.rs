@@ -3,11 +3,11 @@
 use core::hint::black_box;
 use core::ptr::{addr_of, addr_of_mut};
 
-use super::tape::Tape;
 use avr_harness::{measure, Io, Op, Status, Uart};
 use firmware::mqtt::{
     Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_FINISH_REST, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
 };
+use kem_common::Tape;
 use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
 
 #[cfg(feature = "mqtt-ctru-light-ascon")]
@@ -100,7 +100,7 @@ fn code(e: Error) -> u8 {
 fn k_start(
     suite: Suite,
     creds: SensorCredentials<'static>,
-    rng: &mut Tape,
+    rng: &mut Tape<'_>,
     out: &mut [u8; FLIGHT],
     ephemeral: &'static mut EphemeralKey,
     slot: &mut Option<Sensor>,
