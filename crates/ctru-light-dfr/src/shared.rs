@@ -20,7 +20,7 @@
 //! terms are (λ_2/λ_1)^(512 − L). The independent-coefficient model is the
 //! case of four one-position patterns.
 
-use super::law::{Law, Rng};
+use crate::law::{Law, Rng};
 
 /// A signed pattern of positions inside a block.
 #[derive(Clone, Debug)]
@@ -579,7 +579,7 @@ impl Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfr::model::cbd1;
+    use crate::model::cbd1;
 
     fn phi_test(w: i64) -> f64 {
         (0.3 * w as f64).cosh() + 0.01 * (w * w) as f64

@@ -1,4 +1,5 @@
-//! `cargo xtask dfr`: the decryption-failure rate of CTRU-Light, revision 1
+#![deny(missing_docs)]
+//! The decryption-failure rate of CTRU-Light, revision 1
 //! of the definition (§7), with every assumption stated in the output.
 //!
 //! 1. \[`model`\]: the compression error enumerated over σ ∈ Z_769 from the
@@ -102,27 +103,22 @@ fn agrees(estimate: (f64, f64), value: f64) -> bool {
     (estimate.0 - value).abs() <= 5.0 * estimate.1 + 0.02 * value
 }
 
-/// Prints the computation, its assumptions and the checks; fails when the
-/// real code disagrees with the model or the two dependent methods disagree.
-/// Options of `cargo xtask dfr`.
-#[derive(clap::Parser, Debug)]
-pub struct DfrArgs {
-    /// Keys of the empirical check against the real code path
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(2..))]
+/// What the computation samples (the binary's command-line options).
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Keys of the empirical check against the real code path (at least 2).
     pub keys: u64,
-    /// Ciphertexts per key
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..))]
+    /// Ciphertexts per key (at least 2).
     pub per_key: u64,
-    /// Seed of the keys and ciphertexts
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the keys and ciphertexts.
     pub seed: u64,
-    /// Importance-sampled Monte Carlo draws per support pattern
-    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Importance-sampled Monte Carlo draws per support pattern (at least 1).
     pub mc: u64,
 }
 
-/// Prints the computation and fails if the checks disagree.
-pub fn run(o: &DfrArgs) -> Result<(), String> {
+/// Prints the computation, its assumptions and the checks; fails when the
+/// real code disagrees with the model or the two dependent methods disagree.
+pub fn run(o: &Options) -> Result<(), String> {
     let keys = o.keys as usize;
     let per_key = o.per_key as usize;
     let seed = o.seed;
@@ -130,7 +126,7 @@ pub fn run(o: &DfrArgs) -> Result<(), String> {
     let lg = |x: f64| x.log2();
     let mut failed: Vec<String> = Vec::new();
 
-    println!("CTRU-Light decryption failure, definition revision 1 (xtask/src/dfr.rs; crates/ctru-light/README.md)");
+    println!("CTRU-Light decryption failure, definition revision 1 (crates/ctru-light-dfr; crates/ctru-light/README.md)");
     println!();
     println!("Compression error ν = 769·(c − 128b) − 256σ (w units: ν/769), enumerated over σ ∈ Z_769:");
     for rev in [Revision::R1, Revision::R0] {

@@ -20,7 +20,7 @@
 //! law of e is the model's law of (256X + Y)/769 restricted to integers
 //! (with Y mod 769 exactly uniform, the restriction changes no moment).
 
-use super::law::{add_uniform, Law, WindowSums};
+use crate::law::{add_uniform, Law, WindowSums};
 
 /// Ring degree.
 pub const N: usize = 512;

@@ -9,7 +9,7 @@
 //! with σ1² = σ2² = Var(B1) = 1/2, ε1 = round(q2·u/q) − q2·u/q over u ∈ Z_q,
 //! and ε2 = −(q2/q)·u over u from ⌈−q/(2q2)⌉ to ⌈q/(2q2)⌉ − 1, i.e. −1, 0, 1.
 
-use super::model::{cbd1, N, Q, Q2};
+use crate::model::{cbd1, N, Q, Q2};
 
 /// Variance terms of the estimator, Z_q units².
 #[derive(Clone, Copy, Debug)]

@@ -21,8 +21,8 @@
 use ctru_light::hazmat;
 use ctru_light::Kred2x;
 
-use super::law::{Law, Rng};
-use super::model::Q;
+use crate::law::{Law, Rng};
+use crate::model::Q;
 
 /// Standard errors a measurement may differ from the model by.
 pub const Z_MAX: f64 = 5.0;
@@ -326,7 +326,7 @@ impl Measurement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfr::model::{cbd1 as b1, compression_error, noise_law, Revision};
+    use crate::model::{cbd1 as b1, compression_error, noise_law, Revision};
 
     #[test]
     fn negacyclic_helpers_agree() {
