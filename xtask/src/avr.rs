@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use firmware::{Group, Kem};
+use kem_registry::{Group, Kem};
 
 use crate::setup::{AVR_CARGO, AVR_RUSTC};
 use crate::target::{all_images, mcu, Image, Mcu};

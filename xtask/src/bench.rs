@@ -3,8 +3,10 @@
 
 use std::time::Instant;
 
-use avr_harness::protocol::{EMPTY_WINDOW, OP_EMPTY};
-use firmware::{kem_op_id, op_id, Kem, KemOp, Ring};
+use avr_wire::frame::{EMPTY_WINDOW, OP_EMPTY};
+use avr_wire::kem::{kem_op_id, KemOp};
+use avr_wire::rings::{op_id, Ring};
+use kem_registry::Kem;
 
 use crate::avr::{self, CallGraph};
 use crate::device::{encode, Device};
@@ -150,7 +152,8 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let mut simulated = 0;
     let mut all = Vec::new();
     // What the filter selects, decided up front so progress can count it.
-    let any_ring = firmware::ops().any(|(r, k)| format!("{}.{}", r.name(), k.name()).to_lowercase().contains(&filter));
+    let any_ring =
+        avr_wire::rings::ops().any(|(r, k)| format!("{}.{}", r.name(), k.name()).to_lowercase().contains(&filter));
     // The ring operations in both table placements.
     let ring_images: Vec<target::Image> = [target::Image::rings(), target::Image::rings().sram_tables()]
         .into_iter()
@@ -164,7 +167,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         .filter(|i| target::runnable(mcu, i, no_build))
         .filter(|i| !filter.is_empty() || MQTT_DEFAULT_IMAGES.contains(&i.name.as_str()))
         .collect();
-    let primitives_selected = firmware::primitives::PRIMITIVES
+    let primitives_selected = avr_wire::primitives::PRIMITIVES
         .iter()
         .any(|p| p.name.contains(&filter) || kemsim::PRIMITIVES_SCHEME.contains(&filter))
         && target::runnable(mcu, &target::Image::primitives(), no_build);
@@ -198,7 +201,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         let names: Vec<&str> = kems.iter().map(|k| k.name()).collect();
         progress.step(&format!("{}: build, then {}", image.name, names.join(", ")));
         let (records, cycles) = bench_kems(&ctx, &image, &kems, no_build)?;
-        let mut schemes: Vec<&str> = kems.iter().map(|k| k.scheme()).collect();
+        let mut schemes: Vec<&str> = kems.iter().map(|k| k.scheme().name()).collect();
         schemes.dedup();
         for scheme in schemes {
             let rs: Vec<Record> = records.iter().filter(|r| r.scheme == scheme).cloned().collect();
@@ -418,7 +421,7 @@ fn bench_primitives(ctx: &Ctx, filter: &str, no_build: bool) -> Result<(Vec<Reco
     let empty = empty_window(&mut dev)?;
     let mut rng = Rng::new(0x5052_494D);
     let mut records = Vec::new();
-    for p in firmware::primitives::PRIMITIVES {
+    for p in avr_wire::primitives::PRIMITIVES {
         if !p.name.contains(filter) && !kemsim::PRIMITIVES_SCHEME.contains(filter) {
             continue;
         }
@@ -479,7 +482,7 @@ fn bench_rings(ctx: &Ctx, image: &target::Image, filter: &str, no_build: bool) -
     let empty = empty_window(&mut dev)?;
     let mut rng = Rng::new(0xBE_4C4);
     let mut records = Vec::new();
-    for (ring, kind) in firmware::ops() {
+    for (ring, kind) in avr_wire::rings::ops() {
         let name = format!("{}.{}", ring.name(), kind.name());
         if !name.to_lowercase().contains(filter) {
             continue;
@@ -576,7 +579,7 @@ fn bench_mqtt(ctx: &Ctx, images: &[target::Image], filter: &str, no_build: bool)
             let f = r.flights;
             let flights = [f.client_hello, f.broker_hello, f.client_finished, f.record].map(|x| x as u32);
             // The finish is two windows: two empty windows' cost.
-            let finish_windows = firmware::mqtt::FINISH_OPS.len() as u64;
+            let finish_windows = avr_wire::mqtt::FINISH_OPS.len() as u64;
             let (a, b) = (r.start.cycles - empty, r.finish.cycles - finish_windows * empty);
             for (op, cycles, stack, painted) in [
                 ("start", a, r.start.stack, r.painted[0]),
@@ -667,7 +670,7 @@ fn bench_kems(ctx: &Ctx, image: &target::Image, kems: &[Kem], no_build: bool) ->
         let code = graph.reachable_size_union(&all_roots);
         let statics = graph.scheme_statics();
         for (op, runs, calls) in runs_of {
-            let mut rec = ctx.record(kem.scheme(), kem.variant(), op.name());
+            let mut rec = ctx.record(kem.scheme().name(), kem.variant(), op.name());
             rec.permutation_calls = calls;
             rec.tables = Some(image.tables().into());
             rec.cycles = runs.iter().map(|r| r.0).max().unwrap_or(0) - empty;

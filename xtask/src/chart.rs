@@ -99,9 +99,9 @@ pub fn ntt_bars(records: &[Record]) -> Vec<Bar> {
 pub fn ram_bars(records: &[Record], schemes: &[(&str, &str, &str)]) -> Vec<Bar> {
     let mut bars = Vec::new();
     for (scheme, variant, label) in schemes {
-        let Some(kem) = firmware::Kem::ALL
+        let Some(kem) = kem_registry::Kem::ALL
             .into_iter()
-            .find(|k| k.scheme() == *scheme && k.variant() == *variant)
+            .find(|k| k.scheme().name() == *scheme && k.variant() == *variant)
         else {
             continue;
         };

@@ -22,7 +22,8 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use firmware::kem::{kem_op_id, Kem, KemOp, TAPE_LEN};
+use avr_wire::kem::{kem_op_id, KemOp, TAPE_LEN};
+use kem_registry::Kem;
 use rand_core::Rng as _;
 
 use crate::avr;
@@ -488,7 +489,7 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
 /// `--filter`. CTRU-Light's key generation retries publicly when f is not
 /// invertible: a pair whose tapes differ in length is reported, not compared.
 fn mega0(o: &CtArgs) -> Result<(), String> {
-    use firmware::primitives::PRIMITIVES;
+    use avr_wire::primitives::PRIMITIVES;
     let (mcu, filter) = (o.mcu, o.filter.to_lowercase());
     let mut report = Vec::new();
     let mut failures = Vec::new();
@@ -598,8 +599,8 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
         let mut requests = Vec::new();
         for c in &cases {
             let c = c.as_ref().map_err(Clone::clone)?;
-            requests.push((firmware::mqtt::OP_START, c.start_request.clone()));
-            for (op, r) in firmware::mqtt::FINISH_OPS.into_iter().zip(&c.finish_requests) {
+            requests.push((avr_wire::mqtt::OP_START, c.start_request.clone()));
+            for (op, r) in avr_wire::mqtt::FINISH_OPS.into_iter().zip(&c.finish_requests) {
                 requests.push((op, r.clone()));
             }
         }

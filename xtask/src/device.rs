@@ -4,26 +4,39 @@
 use std::path::Path;
 use std::time::Duration;
 
-use avr_harness::protocol::{
-    decode_header, encode_header, timer_cycles, Status, EMPTY_WINDOW, HEADER_LEN, OP_CYCLES, OP_EMPTY, OP_EXIT,
-    OP_PING, OP_STACK, TIMERS_LEN, VERSION,
-};
 use avr_sim::{Marker, Sim};
+use avr_wire::client::{Client, Error, Stream, Transport};
+use avr_wire::frame::{EMPTY_WINDOW, OP_EMPTY};
 
-/// Cycle budget of one request (the slowest op takes a few million).
-const BUDGET: u64 = 500_000_000;
+/// A board's serial port.
+type Port = Stream<Box<dyn avr_serial::serialport::SerialPort>>;
 
-/// A board over its serial port.
-type Board = avr_serial::Link<Box<dyn avr_serial::serialport::SerialPort>>;
-
+/// Where the firmware runs: both are transports of the one client.
 enum Backend {
     Sim(Box<Sim>),
-    Board(Board),
+    Board(Port),
+}
+
+impl Transport for Backend {
+    fn send(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        match self {
+            Backend::Sim(s) => Transport::send(s.as_mut(), bytes),
+            Backend::Board(p) => p.send(bytes),
+        }
+    }
+
+    fn receive(&mut self, n: usize) -> Result<Vec<u8>, Error> {
+        match self {
+            Backend::Sim(s) => Transport::receive(s.as_mut(), n),
+            Backend::Board(p) => p.receive(n),
+        }
+    }
 }
 
 /// The firmware in simavr, or on a board.
 pub struct Device {
-    backend: Backend,
+    client: Client<Backend>,
+    board: bool,
     /// Registered op ids reported by the firmware.
     pub ops: Vec<u8>,
     /// On-chip timer count minus marker count of the empty window: what the
@@ -44,15 +57,22 @@ pub struct Window {
 }
 
 impl Device {
+    fn on(backend: Backend) -> Result<Device, String> {
+        let board = matches!(backend, Backend::Board(_));
+        let mut client = Client::new(backend);
+        let ops = client.ping().map_err(|e| e.to_string())?;
+        Ok(Device {
+            client,
+            board,
+            ops,
+            timer_offset: 0,
+        })
+    }
+
     /// Loads the firmware in simavr and checks that it answers a ping.
     pub fn open(elf: &Path, mcu: &str) -> Result<Device, String> {
         let sim = Sim::load(elf, mcu).map_err(|e| e.to_string())?;
-        let mut d = Device {
-            backend: Backend::Sim(Box::new(sim)),
-            ops: Vec::new(),
-            timer_offset: 0,
-        };
-        d.ops = d.ping()?;
+        let mut d = Device::on(Backend::Sim(Box::new(sim)))?;
         d.take_markers();
         d.call(OP_EMPTY, &[])?;
         let marker = match avr_sim::windows(&d.take_markers())
@@ -74,49 +94,20 @@ impl Device {
     /// slowest operation included).
     pub fn open_board(path: &str, baud: u32, timeout: Duration) -> Result<Device, String> {
         let port = avr_serial::open(path, baud, timeout).map_err(|e| e.to_string())?;
-        let mut d = Device {
-            backend: Backend::Board(avr_serial::Link::new(port)),
-            ops: Vec::new(),
-            timer_offset: 0,
-        };
-        d.ops = d.ping()?;
-        Ok(d)
+        Device::on(Backend::Board(Stream(port)))
     }
 
     /// Whether this is a board (no markers, profile or simulated cycles).
     pub fn is_board(&self) -> bool {
-        matches!(self.backend, Backend::Board(_))
-    }
-
-    fn ping(&mut self) -> Result<Vec<u8>, String> {
-        let ping = self.call(OP_PING, &[])?;
-        if ping.first() != Some(&VERSION) {
-            return Err(format!(
-                "firmware speaks protocol {:?}, expected {VERSION}",
-                ping.first()
-            ));
-        }
-        Ok(ping[1..].to_vec())
+        self.board
     }
 
     /// Sends one request and returns the reply payload (an error unless the status is Ok).
     pub fn call(&mut self, op: u8, payload: &[u8]) -> Result<Vec<u8>, String> {
-        let sim = match &mut self.backend {
-            Backend::Board(b) => return b.call(op, payload).map_err(|e| e.to_string()),
-            Backend::Sim(sim) => sim,
-        };
-        let len = u16::try_from(payload.len()).map_err(|_| "payload too long".to_string())?;
-        sim.send(&encode_header(op, len));
-        sim.send(payload);
-        let err = |e: avr_sim::Error| format!("op 0x{op:02x}: {e}");
-        let h = sim.run_until_output(HEADER_LEN, BUDGET).map_err(err)?;
-        let (status, len) = decode_header([h[0], h[1], h[2]]);
-        let body = sim.run_until_output(len as usize, BUDGET).map_err(err)?;
-        match Status::from_u8(status) {
-            Some(Status::Ok) => Ok(body),
-            Some(s) => Err(format!("op 0x{op:02x}: firmware answered {s:?}")),
-            None => Err(format!("op 0x{op:02x}: bad status byte 0x{status:02x}")),
-        }
+        self.client.call(op, payload).map_err(|e| match e {
+            Error::Refused { .. } => e.to_string(),
+            e => format!("op 0x{op:02x}: {e}"),
+        })
     }
 
     /// Runs `call`, which must run measured operation `id` once, and returns
@@ -154,20 +145,13 @@ impl Device {
 
     /// The painted stack of the last measured window.
     pub fn painted_stack(&mut self) -> Result<u32, String> {
-        match self.call(OP_STACK, &[])?.as_slice() {
-            &[lo, hi] => Ok(u16::from_le_bytes([lo, hi]) as u32),
-            other => Err(format!("stack reading of {} bytes", other.len())),
-        }
+        self.client.stack().map(u32::from).map_err(|e| e.to_string())
     }
 
     /// The on-chip timers' count of the last measured window (what a board
     /// reports: no markers there).
     pub fn timer_cycles(&mut self) -> Result<u64, String> {
-        let raw: [u8; TIMERS_LEN] = self
-            .call(OP_CYCLES, &[])?
-            .try_into()
-            .map_err(|r: Vec<u8>| format!("timer reading of {} bytes", r.len()))?;
-        Ok(timer_cycles(raw))
+        self.client.timer_cycles().map_err(|e| e.to_string())
     }
 
     /// Checks the on-chip timers against the simulator: the last window's
@@ -185,7 +169,7 @@ impl Device {
     }
 
     fn sim(&mut self) -> Option<&mut Sim> {
-        match &mut self.backend {
+        match self.client.transport_mut() {
             Backend::Sim(s) => Some(s),
             Backend::Board(_) => None,
         }
@@ -215,7 +199,7 @@ impl Device {
     /// last byte goes out, before the handler's own end, so a ping's
     /// answer is awaited first. Simulator only.
     pub fn read_data(&mut self, addr: u32, len: usize) -> Result<Vec<u8>, String> {
-        self.call(OP_PING, &[])?;
+        self.client.ping().map_err(|e| e.to_string())?;
         self.sim()
             .ok_or("a board's memory cannot be read")?
             .read_data(addr, len)
@@ -229,7 +213,7 @@ impl Device {
 
     /// Asks the firmware to stop and waits until it has (`cli; sleep`).
     pub fn close(mut self) -> Result<(), String> {
-        self.call(OP_EXIT, &[])?;
+        self.client.exit().map_err(|e| e.to_string())?;
         match self.sim() {
             Some(s) => s.run_to_exit(1_000_000).map_err(|e| e.to_string()),
             None => Ok(()),

@@ -7,7 +7,7 @@
 //!   `mosquitto-gateway.conf`/`gateway.acl`, and a `kem-mqtt` gateway;
 //!
 //! in both, `mosquitto_sub` as the application must print exactly the
-//! reading the AVR sealed (`firmware::mqtt::PAYLOAD`) on
+//! reading the AVR sealed (`avr_wire::mqtt::PAYLOAD`) on
 //! `plain/avr-1/t`. The host only carries the flights (`crate::live`).
 //! The host sensor's end-to-end tests, commands included, are
 //! `crates/mosquitto-kem-plugin/tests/{mosquitto,topic_mode}.rs`.
@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use firmware::mqtt as fw;
+use avr_wire::mqtt as fw;
 use kem_mqtt::{Suite, SuiteSet};
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::gateway::{Gateway, GatewayConfig};

@@ -1,6 +1,6 @@
 //! The reference results: the same operations run by `modarith` on the host.
 
-use firmware::{Kind, Ring};
+use avr_wire::rings::{Kind, Ring};
 
 /// The reply payload the firmware must produce for `inputs` (one `Vec` per input polynomial).
 pub fn expected(ring: Ring, kind: Kind, inputs: &[Vec<i16>]) -> Vec<u8> {
@@ -56,7 +56,7 @@ mod tests {
 
     #[test]
     fn catalog_matches_modarith() {
-        for (ring, kind) in firmware::ops() {
+        for (ring, kind) in avr_wire::rings::ops() {
             let n = ring.n();
             let inputs = vec![vec![1i16; n]; kind.inputs()];
             assert_eq!(

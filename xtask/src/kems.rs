@@ -1,8 +1,10 @@
 //! The KEMs on the host (reference results, tapes) and on the device (the
 //! firmware's KEM ops through the harness protocol).
 
-use firmware::kem::{kem_op_id, Kem, KemOp, PREFIX_LEN, SS_LEN, TAPE_LEN};
-use kem_common::Tape;
+use avr_wire::kem::{kem_op_id, request_len, KemOp, PREFIX_LEN, SS_LEN, TAPE_LEN};
+use kem_common::{BufferKem, Tape};
+use kem_registry::with_kem;
+use kem_registry::Kem;
 use rand_core::{Infallible, TryCryptoRng, TryRng};
 
 use crate::device::Device;
@@ -68,107 +70,42 @@ impl TryRng for TestRng {
 
 impl TryCryptoRng for TestRng {}
 
-/// Runs `$m!(keygen_into, encapsulate_into, decapsulate_into)` with the paths of `$kem`.
-macro_rules! each_kem {
-    ($kem:expr, $m:ident) => {{
-        use ctru_light::{Ascon, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, Sha3};
-        use kyber512_avr::{kyber512_r3 as r3, ml_kem_512 as mlkem};
-        match $kem {
-            Kem::MlKem512 => $m!(
-                mlkem::raw::keygen_into,
-                mlkem::raw::encapsulate_into,
-                mlkem::raw::decapsulate_into
-            ),
-            Kem::Kyber512R3 => $m!(
-                r3::raw::keygen_into,
-                r3::raw::encapsulate_into,
-                r3::raw::decapsulate_into
-            ),
-            Kem::LightSaber => $m!(
-                lightsaber_avr::keygen_into,
-                lightsaber_avr::encapsulate_into,
-                lightsaber_avr::decapsulate_into
-            ),
-            Kem::CtruSha3Kred => $m!(
-                CtruLight::<Sha3, Kred2x>::keygen_into,
-                CtruLight::<Sha3, Kred2x>::encapsulate_into,
-                CtruLight::<Sha3, Kred2x>::decapsulate_into
-            ),
-            Kem::CtruSha3MontOpt => $m!(
-                CtruLight::<Sha3, MontgomeryOpt>::keygen_into,
-                CtruLight::<Sha3, MontgomeryOpt>::encapsulate_into,
-                CtruLight::<Sha3, MontgomeryOpt>::decapsulate_into
-            ),
-            Kem::CtruSha3Mont => $m!(
-                CtruLight::<Sha3, MontgomeryPlain>::keygen_into,
-                CtruLight::<Sha3, MontgomeryPlain>::encapsulate_into,
-                CtruLight::<Sha3, MontgomeryPlain>::decapsulate_into
-            ),
-            Kem::CtruAsconKred => $m!(
-                CtruLight::<Ascon, Kred2x>::keygen_into,
-                CtruLight::<Ascon, Kred2x>::encapsulate_into,
-                CtruLight::<Ascon, Kred2x>::decapsulate_into
-            ),
-            Kem::CtruAsconMontOpt => $m!(
-                CtruLight::<Ascon, MontgomeryOpt>::keygen_into,
-                CtruLight::<Ascon, MontgomeryOpt>::encapsulate_into,
-                CtruLight::<Ascon, MontgomeryOpt>::decapsulate_into
-            ),
-            Kem::CtruAsconMont => $m!(
-                CtruLight::<Ascon, MontgomeryPlain>::keygen_into,
-                CtruLight::<Ascon, MontgomeryPlain>::encapsulate_into,
-                CtruLight::<Ascon, MontgomeryPlain>::decapsulate_into
-            ),
-        }
-    }};
-}
-
-fn arr<const L: usize>(v: &[u8]) -> Result<&[u8; L], String> {
-    v.try_into()
-        .map_err(|_| format!("{} bytes where {L} are needed", v.len()))
-}
-
-fn arr_mut<const L: usize>(v: &mut [u8]) -> &mut [u8; L] {
-    let n = v.len();
-    v.try_into()
-        .unwrap_or_else(|_| panic!("{n} bytes where {L} are needed"))
+/// `bytes` in a KEM's fixed-size buffer `zero` (`K::EK_ZERO`, …): an error
+/// unless the lengths agree.
+fn buffer<B: AsMut<[u8]>>(mut zero: B, bytes: &[u8]) -> Result<B, String> {
+    let b = zero.as_mut();
+    if b.len() != bytes.len() {
+        return Err(format!("{} bytes where {} are needed", bytes.len(), b.len()));
+    }
+    b.copy_from_slice(bytes);
+    Ok(zero)
 }
 
 /// Host key generation: (pk, sk).
 pub fn keygen<R: TryCryptoRng>(kem: Kem, rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let (mut pk, mut sk) = (vec![0u8; kem.pk_len()], vec![0u8; kem.sk_len()]);
-    macro_rules! go {
-        ($kg:path, $en:path, $de:path) => {
-            $kg(rng, arr_mut(&mut pk), arr_mut(&mut sk)).map_err(|e| format!("{}: keygen: {e}", kem.name()))?
-        };
-    }
-    each_kem!(kem, go);
-    Ok((pk, sk))
+    with_kem!(kem, K => {
+        let (mut ek, mut dk) = (K::EK_ZERO, K::DK_ZERO);
+        K::keygen_into(rng, &mut ek, &mut dk).map_err(|e| format!("{}: keygen: {e}", kem.name()))?;
+        Ok((ek.as_ref().to_vec(), dk.as_ref().to_vec()))
+    })
 }
 
 /// Host encapsulation: (ct, ss).
 pub fn encaps<R: TryCryptoRng>(kem: Kem, pk: &[u8], rng: &mut R) -> Result<(Vec<u8>, Vec<u8>), String> {
-    let mut ct = vec![0u8; kem.ct_len()];
-    macro_rules! go {
-        ($kg:path, $en:path, $de:path) => {
-            $en(arr(pk)?, rng, arr_mut(&mut ct))
-                .map_err(|e| format!("{}: encaps: {e}", kem.name()))?
-                .as_bytes()
-                .to_vec()
-        };
-    }
-    let ss = each_kem!(kem, go);
-    Ok((ct, ss))
+    with_kem!(kem, K => {
+        let mut ct = K::CT_ZERO;
+        let ss = K::encapsulate_into(&buffer(K::EK_ZERO, pk)?, rng, &mut ct)
+            .map_err(|e| format!("{}: encaps: {e}", kem.name()))?;
+        Ok((ct.as_ref().to_vec(), ss.as_bytes().to_vec()))
+    })
 }
 
 /// Host decapsulation: ss.
 pub fn decaps(kem: Kem, sk: &[u8], ct: &[u8]) -> Result<Vec<u8>, String> {
-    macro_rules! go {
-        ($kg:path, $en:path, $de:path) => {
-            $de(arr(sk)?, arr(ct)?).as_bytes().to_vec()
-        };
-    }
-    Ok(each_kem!(kem, go))
+    with_kem!(kem, K => {
+        let ss = K::decapsulate_into(&buffer(K::DK_ZERO, sk)?, &buffer(K::CT_ZERO, ct)?);
+        Ok(ss.as_bytes().to_vec())
+    })
 }
 
 /// What the firmware's keygen or encaps returned.
@@ -213,7 +150,7 @@ pub fn request(kem: Kem, op: KemOp, key: &[u8], data: &[u8]) -> Result<Vec<u8>, 
         KemOp::Encaps => [key, &padded_tape(data)?].concat(),
         KemOp::Decaps => [key, data].concat(),
     };
-    if p.len() != kem.request_len(op) as usize {
+    if p.len() != request_len(kem, op) as usize {
         p.clear();
         return Err(format!("{} {}: bad request length", kem.name(), op.name()));
     }
@@ -293,7 +230,8 @@ pub struct KatCase {
 /// The first `count` records of `kem`'s official KAT file, with the tapes
 /// recorded from the host run of each record's DRBG (which must reproduce the record).
 pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
-    let scheme = nist_kat::schemes::find(kem.scheme()).ok_or_else(|| format!("no KAT scheme {}", kem.scheme()))?;
+    let scheme =
+        nist_kat::schemes::find(kem.scheme().name()).ok_or_else(|| format!("no KAT scheme {}", kem.scheme().name()))?;
     let path = crate::util::workspace_root()
         .join("kat-vectors")
         .join(scheme.reference_file);
@@ -374,7 +312,7 @@ pub const PRIMITIVES_SCHEME: &str = "primitives";
 /// AVR's output must equal): RustCrypto's portable Keccak and Ascon (the
 /// host builds of fips202 and ascon-sponge), x25519-dalek.
 pub fn primitive_reference(id: u8, input: &[u8]) -> Option<Vec<u8>> {
-    use firmware::primitives::{OP_ASCON_P12, OP_KECCAK_F1600, OP_X25519};
+    use avr_wire::primitives::{OP_ASCON_P12, OP_KECCAK_F1600, OP_X25519};
     match id {
         OP_KECCAK_F1600 => {
             let mut s: [u8; 200] = input.try_into().ok()?;

@@ -27,7 +27,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use firmware::mqtt::{self as fw, Layout};
+use avr_wire::mqtt::{self as fw, Layout};
 use kem_mqtt::Suite;
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::board;
@@ -56,7 +56,7 @@ pub use kem_mqtt_host::bridge::BridgeError as LiveError;
 /// The record topic compiled into the firmware, as an MQTT topic name.
 pub fn record_topic() -> Result<&'static str, LiveError> {
     std::str::from_utf8(fw::TOPIC)
-        .map_err(|_| LiveError::Setup("firmware::mqtt::TOPIC is not UTF-8, so it is no MQTT topic".into()))
+        .map_err(|_| LiveError::Setup("avr_wire::mqtt::TOPIC is not UTF-8, so it is no MQTT topic".into()))
 }
 
 /// The client id the firmware's record topic names
@@ -67,7 +67,7 @@ pub fn firmware_client_id() -> Result<&'static str, LiveError> {
         .map(|(id, _)| id)
         .ok_or_else(|| {
             LiveError::Setup(format!(
-                "firmware::mqtt::TOPIC {topic:?} is not a sealed sensor → broker topic (kem-mqtt/data/<id>/c2b[/<sub>])"
+                "avr_wire::mqtt::TOPIC {topic:?} is not a sealed sensor → broker topic (kem-mqtt/data/<id>/c2b[/<sub>])"
             ))
         })
 }
@@ -79,7 +79,7 @@ pub fn check_client_id(keys: &SensorKeys) -> Result<(), LiveError> {
         return Ok(());
     }
     Err(LiveError::Setup(format!(
-        "the key file is for client {:?}, but the AVR firmware seals its record on {} (firmware::mqtt::TOPIC), \
+        "the key file is for client {:?}, but the AVR firmware seals its record on {} (avr_wire::mqtt::TOPIC), \
          and a record's topic is its associated data: the live run needs the client id {want:?} \
          (kem-mqtt provision --client {want} …)",
         keys.client_id,

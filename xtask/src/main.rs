@@ -200,7 +200,11 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::SimPty(a) => bench::sim_pty(&a),
         Cmd::Report => report::regenerate(),
         Cmd::Kat(a) => kat::run(&a),
-        Cmd::Dfr { args } => util::run(Command::new("cargo").args(["run", "-q", "-p", "ctru-light-dfr", "--"]).args(args)),
+        Cmd::Dfr { args } => util::run(
+            Command::new("cargo")
+                .args(["run", "-q", "-p", "ctru-light-dfr", "--"])
+                .args(args),
+        ),
         Cmd::Ct(a) => ct::run(&a),
         Cmd::Mqtt(a) => mqtt::cmd(&a),
         Cmd::E2e(a) => e2e::run(&a),

@@ -4,8 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use avr_harness::protocol::{timer_cycles, OP_CYCLES, OP_EMPTY, OP_STACK, STACK_OVERFLOW, TIMERS_LEN};
-use firmware::kem::{kem_op_id, Kem, KemOp};
+use avr_wire::frame::{timer_cycles, OP_CYCLES, OP_EMPTY, OP_STACK, STACK_OVERFLOW, TIMERS_LEN};
+use avr_wire::kem::{kem_op_id, KemOp};
+use kem_registry::Kem;
 
 use crate::target;
 use crate::{avr, kems, util};
@@ -392,7 +393,7 @@ pub fn yasim_record(
 /// host's reference, I/O-free cycles by the on-chip timers. With `record`,
 /// the rows go to `benchmarks/<mcu>/primitives.json`.
 pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) -> Result<(), String> {
-    use firmware::primitives::PRIMITIVES;
+    use avr_wire::primitives::PRIMITIVES;
     let selected: Vec<_> = PRIMITIVES
         .iter()
         .filter(|p| p.name.contains(filter) || kems::PRIMITIVES_SCHEME.contains(filter))

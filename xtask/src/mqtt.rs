@@ -9,7 +9,7 @@
 //! so the BrokerHello can be prepared in advance (which the batch-mode
 //! yasimavr run of the ATmega4808 needs).
 
-use firmware::mqtt as fw;
+use avr_wire::mqtt as fw;
 use kem_mqtt::{KemId, Suite};
 
 use crate::device::Device;
@@ -355,7 +355,7 @@ pub fn mega0(
         // Start, then the finish's two windows as one step: cycles summed,
         // the larger stack (an overflow in either is an overflow).
         let stack_of = |i: usize| replies.get(i).and_then(|m| m.stack).map(u32::from);
-        let overflowed = avr_harness::protocol::STACK_OVERFLOW as u32;
+        let overflowed = avr_wire::frame::STACK_OVERFLOW as u32;
         let finish_stack = match (stack_of(1), stack_of(2)) {
             (Some(x), _) | (_, Some(x)) if x == overflowed => Some(overflowed),
             (x, y) => x.max(y),
@@ -373,7 +373,7 @@ pub fn mega0(
         let step_cycles = |i: usize| step(i, |m| m.cycles);
         let step_avrxt = |i: usize| step(i, |m| m.avrxt);
         let show = |s: Option<u32>| match s {
-            Some(x) if x == avr_harness::protocol::STACK_OVERFLOW as u32 => "overflow".to_string(),
+            Some(x) if x == avr_wire::frame::STACK_OVERFLOW as u32 => "overflow".to_string(),
             Some(x) => x.to_string(),
             None => "–".into(),
         };

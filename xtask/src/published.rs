@@ -2,7 +2,9 @@
 //! (ATmega1284p at 20 MHz, avr-gcc 14.1 -O3; cycles in thousands), and other
 //! AVR lattice results ([`RELATED`]). `docs/benchmarks.md` prints them all.
 
-use firmware::{Kem, KemOp, Kind, Ring};
+use avr_wire::kem::KemOp;
+use avr_wire::rings::{Kind, Ring};
+use kem_registry::Kem;
 
 /// Where an implementation keeps its twiddle tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -536,9 +538,9 @@ mod tests {
             for t in [Flash, Sram] {
                 let Some(r) = kem_reference(k, t) else { continue };
                 let family = match k.group() {
-                    firmware::Group::Kyber if k == Kem::MlKem512 => "ML-KEM-512",
-                    firmware::Group::Kyber => "Kyber512",
-                    firmware::Group::Saber => "LightSaber",
+                    kem_registry::Group::Kyber if k == Kem::MlKem512 => "ML-KEM-512",
+                    kem_registry::Group::Kyber => "Kyber512",
+                    kem_registry::Group::Saber => "LightSaber",
                     _ => "CTRU-Light",
                 };
                 assert!(r.name.starts_with(family), "{k:?}");

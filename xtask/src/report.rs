@@ -15,9 +15,9 @@ fn ratio(ours: u64, theirs: Option<u64>) -> String {
 
 /// The published row `r`'s KEM variant is compared with (same placement).
 fn kem_row_of(r: &Record) -> Option<&'static published::KemRow> {
-    let kem = firmware::Kem::ALL
+    let kem = kem_registry::Kem::ALL
         .into_iter()
-        .find(|k| k.scheme() == r.scheme && k.variant() == r.variant)?;
+        .find(|k| k.scheme().name() == r.scheme && k.variant() == r.variant)?;
     published::kem_reference(kem, r.table_placement())
 }
 

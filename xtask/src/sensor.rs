@@ -7,8 +7,8 @@
 //! so the BrokerHello can be prepared in advance (which the batch-mode
 //! yasimavr run of the ATmega4808 needs).
 
-use avr_harness::protocol::OP_STACK;
-use firmware::mqtt::{self as fw, Layout};
+use avr_wire::frame::OP_STACK;
+use avr_wire::mqtt::{self as fw, Layout};
 use kem_mqtt::testing::{broker_fixture, sensor_fixture, BrokerFixture};
 use kem_mqtt::{BrokerHandshake, KemId, SensorHandshake, Suite, SuiteSet};
 
@@ -18,7 +18,7 @@ use crate::opts::Rng;
 
 /// The message layout of `kem`'s image.
 pub fn layout(kem: KemId) -> Layout {
-    kem_mqtt_host::board::layout(kem)
+    Layout::of(kem.scheme())
 }
 
 /// One prepared handshake: the requests for the firmware and what its replies must be.
@@ -297,7 +297,7 @@ pub fn provision(mcu: crate::target::Mcu, image: &crate::target::Image) -> Resul
     Ok(path)
 }
 
-/// The key fields of a sensor image (`firmware::mqtt::Layout::keys_len`
+/// The key fields of a sensor image (`avr_wire::mqtt::Layout::keys_len`
 /// bytes: `id_len ‖ id[MAX_ID_LEN] ‖ kem_sk ‖ x25519_sk ‖ broker_kem_pk ‖
 /// broker_x25519_pk`) from a `kem-mqtt provision` key file: what a start
 /// request carries, and what a provisioned image compiles in.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use firmware::{Group, Kem};
+use kem_registry::{Group, Kem};
 
 use crate::util;
 
@@ -65,7 +65,7 @@ pub struct Image {
     pub features: Vec<&'static str>,
     /// Overrides the release profile's opt-level, unless the MCU has its own.
     pub opt_level: Option<&'static str>,
-    /// A sensor image's provisioned keys (`firmware::mqtt::Layout::keys_len`
+    /// A sensor image's provisioned keys (`avr_wire::mqtt::Layout::keys_len`
     /// bytes), compiled in with the `mqtt-provisioned` feature; `None`: the
     /// ATmega4808 images get the measured handshake's (`sensor::provision`).
     pub keys: Option<PathBuf>,
@@ -154,7 +154,7 @@ impl Image {
 
     /// This sensor image with the key fields in `keys` compiled in (feature
     /// `mqtt-provisioned`, which adds the sensor's own start,
-    /// `firmware::mqtt::OP_HELLO`): a board `kem-mqtt serial-bridge` can
+    /// `avr_wire::mqtt::OP_HELLO`): a board `kem-mqtt serial-bridge` can
     /// carry, holding no key. Built in a directory of its own.
     pub fn provisioned(mut self, keys: PathBuf) -> Image {
         self.name.push_str("-provisioned");
@@ -323,7 +323,7 @@ mod tests {
         // flash-table image; five also in one SRAM-table image.
         let all = kem_images_matching(m, "", false);
         let count = |t: &str| -> usize { all.iter().filter(|(i, _)| i.tables() == t).map(|(_, k)| k.len()).sum() };
-        assert_eq!(count("flash"), firmware::Kem::ALL.len());
+        assert_eq!(count("flash"), kem_registry::Kem::ALL.len());
         assert_eq!(count("sram"), 5);
         // The 4808 keeps its tables in flash only.
         let m4808 = mcu("atmega4808").unwrap();

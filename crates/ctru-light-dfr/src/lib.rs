@@ -126,7 +126,9 @@ pub fn run(o: &Options) -> Result<(), String> {
     let lg = |x: f64| x.log2();
     let mut failed: Vec<String> = Vec::new();
 
-    println!("CTRU-Light decryption failure, definition revision 1 (crates/ctru-light-dfr; crates/ctru-light/README.md)");
+    println!(
+        "CTRU-Light decryption failure, definition revision 1 (crates/ctru-light-dfr; crates/ctru-light/README.md)"
+    );
     println!();
     println!("Compression error ν = 769·(c − 128b) − 256σ (w units: ν/769), enumerated over σ ∈ Z_769:");
     for rev in [Revision::R1, Revision::R0] {

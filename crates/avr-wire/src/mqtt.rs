@@ -109,6 +109,15 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The layout of `scheme`'s sizes.
+    #[cfg(feature = "kems")]
+    pub const fn of(scheme: kem_registry::Scheme) -> Layout {
+        Layout {
+            pk: scheme.pk_len(),
+            sk: scheme.sk_len(),
+            ct: scheme.ct_len(),
+        }
+    }
     /// The key fields of a start request (`id_len ‖ client_id[64] ‖ kem_sk ‖
     /// x25519_sk ‖ broker_kem_pk ‖ broker_x25519_pk`): the file an image
     /// with provisioned keys (feature `mqtt-provisioned`) is built with.
@@ -180,26 +189,22 @@ impl Layout {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "kems"))]
 mod tests {
     use super::*;
 
     #[test]
     fn ids_are_free_and_lengths_fit_the_protocol() {
-        for (k, o) in crate::kem_ops() {
-            let id = crate::kem_op_id(k, o);
+        for (k, o) in crate::kem::kem_ops() {
+            let id = crate::kem::kem_op_id(k, o);
             assert!(![OP_START, OP_FINISH, OP_FINISH_REST, OP_HELLO].contains(&id));
         }
-        for (r, k) in crate::ops() {
-            let id = crate::op_id(r, k);
+        for (r, k) in crate::rings::ops() {
+            let id = crate::rings::op_id(r, k);
             assert!(![OP_START, OP_FINISH, OP_FINISH_REST, OP_HELLO].contains(&id));
         }
-        const { assert!(OP_FINISH_REST < avr_harness::protocol::OP_EXIT) };
-        let ml = Layout {
-            pk: 800,
-            sk: 1632,
-            ct: 768,
-        };
+        const { assert!(OP_FINISH_REST < crate::frame::OP_EXIT) };
+        let ml = Layout::of(kem_registry::Scheme::MlKem512);
         assert_eq!(ml.max_client_hello(), 1636 + 64);
         assert_eq!(ml.max_broker_hello(), 1635);
         assert_eq!((ml.broker_hello_head(), ml.max_broker_hello_rest()), (803, 832));

@@ -48,18 +48,18 @@ pub const PRIMITIVES: [Primitive; 3] = [
     },
 ];
 
-#[cfg(test)]
+#[cfg(all(test, feature = "kems"))]
 mod tests {
     use super::*;
 
     #[test]
     fn ids_are_free() {
         for p in PRIMITIVES {
-            for (k, o) in crate::kem_ops() {
-                assert_ne!(p.id, crate::kem_op_id(k, o));
+            for (k, o) in crate::kem::kem_ops() {
+                assert_ne!(p.id, crate::kem::kem_op_id(k, o));
             }
-            for (r, k) in crate::ops() {
-                assert_ne!(p.id, crate::op_id(r, k));
+            for (r, k) in crate::rings::ops() {
+                assert_ne!(p.id, crate::rings::op_id(r, k));
             }
             let taken = [
                 crate::mqtt::OP_START,
@@ -69,7 +69,7 @@ mod tests {
                 crate::kem::OP_CTRU_DECRYPT_PRODUCT,
             ];
             assert!(!taken.contains(&p.id));
-            assert!(p.id < avr_harness::protocol::OP_EXIT);
+            assert!(p.id < crate::frame::OP_EXIT);
         }
     }
 }

@@ -1,11 +1,6 @@
-//! The firmware's operation catalog, shared with the host.
+//! The modarith ring operations (firmware feature `rings`).
 //!
-//! Two halves: the modarith ring operations below (cargo feature `rings`)
-//! and the KEM operations of [`kem`] (features `kyber`, `saber`,
-//! `ctru-sha3`, `ctru-ascon`); the KEM-MQTT/1 sensor ops of [`mqtt`]
-//! (features `mqtt-<kem>`, `mqtt-x25519`).
-//!
-//! The AVR binary (`src/main.rs`) registers one operation per (ring, kind)
+//! The firmware (`firmware/src/main.rs`) registers one operation per (ring, kind)
 //! below; the host tools (`cargo xtask sim-test`, `bench`) use the same
 //! catalog to build requests and to compute the expected results with
 //! `modarith` on the host.
@@ -15,13 +10,6 @@
 //! - base_mul: `a ‖ b` → `a ∘ b`;
 //! - base_mul_acc: `a ‖ b ‖ c` → `c + a ∘ b`;
 //! - base_inv: `a` → `[invertible u8] ‖ a⁻¹`.
-
-#![no_std]
-
-pub mod kem;
-pub mod mqtt;
-pub mod primitives;
-pub use kem::{decode_kem_op, kem_op_id, kem_ops, Group, Kem, KemOp};
 
 /// The rings of `modarith::rings`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -138,7 +126,7 @@ impl Kind {
 
 /// Request (and marker window) id of an operation.
 pub const fn op_id(ring: Ring, kind: Kind) -> u8 {
-    avr_harness::protocol::FIRST_USER_OP + ring as u8 * 8 + kind as u8
+    crate::frame::FIRST_USER_OP + ring as u8 * 8 + kind as u8
 }
 
 /// Every registered operation.
@@ -162,7 +150,7 @@ mod tests {
         let mut seen = [false; 256];
         for (r, k) in ops() {
             let id = op_id(r, k);
-            assert!(id < avr_harness::protocol::OP_EXIT && !seen[id as usize]);
+            assert!(id < crate::frame::OP_EXIT && !seen[id as usize]);
             seen[id as usize] = true;
             assert_eq!(decode_op(id), Some((r, k)));
         }
