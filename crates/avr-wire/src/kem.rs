@@ -30,8 +30,10 @@ pub const FIRST_KEM_OP: u8 = 0x40;
 /// `sk_pke[192] ‖ ct[512]` → reply `w[512]`. Not measured.
 pub const OP_CTRU_DECRYPT_PRODUCT: u8 = 0x6C;
 /// Request bytes of [`OP_CTRU_DECRYPT_PRODUCT`].
+#[cfg(feature = "ctru-light")]
 pub const CTRU_PRODUCT_REQUEST_LEN: usize = ctru_light::params::SK_PKE_BYTES + ctru_light::params::CT_BYTES;
 /// Reply bytes of [`OP_CTRU_DECRYPT_PRODUCT`].
+#[cfg(feature = "ctru-light")]
 pub const CTRU_PRODUCT_REPLY_LEN: usize = ctru_light::params::CT_BYTES;
 
 pub use kem_registry::{Group, Kem, Scheme};

@@ -25,17 +25,40 @@
 //! assert_eq!(Kem::CtruAsconKred.scheme(), Scheme::CtruLightAscon);
 //! ```
 
+#[cfg(feature = "ctru-light")]
 use ctru_light::params as ctru;
+#[cfg(feature = "kyber512-avr")]
 use kyber512_avr::params as kyber;
+#[cfg(feature = "lightsaber-avr")]
 use lightsaber_avr::params as saber;
 
+#[cfg(feature = "ctru-light")]
 #[doc(hidden)]
-pub use {ctru_light, kem_common, kyber512_avr, lightsaber_avr};
+pub use ctru_light;
+#[doc(hidden)]
+pub use kem_common;
+#[cfg(feature = "kyber512-avr")]
+#[doc(hidden)]
+pub use kyber512_avr;
+#[cfg(feature = "lightsaber-avr")]
+#[doc(hidden)]
+pub use lightsaber_avr;
 
 /// Shared-secret bytes (every scheme here).
 pub const SS_LEN: usize = 32;
 
-const _: () = assert!(kyber::SS_BYTES == SS_LEN && saber::SS_BYTES == SS_LEN && ctru::SS_BYTES == SS_LEN);
+#[cfg(feature = "kyber512-avr")]
+const _: () = assert!(kyber::SS_BYTES == SS_LEN);
+#[cfg(feature = "lightsaber-avr")]
+const _: () = assert!(saber::SS_BYTES == SS_LEN);
+#[cfg(feature = "ctru-light")]
+const _: () = assert!(ctru::SS_BYTES == SS_LEN);
+
+/// The length asked of a scheme whose crate is not compiled in (a build
+/// configuration error: a `const` that asks fails to build).
+const fn not_compiled_in() -> usize {
+    panic!("this scheme's crate is not compiled in (kem-registry feature off)")
+}
 
 /// A KEM scheme: one specification, one official KAT file, one set of
 /// byte lengths.
@@ -54,6 +77,7 @@ pub enum Scheme {
 }
 
 /// The largest of one length over every scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
 macro_rules! max_over_schemes {
     ($len:ident) => {{
         let mut m = 0;
@@ -70,10 +94,13 @@ macro_rules! max_over_schemes {
 }
 
 /// Largest public key of any scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
 pub const MAX_PK_LEN: usize = max_over_schemes!(pk_len);
 /// Largest secret key of any scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
 pub const MAX_SK_LEN: usize = max_over_schemes!(sk_len);
 /// Largest ciphertext of any scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
 pub const MAX_CT_LEN: usize = max_over_schemes!(ct_len);
 
 /// An official known-answer file: where it is and the header line that
@@ -116,27 +143,42 @@ impl Scheme {
     /// Public (encapsulation) key bytes.
     pub const fn pk_len(self) -> usize {
         match self {
+            #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::EK_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::PK_BYTES,
+            #[cfg(feature = "ctru-light")]
             Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::PK_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
         }
     }
 
     /// Secret (decapsulation) key bytes.
     pub const fn sk_len(self) -> usize {
         match self {
+            #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::SK_BYTES,
+            #[cfg(feature = "ctru-light")]
             Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::SK_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
         }
     }
 
     /// Ciphertext bytes.
     pub const fn ct_len(self) -> usize {
         match self {
+            #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::CT_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::CT_BYTES,
+            #[cfg(feature = "ctru-light")]
             Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::CT_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
         }
     }
 
@@ -146,6 +188,7 @@ impl Scheme {
     /// can take it.
     pub const fn compact_sk_len(self) -> usize {
         match self {
+            #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::COMPACT_SK_BYTES,
             _ => self.sk_len(),
         }
@@ -155,9 +198,14 @@ impl Scheme {
     /// scheme here stores it there (secret ‖ pk ‖ …).
     pub const fn compact_sk_pk_offset(self) -> usize {
         match self {
+            #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_PKE_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::SK_NIBBLE_BYTES,
+            #[cfg(feature = "ctru-light")]
             Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::SK_PKE_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
         }
     }
 
@@ -349,8 +397,9 @@ impl Kem {
 /// Runs `$body` with `$k` the `kem_common::BufferKem` marker type of
 /// `$kem` (a [`Kem`]), for code generic over every KEM: key generation,
 /// encapsulation and decapsulation into caller buffers (`K::EK_ZERO`,
-/// `K::keygen_into`, …). Every arm is compiled, so it is for hosts; a
-/// firmware image serves the KEMs its features select.
+/// `K::keygen_into`, …). Every arm is compiled, so it is for hosts (the
+/// default features: every KEM crate); a firmware image serves the KEMs its
+/// features select.
 ///
 /// ```
 /// use kem_common::BufferKem;
