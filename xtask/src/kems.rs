@@ -230,11 +230,7 @@ pub struct KatCase {
 /// The first `count` records of `kem`'s official KAT file, with the tapes
 /// recorded from the host run of each record's DRBG (which must reproduce the record).
 pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
-    let scheme =
-        nist_kat::schemes::find(kem.scheme().name()).ok_or_else(|| format!("no KAT scheme {}", kem.scheme().name()))?;
-    let path = crate::util::workspace_root()
-        .join("kat-vectors")
-        .join(scheme.reference_file);
+    let path = crate::util::workspace_root().join(kem.scheme().kat_file());
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let records = nist_kat::rsp::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();

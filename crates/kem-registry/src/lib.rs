@@ -13,7 +13,8 @@
 //!   serves and a benchmark row measures;
 //! - [`Group`]: the firmware image family (cargo feature) serving a KEM;
 //! - [`with_kem!`]: runs code with a [`Kem`]'s `kem_common::BufferKem`
-//!   marker type (host code generic over every KEM).
+//!   marker type (host code generic over every KEM);
+//! - [`Scheme::kat_file`]: the official known-answer file of each scheme.
 //!
 //! Adding a KEM: its crate, a variant here (the `match`es then say what is
 //! missing), and the firmware image feature that serves it.
@@ -102,17 +103,6 @@ pub const MAX_SK_LEN: usize = max_over_schemes!(sk_len);
 /// Largest ciphertext of any scheme.
 #[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
 pub const MAX_CT_LEN: usize = max_over_schemes!(ct_len);
-
-/// An official known-answer file: where it is and the header line that
-/// `nist_kat::rsp::write` needs to reproduce it byte for byte.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KatFile {
-    /// Path from the workspace root (provenance: `kat-vectors/README.md`,
-    /// digests: `kat-vectors/SHA256SUMS`).
-    pub path: &'static str,
-    /// The file's `# ` header line, verbatim (`None`: it has none).
-    pub header: Option<&'static str>,
-}
 
 impl Scheme {
     /// Every scheme.
@@ -209,32 +199,16 @@ impl Scheme {
         }
     }
 
-    /// The official KAT file.
-    pub const fn kat(self) -> KatFile {
+    /// The official KAT file, from the workspace root (provenance:
+    /// `kat-vectors/README.md`; the `# ` header line is the file's own).
+    /// The scheme's crate reproduces it in its `tests/kat.rs`.
+    pub const fn kat_file(self) -> &'static str {
         match self {
-            Scheme::MlKem512 => KatFile {
-                path: "kat-vectors/ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp",
-                header: Some("ML-KEM-512"),
-            },
-            Scheme::Kyber512R3 => KatFile {
-                path: "kat-vectors/kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp",
-                header: None,
-            },
-            Scheme::LightSaber => KatFile {
-                path: "kat-vectors/lightsaber/LightSaber_PQCkemKAT_1568.rsp",
-                header: Some("LightSaber"),
-            },
-            Scheme::CtruLightSha3 => KatFile {
-                path: "kat-vectors/ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp",
-                // The shared folder's header (its relative path is the shared folder's).
-                header: Some(
-                    "CTRU-Light rev 1, sha3 back-end (= the authors' reference C code under the NIST DRBG; see ../../specs/ctru-light.md)",
-                ),
-            },
-            Scheme::CtruLightAscon => KatFile {
-                path: "kat-vectors/ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp",
-                header: Some("CTRU-Light rev 1, ascon back-end (see ../../specs/ctru-light.md)"),
-            },
+            Scheme::MlKem512 => "kat-vectors/ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp",
+            Scheme::Kyber512R3 => "kat-vectors/kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp",
+            Scheme::LightSaber => "kat-vectors/lightsaber/LightSaber_PQCkemKAT_1568.rsp",
+            Scheme::CtruLightSha3 => "kat-vectors/ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp",
+            Scheme::CtruLightAscon => "kat-vectors/ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp",
         }
     }
 
