@@ -22,6 +22,7 @@ pub const MIN_AVR_RUSTC: (u32, u32) = (1, 96);
 
 /// The AVR compiler and cargo from Debian's rustc-web/cargo-web (the rustup host toolchain stays untouched).
 pub const AVR_RUSTC: &str = "/usr/bin/rustc";
+/// The cargo of Debian's rustc-web, which builds the AVR images.
 pub const AVR_CARGO: &str = "/usr/bin/cargo";
 
 /// The core library's source that `-Zbuild-std=core` compiles (rust-web-src).

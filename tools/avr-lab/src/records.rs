@@ -69,7 +69,7 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tables: Option<String>,
     /// ATmega4808 rows: the same window on the AVRxt core (the real chip),
-    /// priced from an instruction trace (`xtask/src/avrxt.rs`); `cycles` is the
+    /// priced from an instruction trace (`tools/avr-lab/src/avrxt.rs`); `cycles` is the
     /// classic-core count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles_avrxt: Option<u64>,
@@ -117,10 +117,12 @@ impl Record {
     }
 }
 
+/// `benchmarks/`: the measured records, one folder per MCU.
 pub fn bench_dir() -> PathBuf {
     util::workspace_root().join("benchmarks")
 }
 
+/// Writes `contents` to `path`, creating its folder.
 pub fn write(path: &Path, contents: &str) -> Result<(), String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -150,6 +152,7 @@ pub fn save(mcu: &str, scheme: &str, records: &[Record], merge: bool) -> Result<
     write(&path, &(json + "\n"))
 }
 
+/// The records of one `benchmarks/**.json` file.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))

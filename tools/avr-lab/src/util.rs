@@ -33,11 +33,11 @@ pub fn run_keeping(cmd: &mut Command, keep: &[&str]) -> Result<(), String> {
     Err(format!("{cmd:?} failed with {}: {}", out.status, kept.join("; ")))
 }
 
-/// The workspace root (the parent of the xtask crate).
-#[allow(dead_code)]
+/// The workspace root (two folders above this crate, `tools/avr-lab`).
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
+        .ancestors()
+        .nth(2)
+        .expect("the lab lives in the workspace's tools/")
         .to_path_buf()
 }

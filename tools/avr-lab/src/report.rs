@@ -420,7 +420,7 @@ fn mqtt_summary(records: &[Record]) -> String {
          client id). Published: KEM-MQTT (ePrint 2025/563), Kyber-512 sensor handshake work on an\n\
          ATmega4808, 31.8 M cycles.\n\n\
          On the ATmega4808 the cycles are classic-core counts (like the published figure); AVRxt M is the\n\
-         same handshake on the 4808's own core, priced from an instruction trace (`xtask/src/avrxt.rs`).\n\n\
+         same handshake on the 4808's own core, priced from an instruction trace (`tools/avr-lab/src/avrxt.rs`).\n\n\
          | MCU | suite | start M | finish M | total M | AVRxt M | stack B start/finish | code B | flights B | published M | ours/published |\n\
          |---|---|---:|---:|---:|---:|---|---:|---|---:|---:|\n",
     );
