@@ -28,7 +28,7 @@ pub enum Cmd {
     /// missing or too old; otherwise print the commands
     Setup(avr_lab::setup::SetupArgs),
     /// Cross-build firmware images and report flash and static RAM
-    BuildAvr(avr_lab::avr::BuildArgs),
+    BuildAvr(avr_lab::build_avr::BuildArgs),
     /// Randomised differential test of the ring operations (firmware in simavr vs
     /// modarith) and official KAT records reproduced by the firmware
     SimTest(avr_lab::simtest::SimTestArgs),

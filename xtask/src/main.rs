@@ -38,7 +38,7 @@ fn run(command: Cmd) -> Result<(), String> {
     match command {
         Cmd::Ci => ci::run(),
         Cmd::Setup(a) => avr_lab::setup::setup(&a),
-        Cmd::BuildAvr(a) => avr_lab::avr::build_cmd(&a),
+        Cmd::BuildAvr(a) => avr_lab::build_avr::run(&a),
         Cmd::SimTest(a) => avr_lab::simtest::run(&a),
         Cmd::Bench(a) => avr_lab::bench::run(&a),
         Cmd::Flash(a) => avr_lab::flash::run(&a),

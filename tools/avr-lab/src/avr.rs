@@ -4,26 +4,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kem_registry::{Group, Kem};
-
 use crate::setup::{AVR_CARGO, AVR_RUSTC};
-use crate::target::{all_images, mcu, Image, Mcu};
+use crate::target::{Image, Mcu};
 use crate::util;
 
 /// SRAM we want left for the stack after .data and .bss.
 const MIN_STACK_RESERVE: u32 = 1024;
-
-/// Options of `cargo xtask build-avr`.
-#[derive(clap::Parser, Debug)]
-pub struct BuildArgs {
-    /// The MCU to build for (atmega1284p, atmega4808)
-    #[arg(long, default_value = "atmega1284p", value_parser = mcu)]
-    pub mcu: Mcu,
-    /// The image: rings, kyber, saber, ctru-sha3, ctru-ascon, a KEM name,
-    /// mqtt-KEM[-x25519], or all
-    #[arg(long, default_value = "rings")]
-    pub image: String,
-}
 
 /// A built firmware image and its sizes.
 #[derive(Clone, Debug)]
@@ -83,21 +69,6 @@ pub fn build_image(mcu: Mcu, image: &Image) -> Result<Build, String> {
     Ok(b)
 }
 
-/// The cargo features of `image` on `mcu`: on the ATmega4808 the 25 ring
-/// operations fit its 48 KB of flash only with the portable NTT.
-fn features_for(mcu: Mcu, image: &Image) -> Vec<&'static str> {
-    let mut f = image.features.clone();
-    if mcu.name == "atmega4808" && image.name == "rings" {
-        f.push("portable-ntt");
-    }
-    // The 4808 sensor keeps its keys in flash (6 KB of SRAM hold no spare
-    // 1.5 KB of key copies): provisioned into the image at build time.
-    if mcu.name == "atmega4808" && image.name.starts_with("mqtt-") && !f.contains(&"mqtt-provisioned") {
-        f.push("mqtt-provisioned");
-    }
-    f
-}
-
 /// Cross-builds `image` for `mcu` and reads its sizes, without the fit check.
 pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     require_tools()?;
@@ -113,11 +84,14 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
         rustflags.push_str(&format!(" -C linker={}", linker.display()));
     }
     let mut cmd = Command::new(AVR_CARGO);
-    if features_for(mcu, image).contains(&"mqtt-provisioned") {
-        let keys = match &image.keys {
-            Some(k) => k.clone(),
-            None => crate::sensor::provision(mcu, image)?,
-        };
+    if image.needs_keys(mcu) {
+        // Provisioning comes before the build (`sensor::with_keys`).
+        let keys = image.keys.as_ref().ok_or_else(|| {
+            format!(
+                "{} on {} compiles its sensor keys in: provision them first (sensor::with_keys)",
+                image.name, mcu.name
+            )
+        })?;
         cmd.env("KEM_MQTT_PROVISIONED_KEYS", keys);
     }
     // Whatever the outer (rustup) cargo exported must not leak into the AVR build.
@@ -150,7 +124,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
             "--no-default-features",
             "--features",
         ])
-        .arg(features_for(mcu, image).join(","))
+        .arg(image.features_on(mcu).join(","))
         .arg("--target-dir")
         .arg(&target);
     // The MCU's flash limit first (the 4808's "s"), then the image's choice.
@@ -384,43 +358,6 @@ pub fn image_elf(mcu: Mcu, image: &Image, no_build: bool) -> Result<std::path::P
     } else {
         Ok(build_image(mcu, image)?.elf)
     }
-}
-
-/// Looks up `--image`: `rings`, a group feature, a KEM module name (dashes),
-/// `mqtt-<kem>[-x25519]`, or `all` (the images CI builds, without the KEM-MQTT ones).
-pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
-    if name == "all" {
-        return Ok(all_images(mcu));
-    }
-    let mut known: Vec<Image> = vec![Image::rings(), Image::rings().sram_tables(), Image::primitives()];
-    known.extend(Group::ALL.into_iter().map(Image::group));
-    known.extend(Kem::ALL.into_iter().map(Image::kem));
-    known.extend(crate::target::sram_table_images().into_iter().map(|(i, _)| i));
-    known.extend(Image::all_mqtt());
-    match known.iter().find(|i| i.name == name) {
-        Some(i) => Ok(vec![i.clone()]),
-        None => {
-            let names: Vec<_> = known.iter().map(|i| i.name.as_str()).collect();
-            Err(format!("unknown image `{name}` (known: all, {})", names.join(", ")))
-        }
-    }
-}
-
-/// `cargo xtask build-avr [--mcu M] [--image I]`.
-pub fn build_cmd(opts: &BuildArgs) -> Result<(), String> {
-    let m = opts.mcu;
-    for image in images(m, &opts.image)? {
-        let b = build_image(m, &image)?;
-        println!(
-            "{} {}: {} (flash {} B, static RAM {} B)",
-            m.name,
-            image.name,
-            b.elf.display(),
-            b.flash(),
-            b.ram()
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

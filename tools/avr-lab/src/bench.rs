@@ -162,7 +162,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let kem_images = target::kem_images_matching(mcu, &filter, no_build);
     // The default run measures the two suites issue #8 compares (the others
     // with `--filter kem-mqtt`): each image is a build of its own.
-    let mqtt_images: Vec<target::Image> = crate::sensor::images(mcu, &filter)
+    let mqtt_images: Vec<target::Image> = crate::sensor::images(mcu, &filter)?
         .into_iter()
         .filter(|i| target::runnable(mcu, i, no_build))
         .filter(|i| !filter.is_empty() || MQTT_DEFAULT_IMAGES.contains(&i.name.as_str()))
@@ -272,7 +272,7 @@ impl Named {
     /// The image `name` (as `build-avr --image` and `flash` name them) and
     /// what its benchmark measures.
     fn find(mcu: target::Mcu, name: &str) -> Result<Named, String> {
-        let images = avr::images(mcu, name)?;
+        let images = target::images(mcu, name)?;
         let [image] = images.as_slice() else {
             return Err(format!(
                 "--image {name} names {} images: one runs on a board",
@@ -286,7 +286,7 @@ impl Named {
             return Ok(Named::Primitives);
         }
         if !crate::sensor::suites_of(image).is_empty() {
-            return Ok(Named::Sensor(image.clone()));
+            return Ok(Named::Sensor(crate::sensor::with_keys(mcu, image.clone())?));
         }
         // A group's image serves its KEMs, a KEM's image that one.
         let base = image.name.trim_end_matches("-sram-tables");

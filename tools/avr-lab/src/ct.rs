@@ -579,7 +579,7 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
         }
     }
     // Sensor suites: two seeds.
-    for image in crate::sensor::images(mcu, &filter) {
+    for image in crate::sensor::images(mcu, &filter)? {
         let Some(&suite) = crate::sensor::suites_of(&image).last() else {
             continue;
         };

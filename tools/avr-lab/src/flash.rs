@@ -118,7 +118,7 @@ pub fn hex_of(elf: &Path) -> Result<PathBuf, String> {
 
 /// `cargo xtask flash --mcu M --image I --port P [--programmer X] [--baud B] [--no-build] [--dry-run]`.
 pub fn run(o: &FlashArgs) -> Result<(), String> {
-    let images = avr::images(o.mcu, &o.image)?;
+    let images = crate::target::images(o.mcu, &o.image)?;
     let [image] = images.as_slice() else {
         return Err(format!("--image {} names {} images: flash one", o.image, images.len()));
     };
@@ -131,7 +131,7 @@ pub fn run(o: &FlashArgs) -> Result<(), String> {
                 .map_err(|e| format!("--keys {}: {e} (write one with `kem-mqtt provision`)", path.display()))?;
             crate::sensor::provisioned_image(o.mcu, image.clone(), &keys)?
         }
-        None => image.clone(),
+        None => crate::sensor::with_keys(o.mcu, image.clone())?,
     };
     let elf = avr::image_elf(o.mcu, &image, o.no_build)?;
     let hex = hex_of(&elf)?;

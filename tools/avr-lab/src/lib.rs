@@ -14,6 +14,7 @@
 pub mod avr;
 pub mod avrxt;
 pub mod bench;
+pub mod build_avr;
 pub mod chart;
 pub mod ct;
 pub mod device;
@@ -82,6 +83,7 @@ pub const LAYERS: &[&str] = &[
     "e2e",
     "mqtt_load",
     "bench",
+    "build_avr",
     "flash",
     "kat",
 ];

@@ -180,6 +180,7 @@ fn avr_finish(dev: &mut Device, l: Layout, broker_hello: &[u8]) -> Result<AvrFin
 /// The image of `mcu` that serves `suite`.
 fn image_for(mcu: Mcu, suite: Suite) -> Result<crate::target::Image, LiveError> {
     sensor::images(mcu, "")
+        .map_err(LiveError::Setup)?
         .into_iter()
         .find(|i| sensor::suites_of(i).contains(&suite))
         .ok_or_else(|| LiveError::Setup(format!("no KEM-MQTT image of {} serves {}", mcu.name, suite.name())))

@@ -99,7 +99,7 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
         "| suite | start cycles | finish cycles | total | stack B start/finish (sim) | painted | CH/BH/CF/record B |"
     );
     println!("|---|---:|---:|---:|---|---|---|");
-    for image in sensor::images(mcu, &filter)
+    for image in sensor::images(mcu, &filter)?
         .into_iter()
         .filter(|i| crate::target::runnable(mcu, i, no_build))
     {
@@ -299,7 +299,7 @@ pub fn mega0(
          |---|---|---:|---:|---|---|---|---|---|\n",
     );
     let (mut passed, mut failed, mut selected) = (0u32, 0u32, 0u32);
-    for image in sensor::images(mcu, filter) {
+    for image in sensor::images(mcu, filter)? {
         selected += 1;
         let suite = *sensor::suites_of(&image).last().ok_or("image without suite")?;
         let built = if no_build {

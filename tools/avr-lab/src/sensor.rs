@@ -262,19 +262,31 @@ pub fn suites_of(image: &crate::target::Image) -> Vec<Suite> {
     v
 }
 
-/// The KEM-MQTT images `--filter` selects for `mcu`: on the ATmega1284p the
-/// hybrid images (each serves its KEM's pure suite too); on the ATmega4808
-/// (48 KB) also the pure ones, whose flash is the pure suite's own.
-pub fn images(mcu: crate::target::Mcu, filter: &str) -> Vec<crate::target::Image> {
-    let all = crate::target::Image::all_mqtt();
-    all.into_iter()
+/// The KEM-MQTT images `--filter` selects for `mcu`, ready to build
+/// ([`with_keys`]): on the ATmega1284p the hybrid images (each serves its
+/// KEM's pure suite too); on the ATmega4808 (48 KB) also the pure ones,
+/// whose flash is the pure suite's own.
+pub fn images(mcu: crate::target::Mcu, filter: &str) -> Result<Vec<crate::target::Image>, String> {
+    crate::target::Image::all_mqtt()
+        .into_iter()
         .filter(|i| !mcu.simulated || i.features.contains(&"mqtt-x25519"))
         .filter(|i| {
             suites_of(i)
                 .iter()
                 .any(|s| format!("kem-mqtt/{}", s.name()).contains(filter))
         })
+        .map(|i| with_keys(mcu, i))
         .collect()
+}
+
+/// `image` ready to build on `mcu`: one that compiles its sensor keys in
+/// ([`crate::target::Image::needs_keys`]) and has none yet gets the
+/// measured handshake's ([`provision`]); any other is returned as it is.
+pub fn with_keys(mcu: crate::target::Mcu, mut image: crate::target::Image) -> Result<crate::target::Image, String> {
+    if image.needs_keys(mcu) && image.keys.is_none() {
+        image.keys = Some(provision(mcu, &image)?);
+    }
+    Ok(image)
 }
 
 /// Writes the key fields of `image`'s measured handshake (its last suite,

@@ -66,12 +66,34 @@ pub struct Image {
     /// Overrides the release profile's opt-level, unless the MCU has its own.
     pub opt_level: Option<&'static str>,
     /// A sensor image's provisioned keys (`avr_wire::mqtt::Layout::keys_len`
-    /// bytes), compiled in with the `mqtt-provisioned` feature; `None`: the
-    /// ATmega4808 images get the measured handshake's (`sensor::provision`).
+    /// bytes), compiled in with the `mqtt-provisioned` feature; an image
+    /// that needs them ([`Image::needs_keys`]) gets them before it is built
+    /// (`sensor::with_keys`: the measured handshake's, or a key file's).
     pub keys: Option<PathBuf>,
 }
 
 impl Image {
+    /// The cargo features of this image on `mcu`: on the ATmega4808 the 25
+    /// ring operations fit its 48 KB of flash only with the portable NTT,
+    /// and a sensor keeps its keys in flash (6 KB of SRAM hold no spare
+    /// 1.5 KB of key copies), provisioned into the image at build time.
+    pub fn features_on(&self, mcu: Mcu) -> Vec<&'static str> {
+        let mut f = self.features.clone();
+        if mcu.name == "atmega4808" && self.name == "rings" {
+            f.push("portable-ntt");
+        }
+        if mcu.name == "atmega4808" && self.name.starts_with("mqtt-") && !f.contains(&"mqtt-provisioned") {
+            f.push("mqtt-provisioned");
+        }
+        f
+    }
+
+    /// Whether this image compiles its sensor keys in on `mcu` (so they
+    /// must be provisioned before it is built).
+    pub fn needs_keys(&self, mcu: Mcu) -> bool {
+        self.features_on(mcu).contains(&"mqtt-provisioned")
+    }
+
     /// The default image: the 25 modarith ring operations.
     pub fn rings() -> Image {
         Image {
@@ -273,6 +295,26 @@ pub fn all_images(mcu: Mcu) -> Vec<Image> {
     }
     v.extend(kem_images(mcu).into_iter().map(|(i, _)| i));
     v
+}
+
+/// Looks up `--image`: `rings`, a group feature, a KEM module name (dashes),
+/// `mqtt-<kem>[-x25519]`, or `all` (the images CI builds, without the KEM-MQTT ones).
+pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
+    if name == "all" {
+        return Ok(all_images(mcu));
+    }
+    let mut known: Vec<Image> = vec![Image::rings(), Image::rings().sram_tables(), Image::primitives()];
+    known.extend(Group::ALL.into_iter().map(Image::group));
+    known.extend(Kem::ALL.into_iter().map(Image::kem));
+    known.extend(sram_table_images().into_iter().map(|(i, _)| i));
+    known.extend(Image::all_mqtt());
+    match known.iter().find(|i| i.name == name) {
+        Some(i) => Ok(vec![i.clone()]),
+        None => {
+            let names: Vec<_> = known.iter().map(|i| i.name.as_str()).collect();
+            Err(format!("unknown image `{name}` (known: all, {})", names.join(", ")))
+        }
+    }
 }
 
 /// The KEM images of `mcu` serving a KEM whose name contains `filter`, with those KEMs.
