@@ -11,8 +11,8 @@
 //!   operations), [`kem`] (every KEM of `kem_registry`, feature `kems`),
 //!   [`mqtt`] (the KEM-MQTT/1 sensor), [`primitives`] (Keccak, Ascon,
 //!   X25519);
-//! - [`client`] (feature `std`): the one host client, over any
-//!   [`client::Transport`] (a serial port, a pseudo-terminal, the simulator).
+//! - `client` (feature `std`): the one host client, over any
+//!   `client::Transport` (a serial port, a pseudo-terminal, the simulator).
 
 #[cfg(feature = "std")]
 extern crate std;

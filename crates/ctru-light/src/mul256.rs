@@ -106,7 +106,7 @@ fn combine(r: &mut [u8], m: &[u8]) {
 }
 
 /// `combine` in Rust, the reference of the assembly. Never inlined: on AVR
-/// it is only the fallback of [`combine`] for sizes without a routine, and
+/// it is only the fallback of `combine` for sizes without a routine, and
 /// inlined there it made every recombination save the registers it uses
 /// (+53 cycles a call in the opt-level 2 sensor images). One pass: iteration
 /// i reads L_i, L_{h+i}, H_i, H_{h+i} before it writes r[h + i] (= L_{h+i})

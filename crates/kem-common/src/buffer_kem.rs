@@ -122,7 +122,7 @@ macro_rules! impl_buffer_kem {
 /// `ek_from_bytes`, `ek.as_bytes()`, `dk.encapsulation_key() -> &Ek`,
 /// `keygen(rng) -> Result<(Dk, Ek), _>`, `encapsulate(ek, rng)` and
 /// `decapsulate(dk, &[u8; CT])`. Their only error with a typed key is the
-/// RNG's, which [`with_rng`] hands back as the RNG's own error.
+/// RNG's, which [`with_rng`](crate::with_rng) hands back as the RNG's own error.
 #[macro_export]
 macro_rules! impl_kem_traits {
     (

@@ -30,7 +30,7 @@ macro_rules! impl_serde_hex {
 /// and a validating `from_bytes(&[u8]) -> Result<Self, Error>`: the
 /// conversions `TryFrom<&[u8]>` (= `from_bytes`) and `AsRef<[u8]>`
 /// (= `as_bytes`), and with the `serde` feature hex-string serde
-/// ([`impl_serde_hex!`]). Every byte type of the three KEM crates has them.
+/// ([`impl_serde_hex!`](crate::impl_serde_hex!)). Every byte type of the three KEM crates has them.
 #[macro_export]
 macro_rules! impl_bytes {
     ([$($generics:tt)*] $ty:ty, $len:expr, $error:ty) => {

@@ -6,7 +6,7 @@
 //! and constant-time comparisons (`secret`), RNG plumbing (`rng`), the one
 //! replay tape of tests and firmware ([`Tape`]), wiping secrets ([`Wipe`]),
 //! where an encryption's bytes go ([`CiphertextSink`]), the byte-type
-//! conversions and serde (`impl_bytes!`, [`hex_serde`]) and the byte-buffer
+//! conversions and serde (`impl_bytes!`, `hex_serde`) and the byte-buffer
 //! API with RustCrypto's `kem` traits ([`BufferKem`]).
 
 mod buffer_kem;

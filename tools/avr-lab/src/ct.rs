@@ -17,7 +17,7 @@
 //!
 //! `--mcu atmega4808` checks the 4808's own builds (opt-level "s", the
 //! compact X25519 field) in yasimavr, by instruction traces of two inputs
-//! per operation (see [`mega0`] below).
+//! per operation (the private `mega0` below).
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
