@@ -24,14 +24,15 @@ fn main() {
         }
     }
     println!("cargo::rustc-check-cfg=cfg(mqtt)");
-    let mqtt_kems = [
-        "ctru-light-ascon",
-        "ctru-light-sha3",
-        "ml-kem-512",
-        "kyber512-r3",
-        "lightsaber",
-    ];
-    match mqtt_kems.iter().filter(|k| on(&format!("mqtt-{k}"))).count() {
+    // The `mqtt-<kem>` features (every `mqtt-` feature but the X25519 and
+    // provisioned-keys ones): the KEMs are listed in Cargo.toml only.
+    let mqtt_kems = std::env::vars()
+        .filter(|(k, _)| {
+            k.strip_prefix("CARGO_FEATURE_MQTT_")
+                .is_some_and(|rest| rest != "X25519" && rest != "PROVISIONED")
+        })
+        .count();
+    match mqtt_kems {
         0 => {}
         1 => println!("cargo::rustc-cfg=mqtt"),
         _ => panic!("a firmware image serves the KEM-MQTT ops of one KEM: select one mqtt-<kem> feature"),

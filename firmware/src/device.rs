@@ -13,8 +13,6 @@ mod mqtt;
 mod primitives;
 #[cfg(feature = "rings")]
 mod rings;
-#[cfg(any(kem, mqtt))]
-mod tape;
 
 /// Every op group this image serves.
 const GROUPS: &[&[Op<Uart>]] = &[

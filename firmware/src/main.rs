@@ -1,6 +1,6 @@
 //! Benchmark, differential-test and KAT firmware: serves the operations of the
-//! catalog (`firmware::ops`, `firmware::kem_ops`) that its cargo features
-//! select over UART0 with the `avr-harness` protocol.
+//! catalog (`avr_wire`: `rings`, `kem`, `mqtt`, `primitives`) that its cargo
+//! features select over UART0 with the `avr-harness` protocol.
 //!
 //! - `rings` (default): the 25 modarith NTT operations;
 //! - `kyber` (`ml-kem`, `kyber-r3`), `saber`, `ctru-sha3`, `ctru-ascon`

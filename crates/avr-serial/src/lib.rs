@@ -1,72 +1,22 @@
-//! The `avr-harness` framed protocol over a serial port, for firmware on a
-//! real board: the host side shared by `cargo xtask bench --device` and
-//! `kem-mqtt serial-bridge`.
+//! The harness protocol over a serial port, for firmware on a real board:
+//! [`open`] opens the port, [`link`] puts `avr_wire`'s one host client on
+//! it. Used by `cargo xtask bench --device` and `kem-mqtt serial-bridge`.
 //!
-//! A board runs the same images as the simulator. It has no simulator to
-//! stamp the marker writes, so every measured operation is timed by the
-//! firmware's own timers ([`avr_harness::protocol::OP_CYCLES`]), which the
-//! simulator runs check against the markers (`cargo xtask bench`, `ct`,
-//! `mqtt`: timers = markers + 3 cycles, on every operation).
-//!
-//! [`Link`] speaks the protocol over any byte stream (a serial port, a
-//! pseudo-terminal, a buffer in tests); [`open`] opens a serial port for it.
+//! A board runs the same images as the simulator, timed by the firmware's
+//! own timers (see `avr_wire::client`).
 
-use std::io::{Read, Write};
 use std::time::Duration;
 
-use avr_harness::protocol::{
-    decode_header, encode_header, timer_cycles, Status, HEADER_LEN, OP_CYCLES, OP_EMPTY, OP_PING, OP_STACK, TIMERS_LEN,
-    VERSION,
-};
-
+pub use avr_wire::client::{Client, Error, Measured, Stream};
 pub use serialport;
 
-/// What can go wrong talking to a board.
-#[derive(Debug)]
-pub enum Error {
-    /// The port could not be opened or configured.
-    Open {
-        /// The port's path.
-        path: String,
-        /// Why.
-        reason: String,
-    },
-    /// Reading or writing failed (a timeout included: the board did not answer in time).
-    Io(std::io::Error),
-    /// The request is longer than a frame can say.
-    TooLong(usize),
-    /// The firmware answered with an error status.
-    Refused {
-        /// The request's op id.
-        op: u8,
-        /// The status it answered.
-        status: Status,
-    },
-    /// A reply that does not follow the protocol.
-    Protocol(String),
-}
+/// The protocol over a byte stream: a serial port, a pseudo-terminal, a
+/// buffer in tests.
+pub type Link<T> = Client<Stream<T>>;
 
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Open { path, reason } => write!(f, "cannot open {path}: {reason}"),
-            Error::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                write!(f, "the board did not answer in time ({e})")
-            }
-            Error::Io(e) => write!(f, "serial I/O: {e}"),
-            Error::TooLong(n) => write!(f, "a request of {n} bytes does not fit a frame"),
-            Error::Refused { op, status } => write!(f, "op 0x{op:02x}: the firmware answered {status:?}"),
-            Error::Protocol(m) => write!(f, "protocol: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::Io(e)
-    }
+/// Speaks the protocol over `io`.
+pub fn link<T: std::io::Read + std::io::Write>(io: T) -> Link<T> {
+    Client::new(Stream(io))
 }
 
 /// Opens `path` at `baud` (8N1, no flow control) with a read timeout of
@@ -80,115 +30,15 @@ pub fn open(path: &str, baud: u32, timeout: Duration) -> Result<Box<dyn serialpo
         .flow_control(serialport::FlowControl::None)
         .timeout(timeout)
         .open()
-        .map_err(|e| Error::Open {
-            path: path.to_string(),
-            reason: e.to_string(),
-        })
-}
-
-/// One measured operation on a board.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Measured {
-    /// The reply payload.
-    pub reply: Vec<u8>,
-    /// The window's cycles by the on-chip timers (the empty window's
-    /// included: subtract [`Link::empty_window`]).
-    pub cycles: u64,
-    /// Painted stack bytes of the window
-    /// ([`avr_harness::protocol::STACK_OVERFLOW`] if it ran into static data).
-    pub stack: u16,
-}
-
-/// The harness protocol over a byte stream.
-pub struct Link<T> {
-    io: T,
-}
-
-impl<T: Read + Write> Link<T> {
-    /// Speaks the protocol over `io`.
-    pub fn new(io: T) -> Self {
-        Link { io }
-    }
-
-    /// The underlying stream.
-    pub fn get_mut(&mut self) -> &mut T {
-        &mut self.io
-    }
-
-    /// Sends one request and returns the reply payload (an error unless the status is Ok).
-    pub fn call(&mut self, op: u8, payload: &[u8]) -> Result<Vec<u8>, Error> {
-        let len = u16::try_from(payload.len()).map_err(|_| Error::TooLong(payload.len()))?;
-        let mut frame = encode_header(op, len).to_vec();
-        frame.extend_from_slice(payload);
-        self.io.write_all(&frame)?;
-        self.io.flush()?;
-        let mut h = [0u8; HEADER_LEN];
-        self.io.read_exact(&mut h)?;
-        let (status, len) = decode_header(h);
-        let mut body = vec![0u8; len as usize];
-        self.io.read_exact(&mut body)?;
-        match Status::from_u8(status) {
-            Some(Status::Ok) => Ok(body),
-            Some(status) => Err(Error::Refused { op, status }),
-            None => Err(Error::Protocol(format!(
-                "op 0x{op:02x}: bad status byte 0x{status:02x}"
-            ))),
-        }
-    }
-
-    /// Checks that the firmware speaks this protocol and returns the ids of its operations.
-    pub fn ping(&mut self) -> Result<Vec<u8>, Error> {
-        let reply = self.call(OP_PING, &[])?;
-        match reply.split_first() {
-            Some((&VERSION, ops)) => Ok(ops.to_vec()),
-            Some((v, _)) => Err(Error::Protocol(format!(
-                "the firmware speaks protocol {v}, this host {VERSION}"
-            ))),
-            None => Err(Error::Protocol("empty ping reply".into())),
-        }
-    }
-
-    /// The on-chip timers' count of the last measured window.
-    pub fn timer_cycles(&mut self) -> Result<u64, Error> {
-        let raw = self.call(OP_CYCLES, &[])?;
-        let raw: [u8; TIMERS_LEN] = raw
-            .try_into()
-            .map_err(|r: Vec<u8>| Error::Protocol(format!("timer reading of {} bytes", r.len())))?;
-        Ok(timer_cycles(raw))
-    }
-
-    /// The painted stack of the last measured window.
-    pub fn stack(&mut self) -> Result<u16, Error> {
-        match self.call(OP_STACK, &[])?.as_slice() {
-            &[lo, hi] => Ok(u16::from_le_bytes([lo, hi])),
-            other => Err(Error::Protocol(format!("stack reading of {} bytes", other.len()))),
-        }
-    }
-
-    /// Runs measured operation `op` and reads its timers and painted stack.
-    pub fn measure(&mut self, op: u8, payload: &[u8]) -> Result<Measured, Error> {
-        let reply = self.call(op, payload)?;
-        let cycles = self.timer_cycles()?;
-        let stack = self.stack()?;
-        Ok(Measured { reply, cycles, stack })
-    }
-
-    /// The timers' count of an empty window, the fewest of three: what
-    /// every measurement subtracts.
-    pub fn empty_window(&mut self) -> Result<u64, Error> {
-        let mut fewest = u64::MAX;
-        for _ in 0..3 {
-            fewest = fewest.min(self.measure(OP_EMPTY, &[])?.cycles);
-        }
-        Ok(fewest)
-    }
+        .map_err(|e| Error::Transport(format!("cannot open {path}: {e}").into()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use avr_harness::protocol::{serve_one, Io, Op};
+    use avr_harness::protocol::{serve_one, timer_cycles, Io, Op, Status, HEADER_LEN};
     use std::collections::VecDeque;
+    use std::io::{Read, Write};
 
     /// The firmware's side of the protocol (`serve_one`) on the other end
     /// of an in-memory stream: the host code runs against the very loop
@@ -281,7 +131,7 @@ mod tests {
     }
 
     fn board() -> Link<Firmware> {
-        Link::new(Firmware {
+        link(Firmware {
             from_host: VecDeque::new(),
             to_host: VecDeque::new(),
             ops: vec![Op {
@@ -323,22 +173,22 @@ mod tests {
         ));
         assert!(matches!(b.call(0x20, &vec![0; 70_000]), Err(Error::TooLong(70_000))));
         // A board that says nothing: an error, not a hang.
-        assert!(matches!(Link::new(Canned::reply(&[])).ping(), Err(Error::Io(_))));
+        assert!(matches!(link(Canned::reply(&[])).ping(), Err(Error::Io(_))));
         // A reply with an unknown status byte, a truncated one, a foreign protocol.
         assert!(matches!(
-            Link::new(Canned::reply(&[9, 0, 0])).call(0x20, &[1]),
+            link(Canned::reply(&[9, 0, 0])).call(0x20, &[1]),
             Err(Error::Protocol(_))
         ));
         assert!(matches!(
-            Link::new(Canned::reply(&[0, 5, 0, 1])).call(0x20, &[1]),
+            link(Canned::reply(&[0, 5, 0, 1])).call(0x20, &[1]),
             Err(Error::Io(_))
         ));
         assert!(matches!(
-            Link::new(Canned::reply(&[0, 1, 0, 7])).ping(),
+            link(Canned::reply(&[0, 1, 0, 7])).ping(),
             Err(Error::Protocol(_))
         ));
         assert!(matches!(
-            Link::new(Canned::reply(&[0, 1, 0, 7])).stack(),
+            link(Canned::reply(&[0, 1, 0, 7])).stack(),
             Err(Error::Protocol(_))
         ));
     }

@@ -522,6 +522,25 @@ impl Drop for Sim {
     }
 }
 
+/// Cycles a reply may take to come (the slowest operation, a hybrid
+/// sensor's start, takes a few tens of millions).
+pub const REPLY_BUDGET: u64 = 500_000_000;
+
+/// The simulated MCU as a transport of the harness protocol's one client:
+/// requests go into UART0, replies are simulated until they are out (an
+/// error past [`REPLY_BUDGET`] cycles).
+impl avr_wire::client::Transport for Sim {
+    fn send(&mut self, bytes: &[u8]) -> Result<(), avr_wire::client::Error> {
+        Sim::send(self, bytes);
+        Ok(())
+    }
+
+    fn receive(&mut self, n: usize) -> Result<Vec<u8>, avr_wire::client::Error> {
+        self.run_until_output(n, REPLY_BUDGET)
+            .map_err(|e| avr_wire::client::Error::Transport(Box::new(e)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,11 @@ use crate::params::N;
 /// Coefficients of the schoolbook base case.
 pub const LEAF: usize = 32;
 
+// The assembly's base case is this size, and the recursion's half-sizes
+// (128, 64, 32) are exactly those with a recombination routine.
+#[cfg(ctru_asm)]
+const _: () = assert!(crate::avr::LEAF == LEAF && N == 512);
+
 const HALF: usize = N >> 1;
 /// Scratch of the recursive products of `HALF` coefficients: n at each
 /// level above the leaf.
@@ -94,14 +99,19 @@ fn karatsuba(a: &[u8], b: &mut [u8], r: &mut [u8], scratch: &mut [u8]) {
 #[inline]
 fn combine(r: &mut [u8], m: &[u8]) {
     #[cfg(ctru_asm)]
-    crate::avr::combine(r, m);
-    #[cfg(not(ctru_asm))]
+    if crate::avr::combine(r, m) {
+        return;
+    }
     combine_portable(r, m);
 }
 
-/// `combine` in Rust, the reference of the assembly. One pass: iteration
+/// `combine` in Rust, the reference of the assembly. Never inlined: on AVR
+/// it is only the fallback of `combine` for sizes without a routine, and
+/// inlined there it made every recombination save the registers it uses
+/// (+53 cycles a call in the opt-level 2 sensor images). One pass: iteration
 /// i reads L_i, L_{h+i}, H_i, H_{h+i} before it writes r[h + i] (= L_{h+i})
 /// and r[n + i] (= H_i), and no later iteration reads those two.
+#[inline(never)]
 pub fn combine_portable(r: &mut [u8], m: &[u8]) {
     let n = m.len();
     let h = n >> 1;

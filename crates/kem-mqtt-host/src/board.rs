@@ -4,32 +4,28 @@
 //! everything secret stays on it.
 //!
 //! The bridge asks for the sensor's own start
-//! ([`firmware::mqtt::OP_HELLO`]) with a fresh nonce from the operating
+//! ([`avr_wire::mqtt::OP_HELLO`]) with a fresh nonce from the operating
 //! system; the board draws its randomness from its keys, its EEPROM counter
-//! and that nonce. Then [`firmware::mqtt::OP_FINISH`] takes the
-//! BrokerHello's first part and [`firmware::mqtt::OP_FINISH_REST`] the rest,
+//! and that nonce. Then [`avr_wire::mqtt::OP_FINISH`] takes the
+//! BrokerHello's first part and [`avr_wire::mqtt::OP_FINISH_REST`] the rest,
 //! and gives back the ClientFinished and the first sealed reading.
 
 use std::time::Duration;
 
-use firmware::mqtt::{self as fw, Layout, HOST_NONCE_LEN, OP_FINISH, OP_FINISH_REST, OP_HELLO};
+use avr_wire::mqtt::{self as fw, Layout, HOST_NONCE_LEN, OP_FINISH, OP_FINISH_REST, OP_HELLO};
 use kem_mqtt::Suite;
 
 use crate::bridge::{Finished, Hello, RemoteSensor};
 
-/// The sensor firmware's message lengths for `kem` (`firmware::mqtt`).
+/// The sensor firmware's message lengths for `kem` (`avr_wire::mqtt`).
 pub fn layout(kem: kem_mqtt::KemId) -> Layout {
-    Layout {
-        pk: kem.pk_len(),
-        sk: kem.sk_len(),
-        ct: kem.ct_len(),
-    }
+    Layout::of(kem.scheme())
 }
 
 /// A start reply (`OP_START`, `OP_HELLO`), read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StartReply {
-    /// 0, or a `firmware::mqtt::error_name` code (2: randomness exhausted, start again).
+    /// 0, or a `avr_wire::mqtt::error_name` code (2: randomness exhausted, start again).
     pub status: u8,
     /// Randomness bytes the start drew.
     pub tape_used: usize,
@@ -141,7 +137,7 @@ impl BoardSensor {
     /// `timeout` bounds each answer (a hybrid start takes ~1 s at 20 MHz).
     pub fn open(path: &str, baud: u32, suite: Suite, timeout: Duration) -> Result<BoardSensor, String> {
         let port = avr_serial::open(path, baud, timeout).map_err(|e| e.to_string())?;
-        let mut link = avr_serial::Link::new(port);
+        let mut link = avr_serial::link(port);
         let ops = link.ping().map_err(|e| format!("{path}: {e}"))?;
         if !ops.contains(&OP_HELLO) || !ops.contains(&OP_FINISH) || !ops.contains(&OP_FINISH_REST) {
             return Err(format!(

@@ -155,14 +155,6 @@ pub(crate) fn decapsulate_ephemeral(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<
     decapsulate(kem, sk, ct)
 }
 
-// The protocol's lengths of LightSaber's ephemeral key are the crate's.
-#[cfg(feature = "lightsaber")]
-const _: () = {
-    use lightsaber_avr::params::{COMPACT_SK_BYTES, SK_NIBBLE_BYTES};
-    assert!(KemId::LightSaber.ephemeral_sk_len() == COMPACT_SK_BYTES);
-    assert!(KemId::LightSaber.ephemeral_pk_offset() == SK_NIBBLE_BYTES);
-};
-
 /// LightSaber's compact secret key: checked in a frame of its own (gone
 /// before the KEM runs), then decapsulated.
 #[cfg(feature = "lightsaber")]

@@ -186,9 +186,9 @@ pub const MAC_LEN: usize = 32;
 /// Longest client id.
 pub const MAX_CLIENT_ID_LEN: usize = 64;
 /// Largest ClientHello of any suite.
-pub const MAX_CLIENT_HELLO_LEN: usize = 4 + MAX_CLIENT_ID_LEN + 32 + 800 + 768 + 32;
+pub const MAX_CLIENT_HELLO_LEN: usize = 4 + MAX_CLIENT_ID_LEN + 32 + suite::MAX_PK_LEN + suite::MAX_CT_LEN + 32;
 /// Largest BrokerHello of any suite.
-pub const MAX_BROKER_HELLO_LEN: usize = 3 + 32 + 2 * 768 + 32 + MAC_LEN;
+pub const MAX_BROKER_HELLO_LEN: usize = 3 + 32 + 2 * suite::MAX_CT_LEN + 32 + MAC_LEN;
 /// Authentication method name in MQTT v5 enhanced authentication.
 pub const AUTH_METHOD: &str = "KEM-MQTT/1";
 

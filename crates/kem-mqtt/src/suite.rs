@@ -1,20 +1,24 @@
 //! Cipher suites: one id byte fixes the KEM, the X25519 addition and the
 //! symmetric family.
 
+use kem_registry::Scheme;
+
 use crate::Error;
 
-/// The key-encapsulation mechanism of a suite.
+/// The key-encapsulation mechanism of a suite: its id on the wire
+/// (a suite id's high nibble); what it is, its name and its lengths are the
+/// registry's ([`KemId::scheme`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum KemId {
-    /// CTRU-Light with the Ascon back-end (pk 640, sk 864, ct 512 bytes).
+    /// CTRU-Light with the Ascon back-end.
     CtruLightAscon = 1,
-    /// CTRU-Light with the SHA-3 back-end (pk 640, sk 864, ct 512 bytes).
+    /// CTRU-Light with the SHA-3 back-end.
     CtruLightSha3 = 2,
-    /// ML-KEM-512, FIPS 203 (ek 800, dk 1632, ct 768 bytes).
+    /// ML-KEM-512, FIPS 203.
     MlKem512 = 3,
-    /// Kyber512, NIST round 3 (pk 800, sk 1632, ct 768 bytes).
+    /// Kyber512, NIST round 3.
     Kyber512R3 = 4,
-    /// LightSaber, NIST round 3 (pk 672, sk 1568, ct 736 bytes).
+    /// LightSaber, NIST round 3.
     LightSaber = 5,
 }
 
@@ -40,15 +44,20 @@ impl KemId {
         }
     }
 
-    /// The stable short name used in key files and tables.
-    pub const fn name(self) -> &'static str {
+    /// The registry's scheme behind this id.
+    pub const fn scheme(self) -> Scheme {
         match self {
-            KemId::CtruLightAscon => "ctru-light-ascon",
-            KemId::CtruLightSha3 => "ctru-light-sha3",
-            KemId::MlKem512 => "ml-kem-512",
-            KemId::Kyber512R3 => "kyber512-r3",
-            KemId::LightSaber => "lightsaber",
+            KemId::CtruLightAscon => Scheme::CtruLightAscon,
+            KemId::CtruLightSha3 => Scheme::CtruLightSha3,
+            KemId::MlKem512 => Scheme::MlKem512,
+            KemId::Kyber512R3 => Scheme::Kyber512R3,
+            KemId::LightSaber => Scheme::LightSaber,
         }
+    }
+
+    /// The stable short name used in key files and tables (the registry's).
+    pub const fn name(self) -> &'static str {
+        self.scheme().name()
     }
 
     /// The KEM named `name` (see [`KemId::name`]).
@@ -58,51 +67,31 @@ impl KemId {
 
     /// Public-key length in bytes.
     pub const fn pk_len(self) -> usize {
-        match self {
-            KemId::CtruLightAscon | KemId::CtruLightSha3 => 640,
-            KemId::MlKem512 | KemId::Kyber512R3 => 800,
-            KemId::LightSaber => 672,
-        }
+        self.scheme().pk_len()
     }
 
     /// Secret-key length in bytes.
     pub const fn sk_len(self) -> usize {
-        match self {
-            KemId::CtruLightAscon | KemId::CtruLightSha3 => 864,
-            KemId::MlKem512 | KemId::Kyber512R3 => 1632,
-            KemId::LightSaber => 1568,
-        }
+        self.scheme().sk_len()
     }
 
-    /// Length of the sensor's ephemeral secret key: the secret key, except
-    /// for LightSaber, whose ephemeral key is the crate's compact form (s at
-    /// 4 bits a coefficient: 992 bytes instead of 1,568), since it never
-    /// leaves the sensor.
+    /// Length of the sensor's ephemeral secret key: the scheme's compact
+    /// secret key (LightSaber's holds s at 4 bits a coefficient; every other
+    /// scheme's is its secret key), since it never leaves the sensor.
     pub const fn ephemeral_sk_len(self) -> usize {
-        match self {
-            KemId::LightSaber => 992,
-            _ => self.sk_len(),
-        }
+        self.scheme().compact_sk_len()
     }
 
     /// Where the public key sits inside the ephemeral secret key: every KEM
     /// here stores it there (secret ‖ pk ‖ …), so a sensor keeps its
     /// ephemeral public key only once.
     pub const fn ephemeral_pk_offset(self) -> usize {
-        match self {
-            KemId::CtruLightAscon | KemId::CtruLightSha3 => 192,
-            KemId::MlKem512 | KemId::Kyber512R3 => 768,
-            KemId::LightSaber => 256,
-        }
+        self.scheme().compact_sk_pk_offset()
     }
 
     /// Ciphertext length in bytes.
     pub const fn ct_len(self) -> usize {
-        match self {
-            KemId::CtruLightAscon | KemId::CtruLightSha3 => 512,
-            KemId::MlKem512 | KemId::Kyber512R3 => 768,
-            KemId::LightSaber => 736,
-        }
+        self.scheme().ct_len()
     }
 
     /// Whether this KEM is compiled in (its cargo feature is on).
@@ -134,11 +123,11 @@ impl KemId {
 }
 
 /// Largest public key of any KEM.
-pub const MAX_PK_LEN: usize = 800;
+pub const MAX_PK_LEN: usize = kem_registry::MAX_PK_LEN;
 /// Largest secret key of any KEM.
-pub const MAX_SK_LEN: usize = 1632;
+pub const MAX_SK_LEN: usize = kem_registry::MAX_SK_LEN;
 /// Largest ciphertext of any KEM.
-pub const MAX_CT_LEN: usize = 768;
+pub const MAX_CT_LEN: usize = kem_registry::MAX_CT_LEN;
 
 // For every KEM: its public key lies inside its ephemeral secret key, and
 // the rest of a (hybrid) BrokerHello fits that key's storage (the sensor

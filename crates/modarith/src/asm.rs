@@ -14,8 +14,8 @@
 use core::any::TypeId;
 
 use crate::modulus::{Q3329, Q7681, Q769};
-use crate::ntt::{Ntt, MAX_TWIDDLES};
 use crate::reduce::{KRed2x, Montgomery, NttFriendlyMontgomery, Reduction};
+use crate::twiddles::{Twiddles, MAX_TWIDDLES};
 
 type Forward = unsafe extern "C" fn(a: *mut i16, zetas: *const i16);
 type Inverse = unsafe extern "C" fn(a: *mut i16, zetas_inv: *const i16, last_layer: *const i16);
@@ -103,7 +103,7 @@ extern "C" {
 /// the flag.
 struct Routines {
     forward: Forward,
-    /// The forward transform for inputs |a_i| ≤ [`crate::ntt::SMALL_INPUT`]
+    /// The forward transform for inputs |a_i| ≤ `SMALL_INPUT` (the NTT's)
     /// (its first layer without reductions; n = 512 rings, else `forward`).
     forward_small: Forward,
     inverse: Inverse,
@@ -123,9 +123,9 @@ struct Tables {
 
 const fn tables<R: Reduction, const N: usize, const LAYERS: u32>() -> Tables {
     Tables {
-        zetas: Ntt::<R, N, LAYERS>::ZETAS,
-        zetas_inv: Ntt::<R, N, LAYERS>::ZETAS_INV,
-        last_layer: Ntt::<R, N, LAYERS>::INVERSE_LAST_LAYER,
+        zetas: Twiddles::<R, LAYERS>::ZETAS,
+        zetas_inv: Twiddles::<R, LAYERS>::ZETAS_INV,
+        last_layer: Twiddles::<R, LAYERS>::INVERSE_LAST_LAYER,
     }
 }
 
@@ -271,7 +271,7 @@ pub(crate) fn forward<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [
     forward_by::<R, N, LAYERS>(a, |r| r.forward)
 }
 
-/// Runs the assembly forward NTT for inputs |a_i| ≤ [`crate::ntt::SMALL_INPUT`]
+/// Runs the assembly forward NTT for inputs |a_i| ≤ `SMALL_INPUT` (the NTT's)
 /// when this ring has one; false otherwise.
 #[inline]
 pub(crate) fn forward_small<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut [i16; N]) -> bool {
@@ -338,7 +338,7 @@ pub(crate) fn base_mul<R: Reduction, const N: usize, const LAYERS: u32>(
     // `out`, reads 2^(LAYERS-1) γ values; callers pass pointers to N-element
     // arrays, `out` derived from the only mutable borrow (which may be `a`,
     // never `b`: see gen_ntt.py for the aliasing each degree allows).
-    unsafe { routine(a, b, out, gammas, Ntt::<R, N, LAYERS>::S2, acc as u8) };
+    unsafe { routine(a, b, out, gammas, Twiddles::<R, LAYERS>::S2, acc as u8) };
     true
 }
 
@@ -359,5 +359,5 @@ pub(crate) fn base_inv<R: Reduction, const N: usize, const LAYERS: u32>(a: &mut 
     };
     // SAFETY: inverts the 128 blocks of 4 coefficients of `a` in place,
     // reading 64 γ values; avr-gcc ABI (tests/avr_ntt.rs checks it in simavr).
-    Some(unsafe { routine(a.as_mut_ptr(), t.zetas[64..].as_ptr(), Ntt::<R, N, LAYERS>::S2) })
+    Some(unsafe { routine(a.as_mut_ptr(), t.zetas[64..].as_ptr(), Twiddles::<R, LAYERS>::S2) })
 }

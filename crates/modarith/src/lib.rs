@@ -44,6 +44,7 @@ pub mod modulus;
 pub mod ntt;
 pub mod reduce;
 pub mod rings;
+mod twiddles;
 
 pub use crt::{crt_lift, crt_lift_centred};
 pub use modulus::{negative_mask_i16, negative_mask_i32, opaque_i16, opaque_i32, Modulus, Q3329, Q7681, Q769};

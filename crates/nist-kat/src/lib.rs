@@ -6,10 +6,13 @@
 //!   derivation function, no prediction resistance; every
 //!   [`rand_core::Rng::fill_bytes`] call is one `randombytes` call.
 //! - [`rsp`]: parse and write NIST `.rsp` files.
-//! - [`generate`]: drive a KEM through the `PQCgenKAT_kem` procedure.
+//! - [`generate`]: drive a KEM through the `PQCgenKAT_kem` procedure;
+//!   [`reproduce`]: check an official file with it.
+//!
+//! Each KEM crate runs its own official files in its `tests/kat.rs`; the
+//! list of schemes and their files is `kem_registry`'s.
 
 pub mod rsp;
-pub mod schemes;
 
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::Aes256;
@@ -139,6 +142,31 @@ pub fn generate(master_seed: &[u8; 48], count: usize, run: &mut KemRun<'_>) -> R
             })
         })
         .collect()
+}
+
+/// A KEM run's record fields from its byte forms, once decapsulation gave
+/// back the encapsulated secret (an error otherwise).
+pub fn outputs(pk: &[u8], sk: &[u8], ct: &[u8], ss: &[u8], decapsulated: &[u8]) -> Result<KemOutput, String> {
+    if decapsulated != ss {
+        return Err("decapsulation disagrees with encapsulation".into());
+    }
+    Ok((pk.to_vec(), sk.to_vec(), ct.to_vec(), ss.to_vec()))
+}
+
+/// Checks that `run` reproduces the official KAT file `text` byte for
+/// byte: as many records as the file has, from the default master seed,
+/// written in its own layout under its own header line. `Ok` with the
+/// number of records, or what differs.
+pub fn reproduce(text: &str, run: &mut KemRun<'_>) -> Result<usize, String> {
+    let theirs = rsp::parse(text)?;
+    let records = generate(&DEFAULT_MASTER_SEED, theirs.len(), run)?;
+    if rsp::write(rsp::header(text), &records) == text {
+        return Ok(records.len());
+    }
+    let first = records.iter().zip(&theirs).position(|(a, b)| a != b);
+    Err(format!(
+        "the generated file differs from the official one; first differing record: {first:?}"
+    ))
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 use core::hint::black_box;
 use core::ptr::addr_of_mut;
 
-use super::tape::Tape;
 use avr_harness::{measure, Io, Op, Status, Uart};
-use firmware::kem::{kem_op_id, Kem, KemOp, SS_LEN, TAPE_LEN};
+use avr_wire::kem::{arena_len, kem_op_id, reply_len, request_len, Kem, KemOp, SS_LEN, TAPE_LEN};
+use kem_common::Tape;
 
 /// The KEMs this image serves.
 const KEMS: &[Kem] = &[
@@ -35,8 +35,8 @@ const ARENA_LEN: usize = {
     let mut m = 0;
     let mut i = 0;
     while i < KEMS.len() {
-        if KEMS[i].arena_len() > m {
-            m = KEMS[i].arena_len();
+        if arena_len(KEMS[i]) > m {
+            m = arena_len(KEMS[i]);
         }
         i += 1;
     }
@@ -112,11 +112,11 @@ macro_rules! kem {
             const CT: usize = KEM.ct_len();
 
             #[inline(never)]
-            fn k_keygen(rng: &mut Tape, pk: &mut [u8; PK], sk: &mut [u8; SK]) -> bool {
+            fn k_keygen(rng: &mut Tape<'_>, pk: &mut [u8; PK], sk: &mut [u8; SK]) -> bool {
                 $keygen(rng, pk, sk).is_ok()
             }
             #[inline(never)]
-            fn k_encaps(pk: &[u8; PK], rng: &mut Tape, ct: &mut [u8; CT], ss: &mut [u8; SS_LEN]) -> bool {
+            fn k_encaps(pk: &[u8; PK], rng: &mut Tape<'_>, ct: &mut [u8; CT], ss: &mut [u8; SS_LEN]) -> bool {
                 match $encaps(pk, rng, ct) {
                     Ok(k) => {
                         *ss = *k.as_bytes();
@@ -138,7 +138,7 @@ macro_rules! kem {
                 let ok = measure(kem_op_id(KEM, KemOp::Keygen), || {
                     k_keygen(black_box(&mut rng), black_box(pk), black_box(sk))
                 });
-                io.reply(Status::Ok, KEM.reply_len(KemOp::Keygen));
+                io.reply(Status::Ok, reply_len(KEM, KemOp::Keygen));
                 write_prefix(io, ok, rng.used());
                 io.write_bytes(pk);
                 finish_reply(io, sk);
@@ -152,7 +152,7 @@ macro_rules! kem {
                 let ok = measure(kem_op_id(KEM, KemOp::Encaps), || {
                     k_encaps(black_box(pk), black_box(&mut rng), black_box(ct), black_box(ss))
                 });
-                io.reply(Status::Ok, KEM.reply_len(KemOp::Encaps));
+                io.reply(Status::Ok, reply_len(KEM, KemOp::Encaps));
                 write_prefix(io, ok, rng.used());
                 io.write_bytes(ct);
                 finish_reply(io, ss);
@@ -165,15 +165,15 @@ macro_rules! kem {
                 measure(kem_op_id(KEM, KemOp::Decaps), || {
                     k_decaps(black_box(sk), black_box(ct), black_box(ss))
                 });
-                io.reply(Status::Ok, KEM.reply_len(KemOp::Decaps));
+                io.reply(Status::Ok, reply_len(KEM, KemOp::Decaps));
                 finish_reply(io, ss);
             }
 
             const fn op(o: KemOp, run: fn(&mut Uart)) -> Op<Uart> {
                 Op {
                     id: kem_op_id(KEM, o),
-                    request_len: KEM.request_len(o),
-                    reply_len: KEM.reply_len(o),
+                    request_len: request_len(KEM, o),
+                    reply_len: reply_len(KEM, o),
                     run,
                 }
             }
@@ -263,14 +263,14 @@ ctru!(
     ctru_light::MontgomeryPlain
 );
 
-/// [`firmware::kem::OP_CTRU_DECRYPT_PRODUCT`]: c·f mod 256 exactly,
+/// [`avr_wire::kem::OP_CTRU_DECRYPT_PRODUCT`]: c·f mod 256 exactly,
 /// for the host's differential test (decapsulation alone could not
 /// show a small error: E8 decoding absorbs it).
 #[cfg(any(feature = "ctru-sha3", feature = "ctru-ascon"))]
 pub mod ctru_product {
     use super::*;
+    use avr_wire::kem::{CTRU_PRODUCT_REPLY_LEN, CTRU_PRODUCT_REQUEST_LEN, OP_CTRU_DECRYPT_PRODUCT};
     use ctru_light::params::{CT_BYTES, SK_PKE_BYTES};
-    use firmware::kem::{CTRU_PRODUCT_REPLY_LEN, CTRU_PRODUCT_REQUEST_LEN, OP_CTRU_DECRYPT_PRODUCT};
 
     const _: () = assert!(CTRU_PRODUCT_REQUEST_LEN == SK_PKE_BYTES + CT_BYTES && CTRU_PRODUCT_REPLY_LEN == CT_BYTES);
 

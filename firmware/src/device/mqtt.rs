@@ -3,11 +3,11 @@
 use core::hint::black_box;
 use core::ptr::{addr_of, addr_of_mut};
 
-use super::tape::Tape;
 use avr_harness::{measure, Io, Op, Status, Uart};
-use firmware::mqtt::{
+use avr_wire::mqtt::{
     Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_FINISH_REST, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
 };
+use kem_common::Tape;
 use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
 
 #[cfg(feature = "mqtt-ctru-light-ascon")]
@@ -21,11 +21,7 @@ const KEM: KemId = KemId::Kyber512R3;
 #[cfg(feature = "mqtt-lightsaber")]
 const KEM: KemId = KemId::LightSaber;
 
-const L: Layout = Layout {
-    pk: KEM.pk_len(),
-    sk: KEM.sk_len(),
-    ct: KEM.ct_len(),
-};
+const L: Layout = Layout::of(KEM.scheme());
 /// The client id's length: provisioned, or the longest a request may carry.
 #[cfg(feature = "mqtt-provisioned")]
 const ID_LEN: usize = {
@@ -78,7 +74,7 @@ static mut STATE: Option<Sensor> = None;
 
 type Sensor = AwaitBrokerHello<'static, &'static mut EphemeralKey>;
 
-/// The status code of an error (`firmware::mqtt::error_name`).
+/// The status code of an error (`avr_wire::mqtt::error_name`).
 fn code(e: Error) -> u8 {
     match e {
         Error::Rng => 2,
@@ -100,7 +96,7 @@ fn code(e: Error) -> u8 {
 fn k_start(
     suite: Suite,
     creds: SensorCredentials<'static>,
-    rng: &mut Tape,
+    rng: &mut Tape<'_>,
     out: &mut [u8; FLIGHT],
     ephemeral: &'static mut EphemeralKey,
     slot: &mut Option<Sensor>,
@@ -217,12 +213,12 @@ fn refuse_start(io: &mut Uart, code: u8) {
     write_padded(io, &[]);
 }
 
-/// The sensor's own start ([`firmware::mqtt::OP_HELLO`]): the provisioned
+/// The sensor's own start ([`avr_wire::mqtt::OP_HELLO`]): the provisioned
 /// keys, and randomness from its keys, its EEPROM counter and the host's
 /// nonce.
 #[cfg(feature = "mqtt-provisioned")]
 fn hello(io: &mut Uart) {
-    use firmware::mqtt::{HOST_NONCE_LEN, TAPE_LABEL};
+    use avr_wire::mqtt::{HOST_NONCE_LEN, TAPE_LABEL};
     // SAFETY: single-threaded; the previous handshake state is dropped first.
     unsafe { *addr_of_mut!(STATE) = None };
     let suite_id = io.read_byte();
@@ -242,7 +238,7 @@ fn hello(io: &mut Uart) {
         &[&PROVISIONED[..], &counter.to_le_bytes(), &nonce],
         tape,
     );
-    begin(io, firmware::mqtt::OP_HELLO, suite_id, keys);
+    begin(io, avr_wire::mqtt::OP_HELLO, suite_id, keys);
 }
 
 /// Counter values reserved in EEPROM at a time: one EEPROM write per this
@@ -265,7 +261,7 @@ static mut RESERVED: Option<(u32, u32)> = None;
 #[cfg(feature = "mqtt-provisioned")]
 fn next_counter() -> Option<u32> {
     use avr_harness::{eeprom_read, eeprom_write};
-    use firmware::mqtt::COUNTER_ADDR;
+    use avr_wire::mqtt::COUNTER_ADDR;
     let addrs = [0u16, 1, 2, 3].map(|i| COUNTER_ADDR + i);
     // SAFETY: single-threaded; the one borrow of the static.
     let reserved = unsafe { &mut *addr_of_mut!(RESERVED) };
@@ -463,7 +459,7 @@ fn finish_rest(io: &mut Uart) {
 pub const OPS: [Op<Uart>; 4] = [
     START,
     Op {
-        id: firmware::mqtt::OP_HELLO,
+        id: avr_wire::mqtt::OP_HELLO,
         request_len: L.hello_request_len() as u16,
         reply_len: L.start_reply_len() as u16,
         run: hello,

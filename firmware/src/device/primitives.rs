@@ -1,12 +1,12 @@
 //! Keccak-f\[1600\], Ascon-p\[12\] and X25519 as measured ops
-//! (`firmware::primitives`): each reads its input into a static, runs
+//! (`avr_wire::primitives`): each reads its input into a static, runs
 //! inside the marker window and replies.
 
 use core::hint::black_box;
 use core::ptr::addr_of_mut;
 
 use avr_harness::{measure, Io, Op, Status, Uart};
-use firmware::primitives::{OP_ASCON_P12, OP_KECCAK_F1600, OP_X25519, PRIMITIVES};
+use avr_wire::primitives::{OP_ASCON_P12, OP_KECCAK_F1600, OP_X25519, PRIMITIVES};
 
 /// The input and output of every primitive (the largest: Keccak's state).
 static mut STATE: [u8; 200] = [0; 200];

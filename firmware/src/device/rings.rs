@@ -4,7 +4,7 @@ use core::hint::black_box;
 use core::ptr::addr_of_mut;
 
 use avr_harness::{measure, Io, Op, Status, Uart};
-use firmware::{op_id, Kind, Ring};
+use avr_wire::rings::{op_id, Kind, Ring};
 
 /// Largest polynomial any ring uses.
 const MAX_N: usize = 512;

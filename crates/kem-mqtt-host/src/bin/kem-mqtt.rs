@@ -388,7 +388,7 @@ fn serial_bridge(args: &SerialBridgeArgs) -> Result<(), CliError> {
     let mut board = kem_mqtt_host::board::BoardSensor::open(&args.port, args.baud, args.suite, wait)
         .map_err(|e| CliError::Host(HostError::Unexpected(e)))?;
     // The firmware seals its reading on its compiled-in record topic.
-    let topic = std::str::from_utf8(firmware::mqtt::TOPIC)
+    let topic = std::str::from_utf8(avr_wire::mqtt::TOPIC)
         .map_err(|_| CliError::Host(HostError::Unexpected("the firmware's record topic is not UTF-8".into())))?;
     let tls = args.broker.tls()?;
     kem_mqtt_host::bridge::run(

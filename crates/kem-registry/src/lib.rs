@@ -1,0 +1,453 @@
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+//! The one list of this workspace's KEMs. Everything that names or sizes a
+//! KEM reads it here: the firmware's op catalog (`avr-wire`), the KEM-MQTT
+//! protocol core (`kem_mqtt::KemId`), the xtask, the fuzz targets and the
+//! KAT tooling. Byte lengths come from each KEM crate's own `params`, never
+//! typed again.
+//!
+//! - [`Scheme`]: a KEM as its standard defines it (one KAT file, one set of
+//!   lengths);
+//! - [`Kem`]: a scheme with one arithmetic variant, what a firmware image
+//!   serves and a benchmark row measures;
+//! - [`Group`]: the firmware image family (cargo feature) serving a KEM;
+//! - [`with_kem!`]: runs code with a [`Kem`]'s `kem_common::BufferKem`
+//!   marker type (host code generic over every KEM);
+//! - [`Scheme::kat_file`]: the official known-answer file of each scheme.
+//!
+//! Adding a KEM: its crate, a variant here (the `match`es then say what is
+//! missing), and the firmware image feature that serves it.
+//!
+//! ```
+//! use kem_registry::{Kem, Scheme};
+//! assert_eq!(Scheme::MlKem512.pk_len(), 800);
+//! assert_eq!(Kem::CtruAsconKred.name(), "ctru-light-ascon/kred2x");
+//! assert_eq!(Kem::CtruAsconKred.scheme(), Scheme::CtruLightAscon);
+//! ```
+
+#[cfg(feature = "ctru-light")]
+use ctru_light::params as ctru;
+#[cfg(feature = "kyber512-avr")]
+use kyber512_avr::params as kyber;
+#[cfg(feature = "lightsaber-avr")]
+use lightsaber_avr::params as saber;
+
+#[cfg(feature = "ctru-light")]
+#[doc(hidden)]
+pub use ctru_light;
+#[doc(hidden)]
+pub use kem_common;
+#[cfg(feature = "kyber512-avr")]
+#[doc(hidden)]
+pub use kyber512_avr;
+#[cfg(feature = "lightsaber-avr")]
+#[doc(hidden)]
+pub use lightsaber_avr;
+
+/// Shared-secret bytes (every scheme here).
+pub const SS_LEN: usize = 32;
+
+#[cfg(feature = "kyber512-avr")]
+const _: () = assert!(kyber::SS_BYTES == SS_LEN);
+#[cfg(feature = "lightsaber-avr")]
+const _: () = assert!(saber::SS_BYTES == SS_LEN);
+#[cfg(feature = "ctru-light")]
+const _: () = assert!(ctru::SS_BYTES == SS_LEN);
+
+/// The length asked of a scheme whose crate is not compiled in (a build
+/// configuration error: a `const` that asks fails to build).
+const fn not_compiled_in() -> usize {
+    panic!("this scheme's crate is not compiled in (kem-registry feature off)")
+}
+
+/// A KEM scheme: one specification, one official KAT file, one set of
+/// byte lengths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scheme {
+    /// FIPS 203 ML-KEM-512.
+    MlKem512,
+    /// Round-3 CRYSTALS-Kyber512.
+    Kyber512R3,
+    /// Round-3 LightSaber.
+    LightSaber,
+    /// CTRU-Light (revision 1), SHA-3 back-end.
+    CtruLightSha3,
+    /// CTRU-Light (revision 1), Ascon back-end.
+    CtruLightAscon,
+}
+
+/// The largest of one length over every scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
+macro_rules! max_over_schemes {
+    ($len:ident) => {{
+        let mut m = 0;
+        let mut i = 0;
+        while i < Scheme::ALL.len() {
+            let l = Scheme::ALL[i].$len();
+            if l > m {
+                m = l;
+            }
+            i += 1;
+        }
+        m
+    }};
+}
+
+/// Largest public key of any scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
+pub const MAX_PK_LEN: usize = max_over_schemes!(pk_len);
+/// Largest secret key of any scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
+pub const MAX_SK_LEN: usize = max_over_schemes!(sk_len);
+/// Largest ciphertext of any scheme.
+#[cfg(all(feature = "kyber512-avr", feature = "lightsaber-avr", feature = "ctru-light"))]
+pub const MAX_CT_LEN: usize = max_over_schemes!(ct_len);
+
+impl Scheme {
+    /// Every scheme.
+    pub const ALL: [Scheme; 5] = [
+        Scheme::MlKem512,
+        Scheme::Kyber512R3,
+        Scheme::LightSaber,
+        Scheme::CtruLightSha3,
+        Scheme::CtruLightAscon,
+    ];
+
+    /// The stable short name: key files, tables, `cargo xtask kat --scheme`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Scheme::MlKem512 => "ml-kem-512",
+            Scheme::Kyber512R3 => "kyber512-r3",
+            Scheme::LightSaber => "lightsaber",
+            Scheme::CtruLightSha3 => "ctru-light-sha3",
+            Scheme::CtruLightAscon => "ctru-light-ascon",
+        }
+    }
+
+    /// The scheme named `name` (see [`Scheme::name`]).
+    pub fn from_name(name: &str) -> Option<Scheme> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Public (encapsulation) key bytes.
+    pub const fn pk_len(self) -> usize {
+        match self {
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::EK_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
+            Scheme::LightSaber => saber::PK_BYTES,
+            #[cfg(feature = "ctru-light")]
+            Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::PK_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
+        }
+    }
+
+    /// Secret (decapsulation) key bytes.
+    pub const fn sk_len(self) -> usize {
+        match self {
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
+            Scheme::LightSaber => saber::SK_BYTES,
+            #[cfg(feature = "ctru-light")]
+            Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::SK_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
+        }
+    }
+
+    /// Ciphertext bytes.
+    pub const fn ct_len(self) -> usize {
+        match self {
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::CT_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
+            Scheme::LightSaber => saber::CT_BYTES,
+            #[cfg(feature = "ctru-light")]
+            Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::CT_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
+        }
+    }
+
+    /// The smallest secret-key form the crate computes with: LightSaber's
+    /// compact key (s at 4 bits a coefficient), every other scheme's secret
+    /// key. A key that never leaves its device (a sensor's ephemeral key)
+    /// can take it.
+    pub const fn compact_sk_len(self) -> usize {
+        match self {
+            #[cfg(feature = "lightsaber-avr")]
+            Scheme::LightSaber => saber::COMPACT_SK_BYTES,
+            _ => self.sk_len(),
+        }
+    }
+
+    /// Where the public key sits inside the compact secret key: every
+    /// scheme here stores it there (secret ‖ pk ‖ …).
+    pub const fn compact_sk_pk_offset(self) -> usize {
+        match self {
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_PKE_BYTES,
+            #[cfg(feature = "lightsaber-avr")]
+            Scheme::LightSaber => saber::SK_NIBBLE_BYTES,
+            #[cfg(feature = "ctru-light")]
+            Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::SK_PKE_BYTES,
+            #[allow(unreachable_patterns)]
+            _ => not_compiled_in(),
+        }
+    }
+
+    /// The official KAT file, from the workspace root (provenance:
+    /// `kat-vectors/README.md`; the `# ` header line is the file's own).
+    /// The scheme's crate reproduces it in its `tests/kat.rs`.
+    pub const fn kat_file(self) -> &'static str {
+        match self {
+            Scheme::MlKem512 => "kat-vectors/ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp",
+            Scheme::Kyber512R3 => "kat-vectors/kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp",
+            Scheme::LightSaber => "kat-vectors/lightsaber/LightSaber_PQCkemKAT_1568.rsp",
+            Scheme::CtruLightSha3 => "kat-vectors/ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp",
+            Scheme::CtruLightAscon => "kat-vectors/ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp",
+        }
+    }
+
+    /// The variant the KAT runs and the host tools use for this scheme
+    /// (every variant of a scheme gives the same bytes).
+    pub const fn default_kem(self) -> Kem {
+        match self {
+            Scheme::MlKem512 => Kem::MlKem512,
+            Scheme::Kyber512R3 => Kem::Kyber512R3,
+            Scheme::LightSaber => Kem::LightSaber,
+            Scheme::CtruLightSha3 => Kem::CtruSha3Kred,
+            Scheme::CtruLightAscon => Kem::CtruAsconKred,
+        }
+    }
+}
+
+/// A scheme with one arithmetic variant. The discriminant is the KEM's id
+/// in the firmware's op catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kem {
+    /// FIPS 203 ML-KEM-512.
+    MlKem512 = 0,
+    /// Round-3 CRYSTALS-Kyber512.
+    Kyber512R3 = 1,
+    /// Round-3 LightSaber.
+    LightSaber = 2,
+    /// CTRU-Light, SHA-3 back-end, K-RED2X arithmetic.
+    CtruSha3Kred = 3,
+    /// CTRU-Light, SHA-3 back-end, optimised Montgomery arithmetic.
+    CtruSha3MontOpt = 4,
+    /// CTRU-Light, SHA-3 back-end, plain Montgomery arithmetic.
+    CtruSha3Mont = 5,
+    /// CTRU-Light, Ascon back-end, K-RED2X arithmetic.
+    CtruAsconKred = 6,
+    /// CTRU-Light, Ascon back-end, optimised Montgomery arithmetic.
+    CtruAsconMontOpt = 7,
+    /// CTRU-Light, Ascon back-end, plain Montgomery arithmetic.
+    CtruAsconMont = 8,
+}
+
+/// Firmware image families: one cargo feature (and build) each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Group {
+    /// `kyber`: ML-KEM-512 and Kyber512-r3.
+    Kyber,
+    /// `saber`: LightSaber.
+    Saber,
+    /// `ctru-sha3`: CTRU-Light with SHA-3, all arithmetic variants.
+    CtruSha3,
+    /// `ctru-ascon`: CTRU-Light with Ascon, all arithmetic variants.
+    CtruAscon,
+}
+
+impl Group {
+    /// All groups.
+    pub const ALL: [Group; 4] = [Group::Kyber, Group::Saber, Group::CtruSha3, Group::CtruAscon];
+
+    /// The firmware cargo feature that enables the group.
+    pub const fn feature(self) -> &'static str {
+        match self {
+            Group::Kyber => "kyber",
+            Group::Saber => "saber",
+            Group::CtruSha3 => "ctru-sha3",
+            Group::CtruAscon => "ctru-ascon",
+        }
+    }
+}
+
+impl Kem {
+    /// Every KEM variant, in id order.
+    pub const ALL: [Kem; 9] = [
+        Kem::MlKem512,
+        Kem::Kyber512R3,
+        Kem::LightSaber,
+        Kem::CtruSha3Kred,
+        Kem::CtruSha3MontOpt,
+        Kem::CtruSha3Mont,
+        Kem::CtruAsconKred,
+        Kem::CtruAsconMontOpt,
+        Kem::CtruAsconMont,
+    ];
+
+    /// The scheme this is a variant of.
+    pub const fn scheme(self) -> Scheme {
+        match self {
+            Kem::MlKem512 => Scheme::MlKem512,
+            Kem::Kyber512R3 => Scheme::Kyber512R3,
+            Kem::LightSaber => Scheme::LightSaber,
+            Kem::CtruSha3Kred | Kem::CtruSha3MontOpt | Kem::CtruSha3Mont => Scheme::CtruLightSha3,
+            Kem::CtruAsconKred | Kem::CtruAsconMontOpt | Kem::CtruAsconMont => Scheme::CtruLightAscon,
+        }
+    }
+
+    /// Arithmetic variant name.
+    pub const fn variant(self) -> &'static str {
+        match self {
+            Kem::MlKem512 | Kem::Kyber512R3 | Kem::LightSaber => "default",
+            Kem::CtruSha3Kred | Kem::CtruAsconKred => "kred2x",
+            Kem::CtruSha3MontOpt | Kem::CtruAsconMontOpt => "montgomery-opt",
+            Kem::CtruSha3Mont | Kem::CtruAsconMont => "montgomery",
+        }
+    }
+
+    /// `scheme/variant` (or just the scheme when it has one variant).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kem::MlKem512 => "ml-kem-512",
+            Kem::Kyber512R3 => "kyber512-r3",
+            Kem::LightSaber => "lightsaber",
+            Kem::CtruSha3Kred => "ctru-light-sha3/kred2x",
+            Kem::CtruSha3MontOpt => "ctru-light-sha3/montgomery-opt",
+            Kem::CtruSha3Mont => "ctru-light-sha3/montgomery",
+            Kem::CtruAsconKred => "ctru-light-ascon/kred2x",
+            Kem::CtruAsconMontOpt => "ctru-light-ascon/montgomery-opt",
+            Kem::CtruAsconMont => "ctru-light-ascon/montgomery",
+        }
+    }
+
+    /// The firmware image group serving this KEM.
+    pub const fn group(self) -> Group {
+        match self {
+            Kem::MlKem512 | Kem::Kyber512R3 => Group::Kyber,
+            Kem::LightSaber => Group::Saber,
+            Kem::CtruSha3Kred | Kem::CtruSha3MontOpt | Kem::CtruSha3Mont => Group::CtruSha3,
+            Kem::CtruAsconKred | Kem::CtruAsconMontOpt | Kem::CtruAsconMont => Group::CtruAscon,
+        }
+    }
+
+    /// The firmware module implementing it (code size is looked up by this name).
+    pub const fn module(self) -> &'static str {
+        match self {
+            Kem::MlKem512 => "ml_kem_512",
+            Kem::Kyber512R3 => "kyber512_r3",
+            Kem::LightSaber => "lightsaber",
+            Kem::CtruSha3Kred => "ctru_sha3_kred",
+            Kem::CtruSha3MontOpt => "ctru_sha3_montopt",
+            Kem::CtruSha3Mont => "ctru_sha3_mont",
+            Kem::CtruAsconKred => "ctru_ascon_kred",
+            Kem::CtruAsconMontOpt => "ctru_ascon_montopt",
+            Kem::CtruAsconMont => "ctru_ascon_mont",
+        }
+    }
+
+    /// Public (encapsulation) key bytes.
+    pub const fn pk_len(self) -> usize {
+        self.scheme().pk_len()
+    }
+
+    /// Secret (decapsulation) key bytes.
+    pub const fn sk_len(self) -> usize {
+        self.scheme().sk_len()
+    }
+
+    /// Ciphertext bytes.
+    pub const fn ct_len(self) -> usize {
+        self.scheme().ct_len()
+    }
+}
+
+/// Runs `$body` with `$k` the `kem_common::BufferKem` marker type of
+/// `$kem` (a [`Kem`]), for code generic over every KEM: key generation,
+/// encapsulation and decapsulation into caller buffers (`K::EK_ZERO`,
+/// `K::keygen_into`, …). Every arm is compiled, so it is for hosts (the
+/// default features: every KEM crate); a firmware image serves the KEMs its
+/// features select.
+///
+/// ```
+/// use kem_common::BufferKem;
+/// use kem_registry::{with_kem, Kem};
+///
+/// fn ek_len(kem: Kem) -> usize {
+///     with_kem!(kem, K => K::EK_ZERO.as_ref().len())
+/// }
+/// assert!(Kem::ALL.into_iter().all(|k| ek_len(k) == k.pk_len()));
+/// ```
+#[macro_export]
+macro_rules! with_kem {
+    ($kem:expr, $k:ident => $body:expr) => {{
+        use $crate::ctru_light::{Ascon, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, Sha3};
+        match $kem {
+            $crate::Kem::MlKem512 => {
+                type $k = $crate::kyber512_avr::ml_kem_512::MlKem512;
+                $body
+            }
+            $crate::Kem::Kyber512R3 => {
+                type $k = $crate::kyber512_avr::kyber512_r3::Kyber512R3;
+                $body
+            }
+            $crate::Kem::LightSaber => {
+                type $k = $crate::lightsaber_avr::LightSaber;
+                $body
+            }
+            $crate::Kem::CtruSha3Kred => {
+                type $k = CtruLight<Sha3, Kred2x>;
+                $body
+            }
+            $crate::Kem::CtruSha3MontOpt => {
+                type $k = CtruLight<Sha3, MontgomeryOpt>;
+                $body
+            }
+            $crate::Kem::CtruSha3Mont => {
+                type $k = CtruLight<Sha3, MontgomeryPlain>;
+                $body
+            }
+            $crate::Kem::CtruAsconKred => {
+                type $k = CtruLight<Ascon, Kred2x>;
+                $body
+            }
+            $crate::Kem::CtruAsconMontOpt => {
+                type $k = CtruLight<Ascon, MontgomeryOpt>;
+                $body
+            }
+            $crate::Kem::CtruAsconMont => {
+                type $k = CtruLight<Ascon, MontgomeryPlain>;
+                $body
+            }
+        }
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kem_common::BufferKem;
+
+    #[test]
+    fn every_kem_has_its_schemes_lengths_and_name() {
+        for k in Kem::ALL {
+            assert!(k.name().starts_with(k.scheme().name()), "{k:?}");
+            let (ek, dk, ct) =
+                with_kem!(k, K => (K::EK_ZERO.as_ref().len(), K::DK_ZERO.as_ref().len(), K::CT_ZERO.as_ref().len()));
+            assert_eq!((ek, dk, ct), (k.pk_len(), k.sk_len(), k.ct_len()), "{k:?}");
+            assert_eq!(Kem::ALL[k as usize], k);
+        }
+        for s in Scheme::ALL {
+            assert_eq!(Scheme::from_name(s.name()), Some(s));
+            assert_eq!(s.default_kem().scheme(), s);
+            assert!(s.compact_sk_pk_offset() + s.pk_len() <= s.compact_sk_len());
+        }
+        assert_eq!(Scheme::from_name("kyber768"), None);
+    }
+}

@@ -1,0 +1,376 @@
+//! What can be built: the MCUs and the firmware images (cargo feature sets),
+//! and which images a `--filter` selects. Pure data: no builds, no simulation.
+
+use std::path::PathBuf;
+
+use kem_registry::{Group, Kem};
+
+use crate::util;
+
+/// An MCU the firmware can be built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mcu {
+    /// LLVM/avr-gcc name.
+    pub name: &'static str,
+    /// Flash bytes.
+    pub flash: u32,
+    /// SRAM bytes.
+    pub sram: u32,
+    /// Whether simavr can run it.
+    pub simulated: bool,
+    /// Overrides the release profile's opt-level (the 4808's 48 KB flash needs "s").
+    pub opt_level: Option<&'static str>,
+}
+
+/// Supported MCUs.
+pub const MCUS: &[Mcu] = &[
+    Mcu {
+        name: "atmega1284p",
+        flash: 128 * 1024,
+        sram: 16 * 1024,
+        simulated: true,
+        opt_level: None,
+    },
+    Mcu {
+        name: "atmega4808",
+        flash: 48 * 1024,
+        sram: 6 * 1024,
+        simulated: false,
+        opt_level: Some("s"),
+    },
+];
+
+/// Looks up `--mcu`.
+pub fn mcu(name: &str) -> Result<Mcu, String> {
+    MCUS.iter().copied().find(|m| m.name == name).ok_or_else(|| {
+        let known: Vec<_> = MCUS.iter().map(|m| m.name).collect();
+        format!("unknown MCU `{name}` (supported: {})", known.join(", "))
+    })
+}
+
+/// The target directory of one MCU's default (`rings`) image (never shared with host builds).
+pub fn target_dir(mcu: Mcu) -> PathBuf {
+    util::workspace_root().join("target").join(format!("avr-{}", mcu.name))
+}
+
+/// The firmware feature that keeps the NTT twiddle tables in SRAM.
+pub const SRAM_TABLES: &str = "ntt-tables-in-sram";
+
+/// One firmware image: a set of the firmware crate's cargo features.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// Short name (`rings`, a group's feature, or a KEM's module name).
+    pub name: String,
+    /// Cargo features (default features off unless this is `rings`).
+    pub features: Vec<&'static str>,
+    /// Overrides the release profile's opt-level, unless the MCU has its own.
+    pub opt_level: Option<&'static str>,
+    /// A sensor image's provisioned keys (`avr_wire::mqtt::Layout::keys_len`
+    /// bytes), compiled in with the `mqtt-provisioned` feature; an image
+    /// that needs them ([`Image::needs_keys`]) gets them before it is built
+    /// (`sensor::with_keys`: the measured handshake's, or a key file's).
+    pub keys: Option<PathBuf>,
+}
+
+impl Image {
+    /// The cargo features of this image on `mcu`: on the ATmega4808 the 25
+    /// ring operations fit its 48 KB of flash only with the portable NTT,
+    /// and a sensor keeps its keys in flash (6 KB of SRAM hold no spare
+    /// 1.5 KB of key copies), provisioned into the image at build time.
+    pub fn features_on(&self, mcu: Mcu) -> Vec<&'static str> {
+        let mut f = self.features.clone();
+        if mcu.name == "atmega4808" && self.name == "rings" {
+            f.push("portable-ntt");
+        }
+        if mcu.name == "atmega4808" && self.name.starts_with("mqtt-") && !f.contains(&"mqtt-provisioned") {
+            f.push("mqtt-provisioned");
+        }
+        f
+    }
+
+    /// Whether this image compiles its sensor keys in on `mcu` (so they
+    /// must be provisioned before it is built).
+    pub fn needs_keys(&self, mcu: Mcu) -> bool {
+        self.features_on(mcu).contains(&"mqtt-provisioned")
+    }
+
+    /// The default image: the 25 modarith ring operations.
+    pub fn rings() -> Image {
+        Image {
+            name: "rings".into(),
+            features: vec!["rings"],
+            opt_level: None,
+            keys: None,
+        }
+    }
+
+    /// Keccak-f\[1600\], Ascon-p\[12\] and X25519 as ops (`firmware::primitives`).
+    pub fn primitives() -> Image {
+        Image {
+            name: "primitives".into(),
+            features: vec!["primitives"],
+            opt_level: None,
+            keys: None,
+        }
+    }
+
+    /// Every KEM of a group (one image on the ATmega1284p).
+    pub fn group(g: Group) -> Image {
+        Image {
+            name: g.feature().into(),
+            features: vec![g.feature()],
+            opt_level: None,
+            keys: None,
+        }
+    }
+
+    /// A single KEM variant (the ATmega4808 images).
+    pub fn kem(k: Kem) -> Image {
+        let features = match k {
+            Kem::MlKem512 => vec!["ml-kem"],
+            Kem::Kyber512R3 => vec!["kyber-r3"],
+            Kem::LightSaber => vec!["saber"],
+            _ => {
+                let variant = match k.variant() {
+                    "kred2x" => "ctru-kred2x",
+                    "montgomery-opt" => "ctru-montopt",
+                    _ => "ctru-mont",
+                };
+                vec![k.group().feature(), variant]
+            }
+        };
+        Image {
+            name: k.module().replace('_', "-"),
+            features,
+            opt_level: None,
+            keys: None,
+        }
+    }
+
+    /// The KEM-MQTT/1 sensor image of `kem` (`firmware::mqtt`): its pure suite,
+    /// and with `x25519` its hybrid suite too. Built at opt-level 2 on the
+    /// 1284p ("s" on the 4808).
+    pub fn mqtt(kem: kem_mqtt::KemId, x25519: bool) -> Image {
+        use kem_mqtt::KemId;
+        let f = match kem {
+            KemId::CtruLightAscon => "mqtt-ctru-light-ascon",
+            KemId::CtruLightSha3 => "mqtt-ctru-light-sha3",
+            KemId::MlKem512 => "mqtt-ml-kem-512",
+            KemId::Kyber512R3 => "mqtt-kyber512-r3",
+            KemId::LightSaber => "mqtt-lightsaber",
+        };
+        let mut features = vec![f];
+        if x25519 {
+            features.push("mqtt-x25519");
+        }
+        Image {
+            name: format!("{f}{}", if x25519 { "-x25519" } else { "" }),
+            features,
+            // opt-level 3 makes the LightSaber hybrid image overflow the
+            // 1284p's 128 KB; 2 fits every image (at most ~117 KB with the
+            // 24 KB X25519 table) and is within 0.5 % of 3 on the handshake.
+            opt_level: Some("2"),
+            keys: None,
+        }
+    }
+
+    /// This sensor image with the key fields in `keys` compiled in (feature
+    /// `mqtt-provisioned`, which adds the sensor's own start,
+    /// `avr_wire::mqtt::OP_HELLO`): a board `kem-mqtt serial-bridge` can
+    /// carry, holding no key. Built in a directory of its own.
+    pub fn provisioned(mut self, keys: PathBuf) -> Image {
+        self.name.push_str("-provisioned");
+        if !self.features.contains(&"mqtt-provisioned") {
+            self.features.push("mqtt-provisioned");
+        }
+        self.keys = Some(keys);
+        self
+    }
+
+    /// This image with the NTT twiddle tables in SRAM (the firmware's
+    /// `ntt-tables-in-sram`) instead of flash: the benchmark's second table
+    /// placement. Built in a directory of its own.
+    pub fn sram_tables(mut self) -> Image {
+        self.name.push_str("-sram-tables");
+        self.features.push(SRAM_TABLES);
+        self
+    }
+
+    /// Where the image keeps the NTT twiddle tables, as the records name it:
+    /// "sram" or "flash".
+    pub fn tables(&self) -> &'static str {
+        if self.features.contains(&SRAM_TABLES) {
+            "sram"
+        } else {
+            "flash"
+        }
+    }
+
+    /// Every KEM-MQTT/1 sensor image: each KEM pure, then with X25519.
+    pub fn all_mqtt() -> Vec<Image> {
+        [false, true]
+            .into_iter()
+            .flat_map(|x| kem_mqtt::KemId::ALL.into_iter().map(move |k| Image::mqtt(k, x)))
+            .collect()
+    }
+
+    /// The image's target directory for `mcu`.
+    pub fn target_dir(&self, mcu: Mcu) -> PathBuf {
+        if self.name == "rings" {
+            target_dir(mcu)
+        } else {
+            util::workspace_root()
+                .join("target")
+                .join(format!("avr-{}-{}", mcu.name, self.name))
+        }
+    }
+
+    /// The ELF the build writes.
+    pub fn elf(&self, mcu: Mcu) -> PathBuf {
+        self.target_dir(mcu).join("avr-none/release/firmware.elf")
+    }
+}
+
+/// Whether `image` can run now: always when it is about to be built; with
+/// `--no-build` only if its ELF exists, so that a `--filter` never selects an
+/// image that was not built and then fails deep inside a measurement.
+pub fn runnable(mcu: Mcu, image: &Image, no_build: bool) -> bool {
+    if !no_build || image.elf(mcu).exists() {
+        return true;
+    }
+    eprintln!(
+        "xtask: skipping {} (--no-build, and it is not built: `cargo xtask build-avr --mcu {} --image {}`)",
+        image.name, mcu.name, image.name
+    );
+    false
+}
+
+/// The KEM images of `mcu` and the KEMs each serves: on the ATmega1284p
+/// (128 KB) Kyber's two variants share one image and every other KEM
+/// variant has its own (all six CTRU-Light instances exceed 128 KB, and so
+/// do three of one back-end), then [`sram_table_images`]; on the ATmega4808
+/// (48 KB) every variant has its own, tables in flash.
+pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
+    if mcu.name == "atmega4808" {
+        return Kem::ALL.into_iter().map(|k| (Image::kem(k), vec![k])).collect();
+    }
+    let mut v = vec![(Image::group(Group::Kyber), vec![Kem::MlKem512, Kem::Kyber512R3])];
+    v.extend(
+        Kem::ALL
+            .into_iter()
+            .filter(|k| k.group() != Group::Kyber)
+            .map(|k| (Image::kem(k), vec![k])),
+    );
+    v.extend(sram_table_images());
+    v
+}
+
+/// The ATmega1284p KEM images with their tables in SRAM: the variants the
+/// paper published in both placements (Kyber512, LightSaber Montgomery,
+/// CTRU-Light Montgomery-opt; ML-KEM-512 shares Kyber's image).
+pub fn sram_table_images() -> Vec<(Image, Vec<Kem>)> {
+    vec![
+        (
+            Image::group(Group::Kyber).sram_tables(),
+            vec![Kem::MlKem512, Kem::Kyber512R3],
+        ),
+        (Image::kem(Kem::LightSaber).sram_tables(), vec![Kem::LightSaber]),
+        (
+            Image::kem(Kem::CtruSha3MontOpt).sram_tables(),
+            vec![Kem::CtruSha3MontOpt],
+        ),
+        (
+            Image::kem(Kem::CtruAsconMontOpt).sram_tables(),
+            vec![Kem::CtruAsconMontOpt],
+        ),
+    ]
+}
+
+/// Every image `build-avr --image all` makes for `mcu`: `rings` (on the
+/// ATmega1284p in both table placements), then the KEM images.
+pub fn all_images(mcu: Mcu) -> Vec<Image> {
+    let mut v = vec![Image::rings()];
+    if mcu.simulated {
+        v.push(Image::rings().sram_tables());
+    }
+    v.extend(kem_images(mcu).into_iter().map(|(i, _)| i));
+    v
+}
+
+/// Looks up `--image`: `rings`, a group feature, a KEM module name (dashes),
+/// `mqtt-<kem>[-x25519]`, or `all` (the images CI builds, without the KEM-MQTT ones).
+pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
+    if name == "all" {
+        return Ok(all_images(mcu));
+    }
+    let mut known: Vec<Image> = vec![Image::rings(), Image::rings().sram_tables(), Image::primitives()];
+    known.extend(Group::ALL.into_iter().map(Image::group));
+    known.extend(Kem::ALL.into_iter().map(Image::kem));
+    known.extend(sram_table_images().into_iter().map(|(i, _)| i));
+    known.extend(Image::all_mqtt());
+    match known.iter().find(|i| i.name == name) {
+        Some(i) => Ok(vec![i.clone()]),
+        None => {
+            let names: Vec<_> = known.iter().map(|i| i.name.as_str()).collect();
+            Err(format!("unknown image `{name}` (known: all, {})", names.join(", ")))
+        }
+    }
+}
+
+/// The KEM images of `mcu` serving a KEM whose name contains `filter`, with those KEMs.
+pub fn kem_images_matching(mcu: Mcu, filter: &str, no_build: bool) -> Vec<(Image, Vec<Kem>)> {
+    kem_images(mcu)
+        .into_iter()
+        .map(|(i, ks)| {
+            (
+                i,
+                ks.into_iter().filter(|k| k.name().contains(filter)).collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(i, ks)| !ks.is_empty() && runnable(mcu, i, no_build))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_build_selects_only_built_images() {
+        let m = mcu("atmega1284p").unwrap();
+        let never = Image {
+            name: "test-image-that-is-never-built".into(),
+            features: vec![],
+            opt_level: None,
+            keys: None,
+        };
+        assert!(!never.elf(m).exists());
+        assert!(!runnable(m, &never, true), "not built: skipped under --no-build");
+        assert!(runnable(m, &never, false), "it will be built first");
+    }
+
+    #[test]
+    fn a_kem_filter_selects_that_kem_only() {
+        let m = mcu("atmega1284p").unwrap();
+        // Kyber512-r3 in its two table placements.
+        let picked = kem_images_matching(m, "kyber512-r3", false);
+        let placements: Vec<&str> = picked.iter().map(|(i, _)| i.tables()).collect();
+        assert_eq!(placements, ["flash", "sram"]);
+        for (_, kems) in &picked {
+            assert_eq!(kems.len(), 1);
+            assert_eq!(kems[0].name(), "kyber512-r3");
+        }
+        assert!(kem_images_matching(m, "no-such-kem", false).is_empty());
+        // Every KEM variant is selected by the empty filter, each in one
+        // flash-table image; five also in one SRAM-table image.
+        let all = kem_images_matching(m, "", false);
+        let count = |t: &str| -> usize { all.iter().filter(|(i, _)| i.tables() == t).map(|(_, k)| k.len()).sum() };
+        assert_eq!(count("flash"), kem_registry::Kem::ALL.len());
+        assert_eq!(count("sram"), 5);
+        // The 4808 keeps its tables in flash only.
+        let m4808 = mcu("atmega4808").unwrap();
+        assert!(kem_images_matching(m4808, "", false)
+            .iter()
+            .all(|(i, _)| i.tables() == "flash"));
+    }
+}

@@ -1,0 +1,154 @@
+//! `cargo xtask ci`: the steps CI runs, in order, each a call into the lab
+//! (or a cargo command); each step's time is printed.
+
+use std::process::Command;
+
+use avr_lab::{args, avr, bench, ct, e2e, flash, mqtt, progress, simtest, target, util};
+
+/// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
+pub fn run() -> Result<(), String> {
+    // (The Debian packages and yasimavr were installed by `main`.)
+    let cargo = |args: &'static [&'static str]| move || util::run(Command::new("cargo").args(args));
+    let root = util::workspace_root();
+    type Step = Box<dyn Fn() -> Result<(), String>>;
+    let steps: Vec<(&str, Step)> = vec![
+        ("cargo fmt --check", Box::new(cargo(&["fmt", "--all", "--check"]))),
+        (
+            "cargo clippy (warnings denied)",
+            Box::new(cargo(&[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])),
+        ),
+        // The API docs build without a broken or private link.
+        (
+            "cargo doc (warnings denied)",
+            Box::new(|| {
+                util::run(
+                    Command::new("cargo")
+                        .args(["doc", "--workspace", "--no-deps", "-q"])
+                        .env("RUSTDOCFLAGS", "-D warnings"),
+                )
+            }),
+        ),
+        ("cargo test --workspace", Box::new(cargo(&["test", "--workspace"]))),
+        // An application outside the workspace with RustCrypto's current
+        // ml-kem, kem and rand next to our crates: one generic function over
+        // every KEM (issue #22).
+        (
+            "outside application (ml-kem 0.3 + our KEMs, one generic function)",
+            Box::new(cargo(&[
+                "run",
+                "-q",
+                "--manifest-path",
+                "examples/outside-app/Cargo.toml",
+            ])),
+        ),
+        (
+            "AVR builds (every MCU's rings image, every 1284p KEM image)",
+            Box::new(|| {
+                for mcu in target::MCUS {
+                    avr::build(*mcu)?;
+                }
+                // The KEM images of the 1284p, one build at a time.
+                let m1284 = target::mcu("atmega1284p")?;
+                for image in target::all_images(m1284).iter().skip(1) {
+                    avr::build_image(m1284, image)?;
+                }
+                Ok(())
+            }),
+        ),
+        (
+            "sim-test (rings, KATs, CTRU-Light product) in simavr",
+            Box::new(|| simtest::run(&args(&["sim-test", "--no-build"])?)),
+        ),
+        // The KEM-MQTT/1 sensor of every suite against the host broker, three
+        // keys and randomness each: the cycles must not change (X25519 both
+        // ways, the key schedule, the KEMs; CTRU-Light's public retries aside).
+        (
+            "KEM-MQTT sensor of every suite, 3 seeds",
+            Box::new(|| mqtt::cmd(&args(&["mqtt", "--seeds", "3"])?)),
+        ),
+        // The AVR sensor through real mosquitto, plugin and gateway: the
+        // application must see the reading sealed on the AVR.
+        (
+            "primitives (Keccak-f[1600], Ascon-p[12], X25519) in simavr = the host's references",
+            Box::new(bench::primitives_check),
+        ),
+        // The code that talks to a board, against the simulator on a pty.
+        (
+            "board path: bench --device over a pty = simavr, cycle for cycle",
+            Box::new(|| bench::device_check(&["rings", "mqtt-ml-kem-512-x25519"])),
+        ),
+        (
+            "flash: avrdude into a simulated Optiboot on a pty",
+            Box::new(flash::check),
+        ),
+        (
+            "KEM-MQTT end to end: AVR sensor → mosquitto (plugin, gateway) → mosquitto_sub",
+            Box::new(|| e2e::run(&args(&["e2e", "--no-build"])?)),
+        ),
+        // Every KEM operation must take the same cycles for every input.
+        (
+            "ct: constant cycles in simavr",
+            Box::new(|| ct::run(&args(&["ct", "--count", "8", "--no-build"])?)),
+        ),
+        // The host secret-independence check (valgrind memcheck) and a short
+        // fuzzing run of every target (SECURITY.md has the long runs).
+        (
+            "ct-valgrind (host secret independence)",
+            Box::new({
+                let script = root.join("ci/ct-valgrind.sh");
+                move || util::run(Command::new("bash").arg(&script).args(["1", "all"]))
+            }),
+        ),
+        (
+            "fuzz smoke (5 s per target)",
+            Box::new({
+                let script = root.join("ci/fuzz-smoke.sh");
+                move || util::run(Command::new("bash").arg(&script).env("FUZZ_SECONDS", "5"))
+            }),
+        ),
+        (
+            "ATmega4808 smoke test in yasimavr",
+            Box::new(|| simtest::run(&args(&["sim-test", "--mcu", "atmega4808", "--no-build"])?)),
+        ),
+        // Every KEM variant in its own 4808 image: KAT record 0 in 6 KB of SRAM.
+        (
+            "ATmega4808 KAT record 0 of every KEM",
+            Box::new(|| {
+                simtest::run(&args(&[
+                    "sim-test",
+                    "--mcu",
+                    "atmega4808",
+                    "--kat",
+                    "1",
+                    "--require-fit",
+                ])?)
+            }),
+        ),
+        // The primitives on the 4808's own build take one instruction path
+        // for every input (the trace found a branch on the X25519 swap bit).
+        (
+            "ATmega4808 constant time (instruction paths): the primitives",
+            Box::new(|| ct::run(&args(&["ct", "--mcu", "atmega4808", "--filter", "primitives"])?)),
+        ),
+        // Every sensor suite (pure and hybrid) completes the handshake on the
+        // 4808 with 512 B of SRAM to spare (static RAM + painted stack).
+        (
+            "ATmega4808 sensor fit: all 10 suites, 512 B of SRAM to spare",
+            Box::new(|| mqtt::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)),
+        ),
+    ];
+    let mut progress = progress::Progress::new("ci", steps.len() as u64);
+    for (name, step) in &steps {
+        progress.step(name);
+        step().map_err(|e| format!("ci step `{name}`: {e}"))?;
+    }
+    progress.finish();
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! Every command of `cargo xtask` and its options (each options type is the
+//! lab's, beside the code that reads it).
+
+use clap::{Parser, Subcommand};
+
+/// `cargo xtask <command>`: the project's tasks.
+#[derive(Parser, Debug)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Build, simulate, test and benchmark the AVR post-quantum KEMs",
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// What CI runs: fmt, clippy and rustdoc (warnings denied), every test, the AVR
+    /// builds, the simulated differential and KAT tests, the AVR constant-time
+    /// check, the valgrind secret-independence check and a short fuzzing run
+    Ci,
+    /// Check what this machine can do (Debian rustc-web with avr-none, avr-gcc, the
+    /// simulator headers, mosquitto) and, as root, apt-get update + install what is
+    /// missing or too old; otherwise print the commands
+    Setup(avr_lab::setup::SetupArgs),
+    /// Cross-build firmware images and report flash and static RAM
+    BuildAvr(avr_lab::build_avr::BuildArgs),
+    /// Randomised differential test of the ring operations (firmware in simavr vs
+    /// modarith) and official KAT records reproduced by the firmware
+    SimTest(avr_lab::simtest::SimTestArgs),
+    /// Constant-time check in simavr: every KEM operation takes the same cycles
+    /// (and per-address instruction counts) for every input
+    Ct(avr_lab::ct::CtArgs),
+    /// Cycles, stack and code size of every operation in simavr (with --device: on a
+    /// board over its serial port); writes benchmarks/MCU/*.json, benchmarks/latest.json
+    /// and docs/benchmarks.*
+    Bench(avr_lab::bench::BenchArgs),
+    /// Write a firmware image to a board with avrdude (bootloader or UPDI adapter)
+    Flash(avr_lab::flash::FlashArgs),
+    /// A simulated ATmega1284p board on a pseudo-terminal: try `bench --device`
+    /// and `kem-mqtt serial-bridge` without a board
+    SimPty(avr_lab::bench::SimPtyArgs),
+    /// The KEM-MQTT/1 sensor handshake of every suite on the AVR against the host broker
+    /// (with --broker: one suite's sensor against a real MQTT broker over TCP)
+    Mqtt(avr_lab::mqtt::MqttArgs),
+    /// The simulated AVR sensor end to end through mosquitto (plugin, and gateway):
+    /// mosquitto_sub must print its reading
+    E2e(avr_lab::e2e::E2eArgs),
+    /// A fleet of host sensors against mosquitto (plugin, and gateway) on loopback:
+    /// handshakes/s, latency, records/s, broker CPU and RSS → docs/benchmarks.md
+    MqttLoad(avr_lab::mqtt_load::MqttLoadArgs),
+    /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
+    Kat(avr_lab::kat::KatArgs),
+    /// CTRU-Light decryption-failure rate (revision 1): the exact noise law, the decoder's
+    /// failure region, block-shared secrets, checked against the real code path
+    /// (runs the `ctru-light-dfr` binary; its options follow, see `--help`)
+    #[command(disable_help_flag = true)]
+    Dfr {
+        /// Options of `ctru-light-dfr` (`--keys`, `--per-key`, `--seed`, `--mc`, `--help`)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
+    Report,
+}
+
+impl Cmd {
+    /// Whether the command builds or simulates firmware (and so needs the machine set up).
+    pub fn needs_machine(&self) -> bool {
+        matches!(
+            self,
+            Cmd::Ci
+                | Cmd::Bench(_)
+                | Cmd::Flash(_)
+                | Cmd::SimPty(_)
+                | Cmd::SimTest(_)
+                | Cmd::Ct(_)
+                | Cmd::Mqtt(_)
+                | Cmd::E2e(_)
+                | Cmd::BuildAvr(_)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+
+    use super::*;
+    use avr_lab::{args, ct, mqtt, simtest};
+
+    fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().copied()))
+    }
+
+    fn error(argv: &[&str]) -> (ErrorKind, String) {
+        let e = parse(argv).expect_err("must be refused");
+        (e.kind(), e.to_string())
+    }
+
+    #[test]
+    fn every_command_has_help() {
+        for cmd in [
+            "ci",
+            "setup",
+            "build-avr",
+            "sim-test",
+            "ct",
+            "bench",
+            "mqtt",
+            "kat",
+            "report",
+        ] {
+            assert_eq!(error(&[cmd, "--help"]).0, ErrorKind::DisplayHelp, "{cmd} --help");
+        }
+        assert_eq!(error(&["--help"]).0, ErrorKind::DisplayHelp);
+    }
+
+    #[test]
+    fn unknown_commands_and_options_are_refused_by_name() {
+        let (kind, text) = error(&["frobnicate"]);
+        assert_eq!(kind, ErrorKind::InvalidSubcommand);
+        assert!(text.contains("frobnicate"), "{text}");
+        let (kind, text) = error(&["bench", "--fast"]);
+        assert_eq!(kind, ErrorKind::UnknownArgument);
+        assert!(text.contains("--fast"), "{text}");
+    }
+
+    #[test]
+    fn numbers_are_parsed_or_refused() {
+        let (kind, text) = error(&["ct", "--count", "abc"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(text.contains("--count") && text.contains("abc"), "{text}");
+        // Below the minimum: refused, not silently raised.
+        assert_eq!(error(&["ct", "--count", "1"]).0, ErrorKind::ValueValidation);
+        assert_eq!(error(&["mqtt", "--seeds", "0"]).0, ErrorKind::ValueValidation);
+        assert_eq!(
+            error(&["kat", "--scheme", "lightsaber", "--count", "0"]).0,
+            ErrorKind::ValueValidation
+        );
+        match parse(&["ct", "--count", "8", "--jobs", "1"]).unwrap().command {
+            Cmd::Ct(a) => assert_eq!((a.count, a.jobs), (8, 1)),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_mcus_name_the_supported_ones() {
+        let (kind, text) = error(&["sim-test", "--mcu", "atmega328p"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(
+            text.contains("atmega328p") && text.contains("atmega1284p, atmega4808"),
+            "{text}"
+        );
+        match parse(&["bench", "--mcu", "atmega4808"]).unwrap().command {
+            Cmd::Bench(a) => assert_eq!(a.mcu.name, "atmega4808"),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn dfr_hands_every_option_to_its_binary() {
+        match parse(&["dfr", "--keys", "5", "--help"]).unwrap().command {
+            Cmd::Dfr { args } => assert_eq!(args, ["--keys", "5", "--help"]),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kat_needs_a_scheme_and_a_48_byte_seed() {
+        assert_eq!(error(&["kat"]).0, ErrorKind::MissingRequiredArgument);
+        let (kind, text) = error(&["kat", "--scheme", "lightsaber", "--master-seed", "00ff"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(text.contains("48 bytes, got 2"), "{text}");
+    }
+
+    #[test]
+    fn only_building_commands_set_up_the_machine() {
+        assert!(parse(&["bench"]).unwrap().command.needs_machine());
+        assert!(parse(&["ci"]).unwrap().command.needs_machine());
+        assert!(!parse(&["report"]).unwrap().command.needs_machine());
+        assert!(!parse(&["kat", "--scheme", "lightsaber"])
+            .unwrap()
+            .command
+            .needs_machine());
+    }
+
+    #[test]
+    fn ci_internal_argument_lists_parse() {
+        args::<simtest::SimTestArgs>(&["sim-test", "--mcu", "atmega4808", "--kat", "1", "--require-fit"]).unwrap();
+        args::<mqtt::MqttArgs>(&["mqtt", "--seeds", "3"]).unwrap();
+        assert!(args::<ct::CtArgs>(&["ct", "--count", "x"]).is_err());
+    }
+}
