@@ -1,6 +1,6 @@
 """Smoke test of the ATmega4808 firmware in yasimavr (simavr has no megaAVR-0 model).
 
-    python3 firmware/avr/yasim_smoke.py target/avr-atmega4808/avr-none/release/firmware.elf
+    python3 firmware/avr/yasim_smoke.py target/avr-atmega4808/images/rings/firmware.elf
 
 Sends PING, ECHO and one Kyber forward NTT over USART0 with the avr-harness
 protocol, then EXIT, and checks that the MCU stops (cli; sleep with SEN).

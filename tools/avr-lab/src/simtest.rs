@@ -79,7 +79,7 @@ fn yasimavr_smoke(mcu: target::Mcu, no_build: bool) -> Result<(), String> {
         ));
     }
     let elf = if no_build {
-        target::target_dir(mcu).join("avr-none/release/firmware.elf")
+        target::Image::rings().elf(mcu)
     } else {
         avr::build(mcu)?.elf
     };

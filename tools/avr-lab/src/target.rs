@@ -214,20 +214,16 @@ impl Image {
             .collect()
     }
 
-    /// The image's target directory for `mcu`.
+    /// The image's own directory for `mcu`: its ELF, the files it is
+    /// built from (provisioned keys) and the simulators' request files.
+    /// (Cargo builds every image of an MCU in [`target_dir`].)
     pub fn target_dir(&self, mcu: Mcu) -> PathBuf {
-        if self.name == "rings" {
-            target_dir(mcu)
-        } else {
-            util::workspace_root()
-                .join("target")
-                .join(format!("avr-{}-{}", mcu.name, self.name))
-        }
+        target_dir(mcu).join("images").join(&self.name)
     }
 
-    /// The ELF the build writes.
+    /// The image's ELF (copied there from the MCU's build directory).
     pub fn elf(&self, mcu: Mcu) -> PathBuf {
-        self.target_dir(mcu).join("avr-none/release/firmware.elf")
+        self.target_dir(mcu).join("firmware.elf")
     }
 }
 
