@@ -162,6 +162,36 @@ mod tests {
         }
     }
 
+    /// Issue #35: a misspelt image or scheme is a usage error (exit 2)
+    /// while parsing, which `main` does before the machine check (which, as
+    /// root, may run apt-get).
+    #[test]
+    fn unknown_images_and_schemes_are_refused_while_parsing() {
+        for argv in [
+            &["build-avr", "--image", "kyberr"][..],
+            &["flash", "--image", "kyberr", "--port", "/dev/ttyUSB0"],
+            &["sim-pty", "--image", "kyberr"],
+            &["bench", "--device", "/dev/ttyUSB0", "--image", "kyberr"],
+        ] {
+            let (kind, text) = error(argv);
+            assert_eq!(kind, ErrorKind::ValueValidation, "{argv:?}");
+            assert!(
+                text.contains("unknown image `kyberr`") && text.contains("known: all"),
+                "{text}"
+            );
+        }
+        let (kind, text) = error(&["kat", "--scheme", "nope"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(
+            text.contains("unknown scheme `nope`") && text.contains("ml-kem-512"),
+            "{text}"
+        );
+        for image in ["rings", "all", "kyber", "mqtt-ml-kem-512-x25519"] {
+            parse(&["build-avr", "--image", image]).unwrap_or_else(|e| panic!("{image}: {e}"));
+        }
+        parse(&["kat", "--scheme", "ctru-light-ascon"]).unwrap();
+    }
+
     #[test]
     fn dfr_hands_every_option_to_its_binary() {
         match parse(&["dfr", "--keys", "5", "--help"]).unwrap().command {

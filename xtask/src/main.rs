@@ -11,6 +11,9 @@ mod flags;
 use flags::{Cli, Cmd};
 
 fn main() -> ExitCode {
+    // When the reader of the output goes away (`cargo xtask … | head`), end
+    // quietly as other Unix tools do, not with a panic on a failed print.
+    sigpipe::reset();
     let raw: Vec<String> = std::env::args().skip(1).collect();
     // clap prints --help and usage errors itself (exit 0 for help, 2 for errors).
     let cli = Cli::parse();

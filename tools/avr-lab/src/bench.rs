@@ -98,7 +98,7 @@ pub struct BenchArgs {
     pub device: Option<String>,
     /// The image the board runs (with --device): rings, a KEM image
     /// (kyber512-r3, ml-kem-512, lightsaber, ctru-…) or a sensor image (mqtt-…)
-    #[arg(long, requires = "device")]
+    #[arg(long, requires = "device", value_parser = crate::target::image_name)]
     pub image: Option<String>,
     /// The board's UART speed (default: what the firmware sets at 20 MHz,
     /// 2,500,000 on the ATmega1284p, 1,250,000 on the ATmega4808)
@@ -330,7 +330,7 @@ fn bench_image(ctx: &Ctx, name: &str, filter: &str, no_build: bool) -> Result<(V
 #[derive(clap::Parser, Debug)]
 pub struct SimPtyArgs {
     /// The image the simulated ATmega1284p runs (rings, a KEM image, a sensor image)
-    #[arg(long)]
+    #[arg(long, value_parser = crate::target::image_name)]
     pub image: String,
     /// Use the image already built
     #[arg(long)]

@@ -11,7 +11,7 @@ pub struct BuildArgs {
     pub mcu: Mcu,
     /// The image: rings, kyber, saber, ctru-sha3, ctru-ascon, a KEM name,
     /// mqtt-KEM[-x25519], or all
-    #[arg(long, default_value = "rings")]
+    #[arg(long, default_value = "rings", value_parser = crate::target::image_name)]
     pub image: String,
 }
 

@@ -34,7 +34,7 @@ pub struct FlashArgs {
     pub mcu: Mcu,
     /// The image to flash: rings, a KEM image (kyber512-r3, ml-kem-512,
     /// lightsaber, ctru-…) or a sensor image (`mqtt-<kem>[-x25519]`)
-    #[arg(long)]
+    #[arg(long, value_parser = crate::target::image_name)]
     pub image: String,
     /// The board's serial port (bootloader) or the UPDI adapter's, e.g. /dev/ttyUSB0
     #[arg(long)]

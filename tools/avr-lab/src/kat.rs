@@ -11,7 +11,7 @@ use crate::util::workspace_root;
 #[derive(clap::Parser, Debug)]
 pub struct KatArgs {
     /// The scheme: ml-kem-512, kyber512-r3, lightsaber, ctru-light-sha3, ctru-light-ascon
-    #[arg(long)]
+    #[arg(long, value_parser = scheme_name)]
     pub scheme: String,
     /// The NIST DRBG master seed, 48 bytes in hex (default: 00 01 … 2F)
     #[arg(long, value_parser = master_seed)]
@@ -31,6 +31,18 @@ fn master_seed(hex: &str) -> Result<[u8; 48], String> {
     rsp::hex_decode(hex)?
         .try_into()
         .map_err(|b: Vec<u8>| format!("needs 48 bytes, got {}", b.len()))
+}
+
+/// A scheme name as the command line gives it, checked against the
+/// registry (a usage error, exit 2, before anything runs).
+fn scheme_name(name: &str) -> Result<String, String> {
+    match Scheme::from_name(name) {
+        Some(_) => Ok(name.to_string()),
+        None => {
+            let names: Vec<_> = Scheme::ALL.iter().map(|s| s.name()).collect();
+            Err(format!("unknown scheme `{name}` (one of {})", names.join(", ")))
+        }
+    }
 }
 
 /// One `PQCgenKAT_kem` record of `scheme` (its default variant: every

@@ -313,6 +313,13 @@ pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
     }
 }
 
+/// An image name as the command line gives it, checked against the
+/// images there are (for clap: a misspelt `--image` is a usage error,
+/// exit 2, before anything is built or installed).
+pub fn image_name(name: &str) -> Result<String, String> {
+    images(MCUS[0], name).map(|_| name.to_string())
+}
+
 /// The KEM images of `mcu` serving a KEM whose name contains `filter`, with those KEMs.
 pub fn kem_images_matching(mcu: Mcu, filter: &str, no_build: bool) -> Vec<(Image, Vec<Kem>)> {
     kem_images(mcu)
