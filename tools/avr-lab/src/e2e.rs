@@ -87,7 +87,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let site = Site::topic_mode("e2e-topic")?;
     let state = Arc::new(BrokerState { secrets, registry });
     let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
-    let gateway = Gateway::connect_login(&site.addr(), state.clone(), GatewayConfig::default(), login)
+    let gateway = Gateway::connect_login(site.addr(), state.clone(), GatewayConfig::default(), login)
         .and_then(Gateway::spawn)
         .map_err(|e| format!("gateway: {e}"))?;
     let app = Subscriber::start(&site, "plain/#", 1, 60)?;
