@@ -21,70 +21,163 @@ fe25519_mul_avr:
 	push r17
 	push r28
 	push r29
-	movw r28, r22	; Y = a
-	movw r30, r20	; Z = b
-	push r24
-	push r25
-	in r26, 0x3d
-	in r27, 0x3e
-	subi r26, 128
-	sbci r27, 0
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, 128
+	sbci r29, 0
 	in r0, 0x3f
 	cli
-	out 0x3e, r27
+	out 0x3e, r29
 	out 0x3f, r0
-	out 0x3d, r26
-	adiw r26, 1		; X = t
+	out 0x3d, r28
+	adiw r28, 1		; Y = the frame
+	rcall fe25519_mul_int
+	adiw r28, 63
+	adiw r28, 63
+	adiw r28, 1
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28	; SP = the frame's last byte: closed
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_mul_avr, . - fe25519_mul_avr
+	.global fe25519_sqr_avr
+	.type fe25519_sqr_avr, @function
+fe25519_sqr_avr:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, 98
+	sbci r29, 0
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
+	adiw r28, 1		; Y = the frame
+	rcall fe25519_sqr_int
+	adiw r28, 63
+	adiw r28, 34
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28	; SP = the frame's last byte: closed
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_sqr_avr, . - fe25519_sqr_avr
+	.type fe25519_mul_int, @function
+fe25519_mul_int:
 	clr r2
-	adiw r26, 63
-	adiw r26, 33		; X = t + 96: |aL - aH|, then |bL - bH|
-	ldd r3, Y+0
-	ldd r22, Y+16
+	push r24
+	push r25	; r
+	movw r24, r22	; a
+	movw r26, r28
+	subi r26, lo8(-96)
+	sbci r27, hi8(-96)	; X = |aL - aH|
+	movw r30, r24
+	ldd r3, Z+0
+	ldd r22, Z+16
 	sub r3, r22
-	ldd r4, Y+1
-	ldd r22, Y+17
+	ldd r4, Z+1
+	ldd r22, Z+17
 	sbc r4, r22
-	ldd r5, Y+2
-	ldd r22, Y+18
+	ldd r5, Z+2
+	ldd r22, Z+18
 	sbc r5, r22
-	ldd r6, Y+3
-	ldd r22, Y+19
+	ldd r6, Z+3
+	ldd r22, Z+19
 	sbc r6, r22
-	ldd r7, Y+4
-	ldd r22, Y+20
+	ldd r7, Z+4
+	ldd r22, Z+20
 	sbc r7, r22
-	ldd r8, Y+5
-	ldd r22, Y+21
+	ldd r8, Z+5
+	ldd r22, Z+21
 	sbc r8, r22
-	ldd r9, Y+6
-	ldd r22, Y+22
+	ldd r9, Z+6
+	ldd r22, Z+22
 	sbc r9, r22
-	ldd r10, Y+7
-	ldd r22, Y+23
+	ldd r10, Z+7
+	ldd r22, Z+23
 	sbc r10, r22
-	ldd r11, Y+8
-	ldd r22, Y+24
+	ldd r11, Z+8
+	ldd r22, Z+24
 	sbc r11, r22
-	ldd r12, Y+9
-	ldd r22, Y+25
+	ldd r12, Z+9
+	ldd r22, Z+25
 	sbc r12, r22
-	ldd r13, Y+10
-	ldd r22, Y+26
+	ldd r13, Z+10
+	ldd r22, Z+26
 	sbc r13, r22
-	ldd r14, Y+11
-	ldd r22, Y+27
+	ldd r14, Z+11
+	ldd r22, Z+27
 	sbc r14, r22
-	ldd r15, Y+12
-	ldd r22, Y+28
+	ldd r15, Z+12
+	ldd r22, Z+28
 	sbc r15, r22
-	ldd r16, Y+13
-	ldd r22, Y+29
+	ldd r16, Z+13
+	ldd r22, Z+29
 	sbc r16, r22
-	ldd r17, Y+14
-	ldd r22, Y+30
+	ldd r17, Z+14
+	ldd r22, Z+30
 	sbc r17, r22
-	ldd r18, Y+15
-	ldd r22, Y+31
+	ldd r18, Z+15
+	ldd r22, Z+31
 	sbc r18, r22
 	sbc r23, r23		; 0xFF on a borrow
 	eor r3, r23
@@ -135,6 +228,7 @@ fe25519_mul_avr:
 	st X+, r16
 	st X+, r17
 	st X+, r18
+	movw r30, r20
 	ldd r3, Z+0
 	ldd r22, Z+16
 	sub r3, r22
@@ -183,39 +277,39 @@ fe25519_mul_avr:
 	ldd r18, Z+15
 	ldd r22, Z+31
 	sbc r18, r22
-	sbc r24, r24		; 0xFF on a borrow
-	eor r3, r24
-	eor r4, r24
-	eor r5, r24
-	eor r6, r24
-	eor r7, r24
-	eor r8, r24
-	eor r9, r24
-	eor r10, r24
-	eor r11, r24
-	eor r12, r24
-	eor r13, r24
-	eor r14, r24
-	eor r15, r24
-	eor r16, r24
-	eor r17, r24
-	eor r18, r24
-	sub r3, r24		; (d ^ mask) - mask = |d|
-	sbc r4, r24		; (d ^ mask) - mask = |d|
-	sbc r5, r24		; (d ^ mask) - mask = |d|
-	sbc r6, r24		; (d ^ mask) - mask = |d|
-	sbc r7, r24		; (d ^ mask) - mask = |d|
-	sbc r8, r24		; (d ^ mask) - mask = |d|
-	sbc r9, r24		; (d ^ mask) - mask = |d|
-	sbc r10, r24		; (d ^ mask) - mask = |d|
-	sbc r11, r24		; (d ^ mask) - mask = |d|
-	sbc r12, r24		; (d ^ mask) - mask = |d|
-	sbc r13, r24		; (d ^ mask) - mask = |d|
-	sbc r14, r24		; (d ^ mask) - mask = |d|
-	sbc r15, r24		; (d ^ mask) - mask = |d|
-	sbc r16, r24		; (d ^ mask) - mask = |d|
-	sbc r17, r24		; (d ^ mask) - mask = |d|
-	sbc r18, r24		; (d ^ mask) - mask = |d|
+	sbc r19, r19		; 0xFF on a borrow
+	eor r3, r19
+	eor r4, r19
+	eor r5, r19
+	eor r6, r19
+	eor r7, r19
+	eor r8, r19
+	eor r9, r19
+	eor r10, r19
+	eor r11, r19
+	eor r12, r19
+	eor r13, r19
+	eor r14, r19
+	eor r15, r19
+	eor r16, r19
+	eor r17, r19
+	eor r18, r19
+	sub r3, r19		; (d ^ mask) - mask = |d|
+	sbc r4, r19		; (d ^ mask) - mask = |d|
+	sbc r5, r19		; (d ^ mask) - mask = |d|
+	sbc r6, r19		; (d ^ mask) - mask = |d|
+	sbc r7, r19		; (d ^ mask) - mask = |d|
+	sbc r8, r19		; (d ^ mask) - mask = |d|
+	sbc r9, r19		; (d ^ mask) - mask = |d|
+	sbc r10, r19		; (d ^ mask) - mask = |d|
+	sbc r11, r19		; (d ^ mask) - mask = |d|
+	sbc r12, r19		; (d ^ mask) - mask = |d|
+	sbc r13, r19		; (d ^ mask) - mask = |d|
+	sbc r14, r19		; (d ^ mask) - mask = |d|
+	sbc r15, r19		; (d ^ mask) - mask = |d|
+	sbc r16, r19		; (d ^ mask) - mask = |d|
+	sbc r17, r19		; (d ^ mask) - mask = |d|
+	sbc r18, r19		; (d ^ mask) - mask = |d|
 	st X+, r3
 	st X+, r4
 	st X+, r5
@@ -232,917 +326,1477 @@ fe25519_mul_avr:
 	st X+, r16
 	st X+, r17
 	st X+, r18
-	eor r23, r24		; 0xFF if (aL - aH)(bL - bH) < 0
-	movw r24, r30	; b
-	movw r26, r28	; X = a
-	in r28, 0x3d
-	in r29, 0x3e
-	adiw r28, 1		; Y = t
-	rcall fe25519_mul128	; L = aL bL -> t[0..32]
+	eor r23, r19
+	com r23		; n = 0xFF: the signs agree, M is subtracted
+	movw r26, r24	; X = a
+	movw r24, r20	; b
+	rcall fe25519_mul128	; L = aL bL -> Y+0
 	adiw r24, 16
 	adiw r28, 32
-	rcall fe25519_mul128	; H = aH bH -> t[32..64]
+	rcall fe25519_mul128	; H = aH bH -> Y+32
 	movw r26, r28
 	adiw r26, 63
 	adiw r26, 1		; X = |aL - aH|
 	movw r24, r26
 	adiw r24, 16		; |bL - bH|
 	adiw r28, 32
-	rcall fe25519_mul128	; M -> t[64..96]
-	movw r30, r28	; Z = M
-	sbiw r28, 63
-	sbiw r28, 1		; Y = t
-	com r23		; n = 0xFF: M is subtracted
-	ldd r3, Y+16
-	ldd r21, Y+32
-	add r3, r21		; S = L1 + H0
-	ldd r4, Y+17
-	ldd r21, Y+33
-	adc r4, r21		; S = L1 + H0
-	ldd r5, Y+18
-	ldd r21, Y+34
-	adc r5, r21		; S = L1 + H0
-	ldd r6, Y+19
-	ldd r21, Y+35
-	adc r6, r21		; S = L1 + H0
-	ldd r7, Y+20
-	ldd r21, Y+36
-	adc r7, r21		; S = L1 + H0
-	ldd r8, Y+21
-	ldd r21, Y+37
-	adc r8, r21		; S = L1 + H0
-	ldd r9, Y+22
-	ldd r21, Y+38
-	adc r9, r21		; S = L1 + H0
-	ldd r10, Y+23
-	ldd r21, Y+39
-	adc r10, r21		; S = L1 + H0
-	ldd r11, Y+24
-	ldd r21, Y+40
-	adc r11, r21		; S = L1 + H0
-	ldd r12, Y+25
-	ldd r21, Y+41
-	adc r12, r21		; S = L1 + H0
-	ldd r13, Y+26
-	ldd r21, Y+42
-	adc r13, r21		; S = L1 + H0
-	ldd r14, Y+27
-	ldd r21, Y+43
-	adc r14, r21		; S = L1 + H0
-	ldd r15, Y+28
-	ldd r21, Y+44
-	adc r15, r21		; S = L1 + H0
-	ldd r16, Y+29
-	ldd r21, Y+45
-	adc r16, r21		; S = L1 + H0
-	ldd r17, Y+30
-	ldd r21, Y+46
-	adc r17, r21		; S = L1 + H0
-	ldd r18, Y+31
-	ldd r21, Y+47
-	adc r18, r21		; S = L1 + H0
+	rcall fe25519_mul128	; M -> Y+64
+	sbiw r28, 32
+	sbiw r28, 32
+	pop r25
+	pop r24
+	clr r2
+	movw r26, r24	; X = r
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = M
+	ldd r3, Y+0
+	ldd r24, Y+32
+	add r3, r24
+	ldd r4, Y+1
+	ldd r24, Y+33
+	adc r4, r24
+	ldd r5, Y+2
+	ldd r24, Y+34
+	adc r5, r24
+	ldd r6, Y+3
+	ldd r24, Y+35
+	adc r6, r24
+	ldd r7, Y+4
+	ldd r24, Y+36
+	adc r7, r24
+	ldd r8, Y+5
+	ldd r24, Y+37
+	adc r8, r24
+	ldd r9, Y+6
+	ldd r24, Y+38
+	adc r9, r24
+	ldd r10, Y+7
+	ldd r24, Y+39
+	adc r10, r24
+	ldd r11, Y+8
+	ldd r24, Y+40
+	adc r11, r24
+	ldd r12, Y+9
+	ldd r24, Y+41
+	adc r12, r24
+	ldd r13, Y+10
+	ldd r24, Y+42
+	adc r13, r24
+	ldd r14, Y+11
+	ldd r24, Y+43
+	adc r14, r24
+	ldd r15, Y+12
+	ldd r24, Y+44
+	adc r15, r24
+	ldd r16, Y+13
+	ldd r24, Y+45
+	adc r16, r24
+	ldd r17, Y+14
+	ldd r24, Y+46
+	adc r17, r24
+	ldd r18, Y+15
+	ldd r24, Y+47
+	adc r18, r24
+	clr r20
+	adc r20, r2	; the carry of L + H
+	mov r24, r23
+	lsl r24		; C = n & 1
+	ld r24, Z+
+	eor r24, r23
+	adc r3, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r4, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r5, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r6, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r7, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r8, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r9, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r10, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r11, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r12, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r13, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r14, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r15, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r16, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r17, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r18, r24
+	adc r20, r2	; and of (M ^ n): V1's carry in
+	ldi r22, 38
+	ldd r24, Y+63
+	mul r24, r22	; 38 H[31]
+	ldd r24, Y+31
+	add r0, r24
+	adc r1, r2
+	add r0, r18
+	adc r1, r2	; T = L[31] + V[15] + 38 H[31]
+	mov r24, r0
+	andi r24, 0x7F
+	std Z+17, r24	; u = T mod 128
+	lsl r0
+	rol r1		; q = T >> 7
+	ldi r24, 19
+	mul r1, r24
+	mov r19, r0	; 19 q: the low half's first carry
+	std Z+16, r1
+	ldd r24, Y+48
+	mul r24, r22
+	ldd r24, Y+16
+	add r0, r24
+	adc r1, r2
+	add r0, r3
+	adc r1, r2
+	mov r3, r0
+	mov r25, r1
+	ldd r24, Y+49
+	mul r24, r22
+	ldd r24, Y+17
+	add r0, r24
+	adc r1, r2
+	add r0, r4
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r4, r0
+	mov r25, r1
+	ldd r24, Y+50
+	mul r24, r22
+	ldd r24, Y+18
+	add r0, r24
+	adc r1, r2
+	add r0, r5
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r5, r0
+	mov r25, r1
+	ldd r24, Y+51
+	mul r24, r22
+	ldd r24, Y+19
+	add r0, r24
+	adc r1, r2
+	add r0, r6
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r6, r0
+	mov r25, r1
+	ldd r24, Y+52
+	mul r24, r22
+	ldd r24, Y+20
+	add r0, r24
+	adc r1, r2
+	add r0, r7
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r7, r0
+	mov r25, r1
+	ldd r24, Y+53
+	mul r24, r22
+	ldd r24, Y+21
+	add r0, r24
+	adc r1, r2
+	add r0, r8
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r8, r0
+	mov r25, r1
+	ldd r24, Y+54
+	mul r24, r22
+	ldd r24, Y+22
+	add r0, r24
+	adc r1, r2
+	add r0, r9
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r9, r0
+	mov r25, r1
+	ldd r24, Y+55
+	mul r24, r22
+	ldd r24, Y+23
+	add r0, r24
+	adc r1, r2
+	add r0, r10
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r10, r0
+	mov r25, r1
+	ldd r24, Y+56
+	mul r24, r22
+	ldd r24, Y+24
+	add r0, r24
+	adc r1, r2
+	add r0, r11
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r11, r0
+	mov r25, r1
+	ldd r24, Y+57
+	mul r24, r22
+	ldd r24, Y+25
+	add r0, r24
+	adc r1, r2
+	add r0, r12
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r12, r0
+	mov r25, r1
+	ldd r24, Y+58
+	mul r24, r22
+	ldd r24, Y+26
+	add r0, r24
+	adc r1, r2
+	add r0, r13
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r13, r0
+	mov r25, r1
+	ldd r24, Y+59
+	mul r24, r22
+	ldd r24, Y+27
+	add r0, r24
+	adc r1, r2
+	add r0, r14
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r14, r0
+	mov r25, r1
+	ldd r24, Y+60
+	mul r24, r22
+	ldd r24, Y+28
+	add r0, r24
+	adc r1, r2
+	add r0, r15
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r15, r0
+	mov r25, r1
+	ldd r24, Y+61
+	mul r24, r22
+	ldd r24, Y+29
+	add r0, r24
+	adc r1, r2
+	add r0, r16
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r16, r0
+	mov r25, r1
+	ldd r24, Y+62
+	mul r24, r22
+	ldd r24, Y+30
+	add r0, r24
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r17, r0
+	mov r25, r1
+	ldd r24, Z+17	; u
+	add r24, r25
+	mov r18, r24	; byte 31: u + the carry, below 256
+	ldd r25, Z+16	; 19 q's high byte
 	clr r21
+	ldd r24, Y+32
+	add r20, r24
 	adc r21, r2
-	std Y+32, r21		; c1
-	mov r19, r23
-	andi r19, 1		; the + 1 of -M = ~M + 1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+0
-	clr r20
-	add r19, r3
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+16, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+1
-	clr r19
-	add r20, r4
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+17, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+2
-	clr r20
-	add r19, r5
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+18, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+3
-	clr r19
-	add r20, r6
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+19, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+4
-	clr r20
-	add r19, r7
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+20, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+5
-	clr r19
-	add r20, r8
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+21, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+6
-	clr r20
-	add r19, r9
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+22, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+7
-	clr r19
-	add r20, r10
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+23, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+8
-	clr r20
-	add r19, r11
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+24, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+9
-	clr r19
-	add r20, r12
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+25, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+10
-	clr r20
-	add r19, r13
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+26, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+11
-	clr r19
-	add r20, r14
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+27, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+12
-	clr r20
-	add r19, r15
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+28, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+13
-	clr r19
-	add r20, r16
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+29, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+14
-	clr r20
-	add r19, r17
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+30, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+15
-	clr r19
-	add r20, r18
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+31, r20
-	ldd r27, Z+48
-	ldd r26, Z+49		; X = r
-	ldd r21, Y+32
-	add r19, r21		; c1 at byte 32
-	clr r24
-	ldi r25, 38
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+48
-	clr r20
-	add r19, r3
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+0
-	add r0, r21
-	adc r1, r2
+	ldd r24, Y+16
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+48
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+0
 	add r0, r24
 	adc r1, r2
+	add r0, r19
+	adc r1, r25
 	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+49
-	clr r19
-	add r20, r4
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+1
-	add r0, r21
-	adc r1, r2
+	mov r19, r1
+	clr r20
+	ldd r24, Y+33
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+17
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+49
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+1
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+50
-	clr r20
-	add r19, r5
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+2
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+34
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+18
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+50
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+2
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+51
-	clr r19
-	add r20, r6
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+3
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+35
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+19
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+51
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+3
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+52
-	clr r20
-	add r19, r7
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+4
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+36
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+20
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+52
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+4
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+53
-	clr r19
-	add r20, r8
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+5
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+37
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+21
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+53
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+5
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+54
-	clr r20
-	add r19, r9
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+6
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+38
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+22
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+54
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+6
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+55
-	clr r19
-	add r20, r10
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+7
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+39
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+23
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+55
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+7
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+56
-	clr r20
-	add r19, r11
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+8
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+40
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+24
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+56
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+8
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+57
-	clr r19
-	add r20, r12
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+9
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+41
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+25
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+57
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+9
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+58
-	clr r20
-	add r19, r13
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+10
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+42
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+26
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+58
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+10
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+59
-	clr r19
-	add r20, r14
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+11
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+43
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+27
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+59
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+11
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+60
-	clr r20
-	add r19, r15
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+12
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+44
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+28
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+60
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+12
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+61
-	clr r19
-	add r20, r16
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+13
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+45
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+29
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+61
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+13
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+62
-	clr r20
-	add r19, r17
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+14
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+46
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+30
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+62
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+14
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+63
-	clr r19
-	add r20, r18
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+15
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+47
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+31
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+63
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+15
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	mov r17, r24
-	ldi r16, 38
-	ldd r21, Y+32
-	add r19, r21		; c1 at byte 48
-	ldd r21, Y+48
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+16
-	add r0, r21
-	adc r1, r2
-	add r0, r17
+	add r0, r19
 	adc r1, r2
 	st X+, r0
-	mov r17, r1
-	ldd r21, Y+49
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+17
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+50
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+18
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+51
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+19
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+52
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+20
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+53
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+21
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+54
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+22
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+55
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+23
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+56
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+24
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+57
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+25
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+58
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+26
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+59
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+27
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+60
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+28
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+61
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+29
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+62
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+30
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+63
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+31
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	movw r24, r26
-	sbiw r24, 32		; r
-	movw r26, r24
-	mul r17, r16
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	clr r17
-	adc r17, r2	; the last carry (0 or 1)
-	mul r17, r16
-	movw r26, r24
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X, r22
-	adiw r28, 63
-	adiw r28, 63
-	adiw r28, 3		; SP back above r's two bytes
-	in r0, 0x3f
-	cli
-	out 0x3e, r29
-	out 0x3f, r0
-	out 0x3d, r28
-	clr r1
-	pop r29
-	pop r28
-	pop r17
-	pop r16
-	pop r15
-	pop r14
-	pop r13
-	pop r12
-	pop r11
-	pop r10
-	pop r9
-	pop r8
-	pop r7
-	pop r6
-	pop r5
-	pop r4
-	pop r3
-	pop r2
+	mov r19, r1
+	add r20, r23	; n = 0xFF: M's 2^256 taken back
+	mul r20, r22
+	add r0, r19
+	add r3, r0
+	adc r4, r2
+	adc r5, r2
+	adc r6, r2
+	adc r7, r2
+	adc r8, r2
+	adc r9, r2
+	adc r10, r2
+	adc r11, r2
+	adc r12, r2
+	adc r13, r2
+	adc r14, r2
+	adc r15, r2
+	adc r16, r2
+	adc r17, r2
+	adc r18, r2
+	st X+, r3
+	st X+, r4
+	st X+, r5
+	st X+, r6
+	st X+, r7
+	st X+, r8
+	st X+, r9
+	st X+, r10
+	st X+, r11
+	st X+, r12
+	st X+, r13
+	st X+, r14
+	st X+, r15
+	st X+, r16
+	st X+, r17
+	st X+, r18
 	ret
-	.size fe25519_mul_avr, . - fe25519_mul_avr
+	.size fe25519_mul_int, . - fe25519_mul_int
+	.type fe25519_sqr_int, @function
+fe25519_sqr_int:
+	push r24
+	push r25	; r
+	movw r30, r22	; Z = a
+	movw r26, r28	; X = the frame
+	rcall fe25519_sqr128	; L = aL^2 -> Y+0
+	rcall fe25519_sqr128	; H = aH^2 -> Y+32
+	sbiw r30, 32
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+	ld r20, Z+
+	sub r3, r20
+	ld r20, Z+
+	sbc r4, r20
+	ld r20, Z+
+	sbc r5, r20
+	ld r20, Z+
+	sbc r6, r20
+	ld r20, Z+
+	sbc r7, r20
+	ld r20, Z+
+	sbc r8, r20
+	ld r20, Z+
+	sbc r9, r20
+	ld r20, Z+
+	sbc r10, r20
+	ld r20, Z+
+	sbc r11, r20
+	ld r20, Z+
+	sbc r12, r20
+	ld r20, Z+
+	sbc r13, r20
+	ld r20, Z+
+	sbc r14, r20
+	ld r20, Z+
+	sbc r15, r20
+	ld r20, Z+
+	sbc r16, r20
+	ld r20, Z+
+	sbc r17, r20
+	ld r20, Z+
+	sbc r18, r20
+	sbc r20, r20		; 0xFF on a borrow
+	eor r3, r20
+	eor r4, r20
+	eor r5, r20
+	eor r6, r20
+	eor r7, r20
+	eor r8, r20
+	eor r9, r20
+	eor r10, r20
+	eor r11, r20
+	eor r12, r20
+	eor r13, r20
+	eor r14, r20
+	eor r15, r20
+	eor r16, r20
+	eor r17, r20
+	eor r18, r20
+	sub r3, r20
+	sbc r4, r20
+	sbc r5, r20
+	sbc r6, r20
+	sbc r7, r20
+	sbc r8, r20
+	sbc r9, r20
+	sbc r10, r20
+	sbc r11, r20
+	sbc r12, r20
+	sbc r13, r20
+	sbc r14, r20
+	sbc r15, r20
+	sbc r16, r20
+	sbc r17, r20
+	sbc r18, r20
+	rcall fe25519_sqr128_regs	; M = (aL - aH)^2 -> Y+64
+	pop r25
+	pop r24
+	ldi r23, 0xFF	; M is subtracted
+	clr r2
+	movw r26, r24	; X = r
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = M
+	ldd r3, Y+0
+	ldd r24, Y+32
+	add r3, r24
+	ldd r4, Y+1
+	ldd r24, Y+33
+	adc r4, r24
+	ldd r5, Y+2
+	ldd r24, Y+34
+	adc r5, r24
+	ldd r6, Y+3
+	ldd r24, Y+35
+	adc r6, r24
+	ldd r7, Y+4
+	ldd r24, Y+36
+	adc r7, r24
+	ldd r8, Y+5
+	ldd r24, Y+37
+	adc r8, r24
+	ldd r9, Y+6
+	ldd r24, Y+38
+	adc r9, r24
+	ldd r10, Y+7
+	ldd r24, Y+39
+	adc r10, r24
+	ldd r11, Y+8
+	ldd r24, Y+40
+	adc r11, r24
+	ldd r12, Y+9
+	ldd r24, Y+41
+	adc r12, r24
+	ldd r13, Y+10
+	ldd r24, Y+42
+	adc r13, r24
+	ldd r14, Y+11
+	ldd r24, Y+43
+	adc r14, r24
+	ldd r15, Y+12
+	ldd r24, Y+44
+	adc r15, r24
+	ldd r16, Y+13
+	ldd r24, Y+45
+	adc r16, r24
+	ldd r17, Y+14
+	ldd r24, Y+46
+	adc r17, r24
+	ldd r18, Y+15
+	ldd r24, Y+47
+	adc r18, r24
+	clr r20
+	adc r20, r2	; the carry of L + H
+	mov r24, r23
+	lsl r24		; C = n & 1
+	ld r24, Z+
+	eor r24, r23
+	adc r3, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r4, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r5, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r6, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r7, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r8, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r9, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r10, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r11, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r12, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r13, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r14, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r15, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r16, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r17, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r18, r24
+	adc r20, r2	; and of (M ^ n): V1's carry in
+	ldi r22, 38
+	ldd r24, Y+63
+	mul r24, r22	; 38 H[31]
+	ldd r24, Y+31
+	add r0, r24
+	adc r1, r2
+	add r0, r18
+	adc r1, r2	; T = L[31] + V[15] + 38 H[31]
+	mov r24, r0
+	andi r24, 0x7F
+	std Z+17, r24	; u = T mod 128
+	lsl r0
+	rol r1		; q = T >> 7
+	ldi r24, 19
+	mul r1, r24
+	mov r19, r0	; 19 q: the low half's first carry
+	std Z+16, r1
+	ldd r24, Y+48
+	mul r24, r22
+	ldd r24, Y+16
+	add r0, r24
+	adc r1, r2
+	add r0, r3
+	adc r1, r2
+	mov r3, r0
+	mov r25, r1
+	ldd r24, Y+49
+	mul r24, r22
+	ldd r24, Y+17
+	add r0, r24
+	adc r1, r2
+	add r0, r4
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r4, r0
+	mov r25, r1
+	ldd r24, Y+50
+	mul r24, r22
+	ldd r24, Y+18
+	add r0, r24
+	adc r1, r2
+	add r0, r5
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r5, r0
+	mov r25, r1
+	ldd r24, Y+51
+	mul r24, r22
+	ldd r24, Y+19
+	add r0, r24
+	adc r1, r2
+	add r0, r6
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r6, r0
+	mov r25, r1
+	ldd r24, Y+52
+	mul r24, r22
+	ldd r24, Y+20
+	add r0, r24
+	adc r1, r2
+	add r0, r7
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r7, r0
+	mov r25, r1
+	ldd r24, Y+53
+	mul r24, r22
+	ldd r24, Y+21
+	add r0, r24
+	adc r1, r2
+	add r0, r8
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r8, r0
+	mov r25, r1
+	ldd r24, Y+54
+	mul r24, r22
+	ldd r24, Y+22
+	add r0, r24
+	adc r1, r2
+	add r0, r9
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r9, r0
+	mov r25, r1
+	ldd r24, Y+55
+	mul r24, r22
+	ldd r24, Y+23
+	add r0, r24
+	adc r1, r2
+	add r0, r10
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r10, r0
+	mov r25, r1
+	ldd r24, Y+56
+	mul r24, r22
+	ldd r24, Y+24
+	add r0, r24
+	adc r1, r2
+	add r0, r11
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r11, r0
+	mov r25, r1
+	ldd r24, Y+57
+	mul r24, r22
+	ldd r24, Y+25
+	add r0, r24
+	adc r1, r2
+	add r0, r12
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r12, r0
+	mov r25, r1
+	ldd r24, Y+58
+	mul r24, r22
+	ldd r24, Y+26
+	add r0, r24
+	adc r1, r2
+	add r0, r13
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r13, r0
+	mov r25, r1
+	ldd r24, Y+59
+	mul r24, r22
+	ldd r24, Y+27
+	add r0, r24
+	adc r1, r2
+	add r0, r14
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r14, r0
+	mov r25, r1
+	ldd r24, Y+60
+	mul r24, r22
+	ldd r24, Y+28
+	add r0, r24
+	adc r1, r2
+	add r0, r15
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r15, r0
+	mov r25, r1
+	ldd r24, Y+61
+	mul r24, r22
+	ldd r24, Y+29
+	add r0, r24
+	adc r1, r2
+	add r0, r16
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r16, r0
+	mov r25, r1
+	ldd r24, Y+62
+	mul r24, r22
+	ldd r24, Y+30
+	add r0, r24
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r17, r0
+	mov r25, r1
+	ldd r24, Z+17	; u
+	add r24, r25
+	mov r18, r24	; byte 31: u + the carry, below 256
+	ldd r25, Z+16	; 19 q's high byte
+	clr r21
+	ldd r24, Y+32
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+16
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+48
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+0
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r25
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+33
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+17
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+49
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+1
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+34
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+18
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+50
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+2
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+35
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+19
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+51
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+3
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+36
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+20
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+52
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+4
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+37
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+21
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+53
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+5
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+38
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+22
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+54
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+6
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+39
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+23
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+55
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+7
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+40
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+24
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+56
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+8
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+41
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+25
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+57
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+9
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+42
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+26
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+58
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+10
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+43
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+27
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+59
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+11
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+44
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+28
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+60
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+12
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+45
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+29
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+61
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+13
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+46
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+30
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+62
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+14
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+47
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+31
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+63
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+15
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	add r20, r23	; n = 0xFF: M's 2^256 taken back
+	mul r20, r22
+	add r0, r19
+	add r3, r0
+	adc r4, r2
+	adc r5, r2
+	adc r6, r2
+	adc r7, r2
+	adc r8, r2
+	adc r9, r2
+	adc r10, r2
+	adc r11, r2
+	adc r12, r2
+	adc r13, r2
+	adc r14, r2
+	adc r15, r2
+	adc r16, r2
+	adc r17, r2
+	adc r18, r2
+	st X+, r3
+	st X+, r4
+	st X+, r5
+	st X+, r6
+	st X+, r7
+	st X+, r8
+	st X+, r9
+	st X+, r10
+	st X+, r11
+	st X+, r12
+	st X+, r13
+	st X+, r14
+	st X+, r15
+	st X+, r16
+	st X+, r17
+	st X+, r18
+	ret
+	.size fe25519_sqr_int, . - fe25519_sqr_int
 	.type fe25519_mul128, @function
 fe25519_mul128:
 	ld r3, X+
@@ -2361,3381 +3015,770 @@ fe25519_mul128:
 	std Y+31, r21	; the row's carry byte
 	ret
 	.size fe25519_mul128, . - fe25519_mul128
-	.global fe25519_sqr_avr
-	.type fe25519_sqr_avr, @function
-fe25519_sqr_avr:
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	push r10
-	push r11
-	push r12
-	push r13
-	push r14
-	push r15
-	push r16
-	push r17
-	push r28
-	push r29
-	movw r28, r22	; Y = a
-	push r24
-	push r25
-	in r26, 0x3d
-	in r27, 0x3e
-	subi r26, 64
-	sbci r27, 0
-	in r0, 0x3f
-	cli
-	out 0x3e, r27
-	out 0x3f, r0
-	out 0x3d, r26
-	adiw r26, 1		; X = t
-	movw r24, r22	; a, for the diagonal (r is on the stack now)
+	.type fe25519_sqr128, @function
+fe25519_sqr128:
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+fe25519_sqr128_regs:
 	clr r2
-	; row 0: a[0..8] * a[j], j > i
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 1
+	mul r3, r3
+	movw r24, r0
 	clr r19
-	clr r20
-	clr r21
+	st X+, r24
+	clr r24
+	mul r3, r4	; column 1: its lone product, twice
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r5	; column 2: its lone product, twice
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	mul r4, r4
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
 	st X+, r19
 	clr r19
-	ld r12, Z+
-	mul r3, r12
+	mul r3, r6	; column 3
+	movw r20, r0
+	clr r22
+	mul r4, r5
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r7	; column 4
+	movw r20, r0
+	clr r22
+	mul r4, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r5, r5
+	add r25, r0
 	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r8	; column 5
+	movw r20, r0
+	clr r22
+	mul r4, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
 	st X+, r19
 	clr r19
-	ld r15, Z+
-	mul r3, r15
+	mul r3, r9	; column 6
+	movw r20, r0
+	clr r22
+	mul r4, r8
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r14
+	adc r22, r2
+	mul r5, r7
 	add r20, r0
 	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r6, r6
+	add r24, r0
+	adc r25, r1
 	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
+	st X+, r24
+	clr r24
+	mul r3, r10	; column 7
+	movw r20, r0
+	clr r22
+	mul r4, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r11	; column 8
+	movw r20, r0
+	clr r22
+	mul r4, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r7, r7
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	st X+, r19
 	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r11, Z+
-	mul r3, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	mul r3, r12	; column 9
+	movw r20, r0
+	clr r22
 	mul r4, r11
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r5, r18
+	adc r22, r2
+	mul r5, r10
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r6, r17
+	adc r22, r2
+	mul r6, r9
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r7, r16
+	adc r22, r2
+	mul r7, r8
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r8, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r13	; column 10
+	movw r20, r0
+	clr r22
 	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r14
+	adc r22, r2
+	mul r6, r10
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r5, r13
+	adc r22, r2
+	mul r7, r9
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r8, r8
+	add r25, r0
 	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	st X+, r19	; the row's carry byte
-	; row 1: a[8..16] * a[j], j > i
-	sbiw r26, 23		; X = t + 17
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 9
-	clr r19
-	clr r20
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r14	; column 11
+	movw r20, r0
+	clr r22
 	mul r4, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r5, r12
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r6, r11
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r7, r18
+	adc r22, r2
+	mul r7, r10
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r8, r17
+	adc r22, r2
+	mul r8, r9
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
 	st X+, r19
 	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	mul r3, r15	; column 12
+	movw r20, r0
+	clr r22
 	mul r4, r14
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r5, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r6, r12
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r7, r11
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r8, r18
+	adc r22, r2
+	mul r8, r10
 	add r20, r0
 	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r9, r9
+	add r24, r0
+	adc r25, r1
 	adc r19, r2
-	mul r9, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	st X+, r24
+	clr r24
+	mul r3, r16	; column 13
+	movw r20, r0
+	clr r22
 	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r17
+	adc r22, r2
+	mul r9, r10
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	st X+, r19	; the row's carry byte
-	; row 2: a[16..24] * a[j], j > i
-	sbiw r26, 15		; X = t + 33
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 17
-	clr r19
-	clr r20
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r17	; column 14
+	movw r20, r0
+	clr r22
 	mul r4, r16
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r5, r15
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r6, r14
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r7, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r8, r12
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r9, r11
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r4, r18
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r10, r10
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r5, r18
+	mul r3, r18	; column 15
+	movw r20, r0
+	clr r22
+	mul r4, r17
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
+	mul r5, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r4, r18	; column 16
+	movw r20, r0
+	clr r22
+	mul r5, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r11, r11
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r5, r18	; column 17
+	movw r20, r0
+	clr r22
 	mul r6, r17
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r7, r16
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r8, r15
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r9, r14
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r10, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r8, r18
+	adc r22, r2
+	mul r11, r12
 	add r20, r0
 	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r6, r18	; column 18
+	movw r20, r0
+	clr r22
+	mul r7, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r12, r12
+	add r24, r0
+	adc r25, r1
 	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r7, r18	; column 19
+	movw r20, r0
+	clr r22
+	mul r8, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r8, r18	; column 20
+	movw r20, r0
+	clr r22
 	mul r9, r17
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	mul r10, r16
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	adc r22, r2
+	mul r11, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r13, r13
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r9, r18	; column 21
+	movw r20, r0
+	clr r22
 	mul r10, r17
-	add r21, r0
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r10, r18	; column 22
+	movw r20, r0
+	clr r22
+	mul r11, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r14, r14
+	add r25, r0
 	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r11, r18	; column 23
+	movw r20, r0
+	clr r22
+	mul r12, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
 	st X+, r19
 	clr r19
-	st X+, r20	; the row's carry byte
-	; row 3: a[24..32] * a[j], j > i
-	sbiw r26, 7		; X = t + 49
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 25
-	clr r19
-	clr r20
-	clr r21
-	ld r12, Z+
-	mul r3, r12
+	mul r12, r18	; column 24
+	movw r20, r0
+	clr r22
+	mul r13, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r15, r15
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r13, r18	; column 25
+	movw r20, r0
+	clr r22
+	mul r14, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r15, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r14, r18	; column 26
+	movw r20, r0
+	clr r22
+	mul r15, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r16, r16
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	st X+, r19
 	clr r19
-	ld r13, Z+
-	mul r3, r13
+	mul r15, r18	; column 27
+	movw r20, r0
+	clr r22
+	mul r16, r17
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r16, r18	; column 28: its lone product, twice
+	add r25, r0
 	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
+	adc r24, r2
+	add r25, r0
 	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
+	adc r24, r2
+	mul r17, r17
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r17, r18	; column 29: its lone product, twice
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
+	adc r24, r1
+	adc r25, r2
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	st X+, r19
 	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
+	mul r18, r18
+	add r24, r0
+	adc r25, r1
 	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	st X+, r20
-	clr r20
-	st X+, r21	; the row's carry byte
-	movw r28, r26
-	sbiw r28, 63
-	sbiw r28, 1		; Y = t
-	movw r30, r24	; Z = a
-	adiw r26, 1
-	ld r24, X		; r, pushed before the frame
-	ld r25, -X
-	movw r26, r24		; X = r
-	ldi r16, 38
-	clr r3
-	clr r4
-	clr r6
-	clr r17
-	ldd r5, Y+31
-	rol r5		; C = bit 255 of T, the high half's first doubled-in bit
-	clr r5
-	rol r5
-	ldd r18, Y+0
-	ldd r19, Y+1
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+0
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+32
-	ldd r21, Y+33
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+16
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+2
-	ldd r19, Y+3
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+1
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+34
-	ldd r21, Y+35
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+17
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+4
-	ldd r19, Y+5
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+2
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+36
-	ldd r21, Y+37
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+18
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+6
-	ldd r19, Y+7
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+3
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+38
-	ldd r21, Y+39
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+19
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+8
-	ldd r19, Y+9
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+4
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+40
-	ldd r21, Y+41
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+20
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+10
-	ldd r19, Y+11
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+5
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+42
-	ldd r21, Y+43
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+21
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+12
-	ldd r19, Y+13
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+6
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+44
-	ldd r21, Y+45
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+22
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+14
-	ldd r19, Y+15
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+7
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+46
-	ldd r21, Y+47
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+23
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+16
-	ldd r19, Y+17
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+8
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+48
-	ldd r21, Y+49
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+24
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+18
-	ldd r19, Y+19
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+9
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+50
-	ldd r21, Y+51
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+25
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+20
-	ldd r19, Y+21
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+10
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+52
-	ldd r21, Y+53
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+26
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+22
-	ldd r19, Y+23
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+11
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+54
-	ldd r21, Y+55
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+27
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+24
-	ldd r19, Y+25
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+12
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+56
-	ldd r21, Y+57
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+28
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+26
-	ldd r19, Y+27
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+13
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+58
-	ldd r21, Y+59
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+29
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+28
-	ldd r19, Y+29
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+14
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+60
-	ldd r21, Y+61
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+30
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+30
-	ldd r19, Y+31
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+15
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+62
-	ldd r21, Y+63
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+31
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	add r17, r4		; the low diagonal chain's carry: 2^256 = 38 more
-	movw r26, r24
-	mul r17, r16
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	clr r17
-	adc r17, r2	; the last carry (0 or 1)
-	mul r17, r16
-	movw r26, r24
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X, r22
-	adiw r28, 63
-	adiw r28, 2		; SP back above r's two bytes
-	in r0, 0x3f
-	cli
-	out 0x3e, r29
-	out 0x3f, r0
-	out 0x3d, r28
-	clr r1
-	pop r29
-	pop r28
-	pop r17
-	pop r16
-	pop r15
-	pop r14
-	pop r13
-	pop r12
-	pop r11
-	pop r10
-	pop r9
-	pop r8
-	pop r7
-	pop r6
-	pop r5
-	pop r4
-	pop r3
-	pop r2
+	st X+, r24
+	st X+, r25
 	ret
-	.size fe25519_sqr_avr, . - fe25519_sqr_avr
+	.size fe25519_sqr128, . - fe25519_sqr128
 	.global fe25519_add_avr
 	.type fe25519_add_avr, @function
 fe25519_add_avr:

@@ -1,0 +1,533 @@
+"""Emits the multiplication and squaring modulo p = 2^255 - 19 for
+gen_fe25519.py: one level of Karatsuba over 16-byte halves, X = 2^128,
+
+    a b = L + X V + X^2 H,   L = aL bL,  H = aH bH,  V = aL bH + aH bL,
+
+folded with X^2 = 2^256 = 38 (mod p) as
+
+    a b = R = L0 + 38 (H0 + V1) + X (L1 + V0 + 38 H1)   (mod p)
+
+(L0, L1 the low and high 16 bytes of L, and so on; V1 = V >> 128, V's top
+bit included), top first: q = floor((L[31] + V[15] + 38 H[31]) / 128), the
+multiples of 2^255 that byte 31 of R holds before any carry reaches it,
+leaves the top and comes back as 19 q at byte 0, so r = R - q p is below
+170 * 2^248 with no second fold. `field::mul_portable` is the same
+definition in Rust, the reference the assembly is tested against.
+
+Multiplication: M = |aL - aH| |bL - bH| and V = L + H - s M, s the sign
+of (aL - aH)(bL - bH), applied by a mask n (0xFF: M is subtracted, as
+L + H + ~M + 1 - 2^256). The three 16x16-byte products are
+`fe25519_mul128`: operand caching, two rows each holding 8 bytes of a in
+registers (r3..r10) while a window of 8 bytes of b (r11..r18, b[j] in
+register j mod 8) slides along b one load per column; each byte product is
+`mul` + add/adc/adc into a 24-bit accumulator renamed per column
+(r19..r21), and the second row adds the first row's bytes it overlaps.
+
+Squaring: L = aL^2, H = aH^2, M = (aL - aH)^2 and V = L + H - M (always
+subtracted), each by `fe25519_sqr128`: the 16 bytes in registers
+(r3..r18) and product scanning, column k summing its off-diagonal products
+once in a fresh 24-bit accumulator, doubling it and adding it and the
+column's square to the running sum (136 byte products instead of 256).
+
+The fold (`combine`): V0 = (L + H + (M ^ n) + (n & 1))[0..16] into 16
+registers; q, u = the top estimate mod 128 and 19 q; the high half
+L1 + V0 + 38 H1 replaces V0 in its registers (byte 31 is u plus the
+carry); then the low half L0 + 38 (H0 + V1), V1's bytes made on the way
+(W = H0 + L1 + H1 + (M1 ^ n) with the carries of V0's two chains), with
+19 q as its first carry, is stored; its last carry and 38 (W's carry - (n
+& 1)) join the high half, which is stored. Every count is fixed, no branch
+or address depends on the data.
+
+Internal routines (`fe25519_mul_int`, `fe25519_sqr_int`): r25:r24 = r,
+r23:r22 = a (and r21:r20 = b), Y = a scratch frame of MUL_FRAME
+(SQR_FRAME) bytes the caller owns: L, H, M at Y+0, +32, +64, then
+|aL - aH|, |bL - bH| at +96, +112 (two bytes of the fold at +96, +97 once
+they are dead). They clobber r0..r27, r30, r31 and keep Y; r1 is not
+cleared. The C-ABI routines of gen_fe25519.py wrap them.
+
+`looped` (the compact file): the multiplication's two rows are one loop
+over one row body (the first row adds into bytes cleared beforehand) and
+the fold keeps V0 and the high half in memory, in loops.
+"""
+
+MUL_FRAME = 128  # L, H, M, |aL - aH|, |bL - bH|
+SQR_FRAME = 98  # L, H, M, the fold's two bytes
+
+A_ROW = [f"r{i}" for i in range(3, 11)]  # mul128: the row's 8 bytes of a
+WINDOW = [f"r{i}" for i in range(11, 19)]  # b[j] lives in WINDOW[j % 8]
+ACC = ["r19", "r20", "r21"]
+ZERO = "r2"
+
+
+def row(e, products, first_col, last_col, existing_below, load, out_y):
+    """One row: columns first_col..last_col, column c summing the byte
+    products `products(c)` in the rotating 24-bit accumulator; `load(c)`
+    emits the window load of column c. Column c is t[out_y + c] under Y;
+    the bytes below `existing_below` (in columns), written by an earlier row,
+    are added two at a time (an even count) at the column's start through
+    r22 and r0. The row's final carry byte goes to column last_col + 1."""
+    acc = list(ACC)
+    for r in acc:
+        e(f"\tclr {r}")
+    for c in range(first_col, last_col + 1):
+        if c < existing_below and (c - first_col) % 2 == 0:
+            e(f"\tldd r22, Y+{out_y + c}")
+            e(f"\tldd r0, Y+{out_y + c + 1}")
+            e(f"\tadd {acc[0]}, r22")
+            e(f"\tadc {acc[1]}, r0")
+            e(f"\tadc {acc[2]}, {ZERO}")
+        load(c)
+        for x, y in products(c):
+            e(f"\tmul {x}, {y}")
+            e(f"\tadd {acc[0]}, r0")
+            e(f"\tadc {acc[1]}, r1")
+            e(f"\tadc {acc[2]}, {ZERO}")
+        e(f"\tstd Y+{out_y + c}, {acc[0]}")
+        e(f"\tclr {acc[0]}")
+        acc = acc[1:] + acc[:1]
+    e(f"\tstd Y+{out_y + last_col + 1}, {acc[0]}\t; the row's carry byte")
+
+
+def mul_row(e, existing_below, out_y):
+    """One operand-caching row: the next 8 bytes of a (X+) times the 16
+    bytes of b (r25:r24), into t at Y + out_y."""
+    for r in A_ROW:
+        e(f"\tld {r}, X+")
+    e("\tmovw r30, r24\t; Z = b")
+
+    def products(c):
+        return [(A_ROW[u], WINDOW[(c - u) % 8]) for u in range(max(0, c - 15), min(7, c) + 1)]
+
+    def load(c):
+        if c < 16:
+            e(f"\tld {WINDOW[c % 8]}, Z+")
+
+    row(e, products, 0, 22, existing_below, load, out_y)
+
+
+def emit_mul128(e, looped=False):
+    """Local subroutine: Y[0..32] = a[0..16] * b[0..16]. In: X = a (left at
+    a + 16), r25:r24 = b and Y = out (both kept), r2 = 0. Clobbers r0, r1,
+    r3..r22 and Z; keeps r2 and r23. `looped`: one row body run twice, the
+    first row adding into Y[0..16] cleared beforehand."""
+    e("\t.type fe25519_mul128, @function")
+    e("fe25519_mul128:")
+    if looped:
+        for i in range(16):
+            e(f"\tstd Y+{i}, {ZERO}")
+        e("\tpush r23\t; the row count's register")
+        e("\tldi r23, 2")
+        e("1:")
+        mul_row(e, 16, 0)
+        e("\tadiw r28, 8")
+        e("\tdec r23")
+        e("\tbreq 2f")
+        e("\trjmp 1b")
+        e("2:")
+        e("\tsbiw r28, 16")
+        e("\tpop r23")
+    else:
+        mul_row(e, 0, 0)
+        mul_row(e, 16, 8)
+    e("\tret")
+    e("\t.size fe25519_mul128, . - fe25519_mul128")
+
+
+SQ_A = [f"r{i}" for i in range(3, 19)]  # sqr128: the 16 bytes
+SQ_O = ["r20", "r21", "r22"]  # a column's off-diagonal sum (r20 even: movw)
+SQ_R = ["r24", "r25", "r19"]  # the running sum (r24 even: movw at column 0)
+
+
+def emit_sqr128(e):
+    """Local subroutine: X[0..32] = a^2 for 16 bytes a, X advanced by 32.
+    `fe25519_sqr128` loads a from Z+ (Z advanced by 16); `fe25519_sqr128_regs`
+    finds it in r3..r18. Product scanning with a in registers: column k
+    sums its off-diagonal products a_i a_j (i < j) in a fresh accumulator,
+    doubles it (or adds a lone product twice) and adds it and a_(k/2)^2 to
+    the running sum, whose low byte is stored. Clobbers r0..r25, r2 = 0 on
+    return; keeps Y."""
+    e("\t.type fe25519_sqr128, @function")
+    e("fe25519_sqr128:")
+    for r in SQ_A:
+        e(f"\tld {r}, Z+")
+    e("fe25519_sqr128_regs:")
+    e(f"\tclr {ZERO}")
+    R = list(SQ_R)
+    O = SQ_O
+    n = 16
+    for k in range(2 * n - 1):
+        pairs = [(i, k - i) for i in range(max(0, k - n + 1), n) if i < k - i]
+        if k == 0:
+            e(f"\tmul {SQ_A[0]}, {SQ_A[0]}")
+            e(f"\tmovw {R[0]}, r0")
+            e(f"\tclr {R[2]}")
+        else:
+            if len(pairs) == 1:
+                i, j = pairs[0]
+                e(f"\tmul {SQ_A[i]}, {SQ_A[j]}\t; column {k}: its lone product, twice")
+                for _ in range(2):
+                    e(f"\tadd {R[0]}, r0")
+                    e(f"\tadc {R[1]}, r1")
+                    e(f"\tadc {R[2]}, {ZERO}")
+            elif pairs:
+                for t, (i, j) in enumerate(pairs):
+                    e(f"\tmul {SQ_A[i]}, {SQ_A[j]}" + (f"\t; column {k}" if t == 0 else ""))
+                    if t == 0:
+                        e(f"\tmovw {O[0]}, r0")
+                        e(f"\tclr {O[2]}")
+                    else:
+                        e(f"\tadd {O[0]}, r0")
+                        e(f"\tadc {O[1]}, r1")
+                        e(f"\tadc {O[2]}, {ZERO}")
+                e(f"\tlsl {O[0]}")
+                e(f"\trol {O[1]}")
+                e(f"\trol {O[2]}")
+                e(f"\tadd {R[0]}, {O[0]}")
+                e(f"\tadc {R[1]}, {O[1]}")
+                e(f"\tadc {R[2]}, {O[2]}")
+            if k % 2 == 0:
+                j = k // 2
+                e(f"\tmul {SQ_A[j]}, {SQ_A[j]}")
+                e(f"\tadd {R[0]}, r0")
+                e(f"\tadc {R[1]}, r1")
+                e(f"\tadc {R[2]}, {ZERO}")
+        e(f"\tst X+, {R[0]}")
+        R = R[1:] + R[:1]
+        if k < 2 * n - 2:
+            e(f"\tclr {R[2]}")
+    e(f"\tst X+, {R[0]}")
+    e("\tret")
+    e("\t.size fe25519_sqr128, . - fe25519_sqr128")
+
+
+def abs_difference(e, base, mask):
+    """|low - high| of the 16-byte halves at `base` (Y or Z, not moved),
+    stored to X+ (computed in r3..r18, r22 a temporary); `mask` = 0xFF if
+    low < high, else 0."""
+    regs = [f"r{i}" for i in range(3, 19)]
+    for i, r in enumerate(regs):
+        e(f"\tldd {r}, {base}+{i}")
+        e(f"\tldd r22, {base}+{16 + i}")
+        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r22")
+    e(f"\tsbc {mask}, {mask}\t\t; 0xFF on a borrow")
+    for r in regs:
+        e(f"\teor {r}, {mask}")
+    for i, r in enumerate(regs):
+        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, {mask}\t\t; (d ^ mask) - mask = |d|")
+    for r in regs:
+        e(f"\tst X+, {r}")
+
+
+V = [f"r{i}" for i in range(3, 19)]  # V0, then the high half of r
+
+
+def emit_combine(e, looped=False):
+    """The fold (see the module's docstring). In: Y = the frame (L, H, M at
+    +0, +32, +64), r23 = n, r25:r24 = r. Registers: r2 zero, r19 the low
+    half's carry, r20/r21 the W sum and its carry (renamed per byte), r22 =
+    38, r24 a temporary, r25 the high half's carry (q's 19 q high byte in
+    the low half's first byte), X = r, Z walks M. `looped`: V0 and the high
+    half are kept in r's high 16 bytes instead of registers."""
+    e(f"\tclr {ZERO}")
+    e("\tmovw r26, r24\t; X = r")
+    e("\tmovw r30, r28")
+    e("\tsubi r30, lo8(-64)")
+    e("\tsbci r31, hi8(-64)\t; Z = M")
+    if looped:
+        combine_looped(e)
+        return
+    # V0 = L + H + (M ^ n) + (n & 1), bytes 0..15, in two chains.
+    for j in range(16):
+        e(f"\tldd {V[j]}, Y+{j}")
+        e(f"\tldd r24, Y+{32 + j}")
+        e(f"\t{'add' if j == 0 else 'adc'} {V[j]}, r24")
+    e("\tclr r20")
+    e(f"\tadc r20, {ZERO}\t; the carry of L + H")
+    e("\tmov r24, r23")
+    e("\tlsl r24\t\t; C = n & 1")
+    for j in range(16):
+        e("\tld r24, Z+")
+        e("\teor r24, r23")
+        e(f"\tadc {V[j]}, r24")
+    e(f"\tadc r20, {ZERO}\t; and of (M ^ n): V1's carry in")
+    top_estimate(e, V[15])
+    # The high half L1 + V0 + 38 H1, into V0's registers.
+    for j in range(15):
+        e(f"\tldd r24, Y+{48 + j}")
+        e("\tmul r24, r22")
+        e(f"\tldd r24, Y+{16 + j}")
+        e("\tadd r0, r24")
+        e(f"\tadc r1, {ZERO}")
+        e(f"\tadd r0, {V[j]}")
+        e(f"\tadc r1, {ZERO}")
+        if j:
+            e("\tadd r0, r25")
+            e(f"\tadc r1, {ZERO}")
+        e(f"\tmov {V[j]}, r0")
+        e("\tmov r25, r1")
+    e("\tldd r24, Z+17\t; u")
+    e("\tadd r24, r25")
+    e(f"\tmov {V[15]}, r24\t; byte 31: u + the carry, below 256")
+    e("\tldd r25, Z+16\t; 19 q's high byte")
+    lo, hi = low_half(e, lambda j: j)
+    late_carry(e, lo)
+    e(f"\tadd {V[0]}, r0")
+    for j in range(1, 16):
+        e(f"\tadc {V[j]}, {ZERO}")
+    for j in range(16):
+        e(f"\tst X+, {V[j]}")
+
+
+def top_estimate(e, v15):
+    """r22 = 38; T = L[31] + V[15] + 38 H[31] (below 2^14); u = T mod 128 to
+    Z+17, q = T >> 7, 19 q's low byte to r19, its high byte to Z+16. Z =
+    M + 16 on entry."""
+    e("\tldi r22, 38")
+    e("\tldd r24, Y+63")
+    e("\tmul r24, r22\t; 38 H[31]")
+    e("\tldd r24, Y+31")
+    e("\tadd r0, r24")
+    e(f"\tadc r1, {ZERO}")
+    e(f"\tadd r0, {v15}")
+    e(f"\tadc r1, {ZERO}\t; T = L[31] + V[15] + 38 H[31]")
+    e("\tmov r24, r0")
+    e("\tandi r24, 0x7F")
+    e("\tstd Z+17, r24\t; u = T mod 128")
+    e("\tlsl r0")
+    e("\trol r1\t\t; q = T >> 7")
+    e("\tldi r24, 19")
+    e("\tmul r1, r24")
+    e("\tmov r19, r0\t; 19 q: the low half's first carry")
+    e("\tstd Z+16, r1")
+
+
+def low_half(e, l0_offset):
+    """The low half L0 + 38 W, W = H0 + L1 + H1 + (M1 ^ n) + V1's carry in
+    (r20), stored to X+; Z walks M1. Returns the registers (lo, hi): lo holds
+    W's final carry. `l0_offset(j)` is L0[j]'s displacement under Y."""
+    lo, hi = "r20", "r21"
+    for j in range(16):
+        e(f"\tclr {hi}")
+        for off in (32 + j, 16 + j, 48 + j):  # H0, L1, H1
+            e(f"\tldd r24, Y+{off}")
+            e(f"\tadd {lo}, r24")
+            e(f"\tadc {hi}, {ZERO}")
+        e("\tld r24, Z+")
+        e("\teor r24, r23\t; M1 ^ n")
+        e(f"\tadd {lo}, r24")
+        e(f"\tadc {hi}, {ZERO}")
+        e(f"\tmul {lo}, r22")
+        e(f"\tldd r24, Y+{l0_offset(j)}")
+        e("\tadd r0, r24")
+        e(f"\tadc r1, {ZERO}")
+        e("\tadd r0, r19")
+        e(f"\tadc r1, {'r25' if j == 0 else ZERO}")
+        e("\tst X+, r0")
+        e("\tmov r19, r1")
+        lo, hi = hi, lo
+    return lo, hi
+
+
+def late_carry(e, lo):
+    """r0 = the low half's last carry + 38 (W's carry - (n & 1)) (below
+    160): what reaches byte 16."""
+    e(f"\tadd {lo}, r23\t; n = 0xFF: M's 2^256 taken back")
+    e(f"\tmul {lo}, r22")
+    e("\tadd r0, r19")
+
+
+def combine_looped(e):
+    """`emit_combine` in loops, V0 and the high half in r[16..32]."""
+    # V0 = L + H + (M ^ n) + (n & 1) into r[16..32], in one chain of three
+    # terms: the running sum in r20 (byte) and r21 (its carry).
+    e("\tadiw r26, 16\t; X = r + 16")
+    e("\tmov r20, r23")
+    e("\tandi r20, 1\t; n & 1")
+    e("\tldi r19, 16")
+    e("1:")
+    e("\tclr r21")
+    e("\tldd r24, Y+0")
+    e("\tadd r20, r24")
+    e(f"\tadc r21, {ZERO}")
+    e("\tldd r24, Y+32")
+    e("\tadd r20, r24")
+    e(f"\tadc r21, {ZERO}")
+    e("\tld r24, Z+")
+    e("\teor r24, r23")
+    e("\tadd r20, r24")
+    e(f"\tadc r21, {ZERO}")
+    e("\tst X+, r20")
+    e("\tmov r20, r21")
+    e("\tadiw r28, 1")
+    e("\tdec r19")
+    e("\tbrne 1b")
+    e("\tsbiw r28, 16\t; Y = the frame again")
+    e("\tld r3, -X\t; V[15]")
+    top_estimate(e, "r3")
+    # The high half L1 + V0 + 38 H1 into r[16..31], byte 31 = u + carry.
+    e("\tsbiw r26, 15\t; X = r + 16")
+    e("\tclr r25")
+    e("\tldi r21, 15")
+    e("2:")
+    e("\tldd r24, Y+48")
+    e("\tmul r24, r22")
+    e("\tldd r24, Y+16")
+    e("\tadd r0, r24")
+    e(f"\tadc r1, {ZERO}")
+    e("\tld r24, X")
+    e("\tadd r0, r24")
+    e(f"\tadc r1, {ZERO}")
+    e("\tadd r0, r25")
+    e(f"\tadc r1, {ZERO}")
+    e("\tst X+, r0")
+    e("\tmov r25, r1")
+    e("\tadiw r28, 1")
+    e("\tdec r21")
+    e("\tbrne 2b")
+    e("\tsbiw r28, 15")
+    e("\tldd r24, Z+17\t; u")
+    e("\tadd r24, r25")
+    e("\tst X, r24\t; byte 31: u + the carry, below 256")
+    e("\tldd r25, Z+16\t; 19 q's high byte")
+    # The low half to r[0..16].
+    e("\tsbiw r26, 31\t; X = r")
+    e("\tldi r18, 16")
+    e("\tclr r21")
+    e("3:")
+    for off in (32, 16, 48):
+        e(f"\tldd r24, Y+{off}")
+        e("\tadd r20, r24")
+        e(f"\tadc r21, {ZERO}")
+    e("\tld r24, Z+")
+    e("\teor r24, r23\t; M1 ^ n")
+    e("\tadd r20, r24")
+    e(f"\tadc r21, {ZERO}")
+    e("\tmul r20, r22")
+    e("\tld r24, Y+")
+    e("\tadd r0, r24")
+    e(f"\tadc r1, {ZERO}")
+    e("\tadd r0, r19")
+    e("\tadc r1, r25\t; 19 q's high byte, then 0")
+    e("\tclr r25")
+    e("\tst X+, r0")
+    e("\tmov r19, r1")
+    e("\tmov r20, r21")
+    e("\tclr r21")
+    e("\tdec r18")
+    e("\tbrne 3b")
+    e("\tsbiw r28, 16")
+    late_carry(e, "r20")
+    # r[16..32] += r0, carried through.
+    e("\tld r24, X")
+    e("\tadd r24, r0")
+    e("\tst X+, r24")
+    e("\tldi r18, 15")
+    e("4:")
+    e("\tld r24, X")
+    e(f"\tadc r24, {ZERO}")
+    e("\tst X+, r24")
+    e("\tdec r18")
+    e("\tbrne 4b")
+
+
+def emit_mul_int(e, looped=False):
+    """fe25519_mul_int (see the module's docstring)."""
+    e("\t.type fe25519_mul_int, @function")
+    e("fe25519_mul_int:")
+    e(f"\tclr {ZERO}")
+    e("\tpush r24")
+    e("\tpush r25\t; r")
+    e("\tmovw r24, r22\t; a")
+    e("\tmovw r26, r28")
+    e("\tsubi r26, lo8(-96)")
+    e("\tsbci r27, hi8(-96)\t; X = |aL - aH|")
+    e("\tmovw r30, r24")
+    if looped:
+        abs_difference_looped(e, "r23")
+    else:
+        abs_difference(e, "Z", "r23")
+    e("\tmovw r30, r20")
+    if looped:
+        abs_difference_looped(e, "r19")
+    else:
+        abs_difference(e, "Z", "r19")
+    e("\teor r23, r19")
+    e("\tcom r23\t\t; n = 0xFF: the signs agree, M is subtracted")
+    e("\tmovw r26, r24\t; X = a")
+    e("\tmovw r24, r20\t; b")
+    e("\trcall fe25519_mul128\t; L = aL bL -> Y+0")
+    e("\tadiw r24, 16")
+    e("\tadiw r28, 32")
+    e("\trcall fe25519_mul128\t; H = aH bH -> Y+32")
+    e("\tmovw r26, r28")
+    e("\tadiw r26, 63")
+    e("\tadiw r26, 1\t\t; X = |aL - aH|")
+    e("\tmovw r24, r26")
+    e("\tadiw r24, 16\t\t; |bL - bH|")
+    e("\tadiw r28, 32")
+    e("\trcall fe25519_mul128\t; M -> Y+64")
+    e("\tsbiw r28, 32")
+    e("\tsbiw r28, 32")
+    e("\tpop r25")
+    e("\tpop r24")
+    emit_combine(e, looped)
+    e("\tret")
+    e("\t.size fe25519_mul_int, . - fe25519_mul_int")
+
+
+def abs_difference_looped(e, mask):
+    """`abs_difference` of Z's halves to X+ in loops (Z, X advanced by 16;
+    r3..r18, r22 clobbered): the difference to X, then X - 16 negated
+    under the mask."""
+    e("\tldi r22, 16")
+    e("\tclc")
+    e("1:")
+    e("\tldd r3, Z+16")
+    e("\tld r4, Z+")
+    e("\tsbc r4, r3")
+    e("\tst X+, r4")
+    e("\tdec r22")
+    e("\tbrne 1b")
+    e(f"\tsbc {mask}, {mask}\t\t; 0xFF on a borrow")
+    e("\tsbiw r26, 16")
+    e("\tmov r3, " + mask)
+    e("\tlsl r3\t\t; C = mask & 1")
+    e("\tldi r22, 16")
+    e("2:")
+    e("\tld r4, X")
+    e(f"\teor r4, {mask}")
+    e(f"\tadc r4, {ZERO}\t; (d ^ mask) + (mask & 1)")
+    e("\tst X+, r4")
+    e("\tdec r22")
+    e("\tbrne 2b")
+
+
+def emit_sqr_int(e, looped=False):
+    """fe25519_sqr_int (see the module's docstring)."""
+    e("\t.type fe25519_sqr_int, @function")
+    e("fe25519_sqr_int:")
+    e("\tpush r24")
+    e("\tpush r25\t; r")
+    e("\tmovw r30, r22\t; Z = a")
+    e("\tmovw r26, r28\t; X = the frame")
+    e("\trcall fe25519_sqr128\t; L = aL^2 -> Y+0")
+    e("\trcall fe25519_sqr128\t; H = aH^2 -> Y+32")
+    e("\tsbiw r30, 32")
+    # |aL - aH| into r3..r18.
+    for r in SQ_A:
+        e(f"\tld {r}, Z+")
+    for i, r in enumerate(SQ_A):
+        e("\tld r20, Z+")
+        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
+    e("\tsbc r20, r20\t\t; 0xFF on a borrow")
+    for r in SQ_A:
+        e(f"\teor {r}, r20")
+    for i, r in enumerate(SQ_A):
+        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
+    e("\trcall fe25519_sqr128_regs\t; M = (aL - aH)^2 -> Y+64")
+    e("\tpop r25")
+    e("\tpop r24")
+    e("\tldi r23, 0xFF\t; M is subtracted")
+    emit_combine(e, looped)
+    e("\tret")
+    e("\t.size fe25519_sqr_int, . - fe25519_sqr_int")
