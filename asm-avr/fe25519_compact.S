@@ -317,6 +317,32 @@ fe25519_sqr_int:
 	rcall fe25519_sqr128	; L = aL^2 -> Y+0
 	rcall fe25519_sqr128	; H = aH^2 -> Y+32
 	sbiw r30, 32
+	push r26
+	push r27
+	ldi r22, 16
+	clc
+1:
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	dec r22
+	brne 1b
+	sbc r20, r20		; 0xFF on a borrow
+	sbiw r26, 16
+	mov r3, r20
+	lsl r3		; C = mask & 1
+	ldi r22, 16
+2:
+	ld r4, X
+	eor r4, r20
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	dec r22
+	brne 2b
+	pop r27
+	pop r26
+	movw r30, r26
 	ld r3, Z+
 	ld r4, Z+
 	ld r5, Z+
@@ -333,71 +359,6 @@ fe25519_sqr_int:
 	ld r16, Z+
 	ld r17, Z+
 	ld r18, Z+
-	ld r20, Z+
-	sub r3, r20
-	ld r20, Z+
-	sbc r4, r20
-	ld r20, Z+
-	sbc r5, r20
-	ld r20, Z+
-	sbc r6, r20
-	ld r20, Z+
-	sbc r7, r20
-	ld r20, Z+
-	sbc r8, r20
-	ld r20, Z+
-	sbc r9, r20
-	ld r20, Z+
-	sbc r10, r20
-	ld r20, Z+
-	sbc r11, r20
-	ld r20, Z+
-	sbc r12, r20
-	ld r20, Z+
-	sbc r13, r20
-	ld r20, Z+
-	sbc r14, r20
-	ld r20, Z+
-	sbc r15, r20
-	ld r20, Z+
-	sbc r16, r20
-	ld r20, Z+
-	sbc r17, r20
-	ld r20, Z+
-	sbc r18, r20
-	sbc r20, r20		; 0xFF on a borrow
-	eor r3, r20
-	eor r4, r20
-	eor r5, r20
-	eor r6, r20
-	eor r7, r20
-	eor r8, r20
-	eor r9, r20
-	eor r10, r20
-	eor r11, r20
-	eor r12, r20
-	eor r13, r20
-	eor r14, r20
-	eor r15, r20
-	eor r16, r20
-	eor r17, r20
-	eor r18, r20
-	sub r3, r20
-	sbc r4, r20
-	sbc r5, r20
-	sbc r6, r20
-	sbc r7, r20
-	sbc r8, r20
-	sbc r9, r20
-	sbc r10, r20
-	sbc r11, r20
-	sbc r12, r20
-	sbc r13, r20
-	sbc r14, r20
-	sbc r15, r20
-	sbc r16, r20
-	sbc r17, r20
-	sbc r18, r20
 	rcall fe25519_sqr128_regs	; M = (aL - aH)^2 -> Y+64
 	pop r25
 	pop r24
@@ -2128,6 +2089,7 @@ fe25519_mul_small_avr:
 	brne 1b
 	ldi r18, 38
 	mov r14, r18
+	clr r15
 	mul r22, r14
 	movw r18, r0
 	mul r16, r14
@@ -2135,8 +2097,7 @@ fe25519_mul_small_avr:
 	mul r23, r14
 	add r19, r0
 	adc r20, r1
-	clr r15
-	adc r21, r15		; r21:r18 = 38·carry
+	adc r21, r15	; 38 * the carry
 	movw r26, r24
 	ld r0, X
 	add r0, r18
@@ -2799,3 +2760,514 @@ fe25519_invert_avr_wipe:
 	pop r2
 	ret
 	.size fe25519_invert_avr, . - fe25519_invert_avr
+	.global fe25519_ladder_step
+	.type fe25519_ladder_step, @function
+fe25519_ladder_step:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	push r20		; small (public)
+	movw r28, r24	; Y = ws
+	mov r24, r22
+	neg r24		; the swap mask
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	clr r3
+	clr r25
+	clr r26
+	ldi r27, 8
+1:
+	; bytes 0..3
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r12, Z+0
+	ldd r16, Z+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r13, Z+1
+	ldd r17, Z+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r14, Z+2
+	ldd r18, Z+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	ldd r15, Z+3
+	ldd r19, Z+35
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+0, r20
+	std Y+1, r21
+	std Y+2, r22
+	std Y+3, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+32, r4
+	std Y+33, r5
+	std Y+34, r6
+	std Y+35, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+32, r12
+	std Z+33, r13
+	std Z+34, r14
+	std Z+35, r15
+	adiw r28, 4
+	adiw r30, 4
+	dec r27
+	breq 2f
+	rjmp 1b
+2:
+	sbiw r28, 32
+	sbiw r30, 32
+	mov r20, r2
+	mov r21, r3
+	mov r22, r25
+	mov r23, r26
+	movw r26, r28
+	mov r18, r20
+	rcall fe25519_fold_add
+	adiw r28, 32
+	movw r26, r28
+	mov r18, r21
+	rcall fe25519_fold_sub
+	movw r26, r30
+	mov r18, r22
+	rcall fe25519_fold_add
+	adiw r30, 32
+	movw r26, r30
+	mov r18, r23
+	rcall fe25519_fold_sub
+	subi r28, lo8(-256)
+	sbci r29, hi8(-256)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(160)
+	sbci r25, hi8(160)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r20, r28
+	subi r20, lo8(288)
+	sbci r21, hi8(288)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(128)
+	sbci r25, hi8(128)
+	movw r22, r28
+	subi r22, lo8(224)
+	sbci r23, hi8(224)
+	movw r20, r28
+	subi r20, lo8(256)
+	sbci r21, hi8(256)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(96)
+	sbci r25, hi8(96)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(64)
+	sbci r25, hi8(64)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r30, r28
+	subi r30, lo8(288)
+	sbci r31, hi8(288)
+	subi r28, lo8(160)
+	sbci r29, hi8(160)	; Y = T0
+	clr r2
+	clr r3
+	ldi r27, 8
+1:
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+32, r4
+	std Z+33, r5
+	std Z+34, r6
+	std Z+35, r7
+	adiw r28, 4
+	adiw r30, 4
+	dec r27
+	brne 1b
+	sbiw r28, 32
+	sbiw r30, 32
+	mov r20, r2
+	mov r21, r3
+	movw r26, r30
+	mov r18, r20
+	rcall fe25519_fold_add
+	adiw r30, 32
+	movw r26, r30
+	mov r18, r21
+	rcall fe25519_fold_sub
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(224)
+	sbci r25, hi8(224)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	pop r20
+	push r20
+	tst r20
+	brne 1f
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(32)
+	sbci r23, hi8(32)
+	movw r20, r28
+	subi r20, lo8(192)
+	sbci r21, hi8(192)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	rjmp 2f
+1:
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r30, r28
+	subi r30, lo8(32)
+	sbci r31, hi8(32)
+	ld r18, Z+
+	ld r19, Z+
+	ld r20, Z
+	clr r21
+	call fe25519_mul_small_avr	; z3 = 9 (DA - CB)^2 (the base point)
+2:
+	movw r30, r28
+	subi r30, lo8(160)
+	sbci r31, hi8(160)
+	subi r28, lo8(96)
+	sbci r29, hi8(96)	; Y = T2
+	clr r3
+	ldi r27, 32
+	clc
+1:
+	ldd r5, Y+32
+	ld r4, Y+
+	sbc r4, r5
+	st Z+, r4	; E
+	dec r27
+	brne 1b
+	rol r3
+	sbiw r28, 32
+	sbiw r30, 32
+	mov r20, r3
+	movw r26, r30
+	mov r18, r20
+	rcall fe25519_fold_sub
+	subi r28, lo8(64)
+	sbci r29, hi8(64)	; Y = T0
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	ldi r16, 0x41
+	ldi r17, 0xDB
+	clr r20
+	clr r21
+	clr r22
+	clr r23
+	ldi r27, 32
+1:
+	ldd r4, Y+0	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+0	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+32, r20
+	adiw r28, 1
+	adiw r30, 1
+	mov r20, r21
+	mov r21, r22
+	mov r22, r23
+	clr r23
+	dec r27
+	brne 1b
+	sbiw r28, 32
+	sbiw r30, 32
+	ldi r24, 38
+	mul r20, r24
+	movw r4, r0
+	mul r22, r24
+	movw r6, r0
+	mul r21, r24
+	add r5, r0
+	adc r6, r1
+	adc r7, r2	; 38 * the carry
+	movw r26, r28
+	adiw r26, 32
+	ld r8, X
+	add r8, r4
+	st X+, r8
+	ld r8, X
+	adc r8, r5
+	st X+, r8
+	ld r8, X
+	adc r8, r6
+	st X+, r8
+	ld r8, X
+	adc r8, r7
+	st X+, r8
+	ldi r25, 28
+2:
+	ld r8, X
+	adc r8, r2
+	st X+, r8
+	dec r25
+	brne 2b
+	clr r4
+	adc r4, r2	; the last carry (0 or 1)
+	mul r4, r24
+	ldd r8, Y+32
+	add r8, r0
+	std Y+32, r8
+	ldd r8, Y+33
+	adc r8, r1
+	std Y+33, r8
+	ldd r8, Y+34
+	adc r8, r2
+	std Y+34, r8
+	ldd r8, Y+35
+	adc r8, r2
+	std Y+35, r8
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(288)
+	sbci r25, hi8(288)
+	movw r22, r28
+	subi r22, lo8(96)
+	sbci r23, hi8(96)
+	movw r20, r28
+	subi r20, lo8(64)
+	sbci r21, hi8(64)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(256)
+	sbci r25, hi8(256)
+	movw r22, r28
+	subi r22, lo8(160)
+	sbci r23, hi8(160)
+	movw r20, r28
+	subi r20, lo8(128)
+	sbci r21, hi8(128)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	pop r20
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_ladder_step, . - fe25519_ladder_step
+	.type fe25519_fold_add, @function
+fe25519_fold_add:
+	ldi r19, 38
+	mul r18, r19
+	clr r18
+	ld r19, X
+	add r19, r0
+	st X+, r19
+	ld r19, X
+	adc r19, r18
+	st X+, r19
+	ldi r24, 15
+1:
+	ld r19, X
+	adc r19, r18
+	st X+, r19
+	ld r19, X
+	adc r19, r18
+	st X+, r19
+	dec r24
+	brne 1b
+	adc r18, r18	; the second carry (borrow)
+	ldi r19, 38
+	mul r18, r19
+	sbiw r26, 32
+	ld r19, X
+	add r19, r0
+	st X, r19
+	ret
+	.size fe25519_fold_add, . - fe25519_fold_add
+	.type fe25519_fold_sub, @function
+fe25519_fold_sub:
+	ldi r19, 38
+	mul r18, r19
+	clr r18
+	ld r19, X
+	sub r19, r0
+	st X+, r19
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
+	ldi r24, 15
+1:
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
+	dec r24
+	brne 1b
+	adc r18, r18	; the second carry (borrow)
+	ldi r19, 38
+	mul r18, r19
+	sbiw r26, 32
+	ld r19, X
+	sub r19, r0
+	st X, r19
+	ret
+	.size fe25519_fold_sub, . - fe25519_fold_sub

@@ -4775,6 +4775,7 @@ fe25519_mul_small_avr:
 	clr r17
 	ldi r18, 38
 	mov r14, r18
+	clr r15
 	mul r22, r14
 	movw r18, r0
 	mul r16, r14
@@ -4782,8 +4783,7 @@ fe25519_mul_small_avr:
 	mul r23, r14
 	add r19, r0
 	adc r20, r1
-	clr r15
-	adc r21, r15		; r21:r18 = 38·carry
+	adc r21, r15	; 38 * the carry
 	movw r26, r24
 	ld r0, X
 	add r0, r18
@@ -7383,3 +7383,2816 @@ fe25519_invert_avr_wipe:
 	pop r2
 	ret
 	.size fe25519_invert_avr, . - fe25519_invert_avr
+	.global fe25519_ladder_step
+	.type fe25519_ladder_step, @function
+fe25519_ladder_step:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	push r20		; small (public)
+	movw r28, r24	; Y = ws
+	mov r24, r22
+	neg r24		; the swap mask
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	clr r3
+	clr r25
+	clr r26
+	; bytes 0..3
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r12, Z+0
+	ldd r16, Z+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r13, Z+1
+	ldd r17, Z+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r14, Z+2
+	ldd r18, Z+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	ldd r15, Z+3
+	ldd r19, Z+35
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	add r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+0, r20
+	std Y+1, r21
+	std Y+2, r22
+	std Y+3, r23
+	sub r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+32, r4
+	std Y+33, r5
+	std Y+34, r6
+	std Y+35, r7
+	movw r20, r12
+	movw r22, r14
+	add r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	sub r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+32, r12
+	std Z+33, r13
+	std Z+34, r14
+	std Z+35, r15
+	; bytes 4..7
+	ldd r4, Y+4
+	ldd r8, Y+36
+	ldd r12, Z+4
+	ldd r16, Z+36
+	ldd r5, Y+5
+	ldd r9, Y+37
+	ldd r13, Z+5
+	ldd r17, Z+37
+	ldd r6, Y+6
+	ldd r10, Y+38
+	ldd r14, Z+6
+	ldd r18, Z+38
+	ldd r7, Y+7
+	ldd r11, Y+39
+	ldd r15, Z+7
+	ldd r19, Z+39
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+4, r20
+	std Y+5, r21
+	std Y+6, r22
+	std Y+7, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+36, r4
+	std Y+37, r5
+	std Y+38, r6
+	std Y+39, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+4, r20
+	std Z+5, r21
+	std Z+6, r22
+	std Z+7, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+36, r12
+	std Z+37, r13
+	std Z+38, r14
+	std Z+39, r15
+	; bytes 8..11
+	ldd r4, Y+8
+	ldd r8, Y+40
+	ldd r12, Z+8
+	ldd r16, Z+40
+	ldd r5, Y+9
+	ldd r9, Y+41
+	ldd r13, Z+9
+	ldd r17, Z+41
+	ldd r6, Y+10
+	ldd r10, Y+42
+	ldd r14, Z+10
+	ldd r18, Z+42
+	ldd r7, Y+11
+	ldd r11, Y+43
+	ldd r15, Z+11
+	ldd r19, Z+43
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+8, r20
+	std Y+9, r21
+	std Y+10, r22
+	std Y+11, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+40, r4
+	std Y+41, r5
+	std Y+42, r6
+	std Y+43, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+8, r20
+	std Z+9, r21
+	std Z+10, r22
+	std Z+11, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+40, r12
+	std Z+41, r13
+	std Z+42, r14
+	std Z+43, r15
+	; bytes 12..15
+	ldd r4, Y+12
+	ldd r8, Y+44
+	ldd r12, Z+12
+	ldd r16, Z+44
+	ldd r5, Y+13
+	ldd r9, Y+45
+	ldd r13, Z+13
+	ldd r17, Z+45
+	ldd r6, Y+14
+	ldd r10, Y+46
+	ldd r14, Z+14
+	ldd r18, Z+46
+	ldd r7, Y+15
+	ldd r11, Y+47
+	ldd r15, Z+15
+	ldd r19, Z+47
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+12, r20
+	std Y+13, r21
+	std Y+14, r22
+	std Y+15, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+44, r4
+	std Y+45, r5
+	std Y+46, r6
+	std Y+47, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+12, r20
+	std Z+13, r21
+	std Z+14, r22
+	std Z+15, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+44, r12
+	std Z+45, r13
+	std Z+46, r14
+	std Z+47, r15
+	; bytes 16..19
+	ldd r4, Y+16
+	ldd r8, Y+48
+	ldd r12, Z+16
+	ldd r16, Z+48
+	ldd r5, Y+17
+	ldd r9, Y+49
+	ldd r13, Z+17
+	ldd r17, Z+49
+	ldd r6, Y+18
+	ldd r10, Y+50
+	ldd r14, Z+18
+	ldd r18, Z+50
+	ldd r7, Y+19
+	ldd r11, Y+51
+	ldd r15, Z+19
+	ldd r19, Z+51
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+16, r20
+	std Y+17, r21
+	std Y+18, r22
+	std Y+19, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+48, r4
+	std Y+49, r5
+	std Y+50, r6
+	std Y+51, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+16, r20
+	std Z+17, r21
+	std Z+18, r22
+	std Z+19, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+48, r12
+	std Z+49, r13
+	std Z+50, r14
+	std Z+51, r15
+	; bytes 20..23
+	ldd r4, Y+20
+	ldd r8, Y+52
+	ldd r12, Z+20
+	ldd r16, Z+52
+	ldd r5, Y+21
+	ldd r9, Y+53
+	ldd r13, Z+21
+	ldd r17, Z+53
+	ldd r6, Y+22
+	ldd r10, Y+54
+	ldd r14, Z+22
+	ldd r18, Z+54
+	ldd r7, Y+23
+	ldd r11, Y+55
+	ldd r15, Z+23
+	ldd r19, Z+55
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+20, r20
+	std Y+21, r21
+	std Y+22, r22
+	std Y+23, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+52, r4
+	std Y+53, r5
+	std Y+54, r6
+	std Y+55, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+20, r20
+	std Z+21, r21
+	std Z+22, r22
+	std Z+23, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+52, r12
+	std Z+53, r13
+	std Z+54, r14
+	std Z+55, r15
+	; bytes 24..27
+	ldd r4, Y+24
+	ldd r8, Y+56
+	ldd r12, Z+24
+	ldd r16, Z+56
+	ldd r5, Y+25
+	ldd r9, Y+57
+	ldd r13, Z+25
+	ldd r17, Z+57
+	ldd r6, Y+26
+	ldd r10, Y+58
+	ldd r14, Z+26
+	ldd r18, Z+58
+	ldd r7, Y+27
+	ldd r11, Y+59
+	ldd r15, Z+27
+	ldd r19, Z+59
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+24, r20
+	std Y+25, r21
+	std Y+26, r22
+	std Y+27, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+56, r4
+	std Y+57, r5
+	std Y+58, r6
+	std Y+59, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+24, r20
+	std Z+25, r21
+	std Z+26, r22
+	std Z+27, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+56, r12
+	std Z+57, r13
+	std Z+58, r14
+	std Z+59, r15
+	; bytes 28..31
+	ldd r4, Y+28
+	ldd r8, Y+60
+	ldd r12, Z+28
+	ldd r16, Z+60
+	ldd r5, Y+29
+	ldd r9, Y+61
+	ldd r13, Z+29
+	ldd r17, Z+61
+	ldd r6, Y+30
+	ldd r10, Y+62
+	ldd r14, Z+30
+	ldd r18, Z+62
+	ldd r7, Y+31
+	ldd r11, Y+63
+	ldd r15, Z+31
+	ldd r19, Z+63
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+28, r20
+	std Y+29, r21
+	std Y+30, r22
+	std Y+31, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+60, r4
+	std Y+61, r5
+	std Y+62, r6
+	std Y+63, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+28, r20
+	std Z+29, r21
+	std Z+30, r22
+	std Z+31, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+60, r12
+	std Z+61, r13
+	std Z+62, r14
+	std Z+63, r15
+	clr r27
+	ldi r24, 38
+	mul r2, r24
+	ldd r2, Y+0
+	add r2, r0
+	std Y+0, r2
+	ldd r2, Y+1
+	adc r2, r27
+	std Y+1, r2
+	ldd r2, Y+2
+	adc r2, r27
+	std Y+2, r2
+	ldd r2, Y+3
+	adc r2, r27
+	std Y+3, r2
+	ldd r2, Y+4
+	adc r2, r27
+	std Y+4, r2
+	ldd r2, Y+5
+	adc r2, r27
+	std Y+5, r2
+	ldd r2, Y+6
+	adc r2, r27
+	std Y+6, r2
+	ldd r2, Y+7
+	adc r2, r27
+	std Y+7, r2
+	ldd r2, Y+8
+	adc r2, r27
+	std Y+8, r2
+	ldd r2, Y+9
+	adc r2, r27
+	std Y+9, r2
+	ldd r2, Y+10
+	adc r2, r27
+	std Y+10, r2
+	ldd r2, Y+11
+	adc r2, r27
+	std Y+11, r2
+	ldd r2, Y+12
+	adc r2, r27
+	std Y+12, r2
+	ldd r2, Y+13
+	adc r2, r27
+	std Y+13, r2
+	ldd r2, Y+14
+	adc r2, r27
+	std Y+14, r2
+	ldd r2, Y+15
+	adc r2, r27
+	std Y+15, r2
+	ldd r2, Y+16
+	adc r2, r27
+	std Y+16, r2
+	ldd r2, Y+17
+	adc r2, r27
+	std Y+17, r2
+	ldd r2, Y+18
+	adc r2, r27
+	std Y+18, r2
+	ldd r2, Y+19
+	adc r2, r27
+	std Y+19, r2
+	ldd r2, Y+20
+	adc r2, r27
+	std Y+20, r2
+	ldd r2, Y+21
+	adc r2, r27
+	std Y+21, r2
+	ldd r2, Y+22
+	adc r2, r27
+	std Y+22, r2
+	ldd r2, Y+23
+	adc r2, r27
+	std Y+23, r2
+	ldd r2, Y+24
+	adc r2, r27
+	std Y+24, r2
+	ldd r2, Y+25
+	adc r2, r27
+	std Y+25, r2
+	ldd r2, Y+26
+	adc r2, r27
+	std Y+26, r2
+	ldd r2, Y+27
+	adc r2, r27
+	std Y+27, r2
+	ldd r2, Y+28
+	adc r2, r27
+	std Y+28, r2
+	ldd r2, Y+29
+	adc r2, r27
+	std Y+29, r2
+	ldd r2, Y+30
+	adc r2, r27
+	std Y+30, r2
+	ldd r2, Y+31
+	adc r2, r27
+	std Y+31, r2
+	clr r2
+	adc r2, r27	; the second carry (borrow)
+	mul r2, r24
+	ldd r2, Y+0
+	add r2, r0
+	std Y+0, r2
+	adiw r28, 32
+	mul r3, r24
+	ldd r3, Y+0
+	sub r3, r0
+	std Y+0, r3
+	ldd r3, Y+1
+	sbc r3, r27
+	std Y+1, r3
+	ldd r3, Y+2
+	sbc r3, r27
+	std Y+2, r3
+	ldd r3, Y+3
+	sbc r3, r27
+	std Y+3, r3
+	ldd r3, Y+4
+	sbc r3, r27
+	std Y+4, r3
+	ldd r3, Y+5
+	sbc r3, r27
+	std Y+5, r3
+	ldd r3, Y+6
+	sbc r3, r27
+	std Y+6, r3
+	ldd r3, Y+7
+	sbc r3, r27
+	std Y+7, r3
+	ldd r3, Y+8
+	sbc r3, r27
+	std Y+8, r3
+	ldd r3, Y+9
+	sbc r3, r27
+	std Y+9, r3
+	ldd r3, Y+10
+	sbc r3, r27
+	std Y+10, r3
+	ldd r3, Y+11
+	sbc r3, r27
+	std Y+11, r3
+	ldd r3, Y+12
+	sbc r3, r27
+	std Y+12, r3
+	ldd r3, Y+13
+	sbc r3, r27
+	std Y+13, r3
+	ldd r3, Y+14
+	sbc r3, r27
+	std Y+14, r3
+	ldd r3, Y+15
+	sbc r3, r27
+	std Y+15, r3
+	ldd r3, Y+16
+	sbc r3, r27
+	std Y+16, r3
+	ldd r3, Y+17
+	sbc r3, r27
+	std Y+17, r3
+	ldd r3, Y+18
+	sbc r3, r27
+	std Y+18, r3
+	ldd r3, Y+19
+	sbc r3, r27
+	std Y+19, r3
+	ldd r3, Y+20
+	sbc r3, r27
+	std Y+20, r3
+	ldd r3, Y+21
+	sbc r3, r27
+	std Y+21, r3
+	ldd r3, Y+22
+	sbc r3, r27
+	std Y+22, r3
+	ldd r3, Y+23
+	sbc r3, r27
+	std Y+23, r3
+	ldd r3, Y+24
+	sbc r3, r27
+	std Y+24, r3
+	ldd r3, Y+25
+	sbc r3, r27
+	std Y+25, r3
+	ldd r3, Y+26
+	sbc r3, r27
+	std Y+26, r3
+	ldd r3, Y+27
+	sbc r3, r27
+	std Y+27, r3
+	ldd r3, Y+28
+	sbc r3, r27
+	std Y+28, r3
+	ldd r3, Y+29
+	sbc r3, r27
+	std Y+29, r3
+	ldd r3, Y+30
+	sbc r3, r27
+	std Y+30, r3
+	ldd r3, Y+31
+	sbc r3, r27
+	std Y+31, r3
+	clr r3
+	adc r3, r27	; the second carry (borrow)
+	mul r3, r24
+	ldd r3, Y+0
+	sub r3, r0
+	std Y+0, r3
+	mul r25, r24
+	ldd r25, Z+0
+	add r25, r0
+	std Z+0, r25
+	ldd r25, Z+1
+	adc r25, r27
+	std Z+1, r25
+	ldd r25, Z+2
+	adc r25, r27
+	std Z+2, r25
+	ldd r25, Z+3
+	adc r25, r27
+	std Z+3, r25
+	ldd r25, Z+4
+	adc r25, r27
+	std Z+4, r25
+	ldd r25, Z+5
+	adc r25, r27
+	std Z+5, r25
+	ldd r25, Z+6
+	adc r25, r27
+	std Z+6, r25
+	ldd r25, Z+7
+	adc r25, r27
+	std Z+7, r25
+	ldd r25, Z+8
+	adc r25, r27
+	std Z+8, r25
+	ldd r25, Z+9
+	adc r25, r27
+	std Z+9, r25
+	ldd r25, Z+10
+	adc r25, r27
+	std Z+10, r25
+	ldd r25, Z+11
+	adc r25, r27
+	std Z+11, r25
+	ldd r25, Z+12
+	adc r25, r27
+	std Z+12, r25
+	ldd r25, Z+13
+	adc r25, r27
+	std Z+13, r25
+	ldd r25, Z+14
+	adc r25, r27
+	std Z+14, r25
+	ldd r25, Z+15
+	adc r25, r27
+	std Z+15, r25
+	ldd r25, Z+16
+	adc r25, r27
+	std Z+16, r25
+	ldd r25, Z+17
+	adc r25, r27
+	std Z+17, r25
+	ldd r25, Z+18
+	adc r25, r27
+	std Z+18, r25
+	ldd r25, Z+19
+	adc r25, r27
+	std Z+19, r25
+	ldd r25, Z+20
+	adc r25, r27
+	std Z+20, r25
+	ldd r25, Z+21
+	adc r25, r27
+	std Z+21, r25
+	ldd r25, Z+22
+	adc r25, r27
+	std Z+22, r25
+	ldd r25, Z+23
+	adc r25, r27
+	std Z+23, r25
+	ldd r25, Z+24
+	adc r25, r27
+	std Z+24, r25
+	ldd r25, Z+25
+	adc r25, r27
+	std Z+25, r25
+	ldd r25, Z+26
+	adc r25, r27
+	std Z+26, r25
+	ldd r25, Z+27
+	adc r25, r27
+	std Z+27, r25
+	ldd r25, Z+28
+	adc r25, r27
+	std Z+28, r25
+	ldd r25, Z+29
+	adc r25, r27
+	std Z+29, r25
+	ldd r25, Z+30
+	adc r25, r27
+	std Z+30, r25
+	ldd r25, Z+31
+	adc r25, r27
+	std Z+31, r25
+	clr r25
+	adc r25, r27	; the second carry (borrow)
+	mul r25, r24
+	ldd r25, Z+0
+	add r25, r0
+	std Z+0, r25
+	adiw r30, 32
+	mul r26, r24
+	ldd r26, Z+0
+	sub r26, r0
+	std Z+0, r26
+	ldd r26, Z+1
+	sbc r26, r27
+	std Z+1, r26
+	ldd r26, Z+2
+	sbc r26, r27
+	std Z+2, r26
+	ldd r26, Z+3
+	sbc r26, r27
+	std Z+3, r26
+	ldd r26, Z+4
+	sbc r26, r27
+	std Z+4, r26
+	ldd r26, Z+5
+	sbc r26, r27
+	std Z+5, r26
+	ldd r26, Z+6
+	sbc r26, r27
+	std Z+6, r26
+	ldd r26, Z+7
+	sbc r26, r27
+	std Z+7, r26
+	ldd r26, Z+8
+	sbc r26, r27
+	std Z+8, r26
+	ldd r26, Z+9
+	sbc r26, r27
+	std Z+9, r26
+	ldd r26, Z+10
+	sbc r26, r27
+	std Z+10, r26
+	ldd r26, Z+11
+	sbc r26, r27
+	std Z+11, r26
+	ldd r26, Z+12
+	sbc r26, r27
+	std Z+12, r26
+	ldd r26, Z+13
+	sbc r26, r27
+	std Z+13, r26
+	ldd r26, Z+14
+	sbc r26, r27
+	std Z+14, r26
+	ldd r26, Z+15
+	sbc r26, r27
+	std Z+15, r26
+	ldd r26, Z+16
+	sbc r26, r27
+	std Z+16, r26
+	ldd r26, Z+17
+	sbc r26, r27
+	std Z+17, r26
+	ldd r26, Z+18
+	sbc r26, r27
+	std Z+18, r26
+	ldd r26, Z+19
+	sbc r26, r27
+	std Z+19, r26
+	ldd r26, Z+20
+	sbc r26, r27
+	std Z+20, r26
+	ldd r26, Z+21
+	sbc r26, r27
+	std Z+21, r26
+	ldd r26, Z+22
+	sbc r26, r27
+	std Z+22, r26
+	ldd r26, Z+23
+	sbc r26, r27
+	std Z+23, r26
+	ldd r26, Z+24
+	sbc r26, r27
+	std Z+24, r26
+	ldd r26, Z+25
+	sbc r26, r27
+	std Z+25, r26
+	ldd r26, Z+26
+	sbc r26, r27
+	std Z+26, r26
+	ldd r26, Z+27
+	sbc r26, r27
+	std Z+27, r26
+	ldd r26, Z+28
+	sbc r26, r27
+	std Z+28, r26
+	ldd r26, Z+29
+	sbc r26, r27
+	std Z+29, r26
+	ldd r26, Z+30
+	sbc r26, r27
+	std Z+30, r26
+	ldd r26, Z+31
+	sbc r26, r27
+	std Z+31, r26
+	clr r26
+	adc r26, r27	; the second carry (borrow)
+	mul r26, r24
+	ldd r26, Z+0
+	sub r26, r0
+	std Z+0, r26
+	subi r28, lo8(-256)
+	sbci r29, hi8(-256)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(160)
+	sbci r25, hi8(160)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r20, r28
+	subi r20, lo8(288)
+	sbci r21, hi8(288)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(128)
+	sbci r25, hi8(128)
+	movw r22, r28
+	subi r22, lo8(224)
+	sbci r23, hi8(224)
+	movw r20, r28
+	subi r20, lo8(256)
+	sbci r21, hi8(256)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(96)
+	sbci r25, hi8(96)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(64)
+	sbci r25, hi8(64)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r30, r28
+	subi r30, lo8(288)
+	sbci r31, hi8(288)
+	subi r28, lo8(160)
+	sbci r29, hi8(160)	; Y = T0
+	clr r2
+	clr r3
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	movw r20, r4
+	movw r22, r6
+	add r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	sub r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+32, r4
+	std Z+33, r5
+	std Z+34, r6
+	std Z+35, r7
+	ldd r4, Y+4
+	ldd r8, Y+36
+	ldd r5, Y+5
+	ldd r9, Y+37
+	ldd r6, Y+6
+	ldd r10, Y+38
+	ldd r7, Y+7
+	ldd r11, Y+39
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+4, r20
+	std Z+5, r21
+	std Z+6, r22
+	std Z+7, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+36, r4
+	std Z+37, r5
+	std Z+38, r6
+	std Z+39, r7
+	ldd r4, Y+8
+	ldd r8, Y+40
+	ldd r5, Y+9
+	ldd r9, Y+41
+	ldd r6, Y+10
+	ldd r10, Y+42
+	ldd r7, Y+11
+	ldd r11, Y+43
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+8, r20
+	std Z+9, r21
+	std Z+10, r22
+	std Z+11, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+40, r4
+	std Z+41, r5
+	std Z+42, r6
+	std Z+43, r7
+	ldd r4, Y+12
+	ldd r8, Y+44
+	ldd r5, Y+13
+	ldd r9, Y+45
+	ldd r6, Y+14
+	ldd r10, Y+46
+	ldd r7, Y+15
+	ldd r11, Y+47
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+12, r20
+	std Z+13, r21
+	std Z+14, r22
+	std Z+15, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+44, r4
+	std Z+45, r5
+	std Z+46, r6
+	std Z+47, r7
+	ldd r4, Y+16
+	ldd r8, Y+48
+	ldd r5, Y+17
+	ldd r9, Y+49
+	ldd r6, Y+18
+	ldd r10, Y+50
+	ldd r7, Y+19
+	ldd r11, Y+51
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+16, r20
+	std Z+17, r21
+	std Z+18, r22
+	std Z+19, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+48, r4
+	std Z+49, r5
+	std Z+50, r6
+	std Z+51, r7
+	ldd r4, Y+20
+	ldd r8, Y+52
+	ldd r5, Y+21
+	ldd r9, Y+53
+	ldd r6, Y+22
+	ldd r10, Y+54
+	ldd r7, Y+23
+	ldd r11, Y+55
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+20, r20
+	std Z+21, r21
+	std Z+22, r22
+	std Z+23, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+52, r4
+	std Z+53, r5
+	std Z+54, r6
+	std Z+55, r7
+	ldd r4, Y+24
+	ldd r8, Y+56
+	ldd r5, Y+25
+	ldd r9, Y+57
+	ldd r6, Y+26
+	ldd r10, Y+58
+	ldd r7, Y+27
+	ldd r11, Y+59
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+24, r20
+	std Z+25, r21
+	std Z+26, r22
+	std Z+27, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+56, r4
+	std Z+57, r5
+	std Z+58, r6
+	std Z+59, r7
+	ldd r4, Y+28
+	ldd r8, Y+60
+	ldd r5, Y+29
+	ldd r9, Y+61
+	ldd r6, Y+30
+	ldd r10, Y+62
+	ldd r7, Y+31
+	ldd r11, Y+63
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+28, r20
+	std Z+29, r21
+	std Z+30, r22
+	std Z+31, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+60, r4
+	std Z+61, r5
+	std Z+62, r6
+	std Z+63, r7
+	clr r27
+	ldi r24, 38
+	mul r2, r24
+	ldd r2, Z+0
+	add r2, r0
+	std Z+0, r2
+	ldd r2, Z+1
+	adc r2, r27
+	std Z+1, r2
+	ldd r2, Z+2
+	adc r2, r27
+	std Z+2, r2
+	ldd r2, Z+3
+	adc r2, r27
+	std Z+3, r2
+	ldd r2, Z+4
+	adc r2, r27
+	std Z+4, r2
+	ldd r2, Z+5
+	adc r2, r27
+	std Z+5, r2
+	ldd r2, Z+6
+	adc r2, r27
+	std Z+6, r2
+	ldd r2, Z+7
+	adc r2, r27
+	std Z+7, r2
+	ldd r2, Z+8
+	adc r2, r27
+	std Z+8, r2
+	ldd r2, Z+9
+	adc r2, r27
+	std Z+9, r2
+	ldd r2, Z+10
+	adc r2, r27
+	std Z+10, r2
+	ldd r2, Z+11
+	adc r2, r27
+	std Z+11, r2
+	ldd r2, Z+12
+	adc r2, r27
+	std Z+12, r2
+	ldd r2, Z+13
+	adc r2, r27
+	std Z+13, r2
+	ldd r2, Z+14
+	adc r2, r27
+	std Z+14, r2
+	ldd r2, Z+15
+	adc r2, r27
+	std Z+15, r2
+	ldd r2, Z+16
+	adc r2, r27
+	std Z+16, r2
+	ldd r2, Z+17
+	adc r2, r27
+	std Z+17, r2
+	ldd r2, Z+18
+	adc r2, r27
+	std Z+18, r2
+	ldd r2, Z+19
+	adc r2, r27
+	std Z+19, r2
+	ldd r2, Z+20
+	adc r2, r27
+	std Z+20, r2
+	ldd r2, Z+21
+	adc r2, r27
+	std Z+21, r2
+	ldd r2, Z+22
+	adc r2, r27
+	std Z+22, r2
+	ldd r2, Z+23
+	adc r2, r27
+	std Z+23, r2
+	ldd r2, Z+24
+	adc r2, r27
+	std Z+24, r2
+	ldd r2, Z+25
+	adc r2, r27
+	std Z+25, r2
+	ldd r2, Z+26
+	adc r2, r27
+	std Z+26, r2
+	ldd r2, Z+27
+	adc r2, r27
+	std Z+27, r2
+	ldd r2, Z+28
+	adc r2, r27
+	std Z+28, r2
+	ldd r2, Z+29
+	adc r2, r27
+	std Z+29, r2
+	ldd r2, Z+30
+	adc r2, r27
+	std Z+30, r2
+	ldd r2, Z+31
+	adc r2, r27
+	std Z+31, r2
+	clr r2
+	adc r2, r27	; the second carry (borrow)
+	mul r2, r24
+	ldd r2, Z+0
+	add r2, r0
+	std Z+0, r2
+	adiw r30, 32
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	ldd r3, Z+1
+	sbc r3, r27
+	std Z+1, r3
+	ldd r3, Z+2
+	sbc r3, r27
+	std Z+2, r3
+	ldd r3, Z+3
+	sbc r3, r27
+	std Z+3, r3
+	ldd r3, Z+4
+	sbc r3, r27
+	std Z+4, r3
+	ldd r3, Z+5
+	sbc r3, r27
+	std Z+5, r3
+	ldd r3, Z+6
+	sbc r3, r27
+	std Z+6, r3
+	ldd r3, Z+7
+	sbc r3, r27
+	std Z+7, r3
+	ldd r3, Z+8
+	sbc r3, r27
+	std Z+8, r3
+	ldd r3, Z+9
+	sbc r3, r27
+	std Z+9, r3
+	ldd r3, Z+10
+	sbc r3, r27
+	std Z+10, r3
+	ldd r3, Z+11
+	sbc r3, r27
+	std Z+11, r3
+	ldd r3, Z+12
+	sbc r3, r27
+	std Z+12, r3
+	ldd r3, Z+13
+	sbc r3, r27
+	std Z+13, r3
+	ldd r3, Z+14
+	sbc r3, r27
+	std Z+14, r3
+	ldd r3, Z+15
+	sbc r3, r27
+	std Z+15, r3
+	ldd r3, Z+16
+	sbc r3, r27
+	std Z+16, r3
+	ldd r3, Z+17
+	sbc r3, r27
+	std Z+17, r3
+	ldd r3, Z+18
+	sbc r3, r27
+	std Z+18, r3
+	ldd r3, Z+19
+	sbc r3, r27
+	std Z+19, r3
+	ldd r3, Z+20
+	sbc r3, r27
+	std Z+20, r3
+	ldd r3, Z+21
+	sbc r3, r27
+	std Z+21, r3
+	ldd r3, Z+22
+	sbc r3, r27
+	std Z+22, r3
+	ldd r3, Z+23
+	sbc r3, r27
+	std Z+23, r3
+	ldd r3, Z+24
+	sbc r3, r27
+	std Z+24, r3
+	ldd r3, Z+25
+	sbc r3, r27
+	std Z+25, r3
+	ldd r3, Z+26
+	sbc r3, r27
+	std Z+26, r3
+	ldd r3, Z+27
+	sbc r3, r27
+	std Z+27, r3
+	ldd r3, Z+28
+	sbc r3, r27
+	std Z+28, r3
+	ldd r3, Z+29
+	sbc r3, r27
+	std Z+29, r3
+	ldd r3, Z+30
+	sbc r3, r27
+	std Z+30, r3
+	ldd r3, Z+31
+	sbc r3, r27
+	std Z+31, r3
+	clr r3
+	adc r3, r27	; the second carry (borrow)
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(224)
+	sbci r25, hi8(224)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	pop r20
+	push r20
+	tst r20
+	brne 1f
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(32)
+	sbci r23, hi8(32)
+	movw r20, r28
+	subi r20, lo8(192)
+	sbci r21, hi8(192)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	rjmp 2f
+1:
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r30, r28
+	subi r30, lo8(32)
+	sbci r31, hi8(32)
+	ld r18, Z+
+	ld r19, Z+
+	ld r20, Z
+	clr r21
+	call fe25519_mul_small_avr	; z3 = 9 (DA - CB)^2 (the base point)
+2:
+	movw r30, r28
+	subi r30, lo8(160)
+	sbci r31, hi8(160)
+	subi r28, lo8(96)
+	sbci r29, hi8(96)	; Y = T2
+	clr r3
+	ldd r4, Y+0
+	ldd r5, Y+32
+	sub r4, r5
+	std Z+0, r4	; E
+	ldd r4, Y+1
+	ldd r5, Y+33
+	sbc r4, r5
+	std Z+1, r4	; E
+	ldd r4, Y+2
+	ldd r5, Y+34
+	sbc r4, r5
+	std Z+2, r4	; E
+	ldd r4, Y+3
+	ldd r5, Y+35
+	sbc r4, r5
+	std Z+3, r4	; E
+	ldd r4, Y+4
+	ldd r5, Y+36
+	sbc r4, r5
+	std Z+4, r4	; E
+	ldd r4, Y+5
+	ldd r5, Y+37
+	sbc r4, r5
+	std Z+5, r4	; E
+	ldd r4, Y+6
+	ldd r5, Y+38
+	sbc r4, r5
+	std Z+6, r4	; E
+	ldd r4, Y+7
+	ldd r5, Y+39
+	sbc r4, r5
+	std Z+7, r4	; E
+	ldd r4, Y+8
+	ldd r5, Y+40
+	sbc r4, r5
+	std Z+8, r4	; E
+	ldd r4, Y+9
+	ldd r5, Y+41
+	sbc r4, r5
+	std Z+9, r4	; E
+	ldd r4, Y+10
+	ldd r5, Y+42
+	sbc r4, r5
+	std Z+10, r4	; E
+	ldd r4, Y+11
+	ldd r5, Y+43
+	sbc r4, r5
+	std Z+11, r4	; E
+	ldd r4, Y+12
+	ldd r5, Y+44
+	sbc r4, r5
+	std Z+12, r4	; E
+	ldd r4, Y+13
+	ldd r5, Y+45
+	sbc r4, r5
+	std Z+13, r4	; E
+	ldd r4, Y+14
+	ldd r5, Y+46
+	sbc r4, r5
+	std Z+14, r4	; E
+	ldd r4, Y+15
+	ldd r5, Y+47
+	sbc r4, r5
+	std Z+15, r4	; E
+	ldd r4, Y+16
+	ldd r5, Y+48
+	sbc r4, r5
+	std Z+16, r4	; E
+	ldd r4, Y+17
+	ldd r5, Y+49
+	sbc r4, r5
+	std Z+17, r4	; E
+	ldd r4, Y+18
+	ldd r5, Y+50
+	sbc r4, r5
+	std Z+18, r4	; E
+	ldd r4, Y+19
+	ldd r5, Y+51
+	sbc r4, r5
+	std Z+19, r4	; E
+	ldd r4, Y+20
+	ldd r5, Y+52
+	sbc r4, r5
+	std Z+20, r4	; E
+	ldd r4, Y+21
+	ldd r5, Y+53
+	sbc r4, r5
+	std Z+21, r4	; E
+	ldd r4, Y+22
+	ldd r5, Y+54
+	sbc r4, r5
+	std Z+22, r4	; E
+	ldd r4, Y+23
+	ldd r5, Y+55
+	sbc r4, r5
+	std Z+23, r4	; E
+	ldd r4, Y+24
+	ldd r5, Y+56
+	sbc r4, r5
+	std Z+24, r4	; E
+	ldd r4, Y+25
+	ldd r5, Y+57
+	sbc r4, r5
+	std Z+25, r4	; E
+	ldd r4, Y+26
+	ldd r5, Y+58
+	sbc r4, r5
+	std Z+26, r4	; E
+	ldd r4, Y+27
+	ldd r5, Y+59
+	sbc r4, r5
+	std Z+27, r4	; E
+	ldd r4, Y+28
+	ldd r5, Y+60
+	sbc r4, r5
+	std Z+28, r4	; E
+	ldd r4, Y+29
+	ldd r5, Y+61
+	sbc r4, r5
+	std Z+29, r4	; E
+	ldd r4, Y+30
+	ldd r5, Y+62
+	sbc r4, r5
+	std Z+30, r4	; E
+	ldd r4, Y+31
+	ldd r5, Y+63
+	sbc r4, r5
+	std Z+31, r4	; E
+	rol r3
+	clr r27
+	ldi r24, 38
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	ldd r3, Z+1
+	sbc r3, r27
+	std Z+1, r3
+	ldd r3, Z+2
+	sbc r3, r27
+	std Z+2, r3
+	ldd r3, Z+3
+	sbc r3, r27
+	std Z+3, r3
+	ldd r3, Z+4
+	sbc r3, r27
+	std Z+4, r3
+	ldd r3, Z+5
+	sbc r3, r27
+	std Z+5, r3
+	ldd r3, Z+6
+	sbc r3, r27
+	std Z+6, r3
+	ldd r3, Z+7
+	sbc r3, r27
+	std Z+7, r3
+	ldd r3, Z+8
+	sbc r3, r27
+	std Z+8, r3
+	ldd r3, Z+9
+	sbc r3, r27
+	std Z+9, r3
+	ldd r3, Z+10
+	sbc r3, r27
+	std Z+10, r3
+	ldd r3, Z+11
+	sbc r3, r27
+	std Z+11, r3
+	ldd r3, Z+12
+	sbc r3, r27
+	std Z+12, r3
+	ldd r3, Z+13
+	sbc r3, r27
+	std Z+13, r3
+	ldd r3, Z+14
+	sbc r3, r27
+	std Z+14, r3
+	ldd r3, Z+15
+	sbc r3, r27
+	std Z+15, r3
+	ldd r3, Z+16
+	sbc r3, r27
+	std Z+16, r3
+	ldd r3, Z+17
+	sbc r3, r27
+	std Z+17, r3
+	ldd r3, Z+18
+	sbc r3, r27
+	std Z+18, r3
+	ldd r3, Z+19
+	sbc r3, r27
+	std Z+19, r3
+	ldd r3, Z+20
+	sbc r3, r27
+	std Z+20, r3
+	ldd r3, Z+21
+	sbc r3, r27
+	std Z+21, r3
+	ldd r3, Z+22
+	sbc r3, r27
+	std Z+22, r3
+	ldd r3, Z+23
+	sbc r3, r27
+	std Z+23, r3
+	ldd r3, Z+24
+	sbc r3, r27
+	std Z+24, r3
+	ldd r3, Z+25
+	sbc r3, r27
+	std Z+25, r3
+	ldd r3, Z+26
+	sbc r3, r27
+	std Z+26, r3
+	ldd r3, Z+27
+	sbc r3, r27
+	std Z+27, r3
+	ldd r3, Z+28
+	sbc r3, r27
+	std Z+28, r3
+	ldd r3, Z+29
+	sbc r3, r27
+	std Z+29, r3
+	ldd r3, Z+30
+	sbc r3, r27
+	std Z+30, r3
+	ldd r3, Z+31
+	sbc r3, r27
+	std Z+31, r3
+	clr r3
+	adc r3, r27	; the second carry (borrow)
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	subi r28, lo8(64)
+	sbci r29, hi8(64)	; Y = T0
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	ldi r16, 0x41
+	ldi r17, 0xDB
+	clr r20
+	clr r21
+	clr r22
+	clr r23
+	ldd r4, Y+0	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+0	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+32, r20
+	clr r20
+	ldd r4, Y+1	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+1	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+33, r21
+	clr r21
+	ldd r4, Y+2	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+2	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+34, r22
+	clr r22
+	ldd r4, Y+3	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+3	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+35, r23
+	clr r23
+	ldd r4, Y+4	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+4	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+36, r20
+	clr r20
+	ldd r4, Y+5	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+5	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+37, r21
+	clr r21
+	ldd r4, Y+6	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+6	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+38, r22
+	clr r22
+	ldd r4, Y+7	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+7	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+39, r23
+	clr r23
+	ldd r4, Y+8	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+8	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+40, r20
+	clr r20
+	ldd r4, Y+9	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+9	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+41, r21
+	clr r21
+	ldd r4, Y+10	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+10	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+42, r22
+	clr r22
+	ldd r4, Y+11	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+11	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+43, r23
+	clr r23
+	ldd r4, Y+12	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+12	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+44, r20
+	clr r20
+	ldd r4, Y+13	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+13	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+45, r21
+	clr r21
+	ldd r4, Y+14	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+14	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+46, r22
+	clr r22
+	ldd r4, Y+15	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+15	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+47, r23
+	clr r23
+	ldd r4, Y+16	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+16	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+48, r20
+	clr r20
+	ldd r4, Y+17	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+17	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+49, r21
+	clr r21
+	ldd r4, Y+18	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+18	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+50, r22
+	clr r22
+	ldd r4, Y+19	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+19	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+51, r23
+	clr r23
+	ldd r4, Y+20	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+20	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+52, r20
+	clr r20
+	ldd r4, Y+21	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+21	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+53, r21
+	clr r21
+	ldd r4, Y+22	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+22	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+54, r22
+	clr r22
+	ldd r4, Y+23	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+23	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+55, r23
+	clr r23
+	ldd r4, Y+24	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+24	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+56, r20
+	clr r20
+	ldd r4, Y+25	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+25	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+57, r21
+	clr r21
+	ldd r4, Y+26	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+26	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+58, r22
+	clr r22
+	ldd r4, Y+27	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+27	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+59, r23
+	clr r23
+	ldd r4, Y+28	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+28	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+60, r20
+	clr r20
+	ldd r4, Y+29	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+29	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+61, r21
+	clr r21
+	ldd r4, Y+30	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+30	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+62, r22
+	clr r22
+	ldd r4, Y+31	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+31	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+63, r23
+	clr r23
+	ldi r24, 38
+	mul r20, r24
+	movw r4, r0
+	mul r22, r24
+	movw r6, r0
+	mul r21, r24
+	add r5, r0
+	adc r6, r1
+	adc r7, r2	; 38 * the carry
+	ldd r8, Y+32
+	add r8, r4
+	std Y+32, r8
+	ldd r8, Y+33
+	adc r8, r5
+	std Y+33, r8
+	ldd r8, Y+34
+	adc r8, r6
+	std Y+34, r8
+	ldd r8, Y+35
+	adc r8, r7
+	std Y+35, r8
+	ldd r8, Y+36
+	adc r8, r2
+	std Y+36, r8
+	ldd r8, Y+37
+	adc r8, r2
+	std Y+37, r8
+	ldd r8, Y+38
+	adc r8, r2
+	std Y+38, r8
+	ldd r8, Y+39
+	adc r8, r2
+	std Y+39, r8
+	ldd r8, Y+40
+	adc r8, r2
+	std Y+40, r8
+	ldd r8, Y+41
+	adc r8, r2
+	std Y+41, r8
+	ldd r8, Y+42
+	adc r8, r2
+	std Y+42, r8
+	ldd r8, Y+43
+	adc r8, r2
+	std Y+43, r8
+	ldd r8, Y+44
+	adc r8, r2
+	std Y+44, r8
+	ldd r8, Y+45
+	adc r8, r2
+	std Y+45, r8
+	ldd r8, Y+46
+	adc r8, r2
+	std Y+46, r8
+	ldd r8, Y+47
+	adc r8, r2
+	std Y+47, r8
+	ldd r8, Y+48
+	adc r8, r2
+	std Y+48, r8
+	ldd r8, Y+49
+	adc r8, r2
+	std Y+49, r8
+	ldd r8, Y+50
+	adc r8, r2
+	std Y+50, r8
+	ldd r8, Y+51
+	adc r8, r2
+	std Y+51, r8
+	ldd r8, Y+52
+	adc r8, r2
+	std Y+52, r8
+	ldd r8, Y+53
+	adc r8, r2
+	std Y+53, r8
+	ldd r8, Y+54
+	adc r8, r2
+	std Y+54, r8
+	ldd r8, Y+55
+	adc r8, r2
+	std Y+55, r8
+	ldd r8, Y+56
+	adc r8, r2
+	std Y+56, r8
+	ldd r8, Y+57
+	adc r8, r2
+	std Y+57, r8
+	ldd r8, Y+58
+	adc r8, r2
+	std Y+58, r8
+	ldd r8, Y+59
+	adc r8, r2
+	std Y+59, r8
+	ldd r8, Y+60
+	adc r8, r2
+	std Y+60, r8
+	ldd r8, Y+61
+	adc r8, r2
+	std Y+61, r8
+	ldd r8, Y+62
+	adc r8, r2
+	std Y+62, r8
+	ldd r8, Y+63
+	adc r8, r2
+	std Y+63, r8
+	clr r4
+	adc r4, r2	; the last carry (0 or 1)
+	mul r4, r24
+	ldd r8, Y+32
+	add r8, r0
+	std Y+32, r8
+	ldd r8, Y+33
+	adc r8, r1
+	std Y+33, r8
+	ldd r8, Y+34
+	adc r8, r2
+	std Y+34, r8
+	ldd r8, Y+35
+	adc r8, r2
+	std Y+35, r8
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(288)
+	sbci r25, hi8(288)
+	movw r22, r28
+	subi r22, lo8(96)
+	sbci r23, hi8(96)
+	movw r20, r28
+	subi r20, lo8(64)
+	sbci r21, hi8(64)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(256)
+	sbci r25, hi8(256)
+	movw r22, r28
+	subi r22, lo8(160)
+	sbci r23, hi8(160)
+	movw r20, r28
+	subi r20, lo8(128)
+	sbci r21, hi8(128)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	pop r20
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_ladder_step, . - fe25519_ladder_step

@@ -200,6 +200,34 @@ def emit_sqr128(e):
     e("\t.size fe25519_sqr128, . - fe25519_sqr128")
 
 
+def next_byte(e, acc, looped, counter, loop_label="1b"):
+    """After a running sum's low byte is stored: looped, the sum moves down a
+    byte (mov) and the loop counts down; unrolled, the registers are renamed.
+    Returns the accumulator's registers for the next byte."""
+    if looped:
+        for lo, hi in zip(acc, acc[1:]):
+            e(f"\tmov {lo}, {hi}")
+        e(f"\tclr {acc[-1]}")
+        e(f"\tdec {counter}")
+        e(f"\tbrne {loop_label}")
+        return acc
+    e(f"\tclr {acc[0]}")
+    return acc[1:] + acc[:1]
+
+
+def times38(e, carry, out, c38, zero):
+    """out[0..4] = 38 * carry for a carry below 2^24 in the bytes carry[0..3]
+    (out[0] and out[2] even, for movw; `zero` holds 0)."""
+    e(f"\tmul {carry[0]}, {c38}")
+    e(f"\tmovw {out[0]}, r0")
+    e(f"\tmul {carry[2]}, {c38}")
+    e(f"\tmovw {out[2]}, r0")
+    e(f"\tmul {carry[1]}, {c38}")
+    e(f"\tadd {out[1]}, r0")
+    e(f"\tadc {out[2]}, r1")
+    e(f"\tadc {out[3]}, {zero}\t; 38 * the carry")
+
+
 def abs_difference(e, base, mask):
     """|low - high| of the 16-byte halves at `base` (Y or Z, not moved),
     stored to X+ (computed in r3..r18, r22 a temporary); `mask` = 0xFF if
@@ -513,17 +541,28 @@ def emit_sqr_int(e, looped=False):
     e("\trcall fe25519_sqr128\t; L = aL^2 -> Y+0")
     e("\trcall fe25519_sqr128\t; H = aH^2 -> Y+32")
     e("\tsbiw r30, 32")
-    # |aL - aH| into r3..r18.
-    for r in SQ_A:
-        e(f"\tld {r}, Z+")
-    for i, r in enumerate(SQ_A):
-        e("\tld r20, Z+")
-        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
-    e("\tsbc r20, r20\t\t; 0xFF on a borrow")
-    for r in SQ_A:
-        e(f"\teor {r}, r20")
-    for i, r in enumerate(SQ_A):
-        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
+    if looped:
+        # |aL - aH| into the M slot (X = Y + 64), then into r3..r18.
+        e("\tpush r26")
+        e("\tpush r27")
+        abs_difference_looped(e, "r20")
+        e("\tpop r27")
+        e("\tpop r26")
+        e("\tmovw r30, r26")
+        for r in SQ_A:
+            e(f"\tld {r}, Z+")
+    else:
+        # |aL - aH| into r3..r18.
+        for r in SQ_A:
+            e(f"\tld {r}, Z+")
+        for i, r in enumerate(SQ_A):
+            e("\tld r20, Z+")
+            e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
+        e("\tsbc r20, r20\t\t; 0xFF on a borrow")
+        for r in SQ_A:
+            e(f"\teor {r}, r20")
+        for i, r in enumerate(SQ_A):
+            e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
     e("\trcall fe25519_sqr128_regs\t; M = (aL - aH)^2 -> Y+64")
     e("\tpop r25")
     e("\tpop r24")

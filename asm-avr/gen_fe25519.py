@@ -42,7 +42,8 @@ written only after the last read of a and b.
 """
 
 from fe25519_invert_gen import emit_invert
-from fe25519_mul_gen import MUL_FRAME, SQR_FRAME, emit_mul128, emit_mul_int, emit_sqr128, emit_sqr_int
+from fe25519_ladder_gen import emit_ladder_step
+from fe25519_mul_gen import MUL_FRAME, SQR_FRAME, emit_mul128, emit_mul_int, emit_sqr128, emit_sqr_int, next_byte, times38
 
 o = []
 e = o.append
@@ -227,28 +228,12 @@ def emit_mul_small(looped=False):
         e(f"\tadd {acc[2]}, r0")
         e(f"\tadc {acc[3]}, r1")
         e(f"\tst X+, {acc[0]}")
-        if looped:
-            e(f"\tmov {acc[0]}, {acc[1]}")
-            e(f"\tmov {acc[1]}, {acc[2]}")
-            e(f"\tmov {acc[2]}, {acc[3]}")
-            e(f"\tclr {acc[3]}")
-            e("\tdec r14")
-            e("\tbrne 1b")
-        else:
-            e(f"\tclr {acc[0]}")
-            acc = acc[1:] + acc[:1]
+        acc = next_byte(e, acc, looped, "r14")
     # 38·carry (carry = acc[0..3] < 2^24) into r18..r21, added over r.
     e("\tldi r18, 38")
     e("\tmov r14, r18")
-    e(f"\tmul {acc[0]}, r14")
-    e("\tmovw r18, r0")
-    e(f"\tmul {acc[2]}, r14")
-    e("\tmovw r20, r0")
-    e(f"\tmul {acc[1]}, r14")
-    e("\tadd r19, r0")
-    e("\tadc r20, r1")
     e("\tclr r15")
-    e("\tadc r21, r15\t\t; r21:r18 = 38·carry")
+    times38(e, acc, ["r18", "r19", "r20", "r21"], "r14", "r15")
     e("\tmovw r26, r24")
     for i in range(4 if looped else 32):
         e("\tld r0, X")
@@ -296,6 +281,7 @@ def main(argv):
     emit_add_sub(looped=compact)
     emit_mul_small(looped=compact)
     emit_invert(e, (prologue, epilogue, frame_alloc, close_frame, SAVED), looped=compact)
+    emit_ladder_step(e, (prologue, epilogue), looped=compact)
     print("\n".join(o))
 
 

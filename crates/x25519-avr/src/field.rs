@@ -11,6 +11,7 @@ use zeroize::Zeroize;
 
 /// A field element: a 256-bit little-endian integer, taken mod p.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(transparent)]
 pub struct Fe(pub [u8; 32]);
 
 /// p = 2^255 − 19, little-endian.
@@ -236,6 +237,21 @@ pub fn mul_small_portable(r: &mut [u8; 32], a: &[u8; 32], c: u32) {
         carry = v >> 8;
     }
     // r + carry·2^256 ≡ r + 38·carry (carry < 2^24).
+    fold_wide(r, 38 * carry);
+}
+
+/// The portable r ← b + c·a for a small constant c < 2^24 (the ladder's
+/// AA + a24·E): the exact sum by bytes with a running carry, folded as
+/// the small-constant product is (the reference of the assembly ladder
+/// step, which fuses the two).
+pub fn mul_small_add_portable(r: &mut [u8; 32], a: &[u8; 32], c: u32, b: &[u8; 32]) {
+    debug_assert!(c < 1 << 24);
+    let mut carry = 0u32;
+    for ((r, &a), &b) in r.iter_mut().zip(a.iter()).zip(b.iter()) {
+        let v = a as u32 * c + b as u32 + carry;
+        *r = v as u8;
+        carry = v >> 8;
+    }
     fold_wide(r, 38 * carry);
 }
 
