@@ -1182,7 +1182,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r3, r6	; column 3
+	mul r3, r6
 	movw r20, r0
 	clr r22
 	mul r4, r5
@@ -1197,7 +1197,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r3, r7	; column 4
+	mul r3, r7
 	movw r20, r0
 	clr r22
 	mul r4, r6
@@ -1216,7 +1216,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r3, r8	; column 5
+	mul r3, r8
 	movw r20, r0
 	clr r22
 	mul r4, r7
@@ -1235,7 +1235,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r3, r9	; column 6
+	mul r3, r9
 	movw r20, r0
 	clr r22
 	mul r4, r8
@@ -1258,7 +1258,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r3, r10	; column 7
+	mul r3, r10
 	movw r20, r0
 	clr r22
 	mul r4, r9
@@ -1281,7 +1281,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r3, r11	; column 8
+	mul r3, r11
 	movw r20, r0
 	clr r22
 	mul r4, r10
@@ -1308,7 +1308,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r3, r12	; column 9
+	mul r3, r12
 	movw r20, r0
 	clr r22
 	mul r4, r11
@@ -1335,7 +1335,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r3, r13	; column 10
+	mul r3, r13
 	movw r20, r0
 	clr r22
 	mul r4, r12
@@ -1366,7 +1366,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r3, r14	; column 11
+	mul r3, r14
 	movw r20, r0
 	clr r22
 	mul r4, r13
@@ -1397,7 +1397,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r3, r15	; column 12
+	mul r3, r15
 	movw r20, r0
 	clr r22
 	mul r4, r14
@@ -1432,7 +1432,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r3, r16	; column 13
+	mul r3, r16
 	movw r20, r0
 	clr r22
 	mul r4, r15
@@ -1467,7 +1467,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r3, r17	; column 14
+	mul r3, r17
 	movw r20, r0
 	clr r22
 	mul r4, r16
@@ -1506,7 +1506,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r3, r18	; column 15
+	mul r3, r18
 	movw r20, r0
 	clr r22
 	mul r4, r17
@@ -1545,7 +1545,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r4, r18	; column 16
+	mul r4, r18
 	movw r20, r0
 	clr r22
 	mul r5, r17
@@ -1584,7 +1584,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r5, r18	; column 17
+	mul r5, r18
 	movw r20, r0
 	clr r22
 	mul r6, r17
@@ -1619,7 +1619,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r6, r18	; column 18
+	mul r6, r18
 	movw r20, r0
 	clr r22
 	mul r7, r17
@@ -1654,7 +1654,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r7, r18	; column 19
+	mul r7, r18
 	movw r20, r0
 	clr r22
 	mul r8, r17
@@ -1685,7 +1685,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r8, r18	; column 20
+	mul r8, r18
 	movw r20, r0
 	clr r22
 	mul r9, r17
@@ -1716,7 +1716,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r9, r18	; column 21
+	mul r9, r18
 	movw r20, r0
 	clr r22
 	mul r10, r17
@@ -1743,7 +1743,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r10, r18	; column 22
+	mul r10, r18
 	movw r20, r0
 	clr r22
 	mul r11, r17
@@ -1770,7 +1770,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r11, r18	; column 23
+	mul r11, r18
 	movw r20, r0
 	clr r22
 	mul r12, r17
@@ -1793,7 +1793,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r12, r18	; column 24
+	mul r12, r18
 	movw r20, r0
 	clr r22
 	mul r13, r17
@@ -1816,7 +1816,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r13, r18	; column 25
+	mul r13, r18
 	movw r20, r0
 	clr r22
 	mul r14, r17
@@ -1835,7 +1835,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r14, r18	; column 26
+	mul r14, r18
 	movw r20, r0
 	clr r22
 	mul r15, r17
@@ -1854,7 +1854,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r15, r18	; column 27
+	mul r15, r18
 	movw r20, r0
 	clr r22
 	mul r16, r17

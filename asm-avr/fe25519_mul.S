@@ -328,19 +328,28 @@ fe25519_mul_int:
 	st X+, r18
 	eor r23, r19
 	com r23		; n = 0xFF: the signs agree, M is subtracted
+	push r24		; a, b
+	push r25		; a, b
+	push r20		; a, b
+	push r21		; a, b
 	movw r26, r24	; X = a
-	movw r24, r20	; b
-	rcall fe25519_mul128	; L = aL bL -> Y+0
-	adiw r24, 16
+	movw r30, r20	; Z = b
+	rcall fe25519_k16	; L = aL bL -> Y+0
+	pop r31
+	pop r30
+	pop r27
+	pop r26
+	adiw r26, 16
+	adiw r30, 16
 	adiw r28, 32
-	rcall fe25519_mul128	; H = aH bH -> Y+32
+	rcall fe25519_k16	; H = aH bH -> Y+32
 	movw r26, r28
 	adiw r26, 63
 	adiw r26, 1		; X = |aL - aH|
-	movw r24, r26
-	adiw r24, 16		; |bL - bH|
+	movw r30, r26
+	adiw r30, 16		; Z = |bL - bH|
 	adiw r28, 32
-	rcall fe25519_mul128	; M -> Y+64
+	rcall fe25519_k16	; M -> Y+64
 	sbiw r28, 32
 	sbiw r28, 32
 	pop r25
@@ -1098,22 +1107,22 @@ fe25519_sqr_int:
 	eor r16, r20
 	eor r17, r20
 	eor r18, r20
-	sub r3, r20
-	sbc r4, r20
-	sbc r5, r20
-	sbc r6, r20
-	sbc r7, r20
-	sbc r8, r20
-	sbc r9, r20
-	sbc r10, r20
-	sbc r11, r20
-	sbc r12, r20
-	sbc r13, r20
-	sbc r14, r20
-	sbc r15, r20
-	sbc r16, r20
-	sbc r17, r20
-	sbc r18, r20
+	sub r3, r20		; (d ^ mask) - mask = |d|
+	sbc r4, r20		; (d ^ mask) - mask = |d|
+	sbc r5, r20		; (d ^ mask) - mask = |d|
+	sbc r6, r20		; (d ^ mask) - mask = |d|
+	sbc r7, r20		; (d ^ mask) - mask = |d|
+	sbc r8, r20		; (d ^ mask) - mask = |d|
+	sbc r9, r20		; (d ^ mask) - mask = |d|
+	sbc r10, r20		; (d ^ mask) - mask = |d|
+	sbc r11, r20		; (d ^ mask) - mask = |d|
+	sbc r12, r20		; (d ^ mask) - mask = |d|
+	sbc r13, r20		; (d ^ mask) - mask = |d|
+	sbc r14, r20		; (d ^ mask) - mask = |d|
+	sbc r15, r20		; (d ^ mask) - mask = |d|
+	sbc r16, r20		; (d ^ mask) - mask = |d|
+	sbc r17, r20		; (d ^ mask) - mask = |d|
+	sbc r18, r20		; (d ^ mask) - mask = |d|
 	rcall fe25519_sqr128_regs	; M = (aL - aH)^2 -> Y+64
 	pop r25
 	pop r24
@@ -1797,8 +1806,8 @@ fe25519_sqr_int:
 	st X+, r18
 	ret
 	.size fe25519_sqr_int, . - fe25519_sqr_int
-	.type fe25519_mul128, @function
-fe25519_mul128:
+	.type fe25519_k16, @function
+fe25519_k16:
 	ld r3, X+
 	ld r4, X+
 	ld r5, X+
@@ -1807,585 +1816,685 @@ fe25519_mul128:
 	ld r8, X+
 	ld r9, X+
 	ld r10, X+
-	movw r30, r24	; Z = b
-	clr r19
-	clr r20
-	clr r21
-	ld r11, Z+
+	ld r19, X+
+	sub r3, r19
+	ld r19, X+
+	sbc r4, r19
+	ld r19, X+
+	sbc r5, r19
+	ld r19, X+
+	sbc r6, r19
+	ld r19, X+
+	sbc r7, r19
+	ld r19, X+
+	sbc r8, r19
+	ld r19, X+
+	sbc r9, r19
+	ld r19, X+
+	sbc r10, r19
+	sbc r24, r24		; 0xFF on a borrow
+	ldd r11, Z+0
+	ldd r19, Z+8
+	sub r11, r19
+	ldd r12, Z+1
+	ldd r19, Z+9
+	sbc r12, r19
+	ldd r13, Z+2
+	ldd r19, Z+10
+	sbc r13, r19
+	ldd r14, Z+3
+	ldd r19, Z+11
+	sbc r14, r19
+	ldd r15, Z+4
+	ldd r19, Z+12
+	sbc r15, r19
+	ldd r16, Z+5
+	ldd r19, Z+13
+	sbc r16, r19
+	ldd r17, Z+6
+	ldd r19, Z+14
+	sbc r17, r19
+	ldd r18, Z+7
+	ldd r19, Z+15
+	sbc r18, r19
+	sbc r25, r25
+	eor r3, r24
+	eor r4, r24
+	eor r5, r24
+	eor r6, r24
+	eor r7, r24
+	eor r8, r24
+	eor r9, r24
+	eor r10, r24
+	sub r3, r24		; (d ^ mask) - mask = |d|
+	sbc r4, r24		; (d ^ mask) - mask = |d|
+	sbc r5, r24		; (d ^ mask) - mask = |d|
+	sbc r6, r24		; (d ^ mask) - mask = |d|
+	sbc r7, r24		; (d ^ mask) - mask = |d|
+	sbc r8, r24		; (d ^ mask) - mask = |d|
+	sbc r9, r24		; (d ^ mask) - mask = |d|
+	sbc r10, r24		; (d ^ mask) - mask = |d|
+	eor r11, r25
+	eor r12, r25
+	eor r13, r25
+	eor r14, r25
+	eor r15, r25
+	eor r16, r25
+	eor r17, r25
+	eor r18, r25
+	sub r11, r25		; (d ^ mask) - mask = |d|
+	sbc r12, r25		; (d ^ mask) - mask = |d|
+	sbc r13, r25		; (d ^ mask) - mask = |d|
+	sbc r14, r25		; (d ^ mask) - mask = |d|
+	sbc r15, r25		; (d ^ mask) - mask = |d|
+	sbc r16, r25		; (d ^ mask) - mask = |d|
+	sbc r17, r25		; (d ^ mask) - mask = |d|
+	sbc r18, r25		; (d ^ mask) - mask = |d|
+	eor r24, r25
+	com r24		; n16 = 0xFF: the signs agree, M is subtracted
 	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+0, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+1, r20
+	movw r20, r0
+	clr r22
+	eor r20, r24
+	std Y+0, r20
 	clr r20
-	ld r13, Z+
+	mul r3, r12
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r4, r11
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	eor r21, r24
+	std Y+1, r21
+	clr r21
 	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+2, r21
-	clr r21
-	ld r14, Z+
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	eor r22, r24
+	std Y+2, r22
+	clr r22
 	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+3, r19
-	clr r19
-	ld r15, Z+
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	eor r20, r24
+	std Y+3, r20
+	clr r20
 	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+4, r20
-	clr r20
-	ld r16, Z+
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	eor r21, r24
+	std Y+4, r21
+	clr r21
 	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+5, r21
-	clr r21
-	ld r17, Z+
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	eor r22, r24
+	std Y+5, r22
+	clr r22
 	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+6, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+7, r20
+	adc r22, r2
+	eor r20, r24
+	std Y+6, r20
 	clr r20
-	ld r11, Z+
-	mul r3, r11
+	mul r3, r18
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r4, r18
+	mul r4, r17
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r5, r17
+	mul r5, r16
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r6, r16
+	mul r6, r15
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r7, r15
+	mul r7, r14
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r8, r14
+	mul r8, r13
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r9, r13
+	mul r9, r12
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r10, r12
+	mul r10, r11
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	std Y+8, r21
+	eor r21, r24
+	std Y+7, r21
 	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
+	mul r4, r18
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r4, r11
-	add r19, r0
+	mul r5, r17
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
+	mul r6, r16
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r15
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r14
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r13
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r12
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	eor r22, r24
+	std Y+8, r22
+	clr r22
 	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+9, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	adc r22, r2
+	eor r20, r24
+	std Y+9, r20
+	clr r20
 	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+10, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	eor r21, r24
+	std Y+10, r21
+	clr r21
 	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+11, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	eor r22, r24
+	std Y+11, r22
+	clr r22
 	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+12, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+13, r20
+	adc r22, r2
+	eor r20, r24
+	std Y+12, r20
 	clr r20
-	ld r17, Z+
-	mul r3, r17
+	mul r9, r18
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r4, r16
+	mul r10, r17
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+14, r21
+	eor r21, r24
+	std Y+13, r21
 	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
+	mul r10, r18
+	add r22, r0
 	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+15, r19
-	clr r19
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	eor r22, r24
+	std Y+14, r22
+	eor r20, r24
+	std Y+15, r20
+	push r24		; n16
+	sbiw r26, 8
+	ld r3, X+
+	ld r4, X+
+	ld r5, X+
+	ld r6, X+
+	ld r7, X+
+	ld r8, X+
+	ld r9, X+
+	ld r10, X+
+	ldd r11, Z+8
+	ldd r12, Z+9
+	ldd r13, Z+10
+	ldd r14, Z+11
+	ldd r15, Z+12
+	ldd r16, Z+13
+	ldd r17, Z+14
+	ldd r18, Z+15
+	mul r3, r11
+	movw r20, r0
+	clr r22
 	std Y+16, r20
 	clr r20
-	mul r5, r18
+	mul r3, r12
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r6, r17
+	mul r4, r11
 	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
 	std Y+17, r21
 	clr r21
-	mul r6, r18
-	add r19, r0
+	mul r3, r13
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r7, r17
-	add r19, r0
+	mul r4, r12
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r8, r16
-	add r19, r0
+	mul r5, r11
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+18, r19
-	clr r19
-	mul r7, r18
+	std Y+18, r22
+	clr r22
+	mul r3, r14
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r8, r17
+	adc r22, r2
+	mul r4, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r9, r16
+	adc r22, r2
+	mul r5, r12
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r10, r15
+	adc r22, r2
+	mul r6, r11
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	std Y+19, r20
 	clr r20
-	mul r8, r18
+	mul r3, r15
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r9, r17
+	mul r4, r14
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r10, r16
+	mul r5, r13
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
+	adc r20, r2
+	mul r6, r12
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r7, r11
+	add r21, r0
+	adc r22, r1
 	adc r20, r2
 	std Y+20, r21
 	clr r21
-	mul r9, r18
-	add r19, r0
+	mul r3, r16
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r10, r17
-	add r19, r0
+	mul r4, r15
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	std Y+21, r19
-	clr r19
-	mul r10, r18
+	mul r5, r14
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r13
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r12
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r11
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+21, r22
+	clr r22
+	mul r3, r17
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	std Y+22, r20
 	clr r20
-	std Y+23, r21	; the row's carry byte
+	mul r3, r18
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r5, r16
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r6, r15
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r7, r14
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r8, r13
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r9, r12
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r10, r11
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	std Y+23, r21
+	clr r21
+	mul r4, r18
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r17
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r16
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r15
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r14
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r13
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r12
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+24, r22
+	clr r22
+	mul r5, r18
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	std Y+25, r20
+	clr r20
+	mul r6, r18
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r7, r17
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r8, r16
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r9, r15
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r10, r14
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	std Y+26, r21
+	clr r21
+	mul r7, r18
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r17
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r16
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r15
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+27, r22
+	clr r22
+	mul r8, r18
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	std Y+28, r20
+	clr r20
+	mul r9, r18
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r10, r17
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	std Y+29, r21
+	clr r21
+	mul r10, r18
+	add r22, r0
+	adc r20, r1
+	std Y+30, r22
+	std Y+31, r20
+	sbiw r26, 16
 	ld r3, X+
 	ld r4, X+
 	ld r5, X+
@@ -2394,627 +2503,426 @@ fe25519_mul128:
 	ld r8, X+
 	ld r9, X+
 	ld r10, X+
-	movw r30, r24	; Z = b
-	clr r19
-	clr r20
-	clr r21
-	ldd r22, Y+8
-	ldd r0, Y+9
-	add r19, r22
-	adc r20, r0
-	adc r21, r2
-	ld r11, Z+
+	ldd r11, Z+0
+	ldd r12, Z+1
+	ldd r13, Z+2
+	ldd r14, Z+3
+	ldd r15, Z+4
+	ldd r16, Z+5
+	ldd r17, Z+6
+	ldd r18, Z+7
 	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+8, r19
+	movw r20, r0
+	clr r22
 	clr r19
-	ld r12, Z+
 	mul r3, r12
-	add r20, r0
-	adc r21, r1
+	add r21, r0
+	adc r22, r1
 	adc r19, r2
 	mul r4, r11
-	add r20, r0
-	adc r21, r1
+	add r21, r0
+	adc r22, r1
 	adc r19, r2
-	std Y+9, r20
-	clr r20
-	ldd r22, Y+10
-	ldd r0, Y+11
-	add r21, r22
-	adc r19, r0
-	adc r20, r2
-	ld r13, Z+
+	clr r24
 	mul r3, r13
-	add r21, r0
+	add r22, r0
 	adc r19, r1
-	adc r20, r2
+	adc r24, r2
 	mul r4, r12
-	add r21, r0
+	add r22, r0
 	adc r19, r1
-	adc r20, r2
+	adc r24, r2
 	mul r5, r11
-	add r21, r0
+	add r22, r0
 	adc r19, r1
-	adc r20, r2
-	std Y+10, r21
-	clr r21
-	ld r14, Z+
+	adc r24, r2
+	clr r25
 	mul r3, r14
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	mul r4, r13
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	mul r5, r12
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	mul r6, r11
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+11, r19
-	clr r19
-	ldd r22, Y+12
+	adc r24, r1
+	adc r25, r2
+	clr r26
+	mul r3, r15
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
+	mul r4, r14
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
+	mul r5, r13
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
+	mul r6, r12
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
+	mul r7, r11
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
+	clr r27
+	mul r3, r16
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
+	mul r4, r15
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
+	mul r5, r14
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
+	mul r6, r13
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
+	mul r7, r12
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
+	mul r8, r11
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
+	clr r30
+	mul r3, r17
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	mul r4, r16
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	mul r5, r15
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	mul r6, r14
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	mul r7, r13
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	mul r8, r12
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	mul r9, r11
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	clr r31
+	mul r3, r18
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	mul r4, r17
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	mul r5, r16
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	mul r6, r15
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	mul r7, r14
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	mul r8, r13
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	mul r9, r12
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	mul r10, r11
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
+	clr r3
+	mul r4, r18
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r5, r17
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r6, r16
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r7, r15
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r8, r14
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r9, r13
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r10, r12
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	clr r11
+	mul r5, r18
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r6, r17
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r7, r16
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r8, r15
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r9, r14
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r10, r13
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	clr r4
+	mul r6, r18
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r7, r17
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r8, r16
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r9, r15
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r10, r14
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	clr r12
+	mul r7, r18
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
+	mul r8, r17
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
+	mul r9, r16
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
+	mul r10, r15
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
+	clr r5
+	mul r8, r18
+	add r4, r0
+	adc r12, r1
+	adc r5, r2
+	mul r9, r17
+	add r4, r0
+	adc r12, r1
+	adc r5, r2
+	mul r10, r16
+	add r4, r0
+	adc r12, r1
+	adc r5, r2
+	clr r13
+	mul r9, r18
+	add r12, r0
+	adc r5, r1
+	adc r13, r2
+	mul r10, r17
+	add r12, r0
+	adc r5, r1
+	adc r13, r2
+	clr r6
+	mul r10, r18
+	add r5, r0
+	adc r13, r1
+	pop r14		; n16
+	ldd r7, Y+16
+	add r30, r7
+	ldd r7, Y+17
+	adc r31, r7
+	ldd r7, Y+18
+	adc r3, r7
+	ldd r7, Y+19
+	adc r11, r7
+	ldd r7, Y+20
+	adc r4, r7
+	ldd r7, Y+21
+	adc r12, r7
+	ldd r7, Y+22
+	adc r5, r7
+	ldd r7, Y+23
+	adc r13, r7
+	clr r15
+	rol r15		; c1, S's carry
+	mov r7, r14
+	lsl r7		; C = n & 1
+	ldd r7, Y+0
+	std Y+0, r20
+	adc r20, r7
+	ldd r7, Y+1
+	std Y+1, r21
+	adc r21, r7
+	ldd r7, Y+2
+	std Y+2, r22
+	adc r22, r7
+	ldd r7, Y+3
+	std Y+3, r19
+	adc r19, r7
+	ldd r7, Y+4
+	std Y+4, r24
+	adc r24, r7
+	ldd r7, Y+5
+	std Y+5, r25
+	adc r25, r7
+	ldd r7, Y+6
+	std Y+6, r26
+	adc r26, r7
+	ldd r7, Y+7
+	std Y+7, r27
+	adc r27, r7
+	clr r8
+	rol r8
+	add r20, r30
+	adc r21, r31
+	adc r22, r3
+	adc r19, r11
+	adc r24, r4
+	adc r25, r12
+	adc r26, r5
+	adc r27, r13
+	adc r8, r2	; k1, Q1's carries (0..2)
+	ldd r16, Y+8
+	ldd r9, Y+9
+	ldd r17, Y+10
+	ldd r10, Y+11
+	ldd r18, Y+12
 	ldd r0, Y+13
-	add r20, r22
-	adc r21, r0
-	adc r19, r2
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+12, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+13, r21
-	clr r21
-	ldd r22, Y+14
-	ldd r0, Y+15
-	add r19, r22
-	adc r20, r0
-	adc r21, r2
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+14, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+15, r20
-	clr r20
-	ldd r22, Y+16
-	ldd r0, Y+17
-	add r21, r22
-	adc r19, r0
-	adc r20, r2
-	ld r11, Z+
-	mul r3, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+16, r21
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+17, r19
-	clr r19
-	ldd r22, Y+18
-	ldd r0, Y+19
-	add r20, r22
-	adc r21, r0
-	adc r19, r2
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+18, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+19, r21
-	clr r21
-	ldd r22, Y+20
-	ldd r0, Y+21
-	add r19, r22
-	adc r20, r0
-	adc r21, r2
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+20, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+21, r20
-	clr r20
-	ldd r22, Y+22
-	ldd r0, Y+23
-	add r21, r22
-	adc r19, r0
-	adc r20, r2
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+22, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+23, r19
-	clr r19
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+24, r20
-	clr r20
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+25, r21
-	clr r21
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+26, r19
-	clr r19
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+27, r20
-	clr r20
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+28, r21
-	clr r21
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+29, r19
-	clr r19
-	mul r10, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+30, r20
-	clr r20
-	std Y+31, r21	; the row's carry byte
+	ldd r1, Y+14
+	ldd r7, Y+15
+	std Y+8, r20	; Q1
+	std Y+9, r21	; Q1
+	std Y+10, r22	; Q1
+	std Y+11, r19	; Q1
+	std Y+12, r24	; Q1
+	std Y+13, r25	; Q1
+	std Y+14, r26	; Q1
+	std Y+15, r27	; Q1
+	add r16, r30
+	adc r9, r31
+	adc r17, r3
+	adc r10, r11
+	adc r18, r4
+	adc r0, r12
+	adc r1, r5
+	adc r7, r13
+	clr r30
+	rol r30
+	ldd r20, Y+24
+	ldd r21, Y+25
+	ldd r22, Y+26
+	ldd r19, Y+27
+	ldd r24, Y+28
+	ldd r25, Y+29
+	ldd r26, Y+30
+	ldd r27, Y+31
+	add r16, r20
+	adc r9, r21
+	adc r17, r22
+	adc r10, r19
+	adc r18, r24
+	adc r0, r25
+	adc r1, r26
+	adc r7, r27
+	clr r31
+	rol r31
+	add r8, r15
+	add r16, r8
+	adc r9, r2
+	adc r17, r2
+	adc r10, r2
+	adc r18, r2
+	adc r0, r2
+	adc r1, r2
+	adc r7, r2
+	clr r3
+	rol r3
+	std Y+16, r16	; Q2
+	std Y+17, r9	; Q2
+	std Y+18, r17	; Q2
+	std Y+19, r10	; Q2
+	std Y+20, r18	; Q2
+	std Y+21, r0	; Q2
+	std Y+22, r1	; Q2
+	std Y+23, r7	; Q2
+	add r15, r30
+	add r15, r31
+	add r15, r3
+	add r15, r14
+	mov r11, r15
+	lsl r11
+	sbc r11, r11		; its sign
+	add r20, r15
+	adc r21, r11
+	adc r22, r11
+	adc r19, r11
+	adc r24, r11
+	adc r25, r11
+	adc r26, r11
+	adc r27, r11
+	std Y+24, r20	; Q3
+	std Y+25, r21	; Q3
+	std Y+26, r22	; Q3
+	std Y+27, r19	; Q3
+	std Y+28, r24	; Q3
+	std Y+29, r25	; Q3
+	std Y+30, r26	; Q3
+	std Y+31, r27	; Q3
 	ret
-	.size fe25519_mul128, . - fe25519_mul128
+	.size fe25519_k16, . - fe25519_k16
 	.type fe25519_sqr128, @function
 fe25519_sqr128:
 	ld r3, Z+
@@ -3062,7 +2970,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r3, r6	; column 3
+	mul r3, r6
 	movw r20, r0
 	clr r22
 	mul r4, r5
@@ -3077,7 +2985,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r3, r7	; column 4
+	mul r3, r7
 	movw r20, r0
 	clr r22
 	mul r4, r6
@@ -3096,7 +3004,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r3, r8	; column 5
+	mul r3, r8
 	movw r20, r0
 	clr r22
 	mul r4, r7
@@ -3115,7 +3023,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r3, r9	; column 6
+	mul r3, r9
 	movw r20, r0
 	clr r22
 	mul r4, r8
@@ -3138,7 +3046,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r3, r10	; column 7
+	mul r3, r10
 	movw r20, r0
 	clr r22
 	mul r4, r9
@@ -3161,7 +3069,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r3, r11	; column 8
+	mul r3, r11
 	movw r20, r0
 	clr r22
 	mul r4, r10
@@ -3188,7 +3096,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r3, r12	; column 9
+	mul r3, r12
 	movw r20, r0
 	clr r22
 	mul r4, r11
@@ -3215,7 +3123,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r3, r13	; column 10
+	mul r3, r13
 	movw r20, r0
 	clr r22
 	mul r4, r12
@@ -3246,7 +3154,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r3, r14	; column 11
+	mul r3, r14
 	movw r20, r0
 	clr r22
 	mul r4, r13
@@ -3277,7 +3185,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r3, r15	; column 12
+	mul r3, r15
 	movw r20, r0
 	clr r22
 	mul r4, r14
@@ -3312,7 +3220,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r3, r16	; column 13
+	mul r3, r16
 	movw r20, r0
 	clr r22
 	mul r4, r15
@@ -3347,7 +3255,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r3, r17	; column 14
+	mul r3, r17
 	movw r20, r0
 	clr r22
 	mul r4, r16
@@ -3386,7 +3294,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r3, r18	; column 15
+	mul r3, r18
 	movw r20, r0
 	clr r22
 	mul r4, r17
@@ -3425,7 +3333,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r4, r18	; column 16
+	mul r4, r18
 	movw r20, r0
 	clr r22
 	mul r5, r17
@@ -3464,7 +3372,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r5, r18	; column 17
+	mul r5, r18
 	movw r20, r0
 	clr r22
 	mul r6, r17
@@ -3499,7 +3407,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r6, r18	; column 18
+	mul r6, r18
 	movw r20, r0
 	clr r22
 	mul r7, r17
@@ -3534,7 +3442,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r7, r18	; column 19
+	mul r7, r18
 	movw r20, r0
 	clr r22
 	mul r8, r17
@@ -3565,7 +3473,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r8, r18	; column 20
+	mul r8, r18
 	movw r20, r0
 	clr r22
 	mul r9, r17
@@ -3596,7 +3504,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r9, r18	; column 21
+	mul r9, r18
 	movw r20, r0
 	clr r22
 	mul r10, r17
@@ -3623,7 +3531,7 @@ fe25519_sqr128_regs:
 	adc r19, r22
 	st X+, r24
 	clr r24
-	mul r10, r18	; column 22
+	mul r10, r18
 	movw r20, r0
 	clr r22
 	mul r11, r17
@@ -3650,7 +3558,7 @@ fe25519_sqr128_regs:
 	adc r24, r2
 	st X+, r25
 	clr r25
-	mul r11, r18	; column 23
+	mul r11, r18
 	movw r20, r0
 	clr r22
 	mul r12, r17
@@ -3673,7 +3581,7 @@ fe25519_sqr128_regs:
 	adc r25, r22
 	st X+, r19
 	clr r19
-	mul r12, r18	; column 24
+	mul r12, r18
 	movw r20, r0
 	clr r22
 	mul r13, r17
@@ -3696,7 +3604,7 @@ fe25519_sqr128_regs:
 	adc r19, r2
 	st X+, r24
 	clr r24
-	mul r13, r18	; column 25
+	mul r13, r18
 	movw r20, r0
 	clr r22
 	mul r14, r17
@@ -3715,7 +3623,7 @@ fe25519_sqr128_regs:
 	adc r24, r22
 	st X+, r25
 	clr r25
-	mul r14, r18	; column 26
+	mul r14, r18
 	movw r20, r0
 	clr r22
 	mul r15, r17
@@ -3734,7 +3642,7 @@ fe25519_sqr128_regs:
 	adc r25, r2
 	st X+, r19
 	clr r19
-	mul r15, r18	; column 27
+	mul r15, r18
 	movw r20, r0
 	clr r22
 	mul r16, r17

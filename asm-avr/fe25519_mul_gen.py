@@ -16,12 +16,15 @@ definition in Rust, the reference the assembly is tested against.
 
 Multiplication: M = |aL - aH| |bL - bH| and V = L + H - s M, s the sign
 of (aL - aH)(bL - bH), applied by a mask n (0xFF: M is subtracted, as
-L + H + ~M + 1 - 2^256). The three 16x16-byte products are
-`fe25519_mul128`: operand caching, two rows each holding 8 bytes of a in
-registers (r3..r10) while a window of 8 bytes of b (r11..r18, b[j] in
-register j mod 8) slides along b one load per column; each byte product is
-`mul` + add/adc/adc into a 24-bit accumulator renamed per column
-(r19..r21), and the second row adds the first row's bytes it overlaps.
+L + H + ~M + 1 - 2^256). The three 16x16-byte products are `fe25519_k16`:
+Karatsuba again over 8-byte halves, each 8x8 product scanned with both
+operands in registers (192 byte products instead of 256; see there). The
+compact file's are `fe25519_mul128`: operand caching, two rows each
+holding 8 bytes of a in registers (r3..r10) while a window of 8 bytes of b
+(r11..r18, b[j] in register j mod 8) slides along b one load per column;
+each byte product is `mul` + add/adc/adc into a 24-bit accumulator renamed
+per column (r19..r21), and the second row adds the first row's bytes it
+overlaps.
 
 Squaring: L = aL^2, H = aH^2, M = (aL - aH)^2 and V = L + H - M (always
 subtracted), each by `fe25519_sqr128`: the 16 bytes in registers
@@ -45,9 +48,10 @@ r23:r22 = a (and r21:r20 = b), Y = a scratch frame of MUL_FRAME
 they are dead). They clobber r0..r27, r30, r31 and keep Y; r1 is not
 cleared. The C-ABI routines of gen_fe25519.py wrap them.
 
-`looped` (the compact file): the multiplication's two rows are one loop
-over one row body (the first row adds into bytes cleared beforehand) and
-the fold keeps V0 and the high half in memory, in loops.
+`looped` (the compact file): `fe25519_mul128`'s two rows are one loop
+over one row body (the first row adds into bytes cleared beforehand), the
+fold keeps V0 and the high half in memory, in loops, and the squaring's
+|aL - aH| is a loop.
 """
 
 MUL_FRAME = 128  # L, H, M, |aL - aH|, |bL - bH|
@@ -57,6 +61,21 @@ A_ROW = [f"r{i}" for i in range(3, 11)]  # mul128: the row's 8 bytes of a
 WINDOW = [f"r{i}" for i in range(11, 19)]  # b[j] lives in WINDOW[j % 8]
 ACC = ["r19", "r20", "r21"]
 ZERO = "r2"
+
+
+def mac(e, x, y, acc, first=False, catch=True):
+    """acc (3 registers) += x y; `first`: acc = x y instead (acc[0] even:
+    movw); without `catch`, the top register takes no carry (the caller
+    knows there is none)."""
+    e(f"\tmul {x}, {y}")
+    if first:
+        e(f"\tmovw {acc[0]}, r0")
+        e(f"\tclr {acc[2]}")
+        return
+    e(f"\tadd {acc[0]}, r0")
+    e(f"\tadc {acc[1]}, r1")
+    if catch:
+        e(f"\tadc {acc[2]}, {ZERO}")
 
 
 def row(e, products, first_col, last_col, existing_below, load, out_y):
@@ -78,10 +97,7 @@ def row(e, products, first_col, last_col, existing_below, load, out_y):
             e(f"\tadc {acc[2]}, {ZERO}")
         load(c)
         for x, y in products(c):
-            e(f"\tmul {x}, {y}")
-            e(f"\tadd {acc[0]}, r0")
-            e(f"\tadc {acc[1]}, r1")
-            e(f"\tadc {acc[2]}, {ZERO}")
+            mac(e, x, y, acc)
         e(f"\tstd Y+{out_y + c}, {acc[0]}")
         e(f"\tclr {acc[0]}")
         acc = acc[1:] + acc[:1]
@@ -133,6 +149,154 @@ def emit_mul128(e, looped=False):
     e("\t.size fe25519_mul128, . - fe25519_mul128")
 
 
+def scan8(e, A, B, acc, store=None, fresh=None, n_eor=None):
+    """8x8-byte product scanning in registers: A, B (8 registers each) ->
+    16 bytes. acc: the 3 accumulator registers (acc[0] even, acc[1] next:
+    movw at column 0). Column k's byte goes to store(k, register) (XORed
+    with `n_eor` first, if given), the register then being the next top
+    accumulator; or, without `store`, the byte stays in its register and the
+    next top accumulator comes from `fresh`, where the operands go as they
+    die (A[k - 7] and B[k - 7] after column k). Returns the 16 registers
+    kept (without `store`)."""
+    acc = list(acc)
+    kept = []
+    for k in range(15):
+        for i, j in [(i, k - i) for i in range(8) if 0 <= k - i < 8]:
+            mac(e, A[i], B[j], acc, first=k == 0, catch=k < 14)  # the last column cannot carry out
+        for m, reg in ((k, acc[0]), (15, acc[1])) if k == 14 else ((k, acc[0]),):
+            if store:
+                if n_eor:
+                    e(f"\teor {reg}, {n_eor}")
+                store(m, reg)
+            else:
+                kept.append(reg)
+        if k == 14:
+            return kept
+        if store:
+            new = acc[0]
+        else:
+            if k >= 7:
+                fresh += [A[k - 7], B[k - 7]]
+            new = fresh.pop(0)
+        e(f"\tclr {new}")
+        acc = [acc[1], acc[2], new]
+
+
+def emit_k16(e):
+    """Local subroutine fe25519_k16: Y[0..32] = a[0..16] * b[0..16] by one
+    level of Karatsuba over 8-byte halves (Y' = 2^64), each 8x8 product
+    scanned with both operands in registers (`scan8`): 192 byte products
+    instead of 256. In: X = a, Z = b, Y = out, r2 = 0. Keeps Y, r2, r23;
+    clobbers the other registers.
+
+    M = |aL - aH| |bL - bH| first, stored XOR n16 (0xFF when the signs
+    agree: M is subtracted) at Y[0..16]; then H = aH bH to Y[16..32]; then
+    L = aL bL, kept in registers (the dying operands' registers take the
+    later columns). The result, with S = L1 + H0 (8 bytes):
+    out[0..8] = L0, out[8..16] = Q1 = S + L0 + (M0 ^ n) + (n & 1),
+    out[16..24] = Q2 = S + H1 + (M1 ^ n) + the carries so far,
+    out[24..32] = H1 + the last carries - (n & 1) (mod 2^64: the product is
+    below 2^256). Each loaded byte is read before its place is written."""
+    e("\t.type fe25519_k16, @function")
+    e("fe25519_k16:")
+    A = [f"r{i}" for i in range(3, 11)]
+    B = [f"r{i}" for i in range(11, 19)]
+    acc = ["r20", "r21", "r22"]
+    t = "r19"
+    # M: |aL - aH| into A (X walks a), |bL - bH| into B (Z by displacement).
+    for r in A:
+        e(f"\tld {r}, X+")
+    for i, r in enumerate(A):
+        e(f"\tld {t}, X+")
+        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, {t}")
+    e("\tsbc r24, r24\t\t; 0xFF on a borrow")
+    for i, r in enumerate(B):
+        e(f"\tldd {r}, Z+{i}")
+        e(f"\tldd {t}, Z+{8 + i}")
+        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, {t}")
+    e("\tsbc r25, r25")
+    conditional_negate(e, A, "r24")
+    conditional_negate(e, B, "r25")
+    e("\teor r24, r25")
+    e("\tcom r24\t\t; n16 = 0xFF: the signs agree, M is subtracted")
+    scan8(e, A, B, acc, store=lambda k, reg: e(f"\tstd Y+{k}, {reg}"), n_eor="r24")
+    e("\tpush r24\t\t; n16")
+    # H = aH bH -> Y[16..32].
+    e("\tsbiw r26, 8")
+    for r in A:
+        e(f"\tld {r}, X+")
+    for i, r in enumerate(B):
+        e(f"\tldd {r}, Z+{8 + i}")
+    scan8(e, A, B, acc, store=lambda k, reg: e(f"\tstd Y+{16 + k}, {reg}"))
+    # L = aL bL, into registers (X and Z are free once loaded).
+    e("\tsbiw r26, 16")
+    for r in A:
+        e(f"\tld {r}, X+")
+    for i, r in enumerate(B):
+        e(f"\tldd {r}, Z+{i}")
+    free = ["r19", "r24", "r25", "r26", "r27", "r30", "r31"]
+    L = scan8(e, A, B, acc, fresh=free)
+    L0, S = L[:8], L[8:]
+    free += [A[7], B[7], "r0", "r1"]
+    n, tmp, c1, k1 = (free.pop(0) for _ in range(4))
+    e(f"\tpop {n}\t\t; n16")
+    for i in range(8):  # S = L1 + H0, in L1's registers
+        e(f"\tldd {tmp}, Y+{16 + i}")
+        e(f"\t{'add' if i == 0 else 'adc'} {S[i]}, {tmp}")
+    e(f"\tclr {c1}")
+    e(f"\trol {c1}\t\t; c1, S's carry")
+    e(f"\tmov {tmp}, {n}")
+    e(f"\tlsl {tmp}\t\t; C = n & 1")
+    for i in range(8):  # L0 + (M0 ^ n) + (n & 1) in L0's registers; out[0..8] = L0
+        e(f"\tldd {tmp}, Y+{i}")
+        e(f"\tstd Y+{i}, {L0[i]}")
+        e(f"\tadc {L0[i]}, {tmp}")
+    e(f"\tclr {k1}")
+    e(f"\trol {k1}")
+    for i in range(8):  # Q1 = that + S
+        e(f"\t{'add' if i == 0 else 'adc'} {L0[i]}, {S[i]}")
+    e(f"\tadc {k1}, {ZERO}\t; k1, Q1's carries (0..2)")
+    free.append(tmp)
+    M1 = [free.pop(0) for _ in range(8)]
+    for i in range(8):
+        e(f"\tldd {M1[i]}, Y+{8 + i}")
+    for i in range(8):
+        e(f"\tstd Y+{8 + i}, {L0[i]}\t; Q1")
+    for i in range(8):  # Q2 = M1 ^ n + S + H1 + c1 + k1, in M1's registers
+        e(f"\t{'add' if i == 0 else 'adc'} {M1[i]}, {S[i]}")
+    u1, u2, u3, ext = S[:4]
+    e(f"\tclr {u1}")
+    e(f"\trol {u1}")
+    H1 = L0
+    for i in range(8):
+        e(f"\tldd {H1[i]}, Y+{24 + i}")
+    for i in range(8):
+        e(f"\t{'add' if i == 0 else 'adc'} {M1[i]}, {H1[i]}")
+    e(f"\tclr {u2}")
+    e(f"\trol {u2}")
+    e(f"\tadd {k1}, {c1}")
+    e(f"\tadd {M1[0]}, {k1}")
+    for i in range(1, 8):
+        e(f"\tadc {M1[i]}, {ZERO}")
+    e(f"\tclr {u3}")
+    e(f"\trol {u3}")
+    for i in range(8):
+        e(f"\tstd Y+{16 + i}, {M1[i]}\t; Q2")
+    # out[24..32] = H1 + c1 + u1 + u2 + u3 - (n & 1), the small sum sign-extended.
+    for c in (u1, u2, u3, n):
+        e(f"\tadd {c1}, {c}")
+    e(f"\tmov {ext}, {c1}")
+    e(f"\tlsl {ext}")
+    e(f"\tsbc {ext}, {ext}\t\t; its sign")
+    e(f"\tadd {H1[0]}, {c1}")
+    for i in range(1, 8):
+        e(f"\tadc {H1[i]}, {ext}")
+    for i in range(8):
+        e(f"\tstd Y+{24 + i}, {H1[i]}\t; Q3")
+    e("\tret")
+    e("\t.size fe25519_k16, . - fe25519_k16")
+
+
 SQ_A = [f"r{i}" for i in range(3, 19)]  # sqr128: the 16 bytes
 SQ_O = ["r20", "r21", "r22"]  # a column's off-diagonal sum (r20 even: movw)
 SQ_R = ["r24", "r25", "r19"]  # the running sum (r24 even: movw at column 0)
@@ -171,14 +335,7 @@ def emit_sqr128(e):
                     e(f"\tadc {R[2]}, {ZERO}")
             elif pairs:
                 for t, (i, j) in enumerate(pairs):
-                    e(f"\tmul {SQ_A[i]}, {SQ_A[j]}" + (f"\t; column {k}" if t == 0 else ""))
-                    if t == 0:
-                        e(f"\tmovw {O[0]}, r0")
-                        e(f"\tclr {O[2]}")
-                    else:
-                        e(f"\tadd {O[0]}, r0")
-                        e(f"\tadc {O[1]}, r1")
-                        e(f"\tadc {O[2]}, {ZERO}")
+                    mac(e, SQ_A[i], SQ_A[j], O, first=t == 0)
                 e(f"\tlsl {O[0]}")
                 e(f"\trol {O[1]}")
                 e(f"\trol {O[2]}")
@@ -228,6 +385,15 @@ def times38(e, carry, out, c38, zero):
     e(f"\tadc {out[3]}, {zero}\t; 38 * the carry")
 
 
+def conditional_negate(e, regs, mask):
+    """regs (a little-endian number) <- (regs ^ mask) - mask: negated when
+    mask = 0xFF, kept when 0 (|d| from d and its borrow mask)."""
+    for r in regs:
+        e(f"\teor {r}, {mask}")
+    for i, r in enumerate(regs):
+        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, {mask}\t\t; (d ^ mask) - mask = |d|")
+
+
 def abs_difference(e, base, mask):
     """|low - high| of the 16-byte halves at `base` (Y or Z, not moved),
     stored to X+ (computed in r3..r18, r22 a temporary); `mask` = 0xFF if
@@ -238,10 +404,7 @@ def abs_difference(e, base, mask):
         e(f"\tldd r22, {base}+{16 + i}")
         e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r22")
     e(f"\tsbc {mask}, {mask}\t\t; 0xFF on a borrow")
-    for r in regs:
-        e(f"\teor {r}, {mask}")
-    for i, r in enumerate(regs):
-        e(f"\t{'sub' if i == 0 else 'sbc'} {r}, {mask}\t\t; (d ^ mask) - mask = |d|")
+    conditional_negate(e, regs, mask)
     for r in regs:
         e(f"\tst X+, {r}")
 
@@ -481,19 +644,39 @@ def emit_mul_int(e, looped=False):
         abs_difference(e, "Z", "r19")
     e("\teor r23, r19")
     e("\tcom r23\t\t; n = 0xFF: the signs agree, M is subtracted")
-    e("\tmovw r26, r24\t; X = a")
-    e("\tmovw r24, r20\t; b")
-    e("\trcall fe25519_mul128\t; L = aL bL -> Y+0")
-    e("\tadiw r24, 16")
-    e("\tadiw r28, 32")
-    e("\trcall fe25519_mul128\t; H = aH bH -> Y+32")
-    e("\tmovw r26, r28")
-    e("\tadiw r26, 63")
-    e("\tadiw r26, 1\t\t; X = |aL - aH|")
-    e("\tmovw r24, r26")
-    e("\tadiw r24, 16\t\t; |bL - bH|")
-    e("\tadiw r28, 32")
-    e("\trcall fe25519_mul128\t; M -> Y+64")
+    if looped:
+        e("\tmovw r26, r24\t; X = a")
+        e("\tmovw r24, r20\t; b")
+        e("\trcall fe25519_mul128\t; L = aL bL -> Y+0")
+        e("\tadiw r24, 16")
+        e("\tadiw r28, 32")
+        e("\trcall fe25519_mul128\t; H = aH bH -> Y+32")
+        e("\tmovw r26, r28")
+        e("\tadiw r26, 63")
+        e("\tadiw r26, 1\t\t; X = |aL - aH|")
+        e("\tmovw r24, r26")
+        e("\tadiw r24, 16\t\t; |bL - bH|")
+        e("\tadiw r28, 32")
+        e("\trcall fe25519_mul128\t; M -> Y+64")
+    else:
+        for r in ("r24", "r25", "r20", "r21"):
+            e(f"\tpush {r}\t\t; a, b")
+        e("\tmovw r26, r24\t; X = a")
+        e("\tmovw r30, r20\t; Z = b")
+        e("\trcall fe25519_k16\t; L = aL bL -> Y+0")
+        for r in ("r31", "r30", "r27", "r26"):
+            e(f"\tpop {r}")
+        e("\tadiw r26, 16")
+        e("\tadiw r30, 16")
+        e("\tadiw r28, 32")
+        e("\trcall fe25519_k16\t; H = aH bH -> Y+32")
+        e("\tmovw r26, r28")
+        e("\tadiw r26, 63")
+        e("\tadiw r26, 1\t\t; X = |aL - aH|")
+        e("\tmovw r30, r26")
+        e("\tadiw r30, 16\t\t; Z = |bL - bH|")
+        e("\tadiw r28, 32")
+        e("\trcall fe25519_k16\t; M -> Y+64")
     e("\tsbiw r28, 32")
     e("\tsbiw r28, 32")
     e("\tpop r25")
@@ -559,10 +742,7 @@ def emit_sqr_int(e, looped=False):
             e("\tld r20, Z+")
             e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
         e("\tsbc r20, r20\t\t; 0xFF on a borrow")
-        for r in SQ_A:
-            e(f"\teor {r}, r20")
-        for i, r in enumerate(SQ_A):
-            e(f"\t{'sub' if i == 0 else 'sbc'} {r}, r20")
+        conditional_negate(e, SQ_A, "r20")
     e("\trcall fe25519_sqr128_regs\t; M = (aL - aH)^2 -> Y+64")
     e("\tpop r25")
     e("\tpop r24")
