@@ -131,49 +131,10 @@ fe25519_mul_int:
 	subi r26, lo8(-96)
 	sbci r27, hi8(-96)	; X = |aL - aH|
 	movw r30, r24
-	ldi r22, 16
-	clc
-1:
-	ldd r3, Z+16
-	ld r4, Z+
-	sbc r4, r3
-	st X+, r4
-	dec r22
-	brne 1b
-	sbc r23, r23		; 0xFF on a borrow
-	sbiw r26, 16
-	mov r3, r23
-	lsl r3		; C = mask & 1
-	ldi r22, 16
-2:
-	ld r4, X
-	eor r4, r23
-	adc r4, r2	; (d ^ mask) + (mask & 1)
-	st X+, r4
-	dec r22
-	brne 2b
+	rcall fe25519_absdiff
+	mov r23, r19
 	movw r30, r20
-	ldi r22, 16
-	clc
-1:
-	ldd r3, Z+16
-	ld r4, Z+
-	sbc r4, r3
-	st X+, r4
-	dec r22
-	brne 1b
-	sbc r19, r19		; 0xFF on a borrow
-	sbiw r26, 16
-	mov r3, r19
-	lsl r3		; C = mask & 1
-	ldi r22, 16
-2:
-	ld r4, X
-	eor r4, r19
-	adc r4, r2	; (d ^ mask) + (mask & 1)
-	st X+, r4
-	dec r22
-	brne 2b
+	rcall fe25519_absdiff
 	eor r23, r19
 	com r23		; n = 0xFF: the signs agree, M is subtracted
 	movw r26, r24	; X = a
@@ -193,120 +154,7 @@ fe25519_mul_int:
 	sbiw r28, 32
 	pop r25
 	pop r24
-	clr r2
-	movw r26, r24	; X = r
-	movw r30, r28
-	subi r30, lo8(-64)
-	sbci r31, hi8(-64)	; Z = M
-	adiw r26, 16	; X = r + 16
-	mov r20, r23
-	andi r20, 1	; n & 1
-	ldi r19, 16
-1:
-	clr r21
-	ldd r24, Y+0
-	add r20, r24
-	adc r21, r2
-	ldd r24, Y+32
-	add r20, r24
-	adc r21, r2
-	ld r24, Z+
-	eor r24, r23
-	add r20, r24
-	adc r21, r2
-	st X+, r20
-	mov r20, r21
-	adiw r28, 1
-	dec r19
-	brne 1b
-	sbiw r28, 16	; Y = the frame again
-	ld r3, -X	; V[15]
-	ldi r22, 38
-	ldd r24, Y+63
-	mul r24, r22	; 38 H[31]
-	ldd r24, Y+31
-	add r0, r24
-	adc r1, r2
-	add r0, r3
-	adc r1, r2	; T = L[31] + V[15] + 38 H[31]
-	mov r24, r0
-	andi r24, 0x7F
-	std Z+17, r24	; u = T mod 128
-	lsl r0
-	rol r1		; q = T >> 7
-	ldi r24, 19
-	mul r1, r24
-	mov r19, r0	; 19 q: the low half's first carry
-	std Z+16, r1
-	sbiw r26, 15	; X = r + 16
-	clr r25
-	ldi r21, 15
-2:
-	ldd r24, Y+48
-	mul r24, r22
-	ldd r24, Y+16
-	add r0, r24
-	adc r1, r2
-	ld r24, X
-	add r0, r24
-	adc r1, r2
-	add r0, r25
-	adc r1, r2
-	st X+, r0
-	mov r25, r1
-	adiw r28, 1
-	dec r21
-	brne 2b
-	sbiw r28, 15
-	ldd r24, Z+17	; u
-	add r24, r25
-	st X, r24	; byte 31: u + the carry, below 256
-	ldd r25, Z+16	; 19 q's high byte
-	sbiw r26, 31	; X = r
-	ldi r18, 16
-	clr r21
-3:
-	ldd r24, Y+32
-	add r20, r24
-	adc r21, r2
-	ldd r24, Y+16
-	add r20, r24
-	adc r21, r2
-	ldd r24, Y+48
-	add r20, r24
-	adc r21, r2
-	ld r24, Z+
-	eor r24, r23	; M1 ^ n
-	add r20, r24
-	adc r21, r2
-	mul r20, r22
-	ld r24, Y+
-	add r0, r24
-	adc r1, r2
-	add r0, r19
-	adc r1, r25	; 19 q's high byte, then 0
-	clr r25
-	st X+, r0
-	mov r19, r1
-	mov r20, r21
-	clr r21
-	dec r18
-	brne 3b
-	sbiw r28, 16
-	add r20, r23	; n = 0xFF: M's 2^256 taken back
-	mul r20, r22
-	add r0, r19
-	ld r24, X
-	add r24, r0
-	st X+, r24
-	ldi r18, 15
-4:
-	ld r24, X
-	adc r24, r2
-	st X+, r24
-	dec r18
-	brne 4b
-	ret
+	rjmp fe25519_combine	; (its ret returns)
 	.size fe25519_mul_int, . - fe25519_mul_int
 	.type fe25519_sqr_int, @function
 fe25519_sqr_int:
@@ -319,27 +167,7 @@ fe25519_sqr_int:
 	sbiw r30, 32
 	push r26
 	push r27
-	ldi r22, 16
-	clc
-1:
-	ldd r3, Z+16
-	ld r4, Z+
-	sbc r4, r3
-	st X+, r4
-	dec r22
-	brne 1b
-	sbc r20, r20		; 0xFF on a borrow
-	sbiw r26, 16
-	mov r3, r20
-	lsl r3		; C = mask & 1
-	ldi r22, 16
-2:
-	ld r4, X
-	eor r4, r20
-	adc r4, r2	; (d ^ mask) + (mask & 1)
-	st X+, r4
-	dec r22
-	brne 2b
+	rcall fe25519_absdiff
 	pop r27
 	pop r26
 	movw r30, r26
@@ -363,6 +191,10 @@ fe25519_sqr_int:
 	pop r25
 	pop r24
 	ldi r23, 0xFF	; M is subtracted
+	rjmp fe25519_combine	; (its ret returns)
+	.size fe25519_sqr_int, . - fe25519_sqr_int
+	.type fe25519_combine, @function
+fe25519_combine:
 	clr r2
 	movw r26, r24	; X = r
 	movw r30, r28
@@ -371,7 +203,7 @@ fe25519_sqr_int:
 	adiw r26, 16	; X = r + 16
 	mov r20, r23
 	andi r20, 1	; n & 1
-	ldi r19, 16
+	ldi r19, 8
 1:
 	clr r21
 	ldd r24, Y+0
@@ -386,7 +218,20 @@ fe25519_sqr_int:
 	adc r21, r2
 	st X+, r20
 	mov r20, r21
-	adiw r28, 1
+	clr r21
+	ldd r24, Y+1
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+33
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23
+	add r20, r24
+	adc r21, r2
+	st X+, r20
+	mov r20, r21
+	adiw r28, 2
 	dec r19
 	brne 1b
 	sbiw r28, 16	; Y = the frame again
@@ -410,7 +255,7 @@ fe25519_sqr_int:
 	std Z+16, r1
 	sbiw r26, 15	; X = r + 16
 	clr r25
-	ldi r21, 15
+	ldi r21, 7
 2:
 	ldd r24, Y+48
 	mul r24, r22
@@ -424,16 +269,40 @@ fe25519_sqr_int:
 	adc r1, r2
 	st X+, r0
 	mov r25, r1
-	adiw r28, 1
+	ldd r24, Y+49
+	mul r24, r22
+	ldd r24, Y+17
+	add r0, r24
+	adc r1, r2
+	ld r24, X
+	add r0, r24
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	st X+, r0
+	mov r25, r1
+	adiw r28, 2
 	dec r21
 	brne 2b
-	sbiw r28, 15
+	ldd r24, Y+48
+	mul r24, r22
+	ldd r24, Y+16
+	add r0, r24
+	adc r1, r2
+	ld r24, X
+	add r0, r24
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	st X+, r0
+	mov r25, r1
+	sbiw r28, 14
 	ldd r24, Z+17	; u
 	add r24, r25
 	st X, r24	; byte 31: u + the carry, below 256
 	ldd r25, Z+16	; 19 q's high byte
 	sbiw r26, 31	; X = r
-	ldi r18, 16
+	ldi r18, 8
 	clr r21
 3:
 	ldd r24, Y+32
@@ -450,7 +319,7 @@ fe25519_sqr_int:
 	add r20, r24
 	adc r21, r2
 	mul r20, r22
-	ld r24, Y+
+	ldd r24, Y+0
 	add r0, r24
 	adc r1, r2
 	add r0, r19
@@ -460,6 +329,31 @@ fe25519_sqr_int:
 	mov r19, r1
 	mov r20, r21
 	clr r21
+	ldd r24, Y+33
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+17
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+49
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+1
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r25	; 19 q's high byte, then 0
+	clr r25
+	st X+, r0
+	mov r19, r1
+	mov r20, r21
+	clr r21
+	adiw r28, 2
 	dec r18
 	brne 3b
 	sbiw r28, 16
@@ -469,35 +363,24 @@ fe25519_sqr_int:
 	ld r24, X
 	add r24, r0
 	st X+, r24
-	ldi r18, 15
+	ldi r18, 5
 4:
+	ld r24, X
+	adc r24, r2
+	st X+, r24
+	ld r24, X
+	adc r24, r2
+	st X+, r24
 	ld r24, X
 	adc r24, r2
 	st X+, r24
 	dec r18
 	brne 4b
 	ret
-	.size fe25519_sqr_int, . - fe25519_sqr_int
+	.size fe25519_combine, . - fe25519_combine
 	.type fe25519_mul128, @function
 fe25519_mul128:
-	std Y+0, r2
-	std Y+1, r2
-	std Y+2, r2
-	std Y+3, r2
-	std Y+4, r2
-	std Y+5, r2
-	std Y+6, r2
-	std Y+7, r2
-	std Y+8, r2
-	std Y+9, r2
-	std Y+10, r2
-	std Y+11, r2
-	std Y+12, r2
-	std Y+13, r2
-	std Y+14, r2
-	std Y+15, r2
-	push r23	; the row count's register
-	ldi r23, 2
+	set		; T: the first row
 1:
 	ld r3, X+
 	ld r4, X+
@@ -511,11 +394,13 @@ fe25519_mul128:
 	clr r19
 	clr r20
 	clr r21
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+0
 	ldd r0, Y+1
 	add r19, r22
 	adc r20, r0
 	adc r21, r2
+3:
 	ld r11, Z+
 	mul r3, r11
 	add r19, r0
@@ -534,11 +419,13 @@ fe25519_mul128:
 	adc r19, r2
 	std Y+1, r20
 	clr r20
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+2
 	ldd r0, Y+3
 	add r21, r22
 	adc r19, r0
 	adc r20, r2
+3:
 	ld r13, Z+
 	mul r3, r13
 	add r21, r0
@@ -573,11 +460,13 @@ fe25519_mul128:
 	adc r21, r2
 	std Y+3, r19
 	clr r19
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+4
 	ldd r0, Y+5
 	add r20, r22
 	adc r21, r0
 	adc r19, r2
+3:
 	ld r15, Z+
 	mul r3, r15
 	add r20, r0
@@ -628,11 +517,13 @@ fe25519_mul128:
 	adc r20, r2
 	std Y+5, r21
 	clr r21
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+6
 	ldd r0, Y+7
 	add r19, r22
 	adc r20, r0
 	adc r21, r2
+3:
 	ld r17, Z+
 	mul r3, r17
 	add r19, r0
@@ -699,11 +590,13 @@ fe25519_mul128:
 	adc r19, r2
 	std Y+7, r20
 	clr r20
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+8
 	ldd r0, Y+9
 	add r21, r22
 	adc r19, r0
 	adc r20, r2
+3:
 	ld r11, Z+
 	mul r3, r11
 	add r21, r0
@@ -774,11 +667,13 @@ fe25519_mul128:
 	adc r21, r2
 	std Y+9, r19
 	clr r19
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+10
 	ldd r0, Y+11
 	add r20, r22
 	adc r21, r0
 	adc r19, r2
+3:
 	ld r13, Z+
 	mul r3, r13
 	add r20, r0
@@ -849,11 +744,13 @@ fe25519_mul128:
 	adc r20, r2
 	std Y+11, r21
 	clr r21
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+12
 	ldd r0, Y+13
 	add r19, r22
 	adc r20, r0
 	adc r21, r2
+3:
 	ld r15, Z+
 	mul r3, r15
 	add r19, r0
@@ -924,11 +821,13 @@ fe25519_mul128:
 	adc r19, r2
 	std Y+13, r20
 	clr r20
+	brts 3f		; the first row: nothing to add
 	ldd r22, Y+14
 	ldd r0, Y+15
 	add r21, r22
 	adc r19, r0
 	adc r20, r2
+3:
 	ld r17, Z+
 	mul r3, r17
 	add r21, r0
@@ -1126,15 +1025,63 @@ fe25519_mul128:
 	std Y+22, r20
 	clr r20
 	std Y+23, r21	; the row's carry byte
+	brtc 2f
+	clt
 	adiw r28, 8
-	dec r23
-	breq 2f
 	rjmp 1b
 2:
-	sbiw r28, 16
-	pop r23
+	sbiw r28, 8
 	ret
 	.size fe25519_mul128, . - fe25519_mul128
+	.type fe25519_absdiff, @function
+fe25519_absdiff:
+	ldi r22, 4
+	clc
+1:
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	dec r22
+	brne 1b
+	sbc r19, r19		; 0xFF on a borrow
+	sbiw r26, 16
+	mov r3, r19
+	lsl r3		; C = mask & 1
+	ldi r22, 4
+2:
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	dec r22
+	brne 2b
+	ret
+	.size fe25519_absdiff, . - fe25519_absdiff
 	.type fe25519_sqr128, @function
 fe25519_sqr128:
 	ld r3, Z+
@@ -3222,8 +3169,11 @@ fe25519_fold_add:
 	ld r19, X
 	adc r19, r18
 	st X+, r19
-	ldi r24, 15
+	ldi r24, 10
 1:
+	ld r19, X
+	adc r19, r18
+	st X+, r19
 	ld r19, X
 	adc r19, r18
 	st X+, r19
@@ -3252,8 +3202,11 @@ fe25519_fold_sub:
 	ld r19, X
 	sbc r19, r18
 	st X+, r19
-	ldi r24, 15
+	ldi r24, 10
 1:
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
 	ld r19, X
 	sbc r19, r18
 	st X+, r19

@@ -109,9 +109,9 @@ def emit_fold_routines(e):
         e("\tld r19, X")
         e(f"\t{opc} r19, r18")
         e("\tst X+, r19")
-        e("\tldi r24, 15")
+        e("\tldi r24, 10")
         e("1:")
-        for _ in range(2):
+        for _ in range(3):
             e("\tld r19, X")
             e(f"\t{opc} r19, r18")
             e("\tst X+, r19")

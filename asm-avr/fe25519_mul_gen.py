@@ -78,23 +78,28 @@ def mac(e, x, y, acc, first=False, catch=True):
         e(f"\tadc {acc[2]}, {ZERO}")
 
 
-def row(e, products, first_col, last_col, existing_below, load, out_y):
+def row(e, products, first_col, last_col, existing_below, load, out_y, skip_if_t=False):
     """One row: columns first_col..last_col, column c summing the byte
     products `products(c)` in the rotating 24-bit accumulator; `load(c)`
     emits the window load of column c. Column c is t[out_y + c] under Y;
     the bytes below `existing_below` (in columns), written by an earlier row,
     are added two at a time (an even count) at the column's start through
-    r22 and r0. The row's final carry byte goes to column last_col + 1."""
+    r22 and r0 (`skip_if_t`: skipped while the T flag is set, the looped
+    first row's). The row's final carry byte goes to column last_col + 1."""
     acc = list(ACC)
     for r in acc:
         e(f"\tclr {r}")
     for c in range(first_col, last_col + 1):
         if c < existing_below and (c - first_col) % 2 == 0:
+            if skip_if_t:
+                e("\tbrts 3f\t\t; the first row: nothing to add")
             e(f"\tldd r22, Y+{out_y + c}")
             e(f"\tldd r0, Y+{out_y + c + 1}")
             e(f"\tadd {acc[0]}, r22")
             e(f"\tadc {acc[1]}, r0")
             e(f"\tadc {acc[2]}, {ZERO}")
+            if skip_if_t:
+                e("3:")
         load(c)
         for x, y in products(c):
             mac(e, x, y, acc)
@@ -104,9 +109,9 @@ def row(e, products, first_col, last_col, existing_below, load, out_y):
     e(f"\tstd Y+{out_y + last_col + 1}, {acc[0]}\t; the row's carry byte")
 
 
-def mul_row(e, existing_below, out_y):
+def mul_row(e, existing_below, out_y, skip_if_t=False):
     """One operand-caching row: the next 8 bytes of a (X+) times the 16
-    bytes of b (r25:r24), into t at Y + out_y."""
+    bytes of b (r25:r24), into t at Y + out_y (`skip_if_t`: see `row`)."""
     for r in A_ROW:
         e(f"\tld {r}, X+")
     e("\tmovw r30, r24\t; Z = b")
@@ -118,30 +123,27 @@ def mul_row(e, existing_below, out_y):
         if c < 16:
             e(f"\tld {WINDOW[c % 8]}, Z+")
 
-    row(e, products, 0, 22, existing_below, load, out_y)
+    row(e, products, 0, 22, existing_below, load, out_y, skip_if_t)
 
 
 def emit_mul128(e, looped=False):
     """Local subroutine: Y[0..32] = a[0..16] * b[0..16]. In: X = a (left at
     a + 16), r25:r24 = b and Y = out (both kept), r2 = 0. Clobbers r0, r1,
     r3..r22 and Z; keeps r2 and r23. `looped`: one row body run twice, the
-    first row adding into Y[0..16] cleared beforehand."""
+    T flag set on the first run (public: the row), whose merges of earlier
+    bytes it skips."""
     e("\t.type fe25519_mul128, @function")
     e("fe25519_mul128:")
     if looped:
-        for i in range(16):
-            e(f"\tstd Y+{i}, {ZERO}")
-        e("\tpush r23\t; the row count's register")
-        e("\tldi r23, 2")
+        e("\tset\t\t; T: the first row")
         e("1:")
-        mul_row(e, 16, 0)
+        mul_row(e, 16, 0, skip_if_t=True)
+        e("\tbrtc 2f")
+        e("\tclt")
         e("\tadiw r28, 8")
-        e("\tdec r23")
-        e("\tbreq 2f")
         e("\trjmp 1b")
         e("2:")
-        e("\tsbiw r28, 16")
-        e("\tpop r23")
+        e("\tsbiw r28, 8")
     else:
         mul_row(e, 0, 0)
         mul_row(e, 16, 8)
@@ -413,12 +415,15 @@ V = [f"r{i}" for i in range(3, 19)]  # V0, then the high half of r
 
 
 def emit_combine(e, looped=False):
-    """The fold (see the module's docstring). In: Y = the frame (L, H, M at
-    +0, +32, +64), r23 = n, r25:r24 = r. Registers: r2 zero, r19 the low
-    half's carry, r20/r21 the W sum and its carry (renamed per byte), r22 =
-    38, r24 a temporary, r25 the high half's carry (q's 19 q high byte in
-    the low half's first byte), X = r, Z walks M. `looped`: V0 and the high
-    half are kept in r's high 16 bytes instead of registers."""
+    """Local subroutine fe25519_combine, the fold (see the module's
+    docstring). In: Y = the frame (L, H, M at +0, +32, +64), r23 = n,
+    r25:r24 = r. Registers: r2 zero, r19 the low half's carry, r20/r21 the
+    W sum and its carry (renamed per byte), r22 = 38, r24 a temporary, r25
+    the high half's carry (q's 19 q high byte in the low half's first
+    byte), X = r, Z walks M. `looped`: V0 and the high half are kept in r's
+    high 16 bytes instead of registers."""
+    e("\t.type fe25519_combine, @function")
+    e("fe25519_combine:")
     e(f"\tclr {ZERO}")
     e("\tmovw r26, r24\t; X = r")
     e("\tmovw r30, r28")
@@ -426,7 +431,14 @@ def emit_combine(e, looped=False):
     e("\tsbci r31, hi8(-64)\t; Z = M")
     if looped:
         combine_looped(e)
-        return
+    else:
+        combine_unrolled(e)
+    e("\tret")
+    e("\t.size fe25519_combine, . - fe25519_combine")
+
+
+def combine_unrolled(e):
+    """`emit_combine` with V0 and the high half in registers."""
     # V0 = L + H + (M ^ n) + (n & 1), bytes 0..15, in two chains.
     for j in range(16):
         e(f"\tldd {V[j]}, Y+{j}")
@@ -528,28 +540,26 @@ def late_carry(e, lo):
 
 
 def combine_looped(e):
-    """`emit_combine` in loops, V0 and the high half in r[16..32]."""
+    """`emit_combine` in loops of two bytes, V0 and the high half in
+    r[16..32] instead of registers."""
     # V0 = L + H + (M ^ n) + (n & 1) into r[16..32], in one chain of three
     # terms: the running sum in r20 (byte) and r21 (its carry).
     e("\tadiw r26, 16\t; X = r + 16")
     e("\tmov r20, r23")
     e("\tandi r20, 1\t; n & 1")
-    e("\tldi r19, 16")
+    e("\tldi r19, 8")
     e("1:")
-    e("\tclr r21")
-    e("\tldd r24, Y+0")
-    e("\tadd r20, r24")
-    e(f"\tadc r21, {ZERO}")
-    e("\tldd r24, Y+32")
-    e("\tadd r20, r24")
-    e(f"\tadc r21, {ZERO}")
-    e("\tld r24, Z+")
-    e("\teor r24, r23")
-    e("\tadd r20, r24")
-    e(f"\tadc r21, {ZERO}")
-    e("\tst X+, r20")
-    e("\tmov r20, r21")
-    e("\tadiw r28, 1")
+    for j in range(2):
+        e("\tclr r21")
+        for src in (f"Y+{j}", f"Y+{32 + j}", "Z+"):
+            e(f"\t{'ld' if src == 'Z+' else 'ldd'} r24, {src}")
+            if src == "Z+":
+                e("\teor r24, r23")
+            e("\tadd r20, r24")
+            e(f"\tadc r21, {ZERO}")
+        e("\tst X+, r20")
+        e("\tmov r20, r21")
+    e("\tadiw r28, 2")
     e("\tdec r19")
     e("\tbrne 1b")
     e("\tsbiw r28, 16\t; Y = the frame again")
@@ -558,52 +568,60 @@ def combine_looped(e):
     # The high half L1 + V0 + 38 H1 into r[16..31], byte 31 = u + carry.
     e("\tsbiw r26, 15\t; X = r + 16")
     e("\tclr r25")
-    e("\tldi r21, 15")
+
+    def high_byte(j):
+        e(f"\tldd r24, Y+{48 + j}")
+        e("\tmul r24, r22")
+        e(f"\tldd r24, Y+{16 + j}")
+        e("\tadd r0, r24")
+        e(f"\tadc r1, {ZERO}")
+        e("\tld r24, X")
+        e("\tadd r0, r24")
+        e(f"\tadc r1, {ZERO}")
+        e("\tadd r0, r25")
+        e(f"\tadc r1, {ZERO}")
+        e("\tst X+, r0")
+        e("\tmov r25, r1")
+
+    e("\tldi r21, 7")
     e("2:")
-    e("\tldd r24, Y+48")
-    e("\tmul r24, r22")
-    e("\tldd r24, Y+16")
-    e("\tadd r0, r24")
-    e(f"\tadc r1, {ZERO}")
-    e("\tld r24, X")
-    e("\tadd r0, r24")
-    e(f"\tadc r1, {ZERO}")
-    e("\tadd r0, r25")
-    e(f"\tadc r1, {ZERO}")
-    e("\tst X+, r0")
-    e("\tmov r25, r1")
-    e("\tadiw r28, 1")
+    high_byte(0)
+    high_byte(1)
+    e("\tadiw r28, 2")
     e("\tdec r21")
     e("\tbrne 2b")
-    e("\tsbiw r28, 15")
+    high_byte(0)
+    e("\tsbiw r28, 14")
     e("\tldd r24, Z+17\t; u")
     e("\tadd r24, r25")
     e("\tst X, r24\t; byte 31: u + the carry, below 256")
     e("\tldd r25, Z+16\t; 19 q's high byte")
     # The low half to r[0..16].
     e("\tsbiw r26, 31\t; X = r")
-    e("\tldi r18, 16")
+    e("\tldi r18, 8")
     e("\tclr r21")
     e("3:")
-    for off in (32, 16, 48):
-        e(f"\tldd r24, Y+{off}")
+    for j in range(2):
+        for off in (32 + j, 16 + j, 48 + j):
+            e(f"\tldd r24, Y+{off}")
+            e("\tadd r20, r24")
+            e(f"\tadc r21, {ZERO}")
+        e("\tld r24, Z+")
+        e("\teor r24, r23\t; M1 ^ n")
         e("\tadd r20, r24")
         e(f"\tadc r21, {ZERO}")
-    e("\tld r24, Z+")
-    e("\teor r24, r23\t; M1 ^ n")
-    e("\tadd r20, r24")
-    e(f"\tadc r21, {ZERO}")
-    e("\tmul r20, r22")
-    e("\tld r24, Y+")
-    e("\tadd r0, r24")
-    e(f"\tadc r1, {ZERO}")
-    e("\tadd r0, r19")
-    e("\tadc r1, r25\t; 19 q's high byte, then 0")
-    e("\tclr r25")
-    e("\tst X+, r0")
-    e("\tmov r19, r1")
-    e("\tmov r20, r21")
-    e("\tclr r21")
+        e("\tmul r20, r22")
+        e(f"\tldd r24, Y+{j}")
+        e("\tadd r0, r24")
+        e(f"\tadc r1, {ZERO}")
+        e("\tadd r0, r19")
+        e("\tadc r1, r25\t; 19 q's high byte, then 0")
+        e("\tclr r25")
+        e("\tst X+, r0")
+        e("\tmov r19, r1")
+        e("\tmov r20, r21")
+        e("\tclr r21")
+    e("\tadiw r28, 2")
     e("\tdec r18")
     e("\tbrne 3b")
     e("\tsbiw r28, 16")
@@ -612,11 +630,12 @@ def combine_looped(e):
     e("\tld r24, X")
     e("\tadd r24, r0")
     e("\tst X+, r24")
-    e("\tldi r18, 15")
+    e("\tldi r18, 5")
     e("4:")
-    e("\tld r24, X")
-    e(f"\tadc r24, {ZERO}")
-    e("\tst X+, r24")
+    for _ in range(3):
+        e("\tld r24, X")
+        e(f"\tadc r24, {ZERO}")
+        e("\tst X+, r24")
     e("\tdec r18")
     e("\tbrne 4b")
 
@@ -634,12 +653,13 @@ def emit_mul_int(e, looped=False):
     e("\tsbci r27, hi8(-96)\t; X = |aL - aH|")
     e("\tmovw r30, r24")
     if looped:
-        abs_difference_looped(e, "r23")
+        e("\trcall fe25519_absdiff")
+        e("\tmov r23, r19")
     else:
         abs_difference(e, "Z", "r23")
     e("\tmovw r30, r20")
     if looped:
-        abs_difference_looped(e, "r19")
+        e("\trcall fe25519_absdiff")
     else:
         abs_difference(e, "Z", "r19")
     e("\teor r23, r19")
@@ -681,36 +701,43 @@ def emit_mul_int(e, looped=False):
     e("\tsbiw r28, 32")
     e("\tpop r25")
     e("\tpop r24")
-    emit_combine(e, looped)
-    e("\tret")
+    e("\trjmp fe25519_combine\t; (its ret returns)")
     e("\t.size fe25519_mul_int, . - fe25519_mul_int")
 
 
-def abs_difference_looped(e, mask):
-    """`abs_difference` of Z's halves to X+ in loops (Z, X advanced by 16;
-    r3..r18, r22 clobbered): the difference to X, then X - 16 negated
-    under the mask."""
-    e("\tldi r22, 16")
+def emit_abs_difference_looped(e):
+    """Local subroutine fe25519_absdiff (the compact file): `abs_difference`
+    of Z's halves to X+ in loops of four bytes (Z, X advanced by 16; the
+    mask to r19; r3, r4, r22 clobbered; r2 = 0): the difference to X, then
+    X - 16 negated under the mask."""
+    mask = "r19"
+    e("\t.type fe25519_absdiff, @function")
+    e("fe25519_absdiff:")
+    e("\tldi r22, 4")
     e("\tclc")
     e("1:")
-    e("\tldd r3, Z+16")
-    e("\tld r4, Z+")
-    e("\tsbc r4, r3")
-    e("\tst X+, r4")
+    for _ in range(4):
+        e("\tldd r3, Z+16")
+        e("\tld r4, Z+")
+        e("\tsbc r4, r3")
+        e("\tst X+, r4")
     e("\tdec r22")
     e("\tbrne 1b")
     e(f"\tsbc {mask}, {mask}\t\t; 0xFF on a borrow")
     e("\tsbiw r26, 16")
     e("\tmov r3, " + mask)
     e("\tlsl r3\t\t; C = mask & 1")
-    e("\tldi r22, 16")
+    e("\tldi r22, 4")
     e("2:")
-    e("\tld r4, X")
-    e(f"\teor r4, {mask}")
-    e(f"\tadc r4, {ZERO}\t; (d ^ mask) + (mask & 1)")
-    e("\tst X+, r4")
+    for _ in range(4):
+        e("\tld r4, X")
+        e(f"\teor r4, {mask}")
+        e(f"\tadc r4, {ZERO}\t; (d ^ mask) + (mask & 1)")
+        e("\tst X+, r4")
     e("\tdec r22")
     e("\tbrne 2b")
+    e("\tret")
+    e("\t.size fe25519_absdiff, . - fe25519_absdiff")
 
 
 def emit_sqr_int(e, looped=False):
@@ -728,7 +755,7 @@ def emit_sqr_int(e, looped=False):
         # |aL - aH| into the M slot (X = Y + 64), then into r3..r18.
         e("\tpush r26")
         e("\tpush r27")
-        abs_difference_looped(e, "r20")
+        e("\trcall fe25519_absdiff")
         e("\tpop r27")
         e("\tpop r26")
         e("\tmovw r30, r26")
@@ -747,6 +774,5 @@ def emit_sqr_int(e, looped=False):
     e("\tpop r25")
     e("\tpop r24")
     e("\tldi r23, 0xFF\t; M is subtracted")
-    emit_combine(e, looped)
-    e("\tret")
+    e("\trjmp fe25519_combine\t; (its ret returns)")
     e("\t.size fe25519_sqr_int, . - fe25519_sqr_int")

@@ -43,7 +43,7 @@ written only after the last read of a and b.
 
 from fe25519_invert_gen import emit_invert
 from fe25519_ladder_gen import emit_ladder_step
-from fe25519_mul_gen import MUL_FRAME, SQR_FRAME, emit_k16, emit_mul128, emit_mul_int, emit_sqr128, emit_sqr_int, next_byte, times38
+from fe25519_mul_gen import MUL_FRAME, SQR_FRAME, emit_abs_difference_looped, emit_combine, emit_k16, emit_mul128, emit_mul_int, emit_sqr128, emit_sqr_int, next_byte, times38
 
 o = []
 e = o.append
@@ -276,8 +276,10 @@ def main(argv):
     emit_wrapper("fe25519_sqr_avr", "fe25519_sqr_int", SQR_FRAME)
     emit_mul_int(e, looped=compact)
     emit_sqr_int(e, looped=compact)
+    emit_combine(e, looped=compact)
     if compact:
         emit_mul128(e, looped=True)
+        emit_abs_difference_looped(e)
     else:
         emit_k16(e)
     emit_sqr128(e)
