@@ -5,7 +5,9 @@ of X25519 (RFC 7748 section 5), the conditional swap included,
 
 on the workspace of `crates/x25519-avr` (`Workspace`, repr(C)): slots
 S0..S3 = x2, z2, x3, z3 at 0, 32, 64, 96; temporaries T0..T3 at 128..255;
-x1 at 256; the multiplications' scratch frame at 288 (128 bytes). The same
+x1 at 256; the multiplications' scratch frame at 288 (128 bytes); x1's
+|x1L - x1H| and its borrow mask at 416 (17 bytes, precomputed: the
+unrolled file's z3 product skips that half of its set-up). The same
 operations in the same slots as `ladder_step_portable`, hence its bytes:
 
     S0..S3 <- A, B, C, D     (swap, x2 + z2, x2 - z2, x3 + z3, x3 - z3)
@@ -34,7 +36,7 @@ S = [0, 32, 64, 96]
 T = [128, 160, 192, 224]
 X1 = 256
 SCRATCH = 288
-WS = SCRATCH + MUL_FRAME  # 416
+WS = SCRATCH + MUL_FRAME + 17  # 433: x1's |x1L - x1H| and mask last
 
 SAVED = [f"r{i}" for i in range(2, 18)] + ["r28", "r29"]
 
@@ -360,7 +362,7 @@ def emit_ladder_step(e, asm, looped=False):
     e("\tpush r20")
     e("\ttst r20")
     e("\tbrne 1f")
-    call(e, "fe25519_mul_int", S[3], X1, S[3])  # z3 = x1 (DA - CB)^2
+    call(e, "fe25519_mul_int" if looped else "fe25519_mul_int_x1", S[3], X1, S[3])  # z3 = x1 (DA - CB)^2
     e("\trjmp 2f")
     e("1:")
     set_ptr(e, "r24", "r28", S[3] - SCRATCH)

@@ -122,7 +122,19 @@ fe25519_sqr_avr:
 	ret
 	.size fe25519_sqr_avr, . - fe25519_sqr_avr
 	.type fe25519_mul_int, @function
+fe25519_mul_int_x1:
+	set		; T: |aL - aH| is precomputed
+	clr r2
+	push r24
+	push r25	; r
+	movw r24, r22	; a
+	movw r30, r28
+	subi r30, lo8(-144)
+	sbci r31, hi8(-144)
+	ld r23, Z		; its mask
+	rjmp 1f
 fe25519_mul_int:
+	clt
 	clr r2
 	push r24
 	push r25	; r
@@ -228,6 +240,10 @@ fe25519_mul_int:
 	st X+, r16
 	st X+, r17
 	st X+, r18
+1:
+	movw r26, r28
+	subi r26, lo8(-112)
+	sbci r27, hi8(-112)	; X = |bL - bH|
 	movw r30, r20
 	ldd r3, Z+0
 	ldd r22, Z+16
@@ -343,12 +359,14 @@ fe25519_mul_int:
 	adiw r30, 16
 	adiw r28, 32
 	rcall fe25519_k16	; H = aH bH -> Y+32
-	movw r26, r28
-	adiw r26, 63
-	adiw r26, 1		; X = |aL - aH|
-	movw r30, r26
-	adiw r30, 16		; Z = |bL - bH|
 	adiw r28, 32
+	movw r26, r28
+	adiw r26, 32		; X = |aL - aH| (Y = the frame + 64)
+	brtc 2f
+	adiw r26, 32	; the precomputed one
+2:
+	movw r30, r28
+	adiw r30, 48		; Z = |bL - bH|
 	rcall fe25519_k16	; M -> Y+64
 	sbiw r28, 32
 	sbiw r28, 32
@@ -8389,7 +8407,7 @@ fe25519_ladder_step:
 	movw r20, r28
 	subi r20, lo8(192)
 	sbci r21, hi8(192)
-	call fe25519_mul_int	; (rcall does not reach in every layout)
+	call fe25519_mul_int_x1	; (rcall does not reach in every layout)
 	rjmp 2f
 1:
 	movw r24, r28

@@ -55,6 +55,7 @@ fold keeps V0 and the high half in memory, in loops, and the squaring's
 """
 
 MUL_FRAME = 128  # L, H, M, |aL - aH|, |bL - bH|
+X1_DIFF = MUL_FRAME  # the ladder's precomputed |x1L - x1H| and mask, after the frame
 SQR_FRAME = 98  # L, H, M, the fold's two bytes
 
 A_ROW = [f"r{i}" for i in range(3, 11)]  # mul128: the row's 8 bytes of a
@@ -641,9 +642,27 @@ def combine_looped(e):
 
 
 def emit_mul_int(e, looped=False):
-    """fe25519_mul_int (see the module's docstring)."""
+    """fe25519_mul_int (see the module's docstring); unrolled, also
+    fe25519_mul_int_x1, the same product with |aL - aH| and its mask
+    precomputed at Y + X1_DIFF (16 bytes, then the mask): the ladder's x1,
+    fixed for the whole ladder. The T flag tells the two apart until the
+    third product (public)."""
     e("\t.type fe25519_mul_int, @function")
+    if not looped:
+        e("fe25519_mul_int_x1:")
+        e("\tset\t\t; T: |aL - aH| is precomputed")
+        e(f"\tclr {ZERO}")
+        e("\tpush r24")
+        e("\tpush r25\t; r")
+        e("\tmovw r24, r22\t; a")
+        e("\tmovw r30, r28")
+        e(f"\tsubi r30, lo8({-(X1_DIFF + 16)})")
+        e(f"\tsbci r31, hi8({-(X1_DIFF + 16)})")
+        e("\tld r23, Z\t\t; its mask")
+        e("\trjmp 1f")
     e("fe25519_mul_int:")
+    if not looped:
+        e("\tclt")
     e(f"\tclr {ZERO}")
     e("\tpush r24")
     e("\tpush r25\t; r")
@@ -657,6 +676,10 @@ def emit_mul_int(e, looped=False):
         e("\tmov r23, r19")
     else:
         abs_difference(e, "Z", "r23")
+        e("1:")
+        e("\tmovw r26, r28")
+        e("\tsubi r26, lo8(-112)")
+        e("\tsbci r27, hi8(-112)\t; X = |bL - bH|")
     e("\tmovw r30, r20")
     if looped:
         e("\trcall fe25519_absdiff")
@@ -690,12 +713,14 @@ def emit_mul_int(e, looped=False):
         e("\tadiw r30, 16")
         e("\tadiw r28, 32")
         e("\trcall fe25519_k16\t; H = aH bH -> Y+32")
-        e("\tmovw r26, r28")
-        e("\tadiw r26, 63")
-        e("\tadiw r26, 1\t\t; X = |aL - aH|")
-        e("\tmovw r30, r26")
-        e("\tadiw r30, 16\t\t; Z = |bL - bH|")
         e("\tadiw r28, 32")
+        e("\tmovw r26, r28")
+        e("\tadiw r26, 32\t\t; X = |aL - aH| (Y = the frame + 64)")
+        e("\tbrtc 2f")
+        e(f"\tadiw r26, {X1_DIFF - 96}\t; the precomputed one")
+        e("2:")
+        e("\tmovw r30, r28")
+        e("\tadiw r30, 48\t\t; Z = |bL - bH|")
         e("\trcall fe25519_k16\t; M -> Y+64")
     e("\tsbiw r28, 32")
     e("\tsbiw r28, 32")

@@ -117,11 +117,15 @@ pub struct Workspace {
     /// The assembly's scratch for its multiplications (Karatsuba's three
     /// products).
     scratch: [u8; 128],
+    /// |x1L − x1H| (x1's 16-byte halves) and its borrow mask (0xFF when
+    /// x1L < x1H): the set-up of x1's products, done once for the ladder.
+    x1_diff: [u8; 17],
 }
 
 // The assembly step's layout (`asm-avr/fe25519_ladder_gen.py`): slots at
-// 0, temporaries at 128, x1 at 256, the scratch at 288.
-const _: () = assert!(core::mem::size_of::<Workspace>() == 416);
+// 0, temporaries at 128, x1 at 256, the scratch at 288, x1's difference at
+// 416.
+const _: () = assert!(core::mem::size_of::<Workspace>() == 433);
 
 impl Workspace {
     /// The ladder's start for the point u = x1: (x1 : 1) twice.
@@ -131,7 +135,15 @@ impl Workspace {
             temps: [Fe::ZERO; 4],
             x1: *x1,
             scratch: [0; 128],
+            x1_diff: halves_difference(x1),
         }
+    }
+}
+
+impl Workspace {
+    /// |x1L − x1H| and its mask, as the assembly step reads them (17 bytes).
+    pub fn x1_difference(&self) -> &[u8; 17] {
+        &self.x1_diff
     }
 }
 
@@ -141,7 +153,32 @@ impl Zeroize for Workspace {
         self.temps.iter_mut().for_each(Zeroize::zeroize);
         self.x1.zeroize();
         self.scratch.zeroize();
+        self.x1_diff.zeroize();
     }
+}
+
+/// |xL − xH| of x's 16-byte halves, then the mask of its sign (0xFF when
+/// xL < xH): what the assembly multiplication computes first for each
+/// operand. Branch-free (x1 is public, but costs nothing to keep so).
+fn halves_difference(x: &Fe) -> [u8; 17] {
+    let mut d = [0u8; 17];
+    let mut borrow = 0u16;
+    let (low, high) = x.0.split_at(16);
+    for ((d, &l), &h) in d.iter_mut().zip(low).zip(high) {
+        let t = u16::from(l).wrapping_sub(u16::from(h)).wrapping_sub(borrow);
+        *d = t as u8;
+        borrow = (t >> 8) & 1;
+    }
+    let mask = (borrow as u8).wrapping_neg();
+    // (d ^ mask) − mask: negated when the difference borrowed.
+    let mut carry = u16::from(mask & 1);
+    for b in d.iter_mut().take(16) {
+        let t = u16::from(*b ^ mask) + carry;
+        *b = t as u8;
+        carry = t >> 8;
+    }
+    d[16] = mask;
+    d
 }
 
 /// The clamped scalar times the point, as bytes.

@@ -217,6 +217,7 @@ fn check_assembly(assembly: &str) {
             request.extend_from_slice(&s.0);
         }
         request.extend_from_slice(&x1.0);
+        request.extend_from_slice(ws.x1_difference());
         request.push(swap);
         sim.send(&request);
         let reply = sim.run_until_output(257, 20_000_000).expect("harness answers");

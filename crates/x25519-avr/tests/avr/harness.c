@@ -3,7 +3,8 @@
  * 5 = a*c with c = b[0..3] little-endian, 6 = select the entry of
  * signed digit a[1] of row a[0] of the fixed-base table, 7 = a^-1, 0 ends),
  * a[32], b[32]; or op 8 (one ladder step; 9: with x1 a small constant),
- * the workspace's four slots and x1 (160 bytes), swap.
+ * the workspace's four slots, x1 and x1's halves' difference and mask (177
+ * bytes), swap.
  * Reply: r of the timed call, r of a second, ABI-checked call, the ABI byte
  * (r is 96 bytes for op 6, the four slots (128) for op 8, 32 otherwise). */
 #include "../../../../asm-avr/test/uart.h"
@@ -21,8 +22,9 @@ extern uint8_t avr_abi_check(void (*routine)(void *, uint8_t), void *arg, uint8_
 
 static uint8_t a[32], b[32], r[96], r2[96];
 /* The ladder step's workspaces (x2, z2, x3, z3, four temporaries, x1, the
- * scratch), one for each call, and its swap and small flags. */
-static uint8_t ws[416], ws2[416], swap, small;
+ * scratch, x1's difference), one for each call, and its swap and small
+ * flags. */
+static uint8_t ws[433], ws2[433], swap, small;
 
 static void step(void *w, uint8_t op)
 {
@@ -57,11 +59,12 @@ int main(void)
 		if (op == 0)
 			break;
 		if (op == 8 || op == 9) {
-			for (uint16_t i = 0; i < 160; i++) {
+			for (uint16_t i = 0; i < 177; i++) {
 				uint8_t v = get();
-				/* slots at 0..127, x1 at 256 */
-				ws[i < 128 ? i : i + 128] = v;
-				ws2[i < 128 ? i : i + 128] = v;
+				/* slots at 0..127, x1 at 256, its difference at 416 */
+				uint16_t at = i < 128 ? i : i < 160 ? i + 128 : i + 256;
+				ws[at] = v;
+				ws2[at] = v;
 			}
 			swap = get();
 			small = op == 9;
