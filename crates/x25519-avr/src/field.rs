@@ -342,8 +342,8 @@ fn mul128(x: &[u8], y: &[u8]) -> [u8; 32] {
 ///   a·b ≡ R = L0 + 38·(H0 + V1) + X·(L1 + V0 + 38·H1)   (mod p)
 ///
 /// (L0, L1 the low and high 16 bytes of L, and so on; V1 = V >> 128 with
-/// V's top bit). The top of R is folded first: q = ⌊(L[31] + V[15] +
-/// 38·H[31]) / 128⌋, the multiples of 2^255 that byte 31 of R holds before
+/// V's top bit). The top of R is folded first: q = ⌊(L\[31\] + V\[15\] +
+/// 38·H\[31\]) / 128⌋, the multiples of 2^255 that byte 31 of R holds before
 /// any carry reaches it, and r = R − q·p. The carries into byte 31 stay
 /// below 43, so r < 170·2^248 < 2^256 with no second fold. The assembly
 /// computes L, H and |aL − aH|·|bL − bH| (V = L + H ∓ that) and folds in

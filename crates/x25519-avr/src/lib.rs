@@ -5,10 +5,11 @@
 //! time.
 //!
 //! The field works on 32 little-endian bytes ([`field`]); multiplication,
-//! squaring, addition, subtraction and inversion are one swap point
-//! ([`backend`]): on AVR the generated assembly of `asm-avr/fe25519_mul.S`
-//! (selected by `build.rs`, `cfg(fe25519_asm)`), elsewhere the portable
-//! functions of [`field`], which always compile and are the reference the
+//! squaring, addition, subtraction, inversion and one whole ladder step
+//! (on a [`Workspace`]) are one swap point ([`backend`]): on AVR the
+//! generated assembly of `asm-avr/fe25519_mul.S` (selected by `build.rs`,
+//! `cfg(fe25519_asm)`), elsewhere the portable functions of [`field`] and
+//! [`ladder_step_portable`], which always compile and are the reference the
 //! assembly is tested against in simavr (`tests/avr_fe25519.rs`). The
 //! ladder is tested against `x25519-dalek` and the RFC's vectors.
 //!
@@ -108,7 +109,7 @@ impl LadderPoint {
 /// wiped once after the ladder.
 #[repr(C)]
 pub struct Workspace {
-    /// (x2 : z2) = [m]P and (x3 : z3) = [m + 1]P, in this order.
+    /// (x2 : z2) = \[m\]P and (x3 : z3) = \[m + 1\]P, in this order.
     pub state: [Fe; 4],
     /// The step's temporaries.
     temps: [Fe; 4],
