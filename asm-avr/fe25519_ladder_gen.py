@@ -1,7 +1,7 @@
 """Emits fe25519_ladder_step for gen_fe25519.py: one Montgomery-ladder step
 of X25519 (RFC 7748 section 5), the conditional swap included,
 
-    void fe25519_ladder_step(uint8_t ws[416], uint8_t swap, uint8_t small);
+    void fe25519_ladder_step(uint8_t ws[433], uint8_t swap, uint8_t small);
 
 on the workspace of `crates/x25519-avr` (`Workspace`, repr(C)): slots
 S0..S3 = x2, z2, x3, z3 at 0, 32, 64, 96; temporaries T0..T3 at 128..255;

@@ -32,7 +32,8 @@ subtracted), each by `fe25519_sqr128`: the 16 bytes in registers
 once in a fresh 24-bit accumulator, doubling it and adding it and the
 column's square to the running sum (136 byte products instead of 256).
 
-The fold (`combine`): V0 = (L + H + (M ^ n) + (n & 1))[0..16] into 16
+The fold (`fe25519_combine`, one subroutine both end in): V0 =
+(L + H + (M ^ n) + (n & 1))[0..16] into 16
 registers; q, u = the top estimate mod 128 and 19 q; the high half
 L1 + V0 + 38 H1 replaces V0 in its registers (byte 31 is u plus the
 carry); then the low half L0 + 38 (H0 + V1), V1's bytes made on the way
@@ -45,13 +46,15 @@ Internal routines (`fe25519_mul_int`, `fe25519_sqr_int`): r25:r24 = r,
 r23:r22 = a (and r21:r20 = b), Y = a scratch frame of MUL_FRAME
 (SQR_FRAME) bytes the caller owns: L, H, M at Y+0, +32, +64, then
 |aL - aH|, |bL - bH| at +96, +112 (two bytes of the fold at +96, +97 once
-they are dead). They clobber r0..r27, r30, r31 and keep Y; r1 is not
-cleared. The C-ABI routines of gen_fe25519.py wrap them.
+they are dead). They clobber r0..r27, r30, r31 and the T flag and keep Y;
+r1 is not cleared. The C-ABI routines of gen_fe25519.py wrap them;
+`fe25519_mul_int_x1` (unrolled file) takes a's half difference
+precomputed (the ladder's x1).
 
 `looped` (the compact file): `fe25519_mul128`'s two rows are one loop
-over one row body (the first row adds into bytes cleared beforehand), the
-fold keeps V0 and the high half in memory, in loops, and the squaring's
-|aL - aH| is a loop.
+over one row body (the first row skips its merges under the T flag), the
+fold keeps V0 and the high half in memory, in loops of two bytes, and the
+absolute differences are one looped subroutine (`fe25519_absdiff`).
 """
 
 MUL_FRAME = 128  # L, H, M, |aL - aH|, |bL - bH|
