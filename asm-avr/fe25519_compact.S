@@ -21,1720 +21,25 @@ fe25519_mul_avr:
 	push r17
 	push r28
 	push r29
-	movw r28, r22	; Y = a
-	push r24
-	push r25
-	in r26, 0x3d
-	in r27, 0x3e
-	subi r26, 64
-	sbci r27, 0
-	in r0, 0x3f
-	cli
-	out 0x3e, r27
-	out 0x3f, r0
-	out 0x3d, r26
-	adiw r26, 1		; X = t
-	movw r24, r20	; b (r is on the stack now)
-	clr r2
-	ldi r23, 64
-1:
-	st X+, r2		; t = 0
-	dec r23
-	brne 1b
-	sbiw r26, 63
-	sbiw r26, 1		; X = t
-	ldi r23, 4		; rows
-2:
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r24	; Z = b
-	clr r19
-	clr r20
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r11, Z+
-	mul r3, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	st X+, r19	; the row's carry byte
-	sbiw r26, 32		; X = t + 8(i + 1)
-	dec r23
-	breq 3f
-	rjmp 2b
-3:
-	adiw r26, 32		; X = t + 64
-	movw r28, r26
-	sbiw r28, 63
-	sbiw r28, 1		; Y = t
-	ld r25, X+
-	ld r24, X		; r, pushed before the frame
-	movw r26, r24		; X = r
-	ldi r16, 38
-	clr r17		; fold carry
-	ldd r22, Y+32	; t_hi
-	mul r22, r16
-	ldd r22, Y+0
-	add r0, r22
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+33	; t_hi
-	mul r22, r16
-	ldd r22, Y+1
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+34	; t_hi
-	mul r22, r16
-	ldd r22, Y+2
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+35	; t_hi
-	mul r22, r16
-	ldd r22, Y+3
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+36	; t_hi
-	mul r22, r16
-	ldd r22, Y+4
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+37	; t_hi
-	mul r22, r16
-	ldd r22, Y+5
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+38	; t_hi
-	mul r22, r16
-	ldd r22, Y+6
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+39	; t_hi
-	mul r22, r16
-	ldd r22, Y+7
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+40	; t_hi
-	mul r22, r16
-	ldd r22, Y+8
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+41	; t_hi
-	mul r22, r16
-	ldd r22, Y+9
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+42	; t_hi
-	mul r22, r16
-	ldd r22, Y+10
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+43	; t_hi
-	mul r22, r16
-	ldd r22, Y+11
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+44	; t_hi
-	mul r22, r16
-	ldd r22, Y+12
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+45	; t_hi
-	mul r22, r16
-	ldd r22, Y+13
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+46	; t_hi
-	mul r22, r16
-	ldd r22, Y+14
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+47	; t_hi
-	mul r22, r16
-	ldd r22, Y+15
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+48	; t_hi
-	mul r22, r16
-	ldd r22, Y+16
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+49	; t_hi
-	mul r22, r16
-	ldd r22, Y+17
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+50	; t_hi
-	mul r22, r16
-	ldd r22, Y+18
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+51	; t_hi
-	mul r22, r16
-	ldd r22, Y+19
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+52	; t_hi
-	mul r22, r16
-	ldd r22, Y+20
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+53	; t_hi
-	mul r22, r16
-	ldd r22, Y+21
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+54	; t_hi
-	mul r22, r16
-	ldd r22, Y+22
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+55	; t_hi
-	mul r22, r16
-	ldd r22, Y+23
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+56	; t_hi
-	mul r22, r16
-	ldd r22, Y+24
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+57	; t_hi
-	mul r22, r16
-	ldd r22, Y+25
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+58	; t_hi
-	mul r22, r16
-	ldd r22, Y+26
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+59	; t_hi
-	mul r22, r16
-	ldd r22, Y+27
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+60	; t_hi
-	mul r22, r16
-	ldd r22, Y+28
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+61	; t_hi
-	mul r22, r16
-	ldd r22, Y+29
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+62	; t_hi
-	mul r22, r16
-	ldd r22, Y+30
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r22, Y+63	; t_hi
-	mul r22, r16
-	ldd r22, Y+31
-	add r0, r22
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	movw r26, r24
-	mul r17, r16
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	clr r17
-	adc r17, r2	; the last carry (0 or 1)
-	mul r17, r16
-	movw r26, r24
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X, r22
-	adiw r28, 63
-	adiw r28, 2		; SP back above r's two bytes
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, 128
+	sbci r29, 0
 	in r0, 0x3f
 	cli
 	out 0x3e, r29
 	out 0x3f, r0
 	out 0x3d, r28
+	adiw r28, 1		; Y = the frame
+	rcall fe25519_mul_int
+	adiw r28, 63
+	adiw r28, 63
+	adiw r28, 1
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28	; SP = the frame's last byte: closed
 	clr r1
 	pop r29
 	pop r28
@@ -1759,9 +64,1788 @@ fe25519_mul_avr:
 	.global fe25519_sqr_avr
 	.type fe25519_sqr_avr, @function
 fe25519_sqr_avr:
-	movw r20, r22	; b = a
-	rjmp fe25519_mul_avr
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, 98
+	sbci r29, 0
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
+	adiw r28, 1		; Y = the frame
+	rcall fe25519_sqr_int
+	adiw r28, 63
+	adiw r28, 34
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28	; SP = the frame's last byte: closed
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
 	.size fe25519_sqr_avr, . - fe25519_sqr_avr
+	.type fe25519_mul_int, @function
+fe25519_mul_int:
+	clr r2
+	push r24
+	push r25	; r
+	movw r24, r22	; a
+	movw r26, r28
+	subi r26, lo8(-96)
+	sbci r27, hi8(-96)	; X = |aL - aH|
+	movw r30, r24
+	rcall fe25519_absdiff
+	mov r23, r19
+	movw r30, r20
+	rcall fe25519_absdiff
+	eor r23, r19
+	com r23		; n = 0xFF: the signs agree, M is subtracted
+	movw r26, r24	; X = a
+	movw r24, r20	; b
+	rcall fe25519_mul128	; L = aL bL -> Y+0
+	adiw r24, 16
+	adiw r28, 32
+	rcall fe25519_mul128	; H = aH bH -> Y+32
+	movw r26, r28
+	adiw r26, 63
+	adiw r26, 1		; X = |aL - aH|
+	movw r24, r26
+	adiw r24, 16		; |bL - bH|
+	adiw r28, 32
+	rcall fe25519_mul128	; M -> Y+64
+	sbiw r28, 32
+	sbiw r28, 32
+	pop r25
+	pop r24
+	rjmp fe25519_combine	; (its ret returns)
+	.size fe25519_mul_int, . - fe25519_mul_int
+	.type fe25519_sqr_int, @function
+fe25519_sqr_int:
+	push r24
+	push r25	; r
+	movw r30, r22	; Z = a
+	movw r26, r28	; X = the frame
+	rcall fe25519_sqr128	; L = aL^2 -> Y+0
+	rcall fe25519_sqr128	; H = aH^2 -> Y+32
+	sbiw r30, 32
+	push r26
+	push r27
+	rcall fe25519_absdiff
+	pop r27
+	pop r26
+	movw r30, r26
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+	rcall fe25519_sqr128_regs	; M = (aL - aH)^2 -> Y+64
+	pop r25
+	pop r24
+	ldi r23, 0xFF	; M is subtracted
+	rjmp fe25519_combine	; (its ret returns)
+	.size fe25519_sqr_int, . - fe25519_sqr_int
+	.type fe25519_combine, @function
+fe25519_combine:
+	clr r2
+	movw r26, r24	; X = r
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = M
+	adiw r26, 16	; X = r + 16
+	mov r20, r23
+	andi r20, 1	; n & 1
+	ldi r19, 8
+1:
+	clr r21
+	ldd r24, Y+0
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+32
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23
+	add r20, r24
+	adc r21, r2
+	st X+, r20
+	mov r20, r21
+	clr r21
+	ldd r24, Y+1
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+33
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23
+	add r20, r24
+	adc r21, r2
+	st X+, r20
+	mov r20, r21
+	adiw r28, 2
+	dec r19
+	brne 1b
+	sbiw r28, 16	; Y = the frame again
+	ld r3, -X	; V[15]
+	ldi r22, 38
+	ldd r24, Y+63
+	mul r24, r22	; 38 H[31]
+	ldd r24, Y+31
+	add r0, r24
+	adc r1, r2
+	add r0, r3
+	adc r1, r2	; T = L[31] + V[15] + 38 H[31]
+	mov r24, r0
+	andi r24, 0x7F
+	std Z+17, r24	; u = T mod 128
+	lsl r0
+	rol r1		; q = T >> 7
+	ldi r24, 19
+	mul r1, r24
+	mov r19, r0	; 19 q: the low half's first carry
+	std Z+16, r1
+	sbiw r26, 15	; X = r + 16
+	clr r25
+	ldi r21, 7
+2:
+	ldd r24, Y+48
+	mul r24, r22
+	ldd r24, Y+16
+	add r0, r24
+	adc r1, r2
+	ld r24, X
+	add r0, r24
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	st X+, r0
+	mov r25, r1
+	ldd r24, Y+49
+	mul r24, r22
+	ldd r24, Y+17
+	add r0, r24
+	adc r1, r2
+	ld r24, X
+	add r0, r24
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	st X+, r0
+	mov r25, r1
+	adiw r28, 2
+	dec r21
+	brne 2b
+	ldd r24, Y+48
+	mul r24, r22
+	ldd r24, Y+16
+	add r0, r24
+	adc r1, r2
+	ld r24, X
+	add r0, r24
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	st X+, r0
+	mov r25, r1
+	sbiw r28, 14
+	ldd r24, Z+17	; u
+	add r24, r25
+	st X, r24	; byte 31: u + the carry, below 256
+	ldd r25, Z+16	; 19 q's high byte
+	sbiw r26, 31	; X = r
+	ldi r18, 8
+	clr r21
+3:
+	ldd r24, Y+32
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+16
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+48
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+0
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r25	; 19 q's high byte, then 0
+	clr r25
+	st X+, r0
+	mov r19, r1
+	mov r20, r21
+	clr r21
+	ldd r24, Y+33
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+17
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+49
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+1
+	add r0, r24
+	adc r1, r2
+	add r0, r19
+	adc r1, r25	; 19 q's high byte, then 0
+	clr r25
+	st X+, r0
+	mov r19, r1
+	mov r20, r21
+	clr r21
+	adiw r28, 2
+	dec r18
+	brne 3b
+	sbiw r28, 16
+	add r20, r23	; n = 0xFF: M's 2^256 taken back
+	mul r20, r22
+	add r0, r19
+	ld r24, X
+	add r24, r0
+	st X+, r24
+	ldi r18, 5
+4:
+	ld r24, X
+	adc r24, r2
+	st X+, r24
+	ld r24, X
+	adc r24, r2
+	st X+, r24
+	ld r24, X
+	adc r24, r2
+	st X+, r24
+	dec r18
+	brne 4b
+	ret
+	.size fe25519_combine, . - fe25519_combine
+	.type fe25519_mul128, @function
+fe25519_mul128:
+	set		; T: the first row
+1:
+	ld r3, X+
+	ld r4, X+
+	ld r5, X+
+	ld r6, X+
+	ld r7, X+
+	ld r8, X+
+	ld r9, X+
+	ld r10, X+
+	movw r30, r24	; Z = b
+	clr r19
+	clr r20
+	clr r21
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+0
+	ldd r0, Y+1
+	add r19, r22
+	adc r20, r0
+	adc r21, r2
+3:
+	ld r11, Z+
+	mul r3, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+0, r19
+	clr r19
+	ld r12, Z+
+	mul r3, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+1, r20
+	clr r20
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+2
+	ldd r0, Y+3
+	add r21, r22
+	adc r19, r0
+	adc r20, r2
+3:
+	ld r13, Z+
+	mul r3, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	std Y+2, r21
+	clr r21
+	ld r14, Z+
+	mul r3, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+3, r19
+	clr r19
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+4
+	ldd r0, Y+5
+	add r20, r22
+	adc r21, r0
+	adc r19, r2
+3:
+	ld r15, Z+
+	mul r3, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+4, r20
+	clr r20
+	ld r16, Z+
+	mul r3, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	std Y+5, r21
+	clr r21
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+6
+	ldd r0, Y+7
+	add r19, r22
+	adc r20, r0
+	adc r21, r2
+3:
+	ld r17, Z+
+	mul r3, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+6, r19
+	clr r19
+	ld r18, Z+
+	mul r3, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+7, r20
+	clr r20
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+8
+	ldd r0, Y+9
+	add r21, r22
+	adc r19, r0
+	adc r20, r2
+3:
+	ld r11, Z+
+	mul r3, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	std Y+8, r21
+	clr r21
+	ld r12, Z+
+	mul r3, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+9, r19
+	clr r19
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+10
+	ldd r0, Y+11
+	add r20, r22
+	adc r21, r0
+	adc r19, r2
+3:
+	ld r13, Z+
+	mul r3, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+10, r20
+	clr r20
+	ld r14, Z+
+	mul r3, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	std Y+11, r21
+	clr r21
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+12
+	ldd r0, Y+13
+	add r19, r22
+	adc r20, r0
+	adc r21, r2
+3:
+	ld r15, Z+
+	mul r3, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+12, r19
+	clr r19
+	ld r16, Z+
+	mul r3, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r4, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r11
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+13, r20
+	clr r20
+	brts 3f		; the first row: nothing to add
+	ldd r22, Y+14
+	ldd r0, Y+15
+	add r21, r22
+	adc r19, r0
+	adc r20, r2
+3:
+	ld r17, Z+
+	mul r3, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r4, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r5, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r12
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r11
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	std Y+14, r21
+	clr r21
+	ld r18, Z+
+	mul r3, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r4, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r13
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r12
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r11
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+15, r19
+	clr r19
+	mul r4, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r5, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r6, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r7, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r14
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r13
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r12
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+16, r20
+	clr r20
+	mul r5, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r6, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r7, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r8, r15
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r14
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r13
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	std Y+17, r21
+	clr r21
+	mul r6, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r16
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r15
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r14
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+18, r19
+	clr r19
+	mul r7, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r8, r17
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r9, r16
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	mul r10, r15
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+19, r20
+	clr r20
+	mul r8, r18
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r9, r17
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	mul r10, r16
+	add r21, r0
+	adc r19, r1
+	adc r20, r2
+	std Y+20, r21
+	clr r21
+	mul r9, r18
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r17
+	add r19, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+21, r19
+	clr r19
+	mul r10, r18
+	add r20, r0
+	adc r21, r1
+	adc r19, r2
+	std Y+22, r20
+	clr r20
+	std Y+23, r21	; the row's carry byte
+	brtc 2f
+	clt
+	adiw r28, 8
+	rjmp 1b
+2:
+	sbiw r28, 8
+	ret
+	.size fe25519_mul128, . - fe25519_mul128
+	.type fe25519_absdiff, @function
+fe25519_absdiff:
+	ldi r22, 4
+	clc
+1:
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	ldd r3, Z+16
+	ld r4, Z+
+	sbc r4, r3
+	st X+, r4
+	dec r22
+	brne 1b
+	sbc r19, r19		; 0xFF on a borrow
+	sbiw r26, 16
+	mov r3, r19
+	lsl r3		; C = mask & 1
+	ldi r22, 4
+2:
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	ld r4, X
+	eor r4, r19
+	adc r4, r2	; (d ^ mask) + (mask & 1)
+	st X+, r4
+	dec r22
+	brne 2b
+	ret
+	.size fe25519_absdiff, . - fe25519_absdiff
+	.type fe25519_sqr128, @function
+fe25519_sqr128:
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+fe25519_sqr128_regs:
+	clr r2
+	mul r3, r3
+	movw r24, r0
+	clr r19
+	st X+, r24
+	clr r24
+	mul r3, r4	; column 1: its lone product, twice
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r5	; column 2: its lone product, twice
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	mul r4, r4
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r6
+	movw r20, r0
+	clr r22
+	mul r4, r5
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r7
+	movw r20, r0
+	clr r22
+	mul r4, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r5, r5
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r8
+	movw r20, r0
+	clr r22
+	mul r4, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r3, r9
+	movw r20, r0
+	clr r22
+	mul r4, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r6, r6
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r3, r10
+	movw r20, r0
+	clr r22
+	mul r4, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r11
+	movw r20, r0
+	clr r22
+	mul r4, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r7, r7
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r12
+	movw r20, r0
+	clr r22
+	mul r4, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r13
+	movw r20, r0
+	clr r22
+	mul r4, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r8, r8
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r14
+	movw r20, r0
+	clr r22
+	mul r4, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r3, r15
+	movw r20, r0
+	clr r22
+	mul r4, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r9, r9
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r3, r16
+	movw r20, r0
+	clr r22
+	mul r4, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r17
+	movw r20, r0
+	clr r22
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r10, r10
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r18
+	movw r20, r0
+	clr r22
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r4, r18
+	movw r20, r0
+	clr r22
+	mul r5, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r11, r11
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r5, r18
+	movw r20, r0
+	clr r22
+	mul r6, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r6, r18
+	movw r20, r0
+	clr r22
+	mul r7, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r12, r12
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r7, r18
+	movw r20, r0
+	clr r22
+	mul r8, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r8, r18
+	movw r20, r0
+	clr r22
+	mul r9, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r13, r13
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r9, r18
+	movw r20, r0
+	clr r22
+	mul r10, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r10, r18
+	movw r20, r0
+	clr r22
+	mul r11, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r14, r14
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r11, r18
+	movw r20, r0
+	clr r22
+	mul r12, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r12, r18
+	movw r20, r0
+	clr r22
+	mul r13, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r15, r15
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r13, r18
+	movw r20, r0
+	clr r22
+	mul r14, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r15, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r14, r18
+	movw r20, r0
+	clr r22
+	mul r15, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r16, r16
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r15, r18
+	movw r20, r0
+	clr r22
+	mul r16, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r16, r18	; column 28: its lone product, twice
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	mul r17, r17
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r17, r18	; column 29: its lone product, twice
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r18, r18
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	st X+, r25
+	ret
+	.size fe25519_sqr128, . - fe25519_sqr128
 	.global fe25519_add_avr
 	.type fe25519_add_avr, @function
 fe25519_add_avr:
@@ -1952,6 +2036,7 @@ fe25519_mul_small_avr:
 	brne 1b
 	ldi r18, 38
 	mov r14, r18
+	clr r15
 	mul r22, r14
 	movw r18, r0
 	mul r16, r14
@@ -1959,8 +2044,7 @@ fe25519_mul_small_avr:
 	mul r23, r14
 	add r19, r0
 	adc r20, r1
-	clr r15
-	adc r21, r15		; r21:r18 = 38·carry
+	adc r21, r15	; 38 * the carry
 	movw r26, r24
 	ld r0, X
 	add r0, r18
@@ -2623,3 +2707,520 @@ fe25519_invert_avr_wipe:
 	pop r2
 	ret
 	.size fe25519_invert_avr, . - fe25519_invert_avr
+	.global fe25519_ladder_step
+	.type fe25519_ladder_step, @function
+fe25519_ladder_step:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	push r20		; small (public)
+	movw r28, r24	; Y = ws
+	mov r24, r22
+	neg r24		; the swap mask
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	clr r3
+	clr r25
+	clr r26
+	ldi r27, 8
+1:
+	; bytes 0..3
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r12, Z+0
+	ldd r16, Z+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r13, Z+1
+	ldd r17, Z+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r14, Z+2
+	ldd r18, Z+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	ldd r15, Z+3
+	ldd r19, Z+35
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+0, r20
+	std Y+1, r21
+	std Y+2, r22
+	std Y+3, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+32, r4
+	std Y+33, r5
+	std Y+34, r6
+	std Y+35, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+32, r12
+	std Z+33, r13
+	std Z+34, r14
+	std Z+35, r15
+	adiw r28, 4
+	adiw r30, 4
+	dec r27
+	breq 2f
+	rjmp 1b
+2:
+	sbiw r28, 32
+	sbiw r30, 32
+	mov r20, r2
+	mov r21, r3
+	mov r22, r25
+	mov r23, r26
+	movw r26, r28
+	mov r18, r20
+	rcall fe25519_fold_add
+	adiw r28, 32
+	movw r26, r28
+	mov r18, r21
+	rcall fe25519_fold_sub
+	movw r26, r30
+	mov r18, r22
+	rcall fe25519_fold_add
+	adiw r30, 32
+	movw r26, r30
+	mov r18, r23
+	rcall fe25519_fold_sub
+	subi r28, lo8(-256)
+	sbci r29, hi8(-256)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(160)
+	sbci r25, hi8(160)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r20, r28
+	subi r20, lo8(288)
+	sbci r21, hi8(288)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(128)
+	sbci r25, hi8(128)
+	movw r22, r28
+	subi r22, lo8(224)
+	sbci r23, hi8(224)
+	movw r20, r28
+	subi r20, lo8(256)
+	sbci r21, hi8(256)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(96)
+	sbci r25, hi8(96)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(64)
+	sbci r25, hi8(64)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r30, r28
+	subi r30, lo8(288)
+	sbci r31, hi8(288)
+	subi r28, lo8(160)
+	sbci r29, hi8(160)	; Y = T0
+	clr r2
+	clr r3
+	ldi r27, 8
+1:
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+32, r4
+	std Z+33, r5
+	std Z+34, r6
+	std Z+35, r7
+	adiw r28, 4
+	adiw r30, 4
+	dec r27
+	brne 1b
+	sbiw r28, 32
+	sbiw r30, 32
+	mov r20, r2
+	mov r21, r3
+	movw r26, r30
+	mov r18, r20
+	rcall fe25519_fold_add
+	adiw r30, 32
+	movw r26, r30
+	mov r18, r21
+	rcall fe25519_fold_sub
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(224)
+	sbci r25, hi8(224)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	pop r20
+	push r20
+	tst r20
+	brne 1f
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(32)
+	sbci r23, hi8(32)
+	movw r20, r28
+	subi r20, lo8(192)
+	sbci r21, hi8(192)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	rjmp 2f
+1:
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r30, r28
+	subi r30, lo8(32)
+	sbci r31, hi8(32)
+	ld r18, Z+
+	ld r19, Z+
+	ld r20, Z
+	clr r21
+	call fe25519_mul_small_avr	; z3 = 9 (DA - CB)^2 (the base point)
+2:
+	movw r30, r28
+	subi r30, lo8(160)
+	sbci r31, hi8(160)
+	subi r28, lo8(96)
+	sbci r29, hi8(96)	; Y = T2
+	clr r3
+	ldi r27, 32
+	clc
+1:
+	ldd r5, Y+32
+	ld r4, Y+
+	sbc r4, r5
+	st Z+, r4	; E
+	dec r27
+	brne 1b
+	rol r3
+	sbiw r28, 32
+	sbiw r30, 32
+	mov r20, r3
+	movw r26, r30
+	mov r18, r20
+	rcall fe25519_fold_sub
+	subi r28, lo8(64)
+	sbci r29, hi8(64)	; Y = T0
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	ldi r16, 0x41
+	ldi r17, 0xDB
+	clr r20
+	clr r21
+	clr r22
+	clr r23
+	ldi r27, 32
+1:
+	ldd r4, Y+0	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+0	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+32, r20
+	adiw r28, 1
+	adiw r30, 1
+	mov r20, r21
+	mov r21, r22
+	mov r22, r23
+	clr r23
+	dec r27
+	brne 1b
+	sbiw r28, 32
+	sbiw r30, 32
+	ldi r24, 38
+	mul r20, r24
+	movw r4, r0
+	mul r22, r24
+	movw r6, r0
+	mul r21, r24
+	add r5, r0
+	adc r6, r1
+	adc r7, r2	; 38 * the carry
+	movw r26, r28
+	adiw r26, 32
+	ld r8, X
+	add r8, r4
+	st X+, r8
+	ld r8, X
+	adc r8, r5
+	st X+, r8
+	ld r8, X
+	adc r8, r6
+	st X+, r8
+	ld r8, X
+	adc r8, r7
+	st X+, r8
+	ldi r25, 28
+2:
+	ld r8, X
+	adc r8, r2
+	st X+, r8
+	dec r25
+	brne 2b
+	clr r4
+	adc r4, r2	; the last carry (0 or 1)
+	mul r4, r24
+	ldd r8, Y+32
+	add r8, r0
+	std Y+32, r8
+	ldd r8, Y+33
+	adc r8, r1
+	std Y+33, r8
+	ldd r8, Y+34
+	adc r8, r2
+	std Y+34, r8
+	ldd r8, Y+35
+	adc r8, r2
+	std Y+35, r8
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(288)
+	sbci r25, hi8(288)
+	movw r22, r28
+	subi r22, lo8(96)
+	sbci r23, hi8(96)
+	movw r20, r28
+	subi r20, lo8(64)
+	sbci r21, hi8(64)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(256)
+	sbci r25, hi8(256)
+	movw r22, r28
+	subi r22, lo8(160)
+	sbci r23, hi8(160)
+	movw r20, r28
+	subi r20, lo8(128)
+	sbci r21, hi8(128)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	pop r20
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_ladder_step, . - fe25519_ladder_step
+	.type fe25519_fold_add, @function
+fe25519_fold_add:
+	ldi r19, 38
+	mul r18, r19
+	clr r18
+	ld r19, X
+	add r19, r0
+	st X+, r19
+	ld r19, X
+	adc r19, r18
+	st X+, r19
+	ldi r24, 10
+1:
+	ld r19, X
+	adc r19, r18
+	st X+, r19
+	ld r19, X
+	adc r19, r18
+	st X+, r19
+	ld r19, X
+	adc r19, r18
+	st X+, r19
+	dec r24
+	brne 1b
+	adc r18, r18	; the second carry (borrow)
+	ldi r19, 38
+	mul r18, r19
+	sbiw r26, 32
+	ld r19, X
+	add r19, r0
+	st X, r19
+	ret
+	.size fe25519_fold_add, . - fe25519_fold_add
+	.type fe25519_fold_sub, @function
+fe25519_fold_sub:
+	ldi r19, 38
+	mul r18, r19
+	clr r18
+	ld r19, X
+	sub r19, r0
+	st X+, r19
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
+	ldi r24, 10
+1:
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
+	ld r19, X
+	sbc r19, r18
+	st X+, r19
+	dec r24
+	brne 1b
+	adc r18, r18	; the second carry (borrow)
+	ldi r19, 38
+	mul r18, r19
+	sbiw r26, 32
+	ld r19, X
+	sub r19, r0
+	st X, r19
+	ret
+	.size fe25519_fold_sub, . - fe25519_fold_sub

@@ -21,70 +21,175 @@ fe25519_mul_avr:
 	push r17
 	push r28
 	push r29
-	movw r28, r22	; Y = a
-	movw r30, r20	; Z = b
-	push r24
-	push r25
-	in r26, 0x3d
-	in r27, 0x3e
-	subi r26, 128
-	sbci r27, 0
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, 128
+	sbci r29, 0
 	in r0, 0x3f
 	cli
-	out 0x3e, r27
+	out 0x3e, r29
 	out 0x3f, r0
-	out 0x3d, r26
-	adiw r26, 1		; X = t
+	out 0x3d, r28
+	adiw r28, 1		; Y = the frame
+	rcall fe25519_mul_int
+	adiw r28, 63
+	adiw r28, 63
+	adiw r28, 1
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28	; SP = the frame's last byte: closed
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_mul_avr, . - fe25519_mul_avr
+	.global fe25519_sqr_avr
+	.type fe25519_sqr_avr, @function
+fe25519_sqr_avr:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	in r28, 0x3d
+	in r29, 0x3e
+	subi r28, 98
+	sbci r29, 0
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28
+	adiw r28, 1		; Y = the frame
+	rcall fe25519_sqr_int
+	adiw r28, 63
+	adiw r28, 34
+	in r0, 0x3f
+	cli
+	out 0x3e, r29
+	out 0x3f, r0
+	out 0x3d, r28	; SP = the frame's last byte: closed
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_sqr_avr, . - fe25519_sqr_avr
+	.type fe25519_mul_int, @function
+fe25519_mul_int_x1:
+	set		; T: |aL - aH| is precomputed
 	clr r2
-	adiw r26, 63
-	adiw r26, 33		; X = t + 96: |aL - aH|, then |bL - bH|
-	ldd r3, Y+0
-	ldd r22, Y+16
+	push r24
+	push r25	; r
+	movw r24, r22	; a
+	movw r30, r28
+	subi r30, lo8(-144)
+	sbci r31, hi8(-144)
+	ld r23, Z		; its mask
+	rjmp 1f
+fe25519_mul_int:
+	clt
+	clr r2
+	push r24
+	push r25	; r
+	movw r24, r22	; a
+	movw r26, r28
+	subi r26, lo8(-96)
+	sbci r27, hi8(-96)	; X = |aL - aH|
+	movw r30, r24
+	ldd r3, Z+0
+	ldd r22, Z+16
 	sub r3, r22
-	ldd r4, Y+1
-	ldd r22, Y+17
+	ldd r4, Z+1
+	ldd r22, Z+17
 	sbc r4, r22
-	ldd r5, Y+2
-	ldd r22, Y+18
+	ldd r5, Z+2
+	ldd r22, Z+18
 	sbc r5, r22
-	ldd r6, Y+3
-	ldd r22, Y+19
+	ldd r6, Z+3
+	ldd r22, Z+19
 	sbc r6, r22
-	ldd r7, Y+4
-	ldd r22, Y+20
+	ldd r7, Z+4
+	ldd r22, Z+20
 	sbc r7, r22
-	ldd r8, Y+5
-	ldd r22, Y+21
+	ldd r8, Z+5
+	ldd r22, Z+21
 	sbc r8, r22
-	ldd r9, Y+6
-	ldd r22, Y+22
+	ldd r9, Z+6
+	ldd r22, Z+22
 	sbc r9, r22
-	ldd r10, Y+7
-	ldd r22, Y+23
+	ldd r10, Z+7
+	ldd r22, Z+23
 	sbc r10, r22
-	ldd r11, Y+8
-	ldd r22, Y+24
+	ldd r11, Z+8
+	ldd r22, Z+24
 	sbc r11, r22
-	ldd r12, Y+9
-	ldd r22, Y+25
+	ldd r12, Z+9
+	ldd r22, Z+25
 	sbc r12, r22
-	ldd r13, Y+10
-	ldd r22, Y+26
+	ldd r13, Z+10
+	ldd r22, Z+26
 	sbc r13, r22
-	ldd r14, Y+11
-	ldd r22, Y+27
+	ldd r14, Z+11
+	ldd r22, Z+27
 	sbc r14, r22
-	ldd r15, Y+12
-	ldd r22, Y+28
+	ldd r15, Z+12
+	ldd r22, Z+28
 	sbc r15, r22
-	ldd r16, Y+13
-	ldd r22, Y+29
+	ldd r16, Z+13
+	ldd r22, Z+29
 	sbc r16, r22
-	ldd r17, Y+14
-	ldd r22, Y+30
+	ldd r17, Z+14
+	ldd r22, Z+30
 	sbc r17, r22
-	ldd r18, Y+15
-	ldd r22, Y+31
+	ldd r18, Z+15
+	ldd r22, Z+31
 	sbc r18, r22
 	sbc r23, r23		; 0xFF on a borrow
 	eor r3, r23
@@ -135,6 +240,11 @@ fe25519_mul_avr:
 	st X+, r16
 	st X+, r17
 	st X+, r18
+1:
+	movw r26, r28
+	subi r26, lo8(-112)
+	sbci r27, hi8(-112)	; X = |bL - bH|
+	movw r30, r20
 	ldd r3, Z+0
 	ldd r22, Z+16
 	sub r3, r22
@@ -183,39 +293,39 @@ fe25519_mul_avr:
 	ldd r18, Z+15
 	ldd r22, Z+31
 	sbc r18, r22
-	sbc r24, r24		; 0xFF on a borrow
-	eor r3, r24
-	eor r4, r24
-	eor r5, r24
-	eor r6, r24
-	eor r7, r24
-	eor r8, r24
-	eor r9, r24
-	eor r10, r24
-	eor r11, r24
-	eor r12, r24
-	eor r13, r24
-	eor r14, r24
-	eor r15, r24
-	eor r16, r24
-	eor r17, r24
-	eor r18, r24
-	sub r3, r24		; (d ^ mask) - mask = |d|
-	sbc r4, r24		; (d ^ mask) - mask = |d|
-	sbc r5, r24		; (d ^ mask) - mask = |d|
-	sbc r6, r24		; (d ^ mask) - mask = |d|
-	sbc r7, r24		; (d ^ mask) - mask = |d|
-	sbc r8, r24		; (d ^ mask) - mask = |d|
-	sbc r9, r24		; (d ^ mask) - mask = |d|
-	sbc r10, r24		; (d ^ mask) - mask = |d|
-	sbc r11, r24		; (d ^ mask) - mask = |d|
-	sbc r12, r24		; (d ^ mask) - mask = |d|
-	sbc r13, r24		; (d ^ mask) - mask = |d|
-	sbc r14, r24		; (d ^ mask) - mask = |d|
-	sbc r15, r24		; (d ^ mask) - mask = |d|
-	sbc r16, r24		; (d ^ mask) - mask = |d|
-	sbc r17, r24		; (d ^ mask) - mask = |d|
-	sbc r18, r24		; (d ^ mask) - mask = |d|
+	sbc r19, r19		; 0xFF on a borrow
+	eor r3, r19
+	eor r4, r19
+	eor r5, r19
+	eor r6, r19
+	eor r7, r19
+	eor r8, r19
+	eor r9, r19
+	eor r10, r19
+	eor r11, r19
+	eor r12, r19
+	eor r13, r19
+	eor r14, r19
+	eor r15, r19
+	eor r16, r19
+	eor r17, r19
+	eor r18, r19
+	sub r3, r19		; (d ^ mask) - mask = |d|
+	sbc r4, r19		; (d ^ mask) - mask = |d|
+	sbc r5, r19		; (d ^ mask) - mask = |d|
+	sbc r6, r19		; (d ^ mask) - mask = |d|
+	sbc r7, r19		; (d ^ mask) - mask = |d|
+	sbc r8, r19		; (d ^ mask) - mask = |d|
+	sbc r9, r19		; (d ^ mask) - mask = |d|
+	sbc r10, r19		; (d ^ mask) - mask = |d|
+	sbc r11, r19		; (d ^ mask) - mask = |d|
+	sbc r12, r19		; (d ^ mask) - mask = |d|
+	sbc r13, r19		; (d ^ mask) - mask = |d|
+	sbc r14, r19		; (d ^ mask) - mask = |d|
+	sbc r15, r19		; (d ^ mask) - mask = |d|
+	sbc r16, r19		; (d ^ mask) - mask = |d|
+	sbc r17, r19		; (d ^ mask) - mask = |d|
+	sbc r18, r19		; (d ^ mask) - mask = |d|
 	st X+, r3
 	st X+, r4
 	st X+, r5
@@ -232,919 +342,817 @@ fe25519_mul_avr:
 	st X+, r16
 	st X+, r17
 	st X+, r18
-	eor r23, r24		; 0xFF if (aL - aH)(bL - bH) < 0
-	movw r24, r30	; b
-	movw r26, r28	; X = a
-	in r28, 0x3d
-	in r29, 0x3e
-	adiw r28, 1		; Y = t
-	rcall fe25519_mul128	; L = aL bL -> t[0..32]
-	adiw r24, 16
+	eor r23, r19
+	com r23		; n = 0xFF: the signs agree, M is subtracted
+	push r24		; a, b
+	push r25		; a, b
+	push r20		; a, b
+	push r21		; a, b
+	movw r26, r24	; X = a
+	movw r30, r20	; Z = b
+	rcall fe25519_k16	; L = aL bL -> Y+0
+	pop r31
+	pop r30
+	pop r27
+	pop r26
+	adiw r26, 16
+	adiw r30, 16
 	adiw r28, 32
-	rcall fe25519_mul128	; H = aH bH -> t[32..64]
+	rcall fe25519_k16	; H = aH bH -> Y+32
+	adiw r28, 32
 	movw r26, r28
-	adiw r26, 63
-	adiw r26, 1		; X = |aL - aH|
-	movw r24, r26
-	adiw r24, 16		; |bL - bH|
-	adiw r28, 32
-	rcall fe25519_mul128	; M -> t[64..96]
-	movw r30, r28	; Z = M
-	sbiw r28, 63
-	sbiw r28, 1		; Y = t
-	com r23		; n = 0xFF: M is subtracted
-	ldd r3, Y+16
-	ldd r21, Y+32
-	add r3, r21		; S = L1 + H0
-	ldd r4, Y+17
-	ldd r21, Y+33
-	adc r4, r21		; S = L1 + H0
-	ldd r5, Y+18
-	ldd r21, Y+34
-	adc r5, r21		; S = L1 + H0
-	ldd r6, Y+19
-	ldd r21, Y+35
-	adc r6, r21		; S = L1 + H0
-	ldd r7, Y+20
-	ldd r21, Y+36
-	adc r7, r21		; S = L1 + H0
-	ldd r8, Y+21
-	ldd r21, Y+37
-	adc r8, r21		; S = L1 + H0
-	ldd r9, Y+22
-	ldd r21, Y+38
-	adc r9, r21		; S = L1 + H0
-	ldd r10, Y+23
-	ldd r21, Y+39
-	adc r10, r21		; S = L1 + H0
-	ldd r11, Y+24
-	ldd r21, Y+40
-	adc r11, r21		; S = L1 + H0
-	ldd r12, Y+25
-	ldd r21, Y+41
-	adc r12, r21		; S = L1 + H0
-	ldd r13, Y+26
-	ldd r21, Y+42
-	adc r13, r21		; S = L1 + H0
-	ldd r14, Y+27
-	ldd r21, Y+43
-	adc r14, r21		; S = L1 + H0
-	ldd r15, Y+28
-	ldd r21, Y+44
-	adc r15, r21		; S = L1 + H0
-	ldd r16, Y+29
-	ldd r21, Y+45
-	adc r16, r21		; S = L1 + H0
-	ldd r17, Y+30
-	ldd r21, Y+46
-	adc r17, r21		; S = L1 + H0
-	ldd r18, Y+31
-	ldd r21, Y+47
-	adc r18, r21		; S = L1 + H0
+	adiw r26, 32		; X = |aL - aH| (Y = the frame + 64)
+	brtc 2f
+	adiw r26, 32	; the precomputed one
+2:
+	movw r30, r28
+	adiw r30, 48		; Z = |bL - bH|
+	rcall fe25519_k16	; M -> Y+64
+	sbiw r28, 32
+	sbiw r28, 32
+	pop r25
+	pop r24
+	rjmp fe25519_combine	; (its ret returns)
+	.size fe25519_mul_int, . - fe25519_mul_int
+	.type fe25519_sqr_int, @function
+fe25519_sqr_int:
+	push r24
+	push r25	; r
+	movw r30, r22	; Z = a
+	movw r26, r28	; X = the frame
+	rcall fe25519_sqr128	; L = aL^2 -> Y+0
+	rcall fe25519_sqr128	; H = aH^2 -> Y+32
+	sbiw r30, 32
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+	ld r20, Z+
+	sub r3, r20
+	ld r20, Z+
+	sbc r4, r20
+	ld r20, Z+
+	sbc r5, r20
+	ld r20, Z+
+	sbc r6, r20
+	ld r20, Z+
+	sbc r7, r20
+	ld r20, Z+
+	sbc r8, r20
+	ld r20, Z+
+	sbc r9, r20
+	ld r20, Z+
+	sbc r10, r20
+	ld r20, Z+
+	sbc r11, r20
+	ld r20, Z+
+	sbc r12, r20
+	ld r20, Z+
+	sbc r13, r20
+	ld r20, Z+
+	sbc r14, r20
+	ld r20, Z+
+	sbc r15, r20
+	ld r20, Z+
+	sbc r16, r20
+	ld r20, Z+
+	sbc r17, r20
+	ld r20, Z+
+	sbc r18, r20
+	sbc r20, r20		; 0xFF on a borrow
+	eor r3, r20
+	eor r4, r20
+	eor r5, r20
+	eor r6, r20
+	eor r7, r20
+	eor r8, r20
+	eor r9, r20
+	eor r10, r20
+	eor r11, r20
+	eor r12, r20
+	eor r13, r20
+	eor r14, r20
+	eor r15, r20
+	eor r16, r20
+	eor r17, r20
+	eor r18, r20
+	sub r3, r20		; (d ^ mask) - mask = |d|
+	sbc r4, r20		; (d ^ mask) - mask = |d|
+	sbc r5, r20		; (d ^ mask) - mask = |d|
+	sbc r6, r20		; (d ^ mask) - mask = |d|
+	sbc r7, r20		; (d ^ mask) - mask = |d|
+	sbc r8, r20		; (d ^ mask) - mask = |d|
+	sbc r9, r20		; (d ^ mask) - mask = |d|
+	sbc r10, r20		; (d ^ mask) - mask = |d|
+	sbc r11, r20		; (d ^ mask) - mask = |d|
+	sbc r12, r20		; (d ^ mask) - mask = |d|
+	sbc r13, r20		; (d ^ mask) - mask = |d|
+	sbc r14, r20		; (d ^ mask) - mask = |d|
+	sbc r15, r20		; (d ^ mask) - mask = |d|
+	sbc r16, r20		; (d ^ mask) - mask = |d|
+	sbc r17, r20		; (d ^ mask) - mask = |d|
+	sbc r18, r20		; (d ^ mask) - mask = |d|
+	rcall fe25519_sqr128_regs	; M = (aL - aH)^2 -> Y+64
+	pop r25
+	pop r24
+	ldi r23, 0xFF	; M is subtracted
+	rjmp fe25519_combine	; (its ret returns)
+	.size fe25519_sqr_int, . - fe25519_sqr_int
+	.type fe25519_combine, @function
+fe25519_combine:
+	clr r2
+	movw r26, r24	; X = r
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)	; Z = M
+	ldd r3, Y+0
+	ldd r24, Y+32
+	add r3, r24
+	ldd r4, Y+1
+	ldd r24, Y+33
+	adc r4, r24
+	ldd r5, Y+2
+	ldd r24, Y+34
+	adc r5, r24
+	ldd r6, Y+3
+	ldd r24, Y+35
+	adc r6, r24
+	ldd r7, Y+4
+	ldd r24, Y+36
+	adc r7, r24
+	ldd r8, Y+5
+	ldd r24, Y+37
+	adc r8, r24
+	ldd r9, Y+6
+	ldd r24, Y+38
+	adc r9, r24
+	ldd r10, Y+7
+	ldd r24, Y+39
+	adc r10, r24
+	ldd r11, Y+8
+	ldd r24, Y+40
+	adc r11, r24
+	ldd r12, Y+9
+	ldd r24, Y+41
+	adc r12, r24
+	ldd r13, Y+10
+	ldd r24, Y+42
+	adc r13, r24
+	ldd r14, Y+11
+	ldd r24, Y+43
+	adc r14, r24
+	ldd r15, Y+12
+	ldd r24, Y+44
+	adc r15, r24
+	ldd r16, Y+13
+	ldd r24, Y+45
+	adc r16, r24
+	ldd r17, Y+14
+	ldd r24, Y+46
+	adc r17, r24
+	ldd r18, Y+15
+	ldd r24, Y+47
+	adc r18, r24
+	clr r20
+	adc r20, r2	; the carry of L + H
+	mov r24, r23
+	lsl r24		; C = n & 1
+	ld r24, Z+
+	eor r24, r23
+	adc r3, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r4, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r5, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r6, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r7, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r8, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r9, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r10, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r11, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r12, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r13, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r14, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r15, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r16, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r17, r24
+	ld r24, Z+
+	eor r24, r23
+	adc r18, r24
+	adc r20, r2	; and of (M ^ n): V1's carry in
+	ldi r22, 38
+	ldd r24, Y+63
+	mul r24, r22	; 38 H[31]
+	ldd r24, Y+31
+	add r0, r24
+	adc r1, r2
+	add r0, r18
+	adc r1, r2	; T = L[31] + V[15] + 38 H[31]
+	mov r24, r0
+	andi r24, 0x7F
+	std Z+17, r24	; u = T mod 128
+	lsl r0
+	rol r1		; q = T >> 7
+	ldi r24, 19
+	mul r1, r24
+	mov r19, r0	; 19 q: the low half's first carry
+	std Z+16, r1
+	ldd r24, Y+48
+	mul r24, r22
+	ldd r24, Y+16
+	add r0, r24
+	adc r1, r2
+	add r0, r3
+	adc r1, r2
+	mov r3, r0
+	mov r25, r1
+	ldd r24, Y+49
+	mul r24, r22
+	ldd r24, Y+17
+	add r0, r24
+	adc r1, r2
+	add r0, r4
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r4, r0
+	mov r25, r1
+	ldd r24, Y+50
+	mul r24, r22
+	ldd r24, Y+18
+	add r0, r24
+	adc r1, r2
+	add r0, r5
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r5, r0
+	mov r25, r1
+	ldd r24, Y+51
+	mul r24, r22
+	ldd r24, Y+19
+	add r0, r24
+	adc r1, r2
+	add r0, r6
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r6, r0
+	mov r25, r1
+	ldd r24, Y+52
+	mul r24, r22
+	ldd r24, Y+20
+	add r0, r24
+	adc r1, r2
+	add r0, r7
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r7, r0
+	mov r25, r1
+	ldd r24, Y+53
+	mul r24, r22
+	ldd r24, Y+21
+	add r0, r24
+	adc r1, r2
+	add r0, r8
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r8, r0
+	mov r25, r1
+	ldd r24, Y+54
+	mul r24, r22
+	ldd r24, Y+22
+	add r0, r24
+	adc r1, r2
+	add r0, r9
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r9, r0
+	mov r25, r1
+	ldd r24, Y+55
+	mul r24, r22
+	ldd r24, Y+23
+	add r0, r24
+	adc r1, r2
+	add r0, r10
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r10, r0
+	mov r25, r1
+	ldd r24, Y+56
+	mul r24, r22
+	ldd r24, Y+24
+	add r0, r24
+	adc r1, r2
+	add r0, r11
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r11, r0
+	mov r25, r1
+	ldd r24, Y+57
+	mul r24, r22
+	ldd r24, Y+25
+	add r0, r24
+	adc r1, r2
+	add r0, r12
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r12, r0
+	mov r25, r1
+	ldd r24, Y+58
+	mul r24, r22
+	ldd r24, Y+26
+	add r0, r24
+	adc r1, r2
+	add r0, r13
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r13, r0
+	mov r25, r1
+	ldd r24, Y+59
+	mul r24, r22
+	ldd r24, Y+27
+	add r0, r24
+	adc r1, r2
+	add r0, r14
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r14, r0
+	mov r25, r1
+	ldd r24, Y+60
+	mul r24, r22
+	ldd r24, Y+28
+	add r0, r24
+	adc r1, r2
+	add r0, r15
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r15, r0
+	mov r25, r1
+	ldd r24, Y+61
+	mul r24, r22
+	ldd r24, Y+29
+	add r0, r24
+	adc r1, r2
+	add r0, r16
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r16, r0
+	mov r25, r1
+	ldd r24, Y+62
+	mul r24, r22
+	ldd r24, Y+30
+	add r0, r24
+	adc r1, r2
+	add r0, r17
+	adc r1, r2
+	add r0, r25
+	adc r1, r2
+	mov r17, r0
+	mov r25, r1
+	ldd r24, Z+17	; u
+	add r24, r25
+	mov r18, r24	; byte 31: u + the carry, below 256
+	ldd r25, Z+16	; 19 q's high byte
 	clr r21
+	ldd r24, Y+32
+	add r20, r24
 	adc r21, r2
-	std Y+32, r21		; c1
-	mov r19, r23
-	andi r19, 1		; the + 1 of -M = ~M + 1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+0
-	clr r20
-	add r19, r3
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+16, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+1
-	clr r19
-	add r20, r4
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+17, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+2
-	clr r20
-	add r19, r5
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+18, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+3
-	clr r19
-	add r20, r6
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+19, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+4
-	clr r20
-	add r19, r7
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+20, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+5
-	clr r19
-	add r20, r8
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+21, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+6
-	clr r20
-	add r19, r9
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+22, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+7
-	clr r19
-	add r20, r10
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+23, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+8
-	clr r20
-	add r19, r11
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+24, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+9
-	clr r19
-	add r20, r12
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+25, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+10
-	clr r20
-	add r19, r13
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+26, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+11
-	clr r19
-	add r20, r14
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+27, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+12
-	clr r20
-	add r19, r15
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+28, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+13
-	clr r19
-	add r20, r16
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+29, r20
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+14
-	clr r20
-	add r19, r17
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	std Y+30, r19
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+15
-	clr r19
-	add r20, r18
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	std Y+31, r20
-	ldd r27, Z+48
-	ldd r26, Z+49		; X = r
-	ldd r21, Y+32
-	add r19, r21		; c1 at byte 32
-	clr r24
-	ldi r25, 38
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+48
-	clr r20
-	add r19, r3
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+0
-	add r0, r21
-	adc r1, r2
+	ldd r24, Y+16
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+48
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+0
 	add r0, r24
 	adc r1, r2
+	add r0, r19
+	adc r1, r25
 	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+49
-	clr r19
-	add r20, r4
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+1
-	add r0, r21
-	adc r1, r2
+	mov r19, r1
+	clr r20
+	ldd r24, Y+33
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+17
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+49
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+1
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+50
-	clr r20
-	add r19, r5
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+2
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+34
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+18
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+50
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+2
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+51
-	clr r19
-	add r20, r6
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+3
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+35
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+19
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+51
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+3
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+52
-	clr r20
-	add r19, r7
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+4
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+36
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+20
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+52
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+4
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+53
-	clr r19
-	add r20, r8
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+5
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+37
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+21
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+53
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+5
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+54
-	clr r20
-	add r19, r9
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+6
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+38
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+22
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+54
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+6
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+55
-	clr r19
-	add r20, r10
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+7
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+39
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+23
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+55
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+7
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+56
-	clr r20
-	add r19, r11
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+8
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+40
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+24
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+56
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+8
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+57
-	clr r19
-	add r20, r12
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+9
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+41
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+25
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+57
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+9
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+58
-	clr r20
-	add r19, r13
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+10
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+42
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+26
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+58
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+10
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+59
-	clr r19
-	add r20, r14
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+11
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+43
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+27
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+59
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+11
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+60
-	clr r20
-	add r19, r15
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+12
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+44
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+28
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+60
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+12
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+61
-	clr r19
-	add r20, r16
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+13
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+45
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+29
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+61
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+13
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+62
-	clr r20
-	add r19, r17
-	adc r20, r2
-	add r19, r21
-	adc r20, r2
-	add r19, r22
-	adc r20, r2
-	mul r19, r25
-	ldd r21, Y+14
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r21
+	ldd r24, Y+46
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+30
+	add r20, r24
+	adc r21, r2
+	ldd r24, Y+62
+	add r20, r24
+	adc r21, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r20, r24
+	adc r21, r2
+	mul r20, r22
+	ldd r24, Y+14
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	ld r22, Z+
-	eor r22, r23
-	ldd r21, Y+63
-	clr r19
-	add r20, r18
-	adc r19, r2
-	add r20, r21
-	adc r19, r2
-	add r20, r22
-	adc r19, r2
-	mul r20, r25
-	ldd r21, Y+15
-	add r0, r21
+	add r0, r19
 	adc r1, r2
+	st X+, r0
+	mov r19, r1
+	clr r20
+	ldd r24, Y+47
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+31
+	add r21, r24
+	adc r20, r2
+	ldd r24, Y+63
+	add r21, r24
+	adc r20, r2
+	ld r24, Z+
+	eor r24, r23	; M1 ^ n
+	add r21, r24
+	adc r20, r2
+	mul r21, r22
+	ldd r24, Y+15
 	add r0, r24
 	adc r1, r2
-	st X+, r0
-	mov r24, r1
-	mov r17, r24
-	ldi r16, 38
-	ldd r21, Y+32
-	add r19, r21		; c1 at byte 48
-	ldd r21, Y+48
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+16
-	add r0, r21
-	adc r1, r2
-	add r0, r17
+	add r0, r19
 	adc r1, r2
 	st X+, r0
-	mov r17, r1
-	ldd r21, Y+49
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+17
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+50
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+18
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+51
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+19
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+52
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+20
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+53
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+21
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+54
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+22
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+55
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+23
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+56
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+24
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+57
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+25
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+58
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+26
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+59
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+27
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+60
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+28
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+61
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+29
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+62
-	clr r20
-	add r19, r21
-	adc r20, r2
-	add r19, r23
-	adc r20, r2
-	mul r19, r16
-	ldd r21, Y+30
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r21, Y+63
-	clr r19
-	add r20, r21
-	adc r19, r2
-	add r20, r23
-	adc r19, r2
-	mul r20, r16
-	ldd r21, Y+31
-	add r0, r21
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	movw r24, r26
-	sbiw r24, 32		; r
-	movw r26, r24
-	mul r17, r16
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	clr r17
-	adc r17, r2	; the last carry (0 or 1)
-	mul r17, r16
-	movw r26, r24
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X, r22
-	adiw r28, 63
-	adiw r28, 63
-	adiw r28, 3		; SP back above r's two bytes
-	in r0, 0x3f
-	cli
-	out 0x3e, r29
-	out 0x3f, r0
-	out 0x3d, r28
-	clr r1
-	pop r29
-	pop r28
-	pop r17
-	pop r16
-	pop r15
-	pop r14
-	pop r13
-	pop r12
-	pop r11
-	pop r10
-	pop r9
-	pop r8
-	pop r7
-	pop r6
-	pop r5
-	pop r4
-	pop r3
-	pop r2
+	mov r19, r1
+	add r20, r23	; n = 0xFF: M's 2^256 taken back
+	mul r20, r22
+	add r0, r19
+	add r3, r0
+	adc r4, r2
+	adc r5, r2
+	adc r6, r2
+	adc r7, r2
+	adc r8, r2
+	adc r9, r2
+	adc r10, r2
+	adc r11, r2
+	adc r12, r2
+	adc r13, r2
+	adc r14, r2
+	adc r15, r2
+	adc r16, r2
+	adc r17, r2
+	adc r18, r2
+	st X+, r3
+	st X+, r4
+	st X+, r5
+	st X+, r6
+	st X+, r7
+	st X+, r8
+	st X+, r9
+	st X+, r10
+	st X+, r11
+	st X+, r12
+	st X+, r13
+	st X+, r14
+	st X+, r15
+	st X+, r16
+	st X+, r17
+	st X+, r18
 	ret
-	.size fe25519_mul_avr, . - fe25519_mul_avr
-	.type fe25519_mul128, @function
-fe25519_mul128:
+	.size fe25519_combine, . - fe25519_combine
+	.type fe25519_k16, @function
+fe25519_k16:
 	ld r3, X+
 	ld r4, X+
 	ld r5, X+
@@ -1153,585 +1161,685 @@ fe25519_mul128:
 	ld r8, X+
 	ld r9, X+
 	ld r10, X+
-	movw r30, r24	; Z = b
-	clr r19
-	clr r20
-	clr r21
-	ld r11, Z+
+	ld r19, X+
+	sub r3, r19
+	ld r19, X+
+	sbc r4, r19
+	ld r19, X+
+	sbc r5, r19
+	ld r19, X+
+	sbc r6, r19
+	ld r19, X+
+	sbc r7, r19
+	ld r19, X+
+	sbc r8, r19
+	ld r19, X+
+	sbc r9, r19
+	ld r19, X+
+	sbc r10, r19
+	sbc r24, r24		; 0xFF on a borrow
+	ldd r11, Z+0
+	ldd r19, Z+8
+	sub r11, r19
+	ldd r12, Z+1
+	ldd r19, Z+9
+	sbc r12, r19
+	ldd r13, Z+2
+	ldd r19, Z+10
+	sbc r13, r19
+	ldd r14, Z+3
+	ldd r19, Z+11
+	sbc r14, r19
+	ldd r15, Z+4
+	ldd r19, Z+12
+	sbc r15, r19
+	ldd r16, Z+5
+	ldd r19, Z+13
+	sbc r16, r19
+	ldd r17, Z+6
+	ldd r19, Z+14
+	sbc r17, r19
+	ldd r18, Z+7
+	ldd r19, Z+15
+	sbc r18, r19
+	sbc r25, r25
+	eor r3, r24
+	eor r4, r24
+	eor r5, r24
+	eor r6, r24
+	eor r7, r24
+	eor r8, r24
+	eor r9, r24
+	eor r10, r24
+	sub r3, r24		; (d ^ mask) - mask = |d|
+	sbc r4, r24		; (d ^ mask) - mask = |d|
+	sbc r5, r24		; (d ^ mask) - mask = |d|
+	sbc r6, r24		; (d ^ mask) - mask = |d|
+	sbc r7, r24		; (d ^ mask) - mask = |d|
+	sbc r8, r24		; (d ^ mask) - mask = |d|
+	sbc r9, r24		; (d ^ mask) - mask = |d|
+	sbc r10, r24		; (d ^ mask) - mask = |d|
+	eor r11, r25
+	eor r12, r25
+	eor r13, r25
+	eor r14, r25
+	eor r15, r25
+	eor r16, r25
+	eor r17, r25
+	eor r18, r25
+	sub r11, r25		; (d ^ mask) - mask = |d|
+	sbc r12, r25		; (d ^ mask) - mask = |d|
+	sbc r13, r25		; (d ^ mask) - mask = |d|
+	sbc r14, r25		; (d ^ mask) - mask = |d|
+	sbc r15, r25		; (d ^ mask) - mask = |d|
+	sbc r16, r25		; (d ^ mask) - mask = |d|
+	sbc r17, r25		; (d ^ mask) - mask = |d|
+	sbc r18, r25		; (d ^ mask) - mask = |d|
+	eor r24, r25
+	com r24		; n16 = 0xFF: the signs agree, M is subtracted
 	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+0, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+1, r20
+	movw r20, r0
+	clr r22
+	eor r20, r24
+	std Y+0, r20
 	clr r20
-	ld r13, Z+
+	mul r3, r12
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r4, r11
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	eor r21, r24
+	std Y+1, r21
+	clr r21
 	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+2, r21
-	clr r21
-	ld r14, Z+
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	eor r22, r24
+	std Y+2, r22
+	clr r22
 	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+3, r19
-	clr r19
-	ld r15, Z+
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	eor r20, r24
+	std Y+3, r20
+	clr r20
 	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+4, r20
-	clr r20
-	ld r16, Z+
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	eor r21, r24
+	std Y+4, r21
+	clr r21
 	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+5, r21
-	clr r21
-	ld r17, Z+
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	eor r22, r24
+	std Y+5, r22
+	clr r22
 	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+6, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+7, r20
+	adc r22, r2
+	eor r20, r24
+	std Y+6, r20
 	clr r20
-	ld r11, Z+
-	mul r3, r11
+	mul r3, r18
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r4, r18
+	mul r4, r17
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r5, r17
+	mul r5, r16
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r6, r16
+	mul r6, r15
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r7, r15
+	mul r7, r14
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r8, r14
+	mul r8, r13
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r9, r13
+	mul r9, r12
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r10, r12
+	mul r10, r11
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	std Y+8, r21
+	eor r21, r24
+	std Y+7, r21
 	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
+	mul r4, r18
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r4, r11
-	add r19, r0
+	mul r5, r17
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
+	mul r6, r16
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r15
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r14
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r13
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r12
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	eor r22, r24
+	std Y+8, r22
+	clr r22
 	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+9, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	adc r22, r2
+	eor r20, r24
+	std Y+9, r20
+	clr r20
 	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
 	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+10, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	eor r21, r24
+	std Y+10, r21
+	clr r21
 	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
 	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+11, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	eor r22, r24
+	std Y+11, r22
+	clr r22
 	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+12, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+13, r20
+	adc r22, r2
+	eor r20, r24
+	std Y+12, r20
 	clr r20
-	ld r17, Z+
-	mul r3, r17
+	mul r9, r18
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r4, r16
+	mul r10, r17
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+14, r21
+	eor r21, r24
+	std Y+13, r21
 	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
+	mul r10, r18
+	add r22, r0
 	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+15, r19
-	clr r19
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	eor r22, r24
+	std Y+14, r22
+	eor r20, r24
+	std Y+15, r20
+	push r24		; n16
+	sbiw r26, 8
+	ld r3, X+
+	ld r4, X+
+	ld r5, X+
+	ld r6, X+
+	ld r7, X+
+	ld r8, X+
+	ld r9, X+
+	ld r10, X+
+	ldd r11, Z+8
+	ldd r12, Z+9
+	ldd r13, Z+10
+	ldd r14, Z+11
+	ldd r15, Z+12
+	ldd r16, Z+13
+	ldd r17, Z+14
+	ldd r18, Z+15
+	mul r3, r11
+	movw r20, r0
+	clr r22
 	std Y+16, r20
 	clr r20
-	mul r5, r18
+	mul r3, r12
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r6, r17
+	mul r4, r11
 	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
 	std Y+17, r21
 	clr r21
-	mul r6, r18
-	add r19, r0
+	mul r3, r13
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r7, r17
-	add r19, r0
+	mul r4, r12
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r8, r16
-	add r19, r0
+	mul r5, r11
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+18, r19
-	clr r19
-	mul r7, r18
+	std Y+18, r22
+	clr r22
+	mul r3, r14
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r8, r17
+	adc r22, r2
+	mul r4, r13
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r9, r16
+	adc r22, r2
+	mul r5, r12
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
-	mul r10, r15
+	adc r22, r2
+	mul r6, r11
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
 	std Y+19, r20
 	clr r20
-	mul r8, r18
+	mul r3, r15
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r9, r17
+	mul r4, r14
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
 	adc r20, r2
-	mul r10, r16
+	mul r5, r13
 	add r21, r0
-	adc r19, r1
+	adc r22, r1
+	adc r20, r2
+	mul r6, r12
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r7, r11
+	add r21, r0
+	adc r22, r1
 	adc r20, r2
 	std Y+20, r21
 	clr r21
-	mul r9, r18
-	add r19, r0
+	mul r3, r16
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	mul r10, r17
-	add r19, r0
+	mul r4, r15
+	add r22, r0
 	adc r20, r1
 	adc r21, r2
-	std Y+21, r19
-	clr r19
-	mul r10, r18
+	mul r5, r14
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r13
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r12
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r11
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+21, r22
+	clr r22
+	mul r3, r17
 	add r20, r0
 	adc r21, r1
-	adc r19, r2
+	adc r22, r2
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
 	std Y+22, r20
 	clr r20
-	std Y+23, r21	; the row's carry byte
+	mul r3, r18
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r5, r16
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r6, r15
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r7, r14
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r8, r13
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r9, r12
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r10, r11
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	std Y+23, r21
+	clr r21
+	mul r4, r18
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r5, r17
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r6, r16
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r7, r15
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r14
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r13
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r12
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+24, r22
+	clr r22
+	mul r5, r18
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	std Y+25, r20
+	clr r20
+	mul r6, r18
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r7, r17
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r8, r16
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r9, r15
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r10, r14
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	std Y+26, r21
+	clr r21
+	mul r7, r18
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r8, r17
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r9, r16
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	mul r10, r15
+	add r22, r0
+	adc r20, r1
+	adc r21, r2
+	std Y+27, r22
+	clr r22
+	mul r8, r18
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	std Y+28, r20
+	clr r20
+	mul r9, r18
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	mul r10, r17
+	add r21, r0
+	adc r22, r1
+	adc r20, r2
+	std Y+29, r21
+	clr r21
+	mul r10, r18
+	add r22, r0
+	adc r20, r1
+	std Y+30, r22
+	std Y+31, r20
+	sbiw r26, 16
 	ld r3, X+
 	ld r4, X+
 	ld r5, X+
@@ -1740,4002 +1848,1190 @@ fe25519_mul128:
 	ld r8, X+
 	ld r9, X+
 	ld r10, X+
-	movw r30, r24	; Z = b
-	clr r19
-	clr r20
-	clr r21
-	ldd r22, Y+8
-	ldd r0, Y+9
-	add r19, r22
-	adc r20, r0
-	adc r21, r2
-	ld r11, Z+
+	ldd r11, Z+0
+	ldd r12, Z+1
+	ldd r13, Z+2
+	ldd r14, Z+3
+	ldd r15, Z+4
+	ldd r16, Z+5
+	ldd r17, Z+6
+	ldd r18, Z+7
 	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+8, r19
+	movw r20, r0
+	clr r22
 	clr r19
-	ld r12, Z+
 	mul r3, r12
-	add r20, r0
-	adc r21, r1
+	add r21, r0
+	adc r22, r1
 	adc r19, r2
 	mul r4, r11
-	add r20, r0
-	adc r21, r1
+	add r21, r0
+	adc r22, r1
 	adc r19, r2
-	std Y+9, r20
-	clr r20
-	ldd r22, Y+10
-	ldd r0, Y+11
-	add r21, r22
-	adc r19, r0
-	adc r20, r2
-	ld r13, Z+
+	clr r24
 	mul r3, r13
-	add r21, r0
+	add r22, r0
 	adc r19, r1
-	adc r20, r2
+	adc r24, r2
 	mul r4, r12
-	add r21, r0
+	add r22, r0
 	adc r19, r1
-	adc r20, r2
+	adc r24, r2
 	mul r5, r11
-	add r21, r0
+	add r22, r0
 	adc r19, r1
-	adc r20, r2
-	std Y+10, r21
-	clr r21
-	ld r14, Z+
+	adc r24, r2
+	clr r25
 	mul r3, r14
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	mul r4, r13
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	mul r5, r12
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	adc r24, r1
+	adc r25, r2
 	mul r6, r11
 	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+11, r19
-	clr r19
-	ldd r22, Y+12
-	ldd r0, Y+13
-	add r20, r22
-	adc r21, r0
-	adc r19, r2
-	ld r15, Z+
+	adc r24, r1
+	adc r25, r2
+	clr r26
 	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
 	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
 	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
 	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
 	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+12, r20
-	clr r20
-	ld r16, Z+
+	add r24, r0
+	adc r25, r1
+	adc r26, r2
+	clr r27
 	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
 	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
 	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
 	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
 	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
 	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+13, r21
-	clr r21
-	ldd r22, Y+14
-	ldd r0, Y+15
-	add r19, r22
-	adc r20, r0
-	adc r21, r2
-	ld r17, Z+
+	add r25, r0
+	adc r26, r1
+	adc r27, r2
+	clr r30
 	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
 	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
 	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
 	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
 	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
 	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
 	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+14, r19
-	clr r19
-	ld r18, Z+
+	add r26, r0
+	adc r27, r1
+	adc r30, r2
+	clr r31
 	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+15, r20
-	clr r20
-	ldd r22, Y+16
-	ldd r0, Y+17
-	add r21, r22
-	adc r19, r0
-	adc r20, r2
-	ld r11, Z+
-	mul r3, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+16, r21
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+17, r19
-	clr r19
-	ldd r22, Y+18
-	ldd r0, Y+19
-	add r20, r22
-	adc r21, r0
-	adc r19, r2
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+18, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+19, r21
-	clr r21
-	ldd r22, Y+20
-	ldd r0, Y+21
-	add r19, r22
-	adc r20, r0
-	adc r21, r2
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+20, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+21, r20
-	clr r20
-	ldd r22, Y+22
-	ldd r0, Y+23
-	add r21, r22
-	adc r19, r0
-	adc r20, r2
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+22, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+23, r19
-	clr r19
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+24, r20
-	clr r20
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+25, r21
-	clr r21
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+26, r19
-	clr r19
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+27, r20
-	clr r20
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	std Y+28, r21
-	clr r21
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	std Y+29, r19
-	clr r19
-	mul r10, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	std Y+30, r20
-	clr r20
-	std Y+31, r21	; the row's carry byte
-	ret
-	.size fe25519_mul128, . - fe25519_mul128
-	.global fe25519_sqr_avr
-	.type fe25519_sqr_avr, @function
-fe25519_sqr_avr:
-	push r2
-	push r3
-	push r4
-	push r5
-	push r6
-	push r7
-	push r8
-	push r9
-	push r10
-	push r11
-	push r12
-	push r13
-	push r14
-	push r15
-	push r16
-	push r17
-	push r28
-	push r29
-	movw r28, r22	; Y = a
-	push r24
-	push r25
-	in r26, 0x3d
-	in r27, 0x3e
-	subi r26, 64
-	sbci r27, 0
-	in r0, 0x3f
-	cli
-	out 0x3e, r27
-	out 0x3f, r0
-	out 0x3d, r26
-	adiw r26, 1		; X = t
-	movw r24, r22	; a, for the diagonal (r is on the stack now)
-	clr r2
-	; row 0: a[0..8] * a[j], j > i
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 1
-	clr r19
-	clr r20
-	clr r21
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r11, Z+
-	mul r3, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	st X+, r19	; the row's carry byte
-	; row 1: a[8..16] * a[j], j > i
-	sbiw r26, 23		; X = t + 17
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 9
-	clr r19
-	clr r20
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r11, Z+
-	mul r3, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r12, Z+
-	mul r3, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r13, Z+
-	mul r3, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r14, Z+
-	mul r3, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r15, Z+
-	mul r3, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r16, Z+
-	mul r3, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r17, Z+
-	mul r3, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r18, Z+
-	mul r3, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r4, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r5, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r6, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r7, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r8, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r9, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r10, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	st X+, r19	; the row's carry byte
-	; row 2: a[16..24] * a[j], j > i
-	sbiw r26, 15		; X = t + 33
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 17
-	clr r19
-	clr r20
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r11, Z+
-	mul r3, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r12, Z+
-	mul r3, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r13, Z+
-	mul r3, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r14, Z+
-	mul r3, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r15, Z+
-	mul r3, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r16, Z+
-	mul r3, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r11
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r17, Z+
-	mul r3, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r12
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r11
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r18, Z+
-	mul r3, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r12
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r11
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r4, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r13
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r5, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r7, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r6, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r8, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r9, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r7, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r8, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r9, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r10, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r8, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r9, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r10, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r9, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r10, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r10, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	st X+, r20	; the row's carry byte
-	; row 3: a[24..32] * a[j], j > i
-	sbiw r26, 7		; X = t + 49
-	ld r3, Y+
-	ld r4, Y+
-	ld r5, Y+
-	ld r6, Y+
-	ld r7, Y+
-	ld r8, Y+
-	ld r9, Y+
-	ld r10, Y+
-	movw r30, r28
-	sbiw r30, 7		; Z = a + 25
-	clr r19
-	clr r20
-	clr r21
-	ld r12, Z+
-	mul r3, r12
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r13, Z+
-	mul r3, r13
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r14, Z+
-	mul r3, r14
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r13
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r15, Z+
-	mul r3, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r14
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	ld r16, Z+
-	mul r3, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r4, r15
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r14
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	ld r22, X
-	add r20, r22
-	adc r21, r2
-	adc r19, r2
-	st X+, r20
-	clr r20
-	ld r17, Z+
-	mul r3, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r4, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r5, r15
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	ld r22, X
-	add r21, r22
-	adc r19, r2
-	adc r20, r2
-	st X+, r21
-	clr r21
-	ld r18, Z+
-	mul r3, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r4, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r5, r16
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r6, r15
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	ld r22, X
-	add r19, r22
-	adc r20, r2
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r4, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r5, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r6, r16
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r5, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r6, r17
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	mul r7, r16
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r6, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	mul r7, r17
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	mul r7, r18
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	mul r8, r17
-	add r20, r0
-	adc r21, r1
-	adc r19, r2
-	st X+, r20
-	clr r20
-	mul r8, r18
-	add r21, r0
-	adc r19, r1
-	adc r20, r2
-	st X+, r21
-	clr r21
-	mul r9, r18
-	add r19, r0
-	adc r20, r1
-	adc r21, r2
-	st X+, r19
-	clr r19
-	st X+, r20
-	clr r20
-	st X+, r21	; the row's carry byte
-	movw r28, r26
-	sbiw r28, 63
-	sbiw r28, 1		; Y = t
-	movw r30, r24	; Z = a
-	adiw r26, 1
-	ld r24, X		; r, pushed before the frame
-	ld r25, -X
-	movw r26, r24		; X = r
-	ldi r16, 38
+	add r27, r0
+	adc r30, r1
+	adc r31, r2
 	clr r3
+	mul r4, r18
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r5, r17
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r6, r16
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r7, r15
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r8, r14
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r9, r13
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	mul r10, r12
+	add r30, r0
+	adc r31, r1
+	adc r3, r2
+	clr r11
+	mul r5, r18
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r6, r17
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r7, r16
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r8, r15
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r9, r14
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
+	mul r10, r13
+	add r31, r0
+	adc r3, r1
+	adc r11, r2
 	clr r4
-	clr r6
-	clr r17
-	ldd r5, Y+31
-	rol r5		; C = bit 255 of T, the high half's first doubled-in bit
+	mul r6, r18
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r7, r17
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r8, r16
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r9, r15
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	mul r10, r14
+	add r3, r0
+	adc r11, r1
+	adc r4, r2
+	clr r12
+	mul r7, r18
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
+	mul r8, r17
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
+	mul r9, r16
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
+	mul r10, r15
+	add r11, r0
+	adc r4, r1
+	adc r12, r2
 	clr r5
-	rol r5
-	ldd r18, Y+0
-	ldd r19, Y+1
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+0
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+32
-	ldd r21, Y+33
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+16
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
+	mul r8, r18
+	add r4, r0
+	adc r12, r1
+	adc r5, r2
+	mul r9, r17
+	add r4, r0
+	adc r12, r1
+	adc r5, r2
+	mul r10, r16
+	add r4, r0
+	adc r12, r1
+	adc r5, r2
+	clr r13
+	mul r9, r18
+	add r12, r0
+	adc r5, r1
+	adc r13, r2
+	mul r10, r17
+	add r12, r0
+	adc r5, r1
+	adc r13, r2
 	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+2
-	ldd r19, Y+3
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+1
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+34
-	ldd r21, Y+35
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+17
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+4
-	ldd r19, Y+5
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+2
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+36
-	ldd r21, Y+37
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+18
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+6
-	ldd r19, Y+7
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+3
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+38
-	ldd r21, Y+39
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+19
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+8
-	ldd r19, Y+9
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+4
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+40
-	ldd r21, Y+41
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+20
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+10
-	ldd r19, Y+11
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+5
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+42
-	ldd r21, Y+43
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+21
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
+	mul r10, r18
+	add r5, r0
+	adc r13, r1
+	pop r14		; n16
+	ldd r7, Y+16
+	add r30, r7
+	ldd r7, Y+17
+	adc r31, r7
+	ldd r7, Y+18
+	adc r3, r7
+	ldd r7, Y+19
+	adc r11, r7
+	ldd r7, Y+20
+	adc r4, r7
+	ldd r7, Y+21
+	adc r12, r7
+	ldd r7, Y+22
+	adc r5, r7
+	ldd r7, Y+23
+	adc r13, r7
+	clr r15
+	rol r15		; c1, S's carry
+	mov r7, r14
+	lsl r7		; C = n & 1
+	ldd r7, Y+0
+	std Y+0, r20
+	adc r20, r7
+	ldd r7, Y+1
+	std Y+1, r21
+	adc r21, r7
+	ldd r7, Y+2
+	std Y+2, r22
+	adc r22, r7
+	ldd r7, Y+3
+	std Y+3, r19
+	adc r19, r7
+	ldd r7, Y+4
+	std Y+4, r24
+	adc r24, r7
+	ldd r7, Y+5
+	std Y+5, r25
+	adc r25, r7
+	ldd r7, Y+6
+	std Y+6, r26
+	adc r26, r7
+	ldd r7, Y+7
+	std Y+7, r27
+	adc r27, r7
+	clr r8
+	rol r8
+	add r20, r30
+	adc r21, r31
+	adc r22, r3
+	adc r19, r11
+	adc r24, r4
+	adc r25, r12
+	adc r26, r5
+	adc r27, r13
+	adc r8, r2	; k1, Q1's carries (0..2)
+	ldd r16, Y+8
+	ldd r9, Y+9
+	ldd r17, Y+10
+	ldd r10, Y+11
 	ldd r18, Y+12
-	ldd r19, Y+13
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+6
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+44
-	ldd r21, Y+45
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+22
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+14
-	ldd r19, Y+15
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+7
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+46
-	ldd r21, Y+47
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+23
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+16
-	ldd r19, Y+17
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+8
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+48
-	ldd r21, Y+49
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+24
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+18
-	ldd r19, Y+19
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+9
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+50
-	ldd r21, Y+51
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+25
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+20
-	ldd r19, Y+21
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+10
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+52
-	ldd r21, Y+53
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+26
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+22
-	ldd r19, Y+23
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+11
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+54
-	ldd r21, Y+55
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+27
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+24
-	ldd r19, Y+25
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+12
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+56
-	ldd r21, Y+57
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+28
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+26
+	ldd r0, Y+13
+	ldd r1, Y+14
+	ldd r7, Y+15
+	std Y+8, r20	; Q1
+	std Y+9, r21	; Q1
+	std Y+10, r22	; Q1
+	std Y+11, r19	; Q1
+	std Y+12, r24	; Q1
+	std Y+13, r25	; Q1
+	std Y+14, r26	; Q1
+	std Y+15, r27	; Q1
+	add r16, r30
+	adc r9, r31
+	adc r17, r3
+	adc r10, r11
+	adc r18, r4
+	adc r0, r12
+	adc r1, r5
+	adc r7, r13
+	clr r30
+	rol r30
+	ldd r20, Y+24
+	ldd r21, Y+25
+	ldd r22, Y+26
 	ldd r19, Y+27
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+13
-	mul r22, r22
-	add r0, r4
+	ldd r24, Y+28
+	ldd r25, Y+29
+	ldd r26, Y+30
+	ldd r27, Y+31
+	add r16, r20
+	adc r9, r21
+	adc r17, r22
+	adc r10, r19
+	adc r18, r24
+	adc r0, r25
+	adc r1, r26
+	adc r7, r27
+	clr r31
+	rol r31
+	add r8, r15
+	add r16, r8
+	adc r9, r2
+	adc r17, r2
+	adc r10, r2
+	adc r18, r2
+	adc r0, r2
 	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+58
-	ldd r21, Y+59
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+29
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+28
-	ldd r19, Y+29
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+14
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+60
-	ldd r21, Y+61
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+30
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	ldd r18, Y+30
-	ldd r19, Y+31
-	lsr r3
-	rol r18
-	rol r19
-	rol r3		; the bit shifted out (r3 was 0)
-	ldd r22, Z+15
-	mul r22, r22
-	add r0, r4
-	adc r1, r2
-	add r18, r0
-	adc r19, r1
-	clr r4
-	adc r4, r2
-	ldd r20, Y+62
-	ldd r21, Y+63
-	lsr r5
-	rol r20
-	rol r21
-	rol r5		; the bit shifted out (r5 was 0)
-	ldd r22, Z+31
-	mul r22, r22
-	add r0, r6
-	adc r1, r2
-	add r20, r0
-	adc r21, r1
-	clr r6
-	adc r6, r2
-	mul r20, r16		; 38 * high byte
-	add r0, r18
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	mul r21, r16		; 38 * high byte
-	add r0, r19
-	adc r1, r2
-	add r0, r17
-	adc r1, r2
-	st X+, r0
-	mov r17, r1
-	add r17, r4		; the low diagonal chain's carry: 2^256 = 38 more
-	movw r26, r24
-	mul r17, r16
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	ld r22, X
-	adc r22, r2
-	st X+, r22
-	clr r17
-	adc r17, r2	; the last carry (0 or 1)
-	mul r17, r16
-	movw r26, r24
-	ld r22, X
-	add r22, r0
-	st X+, r22
-	ld r22, X
-	adc r22, r1
-	st X, r22
-	adiw r28, 63
-	adiw r28, 2		; SP back above r's two bytes
-	in r0, 0x3f
-	cli
-	out 0x3e, r29
-	out 0x3f, r0
-	out 0x3d, r28
-	clr r1
-	pop r29
-	pop r28
-	pop r17
-	pop r16
-	pop r15
-	pop r14
-	pop r13
-	pop r12
-	pop r11
-	pop r10
-	pop r9
-	pop r8
-	pop r7
-	pop r6
-	pop r5
-	pop r4
-	pop r3
-	pop r2
+	adc r7, r2
+	clr r3
+	rol r3
+	std Y+16, r16	; Q2
+	std Y+17, r9	; Q2
+	std Y+18, r17	; Q2
+	std Y+19, r10	; Q2
+	std Y+20, r18	; Q2
+	std Y+21, r0	; Q2
+	std Y+22, r1	; Q2
+	std Y+23, r7	; Q2
+	add r15, r30
+	add r15, r31
+	add r15, r3
+	add r15, r14
+	mov r11, r15
+	lsl r11
+	sbc r11, r11		; its sign
+	add r20, r15
+	adc r21, r11
+	adc r22, r11
+	adc r19, r11
+	adc r24, r11
+	adc r25, r11
+	adc r26, r11
+	adc r27, r11
+	std Y+24, r20	; Q3
+	std Y+25, r21	; Q3
+	std Y+26, r22	; Q3
+	std Y+27, r19	; Q3
+	std Y+28, r24	; Q3
+	std Y+29, r25	; Q3
+	std Y+30, r26	; Q3
+	std Y+31, r27	; Q3
 	ret
-	.size fe25519_sqr_avr, . - fe25519_sqr_avr
+	.size fe25519_k16, . - fe25519_k16
+	.type fe25519_sqr128, @function
+fe25519_sqr128:
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+fe25519_sqr128_regs:
+	clr r2
+	mul r3, r3
+	movw r24, r0
+	clr r19
+	st X+, r24
+	clr r24
+	mul r3, r4	; column 1: its lone product, twice
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r5	; column 2: its lone product, twice
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	mul r4, r4
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r6
+	movw r20, r0
+	clr r22
+	mul r4, r5
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r7
+	movw r20, r0
+	clr r22
+	mul r4, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r5, r5
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r8
+	movw r20, r0
+	clr r22
+	mul r4, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r3, r9
+	movw r20, r0
+	clr r22
+	mul r4, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r6, r6
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r3, r10
+	movw r20, r0
+	clr r22
+	mul r4, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r11
+	movw r20, r0
+	clr r22
+	mul r4, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r7, r7
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r12
+	movw r20, r0
+	clr r22
+	mul r4, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r13
+	movw r20, r0
+	clr r22
+	mul r4, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r8, r8
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r14
+	movw r20, r0
+	clr r22
+	mul r4, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r3, r15
+	movw r20, r0
+	clr r22
+	mul r4, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r9, r9
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r3, r16
+	movw r20, r0
+	clr r22
+	mul r4, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r17
+	movw r20, r0
+	clr r22
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r10, r10
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r18
+	movw r20, r0
+	clr r22
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r4, r18
+	movw r20, r0
+	clr r22
+	mul r5, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r11, r11
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r5, r18
+	movw r20, r0
+	clr r22
+	mul r6, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r6, r18
+	movw r20, r0
+	clr r22
+	mul r7, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r12, r12
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r7, r18
+	movw r20, r0
+	clr r22
+	mul r8, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r8, r18
+	movw r20, r0
+	clr r22
+	mul r9, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r13, r13
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r9, r18
+	movw r20, r0
+	clr r22
+	mul r10, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r10, r18
+	movw r20, r0
+	clr r22
+	mul r11, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r14, r14
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r11, r18
+	movw r20, r0
+	clr r22
+	mul r12, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r12, r18
+	movw r20, r0
+	clr r22
+	mul r13, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r15, r15
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r13, r18
+	movw r20, r0
+	clr r22
+	mul r14, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r15, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r14, r18
+	movw r20, r0
+	clr r22
+	mul r15, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r16, r16
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r15, r18
+	movw r20, r0
+	clr r22
+	mul r16, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r16, r18	; column 28: its lone product, twice
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	mul r17, r17
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r17, r18	; column 29: its lone product, twice
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r18, r18
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	st X+, r25
+	ret
+	.size fe25519_sqr128, . - fe25519_sqr128
 	.global fe25519_add_avr
 	.type fe25519_add_avr, @function
 fe25519_add_avr:
@@ -6732,6 +4028,7 @@ fe25519_mul_small_avr:
 	clr r17
 	ldi r18, 38
 	mov r14, r18
+	clr r15
 	mul r22, r14
 	movw r18, r0
 	mul r16, r14
@@ -6739,8 +4036,7 @@ fe25519_mul_small_avr:
 	mul r23, r14
 	add r19, r0
 	adc r20, r1
-	clr r15
-	adc r21, r15		; r21:r18 = 38·carry
+	adc r21, r15	; 38 * the carry
 	movw r26, r24
 	ld r0, X
 	add r0, r18
@@ -9340,3 +6636,2816 @@ fe25519_invert_avr_wipe:
 	pop r2
 	ret
 	.size fe25519_invert_avr, . - fe25519_invert_avr
+	.global fe25519_ladder_step
+	.type fe25519_ladder_step, @function
+fe25519_ladder_step:
+	push r2
+	push r3
+	push r4
+	push r5
+	push r6
+	push r7
+	push r8
+	push r9
+	push r10
+	push r11
+	push r12
+	push r13
+	push r14
+	push r15
+	push r16
+	push r17
+	push r28
+	push r29
+	push r20		; small (public)
+	movw r28, r24	; Y = ws
+	mov r24, r22
+	neg r24		; the swap mask
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	clr r3
+	clr r25
+	clr r26
+	; bytes 0..3
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r12, Z+0
+	ldd r16, Z+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r13, Z+1
+	ldd r17, Z+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r14, Z+2
+	ldd r18, Z+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	ldd r15, Z+3
+	ldd r19, Z+35
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	add r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+0, r20
+	std Y+1, r21
+	std Y+2, r22
+	std Y+3, r23
+	sub r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+32, r4
+	std Y+33, r5
+	std Y+34, r6
+	std Y+35, r7
+	movw r20, r12
+	movw r22, r14
+	add r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	sub r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+32, r12
+	std Z+33, r13
+	std Z+34, r14
+	std Z+35, r15
+	; bytes 4..7
+	ldd r4, Y+4
+	ldd r8, Y+36
+	ldd r12, Z+4
+	ldd r16, Z+36
+	ldd r5, Y+5
+	ldd r9, Y+37
+	ldd r13, Z+5
+	ldd r17, Z+37
+	ldd r6, Y+6
+	ldd r10, Y+38
+	ldd r14, Z+6
+	ldd r18, Z+38
+	ldd r7, Y+7
+	ldd r11, Y+39
+	ldd r15, Z+7
+	ldd r19, Z+39
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+4, r20
+	std Y+5, r21
+	std Y+6, r22
+	std Y+7, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+36, r4
+	std Y+37, r5
+	std Y+38, r6
+	std Y+39, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+4, r20
+	std Z+5, r21
+	std Z+6, r22
+	std Z+7, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+36, r12
+	std Z+37, r13
+	std Z+38, r14
+	std Z+39, r15
+	; bytes 8..11
+	ldd r4, Y+8
+	ldd r8, Y+40
+	ldd r12, Z+8
+	ldd r16, Z+40
+	ldd r5, Y+9
+	ldd r9, Y+41
+	ldd r13, Z+9
+	ldd r17, Z+41
+	ldd r6, Y+10
+	ldd r10, Y+42
+	ldd r14, Z+10
+	ldd r18, Z+42
+	ldd r7, Y+11
+	ldd r11, Y+43
+	ldd r15, Z+11
+	ldd r19, Z+43
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+8, r20
+	std Y+9, r21
+	std Y+10, r22
+	std Y+11, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+40, r4
+	std Y+41, r5
+	std Y+42, r6
+	std Y+43, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+8, r20
+	std Z+9, r21
+	std Z+10, r22
+	std Z+11, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+40, r12
+	std Z+41, r13
+	std Z+42, r14
+	std Z+43, r15
+	; bytes 12..15
+	ldd r4, Y+12
+	ldd r8, Y+44
+	ldd r12, Z+12
+	ldd r16, Z+44
+	ldd r5, Y+13
+	ldd r9, Y+45
+	ldd r13, Z+13
+	ldd r17, Z+45
+	ldd r6, Y+14
+	ldd r10, Y+46
+	ldd r14, Z+14
+	ldd r18, Z+46
+	ldd r7, Y+15
+	ldd r11, Y+47
+	ldd r15, Z+15
+	ldd r19, Z+47
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+12, r20
+	std Y+13, r21
+	std Y+14, r22
+	std Y+15, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+44, r4
+	std Y+45, r5
+	std Y+46, r6
+	std Y+47, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+12, r20
+	std Z+13, r21
+	std Z+14, r22
+	std Z+15, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+44, r12
+	std Z+45, r13
+	std Z+46, r14
+	std Z+47, r15
+	; bytes 16..19
+	ldd r4, Y+16
+	ldd r8, Y+48
+	ldd r12, Z+16
+	ldd r16, Z+48
+	ldd r5, Y+17
+	ldd r9, Y+49
+	ldd r13, Z+17
+	ldd r17, Z+49
+	ldd r6, Y+18
+	ldd r10, Y+50
+	ldd r14, Z+18
+	ldd r18, Z+50
+	ldd r7, Y+19
+	ldd r11, Y+51
+	ldd r15, Z+19
+	ldd r19, Z+51
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+16, r20
+	std Y+17, r21
+	std Y+18, r22
+	std Y+19, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+48, r4
+	std Y+49, r5
+	std Y+50, r6
+	std Y+51, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+16, r20
+	std Z+17, r21
+	std Z+18, r22
+	std Z+19, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+48, r12
+	std Z+49, r13
+	std Z+50, r14
+	std Z+51, r15
+	; bytes 20..23
+	ldd r4, Y+20
+	ldd r8, Y+52
+	ldd r12, Z+20
+	ldd r16, Z+52
+	ldd r5, Y+21
+	ldd r9, Y+53
+	ldd r13, Z+21
+	ldd r17, Z+53
+	ldd r6, Y+22
+	ldd r10, Y+54
+	ldd r14, Z+22
+	ldd r18, Z+54
+	ldd r7, Y+23
+	ldd r11, Y+55
+	ldd r15, Z+23
+	ldd r19, Z+55
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+20, r20
+	std Y+21, r21
+	std Y+22, r22
+	std Y+23, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+52, r4
+	std Y+53, r5
+	std Y+54, r6
+	std Y+55, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+20, r20
+	std Z+21, r21
+	std Z+22, r22
+	std Z+23, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+52, r12
+	std Z+53, r13
+	std Z+54, r14
+	std Z+55, r15
+	; bytes 24..27
+	ldd r4, Y+24
+	ldd r8, Y+56
+	ldd r12, Z+24
+	ldd r16, Z+56
+	ldd r5, Y+25
+	ldd r9, Y+57
+	ldd r13, Z+25
+	ldd r17, Z+57
+	ldd r6, Y+26
+	ldd r10, Y+58
+	ldd r14, Z+26
+	ldd r18, Z+58
+	ldd r7, Y+27
+	ldd r11, Y+59
+	ldd r15, Z+27
+	ldd r19, Z+59
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+24, r20
+	std Y+25, r21
+	std Y+26, r22
+	std Y+27, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+56, r4
+	std Y+57, r5
+	std Y+58, r6
+	std Y+59, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+24, r20
+	std Z+25, r21
+	std Z+26, r22
+	std Z+27, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+56, r12
+	std Z+57, r13
+	std Z+58, r14
+	std Z+59, r15
+	; bytes 28..31
+	ldd r4, Y+28
+	ldd r8, Y+60
+	ldd r12, Z+28
+	ldd r16, Z+60
+	ldd r5, Y+29
+	ldd r9, Y+61
+	ldd r13, Z+29
+	ldd r17, Z+61
+	ldd r6, Y+30
+	ldd r10, Y+62
+	ldd r14, Z+30
+	ldd r18, Z+62
+	ldd r7, Y+31
+	ldd r11, Y+63
+	ldd r15, Z+31
+	ldd r19, Z+63
+	mov r0, r4
+	eor r0, r12
+	and r0, r24
+	eor r4, r0
+	eor r12, r0
+	mov r0, r5
+	eor r0, r13
+	and r0, r24
+	eor r5, r0
+	eor r13, r0
+	mov r0, r6
+	eor r0, r14
+	and r0, r24
+	eor r6, r0
+	eor r14, r0
+	mov r0, r7
+	eor r0, r15
+	and r0, r24
+	eor r7, r0
+	eor r15, r0
+	mov r0, r8
+	eor r0, r16
+	and r0, r24
+	eor r8, r0
+	eor r16, r0
+	mov r0, r9
+	eor r0, r17
+	and r0, r24
+	eor r9, r0
+	eor r17, r0
+	mov r0, r10
+	eor r0, r18
+	and r0, r24
+	eor r10, r0
+	eor r18, r0
+	mov r0, r11
+	eor r0, r19
+	and r0, r24
+	eor r11, r0
+	eor r19, r0
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Y+28, r20
+	std Y+29, r21
+	std Y+30, r22
+	std Y+31, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Y+60, r4
+	std Y+61, r5
+	std Y+62, r6
+	std Y+63, r7
+	movw r20, r12
+	movw r22, r14
+	lsr r25		; C = the carry so far
+	adc r20, r16
+	adc r21, r17
+	adc r22, r18
+	adc r23, r19
+	rol r25
+	std Z+28, r20
+	std Z+29, r21
+	std Z+30, r22
+	std Z+31, r23
+	lsr r26		; C = the carry so far
+	sbc r12, r16
+	sbc r13, r17
+	sbc r14, r18
+	sbc r15, r19
+	rol r26
+	std Z+60, r12
+	std Z+61, r13
+	std Z+62, r14
+	std Z+63, r15
+	clr r27
+	ldi r24, 38
+	mul r2, r24
+	ldd r2, Y+0
+	add r2, r0
+	std Y+0, r2
+	ldd r2, Y+1
+	adc r2, r27
+	std Y+1, r2
+	ldd r2, Y+2
+	adc r2, r27
+	std Y+2, r2
+	ldd r2, Y+3
+	adc r2, r27
+	std Y+3, r2
+	ldd r2, Y+4
+	adc r2, r27
+	std Y+4, r2
+	ldd r2, Y+5
+	adc r2, r27
+	std Y+5, r2
+	ldd r2, Y+6
+	adc r2, r27
+	std Y+6, r2
+	ldd r2, Y+7
+	adc r2, r27
+	std Y+7, r2
+	ldd r2, Y+8
+	adc r2, r27
+	std Y+8, r2
+	ldd r2, Y+9
+	adc r2, r27
+	std Y+9, r2
+	ldd r2, Y+10
+	adc r2, r27
+	std Y+10, r2
+	ldd r2, Y+11
+	adc r2, r27
+	std Y+11, r2
+	ldd r2, Y+12
+	adc r2, r27
+	std Y+12, r2
+	ldd r2, Y+13
+	adc r2, r27
+	std Y+13, r2
+	ldd r2, Y+14
+	adc r2, r27
+	std Y+14, r2
+	ldd r2, Y+15
+	adc r2, r27
+	std Y+15, r2
+	ldd r2, Y+16
+	adc r2, r27
+	std Y+16, r2
+	ldd r2, Y+17
+	adc r2, r27
+	std Y+17, r2
+	ldd r2, Y+18
+	adc r2, r27
+	std Y+18, r2
+	ldd r2, Y+19
+	adc r2, r27
+	std Y+19, r2
+	ldd r2, Y+20
+	adc r2, r27
+	std Y+20, r2
+	ldd r2, Y+21
+	adc r2, r27
+	std Y+21, r2
+	ldd r2, Y+22
+	adc r2, r27
+	std Y+22, r2
+	ldd r2, Y+23
+	adc r2, r27
+	std Y+23, r2
+	ldd r2, Y+24
+	adc r2, r27
+	std Y+24, r2
+	ldd r2, Y+25
+	adc r2, r27
+	std Y+25, r2
+	ldd r2, Y+26
+	adc r2, r27
+	std Y+26, r2
+	ldd r2, Y+27
+	adc r2, r27
+	std Y+27, r2
+	ldd r2, Y+28
+	adc r2, r27
+	std Y+28, r2
+	ldd r2, Y+29
+	adc r2, r27
+	std Y+29, r2
+	ldd r2, Y+30
+	adc r2, r27
+	std Y+30, r2
+	ldd r2, Y+31
+	adc r2, r27
+	std Y+31, r2
+	clr r2
+	adc r2, r27	; the second carry (borrow)
+	mul r2, r24
+	ldd r2, Y+0
+	add r2, r0
+	std Y+0, r2
+	adiw r28, 32
+	mul r3, r24
+	ldd r3, Y+0
+	sub r3, r0
+	std Y+0, r3
+	ldd r3, Y+1
+	sbc r3, r27
+	std Y+1, r3
+	ldd r3, Y+2
+	sbc r3, r27
+	std Y+2, r3
+	ldd r3, Y+3
+	sbc r3, r27
+	std Y+3, r3
+	ldd r3, Y+4
+	sbc r3, r27
+	std Y+4, r3
+	ldd r3, Y+5
+	sbc r3, r27
+	std Y+5, r3
+	ldd r3, Y+6
+	sbc r3, r27
+	std Y+6, r3
+	ldd r3, Y+7
+	sbc r3, r27
+	std Y+7, r3
+	ldd r3, Y+8
+	sbc r3, r27
+	std Y+8, r3
+	ldd r3, Y+9
+	sbc r3, r27
+	std Y+9, r3
+	ldd r3, Y+10
+	sbc r3, r27
+	std Y+10, r3
+	ldd r3, Y+11
+	sbc r3, r27
+	std Y+11, r3
+	ldd r3, Y+12
+	sbc r3, r27
+	std Y+12, r3
+	ldd r3, Y+13
+	sbc r3, r27
+	std Y+13, r3
+	ldd r3, Y+14
+	sbc r3, r27
+	std Y+14, r3
+	ldd r3, Y+15
+	sbc r3, r27
+	std Y+15, r3
+	ldd r3, Y+16
+	sbc r3, r27
+	std Y+16, r3
+	ldd r3, Y+17
+	sbc r3, r27
+	std Y+17, r3
+	ldd r3, Y+18
+	sbc r3, r27
+	std Y+18, r3
+	ldd r3, Y+19
+	sbc r3, r27
+	std Y+19, r3
+	ldd r3, Y+20
+	sbc r3, r27
+	std Y+20, r3
+	ldd r3, Y+21
+	sbc r3, r27
+	std Y+21, r3
+	ldd r3, Y+22
+	sbc r3, r27
+	std Y+22, r3
+	ldd r3, Y+23
+	sbc r3, r27
+	std Y+23, r3
+	ldd r3, Y+24
+	sbc r3, r27
+	std Y+24, r3
+	ldd r3, Y+25
+	sbc r3, r27
+	std Y+25, r3
+	ldd r3, Y+26
+	sbc r3, r27
+	std Y+26, r3
+	ldd r3, Y+27
+	sbc r3, r27
+	std Y+27, r3
+	ldd r3, Y+28
+	sbc r3, r27
+	std Y+28, r3
+	ldd r3, Y+29
+	sbc r3, r27
+	std Y+29, r3
+	ldd r3, Y+30
+	sbc r3, r27
+	std Y+30, r3
+	ldd r3, Y+31
+	sbc r3, r27
+	std Y+31, r3
+	clr r3
+	adc r3, r27	; the second carry (borrow)
+	mul r3, r24
+	ldd r3, Y+0
+	sub r3, r0
+	std Y+0, r3
+	mul r25, r24
+	ldd r25, Z+0
+	add r25, r0
+	std Z+0, r25
+	ldd r25, Z+1
+	adc r25, r27
+	std Z+1, r25
+	ldd r25, Z+2
+	adc r25, r27
+	std Z+2, r25
+	ldd r25, Z+3
+	adc r25, r27
+	std Z+3, r25
+	ldd r25, Z+4
+	adc r25, r27
+	std Z+4, r25
+	ldd r25, Z+5
+	adc r25, r27
+	std Z+5, r25
+	ldd r25, Z+6
+	adc r25, r27
+	std Z+6, r25
+	ldd r25, Z+7
+	adc r25, r27
+	std Z+7, r25
+	ldd r25, Z+8
+	adc r25, r27
+	std Z+8, r25
+	ldd r25, Z+9
+	adc r25, r27
+	std Z+9, r25
+	ldd r25, Z+10
+	adc r25, r27
+	std Z+10, r25
+	ldd r25, Z+11
+	adc r25, r27
+	std Z+11, r25
+	ldd r25, Z+12
+	adc r25, r27
+	std Z+12, r25
+	ldd r25, Z+13
+	adc r25, r27
+	std Z+13, r25
+	ldd r25, Z+14
+	adc r25, r27
+	std Z+14, r25
+	ldd r25, Z+15
+	adc r25, r27
+	std Z+15, r25
+	ldd r25, Z+16
+	adc r25, r27
+	std Z+16, r25
+	ldd r25, Z+17
+	adc r25, r27
+	std Z+17, r25
+	ldd r25, Z+18
+	adc r25, r27
+	std Z+18, r25
+	ldd r25, Z+19
+	adc r25, r27
+	std Z+19, r25
+	ldd r25, Z+20
+	adc r25, r27
+	std Z+20, r25
+	ldd r25, Z+21
+	adc r25, r27
+	std Z+21, r25
+	ldd r25, Z+22
+	adc r25, r27
+	std Z+22, r25
+	ldd r25, Z+23
+	adc r25, r27
+	std Z+23, r25
+	ldd r25, Z+24
+	adc r25, r27
+	std Z+24, r25
+	ldd r25, Z+25
+	adc r25, r27
+	std Z+25, r25
+	ldd r25, Z+26
+	adc r25, r27
+	std Z+26, r25
+	ldd r25, Z+27
+	adc r25, r27
+	std Z+27, r25
+	ldd r25, Z+28
+	adc r25, r27
+	std Z+28, r25
+	ldd r25, Z+29
+	adc r25, r27
+	std Z+29, r25
+	ldd r25, Z+30
+	adc r25, r27
+	std Z+30, r25
+	ldd r25, Z+31
+	adc r25, r27
+	std Z+31, r25
+	clr r25
+	adc r25, r27	; the second carry (borrow)
+	mul r25, r24
+	ldd r25, Z+0
+	add r25, r0
+	std Z+0, r25
+	adiw r30, 32
+	mul r26, r24
+	ldd r26, Z+0
+	sub r26, r0
+	std Z+0, r26
+	ldd r26, Z+1
+	sbc r26, r27
+	std Z+1, r26
+	ldd r26, Z+2
+	sbc r26, r27
+	std Z+2, r26
+	ldd r26, Z+3
+	sbc r26, r27
+	std Z+3, r26
+	ldd r26, Z+4
+	sbc r26, r27
+	std Z+4, r26
+	ldd r26, Z+5
+	sbc r26, r27
+	std Z+5, r26
+	ldd r26, Z+6
+	sbc r26, r27
+	std Z+6, r26
+	ldd r26, Z+7
+	sbc r26, r27
+	std Z+7, r26
+	ldd r26, Z+8
+	sbc r26, r27
+	std Z+8, r26
+	ldd r26, Z+9
+	sbc r26, r27
+	std Z+9, r26
+	ldd r26, Z+10
+	sbc r26, r27
+	std Z+10, r26
+	ldd r26, Z+11
+	sbc r26, r27
+	std Z+11, r26
+	ldd r26, Z+12
+	sbc r26, r27
+	std Z+12, r26
+	ldd r26, Z+13
+	sbc r26, r27
+	std Z+13, r26
+	ldd r26, Z+14
+	sbc r26, r27
+	std Z+14, r26
+	ldd r26, Z+15
+	sbc r26, r27
+	std Z+15, r26
+	ldd r26, Z+16
+	sbc r26, r27
+	std Z+16, r26
+	ldd r26, Z+17
+	sbc r26, r27
+	std Z+17, r26
+	ldd r26, Z+18
+	sbc r26, r27
+	std Z+18, r26
+	ldd r26, Z+19
+	sbc r26, r27
+	std Z+19, r26
+	ldd r26, Z+20
+	sbc r26, r27
+	std Z+20, r26
+	ldd r26, Z+21
+	sbc r26, r27
+	std Z+21, r26
+	ldd r26, Z+22
+	sbc r26, r27
+	std Z+22, r26
+	ldd r26, Z+23
+	sbc r26, r27
+	std Z+23, r26
+	ldd r26, Z+24
+	sbc r26, r27
+	std Z+24, r26
+	ldd r26, Z+25
+	sbc r26, r27
+	std Z+25, r26
+	ldd r26, Z+26
+	sbc r26, r27
+	std Z+26, r26
+	ldd r26, Z+27
+	sbc r26, r27
+	std Z+27, r26
+	ldd r26, Z+28
+	sbc r26, r27
+	std Z+28, r26
+	ldd r26, Z+29
+	sbc r26, r27
+	std Z+29, r26
+	ldd r26, Z+30
+	sbc r26, r27
+	std Z+30, r26
+	ldd r26, Z+31
+	sbc r26, r27
+	std Z+31, r26
+	clr r26
+	adc r26, r27	; the second carry (borrow)
+	mul r26, r24
+	ldd r26, Z+0
+	sub r26, r0
+	std Z+0, r26
+	subi r28, lo8(-256)
+	sbci r29, hi8(-256)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(160)
+	sbci r25, hi8(160)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r20, r28
+	subi r20, lo8(288)
+	sbci r21, hi8(288)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(128)
+	sbci r25, hi8(128)
+	movw r22, r28
+	subi r22, lo8(224)
+	sbci r23, hi8(224)
+	movw r20, r28
+	subi r20, lo8(256)
+	sbci r21, hi8(256)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(96)
+	sbci r25, hi8(96)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(64)
+	sbci r25, hi8(64)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r30, r28
+	subi r30, lo8(288)
+	sbci r31, hi8(288)
+	subi r28, lo8(160)
+	sbci r29, hi8(160)	; Y = T0
+	clr r2
+	clr r3
+	ldd r4, Y+0
+	ldd r8, Y+32
+	ldd r5, Y+1
+	ldd r9, Y+33
+	ldd r6, Y+2
+	ldd r10, Y+34
+	ldd r7, Y+3
+	ldd r11, Y+35
+	movw r20, r4
+	movw r22, r6
+	add r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+0, r20
+	std Z+1, r21
+	std Z+2, r22
+	std Z+3, r23
+	sub r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+32, r4
+	std Z+33, r5
+	std Z+34, r6
+	std Z+35, r7
+	ldd r4, Y+4
+	ldd r8, Y+36
+	ldd r5, Y+5
+	ldd r9, Y+37
+	ldd r6, Y+6
+	ldd r10, Y+38
+	ldd r7, Y+7
+	ldd r11, Y+39
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+4, r20
+	std Z+5, r21
+	std Z+6, r22
+	std Z+7, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+36, r4
+	std Z+37, r5
+	std Z+38, r6
+	std Z+39, r7
+	ldd r4, Y+8
+	ldd r8, Y+40
+	ldd r5, Y+9
+	ldd r9, Y+41
+	ldd r6, Y+10
+	ldd r10, Y+42
+	ldd r7, Y+11
+	ldd r11, Y+43
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+8, r20
+	std Z+9, r21
+	std Z+10, r22
+	std Z+11, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+40, r4
+	std Z+41, r5
+	std Z+42, r6
+	std Z+43, r7
+	ldd r4, Y+12
+	ldd r8, Y+44
+	ldd r5, Y+13
+	ldd r9, Y+45
+	ldd r6, Y+14
+	ldd r10, Y+46
+	ldd r7, Y+15
+	ldd r11, Y+47
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+12, r20
+	std Z+13, r21
+	std Z+14, r22
+	std Z+15, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+44, r4
+	std Z+45, r5
+	std Z+46, r6
+	std Z+47, r7
+	ldd r4, Y+16
+	ldd r8, Y+48
+	ldd r5, Y+17
+	ldd r9, Y+49
+	ldd r6, Y+18
+	ldd r10, Y+50
+	ldd r7, Y+19
+	ldd r11, Y+51
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+16, r20
+	std Z+17, r21
+	std Z+18, r22
+	std Z+19, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+48, r4
+	std Z+49, r5
+	std Z+50, r6
+	std Z+51, r7
+	ldd r4, Y+20
+	ldd r8, Y+52
+	ldd r5, Y+21
+	ldd r9, Y+53
+	ldd r6, Y+22
+	ldd r10, Y+54
+	ldd r7, Y+23
+	ldd r11, Y+55
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+20, r20
+	std Z+21, r21
+	std Z+22, r22
+	std Z+23, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+52, r4
+	std Z+53, r5
+	std Z+54, r6
+	std Z+55, r7
+	ldd r4, Y+24
+	ldd r8, Y+56
+	ldd r5, Y+25
+	ldd r9, Y+57
+	ldd r6, Y+26
+	ldd r10, Y+58
+	ldd r7, Y+27
+	ldd r11, Y+59
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+24, r20
+	std Z+25, r21
+	std Z+26, r22
+	std Z+27, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+56, r4
+	std Z+57, r5
+	std Z+58, r6
+	std Z+59, r7
+	ldd r4, Y+28
+	ldd r8, Y+60
+	ldd r5, Y+29
+	ldd r9, Y+61
+	ldd r6, Y+30
+	ldd r10, Y+62
+	ldd r7, Y+31
+	ldd r11, Y+63
+	movw r20, r4
+	movw r22, r6
+	lsr r2		; C = the carry so far
+	adc r20, r8
+	adc r21, r9
+	adc r22, r10
+	adc r23, r11
+	rol r2
+	std Z+28, r20
+	std Z+29, r21
+	std Z+30, r22
+	std Z+31, r23
+	lsr r3		; C = the carry so far
+	sbc r4, r8
+	sbc r5, r9
+	sbc r6, r10
+	sbc r7, r11
+	rol r3
+	std Z+60, r4
+	std Z+61, r5
+	std Z+62, r6
+	std Z+63, r7
+	clr r27
+	ldi r24, 38
+	mul r2, r24
+	ldd r2, Z+0
+	add r2, r0
+	std Z+0, r2
+	ldd r2, Z+1
+	adc r2, r27
+	std Z+1, r2
+	ldd r2, Z+2
+	adc r2, r27
+	std Z+2, r2
+	ldd r2, Z+3
+	adc r2, r27
+	std Z+3, r2
+	ldd r2, Z+4
+	adc r2, r27
+	std Z+4, r2
+	ldd r2, Z+5
+	adc r2, r27
+	std Z+5, r2
+	ldd r2, Z+6
+	adc r2, r27
+	std Z+6, r2
+	ldd r2, Z+7
+	adc r2, r27
+	std Z+7, r2
+	ldd r2, Z+8
+	adc r2, r27
+	std Z+8, r2
+	ldd r2, Z+9
+	adc r2, r27
+	std Z+9, r2
+	ldd r2, Z+10
+	adc r2, r27
+	std Z+10, r2
+	ldd r2, Z+11
+	adc r2, r27
+	std Z+11, r2
+	ldd r2, Z+12
+	adc r2, r27
+	std Z+12, r2
+	ldd r2, Z+13
+	adc r2, r27
+	std Z+13, r2
+	ldd r2, Z+14
+	adc r2, r27
+	std Z+14, r2
+	ldd r2, Z+15
+	adc r2, r27
+	std Z+15, r2
+	ldd r2, Z+16
+	adc r2, r27
+	std Z+16, r2
+	ldd r2, Z+17
+	adc r2, r27
+	std Z+17, r2
+	ldd r2, Z+18
+	adc r2, r27
+	std Z+18, r2
+	ldd r2, Z+19
+	adc r2, r27
+	std Z+19, r2
+	ldd r2, Z+20
+	adc r2, r27
+	std Z+20, r2
+	ldd r2, Z+21
+	adc r2, r27
+	std Z+21, r2
+	ldd r2, Z+22
+	adc r2, r27
+	std Z+22, r2
+	ldd r2, Z+23
+	adc r2, r27
+	std Z+23, r2
+	ldd r2, Z+24
+	adc r2, r27
+	std Z+24, r2
+	ldd r2, Z+25
+	adc r2, r27
+	std Z+25, r2
+	ldd r2, Z+26
+	adc r2, r27
+	std Z+26, r2
+	ldd r2, Z+27
+	adc r2, r27
+	std Z+27, r2
+	ldd r2, Z+28
+	adc r2, r27
+	std Z+28, r2
+	ldd r2, Z+29
+	adc r2, r27
+	std Z+29, r2
+	ldd r2, Z+30
+	adc r2, r27
+	std Z+30, r2
+	ldd r2, Z+31
+	adc r2, r27
+	std Z+31, r2
+	clr r2
+	adc r2, r27	; the second carry (borrow)
+	mul r2, r24
+	ldd r2, Z+0
+	add r2, r0
+	std Z+0, r2
+	adiw r30, 32
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	ldd r3, Z+1
+	sbc r3, r27
+	std Z+1, r3
+	ldd r3, Z+2
+	sbc r3, r27
+	std Z+2, r3
+	ldd r3, Z+3
+	sbc r3, r27
+	std Z+3, r3
+	ldd r3, Z+4
+	sbc r3, r27
+	std Z+4, r3
+	ldd r3, Z+5
+	sbc r3, r27
+	std Z+5, r3
+	ldd r3, Z+6
+	sbc r3, r27
+	std Z+6, r3
+	ldd r3, Z+7
+	sbc r3, r27
+	std Z+7, r3
+	ldd r3, Z+8
+	sbc r3, r27
+	std Z+8, r3
+	ldd r3, Z+9
+	sbc r3, r27
+	std Z+9, r3
+	ldd r3, Z+10
+	sbc r3, r27
+	std Z+10, r3
+	ldd r3, Z+11
+	sbc r3, r27
+	std Z+11, r3
+	ldd r3, Z+12
+	sbc r3, r27
+	std Z+12, r3
+	ldd r3, Z+13
+	sbc r3, r27
+	std Z+13, r3
+	ldd r3, Z+14
+	sbc r3, r27
+	std Z+14, r3
+	ldd r3, Z+15
+	sbc r3, r27
+	std Z+15, r3
+	ldd r3, Z+16
+	sbc r3, r27
+	std Z+16, r3
+	ldd r3, Z+17
+	sbc r3, r27
+	std Z+17, r3
+	ldd r3, Z+18
+	sbc r3, r27
+	std Z+18, r3
+	ldd r3, Z+19
+	sbc r3, r27
+	std Z+19, r3
+	ldd r3, Z+20
+	sbc r3, r27
+	std Z+20, r3
+	ldd r3, Z+21
+	sbc r3, r27
+	std Z+21, r3
+	ldd r3, Z+22
+	sbc r3, r27
+	std Z+22, r3
+	ldd r3, Z+23
+	sbc r3, r27
+	std Z+23, r3
+	ldd r3, Z+24
+	sbc r3, r27
+	std Z+24, r3
+	ldd r3, Z+25
+	sbc r3, r27
+	std Z+25, r3
+	ldd r3, Z+26
+	sbc r3, r27
+	std Z+26, r3
+	ldd r3, Z+27
+	sbc r3, r27
+	std Z+27, r3
+	ldd r3, Z+28
+	sbc r3, r27
+	std Z+28, r3
+	ldd r3, Z+29
+	sbc r3, r27
+	std Z+29, r3
+	ldd r3, Z+30
+	sbc r3, r27
+	std Z+30, r3
+	ldd r3, Z+31
+	sbc r3, r27
+	std Z+31, r3
+	clr r3
+	adc r3, r27	; the second carry (borrow)
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(224)
+	sbci r25, hi8(224)
+	movw r22, r28
+	subi r22, lo8(288)
+	sbci r23, hi8(288)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(256)
+	sbci r23, hi8(256)
+	call fe25519_sqr_int	; (rcall does not reach in every layout)
+	pop r20
+	push r20
+	tst r20
+	brne 1f
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(32)
+	sbci r23, hi8(32)
+	movw r20, r28
+	subi r20, lo8(192)
+	sbci r21, hi8(192)
+	call fe25519_mul_int_x1	; (rcall does not reach in every layout)
+	rjmp 2f
+1:
+	movw r24, r28
+	subi r24, lo8(192)
+	sbci r25, hi8(192)
+	movw r22, r28
+	subi r22, lo8(192)
+	sbci r23, hi8(192)
+	movw r30, r28
+	subi r30, lo8(32)
+	sbci r31, hi8(32)
+	ld r18, Z+
+	ld r19, Z+
+	ld r20, Z
+	clr r21
+	call fe25519_mul_small_avr	; z3 = 9 (DA - CB)^2 (the base point)
+2:
+	movw r30, r28
+	subi r30, lo8(160)
+	sbci r31, hi8(160)
+	subi r28, lo8(96)
+	sbci r29, hi8(96)	; Y = T2
+	clr r3
+	ldd r4, Y+0
+	ldd r5, Y+32
+	sub r4, r5
+	std Z+0, r4	; E
+	ldd r4, Y+1
+	ldd r5, Y+33
+	sbc r4, r5
+	std Z+1, r4	; E
+	ldd r4, Y+2
+	ldd r5, Y+34
+	sbc r4, r5
+	std Z+2, r4	; E
+	ldd r4, Y+3
+	ldd r5, Y+35
+	sbc r4, r5
+	std Z+3, r4	; E
+	ldd r4, Y+4
+	ldd r5, Y+36
+	sbc r4, r5
+	std Z+4, r4	; E
+	ldd r4, Y+5
+	ldd r5, Y+37
+	sbc r4, r5
+	std Z+5, r4	; E
+	ldd r4, Y+6
+	ldd r5, Y+38
+	sbc r4, r5
+	std Z+6, r4	; E
+	ldd r4, Y+7
+	ldd r5, Y+39
+	sbc r4, r5
+	std Z+7, r4	; E
+	ldd r4, Y+8
+	ldd r5, Y+40
+	sbc r4, r5
+	std Z+8, r4	; E
+	ldd r4, Y+9
+	ldd r5, Y+41
+	sbc r4, r5
+	std Z+9, r4	; E
+	ldd r4, Y+10
+	ldd r5, Y+42
+	sbc r4, r5
+	std Z+10, r4	; E
+	ldd r4, Y+11
+	ldd r5, Y+43
+	sbc r4, r5
+	std Z+11, r4	; E
+	ldd r4, Y+12
+	ldd r5, Y+44
+	sbc r4, r5
+	std Z+12, r4	; E
+	ldd r4, Y+13
+	ldd r5, Y+45
+	sbc r4, r5
+	std Z+13, r4	; E
+	ldd r4, Y+14
+	ldd r5, Y+46
+	sbc r4, r5
+	std Z+14, r4	; E
+	ldd r4, Y+15
+	ldd r5, Y+47
+	sbc r4, r5
+	std Z+15, r4	; E
+	ldd r4, Y+16
+	ldd r5, Y+48
+	sbc r4, r5
+	std Z+16, r4	; E
+	ldd r4, Y+17
+	ldd r5, Y+49
+	sbc r4, r5
+	std Z+17, r4	; E
+	ldd r4, Y+18
+	ldd r5, Y+50
+	sbc r4, r5
+	std Z+18, r4	; E
+	ldd r4, Y+19
+	ldd r5, Y+51
+	sbc r4, r5
+	std Z+19, r4	; E
+	ldd r4, Y+20
+	ldd r5, Y+52
+	sbc r4, r5
+	std Z+20, r4	; E
+	ldd r4, Y+21
+	ldd r5, Y+53
+	sbc r4, r5
+	std Z+21, r4	; E
+	ldd r4, Y+22
+	ldd r5, Y+54
+	sbc r4, r5
+	std Z+22, r4	; E
+	ldd r4, Y+23
+	ldd r5, Y+55
+	sbc r4, r5
+	std Z+23, r4	; E
+	ldd r4, Y+24
+	ldd r5, Y+56
+	sbc r4, r5
+	std Z+24, r4	; E
+	ldd r4, Y+25
+	ldd r5, Y+57
+	sbc r4, r5
+	std Z+25, r4	; E
+	ldd r4, Y+26
+	ldd r5, Y+58
+	sbc r4, r5
+	std Z+26, r4	; E
+	ldd r4, Y+27
+	ldd r5, Y+59
+	sbc r4, r5
+	std Z+27, r4	; E
+	ldd r4, Y+28
+	ldd r5, Y+60
+	sbc r4, r5
+	std Z+28, r4	; E
+	ldd r4, Y+29
+	ldd r5, Y+61
+	sbc r4, r5
+	std Z+29, r4	; E
+	ldd r4, Y+30
+	ldd r5, Y+62
+	sbc r4, r5
+	std Z+30, r4	; E
+	ldd r4, Y+31
+	ldd r5, Y+63
+	sbc r4, r5
+	std Z+31, r4	; E
+	rol r3
+	clr r27
+	ldi r24, 38
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	ldd r3, Z+1
+	sbc r3, r27
+	std Z+1, r3
+	ldd r3, Z+2
+	sbc r3, r27
+	std Z+2, r3
+	ldd r3, Z+3
+	sbc r3, r27
+	std Z+3, r3
+	ldd r3, Z+4
+	sbc r3, r27
+	std Z+4, r3
+	ldd r3, Z+5
+	sbc r3, r27
+	std Z+5, r3
+	ldd r3, Z+6
+	sbc r3, r27
+	std Z+6, r3
+	ldd r3, Z+7
+	sbc r3, r27
+	std Z+7, r3
+	ldd r3, Z+8
+	sbc r3, r27
+	std Z+8, r3
+	ldd r3, Z+9
+	sbc r3, r27
+	std Z+9, r3
+	ldd r3, Z+10
+	sbc r3, r27
+	std Z+10, r3
+	ldd r3, Z+11
+	sbc r3, r27
+	std Z+11, r3
+	ldd r3, Z+12
+	sbc r3, r27
+	std Z+12, r3
+	ldd r3, Z+13
+	sbc r3, r27
+	std Z+13, r3
+	ldd r3, Z+14
+	sbc r3, r27
+	std Z+14, r3
+	ldd r3, Z+15
+	sbc r3, r27
+	std Z+15, r3
+	ldd r3, Z+16
+	sbc r3, r27
+	std Z+16, r3
+	ldd r3, Z+17
+	sbc r3, r27
+	std Z+17, r3
+	ldd r3, Z+18
+	sbc r3, r27
+	std Z+18, r3
+	ldd r3, Z+19
+	sbc r3, r27
+	std Z+19, r3
+	ldd r3, Z+20
+	sbc r3, r27
+	std Z+20, r3
+	ldd r3, Z+21
+	sbc r3, r27
+	std Z+21, r3
+	ldd r3, Z+22
+	sbc r3, r27
+	std Z+22, r3
+	ldd r3, Z+23
+	sbc r3, r27
+	std Z+23, r3
+	ldd r3, Z+24
+	sbc r3, r27
+	std Z+24, r3
+	ldd r3, Z+25
+	sbc r3, r27
+	std Z+25, r3
+	ldd r3, Z+26
+	sbc r3, r27
+	std Z+26, r3
+	ldd r3, Z+27
+	sbc r3, r27
+	std Z+27, r3
+	ldd r3, Z+28
+	sbc r3, r27
+	std Z+28, r3
+	ldd r3, Z+29
+	sbc r3, r27
+	std Z+29, r3
+	ldd r3, Z+30
+	sbc r3, r27
+	std Z+30, r3
+	ldd r3, Z+31
+	sbc r3, r27
+	std Z+31, r3
+	clr r3
+	adc r3, r27	; the second carry (borrow)
+	mul r3, r24
+	ldd r3, Z+0
+	sub r3, r0
+	std Z+0, r3
+	subi r28, lo8(64)
+	sbci r29, hi8(64)	; Y = T0
+	movw r30, r28
+	subi r30, lo8(-64)
+	sbci r31, hi8(-64)
+	clr r2
+	ldi r16, 0x41
+	ldi r17, 0xDB
+	clr r20
+	clr r21
+	clr r22
+	clr r23
+	ldd r4, Y+0	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+0	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+32, r20
+	clr r20
+	ldd r4, Y+1	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+1	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+33, r21
+	clr r21
+	ldd r4, Y+2	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+2	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+34, r22
+	clr r22
+	ldd r4, Y+3	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+3	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+35, r23
+	clr r23
+	ldd r4, Y+4	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+4	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+36, r20
+	clr r20
+	ldd r4, Y+5	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+5	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+37, r21
+	clr r21
+	ldd r4, Y+6	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+6	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+38, r22
+	clr r22
+	ldd r4, Y+7	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+7	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+39, r23
+	clr r23
+	ldd r4, Y+8	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+8	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+40, r20
+	clr r20
+	ldd r4, Y+9	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+9	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+41, r21
+	clr r21
+	ldd r4, Y+10	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+10	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+42, r22
+	clr r22
+	ldd r4, Y+11	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+11	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+43, r23
+	clr r23
+	ldd r4, Y+12	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+12	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+44, r20
+	clr r20
+	ldd r4, Y+13	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+13	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+45, r21
+	clr r21
+	ldd r4, Y+14	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+14	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+46, r22
+	clr r22
+	ldd r4, Y+15	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+15	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+47, r23
+	clr r23
+	ldd r4, Y+16	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+16	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+48, r20
+	clr r20
+	ldd r4, Y+17	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+17	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+49, r21
+	clr r21
+	ldd r4, Y+18	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+18	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+50, r22
+	clr r22
+	ldd r4, Y+19	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+19	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+51, r23
+	clr r23
+	ldd r4, Y+20	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+20	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+52, r20
+	clr r20
+	ldd r4, Y+21	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+21	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+53, r21
+	clr r21
+	ldd r4, Y+22	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+22	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+54, r22
+	clr r22
+	ldd r4, Y+23	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+23	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+55, r23
+	clr r23
+	ldd r4, Y+24	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+24	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+56, r20
+	clr r20
+	ldd r4, Y+25	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+25	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+57, r21
+	clr r21
+	ldd r4, Y+26	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+26	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+58, r22
+	clr r22
+	ldd r4, Y+27	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+27	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+59, r23
+	clr r23
+	ldd r4, Y+28	; E
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	adc r23, r2
+	mul r4, r17
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	add r22, r4
+	adc r23, r2
+	ldd r4, Z+28	; AA
+	add r20, r4
+	adc r21, r2
+	adc r22, r2
+	adc r23, r2
+	std Y+60, r20
+	clr r20
+	ldd r4, Y+29	; E
+	mul r4, r16
+	add r21, r0
+	adc r22, r1
+	adc r23, r2
+	adc r20, r2
+	mul r4, r17
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	add r23, r4
+	adc r20, r2
+	ldd r4, Z+29	; AA
+	add r21, r4
+	adc r22, r2
+	adc r23, r2
+	adc r20, r2
+	std Y+61, r21
+	clr r21
+	ldd r4, Y+30	; E
+	mul r4, r16
+	add r22, r0
+	adc r23, r1
+	adc r20, r2
+	adc r21, r2
+	mul r4, r17
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	add r20, r4
+	adc r21, r2
+	ldd r4, Z+30	; AA
+	add r22, r4
+	adc r23, r2
+	adc r20, r2
+	adc r21, r2
+	std Y+62, r22
+	clr r22
+	ldd r4, Y+31	; E
+	mul r4, r16
+	add r23, r0
+	adc r20, r1
+	adc r21, r2
+	adc r22, r2
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	add r21, r4
+	adc r22, r2
+	ldd r4, Z+31	; AA
+	add r23, r4
+	adc r20, r2
+	adc r21, r2
+	adc r22, r2
+	std Y+63, r23
+	clr r23
+	ldi r24, 38
+	mul r20, r24
+	movw r4, r0
+	mul r22, r24
+	movw r6, r0
+	mul r21, r24
+	add r5, r0
+	adc r6, r1
+	adc r7, r2	; 38 * the carry
+	ldd r8, Y+32
+	add r8, r4
+	std Y+32, r8
+	ldd r8, Y+33
+	adc r8, r5
+	std Y+33, r8
+	ldd r8, Y+34
+	adc r8, r6
+	std Y+34, r8
+	ldd r8, Y+35
+	adc r8, r7
+	std Y+35, r8
+	ldd r8, Y+36
+	adc r8, r2
+	std Y+36, r8
+	ldd r8, Y+37
+	adc r8, r2
+	std Y+37, r8
+	ldd r8, Y+38
+	adc r8, r2
+	std Y+38, r8
+	ldd r8, Y+39
+	adc r8, r2
+	std Y+39, r8
+	ldd r8, Y+40
+	adc r8, r2
+	std Y+40, r8
+	ldd r8, Y+41
+	adc r8, r2
+	std Y+41, r8
+	ldd r8, Y+42
+	adc r8, r2
+	std Y+42, r8
+	ldd r8, Y+43
+	adc r8, r2
+	std Y+43, r8
+	ldd r8, Y+44
+	adc r8, r2
+	std Y+44, r8
+	ldd r8, Y+45
+	adc r8, r2
+	std Y+45, r8
+	ldd r8, Y+46
+	adc r8, r2
+	std Y+46, r8
+	ldd r8, Y+47
+	adc r8, r2
+	std Y+47, r8
+	ldd r8, Y+48
+	adc r8, r2
+	std Y+48, r8
+	ldd r8, Y+49
+	adc r8, r2
+	std Y+49, r8
+	ldd r8, Y+50
+	adc r8, r2
+	std Y+50, r8
+	ldd r8, Y+51
+	adc r8, r2
+	std Y+51, r8
+	ldd r8, Y+52
+	adc r8, r2
+	std Y+52, r8
+	ldd r8, Y+53
+	adc r8, r2
+	std Y+53, r8
+	ldd r8, Y+54
+	adc r8, r2
+	std Y+54, r8
+	ldd r8, Y+55
+	adc r8, r2
+	std Y+55, r8
+	ldd r8, Y+56
+	adc r8, r2
+	std Y+56, r8
+	ldd r8, Y+57
+	adc r8, r2
+	std Y+57, r8
+	ldd r8, Y+58
+	adc r8, r2
+	std Y+58, r8
+	ldd r8, Y+59
+	adc r8, r2
+	std Y+59, r8
+	ldd r8, Y+60
+	adc r8, r2
+	std Y+60, r8
+	ldd r8, Y+61
+	adc r8, r2
+	std Y+61, r8
+	ldd r8, Y+62
+	adc r8, r2
+	std Y+62, r8
+	ldd r8, Y+63
+	adc r8, r2
+	std Y+63, r8
+	clr r4
+	adc r4, r2	; the last carry (0 or 1)
+	mul r4, r24
+	ldd r8, Y+32
+	add r8, r0
+	std Y+32, r8
+	ldd r8, Y+33
+	adc r8, r1
+	std Y+33, r8
+	ldd r8, Y+34
+	adc r8, r2
+	std Y+34, r8
+	ldd r8, Y+35
+	adc r8, r2
+	std Y+35, r8
+	subi r28, lo8(-160)
+	sbci r29, hi8(-160)	; Y = the scratch frame
+	movw r24, r28
+	subi r24, lo8(288)
+	sbci r25, hi8(288)
+	movw r22, r28
+	subi r22, lo8(96)
+	sbci r23, hi8(96)
+	movw r20, r28
+	subi r20, lo8(64)
+	sbci r21, hi8(64)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	movw r24, r28
+	subi r24, lo8(256)
+	sbci r25, hi8(256)
+	movw r22, r28
+	subi r22, lo8(160)
+	sbci r23, hi8(160)
+	movw r20, r28
+	subi r20, lo8(128)
+	sbci r21, hi8(128)
+	call fe25519_mul_int	; (rcall does not reach in every layout)
+	pop r20
+	clr r1
+	pop r29
+	pop r28
+	pop r17
+	pop r16
+	pop r15
+	pop r14
+	pop r13
+	pop r12
+	pop r11
+	pop r10
+	pop r9
+	pop r8
+	pop r7
+	pop r6
+	pop r5
+	pop r4
+	pop r3
+	pop r2
+	ret
+	.size fe25519_ladder_step, . - fe25519_ladder_step

@@ -11,6 +11,7 @@ use zeroize::Zeroize;
 
 /// A field element: a 256-bit little-endian integer, taken mod p.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(transparent)]
 pub struct Fe(pub [u8; 32]);
 
 /// p = 2^255 − 19, little-endian.
@@ -239,6 +240,21 @@ pub fn mul_small_portable(r: &mut [u8; 32], a: &[u8; 32], c: u32) {
     fold_wide(r, 38 * carry);
 }
 
+/// The portable r ← b + c·a for a small constant c < 2^24 (the ladder's
+/// AA + a24·E): the exact sum by bytes with a running carry, folded as
+/// the small-constant product is (the reference of the assembly ladder
+/// step, which fuses the two).
+pub fn mul_small_add_portable(r: &mut [u8; 32], a: &[u8; 32], c: u32, b: &[u8; 32]) {
+    debug_assert!(c < 1 << 24);
+    let mut carry = 0u32;
+    for ((r, &a), &b) in r.iter_mut().zip(a.iter()).zip(b.iter()) {
+        let v = a as u32 * c + b as u32 + carry;
+        *r = v as u8;
+        carry = v >> 8;
+    }
+    fold_wide(r, 38 * carry);
+}
+
 /// The portable addition: a + b with the carry folded as 38 (the
 /// reference of the AVR assembly).
 pub fn add_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
@@ -249,6 +265,18 @@ pub fn add_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
         carry = t >> 8;
     }
     fold_wide(r, 38 * carry as u32);
+}
+
+/// `r` ← the digits (base 256, each below 2^24, nonnegative) as bytes; their
+/// value must be below 2^256 (the callers' bounds, asserted in debug builds).
+fn normalize(r: &mut [u8; 32], digits: &[u32; 32]) {
+    let mut carry = 0u32;
+    for (r, &d) in r.iter_mut().zip(digits.iter()) {
+        let v = d + carry;
+        *r = v as u8;
+        carry = v >> 8;
+    }
+    debug_assert_eq!(carry, 0);
 }
 
 /// The portable subtraction: a − b with 38 taken off per borrow (the
@@ -275,9 +303,9 @@ pub fn sub_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
 
 /// r + c (c < 2^30 added at byte 0) with the overflow folded back as 38
 /// per 2^256, twice: after the first overflow r < c, so the second
-/// cannot overflow again. The one fold of addition, multiplication and
-/// the small-constant product (the assembly's second passes stop where the
-/// carry must have ended: the same bytes).
+/// cannot overflow again. The fold of addition and the small-constant
+/// product (the assembly's second passes stop where the carry must have
+/// ended: the same bytes).
 fn fold_wide(r: &mut [u8; 32], c: u32) {
     let mut c = c;
     for _ in 0..2 {
@@ -290,29 +318,61 @@ fn fold_wide(r: &mut [u8; 32], c: u32) {
     }
 }
 
-/// The portable multiplication: the 512-bit product by columns, then the
-/// fold 2^256 ≡ 38 into `r`, a value below 2^256. The reference the AVR
-/// assembly is tested against (it folds each high column as it comes, with
-/// the same carries, so the results are bit-identical).
-pub fn mul_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
-    let mut t = [0u8; 64];
+/// x·y for 16-byte x, y: the 32-byte product by columns.
+fn mul128(x: &[u8], y: &[u8]) -> [u8; 32] {
+    let mut t = [0u8; 32];
     let mut acc = 0u32;
-    for k in 0..63usize {
-        for i in k.saturating_sub(31)..=k.min(31) {
-            acc += a[i] as u32 * b[k - i] as u32;
+    for k in 0..31usize {
+        for i in k.saturating_sub(15)..=k.min(15) {
+            acc += u32::from(x[i]) * u32::from(y[k - i]);
         }
         t[k] = acc as u8;
         acc >>= 8;
     }
-    t[63] = acc as u8;
+    t[31] = acc as u8;
+    t
+}
+
+/// The portable multiplication, the reference of the AVR assembly
+/// (multiplication and squaring). With X = 2^128, a = aL + X·aH and
+/// b = bL + X·bH, the three 32-byte products of one level of Karatsuba
+/// L = aL·bL, H = aH·bH and V = aL·bH + aH·bL (the middle term; below
+/// 2^257) give, since X² = 2^256 ≡ 38,
+///
+///   a·b ≡ R = L0 + 38·(H0 + V1) + X·(L1 + V0 + 38·H1)   (mod p)
+///
+/// (L0, L1 the low and high 16 bytes of L, and so on; V1 = V >> 128 with
+/// V's top bit). The top of R is folded first: q = ⌊(L\[31\] + V\[15\] +
+/// 38·H\[31\]) / 128⌋, the multiples of 2^255 that byte 31 of R holds before
+/// any carry reaches it, and r = R − q·p. The carries into byte 31 stay
+/// below 43, so r < 170·2^248 < 2^256 with no second fold. The assembly
+/// computes L, H and |aL − aH|·|bL − bH| (V = L + H ∓ that) and folds in
+/// the same order: the same value, hence the same bytes.
+pub fn mul_portable(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
+    let (a_lo, a_hi) = a.split_at(16);
+    let (b_lo, b_hi) = b.split_at(16);
+    let l = mul128(a_lo, b_lo);
+    let h = mul128(a_hi, b_hi);
+    // V = aL·bH + aH·bL, 33 bytes.
+    let (v_a, v_b) = (mul128(a_lo, b_hi), mul128(a_hi, b_lo));
+    let mut v = [0u8; 33];
     let mut carry = 0u16;
-    for i in 0..32 {
-        let v = t[i] as u16 + 38 * t[32 + i] as u16 + carry;
-        r[i] = v as u8;
-        carry = v >> 8;
+    for (v, (&x, &y)) in v.iter_mut().zip(v_a.iter().zip(v_b.iter())) {
+        let s = u16::from(x) + u16::from(y) + carry;
+        *v = s as u8;
+        carry = s >> 8;
     }
-    fold_wide(r, 38 * carry as u32);
-    t.zeroize();
+    v[32] = carry as u8;
+    let q = (u32::from(l[31]) + u32::from(v[15]) + 38 * u32::from(h[31])) >> 7;
+    let mut digits = [0u32; 32];
+    for j in 0..16 {
+        digits[j] = u32::from(l[j]) + 38 * (u32::from(h[j]) + u32::from(v[16 + j]));
+        digits[16 + j] = u32::from(l[16 + j]) + u32::from(v[j]) + 38 * u32::from(h[16 + j]);
+    }
+    digits[16] += 38 * u32::from(v[32]);
+    digits[0] += 19 * q;
+    digits[31] -= 128 * q;
+    normalize(r, &digits);
 }
 
 #[cfg(test)]
@@ -331,6 +391,68 @@ mod tests {
 
     fn random(seed: &mut u64) -> Fe {
         Fe(core::array::from_fn(|_| lcg(seed)))
+    }
+
+    /// a·b mod p by 32-bit limbs: schoolbook to 512 bits, then 2^256 ≡ 38
+    /// folded until the value is below 2^256, then at most two p off
+    /// (an oracle independent of the byte code).
+    fn mul_mod_p_by_limbs(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
+        let limbs = |x: &[u8; 32]| -> [u64; 8] {
+            core::array::from_fn(|i| u64::from(u32::from_le_bytes(x[4 * i..4 * i + 4].try_into().unwrap())))
+        };
+        let (x, y) = (limbs(a), limbs(b));
+        let mut t = [0u64; 17];
+        for i in 0..8 {
+            let mut carry = 0u64;
+            for j in 0..8 {
+                let v = t[i + j] + x[i] * y[j] + carry;
+                t[i + j] = v & 0xFFFF_FFFF;
+                carry = v >> 32;
+            }
+            t[i + 8] += carry;
+        }
+        // Fold the limbs above 256 bits with 38 until none is left.
+        while t[8..].iter().any(|&l| l != 0) {
+            let mut r = [0u64; 17];
+            let mut carry = 0u64;
+            for i in 0..8 {
+                let v = t[i] + 38 * t[i + 8] + carry;
+                r[i] = v & 0xFFFF_FFFF;
+                carry = v >> 32;
+            }
+            r[8] = carry;
+            t = r;
+        }
+        let mut bytes = [0u8; 32];
+        for i in 0..8 {
+            bytes[4 * i..4 * i + 4].copy_from_slice(&(t[i] as u32).to_le_bytes());
+        }
+        Fe(bytes).to_bytes()
+    }
+
+    /// The multiplication's fold (Karatsuba's three products, the top first)
+    /// is a·b mod p, and its output stays below 170·2^248 (the bound the
+    /// assembly's one-pass fold needs), on extreme and random operands.
+    #[test]
+    fn multiplication_matches_a_limb_oracle_and_stays_below_its_bound() {
+        let mut seed = 11;
+        let mut values = std::vec![[0u8; 32], [0xFF; 32], P, Fe::ONE.0];
+        // Top bytes at their largest with everything else zero, and halves
+        // that make the middle term's sign either way.
+        values.push(core::array::from_fn(|i| if i == 31 || i == 15 { 0xFF } else { 0 }));
+        values.push(core::array::from_fn(|i| if i < 16 { 0 } else { 0xFF }));
+        values.push(core::array::from_fn(|i| if i < 16 { 0xFF } else { 0 }));
+        for _ in 0..200 {
+            values.push(random(&mut seed).0);
+        }
+        for a in &values {
+            for b in values.iter().take(60) {
+                let mut r = [0u8; 32];
+                mul_portable(&mut r, a, b);
+                assert!(r[31] < 170, "{r:?}");
+                assert_eq!(Fe(r).to_bytes(), mul_mod_p_by_limbs(a, b));
+            }
+        }
     }
 
     #[test]

@@ -5,10 +5,11 @@
 //! time.
 //!
 //! The field works on 32 little-endian bytes ([`field`]); multiplication,
-//! squaring, addition, subtraction and inversion are one swap point
-//! ([`backend`]): on AVR the generated assembly of `asm-avr/fe25519_mul.S`
-//! (selected by `build.rs`, `cfg(fe25519_asm)`), elsewhere the portable
-//! functions of [`field`], which always compile and are the reference the
+//! squaring, addition, subtraction, inversion and one whole ladder step
+//! (on a [`Workspace`]) are one swap point ([`backend`]): on AVR the
+//! generated assembly of `asm-avr/fe25519_mul.S` (selected by `build.rs`,
+//! `cfg(fe25519_asm)`), elsewhere the portable functions of [`field`] and
+//! [`ladder_step_portable`], which always compile and are the reference the
 //! assembly is tested against in simavr (`tests/avr_fe25519.rs`). The
 //! ladder is tested against `x25519-dalek` and the RFC's vectors.
 //!
@@ -101,14 +102,84 @@ impl LadderPoint {
             LadderPoint::Small(c) => Fe::from_u32(c.get()),
         }
     }
+}
 
-    /// r ← x1·a.
-    fn mul_into(&self, r: &mut Fe, a: &Fe) {
-        match self {
-            LadderPoint::Any(u) => Fe::mul_into(r, u, a),
-            LadderPoint::Small(c) => Fe::mul_small_into(r, a, *c),
+/// The ladder's state and temporaries in one block: what one step works in
+/// (on AVR the assembly step of [`backend::ladder_step`] takes it whole),
+/// wiped once after the ladder.
+#[repr(C)]
+pub struct Workspace {
+    /// (x2 : z2) = \[m\]P and (x3 : z3) = \[m + 1\]P, in this order.
+    pub state: [Fe; 4],
+    /// The step's temporaries.
+    temps: [Fe; 4],
+    /// The point's u-coordinate x1 (with `small`, a constant below 2^24).
+    x1: Fe,
+    /// The assembly's scratch for its multiplications (Karatsuba's three
+    /// products).
+    scratch: [u8; 128],
+    /// |x1L − x1H| (x1's 16-byte halves) and its borrow mask (0xFF when
+    /// x1L < x1H): the set-up of x1's products, done once for the ladder.
+    x1_diff: [u8; 17],
+}
+
+// The assembly step's layout (`asm-avr/fe25519_ladder_gen.py`): slots at
+// 0, temporaries at 128, x1 at 256, the scratch at 288, x1's difference at
+// 416.
+const _: () = assert!(core::mem::size_of::<Workspace>() == 433);
+
+impl Workspace {
+    /// The ladder's start for the point u = x1: (x1 : 1) twice.
+    pub fn new(x1: &Fe) -> Workspace {
+        Workspace {
+            state: [*x1, Fe::ONE, *x1, Fe::ONE],
+            temps: [Fe::ZERO; 4],
+            x1: *x1,
+            scratch: [0; 128],
+            x1_diff: halves_difference(x1),
         }
     }
+}
+
+impl Workspace {
+    /// |x1L − x1H| and its mask, as the assembly step reads them (17 bytes).
+    pub fn x1_difference(&self) -> &[u8; 17] {
+        &self.x1_diff
+    }
+}
+
+impl Zeroize for Workspace {
+    fn zeroize(&mut self) {
+        self.state.iter_mut().for_each(Zeroize::zeroize);
+        self.temps.iter_mut().for_each(Zeroize::zeroize);
+        self.x1.zeroize();
+        self.scratch.zeroize();
+        self.x1_diff.zeroize();
+    }
+}
+
+/// |xL − xH| of x's 16-byte halves, then the mask of its sign (0xFF when
+/// xL < xH): what the assembly multiplication computes first for each
+/// operand. Branch-free (x1 is public, but costs nothing to keep so).
+fn halves_difference(x: &Fe) -> [u8; 17] {
+    let mut d = [0u8; 17];
+    let mut borrow = 0u16;
+    let (low, high) = x.0.split_at(16);
+    for ((d, &l), &h) in d.iter_mut().zip(low).zip(high) {
+        let t = u16::from(l).wrapping_sub(u16::from(h)).wrapping_sub(borrow);
+        *d = t as u8;
+        borrow = (t >> 8) & 1;
+    }
+    let mask = (borrow as u8).wrapping_neg();
+    // (d ^ mask) − mask: negated when the difference borrowed.
+    let mut carry = u16::from(mask & 1);
+    for b in d.iter_mut().take(16) {
+        let t = u16::from(*b ^ mask) + carry;
+        *b = t as u8;
+        carry = t >> 8;
+    }
+    d[16] = mask;
+    d
 }
 
 /// The clamped scalar times the point, as bytes.
@@ -120,47 +191,37 @@ impl LadderPoint {
 /// become 4 × 2M + 2S.
 fn ladder(k: &[u8; 32], x1: &LadderPoint) -> [u8; 32] {
     let mut scalar = clamp(k);
-    let (mut x2, mut z2) = (x1.u(), Fe::ONE);
-    let (mut x3, mut z3) = (x2, z2);
-    // The step's temporaries live here, zeroized once at the end.
-    let mut t = [Fe::ZERO; 4];
-    ladder_double(&mut x3, &mut z3, &mut t);
+    let small = matches!(x1, LadderPoint::Small(_));
+    let mut ws = Workspace::new(&x1.u());
+    {
+        let [_, _, x3, z3] = &mut ws.state;
+        ladder_double(x3, z3, &mut ws.temps);
+    }
     let mut swap = 0u8;
     for i in (3..254).rev() {
         let bit = (scalar[i >> 3] >> (i & 7)) & 1;
         swap ^= bit;
-        Fe::cswap(&mut x2, &mut x3, swap);
-        Fe::cswap(&mut z2, &mut z3, swap);
+        backend::ladder_step(&mut ws, swap, small);
         swap = bit;
-        ladder_step(x1, &mut x2, &mut z2, &mut x3, &mut z3, &mut t);
     }
-    Fe::cswap(&mut x2, &mut x3, swap);
-    Fe::cswap(&mut z2, &mut z3, swap);
+    let [x2, z2, x3, z3] = &mut ws.state;
+    Fe::cswap(x2, x3, swap);
+    Fe::cswap(z2, z3, swap);
     for _ in 0..3 {
-        ladder_double(&mut x2, &mut z2, &mut t);
+        ladder_double(x2, z2, &mut ws.temps);
     }
     let out = x2.mul(&z2.invert()).to_bytes();
-    for secret in [&mut x2, &mut z2, &mut x3, &mut z3] {
-        secret.zeroize();
-    }
-    t.iter_mut().for_each(Zeroize::zeroize);
+    ws.zeroize();
     scalar.zeroize();
     out
 }
 
-/// (x : z) ← 2·(x : z), the doubling half of [`ladder_step`], in place.
+/// (x : z) ← 2·(x : z), the doubling half of the ladder step, in place.
 #[inline(never)]
 fn ladder_double(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
-    Fe::add_into(&mut t[0], x, z); // A
-    Fe::sub_into(&mut t[1], x, z); // B
-    double_from_sum_difference(x, z, t);
-}
-
-/// (x : z) ← 2·(x : z) from A = x + z in t[0] and B = x − z in t[1] (t[2],
-/// t[3] are overwritten): x = AA·BB, z = E·(AA + a24·E) with E = AA − BB.
-#[inline(always)]
-fn double_from_sum_difference(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
     let [t0, t1, t2, t3] = t;
+    Fe::add_into(t0, x, z); // A
+    Fe::sub_into(t1, x, z); // B
     Fe::square_into(t2, t0); // AA
     Fe::square_into(t3, t1); // BB
     Fe::sub_into(t0, t2, t3); // E = AA − BB
@@ -170,27 +231,49 @@ fn double_from_sum_difference(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
     Fe::mul_into(z, t0, t3); // E·(AA + a24·E)
 }
 
-/// One differential addition-and-doubling (RFC 7748 §5 pseudocode), with
-/// four temporaries and every result written in place (no copies).
-/// Not inlined: one frame, shared by all 251 steps.
-#[inline(never)]
-fn ladder_step(x1: &LadderPoint, x2: &mut Fe, z2: &mut Fe, x3: &mut Fe, z3: &mut Fe, t: &mut [Fe; 4]) {
-    {
-        let [t0, t1, t2, t3] = &mut *t;
-        Fe::add_into(t0, x2, z2); // A
-        Fe::sub_into(t1, x2, z2); // B
-        Fe::add_into(t2, x3, z3); // C
-        Fe::sub_into(t3, x3, z3); // D
-        Fe::mul_into(x3, t3, t0); // DA
-        Fe::mul_into(z3, t2, t1); // CB
+/// One ladder step (RFC 7748 §5): the conditional swap by `swap` (0 or
+/// 1), then a differential addition and a doubling, in the portable field
+/// — the reference of the AVR assembly step, which does the same
+/// operations in the same slots, so its bytes are these.
+///
+/// With (x2, z2, x3, z3) in slots S0..S3 and temporaries T0..T3:
+/// S0..S3 ← A = x2 + z2, B = x2 − z2, C = x3 + z3, D = x3 − z3;
+/// T0 = DA, T1 = CB, T2 = AA, T3 = BB; S0 = DA + CB, S1 = DA − CB;
+/// x3 = S2 = S0², z3 = S3 = x1·S1²; T0 = E = AA − BB,
+/// T1 = AA + a24·E; x2 = S0 = AA·BB, z2 = S1 = E·T1. With `small`, x1 is a
+/// constant below 2^24 (the base point's 9) and its product is
+/// [`Fe::mul_small_into`].
+pub fn ladder_step_portable(ws: &mut Workspace, swap: u8, small: bool) {
+    use crate::field::{add_portable as add, mul_portable as mul, mul_small_add_portable, sub_portable as sub};
+    let Workspace { state, temps, x1, .. } = ws;
+    let [s0, s1, s2, s3] = state;
+    let [t0, t1, t2, t3] = temps;
+    Fe::cswap(s0, s2, swap);
+    Fe::cswap(s1, s3, swap);
+    let (x2, z2, x3, z3) = (*s0, *s1, *s2, *s3);
+    add(&mut s0.0, &x2.0, &z2.0); // A
+    sub(&mut s1.0, &x2.0, &z2.0); // B
+    add(&mut s2.0, &x3.0, &z3.0); // C
+    sub(&mut s3.0, &x3.0, &z3.0); // D
+    mul(&mut t0.0, &s3.0, &s0.0); // DA
+    mul(&mut t1.0, &s2.0, &s1.0); // CB
+    mul(&mut t2.0, &s0.0, &s0.0); // AA
+    mul(&mut t3.0, &s1.0, &s1.0); // BB
+    add(&mut s0.0, &t0.0, &t1.0); // DA + CB
+    sub(&mut s1.0, &t0.0, &t1.0); // DA − CB
+    mul(&mut s2.0, &s0.0, &s0.0); // x3 = (DA + CB)²
+    mul(&mut s3.0, &s1.0, &s1.0); // (DA − CB)²
+    let w = *s3;
+    if small {
+        let c = u32::from_le_bytes([x1.0[0], x1.0[1], x1.0[2], 0]);
+        crate::field::mul_small_portable(&mut s3.0, &w.0, c); // z3 = x1·(DA − CB)²
+    } else {
+        mul(&mut s3.0, &x1.0, &w.0);
     }
-    double_from_sum_difference(x2, z2, t);
-    let [t0, t1, t2, _] = t;
-    Fe::add_into(t0, x3, z3); // DA + CB
-    Fe::sub_into(t1, x3, z3); // DA − CB
-    Fe::square_into(x3, t0); // x3 = (DA + CB)²
-    Fe::square_into(t2, t1);
-    x1.mul_into(z3, t2); // z3 = x1·(DA − CB)²
+    sub(&mut t0.0, &t2.0, &t3.0); // E = AA − BB
+    mul_small_add_portable(&mut t1.0, &t0.0, SmallConstant::A24.get(), &t2.0); // AA + a24·E
+    mul(&mut s0.0, &t2.0, &t3.0); // x2 = AA·BB
+    mul(&mut s1.0, &t0.0, &t1.0); // z2 = E·(AA + a24·E)
 }
 
 /// The field multiplication backend (see the crate docs).
@@ -238,6 +321,17 @@ pub mod backend {
         avr::sub(r, a, b);
         #[cfg(not(fe25519_asm))]
         crate::field::sub_portable(r, a, b);
+    }
+
+    /// One ladder step on `ws` ([`crate::ladder_step_portable`] says which):
+    /// on AVR the assembly step (`fe25519_ladder_step`), bit for bit the
+    /// portable one.
+    #[inline]
+    pub fn ladder_step(ws: &mut crate::Workspace, swap: u8, small: bool) {
+        #[cfg(fe25519_asm)]
+        avr::ladder_step(ws, swap, small);
+        #[cfg(not(fe25519_asm))]
+        crate::ladder_step_portable(ws, swap, small);
     }
 
     /// `r` ← a value below 2^256 congruent to a^(−1) mod 2^255 − 19 (0 for
@@ -289,6 +383,8 @@ pub mod backend {
             fn fe25519_sub_avr(r: *mut u8, a: *const u8, b: *const u8);
             /// `asm-avr/fe25519_mul.S`.
             fn fe25519_invert_avr(r: *mut u8, a: *const u8);
+            /// `asm-avr/fe25519_mul.S`.
+            fn fe25519_ladder_step(ws: *mut u8, swap: u8, small: u8);
             /// `asm-avr/ed25519_select.S`.
             #[cfg(not(fe25519_compact))]
             fn ed25519_select_avr(out: *mut u8, row: *const u8, digit: i8);
@@ -336,6 +432,14 @@ pub mod backend {
         pub fn sub(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
             // SAFETY: as for `mul`.
             unsafe { fe25519_sub_avr(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) }
+        }
+
+        #[inline]
+        pub fn ladder_step(ws: &mut crate::Workspace, swap: u8, small: bool) {
+            // SAFETY: reads and writes the workspace's bytes only (a
+            // `repr(C)` block of 416 bytes: four slots, four temporaries,
+            // x1, the scratch); avr-gcc ABI (tested in simavr).
+            unsafe { fe25519_ladder_step((ws as *mut crate::Workspace).cast::<u8>(), swap, u8::from(small)) }
         }
 
         #[inline]

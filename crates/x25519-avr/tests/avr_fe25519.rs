@@ -10,9 +10,13 @@ use std::path::PathBuf;
 use avr_sim::{windows, Sim};
 use x25519_avr::edwards::{select_niels_portable, BASE_TABLE, NIELS_LEN, ROWS, ROW_LEN};
 use x25519_avr::field::{add_portable, invert_portable, mul_portable, mul_small_portable, sub_portable, Fe};
+use x25519_avr::{ladder_step_portable, Workspace};
 
 /// Random inputs of the inversion test (each about 0.4 M cycles in simavr).
 const INVERSIONS: usize = 300;
+
+/// Ladder steps run against the portable step (each about 55 k cycles).
+const LADDER_STEPS: usize = 400;
 
 /// The harness around one of the two generated assemblies.
 fn build_harness(assembly: &str) -> PathBuf {
@@ -93,6 +97,8 @@ fn check_assembly(assembly: &str) {
         "fe25519_mul_small_avr",
         "ed25519_select_avr",
         "fe25519_invert_avr",
+        "fe25519_ladder_step",
+        "fe25519_ladder_step (small x1)",
     ];
     // The small constants: the ladder's two, the extremes of [0, 2^24).
     for c in [121_665u32, 9, 0, 1, (1 << 24) - 1] {
@@ -186,13 +192,56 @@ fn check_assembly(assembly: &str) {
             "fe25519_invert_avr: callee-saved registers or r1 not preserved"
         );
     }
+    // Ladder steps: random and extreme states, x1 random (op 8) or the base
+    // point's 9 (op 9, small), both swaps, against the portable step.
+    let mut steps = [0usize; 2];
+    for n in 0..LADDER_STEPS {
+        let small = n % 4 == 3;
+        let x1 = if small {
+            Fe::from_u32(9)
+        } else {
+            let mut x: [u8; 32] = core::array::from_fn(|_| next());
+            x[31] &= 0x7F;
+            Fe(x)
+        };
+        let mut ws = Workspace::new(&x1);
+        ws.state = match n {
+            0 => [Fe([0xFF; 32]); 4],
+            1 => [Fe::ZERO, Fe::ZERO, Fe([0xFF; 32]), Fe::ONE],
+            2 => [Fe(p), Fe(p), Fe::ZERO, Fe([0xFF; 32])],
+            _ => core::array::from_fn(|_| Fe(core::array::from_fn(|_| next()))),
+        };
+        let swap = (n / 2 % 2) as u8;
+        let mut request = vec![if small { 9 } else { 8 }];
+        for s in &ws.state {
+            request.extend_from_slice(&s.0);
+        }
+        request.extend_from_slice(&x1.0);
+        request.extend_from_slice(ws.x1_difference());
+        request.push(swap);
+        sim.send(&request);
+        let reply = sim.run_until_output(257, 20_000_000).expect("harness answers");
+        ladder_step_portable(&mut ws, swap, small);
+        let expected: Vec<u8> = ws.state.iter().flat_map(|s| s.0).collect();
+        assert_eq!(reply[..128], expected[..], "fe25519_ladder_step, case {n}");
+        assert_eq!(
+            reply[128..256],
+            expected[..],
+            "fe25519_ladder_step, case {n}, ABI-checked call"
+        );
+        assert_eq!(
+            reply[256], 0,
+            "fe25519_ladder_step: callee-saved registers or r1 not preserved"
+        );
+        steps[usize::from(small)] += 1;
+    }
     sim.send(&[0]);
     sim.run_to_exit(1_000_000).expect("harness stops");
     let mut by_op: BTreeMap<u8, Vec<(u64, u16)>> = BTreeMap::new();
     for w in windows(&sim.take_markers()).expect("paired markers") {
         by_op.entry(w.id).or_default().push((w.cycles, w.stack_bytes));
     }
-    assert_eq!(by_op.len(), 7);
+    assert_eq!(by_op.len(), 9);
     for (op, runs) in by_op {
         let min = runs.iter().map(|r| r.0).min().unwrap();
         let max = runs.iter().map(|r| r.0).max().unwrap();
@@ -205,6 +254,8 @@ fn check_assembly(assembly: &str) {
         let expected_runs = match op {
             6 => selections,
             7 => inversions.len(),
+            8 => steps[0],
+            9 => steps[1],
             _ => cases.len(),
         };
         assert_eq!(runs.len(), expected_runs);

@@ -481,7 +481,7 @@ pub fn mega0(
          `mqtt-provisioned`), build the handshake state in place and send the ephemeral public key from the \
          ephemeral key (`SensorHandshake::start_split`), take the BrokerHello in two parts, the rest into the \
          used-up ephemeral key (`receive_broker_hello_head`, `_rest`; finish = the two windows) and use the compact X25519 field \
-         (`fe25519_compact.S`, slower than the 1284p's unrolled one: squaring is a multiplication).)";
+         (`fe25519_compact.S`, slower than the 1284p's unrolled one: its loops fit the 48 KB).)";
     println!("{legend}");
     if record {
         crate::records::record_fit_table(mcu.name, "kem-mqtt-fit", &format!("{table}\n{legend}\n"))?;
