@@ -301,7 +301,7 @@ impl Plugin {
     }
 
     /// `MOSQ_EVT_TICK`: if `registry.json` changed (checked at most once a
-    /// second), puts the new registry in place ([`Plugin::apply`]).
+    /// second), puts the new registry in place (see `Plugin::apply`).
     /// `Some(Err)`: the new file does not load; the registry in use stays.
     pub fn reload_if_changed(&self, now: Instant) -> Option<Result<Reload, String>> {
         let loaded = lock(&self.watch).poll(now)?;
