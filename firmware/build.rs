@@ -49,4 +49,31 @@ fn main() {
         let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("provisioned-keys.bin");
         std::fs::copy(&path, &out).unwrap_or_else(|e| panic!("cannot copy {path}: {e}"));
     }
+    sensor_policy();
+}
+
+/// The sensor application's policy (`avr_wire::app::Policy`) as Rust, from
+/// `SENSOR_APP_POLICY=<interval s>,<records>,<seconds>` or the default; the
+/// firmware checks the bounds at compile time.
+fn sensor_policy() {
+    println!("cargo::rerun-if-env-changed=SENSOR_APP_POLICY");
+    let code = match std::env::var("SENSOR_APP_POLICY") {
+        Err(_) => "avr_wire::app::Policy::DEFAULT".to_string(),
+        Ok(v) => {
+            let n: Vec<u32> = v
+                .split(',')
+                .map(|f| {
+                    f.trim()
+                        .parse()
+                        .unwrap_or_else(|_| panic!("SENSOR_APP_POLICY={v}: not three numbers"))
+                })
+                .collect();
+            let [interval, records, seconds] = n[..] else {
+                panic!("SENSOR_APP_POLICY={v}: <interval s>,<records>,<seconds>");
+            };
+            format!("avr_wire::app::Policy {{ interval_s: {interval}, rekey_records: {records}, rekey_s: {seconds} }}")
+        }
+    };
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("sensor-policy.rs");
+    std::fs::write(&out, code).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
 }

@@ -1,93 +1,118 @@
-//! The firmware on the AVR: the op table every image serves, built from
-//! the groups its cargo features select.
+//! The firmware on the AVR: the op server (the op table of the groups its
+//! cargo features select), or the sensor application (`sensor-app`).
 
-#[cfg(any(feature = "rings", feature = "primitives", kem, mqtt))]
-use avr_harness::Op;
-use avr_harness::Uart;
-
+#[cfg(feature = "sensor-app")]
+mod app;
 #[cfg(kem)]
 mod kems;
-#[cfg(mqtt)]
+#[cfg(all(mqtt, not(feature = "sensor-app")))]
 mod mqtt;
 #[cfg(feature = "primitives")]
 mod primitives;
 #[cfg(feature = "rings")]
 mod rings;
+#[cfg(mqtt)]
+mod sensor;
 
-/// Every op group this image serves.
-const GROUPS: &[&[Op<Uart>]] = &[
-    #[cfg(feature = "rings")]
-    &rings::ctru769::OPS,
-    #[cfg(feature = "rings")]
-    &rings::ctru3329::OPS,
-    #[cfg(feature = "rings")]
-    &rings::kyber::OPS,
-    #[cfg(feature = "rings")]
-    &rings::saber3329::OPS,
-    #[cfg(feature = "rings")]
-    &rings::saber7681::OPS,
-    #[cfg(feature = "ml-kem")]
-    &kems::ml_kem_512::OPS,
-    #[cfg(feature = "kyber-r3")]
-    &kems::kyber512_r3::OPS,
-    #[cfg(feature = "saber")]
-    &kems::lightsaber::OPS,
-    #[cfg(ctru_sha3_kred)]
-    &kems::ctru_sha3_kred::OPS,
-    #[cfg(ctru_sha3_montopt)]
-    &kems::ctru_sha3_montopt::OPS,
-    #[cfg(ctru_sha3_mont)]
-    &kems::ctru_sha3_mont::OPS,
-    #[cfg(ctru_ascon_kred)]
-    &kems::ctru_ascon_kred::OPS,
-    #[cfg(ctru_ascon_montopt)]
-    &kems::ctru_ascon_montopt::OPS,
-    #[cfg(ctru_ascon_mont)]
-    &kems::ctru_ascon_mont::OPS,
-    #[cfg(all(kem, any(feature = "ctru-sha3", feature = "ctru-ascon")))]
-    &kems::ctru_product::OPS,
+/// The op server: every image but the sensor application's.
+#[cfg(not(feature = "sensor-app"))]
+mod server {
+    #[cfg(any(feature = "rings", feature = "primitives", kem, mqtt))]
+    use avr_harness::Op;
+    use avr_harness::Uart;
+
+    #[cfg(kem)]
+    use super::kems;
     #[cfg(mqtt)]
-    &mqtt::OPS,
+    use super::mqtt;
     #[cfg(feature = "primitives")]
-    &primitives::OPS,
-];
+    use super::primitives;
+    #[cfg(feature = "rings")]
+    use super::rings;
 
-const N_OPS: usize = {
-    let mut n = 0;
-    let mut g = 0;
-    while g < GROUPS.len() {
-        n += GROUPS[g].len();
-        g += 1;
-    }
-    n
-};
+    /// Every op group this image serves.
+    const GROUPS: &[&[Op<Uart>]] = &[
+        #[cfg(feature = "rings")]
+        &rings::ctru769::OPS,
+        #[cfg(feature = "rings")]
+        &rings::ctru3329::OPS,
+        #[cfg(feature = "rings")]
+        &rings::kyber::OPS,
+        #[cfg(feature = "rings")]
+        &rings::saber3329::OPS,
+        #[cfg(feature = "rings")]
+        &rings::saber7681::OPS,
+        #[cfg(feature = "ml-kem")]
+        &kems::ml_kem_512::OPS,
+        #[cfg(feature = "kyber-r3")]
+        &kems::kyber512_r3::OPS,
+        #[cfg(feature = "saber")]
+        &kems::lightsaber::OPS,
+        #[cfg(ctru_sha3_kred)]
+        &kems::ctru_sha3_kred::OPS,
+        #[cfg(ctru_sha3_montopt)]
+        &kems::ctru_sha3_montopt::OPS,
+        #[cfg(ctru_sha3_mont)]
+        &kems::ctru_sha3_mont::OPS,
+        #[cfg(ctru_ascon_kred)]
+        &kems::ctru_ascon_kred::OPS,
+        #[cfg(ctru_ascon_montopt)]
+        &kems::ctru_ascon_montopt::OPS,
+        #[cfg(ctru_ascon_mont)]
+        &kems::ctru_ascon_mont::OPS,
+        #[cfg(all(kem, any(feature = "ctru-sha3", feature = "ctru-ascon")))]
+        &kems::ctru_product::OPS,
+        #[cfg(mqtt)]
+        &mqtt::OPS,
+        #[cfg(feature = "primitives")]
+        &primitives::OPS,
+    ];
 
-const fn all_ops() -> [Op<Uart>; N_OPS] {
-    let mut out = [Op {
-        id: 0,
-        request_len: 0,
-        reply_len: 0,
-        run: |_| {},
-    }; N_OPS];
-    let (mut g, mut i) = (0, 0);
-    while g < GROUPS.len() {
-        let mut k = 0;
-        while k < GROUPS[g].len() {
-            out[i] = GROUPS[g][k];
-            i += 1;
-            k += 1;
+    const N_OPS: usize = {
+        let mut n = 0;
+        let mut g = 0;
+        while g < GROUPS.len() {
+            n += GROUPS[g].len();
+            g += 1;
         }
-        g += 1;
-    }
-    out
-}
+        n
+    };
 
-static OPS: [Op<Uart>; N_OPS] = all_ops();
+    const fn all_ops() -> [Op<Uart>; N_OPS] {
+        let mut out = [Op {
+            id: 0,
+            request_len: 0,
+            reply_len: 0,
+            run: |_| {},
+        }; N_OPS];
+        let (mut g, mut i) = (0, 0);
+        while g < GROUPS.len() {
+            let mut k = 0;
+            while k < GROUPS[g].len() {
+                out[i] = GROUPS[g][k];
+                i += 1;
+                k += 1;
+            }
+            g += 1;
+        }
+        out
+    }
+
+    static OPS: [Op<Uart>; N_OPS] = all_ops();
+
+    /// Serves the ops for good.
+    pub fn run() -> ! {
+        let mut uart = Uart::init();
+        avr_harness::serve(&mut uart, &OPS)
+    }
+}
 
 #[no_mangle]
 extern "C" fn main() -> ! {
-    let mut uart = Uart::init();
-    avr_harness::serve(&mut uart, &OPS)
+    #[cfg(feature = "sensor-app")]
+    app::run();
+    #[cfg(not(feature = "sensor-app"))]
+    server::run()
 }
 
 #[panic_handler]

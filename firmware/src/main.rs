@@ -8,6 +8,10 @@
 //!   encaps and decaps of each KEM, randomness from a host-sent tape, keys
 //!   and ciphertexts in one shared static arena.
 //!
+//! - `sensor-app` (with one `mqtt-<kem>`, `mqtt-provisioned`, optionally
+//!   `mqtt-x25519`): no ops at all, but the sensor application: handshakes,
+//!   readings on a schedule, commands, re-keying, sleep (`device/app.rs`).
+//!
 //! Build it with `cargo xtask build-avr [--mcu M] [--group G]`; on the host
 //! this binary only explains that.
 

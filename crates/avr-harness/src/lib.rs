@@ -22,12 +22,15 @@
 
 #![no_std]
 #![cfg_attr(target_arch = "avr", feature(asm_experimental_arch))]
+#![cfg_attr(all(target_arch = "avr", feature = "board"), feature(abi_avr_interrupt))]
 
 #[cfg(test)]
 extern crate std;
 
 pub mod protocol;
 
+#[cfg(all(target_arch = "avr", feature = "board"))]
+pub mod board;
 #[cfg(target_arch = "avr")]
 mod hw;
 #[cfg(target_arch = "avr")]

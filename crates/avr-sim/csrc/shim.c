@@ -16,6 +16,7 @@
 #include <simavr/sim_io.h>
 #include <simavr/sim_irq.h>
 #include <simavr/avr_uart.h>
+#include <simavr/avr_adc.h>
 
 #define R_SPL_DATA 0x5D
 #define R_SPH_DATA 0x5E
@@ -148,6 +149,8 @@ int shim_new(const char *elf_path, const char *mcu, uint32_t freq, uint16_t mark
 	avr->log = LOG_ERROR;
 	avr->frequency = freq;
 	avr->sleep = no_sleep;
+	/* A 5 V board: the ADC's AVCC and AREF references. */
+	avr->vcc = avr->avcc = avr->aref = 5000;
 	fw->frequency = freq;
 	strncpy(fw->mmcu, mcu, sizeof(fw->mmcu) - 1);
 	avr_load_firmware(avr, fw);
@@ -296,6 +299,17 @@ uint32_t shim_pc(const shim_t *s)
 uint16_t shim_sp(const shim_t *s)
 {
 	return sp_now(s->avr);
+}
+
+/* Sets ADC input `channel` (simavr's ADC_IRQ_ADC0 + n, or
+ * ADC_IRQ_TEMP) to `millivolts`; -1 if the MCU has no such input. */
+int shim_set_adc(shim_t *s, uint32_t channel, uint32_t millivolts)
+{
+	avr_irq_t *irq = avr_io_getirq(s->avr, AVR_IOCTL_ADC_GETIRQ, (int)channel);
+	if (!irq)
+		return -1;
+	avr_raise_irq(irq, millivolts);
+	return 0;
 }
 
 /* Copies `len` bytes of data space from `addr` (SRAM, registers, I/O) into

@@ -51,6 +51,7 @@ extern "C" {
     fn shim_sp(s: *const ShimT) -> u16;
     fn shim_read_data(s: *const ShimT, addr: u32, out: *mut u8, len: usize) -> c_int;
     fn shim_run(s: *mut ShimT, cycle_limit: u64, want_out: usize) -> c_int;
+    fn shim_set_adc(s: *mut ShimT, channel: u32, millivolts: u32) -> c_int;
     fn shim_profile(s: *mut ShimT, on: c_int) -> c_int;
     fn shim_profile_take(s: *mut ShimT, buf: *mut u32, cap: usize) -> usize;
     fn shim_profile_len(s: *const ShimT) -> usize;
@@ -98,6 +99,9 @@ mod stub {
         unreachable!()
     }
     pub unsafe fn shim_run(_: *mut ShimT, _: u64, _: usize) -> c_int {
+        unreachable!()
+    }
+    pub unsafe fn shim_set_adc(_: *mut ShimT, _: u32, _: u32) -> c_int {
         unreachable!()
     }
     pub unsafe fn shim_profile(_: *mut ShimT, _: c_int) -> c_int {
@@ -382,6 +386,15 @@ impl Sim {
         // SAFETY: `raw` is live; `out` has room for `len` bytes.
         let rc = unsafe { shim_read_data(self.raw, addr, out.as_mut_ptr(), len) };
         (rc == 0).then_some(out)
+    }
+
+    /// Sets the voltage on ADC input `channel` (0–7: the pins ADC0–ADC7 of
+    /// a classic ATmega, whose references are a 5 V supply) to
+    /// `millivolts`: what the firmware's next conversion reads. `false` if
+    /// the MCU's model has no such input.
+    pub fn set_adc(&mut self, channel: u8, millivolts: u32) -> bool {
+        // SAFETY: `raw` is live.
+        unsafe { shim_set_adc(self.raw, u32::from(channel), millivolts) == 0 }
     }
 
     /// Queues bytes for UART0; they are delivered as the firmware's receiver accepts them.

@@ -11,12 +11,16 @@
 //!   operations), [`kem`] (every KEM of `kem_registry`, feature `kems`),
 //!   [`mqtt`] (the KEM-MQTT/1 sensor), [`primitives`] (Keccak, Ascon,
 //!   X25519);
+//! - [`app`]: the sensor application's own link to its bridge (the board
+//!   speaks first; framed, tagged, checksummed), the commands it takes and
+//!   what its readings say;
 //! - `client` (feature `std`): the one host client, over any
 //!   `client::Transport` (a serial port, a pseudo-terminal, the simulator).
 
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod app;
 #[cfg(feature = "std")]
 pub mod client;
 pub mod frame;

@@ -1,5 +1,5 @@
 //! A minimal MQTT v5 codec (the packets KEM-MQTT needs: CONNECT, CONNACK,
-//! PUBLISH at QoS 0, SUBSCRIBE, SUBACK, AUTH, PINGREQ/PINGRESP, DISCONNECT)
+//! PUBLISH at QoS 0 and 1, PUBACK, SUBSCRIBE, SUBACK, AUTH, PINGREQ/PINGRESP, DISCONNECT)
 //! and a blocking packet stream over TCP or TLS: for AUTH mode, whose
 //! enhanced authentication the maintained client (`rumqttc`) does not
 //! carry, and for tests and fuzzing that need raw packets.
@@ -47,6 +47,22 @@ pub enum Packet {
         topic: String,
         /// Payload.
         payload: Vec<u8>,
+    },
+    /// PUBLISH at QoS 1 (the broker answers with a [`Packet::PubAck`]).
+    PublishQos1 {
+        /// Packet identifier (non-zero).
+        packet_id: u16,
+        /// Topic name.
+        topic: String,
+        /// Payload.
+        payload: Vec<u8>,
+    },
+    /// PUBACK.
+    PubAck {
+        /// Packet identifier.
+        packet_id: u16,
+        /// Reason code (0x00 success, 0x10 no matching subscribers; ≥ 0x80 refused).
+        reason: u8,
     },
     /// SUBSCRIBE at QoS 0.
     Subscribe {
@@ -158,6 +174,23 @@ impl Packet {
                 body.extend_from_slice(payload);
                 0x30
             }
+            Packet::PublishQos1 {
+                packet_id,
+                topic,
+                payload,
+            } => {
+                put_str(&mut body, topic.as_bytes());
+                body.extend_from_slice(&packet_id.to_be_bytes());
+                put_props(&mut body, &[]);
+                body.extend_from_slice(payload);
+                0x32
+            }
+            Packet::PubAck { packet_id, reason } => {
+                body.extend_from_slice(&packet_id.to_be_bytes());
+                body.push(*reason);
+                put_props(&mut body, &[]);
+                0x40
+            }
             Packet::Subscribe { packet_id, filters } => {
                 body.extend_from_slice(&packet_id.to_be_bytes());
                 put_props(&mut body, &[]);
@@ -231,14 +264,27 @@ impl Packet {
             }
             3 => {
                 let topic = r.string()?;
-                if (first >> 1) & 3 != 0 {
-                    r.u16()?;
-                }
+                let packet_id = if (first >> 1) & 3 != 0 { Some(r.u16()?) } else { None };
                 r.props()?;
-                Packet::Publish {
-                    topic,
-                    payload: r.rest().to_vec(),
+                let payload = r.rest().to_vec();
+                match packet_id {
+                    Some(packet_id) if (first >> 1) & 3 == 1 => Packet::PublishQos1 {
+                        packet_id,
+                        topic,
+                        payload,
+                    },
+                    // QoS 2 (never subscribed to here): its id is skipped.
+                    _ => Packet::Publish { topic, payload },
                 }
+            }
+            4 => {
+                let packet_id = r.u16()?;
+                // A PUBACK of two bytes means success (MQTT v5 3.4.2.1).
+                let reason = if r.remaining() > 0 { r.u8()? } else { SUCCESS };
+                if r.remaining() > 0 {
+                    r.props()?;
+                }
+                Packet::PubAck { packet_id, reason }
             }
             8 => {
                 let packet_id = r.u16()?;
@@ -444,6 +490,32 @@ impl Connection {
         }
     }
 
+    /// Whether a packet has begun to arrive (or the connection closed), so
+    /// that a [`Connection::recv`] will not wait for one that may never
+    /// come: the idle poll of a long-lived connection, which must not time
+    /// out in the middle of a packet.
+    pub fn readable(&mut self) -> io::Result<bool> {
+        if let Stream::Tls(s) = &mut self.stream {
+            let buffered = s
+                .conn
+                .process_new_packets()
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
+                .plaintext_bytes_to_read();
+            if buffered > 0 {
+                return Ok(true);
+            }
+        }
+        let tcp = self.stream.tcp();
+        tcp.set_nonblocking(true)?;
+        let peeked = tcp.peek(&mut [0u8; 1]);
+        tcp.set_nonblocking(false)?;
+        match peeked {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Connects to `addr` over TCP.
     pub fn connect(addr: &str) -> io::Result<Self> {
         Ok(Self::new(TcpStream::connect(addr)?))
@@ -610,6 +682,15 @@ mod tests {
             Packet::Publish {
                 topic: "a/b".into(),
                 payload: vec![9; 200],
+            },
+            Packet::PublishQos1 {
+                packet_id: 9,
+                topic: "a/b".into(),
+                payload: vec![4, 5],
+            },
+            Packet::PubAck {
+                packet_id: 9,
+                reason: 0x87,
             },
             Packet::Subscribe {
                 packet_id: 7,

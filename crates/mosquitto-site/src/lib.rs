@@ -689,15 +689,18 @@ impl Subscriber {
             .args(at)
             .args(["-V", "mqttv5"])
             .args(["-u", APP_USER, "-P", APP_PASSWORD, "-i", "app-sub"])
-            .args([
-                "-t",
-                filter,
-                "-v",
-                "-C",
-                &count.to_string(),
-                "-W",
-                &timeout_s.to_string(),
-            ])
+            .args(["-t", filter, "-v"])
+            // 0: no limit.
+            .args(if count > 0 {
+                vec!["-C".to_string(), count.to_string()]
+            } else {
+                vec![]
+            })
+            .args(if timeout_s > 0 {
+                vec!["-W".to_string(), timeout_s.to_string()]
+            } else {
+                vec![]
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -707,6 +710,28 @@ impl Subscriber {
         // line, which fails the check (never a false pass).
         std::thread::sleep(Duration::from_millis(400));
         Ok(Subscriber { child: Some(child) })
+    }
+
+    /// Like [`Subscriber::start`] with no message or time limit; each
+    /// `topic payload` line arrives on the receiver as it is printed.
+    pub fn start_live(site: &Site, filter: &str) -> Result<(Subscriber, std::sync::mpsc::Receiver<String>), String> {
+        let mut sub = Self::start_with(&["-h", "127.0.0.1", "-p", &site.port.to_string()], filter, 0, 0)?;
+        let stdout = sub
+            .child
+            .as_mut()
+            .and_then(|c| c.stdout.take())
+            .ok_or("mosquitto_sub has no stdout")?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok((sub, rx))
     }
 
     /// Waits for it to exit; its `topic payload` lines.

@@ -1,40 +1,17 @@
-//! The KEM-MQTT/1 sensor's two steps (`start`, `finish`) against the host broker.
+//! The KEM-MQTT/1 sensor's steps as harness ops (`start`, `finish`), the
+//! host playing the broker and measuring each step.
 
 use core::hint::black_box;
-use core::ptr::{addr_of, addr_of_mut};
+use core::ptr::addr_of_mut;
 
 use avr_harness::{measure, Io, Op, Status, Uart};
-use avr_wire::mqtt::{
-    Layout, CF_LEN, MAX_ID_LEN, OP_FINISH, OP_FINISH_REST, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC, X25519_LEN,
-};
-use kem_common::Tape;
-use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
-
-#[cfg(feature = "mqtt-ctru-light-ascon")]
-const KEM: KemId = KemId::CtruLightAscon;
-#[cfg(feature = "mqtt-ctru-light-sha3")]
-const KEM: KemId = KemId::CtruLightSha3;
-#[cfg(feature = "mqtt-ml-kem-512")]
-const KEM: KemId = KemId::MlKem512;
-#[cfg(feature = "mqtt-kyber512-r3")]
-const KEM: KemId = KemId::Kyber512R3;
-#[cfg(feature = "mqtt-lightsaber")]
-const KEM: KemId = KemId::LightSaber;
-
-const L: Layout = Layout::of(KEM.scheme());
-/// The client id's length: provisioned, or the longest a request may carry.
-#[cfg(feature = "mqtt-provisioned")]
-const ID_LEN: usize = {
-    let n = PROVISIONED_KEYS[0] as usize;
-    if n < MAX_ID_LEN {
-        n
-    } else {
-        MAX_ID_LEN
-    }
-};
+use avr_wire::mqtt::{CF_LEN, OP_FINISH, OP_FINISH_REST, OP_START, PAYLOAD, RECORD_LEN, TAPE_LEN, TOPIC};
 #[cfg(not(feature = "mqtt-provisioned"))]
-const ID_LEN: usize = MAX_ID_LEN;
-const FLIGHT: usize = L.flight_len(ID_LEN);
+use avr_wire::mqtt::{MAX_ID_LEN, X25519_LEN};
+use kem_common::Tape;
+use kem_mqtt::{Error, Session, Suite};
+
+use super::sensor::*;
 
 // The sensor's long-term keys and the broker's public keys: the
 // handshake state borrows them from `start` until `finish`.
@@ -48,34 +25,11 @@ static mut X_SK: [u8; X25519_LEN] = [0; X25519_LEN];
 static mut BROKER_PK: [u8; L.pk] = [0; L.pk];
 #[cfg(not(feature = "mqtt-provisioned"))]
 static mut BROKER_X_PK: [u8; X25519_LEN] = [0; X25519_LEN];
-/// The same fields, provisioned into the image (in flash on the
-/// ATmega4808: no SRAM); the start request must carry equal bytes.
-#[cfg(feature = "mqtt-provisioned")]
-static PROVISIONED: [u8; L.keys_len()] = PROVISIONED_KEYS;
-#[cfg(feature = "mqtt-provisioned")]
-const PROVISIONED_KEYS: [u8; L.keys_len()] = *include_bytes!(concat!(env!("OUT_DIR"), "/provisioned-keys.bin"));
-/// The static-static X25519 secret, computed when the keys arrive
-/// (a sensor does it once, at provisioning: spec §3), not in the
-/// measured handshake.
-static mut X_STATIC: [u8; X25519_LEN] = [0; X25519_LEN];
-/// The start's random tape; in `finish`, where the tape is dead, the
-/// ClientFinished and the record (off the stack at its peak).
-static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
+// `finish_rest` puts the ClientFinished and the record into the dead tape.
 const _: () = assert!(CF_LEN + RECORD_LEN <= TAPE_LEN);
-/// The ClientHello out (without the ephemeral public key, which goes out
-/// from [`EPHEMERAL`]), then the BrokerHello's first part in.
-static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
-/// The ephemeral KEM secret key between the two steps (a static, so
-/// the state below stays small and moves cheaply); once the BrokerHello's
-/// first part has used it up, the rest of the BrokerHello comes into it.
-static mut EPHEMERAL: EphemeralKey = EphemeralKey::new();
-/// The sensor between its two steps.
-static mut STATE: Option<Sensor> = None;
-
-type Sensor = AwaitBrokerHello<'static, &'static mut EphemeralKey>;
 
 /// The status code of an error (`avr_wire::mqtt::error_name`).
-fn code(e: Error) -> u8 {
+pub(super) fn code(e: Error) -> u8 {
     match e {
         Error::Rng => 2,
         Error::InvalidKey | Error::InvalidEphemeralKey | Error::X25519NonContributory => 3,
@@ -89,59 +43,6 @@ fn code(e: Error) -> u8 {
         | Error::InvalidClientId => 6,
         _ => 1,
     }
-}
-
-/// The ClientHello's pieces: `(head, len)` of [`SensorHandshake::start_split`].
-#[inline(never)]
-fn k_start(
-    suite: Suite,
-    creds: SensorCredentials<'static>,
-    rng: &mut Tape<'_>,
-    out: &mut [u8; FLIGHT],
-    ephemeral: &'static mut EphemeralKey,
-    slot: &mut Option<Sensor>,
-) -> Result<(usize, usize), Error> {
-    // In place: the state (with its transcript sponge) is built in its
-    // static, not on the stack under the KEM.
-    SensorHandshake::start_split(slot, suite, creds, rng, out, ephemeral)
-}
-
-#[inline(never)]
-fn k_finish(slot: &mut Option<Sensor>, head: &[u8]) -> Result<(), Error> {
-    AwaitBrokerHello::receive_broker_hello_head(slot, head)
-}
-
-#[inline(never)]
-fn k_finish_rest(slot: &mut Option<Sensor>, len: usize, cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
-    AwaitBrokerHello::receive_broker_hello_rest(slot, len, cf).map(|(s, _)| s)
-}
-
-/// The cached static-static secret for a hybrid suite (`None`: the
-/// handshake computes it, or reports the bad key itself).
-fn cache_static_secret(
-    suite_id: u8,
-    x_sk: &[u8; X25519_LEN],
-    x_pk: &[u8; X25519_LEN],
-    out: &'static mut [u8; X25519_LEN],
-) -> Option<&'static [u8; X25519_LEN]> {
-    #[cfg(feature = "mqtt-x25519")]
-    if Suite::from_id(suite_id).is_ok_and(|s| s.is_hybrid()) {
-        if let Ok(secret) = kem_mqtt::static_x25519_secret(x_sk, x_pk) {
-            *out = secret;
-            return Some(out);
-        }
-    }
-    let _ = (suite_id, x_sk, x_pk, out);
-    None
-}
-
-/// The key fields of a start request.
-struct Keys {
-    id: &'static [u8],
-    sk: &'static [u8; L.sk],
-    x_sk: &'static [u8; X25519_LEN],
-    pk: &'static [u8; L.pk],
-    x_pk: &'static [u8; X25519_LEN],
 }
 
 /// Reads the key fields of the request into the key statics.
@@ -218,7 +119,7 @@ fn refuse_start(io: &mut Uart, code: u8) {
 /// nonce.
 #[cfg(feature = "mqtt-provisioned")]
 fn hello(io: &mut Uart) {
-    use avr_wire::mqtt::{HOST_NONCE_LEN, TAPE_LABEL};
+    use avr_wire::mqtt::HOST_NONCE_LEN;
     // SAFETY: single-threaded; the previous handshake state is dropped first.
     unsafe { *addr_of_mut!(STATE) = None };
     let suite_id = io.read_byte();
@@ -230,107 +131,17 @@ fn hello(io: &mut Uart) {
     let Some(counter) = next_counter() else {
         return refuse_start(io, 9);
     };
-    // SAFETY: nothing else borrows it now.
-    let tape = unsafe { &mut *addr_of_mut!(TAPE) };
-    kem_mqtt::sym::kdf(
-        suite.family(),
-        TAPE_LABEL,
-        &[&PROVISIONED[..], &counter.to_le_bytes(), &nonce],
-        tape,
-    );
+    derive_tape(suite, counter, &nonce);
     begin(io, avr_wire::mqtt::OP_HELLO, suite_id, keys);
-}
-
-/// Counter values reserved in EEPROM at a time: one EEPROM write per this
-/// many handshakes (an EEPROM cell endures ~100,000 writes: a bridge that
-/// asks for handshakes as fast as it can would otherwise wear the counter
-/// out in about a day; now in about 64).
-#[cfg(feature = "mqtt-provisioned")]
-const COUNTER_BLOCK: u32 = 64;
-
-/// The counter values this boot has reserved: `(next, limit)`, every value
-/// below `limit` counted as used; `None` until the first handshake.
-#[cfg(feature = "mqtt-provisioned")]
-static mut RESERVED: Option<(u32, u32)> = None;
-
-/// The next handshake counter value. The EEPROM holds the end of the
-/// values reserved so far (erased: none); a block is reserved, written and
-/// read back before any of its values is used, so no value repeats, power
-/// losses included (a reset skips the rest of its block). `None` when the
-/// counter is exhausted or the EEPROM does not keep what is written.
-#[cfg(feature = "mqtt-provisioned")]
-fn next_counter() -> Option<u32> {
-    use avr_harness::{eeprom_read, eeprom_write};
-    use avr_wire::mqtt::COUNTER_ADDR;
-    let addrs = [0u16, 1, 2, 3].map(|i| COUNTER_ADDR + i);
-    // SAFETY: single-threaded; the one borrow of the static.
-    let reserved = unsafe { &mut *addr_of_mut!(RESERVED) };
-    let (next, limit) = match *reserved {
-        Some(r) => r,
-        None => {
-            // Erased EEPROM reads 0xFF…: nothing reserved yet.
-            let stored = u32::from_le_bytes(addrs.map(eeprom_read));
-            let start = if stored == u32::MAX { 0 } else { stored };
-            (start, start)
-        }
-    };
-    let limit = if next < limit {
-        limit
-    } else {
-        let end = next.checked_add(COUNTER_BLOCK).filter(|&e| e != u32::MAX)?;
-        for (a, b) in addrs.iter().zip(end.to_le_bytes()) {
-            eeprom_write(*a, b);
-        }
-        if u32::from_le_bytes(addrs.map(eeprom_read)) != end {
-            return None;
-        }
-        end
-    };
-    *reserved = Some((next + 1, limit));
-    Some(next)
-}
-
-/// The provisioned key fields.
-#[cfg(feature = "mqtt-provisioned")]
-fn provisioned_keys() -> Option<Keys> {
-    let (&id_len, rest) = PROVISIONED.split_first()?;
-    let (id, rest) = rest.split_first_chunk::<MAX_ID_LEN>()?;
-    let (sk, rest) = rest.split_first_chunk::<{ L.sk }>()?;
-    let (x_sk, rest) = rest.split_first_chunk::<X25519_LEN>()?;
-    let (pk, rest) = rest.split_first_chunk::<{ L.pk }>()?;
-    let (x_pk, _) = rest.split_first_chunk::<X25519_LEN>()?;
-    Some(Keys {
-        id: &id[..(id_len as usize).min(MAX_ID_LEN)],
-        sk,
-        x_sk,
-        pk,
-        x_pk,
-    })
 }
 
 /// Runs the measured start (window `window`) of suite `suite_id` with
 /// `keys` and the randomness in [`TAPE`], and replies.
-fn begin(io: &mut Uart, window: u8, suite_id: u8, Keys { id, sk, x_sk, pk, x_pk }: Keys) {
+fn begin(io: &mut Uart, window: u8, suite_id: u8, keys: Keys) {
+    let creds = credentials(suite_id, keys);
     // SAFETY: single-threaded; the handshake state that borrowed these was
     // dropped by the caller, and each is borrowed once here.
-    let (slot, ephemeral, tape, flight, x_static) = unsafe {
-        (
-            &mut *addr_of_mut!(STATE),
-            &mut *addr_of_mut!(EPHEMERAL),
-            &*addr_of!(TAPE),
-            &mut *addr_of_mut!(FLIGHT_BUF),
-            &mut *addr_of_mut!(X_STATIC),
-        )
-    };
-    let cached = cache_static_secret(suite_id, x_sk, x_pk, x_static);
-    let creds = SensorCredentials {
-        client_id: id,
-        kem_sk: sk,
-        x25519_sk: Some(x_sk),
-        broker_kem_pk: pk,
-        broker_x25519_pk: Some(x_pk),
-        x25519_static_secret: cached,
-    };
+    let (slot, ephemeral, tape, flight) = unsafe { start_buffers() };
     let mut rng = Tape::new(tape.as_slice());
     let r = match Suite::from_id(suite_id) {
         Ok(suite) => measure(window, || {

@@ -99,6 +99,12 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
         })?;
         cmd.env("KEM_MQTT_PROVISIONED_KEYS", keys);
     }
+    if let Some(p) = image.policy {
+        cmd.env(
+            "SENSOR_APP_POLICY",
+            format!("{},{},{}", p.interval_s, p.rekey_records, p.rekey_s),
+        );
+    }
     // Whatever the outer (rustup) cargo exported must not leak into the AVR build.
     for var in [
         "RUSTUP_TOOLCHAIN",

@@ -16,12 +16,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use avr_wire::mqtt as fw;
-use kem_mqtt::{Suite, SuiteSet};
+use kem_mqtt::Suite;
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::gateway::{Gateway, GatewayConfig};
-use kem_mqtt_host::keys::{BrokerState, Registry};
-use kem_mqtt_host::provision::{generate_broker, provision_sensor};
-use kem_mqtt_host::OsRng;
+use kem_mqtt_host::keys::BrokerState;
 use mosquitto_site::{Conf, Site, Subscriber, GATEWAY_PASSWORD, GATEWAY_USER};
 
 use crate::live::{self, Mode};
@@ -35,6 +33,10 @@ pub struct E2eArgs {
     /// Use the AVR image already built
     #[arg(long)]
     pub no_build: bool,
+    /// Only the sensor application's session (readings, commands, re-keys,
+    /// a bridge restart, an attacked serial line)
+    #[arg(long)]
+    pub session_only: bool,
 }
 
 fn broker_addr(site: &Site) -> Result<BrokerAddr, String> {
@@ -58,24 +60,18 @@ fn check_delivery(mode: Mode, app: Subscriber) -> Result<(), String> {
 
 /// Runs both modes; an error names the mode and what was missing.
 pub fn run(args: &E2eArgs) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let target = crate::util::workspace_root().join("target");
+    if args.session_only {
+        let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target, &[])?;
+        return crate::e2e_session::run(&plugin, &kem_mqtt_cli()?, args.no_build);
+    }
     let mcu = crate::target::mcu("atmega1284p")?;
     let suite = Suite::from_name(SUITE).ok_or("unknown suite")?;
     let client_id = live::firmware_client_id()?;
-    let secrets = generate_broker(&[suite.kem()], &mut OsRng);
-    let mut registry = Registry::default();
-    let keys = provision_sensor(
-        &secrets,
-        &mut registry,
-        client_id,
-        suite,
-        SuiteSet::EMPTY.with(suite),
-        &mut OsRng,
-    )
-    .map_err(|e| e.to_string())?;
+    let (secrets, registry, keys) = crate::e2e_session::provision_one(suite, client_id)?;
 
     // AUTH mode.
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let target = crate::util::workspace_root().join("target");
     let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target, &[])?;
     let site = Site::auth_mode("e2e-auth", &secrets, &registry, Conf::Documented, &plugin)?;
     let app = Subscriber::start(&site, "plain/#", 1, 60)?;
@@ -130,7 +126,10 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     }
     print!("{printed}");
     check_delivery(Mode::Auth, app).map_err(|e| format!("serial bridge: {e}\nbroker log:\n{}", site.log()))?;
-    Ok(())
+    drop(site);
+
+    // The sensor application: a whole session through the bridge.
+    crate::e2e_session::run(&plugin, &bin, args.no_build)
 }
 
 /// The provisioned image's own start (`OP_HELLO`) twice with the same host

@@ -19,6 +19,7 @@ pub mod chart;
 pub mod ct;
 pub mod device;
 pub mod e2e;
+pub mod e2e_session;
 pub mod flash;
 pub mod hosteval;
 pub mod kat;
@@ -80,6 +81,7 @@ pub const LAYERS: &[&str] = &[
     // the live sensor against a real broker (`mqtt --broker`)
     "live",
     "mqtt",
+    "e2e_session",
     "e2e",
     "mqtt_load",
     "bench",

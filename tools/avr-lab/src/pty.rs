@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -23,12 +23,57 @@ pub struct SimOnPty {
     path: String,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<(), String>>>,
+    changes: Arc<Mutex<Vec<Change>>>,
+}
+
+/// What the simulated board's surroundings do besides its UART: the
+/// voltage its ADC reads, the pins a test watches, and a tap on the line.
+#[derive(Default)]
+pub struct Surroundings {
+    /// The millivolts on ADC0 at a simulated cycle (set before each slice).
+    pub adc0_mv: Option<fn(u64) -> u32>,
+    /// Data-space addresses (I/O registers such as PORTB) whose every
+    /// change is recorded ([`SimOnPty::changes`]).
+    pub watch: Vec<u16>,
+    /// Sees, and may change, every byte on the serial line.
+    pub tap: Option<Box<dyn Tap + Send>>,
+    /// At most this many simulated seconds per real second. A board that
+    /// sleeps costs the simulator nothing, so without a pace its schedule
+    /// runs as fast as the host answers.
+    pub pace: Option<u32>,
+}
+
+/// A party on the serial line between the board and the host: it gets each
+/// run of bytes and writes what travels on in its place.
+pub trait Tap {
+    /// Bytes the board sent, on their way to the host.
+    fn board_to_host(&mut self, bytes: &[u8], out: &mut Vec<u8>);
+    /// Bytes the host sent, on their way to the board.
+    fn host_to_board(&mut self, bytes: &[u8], out: &mut Vec<u8>);
+}
+
+/// A watched byte changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// The simulated cycle (at the end of the slice it happened in).
+    pub cycle: u64,
+    /// The address.
+    pub addr: u16,
+    /// The new value.
+    pub value: u8,
 }
 
 impl SimOnPty {
     /// Loads `elf` for `mcu` in simavr and connects its UART0 to a new pty.
     pub fn start(elf: &Path, mcu: &str) -> Result<SimOnPty, String> {
+        Self::start_with(elf, mcu, Surroundings::default())
+    }
+
+    /// [`SimOnPty::start`] in `surroundings`.
+    pub fn start_with(elf: &Path, mcu: &str, surroundings: Surroundings) -> Result<SimOnPty, String> {
         let (mut master, path) = open_pty(Duration::from_millis(1))?;
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let recorded = changes.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let (elf, mcu, flag) = (elf.to_path_buf(), mcu.to_string(), stop.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -40,14 +85,20 @@ impl SimOnPty {
             if !ok {
                 return Ok(());
             }
-            serve(sim?, &mut master, &flag)
+            serve(sim?, &mut master, &flag, surroundings, &recorded)
         });
         ready_rx.recv().map_err(|_| "the simulator thread died".to_string())??;
         Ok(SimOnPty {
             path,
             stop,
             thread: Some(thread),
+            changes,
         })
+    }
+
+    /// The watched bytes' changes so far.
+    pub fn changes(&self) -> Vec<Change> {
+        self.changes.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
     /// The pty's path (`/dev/pts/N`): what a host opens as the board's port.
@@ -102,23 +153,64 @@ pub fn hung_up(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(5) || e.kind() == std::io::ErrorKind::BrokenPipe
 }
 
-/// Carries bytes between the pty and the simulated UART until `stop` or
-/// until the firmware stops (`OP_EXIT`).
-fn serve(mut sim: Sim, pty: &mut TTYPort, stop: &AtomicBool) -> Result<(), String> {
+/// Carries bytes between the pty and the simulated UART (through the tap,
+/// if any) until `stop` or until the firmware stops (`OP_EXIT`).
+fn serve(
+    mut sim: Sim,
+    pty: &mut TTYPort,
+    stop: &AtomicBool,
+    mut around: Surroundings,
+    changes: &Mutex<Vec<Change>>,
+) -> Result<(), String> {
     let mut buf = [0u8; 4096];
+    let mut tapped = Vec::new();
+    let mut last: Vec<Option<u8>> = vec![None; around.watch.len()];
+    let started = std::time::Instant::now();
+    let hz = u64::from(sim.frequency()).max(1);
     while !stop.load(Ordering::SeqCst) {
+        if let Some(pace) = around.pace {
+            let due = Duration::from_micros(sim.cycle().saturating_mul(1_000_000) / hz / u64::from(pace.max(1)));
+            if let Some(ahead) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(ahead.min(Duration::from_millis(20)));
+            }
+        }
         match pty.read(&mut buf) {
-            Ok(n) => sim.send(&buf[..n]),
+            Ok(n) => match around.tap.as_mut() {
+                Some(tap) => {
+                    tapped.clear();
+                    tap.host_to_board(&buf[..n], &mut tapped);
+                    sim.send(&tapped);
+                }
+                None => sim.send(&buf[..n]),
+            },
             Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {}
             // No one has the board's end open right now (a hang-up: EIO or
             // POLLHUP, which serialport reports as a broken pipe).
             Err(e) if hung_up(&e) => std::thread::sleep(Duration::from_millis(1)),
             Err(e) => return Err(format!("pty: {e}")),
         }
+        if let Some(mv) = around.adc0_mv {
+            sim.set_adc(0, mv(sim.cycle()));
+        }
         // Markers pile up otherwise; a board has none.
         sim.take_markers();
-        match sim.run_slice(SLICE) {
-            Ok(out) => pty.write_all(&out).map_err(|e| format!("pty: {e}"))?,
+        let ran = sim.run_slice(SLICE);
+        for (i, &addr) in around.watch.iter().enumerate() {
+            let now = sim.read_data(u32::from(addr), 1).map(|b| b[0]);
+            if now != last[i] {
+                if let (Some(value), Some(_)) = (now, last[i]) {
+                    let c = Change {
+                        cycle: sim.cycle(),
+                        addr,
+                        value,
+                    };
+                    changes.lock().map_err(|_| "the change log is poisoned")?.push(c);
+                }
+                last[i] = now;
+            }
+        }
+        let mut out = match ran {
+            Ok(out) => out,
             Err(avr_sim::Error::Exited { .. }) => {
                 let out = sim.take_output();
                 pty.write_all(&out).map_err(|e| format!("pty: {e}"))?;
@@ -134,7 +226,15 @@ fn serve(mut sim: Sim, pty: &mut TTYPort, stop: &AtomicBool) -> Result<(), Strin
                 return Ok(());
             }
             Err(e) => return Err(e.to_string()),
+        };
+        if let Some(tap) = around.tap.as_mut() {
+            if !out.is_empty() {
+                tapped.clear();
+                tap.board_to_host(&out, &mut tapped);
+                out = std::mem::take(&mut tapped);
+            }
         }
+        pty.write_all(&out).map_err(|e| format!("pty: {e}"))?;
     }
     Ok(())
 }

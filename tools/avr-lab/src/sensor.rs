@@ -255,8 +255,13 @@ pub fn suites_of(image: &crate::target::Image) -> Vec<Suite> {
         .into_iter()
         .find(|k| image.features.contains(&format!("mqtt-{}", k.name()).as_str()));
     let Some(kem) = kem else { return Vec::new() };
+    let hybrid = image.features.contains(&"mqtt-x25519");
+    if image.is_sensor_app() {
+        // The application runs one suite: the hybrid one if it has X25519.
+        return vec![Suite::new(kem, hybrid)];
+    }
     let mut v = vec![Suite::new(kem, false)];
-    if image.features.contains(&"mqtt-x25519") {
+    if hybrid {
         v.push(Suite::new(kem, true));
     }
     v

@@ -70,6 +70,9 @@ pub struct Image {
     /// that needs them ([`Image::needs_keys`]) gets them before it is built
     /// (`sensor::with_keys`: the measured handshake's, or a key file's).
     pub keys: Option<PathBuf>,
+    /// A sensor application image's policy, compiled in
+    /// (`SENSOR_APP_POLICY`); `None`: `avr_wire::app::Policy::DEFAULT`.
+    pub policy: Option<avr_wire::app::Policy>,
 }
 
 impl Image {
@@ -101,6 +104,7 @@ impl Image {
             features: vec!["rings"],
             opt_level: None,
             keys: None,
+            policy: None,
         }
     }
 
@@ -111,6 +115,7 @@ impl Image {
             features: vec!["primitives"],
             opt_level: None,
             keys: None,
+            policy: None,
         }
     }
 
@@ -121,6 +126,7 @@ impl Image {
             features: vec![g.feature()],
             opt_level: None,
             keys: None,
+            policy: None,
         }
     }
 
@@ -144,6 +150,7 @@ impl Image {
             features,
             opt_level: None,
             keys: None,
+            policy: None,
         }
     }
 
@@ -171,7 +178,47 @@ impl Image {
             // 24 KB X25519 table) and is within 0.5 % of 3 on the handshake.
             opt_level: Some("2"),
             keys: None,
+            policy: None,
         }
+    }
+
+    /// The sensor application image of `suite` (firmware feature
+    /// `sensor-app`, `avr_wire::app`): after reset it runs its session on
+    /// its own, with provisioned keys. Built like [`Image::mqtt`].
+    pub fn sensor_app(suite: kem_mqtt::Suite) -> Image {
+        let mut i = Image::mqtt(suite.kem(), suite.is_hybrid());
+        i.name = i.name.replacen("mqtt-", "app-", 1);
+        i.features.extend(["mqtt-provisioned", "sensor-app"]);
+        i
+    }
+
+    /// Whether this is a sensor application image.
+    pub fn is_sensor_app(&self) -> bool {
+        self.features.contains(&"sensor-app")
+    }
+
+    /// Every sensor application image: each KEM pure, then with X25519.
+    pub fn all_sensor_apps() -> Vec<Image> {
+        [false, true]
+            .into_iter()
+            .flat_map(|x| {
+                kem_mqtt::KemId::ALL
+                    .into_iter()
+                    .map(move |k| Image::sensor_app(kem_mqtt::Suite::new(k, x)))
+            })
+            .collect()
+    }
+
+    /// This image with `policy` compiled in. Built in a directory of its own.
+    pub fn with_policy(mut self, policy: avr_wire::app::Policy) -> Image {
+        if policy != avr_wire::app::Policy::DEFAULT {
+            self.name.push_str(&format!(
+                "-policy-{}-{}-{}",
+                policy.interval_s, policy.rekey_records, policy.rekey_s
+            ));
+            self.policy = Some(policy);
+        }
+        self
     }
 
     /// This sensor image with the key fields in `keys` compiled in (feature
@@ -294,7 +341,8 @@ pub fn all_images(mcu: Mcu) -> Vec<Image> {
 }
 
 /// Looks up `--image`: `rings`, a group feature, a KEM module name (dashes),
-/// `mqtt-<kem>[-x25519]`, or `all` (the images CI builds, without the KEM-MQTT ones).
+/// `mqtt-<kem>[-x25519]`, `app-<kem>[-x25519]`, or `all` (the images CI
+/// builds, without the KEM-MQTT ones).
 pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
     if name == "all" {
         return Ok(all_images(mcu));
@@ -304,6 +352,7 @@ pub fn images(mcu: Mcu, name: &str) -> Result<Vec<Image>, String> {
     known.extend(Kem::ALL.into_iter().map(Image::kem));
     known.extend(sram_table_images().into_iter().map(|(i, _)| i));
     known.extend(Image::all_mqtt());
+    known.extend(Image::all_sensor_apps());
     match known.iter().find(|i| i.name == name) {
         Some(i) => Ok(vec![i.clone()]),
         None => {
@@ -346,6 +395,7 @@ mod tests {
             features: vec![],
             opt_level: None,
             keys: None,
+            policy: None,
         };
         assert!(!never.elf(m).exists());
         assert!(!runnable(m, &never, true), "not built: skipped under --no-build");

@@ -80,14 +80,17 @@ enum Command {
     /// not confirm within 10 s is started again, up to 3 times. Auth mode
     /// needs a broker running the KEM-MQTT plugin.
     Sensor(SensorArgs),
-    /// Carry a sensor board's handshake and reading to the broker (the board holds the keys)
+    /// Carry a sensor board's session to the broker (the board holds the keys)
     ///
-    /// The board runs a sensor image with provisioned keys on its serial
-    /// port (cargo xtask flash --image mqtt-KEM[-x25519] --keys SENSOR.json).
-    /// The bridge asks it for a ClientHello of --suite, carries the flights
-    /// to the broker (auth mode: the plugin; topic mode: a gateway) and
-    /// back, then publishes the reading the board sealed; it holds no key
-    /// and sees no plaintext. Applications read it on plain/ID/t.
+    /// The board runs the sensor application with provisioned keys on its
+    /// serial port (cargo xtask flash --image app-KEM[-x25519] --keys
+    /// SENSOR.json): it shakes hands, sends a reading on a schedule and
+    /// re-keys on its own; the bridge carries each step to the broker (auth
+    /// mode: the plugin; topic mode: a gateway), hands it the commands
+    /// applications publish on cmd/ID/SUB, and runs until SIGTERM. It holds
+    /// no key and sees no plaintext; applications read plain/ID/reading.
+    /// With --suite it drives a harness image (--image mqtt-…) through one
+    /// handshake and its one reading (plain/ID/t) instead.
     SerialBridge(SerialBridgeArgs),
     /// A fleet of sensors against a broker: handshakes per second, latency, records per second
     ///
@@ -242,9 +245,12 @@ struct SerialBridgeArgs {
     baud: u32,
     #[command(flatten)]
     broker: BrokerArgs,
-    /// The suite the board runs (its image must serve it)
+    /// Drive a harness image (`mqtt-<kem>[-x25519]`) through one handshake of
+    /// SUITE and its one reading. Without it, the board runs a sensor
+    /// application image (`app-…`) and the bridge carries its whole session
+    /// (handshakes, readings, commands, re-keying) until SIGTERM or SIGINT
     #[arg(long, value_name = "SUITE", value_parser = parse_suite)]
-    suite: Suite,
+    suite: Option<Suite>,
     /// Auth mode (the KEM-MQTT plugin) or topic mode (a gateway)
     #[arg(long, value_enum, default_value_t = Mode::Auth)]
     mode: Mode,
@@ -385,7 +391,10 @@ fn main() -> ExitCode {
 
 fn serial_bridge(args: &SerialBridgeArgs) -> Result<(), CliError> {
     let wait = Duration::from_secs(args.wait.max(1));
-    let mut board = kem_mqtt_host::board::BoardSensor::open(&args.port, args.baud, args.suite, wait)
+    let Some(suite) = args.suite else {
+        return session_bridge(args, wait);
+    };
+    let mut board = kem_mqtt_host::board::BoardSensor::open(&args.port, args.baud, suite, wait)
         .map_err(|e| CliError::Host(HostError::Unexpected(e)))?;
     // The firmware seals its reading on its compiled-in record topic.
     let topic = std::str::from_utf8(avr_wire::mqtt::TOPIC)
@@ -401,6 +410,36 @@ fn serial_bridge(args: &SerialBridgeArgs) -> Result<(), CliError> {
         &mut |line| println!("serial-bridge: {line}"),
     )
     .map_err(|e| CliError::Host(HostError::Unexpected(e.to_string())))
+}
+
+/// `serial-bridge` without `--suite`: the session of an application image,
+/// until SIGTERM or SIGINT (the request in hand is answered first).
+fn session_bridge(args: &SerialBridgeArgs, wait: Duration) -> Result<(), CliError> {
+    use kem_mqtt_host::bridge::session::{self, SessionConfig};
+    let unexpected = |e: String| CliError::Host(HostError::Unexpected(e));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, stop.clone()).map_err(|e| unexpected(format!("signal {signal}: {e}")))?;
+    }
+    // Short reads: between the board's requests the bridge polls the broker.
+    let mut port = avr_serial::open(&args.port, args.baud, Duration::from_millis(50))
+        .map_err(|e| unexpected(format!("{}: {e}", args.port)))?;
+    let cfg = SessionConfig {
+        broker: args.broker.addr.clone(),
+        tls: args.broker.tls()?,
+        mode: args.mode,
+        wait,
+    };
+    println!(
+        "serial-bridge: carrying the session of the board on {} to {} ({} mode)",
+        args.port,
+        args.broker.addr,
+        args.mode.name()
+    );
+    let stats = session::serve(&mut port, &cfg, &stop, &mut |line| println!("serial-bridge: {line}"))
+        .map_err(|e| unexpected(e.to_string()))?;
+    println!("serial-bridge: stopped: {stats}");
+    Ok(())
 }
 
 fn provision(args: &ProvisionArgs) -> Result<(), CliError> {

@@ -15,6 +15,12 @@
 //!
 //! The client id is the one the ClientHello names. Every wait has a
 //! deadline; every failure is a [`BridgeError`].
+//!
+//! This module carries one handshake of a *harness* image, driven from the
+//! host (`serial-bridge --suite …`); [`session`] carries the whole life of
+//! a sensor *application* image, which drives itself.
+
+pub mod session;
 
 use std::fmt;
 use std::net::TcpStream;
@@ -166,6 +172,14 @@ fn describe(p: &Packet) -> String {
         Packet::Connect { client_id, .. } => format!("CONNECT ({client_id})"),
         Packet::ConnAck { reason, .. } => format!("CONNACK {reason:#04x} ({})", reason_name(*reason)),
         Packet::Publish { topic, payload } => format!("PUBLISH on {topic} ({} B)", payload.len()),
+        Packet::PublishQos1 {
+            packet_id,
+            topic,
+            payload,
+        } => format!("PUBLISH QoS 1 on {topic} (id {packet_id}, {} B)", payload.len()),
+        Packet::PubAck { packet_id, reason } => {
+            format!("PUBACK (id {packet_id}) {reason:#04x} ({})", reason_name(*reason))
+        }
         Packet::Subscribe { packet_id, .. } => format!("SUBSCRIBE (id {packet_id})"),
         Packet::SubAck { packet_id, reasons } => format!("SUBACK (id {packet_id}, {reasons:02x?})"),
         Packet::Auth { reason, auth_data, .. } => format!(

@@ -1,0 +1,241 @@
+//! The KEM-MQTT/1 sensor's state and steps, shared by the harness ops
+//! (`mqtt`: the host drives each step and measures it) and the sensor
+//! application (`app`: the board runs its own session): the image's KEM
+//! and layout, the keys, the EEPROM handshake counter, the statics the
+//! handshake lives in, and the three steps, each out of line so that its
+//! frame is its own.
+
+use core::ptr::addr_of_mut;
+
+use avr_wire::mqtt::{Layout, CF_LEN, MAX_ID_LEN, TAPE_LEN, X25519_LEN};
+use kem_common::Tape;
+use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
+
+#[cfg(feature = "mqtt-ctru-light-ascon")]
+pub(super) const KEM: KemId = KemId::CtruLightAscon;
+#[cfg(feature = "mqtt-ctru-light-sha3")]
+pub(super) const KEM: KemId = KemId::CtruLightSha3;
+#[cfg(feature = "mqtt-ml-kem-512")]
+pub(super) const KEM: KemId = KemId::MlKem512;
+#[cfg(feature = "mqtt-kyber512-r3")]
+pub(super) const KEM: KemId = KemId::Kyber512R3;
+#[cfg(feature = "mqtt-lightsaber")]
+pub(super) const KEM: KemId = KemId::LightSaber;
+
+pub(super) const L: Layout = Layout::of(KEM.scheme());
+/// The client id's length: provisioned, or the longest a request may carry.
+#[cfg(feature = "mqtt-provisioned")]
+pub(super) const ID_LEN: usize = {
+    let n = PROVISIONED_KEYS[0] as usize;
+    if n < MAX_ID_LEN {
+        n
+    } else {
+        MAX_ID_LEN
+    }
+};
+#[cfg(not(feature = "mqtt-provisioned"))]
+pub(super) const ID_LEN: usize = MAX_ID_LEN;
+pub(super) const FLIGHT: usize = L.flight_len(ID_LEN);
+/// The same fields, provisioned into the image (in flash on the
+/// ATmega4808: no SRAM); the start request must carry equal bytes.
+#[cfg(feature = "mqtt-provisioned")]
+pub(super) static PROVISIONED: [u8; L.keys_len()] = PROVISIONED_KEYS;
+#[cfg(feature = "mqtt-provisioned")]
+const PROVISIONED_KEYS: [u8; L.keys_len()] = *include_bytes!(concat!(env!("OUT_DIR"), "/provisioned-keys.bin"));
+/// The static-static X25519 secret, computed when the keys arrive
+/// (a sensor does it once, at provisioning: spec §3), not in the
+/// measured handshake.
+static mut X_STATIC: [u8; X25519_LEN] = [0; X25519_LEN];
+/// The start's random tape; in `finish`, where the tape is dead, the
+/// ClientFinished and the record (off the stack at its peak).
+pub(super) static mut TAPE: [u8; TAPE_LEN] = [0; TAPE_LEN];
+/// The ClientHello out (without the ephemeral public key, which goes out
+/// from [`EPHEMERAL`]), then the BrokerHello's first part in.
+pub(super) static mut FLIGHT_BUF: [u8; FLIGHT] = [0; FLIGHT];
+/// The ephemeral KEM secret key between the two steps (a static, so
+/// the state below stays small and moves cheaply); once the BrokerHello's
+/// first part has used it up, the rest of the BrokerHello comes into it.
+pub(super) static mut EPHEMERAL: EphemeralKey = EphemeralKey::new();
+/// The sensor between its two steps.
+pub(super) static mut STATE: Option<Sensor> = None;
+
+pub(super) type Sensor = AwaitBrokerHello<'static, &'static mut EphemeralKey>;
+
+/// The start's statics, each borrowed once: the state's slot, the
+/// ephemeral key, the tape and the flight buffer.
+///
+/// # Safety
+/// Single-threaded, and no earlier borrow of these statics is live (a
+/// handshake state, which borrows the ephemeral key, is dropped first).
+pub(super) unsafe fn start_buffers() -> (
+    &'static mut Option<Sensor>,
+    &'static mut EphemeralKey,
+    &'static [u8; TAPE_LEN],
+    &'static mut [u8; FLIGHT],
+) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        (
+            &mut *addr_of_mut!(STATE),
+            &mut *addr_of_mut!(EPHEMERAL),
+            &*core::ptr::addr_of!(TAPE),
+            &mut *addr_of_mut!(FLIGHT_BUF),
+        )
+    }
+}
+
+/// The ClientHello's pieces: `(head, len)` of [`SensorHandshake::start_split`].
+#[inline(never)]
+pub(super) fn k_start(
+    suite: Suite,
+    creds: SensorCredentials<'static>,
+    rng: &mut Tape<'_>,
+    out: &mut [u8; FLIGHT],
+    ephemeral: &'static mut EphemeralKey,
+    slot: &mut Option<Sensor>,
+) -> Result<(usize, usize), Error> {
+    // In place: the state (with its transcript sponge) is built in its
+    // static, not on the stack under the KEM.
+    SensorHandshake::start_split(slot, suite, creds, rng, out, ephemeral)
+}
+
+#[inline(never)]
+pub(super) fn k_finish(slot: &mut Option<Sensor>, head: &[u8]) -> Result<(), Error> {
+    AwaitBrokerHello::receive_broker_hello_head(slot, head)
+}
+
+#[inline(never)]
+pub(super) fn k_finish_rest(slot: &mut Option<Sensor>, len: usize, cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
+    AwaitBrokerHello::receive_broker_hello_rest(slot, len, cf).map(|(s, _)| s)
+}
+
+/// The cached static-static secret for a hybrid suite (`None`: the
+/// handshake computes it, or reports the bad key itself).
+fn cache_static_secret(
+    suite_id: u8,
+    x_sk: &[u8; X25519_LEN],
+    x_pk: &[u8; X25519_LEN],
+    out: &'static mut [u8; X25519_LEN],
+) -> Option<&'static [u8; X25519_LEN]> {
+    #[cfg(feature = "mqtt-x25519")]
+    if Suite::from_id(suite_id).is_ok_and(|s| s.is_hybrid()) {
+        if let Ok(secret) = kem_mqtt::static_x25519_secret(x_sk, x_pk) {
+            *out = secret;
+            return Some(out);
+        }
+    }
+    let _ = (suite_id, x_sk, x_pk, out);
+    None
+}
+
+/// The key fields of a start request.
+pub(super) struct Keys {
+    pub(super) id: &'static [u8],
+    pub(super) sk: &'static [u8; L.sk],
+    pub(super) x_sk: &'static [u8; X25519_LEN],
+    pub(super) pk: &'static [u8; L.pk],
+    pub(super) x_pk: &'static [u8; X25519_LEN],
+}
+
+/// The sensor's randomness for one handshake, into [`TAPE`]: the
+/// [`avr_wire::mqtt::TAPE_LABEL`]-KDF of its provisioned keys, its counter
+/// value `counter` (never used twice: [`next_counter`]) and the host's
+/// `nonce`.
+#[cfg(feature = "mqtt-provisioned")]
+pub(super) fn derive_tape(suite: Suite, counter: u32, nonce: &[u8; avr_wire::mqtt::HOST_NONCE_LEN]) {
+    // SAFETY: single-threaded; the handshake state that reads the tape is
+    // built after this returns.
+    let tape = unsafe { &mut *addr_of_mut!(TAPE) };
+    kem_mqtt::sym::kdf(
+        suite.family(),
+        avr_wire::mqtt::TAPE_LABEL,
+        &[&PROVISIONED[..], &counter.to_le_bytes(), nonce],
+        tape,
+    );
+}
+
+/// Counter values reserved in EEPROM at a time: one EEPROM write per this
+/// many handshakes (an EEPROM cell endures ~100,000 writes: a bridge that
+/// asks for handshakes as fast as it can would otherwise wear the counter
+/// out in about a day; now in about 64).
+#[cfg(feature = "mqtt-provisioned")]
+const COUNTER_BLOCK: u32 = 64;
+
+/// The counter values this boot has reserved: `(next, limit)`, every value
+/// below `limit` counted as used; `None` until the first handshake.
+#[cfg(feature = "mqtt-provisioned")]
+static mut RESERVED: Option<(u32, u32)> = None;
+
+/// The next handshake counter value. The EEPROM holds the end of the
+/// values reserved so far (erased: none); a block is reserved, written and
+/// read back before any of its values is used, so no value repeats, power
+/// losses included (a reset skips the rest of its block). `None` when the
+/// counter is exhausted or the EEPROM does not keep what is written.
+#[cfg(feature = "mqtt-provisioned")]
+pub(super) fn next_counter() -> Option<u32> {
+    use avr_harness::{eeprom_read, eeprom_write};
+    use avr_wire::mqtt::COUNTER_ADDR;
+    let addrs = [0u16, 1, 2, 3].map(|i| COUNTER_ADDR + i);
+    // SAFETY: single-threaded; the one borrow of the static.
+    let reserved = unsafe { &mut *addr_of_mut!(RESERVED) };
+    let (next, limit) = match *reserved {
+        Some(r) => r,
+        None => {
+            // Erased EEPROM reads 0xFF…: nothing reserved yet.
+            let stored = u32::from_le_bytes(addrs.map(eeprom_read));
+            let start = if stored == u32::MAX { 0 } else { stored };
+            (start, start)
+        }
+    };
+    let limit = if next < limit {
+        limit
+    } else {
+        let end = next.checked_add(COUNTER_BLOCK).filter(|&e| e != u32::MAX)?;
+        for (a, b) in addrs.iter().zip(end.to_le_bytes()) {
+            eeprom_write(*a, b);
+        }
+        if u32::from_le_bytes(addrs.map(eeprom_read)) != end {
+            return None;
+        }
+        end
+    };
+    *reserved = Some((next + 1, limit));
+    Some(next)
+}
+
+/// The provisioned key fields.
+#[cfg(feature = "mqtt-provisioned")]
+pub(super) fn provisioned_keys() -> Option<Keys> {
+    let (&id_len, rest) = PROVISIONED.split_first()?;
+    let (id, rest) = rest.split_first_chunk::<MAX_ID_LEN>()?;
+    let (sk, rest) = rest.split_first_chunk::<{ L.sk }>()?;
+    let (x_sk, rest) = rest.split_first_chunk::<X25519_LEN>()?;
+    let (pk, rest) = rest.split_first_chunk::<{ L.pk }>()?;
+    let (x_pk, _) = rest.split_first_chunk::<X25519_LEN>()?;
+    Some(Keys {
+        id: &id[..(id_len as usize).min(MAX_ID_LEN)],
+        sk,
+        x_sk,
+        pk,
+        x_pk,
+    })
+}
+
+/// The handshake's credentials from `keys`, the static-static X25519
+/// secret of a hybrid `suite_id` computed into [`X_STATIC`] (a sensor
+/// computes it once; the harness, whose keys arrive with each request, in
+/// every start, outside the measured window).
+pub(super) fn credentials(suite_id: u8, Keys { id, sk, x_sk, pk, x_pk }: Keys) -> SensorCredentials<'static> {
+    // SAFETY: single-threaded; the one borrow of the static, which the
+    // previous handshake's credentials no longer use (their state is gone).
+    let x_static = unsafe { &mut *addr_of_mut!(X_STATIC) };
+    let cached = cache_static_secret(suite_id, x_sk, x_pk, x_static);
+    SensorCredentials {
+        client_id: id,
+        kem_sk: sk,
+        x25519_sk: Some(x_sk),
+        broker_kem_pk: pk,
+        broker_x25519_pk: Some(x_pk),
+        x25519_static_secret: cached,
+    }
+}
