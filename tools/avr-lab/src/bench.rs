@@ -12,7 +12,7 @@ use crate::avr::{self, CallGraph};
 use crate::device::{encode, Device};
 use crate::opts::Rng;
 use crate::progress::Progress;
-use crate::records::{save, Record, MQTT_SCHEME, SCHEME};
+use crate::records::{save, Record, APP_SCHEME, MQTT_SCHEME, SCHEME};
 use crate::report::{markdown_table, regenerate};
 use crate::target;
 use crate::{kems as kemsim, published, simtest};
@@ -142,9 +142,15 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         // yasimavr; recorded only by an unfiltered run (a filtered one would
         // replace the tables with a part of them).
         let record = filter.is_empty();
-        crate::mega0::kat(mcu, &filter, no_build, false, record)?;
-        crate::mega0::primitives(mcu, &filter, no_build, record)?;
-        crate::mqtt::mega0(mcu, &filter, no_build, record, false)?;
+        // `--filter kem-mqtt-app`: only the application images, all of them (recorded).
+        if filter != APP_SCHEME {
+            crate::mega0::kat(mcu, &filter, no_build, false, record)?;
+            crate::mega0::primitives(mcu, &filter, no_build, record)?;
+            crate::mqtt::mega0(mcu, &filter, no_build, record, false)?;
+        }
+        if filter.is_empty() || filter == APP_SCHEME {
+            crate::mqtt::app_fit(mcu, no_build, true)?;
+        }
         return regenerate();
     }
     let ctx = sim_ctx(mcu);
@@ -171,8 +177,20 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         .iter()
         .any(|p| p.name.contains(&filter) || kemsim::PRIMITIVES_SCHEME.contains(&filter))
         && target::runnable(mcu, &target::Image::primitives(), no_build);
-    let steps =
-        ring_images.len() as u64 + u64::from(primitives_selected) + kem_images.len() as u64 + mqtt_images.len() as u64;
+    // The sensor application: the same two suites by default, every suite with a filter.
+    let app_suites: Vec<kem_mqtt::Suite> = kem_mqtt::Suite::ALL
+        .into_iter()
+        .filter(|s| format!("{APP_SCHEME}/{}", s.name()).contains(&filter))
+        .filter(|s| {
+            !filter.is_empty()
+                || MQTT_DEFAULT_IMAGES.contains(&target::Image::mqtt(s.kem(), s.is_hybrid()).name.as_str())
+        })
+        .collect();
+    let steps = ring_images.len() as u64
+        + u64::from(primitives_selected)
+        + kem_images.len() as u64
+        + mqtt_images.len() as u64
+        + app_suites.len() as u64;
     let mut progress = Progress::new("bench", steps);
     let mut ring_records = Vec::new();
     for image in &ring_images {
@@ -220,6 +238,20 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     if !mqtt_records.is_empty() {
         save(mcu.name, MQTT_SCHEME, &mqtt_records, true)?;
         all.extend(mqtt_records);
+    }
+    let mut app_records = Vec::new();
+    for suite in app_suites {
+        progress.step(&format!(
+            "the sensor application of {}: build, then a session",
+            suite.name()
+        ));
+        let (records, cycles) = bench_app(&ctx, suite, no_build)?;
+        simulated += cycles;
+        app_records.extend(records);
+    }
+    if !app_records.is_empty() {
+        save(mcu.name, APP_SCHEME, &app_records, true)?;
+        all.extend(app_records);
     }
     progress.finish();
     if all.is_empty() {
@@ -613,6 +645,32 @@ fn bench_mqtt(ctx: &Ctx, images: &[target::Image], filter: &str, no_build: bool)
         }
     }
     Ok((records, simulated))
+}
+
+/// The sensor application of `suite` (`crate::app_cost`): its handshake, a
+/// reading sealed and a command opened, each with the deepest stack of the
+/// step counted from the top of SRAM; code = the image's flash, static RAM
+/// its .data + .bss.
+fn bench_app(ctx: &Ctx, suite: kem_mqtt::Suite, no_build: bool) -> Result<(Vec<Record>, u64), String> {
+    let (cost, elf) = crate::app_cost::measure(ctx.mcu, suite, no_build)?;
+    let size = avr::sizes(ctx.mcu, &elf)?;
+    let mut records = Vec::new();
+    for (op, cycles, stack) in [
+        ("handshake", cost.handshake_cycles, cost.handshake_stack),
+        ("seal reading", cost.seal_cycles, cost.seal_stack),
+        ("open command", cost.open_cycles, cost.open_stack),
+    ] {
+        let mut rec = ctx.record(APP_SCHEME, suite.name(), op);
+        rec.cycles = cycles;
+        rec.stack_bytes = stack;
+        rec.code_bytes = size.flash();
+        rec.static_ram_bytes = Some(size.ram());
+        if let Some(level) = target::Image::sensor_app(suite).opt_level {
+            rec.toolchain = rec.toolchain.replace("opt-level 3", &format!("opt-level {level}"));
+        }
+        records.push(rec);
+    }
+    Ok((records, cost.total_cycles))
 }
 
 /// Keygen, encaps and decaps of every KEM of `image` on two KAT records.

@@ -69,7 +69,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let mcu = crate::target::mcu("atmega1284p")?;
     let suite = Suite::from_name(SUITE).ok_or("unknown suite")?;
     let client_id = live::firmware_client_id()?;
-    let (secrets, registry, keys) = crate::e2e_session::provision_one(suite, client_id)?;
+    let (secrets, registry, keys) = crate::sensor::provision_one(suite, client_id)?;
 
     // AUTH mode.
     let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target, &[])?;

@@ -28,10 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use avr_wire::app::{self as wire, Deframed, Deframer, Policy, Reading};
-use kem_mqtt::{Suite, SuiteSet};
-use kem_mqtt_host::keys::{BrokerSecrets, Registry, SensorKeys};
-use kem_mqtt_host::provision::{generate_broker, provision_sensor};
-use kem_mqtt_host::OsRng;
+use kem_mqtt::Suite;
 use mosquitto_site::{Conf, Site, Subscriber};
 
 use crate::pty::{Change, SimOnPty, Surroundings, Tap};
@@ -237,7 +234,7 @@ pub fn run(plugin: &Path, bin: &Path, no_build: bool) -> Result<(), String> {
     let mcu = crate::target::mcu("atmega1284p")?;
     let suite = Suite::from_name(SUITE).ok_or("unknown suite")?;
     let id = crate::live::firmware_client_id()?;
-    let (secrets, registry, keys) = provision_one(suite, id)?;
+    let (secrets, registry, keys) = crate::sensor::provision_one(suite, id)?;
     let image = crate::sensor::provisioned_image(mcu, Image::sensor_app(suite).with_policy(POLICY), &keys)?;
     // Built here even under --no-build: its keys and policy are this run's.
     let _ = no_build;
@@ -315,23 +312,6 @@ pub fn run(plugin: &Path, bin: &Path, no_build: bool) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
-}
-
-/// New broker keys for `suite`, and one sensor `id` enrolled with them:
-/// `(broker secrets, registry, the sensor's key file)`.
-pub fn provision_one(suite: Suite, id: &str) -> Result<(BrokerSecrets, Registry, SensorKeys), String> {
-    let secrets = generate_broker(&[suite.kem()], &mut OsRng);
-    let mut registry = Registry::default();
-    let keys = provision_sensor(
-        &secrets,
-        &mut registry,
-        id,
-        suite,
-        SuiteSet::EMPTY.with(suite),
-        &mut OsRng,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok((secrets, registry, keys))
 }
 
 fn tail(s: &str, n: usize) -> String {

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use avr_serial::serialport::TTYPort;
 
+use avr_wire::app::Policy;
+
 use crate::target::{self, Mcu};
 use crate::{avr, util};
 
@@ -33,7 +35,8 @@ pub struct FlashArgs {
     #[arg(long, default_value = "atmega1284p", value_parser = target::mcu)]
     pub mcu: Mcu,
     /// The image to flash: rings, a KEM image (kyber512-r3, ml-kem-512,
-    /// lightsaber, ctru-…) or a sensor image (`mqtt-<kem>[-x25519]`)
+    /// lightsaber, ctru-…), a sensor harness (`mqtt-<kem>[-x25519]`) or the
+    /// sensor application (`app-<kem>[-x25519]`, with --keys)
     #[arg(long, value_parser = crate::target::image_name)]
     pub image: String,
     /// The board's serial port (bootloader) or the UPDI adapter's, e.g. /dev/ttyUSB0
@@ -51,6 +54,18 @@ pub struct FlashArgs {
     /// `kem-mqtt serial-bridge`)
     #[arg(long, value_name = "FILE")]
     pub keys: Option<PathBuf>,
+    /// The sensor application's seconds between readings (default 60)
+    #[arg(long, value_name = "S", requires = "keys",
+          value_parser = clap::value_parser!(u32).range(i64::from(Policy::INTERVAL_S.0)..=i64::from(Policy::INTERVAL_S.1)))]
+    pub interval: Option<u32>,
+    /// The sensor application's records per session before a new handshake (default 1440)
+    #[arg(long, value_name = "N", requires = "keys",
+          value_parser = clap::value_parser!(u32).range(i64::from(Policy::REKEY_RECORDS.0)..=i64::from(Policy::REKEY_RECORDS.1)))]
+    pub rekey_records: Option<u32>,
+    /// The sensor application's session age in seconds before a new handshake (default 86400)
+    #[arg(long, value_name = "S", requires = "keys",
+          value_parser = clap::value_parser!(u32).range(i64::from(Policy::REKEY_S.0)..=i64::from(Policy::REKEY_S.1)))]
+    pub rekey_seconds: Option<u32>,
     /// Use the image already built
     #[arg(long)]
     pub no_build: bool,
@@ -124,12 +139,27 @@ pub fn run(o: &FlashArgs) -> Result<(), String> {
     };
     let image = match &o.keys {
         Some(path) => {
-            if !image.name.starts_with("mqtt-") {
-                return Err(format!("--keys provisions a sensor image (mqtt-…), not {}", image.name));
+            if !image.name.starts_with("mqtt-") && !image.is_sensor_app() {
+                return Err(format!(
+                    "--keys provisions a sensor image (mqtt-… or app-…), not {}",
+                    image.name
+                ));
             }
             let keys = kem_mqtt_host::keys::SensorKeys::load(path)
                 .map_err(|e| format!("--keys {}: {e} (write one with `kem-mqtt provision`)", path.display()))?;
-            crate::sensor::provisioned_image(o.mcu, image.clone(), &keys)?
+            let d = Policy::DEFAULT;
+            let policy = Policy {
+                interval_s: o.interval.unwrap_or(d.interval_s),
+                rekey_records: o.rekey_records.unwrap_or(d.rekey_records),
+                rekey_s: o.rekey_seconds.unwrap_or(d.rekey_s),
+            };
+            if policy != d && !image.is_sensor_app() {
+                return Err(format!(
+                    "--interval and --rekey-* set the sensor application's policy (app-…), not {}'s",
+                    image.name
+                ));
+            }
+            crate::sensor::provisioned_image(o.mcu, image.clone().with_policy(policy), &keys)?
         }
         None => crate::sensor::with_keys(o.mcu, image.clone())?,
     };
@@ -347,6 +377,28 @@ mod tests {
     #[ignore]
     fn avrdude_flashes_the_simulated_optiboot() {
         check().unwrap();
+    }
+
+    /// The application's policy: with keys only, within its bounds.
+    #[test]
+    fn policy_options_need_keys_and_stay_in_bounds() {
+        use clap::Parser;
+        let base = ["flash", "--image", "app-ctru-light-ascon", "--port", "/dev/null"];
+        let parse = |extra: &[&str]| FlashArgs::try_parse_from(base.iter().chain(extra));
+        let o = parse(&["--keys", "k.json", "--interval", "5", "--rekey-records", "30"]).unwrap();
+        assert_eq!(
+            (o.interval, o.rekey_records, o.rekey_seconds),
+            (Some(5), Some(30), None)
+        );
+        for bad in [
+            &["--interval", "5"][..],
+            &["--keys", "k", "--interval", "0"],
+            &["--keys", "k", "--interval", "86401"],
+            &["--keys", "k", "--rekey-records", "0"],
+            &["--keys", "k", "--rekey-seconds", "59"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! them (`bench::BenchArgs`, …), so the binary's `flags.rs` only names
 //! them.
 
+pub mod app_cost;
 pub mod avr;
 pub mod avrxt;
 pub mod bench;
@@ -20,6 +21,7 @@ pub mod ct;
 pub mod device;
 pub mod e2e;
 pub mod e2e_session;
+pub mod energy;
 pub mod flash;
 pub mod hosteval;
 pub mod kat;
@@ -59,6 +61,7 @@ pub const LAYERS: &[&str] = &[
     // what can be built, the published figures, the stored measurements
     "target",
     "published",
+    "energy",
     "hosteval",
     "records",
     // running firmware in a simulator, and the host side of each exchange
@@ -69,6 +72,7 @@ pub const LAYERS: &[&str] = &[
     // building
     "mega0_link",
     "avr",
+    "app_cost",
     // measuring and reporting
     "symbols",
     "avrxt",

@@ -240,6 +240,81 @@ fn stack_need_1284p(suite: Suite) -> Option<u32> {
         .max()
 }
 
+/// The sensor application images of every suite on `mcu` (a megaAVR-0 with
+/// no simulator of the application yet): built with keys, their flash and
+/// static RAM, whether they link, and the most SRAM they can leave spare:
+/// the margin counted with the handshake's painted stack peak of the
+/// suite's harness image measured in yasimavr (`benchmarks/<mcu>/kem-mqtt.json`);
+/// the application adds its own frames, so the real margin is smaller and
+/// unmeasured. With `record`, the table goes to
+/// `benchmarks/<mcu>/kem-mqtt-app-fit.md` and the images that link to
+/// `benchmarks/<mcu>/kem-mqtt-app.json` (operation `image`).
+pub fn app_fit(mcu: crate::target::Mcu, no_build: bool, record: bool) -> Result<(), String> {
+    let harness = crate::records::read_records(
+        &crate::records::bench_dir()
+            .join(mcu.name)
+            .join(format!("{}.json", crate::records::MQTT_SCHEME)),
+    )
+    .unwrap_or_default();
+    let mut table = String::from(
+        "| suite | image | flash B | static RAM B | handshake stack peak B (harness image) | SRAM spare B (at most) | links |\n\
+         |---|---|---:|---:|---:|---:|---|\n",
+    );
+    let mut records = Vec::new();
+    for suite in kem_mqtt::Suite::ALL {
+        let image = crate::target::Image::sensor_app(suite);
+        let (_, _, keys) = crate::sensor::provision_one(suite, "avr-1")?;
+        let provisioned = crate::sensor::provisioned_image(mcu, image.clone(), &keys)?;
+        let built = crate::avr::image_elf(mcu, &provisioned, no_build).and_then(|elf| crate::avr::sizes(mcu, &elf));
+        let peak = harness
+            .iter()
+            .filter(|r| r.variant == suite.name() && r.operation != "handshake")
+            .filter_map(|r| r.stack_bytes_painted)
+            .max();
+        let row = match built {
+            Ok(b) => {
+                let spare = peak.map(|p| i64::from(mcu.sram) - i64::from(b.ram()) - i64::from(p));
+                let mut r = crate::mega0::yasim_record(mcu, crate::records::APP_SCHEME, suite.name(), "image", None);
+                r.code_bytes = b.flash();
+                r.static_ram_bytes = Some(b.ram());
+                records.push(r);
+                format!(
+                    "| {} | {} | {} | {} | {} | {} | yes |",
+                    suite.name(),
+                    image.name,
+                    b.flash(),
+                    b.ram(),
+                    peak.map_or("–".into(), |p| p.to_string()),
+                    spare.map_or("–".into(), |s| s.to_string()),
+                )
+            }
+            Err(e) => format!(
+                "| {} | {} | – | – | {} | – | no: {} |",
+                suite.name(),
+                image.name,
+                peak.map_or("–".into(), |p| p.to_string()),
+                link_overflow(&e, mcu)
+            ),
+        };
+        println!("{row}");
+        table.push_str(&row);
+        table.push('\n');
+    }
+    let legend = format!(
+        "(flash = text + data image + rodata of the application image with keys, built at opt-level s; the \
+         application has not run in a simulator of the {} yet (yasimavr runs the harness in batch mode, with \
+         every request prepared before the run), so its stack is not measured: the harness's handshake peak \
+         is a lower bound of it, and the spare SRAM an upper bound. Whether each image keeps 512 B spare is \
+         open.)",
+        mcu.name
+    );
+    if record {
+        crate::records::record_fit_table(mcu.name, "kem-mqtt-app-fit", &format!("{table}\n{legend}\n"))?;
+        crate::records::save(mcu.name, crate::records::APP_SCHEME, &records, false)?;
+    }
+    Ok(())
+}
+
 /// What the linker's refusal says, in numbers: flash (`region `text'
 /// overflowed by N bytes`) and static RAM (`address A of … section `.bss'
 /// is not within region `data'`).

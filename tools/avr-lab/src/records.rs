@@ -12,6 +12,9 @@ pub const SCHEME: &str = "modarith";
 
 /// The scheme name of the KEM-MQTT/1 sensor handshake records.
 pub const MQTT_SCHEME: &str = "kem-mqtt";
+/// The `scheme` of the sensor application's records (`cargo xtask bench`,
+/// `app_cost.rs`): its handshake, a reading sealed, a command opened.
+pub const APP_SCHEME: &str = "kem-mqtt-app";
 
 /// One benchmark result, as stored in `benchmarks/<mcu>/<scheme>.json`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

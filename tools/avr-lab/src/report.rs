@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::records::{self, all_records, bench_dir, write, Record, MQTT_SCHEME, SCHEME};
-use crate::{chart, published, target, util};
+use crate::records::{self, all_records, bench_dir, write, Record, APP_SCHEME, MQTT_SCHEME, SCHEME};
+use crate::{chart, energy, published, target, util};
 
 fn ratio(ours: u64, theirs: Option<u64>) -> String {
     theirs
@@ -236,6 +236,7 @@ fn fit_sections() -> String {
         for (name, title) in [
             ("kem-fit", "KEM operations (KAT record 0)"),
             ("kem-mqtt-fit", "KEM-MQTT/1 sensor handshake"),
+            ("kem-mqtt-app-fit", "the sensor application"),
         ] {
             let path = bench_dir().join(mcu.name).join(format!("{name}.md"));
             if let Ok(table) = std::fs::read_to_string(&path) {
@@ -293,7 +294,8 @@ fn docs_markdown(records: &[Record]) -> String {
         } else {
             "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|\n"
         });
-        for r in rs {
+        // The application's image rows (sizes only) are in its own section.
+        for r in rs.iter().filter(|r| r.operation != "image") {
             let painted = r
                 .stack_bytes_painted
                 .map(|p| p.to_string())
@@ -324,6 +326,7 @@ fn docs_markdown(records: &[Record]) -> String {
     }
     s.push_str(&kem_summary(records));
     s.push_str(&mqtt_summary(records));
+    s.push_str(&app_summary(records));
     if let Some(run) = records::load_run() {
         s.push_str(&load_summary(&run));
     }
@@ -456,6 +459,136 @@ fn mqtt_summary(records: &[Record]) -> String {
         );
     }
     s.push('\n');
+    s
+}
+
+/// The sensor application's section: what its steps cost (measured), and
+/// what that means for a battery (an estimate, [`energy`]).
+fn app_summary(records: &[Record]) -> String {
+    let app = |mcu: &str, suite: &str, op: &str| {
+        records
+            .iter()
+            .find(|r| r.scheme == APP_SCHEME && r.mcu == mcu && r.variant == suite && r.operation == op)
+    };
+    let handshakes: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.scheme == APP_SCHEME && r.operation == "handshake")
+        .collect();
+    if handshakes.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "## The sensor application: what a reading costs\n\n\
+         `cargo xtask bench --filter kem-mqtt-app` runs each suite's application image (`app-<kem>[-x25519]`,\n\
+         provisioned keys, `crates/avr-wire/src/app.rs`) in simavr against the host playing its bridge and\n\
+         broker (`tools/avr-lab/src/app_cost.rs`): a handshake, the first reading sealed, a command (`led on`)\n\
+         opened and its answer sealed; the host opens every record. Cycles are the image's marker windows\n\
+         (UART, ADC and sleep excluded; marker cost not subtracted: 2 cycles); stack is the deepest SP of the\n\
+         step counted from the top of SRAM, so the application's own frames count.\n\n\
+         | MCU | suite | handshake M | seal a reading | open a command | stack B handshake/seal/open | image flash B | static RAM B |\n\
+         |---|---|---:|---:|---:|---|---:|---:|\n",
+    );
+    for h in &handshakes {
+        let (Some(seal), Some(open)) = (
+            app(&h.mcu, &h.variant, "seal reading"),
+            app(&h.mcu, &h.variant, "open command"),
+        ) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.2} | {} | {} | {}/{}/{} | {} | {} |",
+            h.mcu,
+            h.variant,
+            h.cycles as f64 / 1e6,
+            grouped(seal.cycles),
+            grouped(open.cycles),
+            h.stack_bytes,
+            seal.stack_bytes,
+            open.stack_bytes,
+            h.code_bytes,
+            h.static_ram_bytes.unwrap_or(0)
+        );
+    }
+    let _ = write!(
+        s,
+        "\n### Energy and battery life (an estimate)\n\n\
+         Priced for the default policy — a reading a minute, a handshake a day — on {battery}, at 20 MHz and\n\
+         {v} V, with {link} ms awake per request for the link (frame out, the bridge's round trip to the broker,\n\
+         the reply in: assumed, not measured) and the datasheets' typical currents:\n\n",
+        battery = energy::BATTERY,
+        v = energy::SUPPLY_V,
+        link = energy::LINK_S * 1000.0,
+    );
+    for c in energy::CURRENTS {
+        let _ = writeln!(
+            s,
+            "- {}: active {} mA, asleep {} µA — {}.",
+            c.mcu, c.active_ma, c.sleep_ua, c.source
+        );
+    }
+    s.push_str(
+        "\n`t_handshake = cycles/f + 4 × t_link`, `t_reading = seal cycles/f + t_link`,\n\
+         `I_avg = I_sleep + (I_active − I_sleep) × (1440 t_reading + t_handshake) / 86,400 s`, `E = V × I_active × t`,\n\
+         life = capacity / I_avg (`tools/avr-lab/src/energy.rs`). On the ATmega4808 the handshake is the\n\
+         sensor handshake measured in yasimavr (its AVRxt count, § KEM-MQTT/1 sensor handshake) and the seal is\n\
+         the ATmega1284p's count (the application has not run in a 4808 simulator yet); only the suites whose\n\
+         application image links for the 4808 (§ atmega4808: the sensor application — what fits).\n\n\
+         | MCU | suite | handshake mJ | reading µJ | active M cycles/h | average µA | battery years |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for h in &handshakes {
+        let Some(seal) = app(&h.mcu, &h.variant, "seal reading") else {
+            continue;
+        };
+        let mut rows = vec![(h.mcu.clone(), h.cycles)];
+        // The 4808: its measured sensor handshake of the same suite.
+        for m in target::MCUS.iter().filter(|m| !m.simulated) {
+            let fits = app(m.name, &h.variant, "image").is_some();
+            if let Some(hs) = records.iter().find(|r| {
+                fits && r.scheme == MQTT_SCHEME
+                    && r.mcu == m.name
+                    && r.variant == h.variant
+                    && r.operation == "handshake"
+            }) {
+                rows.push((m.name.to_string(), hs.cycles_avrxt.unwrap_or(hs.cycles)));
+            }
+        }
+        for (mcu, hs_cycles) in rows {
+            let Some(c) = energy::currents(&mcu) else { continue };
+            let e = energy::estimate(c, hs_cycles, seal.cycles);
+            let _ = writeln!(
+                s,
+                "| {mcu} | {} | {:.1} | {:.0} | {:.1} | {:.1} | {:.1} |",
+                h.variant,
+                e.handshake_mj,
+                e.reading_uj,
+                e.active_cycles_per_hour / 1e6,
+                e.average_ua,
+                e.life_years
+            );
+        }
+    }
+    let longest_seal = records
+        .iter()
+        .filter(|r| r.scheme == APP_SCHEME && r.operation == "seal reading")
+        .map(|r| r.cycles)
+        .max()
+        .unwrap_or(0) as f64
+        / energy::F_HZ;
+    let _ = writeln!(
+        s,
+        "\nThe longest seal takes {:.1} ms at 20 MHz; the link's assumed {:.0} ms {} a reading's awake time.\n\
+         Battery years count the MCU alone: where they exceed the cells' shelf life, the MCU is not what\n\
+         empties the battery (self-discharge and the regulator's quiescent current, not counted, are).\n",
+        longest_seal * 1000.0,
+        energy::LINK_S * 1000.0,
+        if longest_seal < energy::LINK_S {
+            "dominate"
+        } else {
+            "do not dominate"
+        }
+    );
     s
 }
 

@@ -371,6 +371,33 @@ pub fn provisioned_image(
     Ok(image.provisioned(path))
 }
 
+/// New broker keys for `suite`, and one sensor `id` enrolled with them:
+/// `(broker secrets, registry, the sensor's key file)`.
+pub fn provision_one(
+    suite: Suite,
+    id: &str,
+) -> Result<
+    (
+        kem_mqtt_host::keys::BrokerSecrets,
+        kem_mqtt_host::keys::Registry,
+        kem_mqtt_host::keys::SensorKeys,
+    ),
+    String,
+> {
+    let secrets = kem_mqtt_host::provision::generate_broker(&[suite.kem()], &mut kem_mqtt_host::OsRng);
+    let mut registry = kem_mqtt_host::keys::Registry::default();
+    let keys = kem_mqtt_host::provision::provision_sensor(
+        &secrets,
+        &mut registry,
+        id,
+        suite,
+        SuiteSet::EMPTY.with(suite),
+        &mut kem_mqtt_host::OsRng,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((secrets, registry, keys))
+}
+
 /// Seed of the keys and randomness of the measured handshakes.
 pub const SEED: u64 = 0x4D51_5454;
 
