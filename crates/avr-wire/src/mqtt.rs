@@ -71,7 +71,7 @@ pub const X25519_LEN: usize = 32;
 pub const CF_LEN: usize = 34;
 /// The topic of the record the sensor seals after the handshake: a sealed
 /// sensor → broker record of client `avr-1`, subtopic `t`, in the
-/// project's convention `kem-mqtt/data/<client id>/c2b[/<sub>]`
+/// project's convention `kem-mqtt/data/c2b/<client id>[/<sub>]`
 /// (`kem_mqtt_host::topics`). The topic is the record's associated data, so
 /// the live run against a real broker (`cargo xtask mqtt --broker …`) needs
 /// a sensor key file whose client id is `avr-1`, and refuses another.
