@@ -75,6 +75,9 @@ mod hw {
     }
 
     /// Writes WDTCSR (0x60) through the timed change sequence, interrupts off.
+    /// The timeout counts from the `wdr` after the new value: a counter
+    /// restarted only before the change may run out at the old period
+    /// (simavr reschedules its timer at a `wdr`, not at the write).
     fn watchdog(v: u8) {
         // SAFETY: the datasheet's sequence: WDCE|WDE, then the new value
         // within four cycles; SREG restored after.
@@ -85,6 +88,7 @@ mod hw {
                 "wdr",
                 "sts 0x60, {ce}",
                 "sts 0x60, {v}",
+                "wdr",
                 "out 0x3F, {sreg}",
                 sreg = out(reg) _,
                 ce = in(reg) WDCE | WDE,

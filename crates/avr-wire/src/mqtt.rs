@@ -51,6 +51,11 @@ pub const TAPE_LABEL: &[u8] = b"kem-mqtt/1 sensor randomness";
 /// EEPROM address of the handshake counter's reserved end (u32
 /// little-endian; erased: nothing reserved yet).
 pub const COUNTER_ADDR: u16 = 0;
+/// Counter values reserved in EEPROM at a time: one EEPROM write per this
+/// many handshakes (an EEPROM cell endures ~100,000 writes: a bridge that
+/// asks for handshakes as fast as it can would otherwise wear the counter
+/// out in about a day; now in about 64).
+pub const COUNTER_BLOCK: u32 = 64;
 /// Op id of `AwaitBrokerHello::receive_broker_hello_head`, the BrokerHello's
 /// first part (and its marker window).
 pub const OP_FINISH: u8 = 0x69;

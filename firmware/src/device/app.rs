@@ -12,8 +12,9 @@
 //!    replay window refuses an old one), acted on and answered on
 //!    `…/c2b/<id>/ack`;
 //! 4. a new handshake once the session reached the policy's records or
-//!    age, or on the `rekey` command, or after the link went down (the wait
-//!    doubling up to [`MAX_BACKOFF_S`] while it stays down);
+//!    age, or on the `rekey` command, or after the link went down (after a
+//!    wait of 1 s doubling up to [`MAX_BACKOFF_S`] until a record gets
+//!    through again);
 //! 5. power-down until the next reading, the watchdog armed throughout.
 
 use core::ptr::addr_of_mut;
@@ -135,15 +136,11 @@ impl App {
     /// commands that came back, then sleep.
     fn cycle(&mut self) {
         board::kick();
-        if session().is_none() {
-            if self.handshake().is_err() {
-                // SAFETY: single-threaded; a failed handshake's state goes.
-                unsafe { *addr_of_mut!(STATE) = None };
-                board::sleep_s(self.backoff_s);
-                self.backoff_s = (self.backoff_s * 2).min(MAX_BACKOFF_S);
-                return;
-            }
-            self.backoff_s = 1;
+        if session().is_none() && self.handshake().is_err() {
+            // SAFETY: single-threaded; a failed handshake's state goes.
+            unsafe { *addr_of_mut!(STATE) = None };
+            self.back_off();
+            return;
         }
         if self.pending.is_none() {
             let reading = Reading {
@@ -162,14 +159,18 @@ impl App {
         // brought, until nothing is left.
         while let Some(p) = self.pending.take() {
             match self.send_record(&p) {
-                Sent::Acked(0) => self.records += 1,
                 Sent::Acked(n) => {
                     self.records += 1;
-                    self.pending = self.act(n);
+                    // Only a record the broker took proves the link works.
+                    self.backoff_s = 1;
+                    if n > 0 {
+                        self.pending = self.act(n);
+                    }
                 }
                 Sent::Down => {
                     self.pending = Some(p);
                     end_session();
+                    self.back_off();
                     return;
                 }
             }
@@ -180,6 +181,16 @@ impl App {
         }
         board::sleep_s(self.policy.interval_s);
         self.age_s = self.age_s.saturating_add(self.policy.interval_s);
+    }
+
+    /// Sleeps before the next handshake: 1 s after the link last carried a
+    /// record, doubling up to [`MAX_BACKOFF_S`] while no record gets
+    /// through — so a party on the line that answers `LINK_DOWN` to every
+    /// record gets a handshake every few minutes at most, not one per
+    /// wake-up.
+    fn back_off(&mut self) {
+        board::sleep_s(self.backoff_s);
+        self.backoff_s = (self.backoff_s * 2).min(MAX_BACKOFF_S);
     }
 
     /// Sends one frame; returns its tag.

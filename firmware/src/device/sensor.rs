@@ -154,13 +154,6 @@ pub(super) fn derive_tape(suite: Suite, counter: u32, nonce: &[u8; avr_wire::mqt
     );
 }
 
-/// Counter values reserved in EEPROM at a time: one EEPROM write per this
-/// many handshakes (an EEPROM cell endures ~100,000 writes: a bridge that
-/// asks for handshakes as fast as it can would otherwise wear the counter
-/// out in about a day; now in about 64).
-#[cfg(feature = "mqtt-provisioned")]
-const COUNTER_BLOCK: u32 = 64;
-
 /// The counter values this boot has reserved: `(next, limit)`, every value
 /// below `limit` counted as used; `None` until the first handshake.
 #[cfg(feature = "mqtt-provisioned")]
@@ -174,7 +167,7 @@ static mut RESERVED: Option<(u32, u32)> = None;
 #[cfg(feature = "mqtt-provisioned")]
 pub(super) fn next_counter() -> Option<u32> {
     use avr_harness::{eeprom_read, eeprom_write};
-    use avr_wire::mqtt::COUNTER_ADDR;
+    use avr_wire::mqtt::{COUNTER_ADDR, COUNTER_BLOCK};
     let addrs = [0u16, 1, 2, 3].map(|i| COUNTER_ADDR + i);
     // SAFETY: single-threaded; the one borrow of the static.
     let reserved = unsafe { &mut *addr_of_mut!(RESERVED) };

@@ -55,13 +55,55 @@ pub fn measure(mcu: Mcu, suite: Suite, no_build: bool) -> Result<(AppCost, std::
     Ok((cost, elf))
 }
 
+/// The board's serial line, in whichever simulator runs it.
+trait Line {
+    /// The next `n` bytes the board sends.
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String>;
+    /// Bytes to the board.
+    fn send(&mut self, bytes: &[u8]) -> Result<(), String>;
+}
+
+impl Line for Sim {
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        self.run_until_output(n, BUDGET).map_err(|e| e.to_string())
+    }
+    fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+        Sim::send(self, bytes);
+        Ok(())
+    }
+}
+
+/// The ATmega4808 in yasimavr (`firmware/avr/yasim_app.py`), its USART0 on
+/// the child's pipes.
+struct Yasim {
+    child: std::process::Child,
+    stdout: std::process::ChildStdout,
+}
+
+impl Line for Yasim {
+    fn read(&mut self, n: usize) -> Result<Vec<u8>, String> {
+        use std::io::Read;
+        let mut buf = vec![0u8; n];
+        self.stdout
+            .read_exact(&mut buf)
+            .map_err(|e| format!("yasimavr stopped sending ({e})"))?;
+        Ok(buf)
+    }
+    fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().ok_or("yasimavr's stdin is closed")?;
+        stdin
+            .write_all(bytes)
+            .and_then(|()| stdin.flush())
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Reads one frame the board sends.
-fn read_frame(sim: &mut Sim) -> Result<(u8, u8, Vec<u8>), String> {
-    let head = sim
-        .run_until_output(wire::HEADER_LEN, BUDGET)
-        .map_err(|e| e.to_string())?;
+fn read_frame(line: &mut dyn Line) -> Result<(u8, u8, Vec<u8>), String> {
+    let head = line.read(wire::HEADER_LEN)?;
     let len = usize::from(u16::from_le_bytes([head[3], head[4]]));
-    let rest = sim.run_until_output(len + 2, BUDGET).map_err(|e| e.to_string())?;
+    let rest = line.read(len + 2)?;
     let mut d: Box<Deframer<{ wire::MAX_PAYLOAD }>> = Box::default();
     for &b in head.iter().chain(&rest) {
         match d.push(b) {
@@ -74,15 +116,15 @@ fn read_frame(sim: &mut Sim) -> Result<(u8, u8, Vec<u8>), String> {
 }
 
 /// Answers request `tag` with `kind` and `payload`.
-fn reply(sim: &mut Sim, kind: u8, tag: u8, payload: &[u8]) {
+fn reply(line: &mut dyn Line, kind: u8, tag: u8, payload: &[u8]) -> Result<(), String> {
     let mut out = vec![];
     let _ = wire::write_frame(kind, tag, &[payload], |b| out.extend_from_slice(b));
-    sim.send(&out);
+    line.send(&out)
 }
 
 /// The next request, which must be of `kind`: its tag and payload.
-fn expect(sim: &mut Sim, kind: u8) -> Result<(u8, Vec<u8>), String> {
-    let (k, tag, payload) = read_frame(sim)?;
+fn expect(line: &mut dyn Line, kind: u8) -> Result<(u8, Vec<u8>), String> {
+    let (k, tag, payload) = read_frame(line)?;
     if k != kind {
         return Err(format!(
             "the board sent {} where {} was due",
@@ -108,29 +150,119 @@ fn open_record(session: &mut Session, payload: &[u8]) -> Result<(String, Vec<u8>
 
 fn run(elf: &Path, mcu: Mcu, suite: Suite, state: &BrokerState) -> Result<AppCost, String> {
     let mut sim = Sim::load(elf, mcu.name).map_err(|e| e.to_string())?;
-    let (tag, payload) = expect(&mut sim, wire::NONCE_REQ)?;
+    session(&mut sim, suite, state)?;
+    let total_cycles = sim.cycle();
+    let markers = sim.take_markers();
+    cost(suite, &markers, mcu, total_cycles)
+}
+
+/// Runs the application image of `suite` on the ATmega4808 in yasimavr
+/// through the same session (no marker windows there: no cycles per
+/// step); what its EEPROM holds afterwards and the cycles simulated, as a
+/// line for the fit table.
+pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> Result<String, String> {
+    let python = crate::setup::yasim_python()?;
+    let script = crate::util::workspace_root().join("firmware/avr/yasim_app.py");
+    let mut child = std::process::Command::new(python)
+        .arg(script)
+        .arg(elf)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run yasimavr: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut line = Yasim { child, stdout };
+    let r = session(&mut line, suite, state);
+    drop(line.child.stdin.take());
+    let out = line.child.wait_with_output().map_err(|e| e.to_string())?;
+    let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    r.map_err(|e| format!("{} in yasimavr: {e} ({said})", mcu.name))?;
+    // `eeprom HEX cycles N`: the counter's reservation is its first 4 bytes.
+    let counter = said
+        .split_whitespace()
+        .nth(1)
+        .filter(|h| h.len() >= 8 && h.is_ascii())
+        .and_then(|h| {
+            let byte = |i: usize| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok();
+            Some(u32::from_le_bytes([byte(0)?, byte(1)?, byte(2)?, byte(3)?]))
+        })
+        .ok_or_else(|| format!("yasimavr said {said:?}"))?;
+    if counter != avr_wire::mqtt::COUNTER_BLOCK {
+        return Err(format!(
+            "after one handshake the EEPROM counter reserves {counter}, not {}",
+            avr_wire::mqtt::COUNTER_BLOCK
+        ));
+    }
+    Ok(format!("session ok, EEPROM counter block reserved ({counter})"))
+}
+
+/// The session the measurements run: a handshake, the first reading
+/// acknowledged with a command, the command's answer acknowledged.
+fn session(line: &mut dyn Line, suite: Suite, state: &BrokerState) -> Result<(), String> {
+    let mut session = handshake(line, suite, state)?;
+    first_records(line, &mut session)
+}
+
+/// The board's wait before each new handshake while the link answers
+/// `LINK_DOWN` to every record (what a party on the serial line can do):
+/// `rounds` times a handshake, its first record refused; the simulated
+/// seconds from each refusal to the next `NONCE_REQ`.
+pub fn back_off(elf: &Path, mcu: Mcu, suite: Suite, state: &BrokerState, rounds: usize) -> Result<Vec<f64>, String> {
+    let mut sim = Sim::load(elf, mcu.name).map_err(|e| e.to_string())?;
+    let mut waits = Vec::new();
+    let mut nonce_req = expect(&mut sim, wire::NONCE_REQ)?;
+    for _ in 0..rounds {
+        handshake_from(&mut sim, nonce_req, suite, state)?;
+        let (tag, _) = expect(&mut sim, wire::RECORD)?;
+        reply(&mut sim, wire::LINK_DOWN, tag, &[])?;
+        let refused_at = sim.cycle();
+        nonce_req = expect(&mut sim, wire::NONCE_REQ)?;
+        waits.push((sim.cycle() - refused_at) as f64 / f64::from(sim.frequency()));
+    }
+    Ok(waits)
+}
+
+/// A handshake with the board, from its `NONCE_REQ` to `ESTABLISHED`: the
+/// broker's session.
+fn handshake(line: &mut dyn Line, suite: Suite, state: &BrokerState) -> Result<Session, String> {
+    let nonce_req = expect(line, wire::NONCE_REQ)?;
+    handshake_from(line, nonce_req, suite, state)
+}
+
+/// [`handshake`] from a `NONCE_REQ` already read (its tag and payload).
+fn handshake_from(
+    line: &mut dyn Line,
+    (tag, payload): (u8, Vec<u8>),
+    suite: Suite,
+    state: &BrokerState,
+) -> Result<Session, String> {
     if payload != [suite.id()] {
         return Err(format!("NONCE_REQ for suite {payload:02x?}, not {:#04x}", suite.id()));
     }
-    reply(&mut sim, wire::NONCE, tag, &[0x5A; wire::NONCE_LEN]);
-    let (tag, hello) = expect(&mut sim, wire::CLIENT_HELLO)?;
+    reply(line, wire::NONCE, tag, &[0x5A; wire::NONCE_LEN])?;
+    let (tag, hello) = expect(line, wire::CLIENT_HELLO)?;
     let mut bh = vec![0u8; kem_mqtt::MAX_BROKER_HELLO_LEN];
     let (pending, n) = BrokerHandshake::accept(state, &hello, &mut OsRng, &mut bh)
         .map_err(|e| format!("the broker refuses the ClientHello: {e}"))?;
     bh.truncate(n);
     let head = n.min(kem_mqtt_host::board::layout(suite.kem()).broker_hello_head());
-    reply(&mut sim, wire::BROKER_HELLO_HEAD, tag, &bh[..head]);
-    let (tag, _) = expect(&mut sim, wire::REST_REQ)?;
-    reply(&mut sim, wire::BROKER_HELLO_REST, tag, &bh[head..]);
-    let (tag, cf) = expect(&mut sim, wire::CLIENT_FINISHED)?;
-    let mut session = pending
+    reply(line, wire::BROKER_HELLO_HEAD, tag, &bh[..head])?;
+    let (tag, _) = expect(line, wire::REST_REQ)?;
+    reply(line, wire::BROKER_HELLO_REST, tag, &bh[head..])?;
+    let (tag, cf) = expect(line, wire::CLIENT_FINISHED)?;
+    let session = pending
         .receive_client_finished(&cf)
         .map_err(|e| format!("the broker refuses the ClientFinished: {e}"))?;
-    reply(&mut sim, wire::ESTABLISHED, tag, &[]);
+    reply(line, wire::ESTABLISHED, tag, &[])?;
+    Ok(session)
+}
 
+/// The first reading acknowledged with a command, and the command's answer.
+fn first_records(line: &mut dyn Line, session: &mut Session) -> Result<(), String> {
     // The first reading, acknowledged with a command.
-    let (tag, payload) = expect(&mut sim, wire::RECORD)?;
-    let (sub, text) = open_record(&mut session, &payload)?;
+    let (tag, payload) = expect(line, wire::RECORD)?;
+    let (sub, text) = open_record(session, &payload)?;
     let reading = Reading::parse(&text).filter(|r| sub == wire::READING_SUB && r.number == 0);
     if reading.is_none() {
         return Err(format!(
@@ -146,17 +278,15 @@ fn run(elf: &Path, mcu: Mcu, suite: Suite, state: &BrokerState) -> Result<AppCos
     let mut ack = vec![3u8];
     ack.extend_from_slice(b"led");
     ack.extend_from_slice(&command[..n]);
-    reply(&mut sim, wire::ACK, tag, &ack);
+    reply(line, wire::ACK, tag, &ack)?;
     // The command's answer.
-    let (tag, payload) = expect(&mut sim, wire::RECORD)?;
-    let (sub, text) = open_record(&mut session, &payload)?;
+    let (tag, payload) = expect(line, wire::RECORD)?;
+    let (sub, text) = open_record(session, &payload)?;
     if sub != wire::ACK_SUB || text != b"led ok" {
         return Err(format!("the answer is {sub}: {:?}", String::from_utf8_lossy(&text)));
     }
-    reply(&mut sim, wire::ACK, tag, &[]);
-    let total_cycles = sim.cycle();
-    let markers = sim.take_markers();
-    cost(suite, &markers, mcu, total_cycles)
+    reply(line, wire::ACK, tag, &[])?;
+    Ok(())
 }
 
 /// A window of the run: its cycles, and the deepest stack within it

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use avr_wire::app::{self as wire, Deframed, Deframer, Policy, Reading};
 use kem_mqtt::Suite;
+use kem_mqtt_host::keys::BrokerState;
 use mosquitto_site::{Conf, Site, Subscriber};
 
 use crate::pty::{Change, SimOnPty, Surroundings, Tap};
@@ -240,7 +241,9 @@ pub fn run(plugin: &Path, bin: &Path, no_build: bool) -> Result<(), String> {
     let _ = no_build;
     let elf = crate::avr::image_elf(mcu, &image, false)?;
 
-    let site = Site::auth_mode("e2e-session", &secrets, &registry, Conf::Documented, plugin)?;
+    let state = kem_mqtt_host::keys::BrokerState { secrets, registry };
+    back_off_holds(&elf, mcu, suite, &state)?;
+    let site = Site::auth_mode("e2e-session", &state.secrets, &state.registry, Conf::Documented, plugin)?;
     let (app, lines) = Subscriber::start_live(&site, "plain/#")?;
     let done = Arc::new(Mutex::new(Vec::new()));
     let armed = Arc::new(AtomicBool::new(false));
@@ -311,6 +314,24 @@ pub fn run(plugin: &Path, bin: &Path, no_build: bool) -> Result<(), String> {
         seen.acks.len(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// A party on the line that answers `LINK_DOWN` to every record gets a
+/// handshake after 1, 2, 4, 8 … s, not one per wake-up (the board's
+/// back-off; simavr, no broker: `app_cost::back_off`).
+fn back_off_holds(elf: &Path, mcu: crate::target::Mcu, suite: Suite, state: &BrokerState) -> Result<(), String> {
+    let waits = crate::app_cost::back_off(elf, mcu, suite, state, 4)?;
+    for (k, w) in waits.iter().enumerate() {
+        let due = f64::from(1u32 << k);
+        if !(0.9 * due..=1.1 * due + 0.1).contains(w) {
+            return Err(format!(
+                "after refused record {} the board waited {w:.2} s, not about {due} s (waits {waits:.2?})",
+                k + 1
+            ));
+        }
+    }
+    println!("e2e: session: LINK_DOWN to every record: the board waits {waits:.2?} s before each new handshake");
     Ok(())
 }
 

@@ -230,13 +230,7 @@ pub struct Measured {
 /// crashed or refused one (a handler's own error is in its payload).
 pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) -> Result<Vec<Measured>, String> {
     let root = util::workspace_root();
-    let python = root.join(".venv/bin/python");
-    if !python.exists() {
-        return Err(format!(
-            "the ATmega4808 runs need yasimavr in {} (run `cargo xtask setup --yasimavr`)",
-            python.display()
-        ));
-    }
+    let python = crate::setup::yasim_python()?;
     let mut lines = format!(
         "{OP_EMPTY:02x}
 {OP_CYCLES:02x}
@@ -317,7 +311,7 @@ pub fn yasim_measured_avrxt(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Pa
     let mut measured = yasim_measured(elf, requests, scratch)?;
     let root = util::workspace_root();
     let trace_file = scratch.with_extension("trace.json");
-    let out = Command::new(root.join(".venv/bin/python"))
+    let out = Command::new(crate::setup::yasim_python()?)
         .arg(root.join("firmware/avr/yasim_trace.py"))
         .arg(elf)
         .arg(scratch)

@@ -257,13 +257,15 @@ pub fn app_fit(mcu: crate::target::Mcu, no_build: bool, record: bool) -> Result<
     )
     .unwrap_or_default();
     let mut table = String::from(
-        "| suite | image | flash B | static RAM B | handshake stack peak B (harness image) | SRAM spare B (at most) | links |\n\
-         |---|---|---:|---:|---:|---:|---|\n",
+        "| suite | image | flash B | static RAM B | handshake stack peak B (harness image) | SRAM spare B (at most) | links | in yasimavr (handshake, reading, command) |\n\
+         |---|---|---:|---:|---:|---:|---|---|\n",
     );
     let mut records = Vec::new();
+    let mut failed = Vec::new();
     for suite in kem_mqtt::Suite::ALL {
         let image = crate::target::Image::sensor_app(suite);
-        let (_, _, keys) = crate::sensor::provision_one(suite, "avr-1")?;
+        let (secrets, registry, keys) = crate::sensor::provision_one(suite, "avr-1")?;
+        let state = kem_mqtt_host::keys::BrokerState { secrets, registry };
         let provisioned = crate::sensor::provisioned_image(mcu, image.clone(), &keys)?;
         let built = crate::avr::image_elf(mcu, &provisioned, no_build).and_then(|elf| crate::avr::sizes(mcu, &elf));
         let peak = harness
@@ -278,18 +280,23 @@ pub fn app_fit(mcu: crate::target::Mcu, no_build: bool, record: bool) -> Result<
                 r.code_bytes = b.flash();
                 r.static_ram_bytes = Some(b.ram());
                 records.push(r);
+                let ran = crate::app_cost::run_on_mega0(mcu, suite, &b.elf, &state);
+                if let Err(e) = &ran {
+                    failed.push(e.clone());
+                }
                 format!(
-                    "| {} | {} | {} | {} | {} | {} | yes |",
+                    "| {} | {} | {} | {} | {} | {} | yes | {} |",
                     suite.name(),
                     image.name,
                     b.flash(),
                     b.ram(),
                     peak.map_or("–".into(), |p| p.to_string()),
                     spare.map_or("–".into(), |s| s.to_string()),
+                    ran.unwrap_or_else(|e| format!("failed: {e}")),
                 )
             }
             Err(e) => format!(
-                "| {} | {} | – | – | {} | – | no: {} |",
+                "| {} | {} | – | – | {} | – | no: {} | – |",
                 suite.name(),
                 image.name,
                 peak.map_or("–".into(), |p| p.to_string()),
@@ -311,6 +318,13 @@ pub fn app_fit(mcu: crate::target::Mcu, no_build: bool, record: bool) -> Result<
     if record {
         crate::records::record_fit_table(mcu.name, "kem-mqtt-app-fit", &format!("{table}\n{legend}\n"))?;
         crate::records::save(mcu.name, crate::records::APP_SCHEME, &records, false)?;
+    }
+    if !failed.is_empty() {
+        return Err(format!(
+            "{} application session(s) failed in yasimavr:\n{}",
+            failed.len(),
+            failed.join("\n")
+        ));
     }
     Ok(())
 }

@@ -280,6 +280,19 @@ pub fn setup(opts: &SetupArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The Python of the yasimavr environment (`.venv`), or how to make it.
+pub fn yasim_python() -> Result<std::path::PathBuf, String> {
+    let python = util::workspace_root().join(".venv/bin/python");
+    if python.exists() {
+        Ok(python)
+    } else {
+        Err(format!(
+            "the ATmega4808 runs need yasimavr in {} (run `cargo xtask setup --yasimavr`)",
+            python.display()
+        ))
+    }
+}
+
 /// yasimavr (the ATmega4808 simulator) into `.venv`; it builds from source (≈ 2 min).
 pub fn setup_yasimavr() -> Result<(), String> {
     let venv = util::workspace_root().join(".venv");
@@ -291,12 +304,31 @@ pub fn setup_yasimavr() -> Result<(), String> {
         .args(["-c", "import yasimavr"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !have {
+    // yasimavr checks every NVM write against the flash sections' access
+    // rights, EEPROM writes too, with the EEPROM offset taken for a flash
+    // address: the 4808's EEPROM page-buffer store (the sensor's handshake
+    // counter) crashes it with "CPU writing a locked flash address". Built
+    // with YASIMAVR_NO_ACC_CTRL, the check is compiled out; our firmware
+    // never writes flash, so nothing it could catch is lost.
+    let marker = venv.join("yasimavr-no-acc-ctrl");
+    if !have || !marker.exists() {
         eprintln!(
-            "xtask: building yasimavr from PyPI into {} (≈ 2 minutes)",
+            "xtask: building yasimavr from PyPI into {} without flash access control (≈ 2 minutes)",
             venv.display()
         );
-        util::run(Command::new(&python).args(["-m", "pip", "install", "-q", "yasimavr"]))?;
+        util::run(
+            Command::new(&python)
+                .args(["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps"])
+                .args(["--no-binary", "yasimavr", "--no-cache-dir", "yasimavr"])
+                .env("CFLAGS", "-DYASIMAVR_NO_ACC_CTRL")
+                .env("CXXFLAGS", "-DYASIMAVR_NO_ACC_CTRL"),
+        )?;
+        if !have {
+            // Its dependencies, which --no-deps left out on a first install.
+            util::run(Command::new(&python).args(["-m", "pip", "install", "-q", "yasimavr"]))?;
+        }
+        std::fs::write(&marker, "built with -DYASIMAVR_NO_ACC_CTRL\n")
+            .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
     }
     eprintln!("xtask: yasimavr available in {}", venv.display());
     Ok(())
