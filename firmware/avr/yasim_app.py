@@ -7,6 +7,12 @@ The host (`tools/avr-lab/src/app_cost.rs`) plays the bridge and the broker on
 the other end of the pipes. On exit one line goes to stderr:
 `eeprom HEX cycles N`: the first 8 EEPROM bytes (the handshake counter's
 reservation) and the simulated cycles. A crash exits with status 1.
+
+yasimavr 0.1 has no model of the watchdog's registers (WDT.CTRLA, WDT.STATUS
+at 0x100-0x101): reading one crashes the model. The run sets
+IgnoreBadCpuIO, so those reads give 0 and the writes are dropped: the
+application runs without a watchdog here. YASIM_APP_TRACE=1 logs every run
+of bytes in and out on stderr, with its cycle.
 """
 import os
 import select
@@ -20,34 +26,58 @@ STOPPED = (_corelib.Device.State.Done, _corelib.Device.State.Crashed)
 EEPROM_START = 0x1400
 # 1 ms of a 20 MHz MCU between two looks at the pipes.
 STEP = 20_000
+# Simulated cycles without a byte from the board after which it counts as
+# hung (50 s: the board asks again after 10 s without an answer).
+IDLE_LIMIT = 1_000_000_000
 
 
 def main(elf):
+    # yasimavr logs on the process's stdout, which carries the UART here:
+    # the log goes to stderr, the UART bytes to a copy of the old stdout.
+    data = os.fdopen(os.dup(1), 'wb', buffering=0)
+    os.dup2(2, 1)
     dev = load_device('atmega4808')
     fw = _corelib.Firmware.read_elf(elf)
     if not fw:
         sys.exit('cannot read ' + elf)
     fw.frequency = 20_000_000
+    # A 5 V supply: the ADC's references need one.
+    fw.vcc = 5.0
     loop = _corelib.SimLoop(dev)
     loop.set_fast_mode(True)
     dev.load_firmware(fw)
+    dev.set_option(_corelib.Device.Option.IgnoreBadCpuIO, True)
+    # The temperature the internal sensor reads (°C).
+    req = _corelib.ctlreq_data_t()
+    req.data = _corelib.vardata_t(25.0)
+    dev.ctlreq(_corelib.IOCTL_ADC('0'), _corelib.CTLREQ_ADC_SET_TEMP, req)
     uart = UART_IO(dev, 0)
     probe = _corelib.DeviceDebugProbe(dev)
     stdin = sys.stdin.buffer.fileno()
     os.set_blocking(stdin, False)
-    out = sys.stdout.buffer
+    out = data
+    last_output = 0
     while True:
         ready, _, _ = select.select([stdin], [], [], 0)
         if ready:
-            data = os.read(stdin, 4096)
-            if not data:
+            chunk = os.read(stdin, 4096)
+            if not chunk:
                 break
-            uart.write(data)
+            uart.write(chunk)
+            if os.environ.get('YASIM_APP_TRACE'):
+                print(f'in  {loop.cycle()} {chunk[:8].hex()} ({len(chunk)} B)', file=sys.stderr, flush=True)
         loop.run(STEP)
         n = uart.available()
         if n:
-            out.write(uart.read(n))
-            out.flush()
+            got = bytes(uart.read(n))
+            out.write(got)
+            last_output = loop.cycle()
+            if os.environ.get('YASIM_APP_TRACE'):
+                print(f'out {loop.cycle()} {got[:8].hex()} ({len(got)} B)', file=sys.stderr, flush=True)
+        elif loop.cycle() - last_output > IDLE_LIMIT:
+            print(f'hung: no byte for {IDLE_LIMIT} cycles (the last at cycle {last_output}), pc {probe.read_pc():#x}, cycles {loop.cycle()}',
+                  file=sys.stderr, flush=True)
+            sys.exit(1)
         if dev.state() in STOPPED:
             print(f'stopped: state={dev.state()} cycles {loop.cycle()}', file=sys.stderr, flush=True)
             sys.exit(1)

@@ -143,6 +143,20 @@ pub fn run() -> Result<(), String> {
             "ATmega4808 sensor fit: all 10 suites, 512 B of SRAM to spare",
             Box::new(|| mqtt::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)),
         ),
+        // The sensor application on the 4808: a handshake, a temperature
+        // reading, a command, the EEPROM counter (yasimavr; the whole e2e
+        // session runs on the simulated 1284p above).
+        (
+            "ATmega4808 sensor application in yasimavr (ctru-light-ascon+x25519)",
+            Box::new(|| {
+                mqtt::app_fit(
+                    target::mcu("atmega4808")?,
+                    "kem-mqtt-app/ctru-light-ascon+x25519",
+                    false,
+                    true,
+                )
+            }),
+        ),
     ];
     let mut progress = progress::Progress::new("ci", steps.len() as u64);
     for (name, step) in &steps {

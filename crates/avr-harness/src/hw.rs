@@ -294,10 +294,11 @@ pub fn eeprom_read(addr: u16) -> u8 {
 /// Writes `value` to byte `addr` of the EEPROM and waits until it is
 /// written (≈ 3.4 ms on the chip).
 ///
-/// Tested in simavr on the ATmega1284p (`cargo xtask e2e`). The megaAVR-0
-/// sequence is the datasheet's (page buffer, then ERWP under CCP), but
-/// yasimavr 0.x stops on its page-buffer store ("CPU writing a locked flash
-/// address"), so on the ATmega4808 it is untested until it runs on a board.
+/// Tested in simavr on the ATmega1284p (`cargo xtask e2e`) and, the
+/// megaAVR-0 sequence (page buffer, then ERWP under CCP), in yasimavr on the
+/// ATmega4808 by the sensor application (`cargo xtask bench --mcu atmega4808
+/// --filter kem-mqtt-app`; yasimavr built without its flash access check,
+/// which refuses the page-buffer store).
 pub fn eeprom_write(addr: u16, value: u8) {
     // SAFETY: as in eeprom_read; the timed sequences run with interrupts off
     // (the firmware never enables them).

@@ -451,14 +451,11 @@ impl Command {
     #[inline(never)]
     pub fn parse(sub: &[u8], arg: &[u8]) -> Result<Command, CommandError> {
         let arg = trim(arg);
-        let number = |(lo, hi): (u32, u32)| match parse_u32(arg) {
-            Some(n) if (lo..=hi).contains(&n) => Ok(n),
-            _ => Err(CommandError::BadArgument),
-        };
+        let number = |bounds| bounded(arg, bounds);
         match sub {
             b"led" => match arg {
-                b"on" | b"1" => Ok(Command::Led(true)),
-                b"off" | b"0" => Ok(Command::Led(false)),
+                b"on" => Ok(Command::Led(true)),
+                b"off" => Ok(Command::Led(false)),
                 _ => Err(CommandError::BadArgument),
             },
             b"interval" => number(Policy::INTERVAL_S).map(Command::Interval),
@@ -477,6 +474,16 @@ impl Command {
             Command::RekeySeconds(s) => policy.rekey_s = s,
             Command::Led(_) | Command::Rekey => {}
         }
+    }
+}
+
+/// `arg` as a number within `lo..=hi` (out of line: one copy for every
+/// command that takes a number).
+#[inline(never)]
+fn bounded(arg: &[u8], (lo, hi): (u32, u32)) -> Result<u32, CommandError> {
+    match parse_9_digits(arg) {
+        Some(n) if n >= lo && n <= hi => Ok(n),
+        _ => Err(CommandError::BadArgument),
     }
 }
 
@@ -501,6 +508,23 @@ pub fn parse_u32(s: &[u8]) -> Option<u32> {
             return None;
         }
         n = n.checked_mul(10)?.checked_add(u32::from(c - b'0'))?;
+    }
+    Some(n)
+}
+
+/// A decimal number of 1 to 9 digits: every bound a command has fits, and
+/// nine digits cannot overflow a `u32`, so the board's copy needs no
+/// overflow checks (code the 4808's flash is short of).
+fn parse_9_digits(s: &[u8]) -> Option<u32> {
+    if s.is_empty() || s.len() > 9 {
+        return None;
+    }
+    let mut n: u32 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u32::from(c - b'0');
     }
     Some(n)
 }

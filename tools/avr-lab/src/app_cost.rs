@@ -180,6 +180,9 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
     r.map_err(|e| format!("{} in yasimavr: {e} ({said})", mcu.name))?;
     // `eeprom HEX cycles N`: the counter's reservation is its first 4 bytes.
     let counter = said
+        .lines()
+        .last()
+        .unwrap_or("")
         .split_whitespace()
         .nth(1)
         .filter(|h| h.len() >= 8 && h.is_ascii())

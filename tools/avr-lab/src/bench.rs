@@ -142,14 +142,15 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         // yasimavr; recorded only by an unfiltered run (a filtered one would
         // replace the tables with a part of them).
         let record = filter.is_empty();
-        // `--filter kem-mqtt-app`: only the application images, all of them (recorded).
-        if filter != APP_SCHEME {
+        // `--filter kem-mqtt-app[/SUITE]`: only the application images (all
+        // of them recorded; one suite's only run).
+        if !filter.starts_with(APP_SCHEME) {
             crate::mega0::kat(mcu, &filter, no_build, false, record)?;
             crate::mega0::primitives(mcu, &filter, no_build, record)?;
             crate::mqtt::mega0(mcu, &filter, no_build, record, false)?;
         }
-        if filter.is_empty() || filter == APP_SCHEME {
-            crate::mqtt::app_fit(mcu, no_build, true)?;
+        if filter.is_empty() || filter.starts_with(APP_SCHEME) {
+            crate::mqtt::app_fit(mcu, &filter, record || filter == APP_SCHEME, false)?;
         }
         return regenerate();
     }

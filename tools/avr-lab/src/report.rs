@@ -532,8 +532,9 @@ fn app_summary(records: &[Record]) -> String {
          `I_avg = I_sleep + (I_active − I_sleep) × (1440 t_reading + t_handshake) / 86,400 s`, `E = V × I_active × t`,\n\
          life = capacity / I_avg (`tools/avr-lab/src/energy.rs`). On the ATmega4808 the handshake is the\n\
          sensor handshake measured in yasimavr (its AVRxt count, § KEM-MQTT/1 sensor handshake) and the seal is\n\
-         the ATmega1284p's count (the application has not run in a 4808 simulator yet); only the suites whose\n\
-         application image links for the 4808 (§ atmega4808: the sensor application — what fits).\n\n\
+         the ATmega1284p's count (the 4808 application runs its session in yasimavr, which stamps no marker\n\
+         windows); only the suites whose\n\
+         application image links and runs its session there (§ atmega4808: the sensor application — what fits).\n\n\
          | MCU | suite | handshake mJ | reading µJ | active M cycles/h | average µA | battery years |\n\
          |---|---|---:|---:|---:|---:|---:|\n",
     );
