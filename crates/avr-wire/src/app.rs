@@ -230,6 +230,14 @@ pub fn write_frame(kind: u8, tag: u8, parts: &[&[u8]], mut write: impl FnMut(&[u
     Ok(())
 }
 
+/// One whole frame in a new buffer (the hosts': the bridge, the lab).
+#[cfg(feature = "std")]
+pub fn frame(kind: u8, tag: u8, payload: &[u8]) -> Result<std::vec::Vec<u8>, FrameError> {
+    let mut out = std::vec::Vec::with_capacity(payload.len() + OVERHEAD);
+    write_frame(kind, tag, &[payload], |b| out.extend_from_slice(b))?;
+    Ok(out)
+}
+
 /// Reads frames from a byte stream: feed it bytes, take whole frames. It
 /// never allocates; `N` is the largest payload it keeps.
 pub struct Deframer<const N: usize> {

@@ -117,8 +117,7 @@ fn read_frame(line: &mut dyn Line) -> Result<(u8, u8, Vec<u8>), String> {
 
 /// Answers request `tag` with `kind` and `payload`.
 fn reply(line: &mut dyn Line, kind: u8, tag: u8, payload: &[u8]) -> Result<(), String> {
-    let mut out = vec![];
-    let _ = wire::write_frame(kind, tag, &[payload], |b| out.extend_from_slice(b));
+    let out = wire::frame(kind, tag, payload).map_err(|e| format!("a reply of {} B: {e:?}", payload.len()))?;
     line.send(&out)
 }
 

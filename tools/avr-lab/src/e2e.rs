@@ -64,7 +64,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let target = crate::util::workspace_root().join("target");
     if args.session_only {
         let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target, &[])?;
-        return crate::e2e_session::run(&plugin, &kem_mqtt_cli()?, args.no_build);
+        return crate::e2e_session::run(&plugin, &kem_mqtt_cli()?);
     }
     let mcu = crate::target::mcu("atmega1284p")?;
     let suite = Suite::from_name(SUITE).ok_or("unknown suite")?;
@@ -129,7 +129,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     drop(site);
 
     // The sensor application: a whole session through the bridge.
-    crate::e2e_session::run(&plugin, &bin, args.no_build)
+    crate::e2e_session::run(&plugin, &bin)
 }
 
 /// The provisioned image's own start (`OP_HELLO`) twice with the same host

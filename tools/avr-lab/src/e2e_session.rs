@@ -87,12 +87,6 @@ struct Attacker {
     done: Arc<Mutex<Vec<String>>>,
 }
 
-fn frame(kind: u8, tag: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = vec![];
-    let _ = wire::write_frame(kind, tag, &[payload], |b| out.extend_from_slice(b));
-    out
-}
-
 impl Tap for Attacker {
     fn board_to_host(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(bytes);
@@ -103,7 +97,7 @@ impl Tap for Attacker {
             if kind != wire::RECORD {
                 continue;
             }
-            let whole = frame(kind, tag, payload);
+            let whole = wire::frame(kind, tag, payload).unwrap_or_default();
             if self.armed.swap(false, Ordering::SeqCst) {
                 let log = |s: String| self.done.lock().map(|mut d| d.push(s)).ok();
                 // To the bridge: the previous RECORD again, byte for byte,
@@ -116,7 +110,7 @@ impl Tap for Attacker {
                 if let Some(last) = forged.last_mut() {
                     *last ^= 0x01;
                 }
-                out.extend_from_slice(&frame(kind, tag.wrapping_add(0x40), &forged));
+                out.extend_from_slice(&wire::frame(kind, tag.wrapping_add(0x40), &forged).unwrap_or_default());
                 log(format!(
                     "forged a RECORD frame ({} B, right CRC) to the bridge",
                     whole.len()
@@ -124,7 +118,7 @@ impl Tap for Attacker {
                 // To the board: the first command again, under the tag it
                 // waits for now.
                 if let Some(cmd) = &self.first_command {
-                    self.inject_to_board = frame(wire::ACK, tag, cmd);
+                    self.inject_to_board = wire::frame(wire::ACK, tag, cmd).unwrap_or_default();
                     log("replayed the first command (led on) to the board, with the tag it awaits".into());
                 }
             }
@@ -231,14 +225,13 @@ impl Seen {
 
 /// Runs the session; `plugin` is the built mosquitto plugin, `bin` the
 /// `kem-mqtt` command line.
-pub fn run(plugin: &Path, bin: &Path, no_build: bool) -> Result<(), String> {
+pub fn run(plugin: &Path, bin: &Path) -> Result<(), String> {
     let mcu = crate::target::mcu("atmega1284p")?;
     let suite = Suite::from_name(SUITE).ok_or("unknown suite")?;
     let id = crate::live::firmware_client_id()?;
     let (secrets, registry, keys) = crate::sensor::provision_one(suite, id)?;
     let image = crate::sensor::provisioned_image(mcu, Image::sensor_app(suite).with_policy(POLICY), &keys)?;
-    // Built here even under --no-build: its keys and policy are this run's.
-    let _ = no_build;
+    // Built always (`e2e --no-build` too): its keys and policy are this run's.
     let elf = crate::avr::image_elf(mcu, &image, false)?;
 
     let state = kem_mqtt_host::keys::BrokerState { secrets, registry };

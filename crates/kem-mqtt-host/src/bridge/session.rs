@@ -156,9 +156,8 @@ pub fn serve<P: Read + Write>(
                 wire::REFUSED => bridge.stats.refused += 1,
                 _ => {}
             }
-            let mut out = Vec::with_capacity(payload.len() + wire::OVERHEAD);
             // Every answer is far below MAX_PAYLOAD (a BrokerHello ≤ 1.6 KB).
-            let _ = wire::write_frame(answer, tag, &[&payload], |b| out.extend_from_slice(b));
+            let out = wire::frame(answer, tag, &payload).unwrap_or_default();
             port.write_all(&out)
                 .and_then(|()| port.flush())
                 .map_err(|error| BridgeError::Io {
@@ -553,9 +552,7 @@ mod tests {
     }
 
     fn frame(kind: u8, tag: u8, payload: &[u8]) -> Vec<u8> {
-        let mut out = vec![];
-        wire::write_frame(kind, tag, &[payload], |b| out.extend_from_slice(b)).unwrap();
-        out
+        wire::frame(kind, tag, payload).unwrap()
     }
 
     /// `(kind, tag, payload)` of every frame in `bytes`.
