@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target of fuzz/ for a fixed time (default 10 s each,
-# one after the other: one core). Fails on the first crash, panic, leak,
-# timeout or allocation above the limit; the crashing input is left in
-# fuzz/artifacts/<target>/.
+# FUZZ_JOBS at a time, default one per core). Fails on a crash, panic, leak,
+# timeout or allocation above the limit in any target; the crashing input is
+# left in fuzz/artifacts/<target>/.
 #
 #   ci/fuzz-smoke.sh            # 10 s per target
 #   FUZZ_SECONDS=600 ci/fuzz-smoke.sh kem_ml_kem_512   # one target, longer
@@ -34,21 +34,42 @@ if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
 fi
 
-summary=()
-for t in "${targets[@]}"; do
+# One target per core at a time (each fuzzer is one process, one thread).
+JOBS="${FUZZ_JOBS:-$(nproc)}"
+logs="$(mktemp -d)"
+fuzz_one() {
+    local t="$1"
     mkdir -p "corpus/$t"
-    log="$(mktemp)"
     echo "== fuzz $t for ${SECONDS_PER_TARGET}s"
-    if ! cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" "corpus/$t" -- \
+    if cargo +nightly fuzz run "${FUZZ_FLAGS[@]}" "$t" "corpus/$t" -- \
         -max_total_time="$SECONDS_PER_TARGET" -malloc_limit_mb="$MALLOC_LIMIT_MB" -rss_limit_mb=2048 \
-        -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
-        tail -n 60 "$log"
-        echo "FAIL: fuzz target $t (input in fuzz/artifacts/$t/)"
-        exit 1
+        -timeout=10 -print_final_stats=1 >"$logs/$t.log" 2>&1; then
+        touch "$logs/$t.ok"
     fi
-    execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-    summary+=("$t: $execs executions in ${SECONDS_PER_TARGET}s")
-    rm -f "$log"
+}
+running=0
+for t in "${targets[@]}"; do
+    if [ "$running" -ge "$JOBS" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    fuzz_one "$t" &
+    running=$((running + 1))
 done
+wait
+summary=()
+failed=0
+for t in "${targets[@]}"; do
+    if [ ! -e "$logs/$t.ok" ]; then
+        tail -n 60 "$logs/$t.log"
+        echo "FAIL: fuzz target $t (input in fuzz/artifacts/$t/)"
+        failed=$((failed + 1))
+        continue
+    fi
+    execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$logs/$t.log" | grep -o '[0-9]*$' || echo '?')
+    summary+=("$t: $execs executions in ${SECONDS_PER_TARGET}s")
+done
+rm -rf "$logs"
 printf '%s\n' "${summary[@]}"
-echo "${#targets[@]} passed, 0 failed"
+echo "$(( ${#targets[@]} - failed )) passed, $failed failed"
+[ "$failed" -eq 0 ]

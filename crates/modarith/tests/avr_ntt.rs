@@ -16,12 +16,25 @@ use modarith::{KRed2x, Modulus, Montgomery, Ntt, NttFriendlyMontgomery, Reductio
 mod common;
 use common::Rng;
 
-/// Random inputs per routine (besides the extremes): every transform sees
-/// thousands, as the AVR pipeline's rules ask; the base multiplications run
-/// each case three ways (out, accumulate, in place).
-const TRANSFORM_CASES: usize = 1000;
-const BASE_MUL_CASES: usize = 334;
-const BASE_INV_CASES: usize = 200;
+/// Random inputs per routine (besides the extremes), times
+/// [`repeat`]: every transform sees 250, the base multiplications run 84
+/// cases three ways each (out, accumulate, in place), the base inversion 50.
+/// About 17,000 simulated calls per table placement. Four times as many (the
+/// count every CI ran until issue #33) took 7 minutes of one core; that run
+/// is one `AVR_NTT_REPEAT=4` away.
+const TRANSFORM_CASES: usize = 250;
+const BASE_MUL_CASES: usize = 84;
+const BASE_INV_CASES: usize = 50;
+
+/// `AVR_NTT_REPEAT=N` multiplies the random cases by N (a longer run, e.g.
+/// after changing the generator); 1 when unset.
+fn repeat() -> usize {
+    std::env::var("AVR_NTT_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n >= 1)
+        .unwrap_or(1)
+}
 
 /// Where the routines under test read their tables.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -127,7 +140,7 @@ fn run_base_mul<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
         (extreme, extreme, extreme),
         (extreme, [1 - q as i16; N], [1 - q as i16; N]),
     ];
-    cases.extend((0..BASE_MUL_CASES).map(|_| (rng.poly::<N>(q), rng.poly::<N>(q), rng.poly::<N>(q))));
+    cases.extend((0..BASE_MUL_CASES * repeat()).map(|_| (rng.poly::<N>(q), rng.poly::<N>(q), rng.poly::<N>(q))));
     // 0: out = a∘b, 1: out += a∘b, 2: a = a∘b (out aliases a), 4: b = a∘b.
     const MODES: [u8; 4] = [0, 1, 2, 4];
     for (n, (a, b, out)) in cases.iter().enumerate() {
@@ -181,7 +194,7 @@ fn run_base_inv<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u
     let tables = gamma_tables::<R, 512, 7>(id);
     let mut rng = Rng::new(seed);
     let mut cases: Vec<[i16; 512]> = vec![[768; 512], [-768; 512], [1; 512]];
-    cases.extend((0..BASE_INV_CASES).map(|_| rng.poly::<512>(769)));
+    cases.extend((0..BASE_INV_CASES * repeat()).map(|_| rng.poly::<512>(769)));
     for (i, case) in cases.iter_mut().enumerate().skip(3).step_by(3) {
         let at = (8 * i) % 512; // a block start (multiple of 4)
         case[at..at + 4].fill(0); // a zero block: not invertible
@@ -291,7 +304,8 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
     if small {
         let span = 2 * SMALL_INPUT as u64 + 1;
         inputs.extend(
-            (0..TRANSFORM_CASES).map(|_| core::array::from_fn(|_| (rng.next_u64() % span) as i16 - SMALL_INPUT)),
+            (0..TRANSFORM_CASES * repeat())
+                .map(|_| core::array::from_fn(|_| (rng.next_u64() % span) as i16 - SMALL_INPUT)),
         );
     } else if q == 7681 && !inverse {
         // Breaks the routine unless a middle layer centres its outputs.
@@ -299,7 +313,7 @@ fn run_ring<R: Reduction, const N: usize, const L: u32>(sim: &mut Sim, id: u8, s
         inputs.push(core::array::from_fn(|i| growth[i % 256]));
     }
     if !small {
-        inputs.extend((0..TRANSFORM_CASES).map(|_| rng.poly::<N>(q)));
+        inputs.extend((0..TRANSFORM_CASES * repeat()).map(|_| rng.poly::<N>(q)));
     }
     for (n, input) in inputs.iter().enumerate() {
         let mut request = request(id, &tables, n == 0);

@@ -35,28 +35,24 @@ fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds the plugin (a no-op when it is up to date) into `target_dir`.
-fn build(target_dir: &Path, features: &[&str]) -> PathBuf {
-    mosquitto_site::build_plugin(Path::new(env!("CARGO")), target_dir, features).unwrap()
-}
-
 /// The plugin as users build it: `cargo build -p mosquitto-kem-plugin --profile plugin`.
 pub fn plugin_path() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| match std::env::var_os("MOSQUITTO_KEM_PLUGIN") {
         Some(p) => PathBuf::from(p),
-        None => build(&target_dir(), &[]),
+        None => mosquitto_site::build_plugin(Path::new(env!("CARGO")), &target_dir(), &[]).unwrap(),
     })
     .clone()
 }
 
-/// The same with the test-only feature `fault-injection`, in a target
-/// directory of its own so the two builds do not overwrite each other.
+/// The same with the test-only feature `fault-injection`, built with a
+/// profile of its own (`plugin-faults`) so the two builds do not overwrite
+/// each other.
 pub fn fault_plugin_path() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| match std::env::var_os("MOSQUITTO_KEM_FAULT_PLUGIN") {
         Some(p) => PathBuf::from(p),
-        None => build(&target_dir().join("mosquitto-kem-plugin-faults"), &["fault-injection"]),
+        None => mosquitto_site::build_fault_plugin(Path::new(env!("CARGO")), &target_dir()).unwrap(),
     })
     .clone()
 }
