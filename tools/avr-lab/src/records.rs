@@ -238,7 +238,20 @@ pub struct LoadRow {
 
 /// The stored load run, if any.
 pub fn load_run() -> Option<LoadRun> {
-    let text = std::fs::read_to_string(load_path()).ok()?;
+    load_run_at(&load_path())
+}
+
+/// The load run of the last revision whose every MQTT client was the
+/// crate's own codec (a52f8d9, the parent of the commit that moved topic
+/// mode to `rumqttc`), measured by its own `cargo xtask mqtt-load`: the
+/// "before" of the report's side-by-side table.
+pub fn load_before_rumqttc_path() -> PathBuf {
+    bench_dir().join("kem-mqtt-load-before-rumqttc.json")
+}
+
+/// The load run stored at `path`, if any.
+pub fn load_run_at(path: &Path) -> Option<LoadRun> {
+    let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
 }
 

@@ -329,6 +329,9 @@ fn docs_markdown(records: &[Record]) -> String {
     s.push_str(&app_summary(records));
     if let Some(run) = records::load_run() {
         s.push_str(&load_summary(&run));
+        if let Some(before) = records::load_run_at(&records::load_before_rumqttc_path()) {
+            s.push_str(&load_before_after(&before, &run));
+        }
     }
     s.push_str(&fit_sections());
     s.push_str(&related_summary(records));
@@ -651,6 +654,63 @@ fn load_summary(run: &records::LoadRun) -> String {
     s
 }
 
+/// The load figures of the last hand-written-client revision beside the
+/// current run's, row for row (issue #37).
+fn load_before_after(before: &records::LoadRun, after: &records::LoadRun) -> String {
+    let mut s = format!(
+        "### Before and after the maintained MQTT client\n\n\
+         Before: revision `{}` (`benchmarks/kem-mqtt-load-before-rumqttc.json`), every client on the \
+         crate's own MQTT codec. After: revision `{}`, topic mode's gateway and sensors and, in both \
+         modes, the application that counts the readings on `rumqttc` (its blocking client); AUTH \
+         mode's sensors stay on the codec (rumqttc 0.25 expects CONNACK right after CONNECT and \
+         cannot carry the AUTH exchange), so the AUTH rows' handshake figures changed no MQTT code \
+         and show how much two runs differ by themselves. Same command, same fleet ({} sensors per \
+         suite, {} at a time, {} readings each); {}.\n\n\
+         | mode | suite | handshakes/s before → after | latency p99 ms before → after | readings/s before → after | broker CPU µs before → after | gateway CPU µs before → after |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+        before.git_revision,
+        after.git_revision,
+        after.sensors,
+        after.concurrency,
+        after.records,
+        if before.machine == after.machine {
+            format!("the same machine ({})", after.machine)
+        } else {
+            format!("NOT the same machine: before {}, after {}", before.machine, after.machine)
+        }
+    );
+    for a in &after.rows {
+        let Some(b) = before
+            .rows
+            .iter()
+            .find(|b| b.result.mode == a.result.mode && b.result.suite == a.result.suite)
+        else {
+            continue;
+        };
+        let gateway = if a.result.mode == "topic" {
+            format!("{:.0} → {:.0}", b.gateway_cpu_us, a.gateway_cpu_us)
+        } else {
+            "–".into()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.0} → {:.0} | {:.1} → {:.1} | {:.0} → {:.0} | {:.0} → {:.0} | {gateway} |",
+            a.result.mode,
+            a.result.suite,
+            b.result.handshakes_per_second,
+            a.result.handshakes_per_second,
+            b.result.latency_p99_ms,
+            a.result.latency_p99_ms,
+            b.result.records_per_second,
+            a.result.records_per_second,
+            b.broker_cpu_us,
+            a.broker_cpu_us,
+        );
+    }
+    s.push('\n');
+    s
+}
+
 /// One KEM variant's three records, in operation order.
 fn kem_groups(records: &[Record]) -> Vec<[&Record; 3]> {
     let mut out = Vec::new();
@@ -966,6 +1026,27 @@ mod tests {
         // A stored run survives the round trip through its JSON.
         let json = serde_json::to_string(&run).unwrap();
         assert_eq!(serde_json::from_str::<records::LoadRun>(&json).unwrap(), run);
+
+        // Beside an earlier run: the row pairs up by mode and suite.
+        let mut after = run.clone();
+        after.git_revision = "def".into();
+        after.rows[0].result.handshakes_per_second = 200.0;
+        after.rows[0].gateway_cpu_us = 280.0;
+        let md = load_before_after(&run, &after);
+        assert!(md.contains("Before: revision `abc`"), "{md}");
+        assert!(md.contains("After: revision `def`"), "{md}");
+        assert!(
+            md.contains("| topic | ml-kem-512+x25519 | 123 → 200 | 9.5 → 9.5 | 999 → 999 | 150 → 150 | 300 → 280 |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn the_stored_before_run_still_reads() {
+        // The side-by-side table silently disappears if the stored "before"
+        // file stops parsing: it must parse, with every mode and suite.
+        let before = records::load_run_at(&records::load_before_rumqttc_path()).expect("the before-rumqttc load run");
+        assert_eq!(before.rows.len(), 2 * kem_mqtt::Suite::ALL.len());
     }
 
     #[test]
