@@ -1,12 +1,21 @@
 """Run the sensor application on an ATmega4808 in yasimavr, its USART0 on this
 process's stdin and stdout (raw bytes both ways), until stdin closes.
 
-    python3 firmware/avr/yasim_app.py FIRMWARE.elf
+    python3 firmware/avr/yasim_app.py FIRMWARE.elf [BSS_END RAMEND]
 
 The host (`tools/avr-lab/src/app_cost.rs`) plays the bridge and the broker on
 the other end of the pipes. On exit one line goes to stderr:
-`eeprom HEX cycles N`: the first 8 EEPROM bytes (the handshake counter's
-reservation) and the simulated cycles. A crash exits with status 1.
+`eeprom HEX cycles N stack S`: the first 8 EEPROM bytes (the handshake
+counter's reservation), the simulated cycles and the stack's peak. A crash
+or a hang exits with status 1; its line ends with `stack S` as well.
+
+The stack is measured by paint: yasimavr tracks no stack pointer, so
+before the first instruction SRAM from BSS_END (the end of static data,
+`__bss_end`) to RAMEND is filled with 0xA5, and at the end the lowest byte
+that lost its paint gives the peak, counted from the top of SRAM (the
+application's own frames included). S is `overflow` when not even the byte
+at BSS_END kept its paint: the stack ran into static data. Without the two
+addresses no stack is measured (S is `-`).
 
 yasimavr 0.1 has no model of the watchdog's registers (WDT.CTRLA, WDT.STATUS
 at 0x100-0x101): reading one crashes the model. The run sets
@@ -23,6 +32,7 @@ from yasimavr.lib import core as _corelib
 from yasimavr.utils.uart import UART_IO
 
 STOPPED = (_corelib.Device.State.Done, _corelib.Device.State.Crashed)
+PAINT = 0xA5
 EEPROM_START = 0x1400
 # 1 ms of a 20 MHz MCU between two looks at the pipes.
 STEP = 20_000
@@ -31,7 +41,19 @@ STEP = 20_000
 IDLE_LIMIT = 1_000_000_000
 
 
-def main(elf):
+def stack_peak(probe, paint):
+    """The painted stack's peak in bytes from the top, 'overflow', or '-'."""
+    if paint is None:
+        return '-'
+    start, ramend = paint
+    ram = bytes(probe.read_data(start, ramend + 1 - start))
+    low = next((i for i, b in enumerate(ram) if b != PAINT), len(ram))
+    if low == 0:
+        return 'overflow'
+    return str(len(ram) - low)
+
+
+def main(elf, paint):
     # yasimavr logs on the process's stdout, which carries the UART here:
     # the log goes to stderr, the UART bytes to a copy of the old stdout.
     data = os.fdopen(os.dup(1), 'wb', buffering=0)
@@ -53,6 +75,9 @@ def main(elf):
     dev.ctlreq(_corelib.IOCTL_ADC('0'), _corelib.CTLREQ_ADC_SET_TEMP, req)
     uart = UART_IO(dev, 0)
     probe = _corelib.DeviceDebugProbe(dev)
+    if paint is not None:
+        start, ramend = paint
+        probe.write_data(start, bytes([PAINT]) * (ramend + 1 - start))
     stdin = sys.stdin.buffer.fileno()
     os.set_blocking(stdin, False)
     out = data
@@ -75,15 +100,16 @@ def main(elf):
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'out {loop.cycle()} {got[:8].hex()} ({len(got)} B)', file=sys.stderr, flush=True)
         elif loop.cycle() - last_output > IDLE_LIMIT:
-            print(f'hung: no byte for {IDLE_LIMIT} cycles (the last at cycle {last_output}), pc {probe.read_pc():#x}, cycles {loop.cycle()}',
+            print(f'hung: no byte for {IDLE_LIMIT} cycles (the last at cycle {last_output}), pc {probe.read_pc():#x}, cycles {loop.cycle()}, stack {stack_peak(probe, paint)}',
                   file=sys.stderr, flush=True)
             sys.exit(1)
         if dev.state() in STOPPED:
-            print(f'stopped: state={dev.state()} cycles {loop.cycle()}', file=sys.stderr, flush=True)
+            print(f'stopped: state={dev.state()} cycles {loop.cycle()} stack {stack_peak(probe, paint)}',
+                  file=sys.stderr, flush=True)
             sys.exit(1)
     eeprom = bytes(probe.read_data(EEPROM_START, 8))
-    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()}', file=sys.stderr, flush=True)
+    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()} stack {stack_peak(probe, paint)}', file=sys.stderr, flush=True)
 
 
 if __name__ == '__main__':
-    main(sys.argv[1])
+    main(sys.argv[1], (int(sys.argv[2], 0), int(sys.argv[3], 0)) if len(sys.argv) > 3 else None)

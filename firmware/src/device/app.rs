@@ -87,7 +87,6 @@ struct App {
     rekey_now: bool,
     backoff_s: u32,
     pending: Option<Pending>,
-    command: [u8; COMMAND_BUF],
 }
 
 /// Runs the sensor for good.
@@ -113,7 +112,6 @@ pub fn run() -> ! {
         rekey_now: false,
         backoff_s: 1,
         pending: None,
-        command: [0; COMMAND_BUF],
     };
     loop {
         app.cycle();
@@ -134,6 +132,13 @@ fn end_session() {
 impl App {
     /// One wake-up: a handshake if there is no session, the reading, the
     /// commands that came back, then sleep.
+    ///
+    /// Stack: the handshake is the deepest path, so of the application's
+    /// own data only [`App`] (in which a lost record outlives a handshake)
+    /// is on the stack below it; the exchange's buffers live in
+    /// [`App::exchange`]'s frame, never beneath a handshake (on the
+    /// ATmega4808, 6 KB of SRAM, this decides whether the ML-KEM images
+    /// fit).
     fn cycle(&mut self) {
         board::kick();
         if session().is_none() && self.handshake().is_err() {
@@ -142,6 +147,17 @@ impl App {
             self.back_off();
             return;
         }
+        if self.exchange() {
+            board::sleep_s(self.policy.interval_s);
+            self.age_s = self.age_s.saturating_add(self.policy.interval_s);
+        }
+    }
+
+    /// The reading and the answers to the commands that came back; `false`
+    /// when the link went down (the back-off was slept).
+    #[inline(never)]
+    fn exchange(&mut self) -> bool {
+        let mut command = [0u8; COMMAND_BUF];
         if self.pending.is_none() {
             let reading = Reading {
                 number: self.readings,
@@ -158,20 +174,20 @@ impl App {
         // The reading, then the answer to each command an acknowledgement
         // brought, until nothing is left.
         while let Some(p) = self.pending.take() {
-            match self.send_record(&p) {
+            match self.send_record(&p, &mut command) {
                 Sent::Acked(n) => {
                     self.records += 1;
                     // Only a record the broker took proves the link works.
                     self.backoff_s = 1;
                     if n > 0 {
-                        self.pending = self.act(n);
+                        self.pending = self.act(&command[..n]);
                     }
                 }
                 Sent::Down => {
                     self.pending = Some(p);
                     end_session();
                     self.back_off();
-                    return;
+                    return false;
                 }
             }
         }
@@ -179,8 +195,7 @@ impl App {
             self.rekey_now = false;
             end_session();
         }
-        board::sleep_s(self.policy.interval_s);
-        self.age_s = self.age_s.saturating_add(self.policy.interval_s);
+        true
     }
 
     /// Sleeps before the next handshake: 1 s after the link last carried a
@@ -194,6 +209,7 @@ impl App {
     }
 
     /// Sends one frame; returns its tag.
+    #[inline(never)]
     fn send(&mut self, kind: u8, parts: &[&[u8]]) -> u8 {
         self.tag = self.tag.wrapping_add(1);
         let uart = &mut self.uart;
@@ -230,6 +246,15 @@ impl App {
         let r = mqtt::k_finish(slot, &flight[..n]);
         marker_end(link::WINDOW_FINISH_HEAD);
         r.map_err(drop)?;
+        self.finish_handshake(slot)
+    }
+
+    /// The handshake after the BrokerHello's head: its rest, the
+    /// ClientFinished, the session. A function of its own so that its
+    /// buffers (the ClientFinished, the session) are not on the stack
+    /// while [`mqtt::k_finish`] decapsulates.
+    #[inline(never)]
+    fn finish_handshake(&mut self, slot: &mut Option<mqtt::Sensor>) -> Result<(), ()> {
         let tag = self.send(link::REST_REQ, &[]);
         let rest = slot.as_mut().ok_or(())?.rest_buffer();
         let n = match receive(&mut self.rejected, tag, rest) {
@@ -280,9 +305,10 @@ impl App {
         Err(())
     }
 
-    /// Seals `p` under the session in force and sends it.
+    /// Seals `p` under the session in force and sends it; a command the
+    /// acknowledgement carries goes into `command`.
     #[inline(never)]
-    fn send_record(&mut self, p: &Pending) -> Sent {
+    fn send_record(&mut self, p: &Pending, command: &mut [u8; COMMAND_BUF]) -> Sent {
         let Some(s) = session() else { return Sent::Down };
         let mut topic_buf = [0u8; MAX_TOPIC];
         let mut record = [0u8; MAX_TEXT + RECORD_OVERHEAD];
@@ -294,19 +320,18 @@ impl App {
         let Ok(n) = sealed else { return Sent::Down };
         let sub = p.sub.as_bytes();
         let tag = self.send(link::RECORD, &[&[sub.len() as u8], sub, &record[..n]]);
-        match receive(&mut self.rejected, tag, &mut self.command) {
+        match receive(&mut self.rejected, tag, command) {
             Some((link::ACK, n)) => Sent::Acked(n),
             _ => Sent::Down,
         }
     }
 
-    /// Opens the command in the first `n` bytes of the command buffer and
-    /// acts on it; the answer to send, or `None` for a command that does
-    /// not open (counted as rejected, never acted on).
+    /// Opens `command` (`sub_len ‖ sub ‖ record`) and acts on it; the
+    /// answer to send, or `None` for a command that does not open (counted
+    /// as rejected, never acted on).
     #[inline(never)]
-    fn act(&mut self, n: usize) -> Option<Pending> {
-        let command = self.command;
-        let Some((sub, record)) = command.get(..n).and_then(link::split_sub) else {
+    fn act(&mut self, command: &[u8]) -> Option<Pending> {
+        let Some((sub, record)) = link::split_sub(command) else {
             self.rejected = self.rejected.wrapping_add(1);
             return None;
         };

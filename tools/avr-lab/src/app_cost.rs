@@ -155,16 +155,40 @@ fn run(elf: &Path, mcu: Mcu, suite: Suite, state: &BrokerState) -> Result<AppCos
     cost(suite, &markers, mcu, total_cycles)
 }
 
+/// What a session of an application image in yasimavr showed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mega0Run {
+    /// The peak of the painted stack, counted from the top of SRAM.
+    pub stack: u32,
+    /// The handshake counter's first reservation in EEPROM.
+    pub counter: u32,
+}
+
+/// The stack's peak on the `stack S` word that ends yasim_app.py's last
+/// line: `Ok(None)` when it ran into static data.
+fn painted_peak(said: &str) -> Result<Option<u32>, String> {
+    let word = said.lines().last().unwrap_or("").rsplit(' ').next().unwrap_or("");
+    match word {
+        "overflow" => Ok(None),
+        w => w.parse().map(Some).map_err(|_| format!("yasimavr said {said:?}")),
+    }
+}
+
 /// Runs the application image of `suite` on the ATmega4808 in yasimavr
 /// through the same session (no marker windows there: no cycles per
-/// step); what its EEPROM holds afterwards and the cycles simulated, as a
-/// line for the fit table.
-pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> Result<String, String> {
+/// step), its free SRAM painted: the stack's peak and what its EEPROM
+/// holds afterwards. An image whose stack ran into static data fails
+/// with that as the reason.
+pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> Result<Mega0Run, String> {
     let python = crate::setup::yasim_python()?;
     let script = crate::util::workspace_root().join("firmware/avr/yasim_app.py");
+    let bss_end = crate::symbols::address_of(elf, "__bss_end")?;
+    let data_start = crate::symbols::address_of(elf, "__data_start")?;
+    let ramend = data_start + mcu.sram - 1;
     let mut child = std::process::Command::new(python)
         .arg(script)
         .arg(elf)
+        .args([bss_end.to_string(), ramend.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -176,8 +200,20 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
     drop(line.child.stdin.take());
     let out = line.child.wait_with_output().map_err(|e| e.to_string())?;
     let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    let peak = painted_peak(&said);
+    if let Ok(None) = peak {
+        return Err(format!(
+            "{} in yasimavr: the stack ran into static data ({} B of it, {} B of SRAM): {said}",
+            mcu.name,
+            bss_end - data_start,
+            mcu.sram
+        ));
+    }
     r.map_err(|e| format!("{} in yasimavr: {e} ({said})", mcu.name))?;
-    // `eeprom HEX cycles N`: the counter's reservation is its first 4 bytes.
+    let Ok(Some(stack)) = peak else {
+        return Err(format!("yasimavr said {said:?}"));
+    };
+    // `eeprom HEX cycles N stack S`: the counter's reservation is its first 4 bytes.
     let counter = said
         .lines()
         .last()
@@ -196,7 +232,7 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
             avr_wire::mqtt::COUNTER_BLOCK
         ));
     }
-    Ok(format!("session ok, EEPROM counter block reserved ({counter})"))
+    Ok(Mega0Run { stack, counter })
 }
 
 /// The session the measurements run: a handshake, the first reading

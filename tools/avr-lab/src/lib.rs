@@ -66,6 +66,7 @@ pub const LAYERS: &[&str] = &[
     "records",
     // running firmware in a simulator, and the host side of each exchange
     "device",
+    "symbols",
     "pty",
     "kems",
     "sensor",
@@ -74,7 +75,6 @@ pub const LAYERS: &[&str] = &[
     "avr",
     "app_cost",
     // measuring and reporting
-    "symbols",
     "avrxt",
     "chart",
     "report",

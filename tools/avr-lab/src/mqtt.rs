@@ -251,14 +251,8 @@ fn stack_need_1284p(suite: Suite) -> Option<u32> {
 /// ran to `benchmarks/<mcu>/kem-mqtt-app.json` (operation `image`). With
 /// `require_run`, a session that fails is an error.
 pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run: bool) -> Result<(), String> {
-    let harness = crate::records::read_records(
-        &crate::records::bench_dir()
-            .join(mcu.name)
-            .join(format!("{}.json", crate::records::MQTT_SCHEME)),
-    )
-    .unwrap_or_default();
     let mut table = String::from(
-        "| suite | image | flash B | static RAM B | handshake stack peak B (harness image) | SRAM spare B (at most) | links | in yasimavr (handshake, reading, command) |\n\
+        "| suite | image | flash B | static RAM B | stack peak B | SRAM spare B | links | in yasimavr (handshake, reading, command) |\n\
          |---|---|---:|---:|---:|---:|---|---|\n",
     );
     let mut records = Vec::new();
@@ -273,42 +267,44 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
         let provisioned = crate::sensor::provisioned_image(mcu, image.clone(), &keys)?;
         // Built even under --no-build: the keys are this run's.
         let built = crate::avr::image_elf(mcu, &provisioned, false).and_then(|elf| crate::avr::sizes(mcu, &elf));
-        let peak = harness
-            .iter()
-            .filter(|r| r.variant == suite.name() && r.operation != "handshake")
-            .filter_map(|r| r.stack_bytes_painted)
-            .max();
         let row = match built {
             Ok(b) => {
-                let spare = peak.map(|p| i64::from(mcu.sram) - i64::from(b.ram()) - i64::from(p));
                 let ran = crate::app_cost::run_on_mega0(mcu, suite, &b.elf, &state);
-                match &ran {
+                let (stack, spare, said) = match &ran {
                     // The suites that run, as rows the report prices.
-                    Ok(_) => {
-                        let mut r =
-                            crate::mega0::yasim_record(mcu, crate::records::APP_SCHEME, suite.name(), "image", None);
+                    Ok(run) => {
+                        let mut r = crate::mega0::yasim_record(
+                            mcu,
+                            crate::records::APP_SCHEME,
+                            suite.name(),
+                            "image",
+                            Some(run.stack),
+                        );
                         r.code_bytes = b.flash();
                         r.static_ram_bytes = Some(b.ram());
                         records.push(r);
+                        let spare = i64::from(mcu.sram) - i64::from(b.ram()) - i64::from(run.stack);
+                        let said = format!("session ok, EEPROM counter block reserved ({})", run.counter);
+                        (run.stack.to_string(), spare.to_string(), said)
                     }
-                    Err(e) => failed.push(e.clone()),
-                }
+                    Err(e) => {
+                        failed.push(e.clone());
+                        let said = format!("failed: {}", e.replace('\n', "; ").replace('|', "/"));
+                        ("–".into(), "–".into(), said)
+                    }
+                };
                 format!(
-                    "| {} | {} | {} | {} | {} | {} | yes | {} |",
+                    "| {} | {} | {} | {} | {stack} | {spare} | yes | {said} |",
                     suite.name(),
                     image.name,
                     b.flash(),
                     b.ram(),
-                    peak.map_or("–".into(), |p| p.to_string()),
-                    spare.map_or("–".into(), |s| s.to_string()),
-                    ran.unwrap_or_else(|e| format!("failed: {}", e.replace('\n', "; ").replace('|', "/"))),
                 )
             }
             Err(e) => format!(
-                "| {} | {} | – | – | {} | – | no: {} | – |",
+                "| {} | {} | – | – | – | – | no: {} | – |",
                 suite.name(),
                 image.name,
-                peak.map_or("–".into(), |p| p.to_string()),
                 link_overflow(&e, mcu)
             ),
         };
@@ -322,9 +318,10 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
          access check, which refuses EEPROM page-buffer writes; its missing watchdog registers read as 0) \
          against the host playing bridge and broker: a handshake, the first reading (the {} internal \
          temperature sensor), a command opened and answered, and the EEPROM handshake counter's first block \
-         reserved. yasimavr tracks no stack pointer, so the application's stack is not measured: the \
-         harness's handshake peak is a lower bound of it, and the spare SRAM an upper bound; whether each \
-         image keeps 512 B spare is open.)",
+         reserved. Stack peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
+         with a pattern before the first instruction and finds the lowest byte that lost it after the \
+         session: the peak counted from the top of SRAM, the application's own frames included. SRAM \
+         spare = SRAM − static RAM − stack peak.)",
         mcu.name
     );
     if record {

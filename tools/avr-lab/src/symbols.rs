@@ -56,6 +56,20 @@ pub fn data_symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, St
     Ok(v)
 }
 
+/// The address of the linker-defined symbol `name` (sizeless, such as
+/// `__bss_end`), data-space addresses without their 0x800000.
+pub fn address_of(elf: &std::path::Path, name: &str) -> Result<u32, String> {
+    let nm = crate::opts::output(std::process::Command::new("avr-nm").arg(elf))?;
+    nm.lines()
+        .find_map(|l| {
+            let mut it = l.split_whitespace();
+            let (a, _kind, n) = (it.next()?, it.next()?, it.next()?);
+            (n == name).then(|| u32::from_str_radix(a, 16).ok()).flatten()
+        })
+        .map(|a| a & 0xFFFF)
+        .ok_or_else(|| format!("{} has no symbol {name}", elf.display()))
+}
+
 /// The function (by ELF symbol) whose body holds byte address `addr`, or "?".
 /// `syms` is sorted by start address; zero-sized symbols still claim their
 /// first word so labels in assembly files are found.
