@@ -155,6 +155,7 @@ pub use kem_common::SharedSecret;
 /// (`EncapsulationKey…`, `DecapsulationKey…`), and `Rng`; `Display` and
 /// `core::error::Error` implemented.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// A key or ciphertext of the wrong length.
     InvalidLength {

@@ -194,6 +194,7 @@ pub const AUTH_METHOD: &str = "KEM-MQTT/1";
 
 /// Every way the protocol can fail. Malformed input is always an error, never a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// An output buffer is too small.
     BufferTooSmall {
