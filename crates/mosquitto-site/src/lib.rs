@@ -639,8 +639,8 @@ pub fn build_plugin(cargo: &Path, target_dir: &Path, features: &[&str]) -> Resul
 
 /// The test-only build with the `fault-injection` feature, with the
 /// `plugin-faults` profile: panics unwind as in the shipped build, but
-/// without its whole-program optimisation, which cost CI two minutes for a
-/// library no one ships (issue #33).
+/// unoptimised; a release build with LTO cost CI two minutes for a library
+/// no one ships (issue #33).
 pub fn build_fault_plugin(cargo: &Path, target_dir: &Path) -> Result<PathBuf, String> {
     build_plugin_as(cargo, target_dir, "plugin-faults", &["fault-injection"])
 }
