@@ -387,3 +387,20 @@ fn cost(suite: Suite, markers: &[Marker], mcu: Mcu, total_cycles: u64) -> Result
         total_cycles,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::painted_peak;
+
+    #[test]
+    fn the_painted_peak_is_read_from_the_last_line() {
+        let ok = "yasimavr: a log line\neeprom 40000000ffffffff cycles 41640000 stack 2910";
+        assert_eq!(painted_peak(ok), Ok(Some(2910)));
+        let hung = "hung: no byte for 1000000000 cycles (the last at cycle 13600000), pc 0x46a8, cycles 1013620000, stack overflow";
+        assert_eq!(painted_peak(hung), Ok(None));
+        // Without the two addresses the script measures nothing: an error,
+        // not a zero that would read as room to spare.
+        assert!(painted_peak("eeprom 40000000ffffffff cycles 1 stack -").is_err());
+        assert!(painted_peak("").is_err());
+    }
+}

@@ -242,11 +242,9 @@ fn stack_need_1284p(suite: Suite) -> Option<u32> {
 
 /// The sensor application images of the suites `filter` selects on `mcu`
 /// (a megaAVR-0, in yasimavr): built with keys, their flash and static RAM,
-/// whether they link, the most SRAM they can leave spare (counted with the
-/// handshake's painted stack peak of the suite's harness image,
-/// `benchmarks/<mcu>/kem-mqtt.json`: the application adds its own frames,
-/// so the real margin is smaller and unmeasured), and whether a session
-/// runs ([`crate::app_cost::run_on_mega0`]). With `record`, the table goes
+/// whether they link, whether a session runs and the stack's painted peak
+/// in it ([`crate::app_cost::run_on_mega0`]), and so the SRAM they leave
+/// spare. With `record`, the table goes
 /// to `benchmarks/<mcu>/kem-mqtt-app-fit.md` and the images whose session
 /// ran to `benchmarks/<mcu>/kem-mqtt-app.json` (operation `image`). With
 /// `require_run`, a session that fails is an error.
