@@ -97,7 +97,8 @@ impl MqttClient {
         options.set_keep_alive(Duration::from_secs(60));
         options.set_clean_start(true);
         options.set_max_packet_size(Some(MAX_PACKET));
-        options.set_connection_timeout(timeout.as_secs().max(1));
+        let connect_s = timeout.as_secs().max(1);
+        options.set_connection_timeout(connect_s);
         // rumqttc sizes its table of unacknowledged publishes by this limit
         // when the client is made (u16::MAX when unset: a 14 MB vector,
         // written in full, for every sensor that connects). Everything here
@@ -110,7 +111,7 @@ impl MqttClient {
         // rumqttc's default).
         let mut network = NetworkOptions::new();
         network.set_tcp_nodelay(true);
-        network.set_connection_timeout(timeout.as_secs().max(1));
+        network.set_connection_timeout(connect_s);
         options.set_network_options(network);
         if let Some((user, password)) = login {
             options.set_credentials(user, password);
