@@ -633,8 +633,8 @@ impl Drop for Site {
 
 /// Builds the plugin with the `plugin` profile (panics unwind) into
 /// `target_dir` (a no-op when it is up to date) and returns the library.
-pub fn build_plugin(cargo: &Path, target_dir: &Path, features: &[&str]) -> Result<PathBuf, String> {
-    build_plugin_as(cargo, target_dir, "plugin", features)
+pub fn build_plugin(cargo: &Path, target_dir: &Path) -> Result<PathBuf, String> {
+    build_plugin_as(cargo, target_dir, "plugin", &[])
 }
 
 /// The test-only build with the `fault-injection` feature, with the

@@ -182,8 +182,7 @@ fn painted_peak(said: &str) -> Result<Option<u32>, String> {
 pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> Result<Mega0Run, String> {
     let python = crate::setup::yasim_python()?;
     let script = crate::util::workspace_root().join("firmware/avr/yasim_app.py");
-    let bss_end = crate::symbols::address_of(elf, "__bss_end")?;
-    let data_start = crate::symbols::address_of(elf, "__data_start")?;
+    let [bss_end, data_start] = crate::symbols::addresses_of(elf, ["__bss_end", "__data_start"])?;
     let ramend = data_start + mcu.sram - 1;
     let mut child = std::process::Command::new(python)
         .arg(script)

@@ -63,7 +63,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target = crate::util::workspace_root().join("target");
     if args.session_only {
-        let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target, &[])?;
+        let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target)?;
         return crate::e2e_session::run(&plugin, &kem_mqtt_cli()?);
     }
     let mcu = crate::target::mcu("atmega1284p")?;
@@ -72,7 +72,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let (secrets, registry, keys) = crate::sensor::provision_one(suite, client_id)?;
 
     // AUTH mode.
-    let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target, &[])?;
+    let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target)?;
     let site = Site::auth_mode("e2e-auth", &secrets, &registry, Conf::Documented, &plugin)?;
     let app = Subscriber::start(&site, "plain/#", 1, 60)?;
     live::run_on_image(mcu, &keys, &broker_addr(&site)?, Mode::Auth, args.no_build)?;

@@ -244,7 +244,7 @@ pub fn run(a: &MqttLoadArgs) -> Result<(), String> {
         return Err(format!("no suite matches --filter {:?}", a.filter));
     }
     let bin = kem_mqtt_binary(&root)?;
-    let plugin = mosquitto_site::build_plugin(Path::new("cargo"), &root.join("target"), &[])?;
+    let plugin = mosquitto_site::build_plugin(Path::new("cargo"), &root.join("target"))?;
 
     // The fleet: `--sensors` sensors of every suite, one key directory.
     let keys = root.join("target/mqtt-load/keys");

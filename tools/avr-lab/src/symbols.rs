@@ -56,18 +56,26 @@ pub fn data_symbols(elf: &std::path::Path) -> Result<Vec<(u32, u32, String)>, St
     Ok(v)
 }
 
-/// The address of the linker-defined symbol `name` (sizeless, such as
-/// `__bss_end`), data-space addresses without their 0x800000.
-pub fn address_of(elf: &std::path::Path, name: &str) -> Result<u32, String> {
+/// The addresses of the linker-defined symbols `names` (sizeless, such as
+/// `__bss_end`), in their order, data-space addresses without their
+/// 0x800000; one `avr-nm` run for all of them.
+pub fn addresses_of<const N: usize>(elf: &std::path::Path, names: [&str; N]) -> Result<[u32; N], String> {
     let nm = crate::opts::output(std::process::Command::new("avr-nm").arg(elf))?;
-    nm.lines()
-        .find_map(|l| {
-            let mut it = l.split_whitespace();
-            let (a, _kind, n) = (it.next()?, it.next()?, it.next()?);
-            (n == name).then(|| u32::from_str_radix(a, 16).ok()).flatten()
-        })
-        .map(|a| a & 0xFFFF)
-        .ok_or_else(|| format!("{} has no symbol {name}", elf.display()))
+    let address = |name: &str| {
+        nm.lines()
+            .find_map(|l| {
+                let mut it = l.split_whitespace();
+                let (a, _kind, n) = (it.next()?, it.next()?, it.next()?);
+                (n == name).then(|| u32::from_str_radix(a, 16).ok()).flatten()
+            })
+            .map(|a| a & 0xFFFF)
+            .ok_or_else(|| format!("{} has no symbol {name}", elf.display()))
+    };
+    let mut out = [0; N];
+    for (slot, name) in out.iter_mut().zip(names) {
+        *slot = address(name)?;
+    }
+    Ok(out)
 }
 
 /// The function (by ELF symbol) whose body holds byte address `addr`, or "?".

@@ -40,7 +40,7 @@ pub fn plugin_path() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| match std::env::var_os("MOSQUITTO_KEM_PLUGIN") {
         Some(p) => PathBuf::from(p),
-        None => mosquitto_site::build_plugin(Path::new(env!("CARGO")), &target_dir(), &[]).unwrap(),
+        None => mosquitto_site::build_plugin(Path::new(env!("CARGO")), &target_dir()).unwrap(),
     })
     .clone()
 }
