@@ -30,7 +30,7 @@ pub fn open(path: &str, baud: u32, timeout: Duration) -> Result<Box<dyn serialpo
         .flow_control(serialport::FlowControl::None)
         .timeout(timeout)
         .open()
-        .map_err(|e| Error::Transport(format!("cannot open {path}: {e}").into()))
+        .map_err(|e| Error::Transport(format!("cannot open serial port {path}: {e}").into()))
 }
 
 #[cfg(test)]

@@ -267,6 +267,25 @@ fn file_errors_name_the_file() {
     fails_naming(&["sensor", "--broker", "127.0.0.1:1", "--key", junk_arg], &shown(&junk));
 }
 
+/// A serial port that cannot be opened is named with the OS's reason, both
+/// for an application image's session and for a harness image's handshake.
+#[test]
+fn a_serial_port_that_cannot_be_opened_is_named_with_the_os_error() {
+    let dir = TempDir::new("port");
+    let port = dir.path("ttyNONE");
+    let port_arg = port.to_str().unwrap();
+    for extra in [&[][..], &["--suite", "ml-kem-512"][..]] {
+        let mut args = vec!["serial-bridge", "--port", port_arg, "--broker", "127.0.0.1:1"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("cannot open serial port {port_arg}")), "{err}");
+        assert!(err.contains("No such file or directory"), "{err}");
+        assert!(!err.contains("unexpected"), "{err}");
+    }
+}
+
 fn parse(s: &str) -> BrokerAddr {
     s.parse().unwrap_or_else(|e| panic!("{s:?} refused: {e}"))
 }

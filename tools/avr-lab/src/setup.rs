@@ -280,17 +280,16 @@ pub fn setup(opts: &SetupArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The Python of the yasimavr environment (`.venv`), or how to make it.
+/// The Python of the yasimavr environment (`.venv`), installing yasimavr
+/// first if it is not there (as [`ensure_machine`] installs the Debian
+/// packages): every command that simulates the ATmega4808 needs it.
 pub fn yasim_python() -> Result<std::path::PathBuf, String> {
     let python = util::workspace_root().join(".venv/bin/python");
-    if python.exists() {
-        Ok(python)
-    } else {
-        Err(format!(
-            "the ATmega4808 runs need yasimavr in {} (run `cargo xtask setup --yasimavr`)",
-            python.display()
-        ))
+    if !python.exists() {
+        eprintln!("xtask: the ATmega4808 runs need yasimavr, which is not installed yet");
+        setup_yasimavr()?;
     }
+    Ok(python)
 }
 
 /// yasimavr (the ATmega4808 simulator) into `.venv`; it builds from source (≈ 2 min).

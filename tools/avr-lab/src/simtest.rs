@@ -67,17 +67,10 @@ fn first_difference(got: &[u8], want: &[u8], kind: Kind) -> String {
 }
 
 /// megaAVR-0 parts: simavr has no model, so run the protocol smoke test in
-/// yasimavr (`cargo xtask setup --yasimavr` installs it into `.venv`).
+/// yasimavr (installed into `.venv` on first use).
 fn yasimavr_smoke(mcu: target::Mcu, no_build: bool) -> Result<(), String> {
     let root = crate::util::workspace_root();
-    let python = root.join(".venv/bin/python");
-    if !python.exists() {
-        return Err(format!(
-            "{} cannot be simulated with simavr; the yasimavr smoke test needs {} (run `cargo xtask setup --yasimavr`)",
-            mcu.name,
-            python.display()
-        ));
-    }
+    let python = crate::setup::yasim_python()?;
     let elf = if no_build {
         target::Image::rings().elf(mcu)
     } else {

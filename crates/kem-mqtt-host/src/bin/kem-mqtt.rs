@@ -337,6 +337,9 @@ enum CliError {
     Enrolled(KeyError),
     /// Options that parse but do not go together (exit status 2).
     Usage(String),
+    /// The board: its serial port cannot be opened (the message names the
+    /// port and the OS error), or it runs no image this command can drive.
+    Board(String),
 }
 
 impl std::fmt::Display for CliError {
@@ -345,7 +348,7 @@ impl std::fmt::Display for CliError {
             CliError::Host(e) => write!(f, "{e}"),
             CliError::Broker(addr, e) => write!(f, "broker {addr}: {e}"),
             CliError::Enrolled(e) => write!(f, "{e}; --force replaces its keys"),
-            CliError::Usage(e) => f.write_str(e),
+            CliError::Usage(e) | CliError::Board(e) => f.write_str(e),
         }
     }
 }
@@ -394,8 +397,8 @@ fn serial_bridge(args: &SerialBridgeArgs) -> Result<(), CliError> {
     let Some(suite) = args.suite else {
         return session_bridge(args, wait);
     };
-    let mut board = kem_mqtt_host::board::BoardSensor::open(&args.port, args.baud, suite, wait)
-        .map_err(|e| CliError::Host(HostError::Unexpected(e)))?;
+    let mut board =
+        kem_mqtt_host::board::BoardSensor::open(&args.port, args.baud, suite, wait).map_err(CliError::Board)?;
     // The firmware seals its reading on its compiled-in record topic.
     let topic = std::str::from_utf8(avr_wire::mqtt::TOPIC)
         .map_err(|_| CliError::Host(HostError::Unexpected("the firmware's record topic is not UTF-8".into())))?;
@@ -423,7 +426,7 @@ fn session_bridge(args: &SerialBridgeArgs, wait: Duration) -> Result<(), CliErro
     }
     // Short reads: between the board's requests the bridge polls the broker.
     let mut port = avr_serial::open(&args.port, args.baud, Duration::from_millis(50))
-        .map_err(|e| unexpected(format!("{}: {e}", args.port)))?;
+        .map_err(|e| CliError::Board(e.to_string()))?;
     let cfg = SessionConfig {
         broker: args.broker.addr.clone(),
         tls: args.broker.tls()?,
