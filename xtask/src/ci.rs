@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use avr_lab::{args, avr, bench, ct, e2e, flash, mqtt, progress, simtest, target, util};
+use avr_lab::{args, avr, bench, ct, e2e, examples, flash, mqtt, progress, simtest, target, util};
 
 /// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 pub fn run() -> Result<(), String> {
@@ -47,6 +47,12 @@ pub fn run() -> Result<(), String> {
                 "--manifest-path",
                 "examples/outside-app/Cargo.toml",
             ])),
+        ),
+        // The firmware examples a user copies: `cargo run --release` in each
+        // builds it for the ATmega1284p and runs it in simavr (issue #35).
+        (
+            "examples: cargo run in simavr prints each one's expected output",
+            Box::new(examples::check_all),
         ),
         (
             "AVR builds (every MCU's rings image, every 1284p KEM image)",

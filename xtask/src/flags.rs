@@ -66,6 +66,9 @@ pub enum Cmd {
     },
     /// Regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
     Report,
+    /// Build and run every firmware example in examples/ as its README does
+    /// (`cargo run --release`: simavr) and check what each prints
+    Examples,
 }
 
 impl Cmd {
@@ -82,6 +85,7 @@ impl Cmd {
                 | Cmd::Mqtt(_)
                 | Cmd::E2e(_)
                 | Cmd::BuildAvr(_)
+                | Cmd::Examples
         )
     }
 }

@@ -57,6 +57,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::Mqtt(a) => avr_lab::mqtt::cmd(&a),
         Cmd::E2e(a) => avr_lab::e2e::run(&a),
         Cmd::MqttLoad(a) => avr_lab::mqtt_load::run(&a),
+        Cmd::Examples => avr_lab::examples::check_all(),
     }
 }
 

@@ -22,6 +22,7 @@ pub mod device;
 pub mod e2e;
 pub mod e2e_session;
 pub mod energy;
+pub mod examples;
 pub mod flash;
 pub mod hosteval;
 pub mod kat;
@@ -92,6 +93,7 @@ pub const LAYERS: &[&str] = &[
     "build_avr",
     "flash",
     "kat",
+    "examples",
 ];
 
 /// Parses a fixed internal argument list (the tasks CI chains): a parse error

@@ -1,0 +1,78 @@
+//! The firmware examples under `examples/` (issue #35): each is its own
+//! Cargo project that `cargo run --release` builds for an AVR and runs in
+//! simavr through `examples/run-avr`, as its README tells a user. CI runs
+//! every one that way and compares what it prints with the example's
+//! `expected-output.txt`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util;
+
+/// The name of the file holding what an example must print.
+const EXPECTED: &str = "expected-output.txt";
+
+/// Every example project with an [`EXPECTED`] file, sorted by name.
+pub fn all() -> Result<Vec<PathBuf>, String> {
+    let dir = util::workspace_root().join("examples");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join(EXPECTED).is_file())
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// Runs one example as its README does and returns what it printed.
+pub fn run(example: &Path) -> Result<String, String> {
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(example)
+        .args(["run", "--release", "-q"])
+        // The `[unstable]` table (`build-std`) on a stable cargo.
+        .env("RUSTC_BOOTSTRAP", "1")
+        // What `cargo xtask` inherits from the workspace's cargo must not
+        // reach the example's: its compiler, target and flags are its own.
+        .env_remove("RUSTC")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET");
+    eprintln!("xtask: running {cmd:?} in {}", example.display());
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot start cargo in {}: {e}", example.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`cargo run --release` in {} failed with {}:\n{}",
+            example.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|_| format!("{} printed something that is not UTF-8", example.display()))
+}
+
+/// Runs every example; each must print exactly its [`EXPECTED`] file.
+pub fn check_all() -> Result<(), String> {
+    let examples = all()?;
+    if examples.is_empty() {
+        return Err("no example with an expected-output.txt under examples/".into());
+    }
+    for example in &examples {
+        let expected_file = example.join(EXPECTED);
+        let expected = std::fs::read_to_string(&expected_file)
+            .map_err(|e| format!("cannot read {}: {e}", expected_file.display()))?;
+        let printed = run(example)?;
+        if printed != expected {
+            return Err(format!(
+                "{} printed\n{printed}\ninstead of ({}):\n{expected}",
+                example.display(),
+                expected_file.display()
+            ));
+        }
+        eprintln!("xtask: {} printed its expected output", example.display());
+    }
+    Ok(())
+}
