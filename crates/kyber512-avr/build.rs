@@ -1,4 +1,5 @@
-//! Sets `cfg(kyber_small_sram)` for MCUs with 6 KB of SRAM or less (the
+//! Refuses an AVR with too little SRAM for any operation
+//! (`avr-sram-floor.txt`), and sets `cfg(kyber_small_sram)` for MCUs with 6 KB of SRAM or less (the
 //! ATmega4808 family): decapsulation's re-encryption then samples the noise
 //! r_j again for each product that needs it (`kpke::Noise::Resample`, as
 //! encapsulation does) instead of keeping it packed (256 B more stack): the
@@ -11,4 +12,6 @@ fn main() {
     if avr_asm_build::small_mcu() {
         println!("cargo::rustc-cfg=kyber_small_sram");
     }
+    // An MCU with less SRAM than the lightest operation needs: a clear error.
+    avr_asm_build::require_sram();
 }

@@ -1,4 +1,5 @@
-//! Sets `cfg(saber_small_sram)` for MCUs with 6 KB of SRAM or less (the
+//! Refuses an AVR with too little SRAM for any operation
+//! (`avr-sram-floor.txt`), and sets `cfg(saber_small_sram)` for MCUs with 6 KB of SRAM or less (the
 //! ATmega4808 family): key generation then keeps one accumulator and reads
 //! the matrix stream again per output polynomial (`pke::keygen`), instead
 //! of one accumulator per output polynomial (1 KB more stack).
@@ -10,4 +11,6 @@ fn main() {
     if avr_asm_build::small_mcu() {
         println!("cargo::rustc-cfg=saber_small_sram");
     }
+    // An MCU with less SRAM than the lightest operation needs: a clear error.
+    avr_asm_build::require_sram();
 }

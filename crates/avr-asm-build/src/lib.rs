@@ -12,9 +12,17 @@ use std::path::Path;
 
 /// The `-C target-cpu` of this build, from `CARGO_ENCODED_RUSTFLAGS`.
 pub fn target_cpu() -> Option<String> {
-    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let parts: Vec<&str> = flags.split('\u{1f}').collect();
-    parts.iter().enumerate().find_map(|(i, f)| {
+    target_cpu_in(&env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default())
+}
+
+/// The `-C target-cpu` named by encoded rustflags (`\x1f`-separated): the
+/// last one, as rustc takes the last (a `build.rustflags` naming the
+/// ATmega2560 followed by `RUSTFLAGS` naming the 328p builds for the 328p,
+/// and the assembly must be built for the same part).
+pub fn target_cpu_in(encoded_flags: &str) -> Option<String> {
+    let parts: Vec<&str> = encoded_flags.split('\u{1f}').collect();
+    let mut cpu = None;
+    for (i, f) in parts.iter().enumerate() {
         let value = match f
             .strip_prefix("-Ctarget-cpu=")
             .or_else(|| f.strip_prefix("target-cpu="))
@@ -23,8 +31,115 @@ pub fn target_cpu() -> Option<String> {
             None if *f == "-C" => parts.get(i + 1).and_then(|n| n.strip_prefix("target-cpu=")),
             None => None,
         };
-        value.map(str::to_owned)
+        if let Some(v) = value {
+            cpu = Some(v.to_owned());
+        }
+    }
+    cpu
+}
+
+/// An AVR part's memories, as the datasheets give them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mcu {
+    /// LLVM's and avr-gcc's name (`-C target-cpu`).
+    pub name: &'static str,
+    /// The board people know it from, if any.
+    pub board: &'static str,
+    /// Flash bytes.
+    pub flash: u32,
+    /// SRAM bytes.
+    pub sram: u32,
+}
+
+/// The parts this project measures (`docs/boards.md`), smallest SRAM first.
+pub const MCUS: &[Mcu] = &[
+    Mcu {
+        name: "atmega328p",
+        board: "Arduino Uno",
+        flash: 32 * 1024,
+        sram: 2 * 1024,
+    },
+    Mcu {
+        name: "atmega4808",
+        board: "ATmega4808 boards",
+        flash: 48 * 1024,
+        sram: 6 * 1024,
+    },
+    Mcu {
+        name: "atmega4809",
+        board: "Arduino Nano Every",
+        flash: 48 * 1024,
+        sram: 6 * 1024,
+    },
+    Mcu {
+        name: "atmega2560",
+        board: "Arduino Mega 2560",
+        flash: 256 * 1024,
+        sram: 8 * 1024,
+    },
+    Mcu {
+        name: "atmega1284p",
+        board: "ATmega1284p boards",
+        flash: 128 * 1024,
+        sram: 16 * 1024,
+    },
+];
+
+/// Looks up a part by its LLVM name.
+pub fn mcu(name: &str) -> Option<Mcu> {
+    MCUS.iter().copied().find(|m| m.name == name)
+}
+
+/// The file in a KEM crate's folder holding its SRAM floor (written by
+/// `cargo xtask report` from the benchmark records; see [`sram_floor`]).
+pub const SRAM_FLOOR_FILE: &str = "avr-sram-floor.txt";
+
+/// Reads a floor file: the first line that is not a comment, `BYTES WHAT…`.
+pub fn sram_floor(text: &str) -> Option<(u32, &str)> {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+    let (bytes, what) = line.split_once(' ')?;
+    Some((bytes.parse().ok()?, what.trim()))
+}
+
+/// Why `crate_name` cannot run on `mcu` given its floor, or `None` if it may.
+pub fn sram_refusal(crate_name: &str, floor: (u32, &str), mcu: Mcu) -> Option<String> {
+    let (need, what) = floor;
+    (need > mcu.sram).then(|| {
+        format!(
+            "{crate_name} cannot run on the {} ({}): its lightest operation needs {need} B of SRAM \
+             ({what}; the stack as measured on the ATmega1284p) and the {} has {} B. \
+             Which KEM fits which board: docs/boards.md of the avr-pqc repository",
+            mcu.name, mcu.board, mcu.name, mcu.sram
+        )
     })
+}
+
+/// In a KEM crate's `build.rs`: on an AVR target whose SRAM is below the
+/// crate's floor ([`SRAM_FLOOR_FILE`]), fail the build with a message that
+/// names the crate, the MCU and the bytes, instead of a linker error or a
+/// stack that overruns at run time. Parts not in [`MCUS`] are not checked.
+pub fn require_sram() {
+    let crate_name = env::var("CARGO_PKG_NAME").unwrap_or_default();
+    let crate_name = crate_name.as_str();
+    println!("cargo::rerun-if-changed={SRAM_FLOOR_FILE}");
+    println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("avr") {
+        return;
+    }
+    let Some(mcu) = target_cpu().as_deref().and_then(mcu) else {
+        return;
+    };
+    let text = std::fs::read_to_string(SRAM_FLOOR_FILE).unwrap_or_default();
+    let Some(floor) = sram_floor(&text) else {
+        println!("cargo::error={crate_name}: {SRAM_FLOOR_FILE} is missing or has no `BYTES WHAT` line");
+        return;
+    };
+    if let Some(why) = sram_refusal(crate_name, floor, mcu) {
+        println!("cargo::error={why}");
+    }
 }
 
 /// LLVM CPU names of the small megaAVR 0-series parts (48 KB of flash or
@@ -37,10 +152,10 @@ pub fn small_mcu() -> bool {
     target_cpu().is_some_and(|cpu| SMALL_MCUS.contains(&cpu.as_str()))
 }
 
-/// avr-gcc's `-mmcu` for an LLVM CPU name: avr-gcc 5.4 has no ATmega4808
-/// device, so its core family (avrxmega3) is used for assembling.
+/// avr-gcc's `-mmcu` for an LLVM CPU name: avr-gcc 5.4 has no megaAVR 0-series
+/// device, so their core family (avrxmega3) is used for assembling.
 fn mmcu(cpu: &str) -> &str {
-    if cpu == "atmega4808" {
+    if SMALL_MCUS.contains(&cpu) {
         "avrxmega3"
     } else {
         cpu
@@ -69,4 +184,45 @@ pub fn assemble(cfg: &str, lib_name: &str, files: &[&str]) {
     }
     build.compile(lib_name);
     println!("cargo::rustc-cfg={cfg}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_target_cpu_wins_as_in_rustc() {
+        let flags = ["-C", "target-cpu=atmega2560", "-Ctarget-cpu=atmega328p"].join("\u{1f}");
+        assert_eq!(target_cpu_in(&flags).as_deref(), Some("atmega328p"));
+        let flags = [
+            "-Ctarget-cpu=atmega328p",
+            "-Zshare-generics=y",
+            "-C",
+            "target-cpu=atmega1284p",
+        ]
+        .join("\u{1f}");
+        assert_eq!(target_cpu_in(&flags).as_deref(), Some("atmega1284p"));
+        assert_eq!(target_cpu_in("-Copt-level=s"), None);
+        assert_eq!(target_cpu_in(""), None);
+    }
+
+    #[test]
+    fn a_floor_above_the_sram_is_refused_naming_crate_mcu_and_bytes() {
+        let floor = sram_floor("# comment\n\n2377 ML-KEM-512 decapsulation\n").unwrap();
+        assert_eq!(floor, (2377, "ML-KEM-512 decapsulation"));
+        let uno = mcu("atmega328p").unwrap();
+        let why = sram_refusal("kyber512-avr", floor, uno).unwrap();
+        for part in [
+            "kyber512-avr",
+            "atmega328p",
+            "2377 B",
+            "2048 B",
+            "ML-KEM-512 decapsulation",
+        ] {
+            assert!(why.contains(part), "{why}");
+        }
+        assert_eq!(sram_refusal("kyber512-avr", floor, mcu("atmega4808").unwrap()), None);
+        assert_eq!(sram_floor("# only a comment\n"), None);
+        assert_eq!(sram_floor("many bytes\n"), None);
+    }
 }

@@ -212,6 +212,15 @@ impl Scheme {
         }
     }
 
+    /// The crate that implements this scheme (its folder under `crates/`).
+    pub const fn crate_name(self) -> &'static str {
+        match self {
+            Scheme::MlKem512 | Scheme::Kyber512R3 => "kyber512-avr",
+            Scheme::LightSaber => "lightsaber-avr",
+            Scheme::CtruLightSha3 | Scheme::CtruLightAscon => "ctru-light",
+        }
+    }
+
     /// The variant the KAT runs and the host tools use for this scheme
     /// (every variant of a scheme gives the same bytes).
     pub const fn default_kem(self) -> Kem {

@@ -9,6 +9,17 @@ use std::process::Command;
 
 use crate::util;
 
+/// What `cargo xtask` inherits from the workspace's cargo and must not
+/// reach an example's: its compiler, target and flags are its own.
+const INHERITED: &[&str] = &[
+    "RUSTC",
+    "RUSTC_WRAPPER",
+    "RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET",
+];
+
 /// The name of the file holding what an example must print.
 const EXPECTED: &str = "expected-output.txt";
 
@@ -24,21 +35,22 @@ pub fn all() -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-/// Runs one example as its README does and returns what it printed.
-pub fn run(example: &Path) -> Result<String, String> {
+/// `cargo ARGS` in `example`, as a user runs it there.
+fn cargo_in(example: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("cargo");
     cmd.current_dir(example)
-        .args(["run", "--release", "-q"])
+        .args(args)
         // The `[unstable]` table (`build-std`) on a stable cargo.
-        .env("RUSTC_BOOTSTRAP", "1")
-        // What `cargo xtask` inherits from the workspace's cargo must not
-        // reach the example's: its compiler, target and flags are its own.
-        .env_remove("RUSTC")
-        .env_remove("RUSTC_WRAPPER")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET");
+        .env("RUSTC_BOOTSTRAP", "1");
+    for var in INHERITED {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs one example as its README does and returns what it printed.
+pub fn run(example: &Path) -> Result<String, String> {
+    let mut cmd = cargo_in(example, &["run", "--release", "-q"]);
     eprintln!("xtask: running {cmd:?} in {}", example.display());
     let out = cmd
         .output()
@@ -52,6 +64,40 @@ pub fn run(example: &Path) -> Result<String, String> {
         ));
     }
     String::from_utf8(out.stdout).map_err(|_| format!("{} printed something that is not UTF-8", example.display()))
+}
+
+/// The round-trip example built for the Arduino Uno's ATmega328p (2 KB of
+/// SRAM) must fail in `kyber512-avr`'s build script with a message naming
+/// the crate, the MCU and the bytes needed, not with a linker error. The
+/// extra `build.rustflags` comes after the example's own, and rustc (and so
+/// the build script) takes the last `-C target-cpu`.
+pub fn check_refusal() -> Result<(), String> {
+    let example = util::workspace_root().join("examples/avr-kem-roundtrip");
+    let rustflags = r#"build.rustflags=["-C","target-cpu=atmega328p"]"#;
+    let mut cmd = cargo_in(
+        &example,
+        &[
+            "build",
+            "--release",
+            "--config",
+            rustflags,
+            "--target-dir",
+            "target/uno-refusal",
+        ],
+    );
+    eprintln!("xtask: running {cmd:?} (must fail)");
+    let out = cmd.output().map_err(|e| format!("cannot start cargo: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let wanted = "kyber512-avr cannot run on the atmega328p (Arduino Uno): its lightest operation needs";
+    if out.status.success() || !err.contains(wanted) || err.contains("not within region") {
+        return Err(format!(
+            "building {} for the atmega328p should fail with \"{wanted} …\"; it ended with {}:\n{err}",
+            example.display(),
+            out.status
+        ));
+    }
+    eprintln!("xtask: the atmega328p build is refused by name and bytes");
+    Ok(())
 }
 
 /// Runs every example; each must print exactly its [`EXPECTED`] file.
@@ -74,5 +120,5 @@ pub fn check_all() -> Result<(), String> {
         }
         eprintln!("xtask: {} printed its expected output", example.display());
     }
-    Ok(())
+    check_refusal()
 }

@@ -24,6 +24,7 @@ pub mod e2e_session;
 pub mod energy;
 pub mod examples;
 pub mod flash;
+pub mod floors;
 pub mod hosteval;
 pub mod kat;
 pub mod kems;
@@ -65,6 +66,7 @@ pub const LAYERS: &[&str] = &[
     "energy",
     "hosteval",
     "records",
+    "floors",
     // running firmware in a simulator, and the host side of each exchange
     "device",
     "symbols",

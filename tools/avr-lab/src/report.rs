@@ -55,6 +55,7 @@ pub fn regenerate() -> Result<(), String> {
     write(&bench_dir().join("latest.json"), &(json + "\n"))?;
     let docs = util::workspace_root().join("docs");
     write(&docs.join("benchmarks.md"), &docs_markdown(&records))?;
+    crate::floors::write_all(&records)?;
     // One chart per quantity; the README shows the KEM one.
     let kem = chart::bars_svg(
         "KEM operations on the ATmega1284p: ours beside the published AVR figures",
