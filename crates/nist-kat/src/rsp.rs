@@ -33,7 +33,7 @@ pub fn hex_upper(bytes: &[u8]) -> String {
 
 /// Decodes hex (either case); a typed error names the bad input.
 pub fn hex_decode(s: &str) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("odd-length hex ({} digits)", s.len()));
     }
     (0..s.len())
