@@ -58,7 +58,7 @@ def main(elf, paint):
     # the log goes to stderr, the UART bytes to a copy of the old stdout.
     data = os.fdopen(os.dup(1), 'wb', buffering=0)
     os.dup2(2, 1)
-    dev = load_device('atmega4808')
+    dev = load_device(os.environ.get('YASIM_MCU', 'atmega4808'))
     fw = _corelib.Firmware.read_elf(elf)
     if not fw:
         sys.exit('cannot read ' + elf)

@@ -1,7 +1,9 @@
-"""Boot avr-harness firmware on a yasimavr ATmega4808 and talk to it over USART0.
+"""Boot avr-harness firmware on a yasimavr ATmega4808 (or the part named by
+$YASIM_MCU, e.g. atmega4809) and talk to it over USART0.
 
 Shared by yasim_run.py (KAT and MQTT request files) and yasim_smoke.py.
 """
+import os
 import struct
 import sys
 
@@ -16,7 +18,7 @@ class Harness:
     """A loaded ATmega4808 whose firmware has enabled its USART0 receiver."""
 
     def __init__(self, elf):
-        self.dev = load_device('atmega4808')
+        self.dev = load_device(os.environ.get('YASIM_MCU', 'atmega4808'))
         fw = _corelib.Firmware.read_elf(elf)
         if not fw:
             sys.exit('cannot read ' + elf)

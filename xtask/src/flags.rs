@@ -66,6 +66,10 @@ pub enum Cmd {
     },
     /// Regenerate benchmarks/latest.json and docs/ from benchmarks/*/*.json
     Report,
+    /// Which KEM and which KEM-MQTT suite fits which board (Uno, Mega 2560,
+    /// ATmega1284p, Nano Every, ATmega4808): builds and runs each in the
+    /// simulator → benchmarks/boards.json, docs/boards.md
+    Boards(avr_lab::boards::BoardsArgs),
     /// Build and run every firmware example in examples/ as its README does
     /// (`cargo run --release`: simavr) and check what each prints
     Examples,
@@ -86,6 +90,7 @@ impl Cmd {
                 | Cmd::E2e(_)
                 | Cmd::BuildAvr(_)
                 | Cmd::Examples
+                | Cmd::Boards(_)
         )
     }
 }
@@ -118,6 +123,8 @@ mod tests {
             "mqtt",
             "kat",
             "report",
+            "boards",
+            "examples",
         ] {
             assert_eq!(error(&[cmd, "--help"]).0, ErrorKind::DisplayHelp, "{cmd} --help");
         }
@@ -154,10 +161,10 @@ mod tests {
 
     #[test]
     fn unknown_mcus_name_the_supported_ones() {
-        let (kind, text) = error(&["sim-test", "--mcu", "atmega328p"]);
+        let (kind, text) = error(&["sim-test", "--mcu", "atmega8"]);
         assert_eq!(kind, ErrorKind::ValueValidation);
         assert!(
-            text.contains("atmega328p") && text.contains("atmega1284p, atmega4808"),
+            text.contains("atmega8") && text.contains("atmega1284p, atmega4808, atmega328p, atmega2560, atmega4809"),
             "{text}"
         );
         match parse(&["bench", "--mcu", "atmega4808"]).unwrap().command {

@@ -90,6 +90,26 @@ pub fn mcu(name: &str) -> Option<Mcu> {
     MCUS.iter().copied().find(|m| m.name == name)
 }
 
+/// [`mcu`] for constants: a part of [`MCUS`] by name (a name not there
+/// fails the build that evaluates it).
+pub const fn facts(name: &str) -> Mcu {
+    let mut i = 0;
+    while i < MCUS.len() {
+        let (a, b) = (MCUS[i].name.as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return MCUS[i];
+            }
+        }
+        i += 1;
+    }
+    panic!("not an MCU of avr_asm_build::MCUS")
+}
+
 /// The file in a KEM crate's folder holding its SRAM floor (written by
 /// `cargo xtask report` from the benchmark records; see [`sram_floor`]).
 pub const SRAM_FLOOR_FILE: &str = "avr-sram-floor.txt";

@@ -55,6 +55,18 @@ pub fn measure(mcu: Mcu, suite: Suite, no_build: bool) -> Result<(AppCost, std::
     Ok((cost, elf))
 }
 
+/// The peak stack of a session (handshake, reading, command) of the
+/// application image `elf` of `suite`, provisioned for `state`, on `mcu`:
+/// simavr's stack-pointer tracking on the classic parts, the painted peak
+/// in yasimavr on the megaAVR 0-series (`cargo xtask boards`).
+pub fn session_stack(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> Result<u32, String> {
+    if mcu.is_mega0() {
+        return run_on_mega0(mcu, suite, elf, state).map(|r| r.stack);
+    }
+    let cost = run(elf, mcu, suite, state)?;
+    Ok(cost.handshake_stack.max(cost.seal_stack).max(cost.open_stack))
+}
+
 /// The board's serial line, in whichever simulator runs it.
 trait Line {
     /// The next `n` bytes the board sends.
@@ -180,11 +192,10 @@ fn painted_peak(said: &str) -> Result<Option<u32>, String> {
 /// holds afterwards. An image whose stack ran into static data fails
 /// with that as the reason.
 pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> Result<Mega0Run, String> {
-    let python = crate::setup::yasim_python()?;
     let script = crate::util::workspace_root().join("firmware/avr/yasim_app.py");
     let [bss_end, data_start] = crate::symbols::addresses_of(elf, ["__bss_end", "__data_start"])?;
     let ramend = data_start + mcu.sram - 1;
-    let mut child = std::process::Command::new(python)
+    let mut child = crate::setup::yasim(mcu.name)?
         .arg(script)
         .arg(elf)
         .args([bss_end.to_string(), ramend.to_string()])

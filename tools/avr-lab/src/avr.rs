@@ -84,7 +84,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     // keeps side by side (Kyber512: 3.2 KB less code, the same cycles).
     // Unstable, like build-std, which these builds already need.
     let mut rustflags = format!("-C target-cpu={} -Z share-generics=y", mcu.name);
-    if mcu.name == "atmega4808" {
+    if mcu.is_mega0() {
         let linker = crate::mega0_link::prepare(&root, &target)?;
         rustflags.push_str(&format!(" -C linker={}", linker.display()));
     }
@@ -142,7 +142,12 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     if let Some(level) = mcu.opt_level.or(image.opt_level) {
         cmd.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
     }
-    util::run_keeping(&mut cmd, &["overflowed by", "is not within region"])?;
+    // A link that overflows, and a KEM crate refusing an MCU with too little
+    // SRAM (`avr_asm_build::require_sram`): the callers report both.
+    util::run_keeping(
+        &mut cmd,
+        &["overflowed by", "is not within region", "cannot run on the"],
+    )?;
     let built = target.join("avr-none/release/firmware.elf");
     let elf = image.elf(mcu);
     if let Some(dir) = elf.parent() {

@@ -674,6 +674,18 @@ fn bench_app(ctx: &Ctx, suite: kem_mqtt::Suite, no_build: bool) -> Result<(Vec<R
     Ok((records, cost.total_cycles))
 }
 
+/// The peak stack (simavr's stack-pointer tracking) over keygen, encaps
+/// and decaps of `kem` on its built `image` for `mcu`, two KAT records each
+/// (`cargo xtask boards`).
+pub fn kem_peak_stack(mcu: target::Mcu, image: &target::Image, kem: Kem) -> Result<u32, String> {
+    let (records, _) = bench_kems(&sim_ctx(mcu), image, &[kem], true)?;
+    records
+        .iter()
+        .map(|r| r.stack_bytes)
+        .max()
+        .ok_or_else(|| format!("{} measured nothing on {}", kem.name(), mcu.name))
+}
+
 /// Keygen, encaps and decaps of every KEM of `image` on two KAT records.
 ///
 /// Cycles are the larger of the two runs minus the empty window; stack the

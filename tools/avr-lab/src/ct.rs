@@ -488,6 +488,16 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
 /// `kem-mqtt/<suite>`), by
 /// `--filter`. CTRU-Light's key generation retries publicly when f is not
 /// invertible: a pair whose tapes differ in length is reported, not compared.
+/// `requests` on `image`'s build `b` in yasimavr, traced one instruction at a time.
+fn trace_mega0(
+    mcu: target::Mcu,
+    b: &avr::Build,
+    image: &target::Image,
+    requests: &[(u8, Vec<u8>)],
+) -> Result<Vec<crate::mega0::Measured>, String> {
+    crate::mega0::yasim_measured_avrxt(mcu, &b.elf, requests, &image.target_dir(mcu).join("ct-requests.txt"))
+}
+
 fn mega0(o: &CtArgs) -> Result<(), String> {
     use avr_wire::primitives::PRIMITIVES;
     let (mcu, filter) = (o.mcu, o.filter.to_lowercase());
@@ -522,11 +532,10 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
             .flat_map(|p| [0, 1].map(|_| (p.id, (0..p.request_len).map(|_| rng.next_u64() as u8).collect())))
             .collect();
         eprintln!("xtask: primitives on {} traced in yasimavr …", mcu.name);
-        let r = crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))
-            .unwrap_or_else(|e| {
-                record(Err(format!("primitives: {e}")));
-                Vec::new()
-            });
+        let r = trace_mega0(mcu, &b, &image, &requests).unwrap_or_else(|e| {
+            record(Err(format!("primitives: {e}")));
+            Vec::new()
+        });
         for (i, p) in selected.iter().enumerate() {
             record(compare_runs(
                 format!("primitives/{}", p.name),
@@ -558,15 +567,13 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
             }
         }
         eprintln!("xtask: {} traced in yasimavr …", kem.name());
-        let r =
-            match crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    record(Err(format!("{}: {e}", kem.name())));
-                    continue;
-                }
-            };
+        let r = match trace_mega0(mcu, &b, &image, &requests) {
+            Ok(r) => r,
+            Err(e) => {
+                record(Err(format!("{}: {e}", kem.name())));
+                continue;
+            }
+        };
         let retry = cases[0].keygen_tape.len() != cases[1].keygen_tape.len();
         for (i, op) in KemOp::ALL.into_iter().enumerate() {
             let public = op == KemOp::Keygen && retry;
@@ -605,15 +612,13 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
             }
         }
         eprintln!("xtask: kem-mqtt/{} traced in yasimavr …", suite.name());
-        let r =
-            match crate::mega0::yasim_measured_avrxt(&b.elf, &requests, &image.target_dir(mcu).join("ct-requests.txt"))
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    record(Err(format!("kem-mqtt/{}: {e}", suite.name())));
-                    continue;
-                }
-            };
+        let r = match trace_mega0(mcu, &b, &image, &requests) {
+            Ok(r) => r,
+            Err(e) => {
+                record(Err(format!("kem-mqtt/{}: {e}", suite.name())));
+                continue;
+            }
+        };
         if r.len() < 6 {
             record(Ok(format!(
                 "kem-mqtt/{}: stopped early (does not fit the SRAM), not compared",

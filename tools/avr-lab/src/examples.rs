@@ -23,7 +23,7 @@ const INHERITED: &[&str] = &[
 /// The name of the file holding what an example must print.
 const EXPECTED: &str = "expected-output.txt";
 
-/// Every example project with an [`EXPECTED`] file, sorted by name.
+/// Every example project with an `expected-output.txt`, sorted by name.
 pub fn all() -> Result<Vec<PathBuf>, String> {
     let dir = util::workspace_root().join("examples");
     let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
@@ -100,7 +100,7 @@ pub fn check_refusal() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs every example; each must print exactly its [`EXPECTED`] file.
+/// Runs every example; each must print exactly its `expected-output.txt`.
 pub fn check_all() -> Result<(), String> {
     let examples = all()?;
     if examples.is_empty() {

@@ -74,33 +74,35 @@ pub struct FlashArgs {
     pub dry_run: bool,
 }
 
-/// avrdude's name for the part.
-fn part(mcu: Mcu) -> &'static str {
-    match mcu.name {
-        "atmega4808" => "m4808",
-        _ => "m1284p",
-    }
+/// avrdude's name for the part (`m1284p`, `m4808` …).
+fn part(mcu: Mcu) -> String {
+    mcu.name.replacen("atmega", "m", 1)
 }
 
-/// The programmer a board of `mcu` is flashed with by default.
+/// The programmer a board of `mcu` is flashed with by default: the
+/// Optiboot/Arduino bootloader, the Mega 2560's stk500v2 one (`wiring`),
+/// the Nano Every's on-board UPDI bridge, or a serial UPDI adapter.
 pub fn default_programmer(mcu: Mcu) -> &'static str {
-    if mcu.simulated {
-        "arduino"
-    } else {
-        "serialupdi"
+    match mcu.name {
+        "atmega2560" => "wiring",
+        "atmega4809" => "jtag2updi",
+        _ if mcu.is_mega0() => "serialupdi",
+        _ => "arduino",
     }
 }
 
 /// avrdude's arguments: write `hex` to the flash of `mcu` through
 /// `programmer` on `port` at `baud`, then verify (avrdude reads it back).
 pub fn avrdude_args(mcu: Mcu, hex: &Path, port: &str, programmer: &str, baud: u32) -> Vec<String> {
-    let mut args: Vec<String> = ["-p", part(mcu), "-c", programmer, "-P", port, "-b"]
+    let part = part(mcu);
+    let mut args: Vec<String> = ["-p", part.as_str(), "-c", programmer, "-P", port, "-b"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     args.push(baud.to_string());
-    if programmer == "arduino" {
-        // A bootloader erases each page as it writes it.
+    if matches!(programmer, "arduino" | "wiring") {
+        // A bootloader erases each page as it writes it (the Arduino IDE
+        // passes -D to both).
         args.push("-D".into());
     }
     args.push("-U".into());
@@ -414,12 +416,15 @@ mod tests {
             avrdude_args(m4808, hex, "/dev/ttyACM0", default_programmer(m4808), 230_400).join(" "),
             "-p m4808 -c serialupdi -P /dev/ttyACM0 -b 230400 -U flash:w:/tmp/x.hex:i"
         );
+        let m2560 = target::mcu("atmega2560").unwrap();
+        assert_eq!(
+            avrdude_args(m2560, hex, "/dev/ttyACM0", default_programmer(m2560), 115_200).join(" "),
+            "-p m2560 -c wiring -P /dev/ttyACM0 -b 115200 -D -U flash:w:/tmp/x.hex:i"
+        );
         // --image and --port are required; a bad MCU is refused.
         assert!(FlashArgs::try_parse_from(["flash", "--image", "rings"]).is_err());
         assert!(FlashArgs::try_parse_from(["flash", "--port", "/dev/ttyUSB0"]).is_err());
-        assert!(
-            FlashArgs::try_parse_from(["flash", "--mcu", "atmega328p", "--image", "rings", "--port", "p"]).is_err()
-        );
+        assert!(FlashArgs::try_parse_from(["flash", "--mcu", "atmega8", "--image", "rings", "--port", "p"]).is_err());
         let o = FlashArgs::try_parse_from(["flash", "--image", "rings", "--port", "p", "--dry-run"]).unwrap();
         assert!(o.dry_run && o.programmer.is_none() && o.baud.is_none());
     }

@@ -15,6 +15,8 @@ pub mod app_cost;
 pub mod avr;
 pub mod avrxt;
 pub mod bench;
+pub mod board_table;
+pub mod boards;
 pub mod build_avr;
 pub mod chart;
 pub mod ct;
@@ -67,6 +69,7 @@ pub const LAYERS: &[&str] = &[
     "hosteval",
     "records",
     "floors",
+    "board_table",
     // running firmware in a simulator, and the host side of each exchange
     "device",
     "symbols",
@@ -92,6 +95,7 @@ pub const LAYERS: &[&str] = &[
     "e2e",
     "mqtt_load",
     "bench",
+    "boards",
     "build_avr",
     "flash",
     "kat",

@@ -2,7 +2,6 @@
 //! and what fits (the link support is `mega0_link`).
 
 use std::path::Path;
-use std::process::Command;
 
 use avr_wire::frame::{timer_cycles, OP_CYCLES, OP_EMPTY, OP_STACK, STACK_OVERFLOW, TIMERS_LEN};
 use avr_wire::kem::{kem_op_id, KemOp};
@@ -82,35 +81,7 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
             ));
             continue;
         }
-        let case = kems::kat_cases(kem, 1)?.remove(0);
-        let r = &case.record;
-        let requests = [
-            (
-                KemOp::Keygen,
-                kems::request(kem, KemOp::Keygen, &[], &case.keygen_tape)?,
-            ),
-            (
-                KemOp::Encaps,
-                kems::request(kem, KemOp::Encaps, &r.pk, &case.encaps_tape)?,
-            ),
-            (KemOp::Decaps, kems::request(kem, KemOp::Decaps, &r.sk, &r.ct)?),
-        ]
-        .map(|(op, payload)| (kem_op_id(kem, op), payload));
-        eprintln!("xtask: {} in yasimavr …", kem.name());
-        let replies = run_requests(
-            &b.elf,
-            &requests,
-            &image.target_dir(mcu).join("kat0-requests.txt"),
-            record,
-        )?;
-        let want = [
-            [&[0u8, case.keygen_tape.len() as u8, 0][..], &r.pk, &r.sk].concat(),
-            [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
-            r.ss.clone(),
-        ];
-        let per_op: Vec<bool> = (0..3)
-            .map(|i| replies.get(i).map(|m| &m.body) == Some(&want[i]))
-            .collect();
+        let (replies, per_op) = kat0(mcu, kem, &image, &b.elf, record)?;
         let ok = replies.len() == 3 && per_op.iter().all(|&x| x);
         let verdict = if ok {
             "reproduced".to_string()
@@ -202,6 +173,49 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
     Ok(())
 }
 
+/// KAT record 0 of `kem` (keygen, encaps, decaps) on its built image `elf`
+/// in yasimavr, with `avrxt` also traced: the replies, and per operation
+/// whether it reproduced the record's bytes.
+pub fn kat0(
+    mcu: target::Mcu,
+    kem: Kem,
+    image: &target::Image,
+    elf: &Path,
+    avrxt: bool,
+) -> Result<(Vec<Measured>, Vec<bool>), String> {
+    let case = kems::kat_cases(kem, 1)?.remove(0);
+    let r = &case.record;
+    let requests = [
+        (
+            KemOp::Keygen,
+            kems::request(kem, KemOp::Keygen, &[], &case.keygen_tape)?,
+        ),
+        (
+            KemOp::Encaps,
+            kems::request(kem, KemOp::Encaps, &r.pk, &case.encaps_tape)?,
+        ),
+        (KemOp::Decaps, kems::request(kem, KemOp::Decaps, &r.sk, &r.ct)?),
+    ]
+    .map(|(op, payload)| (kem_op_id(kem, op), payload));
+    eprintln!("xtask: {} in yasimavr …", kem.name());
+    let replies = run_requests(
+        mcu,
+        elf,
+        &requests,
+        &image.target_dir(mcu).join("kat0-requests.txt"),
+        avrxt,
+    )?;
+    let want = [
+        [&[0u8, case.keygen_tape.len() as u8, 0][..], &r.pk, &r.sk].concat(),
+        [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
+        r.ss.clone(),
+    ];
+    let per_op: Vec<bool> = (0..3)
+        .map(|i| replies.get(i).map(|m| &m.body) == Some(&want[i]))
+        .collect();
+    Ok((replies, per_op))
+}
+
 /// One measured request's outcome in yasimavr.
 #[derive(Clone, Debug)]
 pub struct Measured {
@@ -228,9 +242,13 @@ pub struct Measured {
 /// timer reading comes first, for calibration. Returns the replies in order
 /// while the harness answered Ok: fewer than requested when the firmware
 /// crashed or refused one (a handler's own error is in its payload).
-pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) -> Result<Vec<Measured>, String> {
+pub fn yasim_measured(
+    mcu: target::Mcu,
+    elf: &Path,
+    requests: &[(u8, Vec<u8>)],
+    scratch: &Path,
+) -> Result<Vec<Measured>, String> {
     let root = util::workspace_root();
-    let python = crate::setup::yasim_python()?;
     let mut lines = format!(
         "{OP_EMPTY:02x}
 {OP_CYCLES:02x}
@@ -246,7 +264,7 @@ pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) ->
         ));
     }
     std::fs::write(scratch, lines).map_err(|e| format!("cannot write {}: {e}", scratch.display()))?;
-    let out = Command::new(&python)
+    let out = crate::setup::yasim(mcu.name)?
         .arg(root.join("firmware/avr/yasim_run.py"))
         .arg(elf)
         .arg(scratch)
@@ -292,14 +310,15 @@ pub fn yasim_measured(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) ->
 /// [`yasim_measured`], or with `avrxt` [`yasim_measured_avrxt`] (the
 /// recorded runs of `cargo xtask bench --mcu atmega4808`).
 pub fn run_requests(
+    mcu: target::Mcu,
     elf: &Path,
     requests: &[(u8, Vec<u8>)],
     scratch: &Path,
     avrxt: bool,
 ) -> Result<Vec<Measured>, String> {
     match avrxt {
-        true => yasim_measured_avrxt(elf, requests, scratch),
-        false => yasim_measured(elf, requests, scratch),
+        true => yasim_measured_avrxt(mcu, elf, requests, scratch),
+        false => yasim_measured(mcu, elf, requests, scratch),
     }
 }
 
@@ -307,11 +326,16 @@ pub fn run_requests(
 /// time (`firmware/avr/yasim_trace.py`, trace in `scratch`'s directory):
 /// each window's AVRxt count ([`crate::avrxt`], checked against its timer
 /// count). Tracing runs at about 1.5 M instructions a second.
-pub fn yasim_measured_avrxt(elf: &Path, requests: &[(u8, Vec<u8>)], scratch: &Path) -> Result<Vec<Measured>, String> {
-    let mut measured = yasim_measured(elf, requests, scratch)?;
+pub fn yasim_measured_avrxt(
+    mcu: target::Mcu,
+    elf: &Path,
+    requests: &[(u8, Vec<u8>)],
+    scratch: &Path,
+) -> Result<Vec<Measured>, String> {
+    let mut measured = yasim_measured(mcu, elf, requests, scratch)?;
     let root = util::workspace_root();
     let trace_file = scratch.with_extension("trace.json");
-    let out = Command::new(crate::setup::yasim_python()?)
+    let out = crate::setup::yasim(mcu.name)?
         .arg(root.join("firmware/avr/yasim_trace.py"))
         .arg(elf)
         .arg(scratch)
@@ -408,6 +432,7 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
         .collect();
     eprintln!("xtask: primitives on {} in yasimavr …", mcu.name);
     let replies = run_requests(
+        mcu,
         &b.elf,
         &requests,
         &image.target_dir(mcu).join("primitives-requests.txt"),

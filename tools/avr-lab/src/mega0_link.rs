@@ -1,7 +1,8 @@
-//! ATmega4808 (megaAVR-0) link support: avr-gcc 5.4 has no device spec for
-//! it, so rustc's `avr-gcc -mmcu=atmega4808` goes through a wrapper that links
-//! for the generic `avrxmega3` architecture with our own start-up code
-//! (`firmware/avr/crt0-mega0.S`) and the 4808's memory layout.
+//! ATmega4808/4809 (megaAVR-0) link support: avr-gcc 5.4 has no device spec
+//! for them, so rustc's `avr-gcc -mmcu=atmega480x` goes through a wrapper
+//! that links for the generic `avrxmega3` architecture with our own start-up
+//! code (`firmware/avr/crt0-mega0.S`) and their memory layout (the same on
+//! both: 48 KB of flash, 6 KB of SRAM at 0x2800, flash mapped at 0x4000).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,7 +35,7 @@ pub fn prepare(root: &Path, target: &Path) -> Result<PathBuf, String> {
          for a in \"$@\"; do\n\
          \x20 shift\n\
          \x20 case \"$a\" in\n\
-         \x20   -mmcu=atmega4808) set -- \"$@\" -mmcu=avrxmega3 ;;\n\
+         \x20   -mmcu=atmega4808|-mmcu=atmega4809) set -- \"$@\" -mmcu=avrxmega3 ;;\n\
          \x20   *) set -- \"$@\" \"$a\" ;;\n\
          \x20 esac\n\
          done\n\

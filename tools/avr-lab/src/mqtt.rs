@@ -339,7 +339,7 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
 /// What the linker's refusal says, in numbers: flash (`region `text'
 /// overflowed by N bytes`) and static RAM (`address A of … section `.bss'
 /// is not within region `data'`).
-fn link_overflow(err: &str, mcu: crate::target::Mcu) -> String {
+pub fn link_overflow(err: &str, mcu: crate::target::Mcu) -> String {
     let mut why = Vec::new();
     if let Some(n) = err
         .split("region `text' overflowed by ")
@@ -439,6 +439,7 @@ pub fn mega0(
         let case = sensor::prepare(suite, sensor::SEED)?;
         eprintln!("xtask: {} on {} in yasimavr …", suite.name(), mcu.name);
         let replies = crate::mega0::run_requests(
+            mcu,
             &b.elf,
             &[
                 (fw::OP_START, case.start_request.clone()),

@@ -56,6 +56,10 @@ pub fn regenerate() -> Result<(), String> {
     let docs = util::workspace_root().join("docs");
     write(&docs.join("benchmarks.md"), &docs_markdown(&records))?;
     crate::floors::write_all(&records)?;
+    let boards = crate::board_table::load()?;
+    if !boards.is_empty() {
+        write(&docs.join("boards.md"), &crate::board_table::markdown(&boards))?;
+    }
     // One chart per quantity; the README shows the KEM one.
     let kem = chart::bars_svg(
         "KEM operations on the ATmega1284p: ours beside the published AVR figures",

@@ -280,16 +280,19 @@ pub fn setup(opts: &SetupArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The Python of the yasimavr environment (`.venv`), installing yasimavr
-/// first if it is not there (as [`ensure_machine`] installs the Debian
-/// packages): every command that simulates the ATmega4808 needs it.
-pub fn yasim_python() -> Result<std::path::PathBuf, String> {
+/// The Python of the yasimavr environment (`.venv`) to run a script on
+/// `mcu` (`YASIM_MCU`, which `firmware/avr/yasim_uart.py` loads),
+/// installing yasimavr first if it is not there (as [`ensure_machine`]
+/// installs the Debian packages): every megaAVR 0-series run needs it.
+pub fn yasim(mcu: &str) -> Result<Command, String> {
     let python = util::workspace_root().join(".venv/bin/python");
     if !python.exists() {
-        eprintln!("xtask: the ATmega4808 runs need yasimavr, which is not installed yet");
+        eprintln!("xtask: the {mcu} runs need yasimavr, which is not installed yet");
         setup_yasimavr()?;
     }
-    Ok(python)
+    let mut cmd = Command::new(python);
+    cmd.env("YASIM_MCU", mcu);
+    Ok(cmd)
 }
 
 /// yasimavr (the ATmega4808 simulator) into `.venv`; it builds from source (≈ 2 min).

@@ -70,14 +70,13 @@ fn first_difference(got: &[u8], want: &[u8], kind: Kind) -> String {
 /// yasimavr (installed into `.venv` on first use).
 fn yasimavr_smoke(mcu: target::Mcu, no_build: bool) -> Result<(), String> {
     let root = crate::util::workspace_root();
-    let python = crate::setup::yasim_python()?;
     let elf = if no_build {
         target::Image::rings().elf(mcu)
     } else {
         avr::build(mcu)?.elf
     };
     crate::util::run(
-        std::process::Command::new(python)
+        crate::setup::yasim(mcu.name)?
             .arg(root.join("firmware/avr/yasim_smoke.py"))
             .arg(elf),
     )?;

@@ -16,36 +16,57 @@ pub struct Mcu {
     pub flash: u32,
     /// SRAM bytes.
     pub sram: u32,
-    /// Whether simavr can run it.
+    /// Whether simavr can run it (the classic cores); the megaAVR 0-series
+    /// parts run in yasimavr.
     pub simulated: bool,
     /// Overrides the release profile's opt-level (the 4808's 48 KB flash needs "s").
     pub opt_level: Option<&'static str>,
 }
 
-/// Supported MCUs.
+impl Mcu {
+    /// An MCU of `avr_asm_build::MCUS` (where its memories are written once).
+    const fn of(name: &'static str, simulated: bool, opt_level: Option<&'static str>) -> Mcu {
+        let facts = avr_asm_build::facts(name);
+        Mcu {
+            name,
+            flash: facts.flash,
+            sram: facts.sram,
+            simulated,
+            opt_level,
+        }
+    }
+
+    /// A megaAVR 0-series part (AVRxt core, flash mapped into data space,
+    /// our own start-up code and link wrapper, yasimavr).
+    pub fn is_mega0(&self) -> bool {
+        !self.simulated
+    }
+}
+
+/// The MCUs every command measures and CI builds for.
 pub const MCUS: &[Mcu] = &[
-    Mcu {
-        name: "atmega1284p",
-        flash: 128 * 1024,
-        sram: 16 * 1024,
-        simulated: true,
-        opt_level: None,
-    },
-    Mcu {
-        name: "atmega4808",
-        flash: 48 * 1024,
-        sram: 6 * 1024,
-        simulated: false,
-        opt_level: Some("s"),
-    },
+    Mcu::of("atmega1284p", true, None),
+    Mcu::of("atmega4808", false, Some("s")),
+];
+
+/// The other boards' MCUs: `--mcu` takes them, `cargo xtask boards`
+/// measures what fits them (`docs/boards.md`).
+pub const BOARD_MCUS: &[Mcu] = &[
+    Mcu::of("atmega328p", true, None),
+    Mcu::of("atmega2560", true, None),
+    Mcu::of("atmega4809", false, Some("s")),
 ];
 
 /// Looks up `--mcu`.
 pub fn mcu(name: &str) -> Result<Mcu, String> {
-    MCUS.iter().copied().find(|m| m.name == name).ok_or_else(|| {
-        let known: Vec<_> = MCUS.iter().map(|m| m.name).collect();
-        format!("unknown MCU `{name}` (supported: {})", known.join(", "))
-    })
+    MCUS.iter()
+        .chain(BOARD_MCUS)
+        .copied()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            let known: Vec<_> = MCUS.iter().chain(BOARD_MCUS).map(|m| m.name).collect();
+            format!("unknown MCU `{name}` (supported: {})", known.join(", "))
+        })
 }
 
 /// The target directory of one MCU's default (`rings`) image (never shared with host builds).
@@ -82,10 +103,10 @@ impl Image {
     /// 1.5 KB of key copies), provisioned into the image at build time.
     pub fn features_on(&self, mcu: Mcu) -> Vec<&'static str> {
         let mut f = self.features.clone();
-        if mcu.name == "atmega4808" && self.name == "rings" {
+        if mcu.is_mega0() && self.name == "rings" {
             f.push("portable-ntt");
         }
-        if mcu.name == "atmega4808" && self.name.starts_with("mqtt-") && !f.contains(&"mqtt-provisioned") {
+        if mcu.is_mega0() && self.name.starts_with("mqtt-") && !f.contains(&"mqtt-provisioned") {
             f.push("mqtt-provisioned");
         }
         f
@@ -294,7 +315,7 @@ pub fn runnable(mcu: Mcu, image: &Image, no_build: bool) -> bool {
 /// do three of one back-end), then [`sram_table_images`]; on the ATmega4808
 /// (48 KB) every variant has its own, tables in flash.
 pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
-    if mcu.name == "atmega4808" {
+    if mcu.is_mega0() {
         return Kem::ALL.into_iter().map(|k| (Image::kem(k), vec![k])).collect();
     }
     let mut v = vec![(Image::group(Group::Kyber), vec![Kem::MlKem512, Kem::Kyber512R3])];
