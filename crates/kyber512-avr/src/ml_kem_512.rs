@@ -142,6 +142,113 @@ impl Variant for MlKem512 {
 
 kem_api!(MlKem512);
 
+/// The seed form of an ML-KEM-512 decapsulation key: d ‖ z, 64 bytes, from
+/// which ML-KEM.KeyGen_internal (FIPS 203 Algorithm 16) derives the key
+/// pair. RustCrypto's `ml-kem` 0.3 stores and exports its keys in this form
+/// (`DecapsulationKey::from_seed`, `to_seed`, `KeyExport`): a seed moves
+/// between the two crates and gives the same keys in both. Key material:
+/// zeroized on drop, compared in constant time.
+///
+/// ```
+/// use kyber512_avr::kem::{Decapsulate, Encapsulate, FromSeed};
+/// use kyber512_avr::ml_kem_512::{MlKem512, Seed};
+/// # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
+/// # let mut rng = ChaCha20Rng::seed_from_u64(5);
+/// let seed = Seed::generate(&mut rng)?; // store or send these 64 bytes
+/// let (ek, dk) = seed.keys();
+/// // The same pair through RustCrypto's `FromSeed`, as `ml-kem` offers it.
+/// let (dk2, ek2) = MlKem512::from_seed(&(*seed.as_bytes()).into());
+/// assert_eq!((ek2.as_bytes(), dk2.as_bytes()), (ek.as_bytes(), dk.as_bytes()));
+/// let (ct, k) = ek2.encapsulate_with_rng(&mut rng);
+/// assert_eq!(dk.decapsulate(&ct), k);
+/// # Ok::<(), kyber512_avr::Error>(())
+/// ```
+pub struct Seed([u8; SEED_BYTES]);
+
+/// Bytes of a [`Seed`].
+pub const SEED_BYTES: usize = 64;
+
+impl Seed {
+    /// Draws a fresh seed: one 64-byte draw, as [`keygen`] draws d ‖ z
+    /// (so `Seed::generate(rng)?.keys()` equals `keygen(rng)?`).
+    pub fn generate(rng: &mut impl TryCryptoRng) -> Result<Seed, Error> {
+        let mut seed = Seed([0u8; SEED_BYTES]);
+        fill(rng, &mut seed.0)?;
+        Ok(seed)
+    }
+
+    /// The seed `bytes` (d, then z).
+    pub fn from_bytes(bytes: &[u8; SEED_BYTES]) -> Seed {
+        Seed(*bytes)
+    }
+
+    /// The 64 bytes (d, then z): key material.
+    pub fn as_bytes(&self) -> &[u8; SEED_BYTES] {
+        &self.0
+    }
+
+    /// The key pair this seed determines (encapsulation key, decapsulation
+    /// key): ML-KEM.KeyGen_internal(d, z).
+    pub fn keys(&self) -> (EncapsulationKey, DecapsulationKey) {
+        let mut d = [0u8; 32];
+        let mut z = [0u8; 32];
+        d.copy_from_slice(&self.0[..32]);
+        z.copy_from_slice(&self.0[32..]);
+        let keys = crate::kem_impl::keygen_internal::<MlKem512>(&d, &z);
+        d.wipe();
+        z.wipe();
+        keys
+    }
+}
+
+impl TryFrom<&[u8]> for Seed {
+    type Error = Error;
+
+    /// A seed from 64 bytes; any other length is [`Error::InvalidLength`].
+    fn try_from(bytes: &[u8]) -> Result<Seed, Error> {
+        let bytes: &[u8; SEED_BYTES] = bytes.try_into().map_err(|_| Error::InvalidLength {
+            expected: SEED_BYTES,
+            got: bytes.len(),
+        })?;
+        Ok(Seed::from_bytes(bytes))
+    }
+}
+
+impl PartialEq for Seed {
+    fn eq(&self, other: &Seed) -> bool {
+        kem_common::bytes_equal(&self.0, &other.0).into()
+    }
+}
+
+impl Eq for Seed {}
+
+impl core::fmt::Debug for Seed {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Seed(..)")
+    }
+}
+
+impl Drop for Seed {
+    fn drop(&mut self) {
+        self.0.wipe();
+    }
+}
+
+/// A decapsulation key's size as a key to initialise from: its seed (the
+/// form `ml-kem` 0.3's `KeyInit` takes), so that RustCrypto's `FromSeed`
+/// applies to [`MlKem512`].
+impl kem_common::kem::KeySizeUser for DecapsulationKey {
+    type KeySize = kem_common::kem::consts::U64;
+}
+
+/// The decapsulation key of a seed ([`Seed::keys`]).
+impl kem_common::kem::KeyInit for DecapsulationKey {
+    fn new(seed: &kem_common::kem::Key<Self>) -> Self {
+        let bytes: [u8; SEED_BYTES] = (*seed).into();
+        Seed(bytes).keys().1
+    }
+}
+
 /// Byte-level FIPS 203 functions for external conformance suites.
 pub mod hazmat {
     use super::*;

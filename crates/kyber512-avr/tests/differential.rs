@@ -74,3 +74,59 @@ fn kem_traits_interoperate_with_ml_kem() {
     // And a wrong key does not decapsulate to it.
     assert_ne!(our_dk.decapsulate(&ct).as_slice(), k_send.as_slice());
 }
+
+/// The seed form both ways (issue #34): a seed `ml-kem` exports gives the
+/// same keys here (`Seed`, and RustCrypto's `FromSeed` on our `MlKem512`),
+/// and a seed drawn here gives the same keys in `ml-kem`; each side
+/// decapsulates what the other encapsulates to the key of the shared seed.
+#[test]
+fn seeds_move_between_ml_kem_and_this_crate_both_ways() {
+    use kem_common::kem::{FromSeed, Generate, Kem};
+    let mut rng = kem_common::test_rng(64);
+    for _ in 0..20 {
+        // Theirs → ours.
+        let (their_dk, their_ek) = MlKem512::generate_keypair_from_rng(&mut rng);
+        let their_seed = their_dk.to_seed().expect("a generated key keeps its seed");
+        let seed = ml_kem_512::Seed::try_from(their_seed.as_slice()).expect("64 bytes");
+        let (ek, dk) = seed.keys();
+        assert_eq!(ek.as_bytes().as_slice(), their_ek.to_bytes().as_slice());
+        assert_eq!(dk.as_bytes().as_slice(), their_dk.to_expanded_bytes().as_slice());
+        let (dk_t, ek_t) = ml_kem_512::MlKem512::from_seed(&their_seed);
+        assert_eq!((dk_t.as_bytes(), ek_t.as_bytes()), (dk.as_bytes(), ek.as_bytes()));
+        let (ct, k) = their_ek.encapsulate_with_rng(&mut rng);
+        assert_eq!(dk.decapsulate(&ct).as_slice(), k.as_slice());
+
+        // Ours → theirs.
+        let ours = ml_kem_512::Seed::generate(&mut rng).expect("rng");
+        let (ek, dk) = ours.keys();
+        let their_dk = ml_kem::ml_kem_512::DecapsulationKey::from_seed(Array::from(*ours.as_bytes()));
+        assert_eq!(
+            their_dk.encapsulation_key().to_bytes().as_slice(),
+            ek.as_bytes().as_slice()
+        );
+        assert_eq!(their_dk.to_seed().unwrap().as_slice(), ours.as_bytes().as_slice());
+        let (ct, k) = ek.encapsulate_with_rng(&mut rng);
+        assert_eq!(their_dk.decapsulate(&ct).as_slice(), k.as_slice());
+        let _ = dk;
+    }
+    // Draws as keygen does: the same RNG state gives the same pair.
+    let (mut a, mut b) = (kem_common::test_rng(9), kem_common::test_rng(9));
+    let (ek, dk) = ml_kem_512::keygen(&mut a).unwrap();
+    let (ek2, dk2) = ml_kem_512::Seed::generate(&mut b).unwrap().keys();
+    assert_eq!((ek.as_bytes(), dk.as_bytes()), (ek2.as_bytes(), dk2.as_bytes()));
+    // A generated decapsulation key (the `Generate` trait) is unaffected.
+    let _ = ml_kem_512::DecapsulationKey::generate_from_rng(&mut rng);
+    // Wrong lengths are a typed error; equality is on the bytes.
+    assert!(matches!(
+        ml_kem_512::Seed::try_from(&[0u8; 63][..]),
+        Err(kyber512_avr::Error::InvalidLength { expected: 64, got: 63 })
+    ));
+    assert_eq!(
+        ml_kem_512::Seed::from_bytes(&[7; 64]),
+        ml_kem_512::Seed::from_bytes(&[7; 64])
+    );
+    assert_ne!(
+        ml_kem_512::Seed::from_bytes(&[7; 64]),
+        ml_kem_512::Seed::from_bytes(&[8; 64])
+    );
+}

@@ -32,12 +32,30 @@ where
 fn main() {
     let mut rng = rand::rng();
     let results = [
-        ("ml-kem (RustCrypto) ML-KEM-512", round_trip::<ml_kem::MlKem512>(&mut rng)),
-        ("kyber512-avr ML-KEM-512", round_trip::<kyber512_avr::ml_kem_512::MlKem512>(&mut rng)),
-        ("kyber512-avr Kyber512 round 3", round_trip::<kyber512_avr::kyber512_r3::Kyber512R3>(&mut rng)),
-        ("lightsaber-avr LightSaber", round_trip::<lightsaber_avr::LightSaber>(&mut rng)),
-        ("ctru-light CTRU-Light SHA3", round_trip::<ctru_light::CtruLightSha3>(&mut rng)),
-        ("ctru-light CTRU-Light Ascon", round_trip::<ctru_light::CtruLightAscon>(&mut rng)),
+        (
+            "ml-kem (RustCrypto) ML-KEM-512",
+            round_trip::<ml_kem::MlKem512>(&mut rng),
+        ),
+        (
+            "kyber512-avr ML-KEM-512",
+            round_trip::<kyber512_avr::ml_kem_512::MlKem512>(&mut rng),
+        ),
+        (
+            "kyber512-avr Kyber512 round 3",
+            round_trip::<kyber512_avr::kyber512_r3::Kyber512R3>(&mut rng),
+        ),
+        (
+            "lightsaber-avr LightSaber",
+            round_trip::<lightsaber_avr::LightSaber>(&mut rng),
+        ),
+        (
+            "ctru-light CTRU-Light SHA3",
+            round_trip::<ctru_light::CtruLightSha3>(&mut rng),
+        ),
+        (
+            "ctru-light CTRU-Light Ascon",
+            round_trip::<ctru_light::CtruLightAscon>(&mut rng),
+        ),
     ];
     for (name, (ek_len, ct_len)) in results {
         println!("{name}: ok (encapsulation key {ek_len} B, ciphertext {ct_len} B)");
@@ -53,4 +71,17 @@ fn main() {
     let (ct, k) = ek.encapsulate_with_rng(&mut rng);
     assert_eq!(their_dk.decapsulate(&ct), k);
     println!("ml-kem <-> kyber512-avr ML-KEM-512: interoperate both ways");
+
+    // Decapsulation keys in ml-kem's seed form (d ‖ z, 64 bytes), both ways.
+    let (their_dk, their_ek) = ml_kem::MlKem512::generate_keypair_from_rng(&mut rng);
+    let seed = their_dk.to_seed().expect("a generated key keeps its seed");
+    let (our_dk, our_ek) = <kyber512_avr::ml_kem_512::MlKem512 as kem::FromSeed>::from_seed(&seed);
+    assert_eq!(our_ek.to_bytes(), their_ek.to_bytes());
+    let (ct, k) = their_ek.encapsulate_with_rng(&mut rng);
+    assert_eq!(our_dk.decapsulate(&ct), k);
+    let ours = kyber512_avr::ml_kem_512::Seed::generate(&mut rng).expect("rng");
+    let (our_ek, _) = ours.keys(); // (ek, dk), as the typed keygen
+    let their_dk = ml_kem::ml_kem_512::DecapsulationKey::from_seed((*ours.as_bytes()).into());
+    assert_eq!(their_dk.encapsulation_key().to_bytes(), our_ek.to_bytes());
+    println!("ml-kem <-> kyber512-avr ML-KEM-512: a decapsulation key's 64-byte seed gives the same keys both ways");
 }
