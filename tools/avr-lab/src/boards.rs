@@ -88,6 +88,8 @@ pub fn run(o: &BoardsArgs) -> Result<(), String> {
         }
     }
     progress.finish();
+    // A stable order, so that a re-run's diff shows only what changed.
+    fits.sort_by(|a, b| (&a.mcu, &a.kind, &a.name).cmp(&(&b.mcu, &b.kind, &b.name)));
     let json = serde_json::to_string_pretty(&fits).map_err(|e| e.to_string())?;
     write(&json_path(), &(json + "\n"))?;
     crate::report::regenerate()
