@@ -110,7 +110,7 @@ fn unbuilt(mcu: Mcu, kind: &str, name: &str, err: &str, revision: &str) -> Fit {
     let (verdict, note) = if let Some(at) = err.find("cannot run on the") {
         // From the crate's name, which the message starts with.
         let start = err[..at].rfind(": ").map_or(at, |i| i + 2);
-        let why = err[start..].split(". Which KEM").next().unwrap_or(&err[start..]);
+        let why = without_pointer(&err[start..]);
         ("refused", format!("the build refuses it: {why}"))
     } else if err.contains("overflowed by") || err.contains("is not within region") {
         let why = mqtt::link_overflow(err, mcu);
@@ -226,11 +226,16 @@ fn kem_fit(mcu: Mcu, scheme: Scheme, reference: Option<u32>, revision: &str) -> 
 
 /// Why `scheme`'s crate refuses `mcu` (`avr_asm_build::require_sram`), if it does.
 fn own_refusal(mcu: Mcu, scheme: Scheme) -> Option<String> {
-    let dir = crate::util::workspace_root().join("crates").join(scheme.crate_name());
-    let text = std::fs::read_to_string(dir.join(avr_asm_build::SRAM_FLOOR_FILE)).ok()?;
+    let text = std::fs::read_to_string(crate::floors::path(scheme.crate_name())).ok()?;
     let floor = avr_asm_build::sram_floor(&text)?;
     let why = avr_asm_build::sram_refusal(scheme.crate_name(), floor, avr_asm_build::mcu(mcu.name)?)?;
-    Some(why.split(". Which KEM").next().unwrap_or(&why).to_string())
+    Some(without_pointer(&why).to_string())
+}
+
+/// A refusal message without its closing pointer to `docs/boards.md`
+/// (the table it would point to is the one being written).
+fn without_pointer(why: &str) -> &str {
+    why.split(". Which KEM").next().unwrap_or(why)
 }
 
 /// A suite's sensor application on `mcu`, provisioned with fresh keys: a

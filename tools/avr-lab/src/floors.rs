@@ -48,6 +48,14 @@ fn lightest(records: &[Record], crate_name: &str) -> Option<Need> {
         .min_by_key(|n| n.0)
 }
 
+/// The floor file of the KEM crate `crate_name`.
+pub fn path(crate_name: &str) -> PathBuf {
+    util::workspace_root()
+        .join("crates")
+        .join(crate_name)
+        .join(avr_asm_build::SRAM_FLOOR_FILE)
+}
+
 /// The floor file of every KEM crate: (path, contents).
 pub fn files(records: &[Record]) -> Result<Vec<(PathBuf, String)>, String> {
     let mut crates: Vec<&str> = Scheme::ALL.iter().map(|s| s.crate_name()).collect();
@@ -64,11 +72,7 @@ pub fn files(records: &[Record]) -> Result<Vec<(PathBuf, String)>, String> {
                  # shared secret it reads and writes. build.rs refuses an MCU with less.\n\
                  {need} {what}: {stack} B of stack + {buf} B of keys, ciphertext and secret\n"
             );
-            let path = util::workspace_root()
-                .join("crates")
-                .join(name)
-                .join(avr_asm_build::SRAM_FLOOR_FILE);
-            Ok((path, text))
+            Ok((path(name), text))
         })
         .collect()
 }
