@@ -146,7 +146,7 @@ impl Fe {
     }
 
     /// The canonical encoding: the value reduced below p.
-    pub fn to_bytes(&self) -> [u8; 32] {
+    pub fn to_bytes(self) -> [u8; 32] {
         // Below 2^256 = 2p + 38: at most two subtractions of p.
         let mut r = self.0;
         for _ in 0..2 {

@@ -4,27 +4,34 @@
 //! X25519 (RFC 7748 §5) for 8-bit AVR, `no_std`, no allocation, constant
 //! time.
 //!
-//! The field works on 32 little-endian bytes ([`field`]); multiplication,
-//! squaring, addition, subtraction, inversion and one whole ladder step
-//! (on a [`Workspace`]) are one swap point ([`backend`]): on AVR the
-//! generated assembly of `asm-avr/fe25519_mul.S` (selected by `build.rs`,
-//! `cfg(fe25519_asm)`), elsewhere the portable functions of [`field`] and
-//! [`ladder_step_portable`], which always compile and are the reference the
-//! assembly is tested against in simavr (`tests/avr_fe25519.rs`). The
-//! ladder is tested against `x25519-dalek` and the RFC's vectors.
+//! Inside, the field works on 32 little-endian bytes (module `field`);
+//! multiplication, squaring, addition, subtraction, inversion and one whole
+//! ladder step are one swap point (module `backend`): on AVR the generated
+//! assembly of the `asm-avr` crate (`fe25519_mul.S`, or `fe25519_compact.S`
+//! on parts with 48 KB of flash or less; selected by `build.rs`), elsewhere
+//! the portable functions, which always compile and are the reference the
+//! assembly is tested against in simavr (the crate's unit test
+//! `avr_tests`). The field, the table and the backend are not part of the
+//! API. The ladder is tested against `x25519-dalek` and the RFC's vectors.
 //!
 //! ```
 //! let sk = [7u8; 32];
 //! let pk = x25519_avr::x25519_base(&sk);
 //! assert_eq!(pk, x25519_avr::x25519(&sk, &x25519_avr::BASEPOINT));
 //! ```
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 #[cfg(test)]
 extern crate std;
 
 #[cfg(not(fe25519_compact))]
-pub mod edwards;
-pub mod field;
+mod edwards;
+mod field;
+
+#[cfg(test)]
+mod avr_tests;
 
 use field::{Fe, SmallConstant};
 use zeroize::Zeroize;
@@ -50,7 +57,7 @@ pub fn x25519(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
 ///
 /// With the unrolled field (hosts, and AVR MCUs with more than 48 KB of
 /// flash): fixed-base multiplication on the equivalent Edwards curve with a
-/// 24 KB table of multiples of the base point ([`edwards`]), about a third
+/// 24 KB table of multiples of the base point (module `edwards`), about a third
 /// of the ladder's work. With the compact field (`cfg(fe25519_compact)`,
 /// the ATmega4808): [`x25519_base_ladder`], which needs no table.
 pub fn x25519_base(k: &[u8; 32]) -> [u8; 32] {
@@ -105,10 +112,10 @@ impl LadderPoint {
 }
 
 /// The ladder's state and temporaries in one block: what one step works in
-/// (on AVR the assembly step of [`backend::ladder_step`] takes it whole),
+/// (on AVR the assembly step of `backend::ladder_step` takes it whole),
 /// wiped once after the ladder.
 #[repr(C)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     /// (x2 : z2) = \[m\]P and (x3 : z3) = \[m + 1\]P, in this order.
     pub state: [Fe; 4],
     /// The step's temporaries.
@@ -141,6 +148,7 @@ impl Workspace {
     }
 }
 
+#[cfg(test)]
 impl Workspace {
     /// |x1L − x1H| and its mask, as the assembly step reads them (17 bytes).
     pub fn x1_difference(&self) -> &[u8; 17] {
@@ -242,8 +250,8 @@ fn ladder_double(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
 /// x3 = S2 = S0², z3 = S3 = x1·S1²; T0 = E = AA − BB,
 /// T1 = AA + a24·E; x2 = S0 = AA·BB, z2 = S1 = E·T1. With `small`, x1 is a
 /// constant below 2^24 (the base point's 9) and its product is
-/// [`Fe::mul_small_into`].
-pub fn ladder_step_portable(ws: &mut Workspace, swap: u8, small: bool) {
+/// `Fe::mul_small_into`.
+pub(crate) fn ladder_step_portable(ws: &mut Workspace, swap: u8, small: bool) {
     use crate::field::{add_portable as add, mul_portable as mul, mul_small_add_portable, sub_portable as sub};
     let Workspace { state, temps, x1, .. } = ws;
     let [s0, s1, s2, s3] = state;
@@ -277,7 +285,7 @@ pub fn ladder_step_portable(ws: &mut Workspace, swap: u8, small: bool) {
 }
 
 /// The field multiplication backend (see the crate docs).
-pub mod backend {
+mod backend {
     /// `r` ← a value below 2^256 congruent to a·b mod 2^255 − 19.
     #[inline]
     pub fn mul(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {

@@ -1,5 +1,5 @@
 /* Simulator harness for the AVR field arithmetic (built by
- * ../avr_fe25519.rs). Request: op (1 = a*b, 2 = a^2, 3 = a+b, 4 = a-b,
+ * ../../src/avr_tests.rs). Request: op (1 = a*b, 2 = a^2, 3 = a+b, 4 = a-b,
  * 5 = a*c with c = b[0..3] little-endian, 6 = select the entry of
  * signed digit a[1] of row a[0] of the fixed-base table, 7 = a^-1, 0 ends),
  * a[32], b[32]; or op 8 (one ladder step; 9: with x1 a small constant),

@@ -1,3 +1,6 @@
+//! (A unit test, not in `tests/`: the field, the table and the backend
+//! are the crate's internals, not its API.)
+//!
 //! The AVR assembly field multiplication, squaring, addition and subtraction
 //! (`asm-avr/fe25519_mul.S`) against the portable field, in simavr:
 //! random and extreme operands, the ABI, and cycle counts independent of the
@@ -6,11 +9,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::vec::Vec;
+use std::{format, println, vec};
 
+use crate::edwards::{select_niels_portable, BASE_TABLE, NIELS_LEN, ROWS, ROW_LEN};
+use crate::field::{add_portable, invert_portable, mul_portable, mul_small_portable, sub_portable, Fe};
+use crate::{ladder_step_portable, Workspace};
 use avr_sim::{windows, Sim};
-use x25519_avr::edwards::{select_niels_portable, BASE_TABLE, NIELS_LEN, ROWS, ROW_LEN};
-use x25519_avr::field::{add_portable, invert_portable, mul_portable, mul_small_portable, sub_portable, Fe};
-use x25519_avr::{ladder_step_portable, Workspace};
 
 /// Random inputs of the inversion test (each about 0.4 M cycles in simavr).
 const INVERSIONS: usize = 300;
@@ -21,7 +26,7 @@ const LADDER_STEPS: usize = 400;
 /// The harness around one of the two generated assemblies.
 fn build_harness(assembly: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fe25519_harness_{assembly}.elf"));
+    let out = PathBuf::from(env!("OUT_DIR")).join(format!("fe25519_harness_{assembly}.elf"));
     avr_sim::harness::build_elf(
         "atmega1284p",
         &out,
