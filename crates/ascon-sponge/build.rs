@@ -2,5 +2,5 @@
 //! `cfg(ascon_asm)`; elsewhere `ascon-core`'s portable permutation is used.
 
 fn main() {
-    avr_asm_build::assemble("ascon_asm", "ascon_permute_avr", &["../../asm-avr/ascon_p.S"]);
+    asm_avr::assemble("ascon_asm", "ascon_permute_avr", &["ascon_p.S"]);
 }

@@ -4,14 +4,10 @@
 //! for any operation (`avr-sram-floor.txt`).
 
 fn main() {
-    avr_asm_build::assemble(
+    asm_avr::assemble(
         "ctru_asm",
         "ctru_avr",
-        &[
-            "../../asm-avr/e8_decode.S",
-            "../../asm-avr/ctru_compress.S",
-            "../../asm-avr/ctru_mul.S",
-        ],
+        &["e8_decode.S", "ctru_compress.S", "ctru_mul.S"],
     );
     // An MCU with less SRAM than the lightest operation needs: a clear error.
     avr_asm_build::require_sram();

@@ -2,5 +2,5 @@
 //! `cfg(keccak_asm)`; elsewhere the portable `keccak` crate is used.
 
 fn main() {
-    avr_asm_build::assemble("keccak_asm", "keccak_f1600_avr", &["../../asm-avr/keccak_f1600.S"]);
+    asm_avr::assemble("keccak_asm", "keccak_f1600_avr", &["keccak_f1600.S"]);
 }

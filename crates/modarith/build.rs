@@ -16,12 +16,8 @@ fn main() {
         return;
     }
     let sram = std::env::var_os("CARGO_FEATURE_NTT_TABLES_IN_SRAM").is_some();
-    let file = if sram {
-        "../../asm-avr/ntt_forward.S"
-    } else {
-        "../../asm-avr/ntt_forward_flash.S"
-    };
-    avr_asm_build::assemble("ntt_asm", "modarith_ntt_avr", &[file]);
+    let file = if sram { "ntt_forward.S" } else { "ntt_forward_flash.S" };
+    asm_avr::assemble("ntt_asm", "modarith_ntt_avr", &[file]);
     if !sram && std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("avr") {
         println!("cargo::rustc-cfg=ntt_tables_flash");
     }

@@ -13,11 +13,11 @@ fn main() {
     // The unrolled field comes with the fixed-base table's selection (the
     // compact images keep the table-free ladder for X25519(k, 9)).
     let sources: &[&str] = if compact {
-        &["../../asm-avr/fe25519_compact.S"]
+        &["fe25519_compact.S"]
     } else {
-        &["../../asm-avr/fe25519_mul.S", "../../asm-avr/ed25519_select.S"]
+        &["fe25519_mul.S", "ed25519_select.S"]
     };
-    avr_asm_build::assemble("fe25519_asm", "fe25519_mul_avr", sources);
+    asm_avr::assemble("fe25519_asm", "fe25519_mul_avr", sources);
     if compact && std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("avr") {
         println!("cargo::rustc-cfg=fe25519_compact");
     }

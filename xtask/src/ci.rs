@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use avr_lab::{args, avr, bench, ct, e2e, examples, flash, mqtt, progress, simtest, target, util};
+use avr_lab::{args, avr, bench, ct, e2e, examples, flash, mqtt, packaged, progress, simtest, target, util};
 
 /// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 pub fn run() -> Result<(), String> {
@@ -53,6 +53,17 @@ pub fn run() -> Result<(), String> {
         (
             "examples: cargo run in simavr prints each one's expected output",
             Box::new(examples::check_all),
+        ),
+        // The crates as they leave the repository: every publishable crate
+        // packed and built from its pack (issue #34), then a KEM crate's pack
+        // built for the ATmega1284p, its KAT record checked in simavr.
+        (
+            "cargo publish --dry-run --workspace",
+            Box::new(cargo(&["publish", "--dry-run", "--workspace"])),
+        ),
+        (
+            "packaged: kyber512-avr from its .crate on the ATmega1284p, KAT record 0 in simavr",
+            Box::new(packaged::check),
         ),
         (
             "AVR builds (every MCU's rings image, every 1284p KEM image)",

@@ -73,6 +73,10 @@ pub enum Cmd {
     /// Build and run every firmware example in examples/ as its README does
     /// (`cargo run --release`: simavr) and check what each prints
     Examples,
+    /// Pack every publishable crate (`cargo package`), build
+    /// examples/avr-kem-kat for the ATmega1284p against the packs and check
+    /// its ML-KEM-512 KAT record in simavr
+    Packaged,
 }
 
 impl Cmd {
@@ -90,6 +94,7 @@ impl Cmd {
                 | Cmd::E2e(_)
                 | Cmd::BuildAvr(_)
                 | Cmd::Examples
+                | Cmd::Packaged
                 | Cmd::Boards(_)
         )
     }
@@ -125,6 +130,7 @@ mod tests {
             "report",
             "boards",
             "examples",
+            "packaged",
         ] {
             assert_eq!(error(&[cmd, "--help"]).0, ErrorKind::DisplayHelp, "{cmd} --help");
         }

@@ -58,6 +58,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::E2e(a) => avr_lab::e2e::run(&a),
         Cmd::MqttLoad(a) => avr_lab::mqtt_load::run(&a),
         Cmd::Examples => avr_lab::examples::check_all(),
+        Cmd::Packaged => avr_lab::packaged::check(),
         Cmd::Boards(a) => avr_lab::boards::run(&a),
     }
 }

@@ -1,14 +1,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! Backend selection for crates with AVR assembly (curve25519-dalek style:
-//! decided in `build.rs`, upper layers see one API). On an AVR target the
-//! given `asm-avr/*.S` files are assembled with avr-gcc for the MCU named by
-//! `-C target-cpu` and `cfg(<cfg>)` is set; on every other target nothing
-//! happens and the crate's portable Rust path is used. An AVR build that
-//! cannot assemble a routine fails: there is no silent fallback.
+//! The AVR parts this project builds for, as `build.rs` scripts need them:
+//! the MCU of a build (`-C target-cpu`, the last one as rustc takes it), each
+//! part's memories ([`MCUS`]), the SRAM floor a KEM crate refuses a part
+//! below ([`require_sram`]), the small-SRAM class ([`small_mcu`]) and the
+//! assembler's name for a part ([`assembler_mcu`]). The assembly itself and
+//! the helper that assembles it are the `asm-avr` crate's.
 
 use std::env;
-use std::path::Path;
 
 /// The `-C target-cpu` of this build, from `CARGO_ENCODED_RUSTFLAGS`.
 pub fn target_cpu() -> Option<String> {
@@ -174,36 +173,12 @@ pub fn small_mcu() -> bool {
 
 /// avr-gcc's `-mmcu` for an LLVM CPU name: avr-gcc 5.4 has no megaAVR 0-series
 /// device, so their core family (avrxmega3) is used for assembling.
-fn mmcu(cpu: &str) -> &str {
+pub fn assembler_mcu(cpu: &str) -> &str {
     if SMALL_MCUS.contains(&cpu) {
         "avrxmega3"
     } else {
         cpu
     }
-}
-
-/// Declares `cfg(<cfg>)`, and on AVR assembles `files` (paths relative to
-/// the calling crate) into `lib_name` and sets the cfg.
-pub fn assemble(cfg: &str, lib_name: &str, files: &[&str]) {
-    println!("cargo::rustc-check-cfg=cfg({cfg})");
-    for f in files {
-        println!("cargo::rerun-if-changed={f}");
-    }
-    if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("avr") {
-        return;
-    }
-    let cpu = target_cpu().expect("AVR builds need -C target-cpu=<mcu> (cargo xtask build-avr sets it)");
-    let mut build = cc::Build::new();
-    build
-        .compiler("avr-gcc")
-        .no_default_flags(true)
-        .flag(format!("-mmcu={}", mmcu(&cpu)));
-    for f in files {
-        assert!(Path::new(f).exists(), "missing AVR assembly source {f}");
-        build.file(f);
-    }
-    build.compile(lib_name);
-    println!("cargo::rustc-cfg={cfg}");
 }
 
 #[cfg(test)]

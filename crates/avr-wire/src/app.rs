@@ -204,6 +204,7 @@ pub const fn header(kind: u8, tag: u8, len: u16) -> ([u8; HEADER_LEN], u16) {
 
 /// Why a frame was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FrameError {
     /// The CRC does not match: a transmission error.
     Crc,
@@ -437,6 +438,7 @@ pub enum Command {
 
 /// Why a command was not taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CommandError {
     /// No such command.
     Unknown,

@@ -46,6 +46,7 @@ impl<T: std::io::Read + std::io::Write> Transport for Stream<T> {
 
 /// What can go wrong talking to the firmware.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// Reading or writing a stream failed (a timeout included: the board
     /// did not answer in time).

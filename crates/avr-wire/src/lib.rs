@@ -16,6 +16,9 @@
 //!   what its readings say;
 //! - `client` (feature `std`): the one host client, over any
 //!   `client::Transport` (a serial port, a pseudo-terminal, the simulator).
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 #[cfg(feature = "std")]
 extern crate std;

@@ -409,7 +409,7 @@ kem_common::impl_buffer_kem!(
 // identical bytes; a key type names one `Kem`). Key generation that finds
 // no invertible f (a broken RNG) is rerun with fresh randomness.
 kem_common::impl_kem_traits!(
-    [B: Backend] kem: CtruLight<B>, ek: EncapsulationKey<B>, dk: DecapsulationKey<B>,
+    [B: Backend] kem: CtruLight<B>, ek: EncapsulationKey<B>, dk: DecapsulationKey<B>, ct: Ciphertext<B>,
     ek_size: kem_common::kem::consts::U640, ct_size: kem_common::kem::consts::U512, ct_len: CT_BYTES,
     keygen: |rng: &mut _| CtruLight::<B>::keygen(rng).map(|(pk, sk)| (sk, pk)),
     encapsulate: |pk: &EncapsulationKey<B>, rng: &mut _| CtruLight::<B>::encapsulate(pk, rng),

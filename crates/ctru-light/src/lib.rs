@@ -109,6 +109,9 @@
 //!
 //! Module map (`SPEC.md` sections): `params` §1, `encode` §2, `pke` §3
 //! (its decryption product in `mul256`), `kem_impl` §4, `symmetric` §5, `arith` §6.
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 pub mod arith;
 #[cfg(ctru_asm)]

@@ -6,7 +6,7 @@
 //! Every KEM of the workspace hashes through this crate, so the
 //! Keccak-f\[1600\] permutation is a single swap point ([`permute`]): on AVR the
 //! hand-written assembly of `asm-avr/keccak_f1600.S` (selected by `build.rs`,
-//! `cfg(keccak_asm)`), elsewhere the portable [`keccak::f1600`], which always
+//! `cfg(keccak_asm)`), elsewhere the portable [`keccak::Keccak`], which always
 //! compiles and is the reference the assembly is tested against
 //! (`tests/avr_keccak.rs`, in simavr). The state is 200 bytes plus a
 //! position; no other buffer is kept, which matters on a 6 KB-SRAM MCU.
@@ -54,7 +54,7 @@ pub fn permute_portable(state: &mut [u8; 200]) {
     for (lane, bytes) in lanes.iter_mut().zip(state.chunks_exact(8)) {
         *lane = u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]));
     }
-    keccak::f1600(&mut lanes);
+    keccak::Keccak::new().with_f1600(|f1600| f1600(&mut lanes));
     for (lane, bytes) in lanes.iter().zip(state.chunks_exact_mut(8)) {
         bytes.copy_from_slice(&lane.to_le_bytes());
     }

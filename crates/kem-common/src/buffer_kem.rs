@@ -123,10 +123,13 @@ macro_rules! impl_buffer_kem {
 /// `keygen(rng) -> Result<(Dk, Ek), _>`, `encapsulate(ek, rng)` and
 /// `decapsulate(dk, &[u8; CT])`. Their only error with a typed key is the
 /// RNG's, which [`with_rng`](crate::with_rng) hands back as the RNG's own error.
+/// The typed ciphertext converts into the trait API's (`From`) and compares
+/// with it; [`SharedSecret`](crate::SharedSecret) does the same with the
+/// trait API's shared key ([`SharedKeyArray`](crate::SharedKeyArray)).
 #[macro_export]
 macro_rules! impl_kem_traits {
     (
-        [$($generics:tt)*] kem: $kem:ty, ek: $ek:ty, dk: $dk:ty,
+        [$($generics:tt)*] kem: $kem:ty, ek: $ek:ty, dk: $dk:ty, ct: $ct:ty,
         ek_size: $eks:ty, ct_size: $cts:ty, ct_len: $ctlen:expr,
         keygen: $keygen:expr, encapsulate: $encaps:expr, decapsulate: $decaps:expr $(,)?
     ) => {
@@ -173,6 +176,31 @@ macro_rules! impl_kem_traits {
                 let ct: &[u8; $ctlen] = ct.into();
                 let ss = ($decaps)(self, ct);
                 (*ss.as_bytes()).into()
+            }
+        }
+        impl<$($generics)*> From<$ct> for $crate::kem::Ciphertext<$kem> {
+            /// The trait API's ciphertext (`kem::Decapsulate::decapsulate`'s
+            /// input); the other way: `Ciphertext::try_from(array.as_slice())`.
+            fn from(ct: $ct) -> Self {
+                (*ct.as_bytes()).into()
+            }
+        }
+        impl<$($generics)*> From<&$ct> for $crate::kem::Ciphertext<$kem> {
+            /// The trait API's ciphertext, copied.
+            fn from(ct: &$ct) -> Self {
+                (*ct.as_bytes()).into()
+            }
+        }
+        impl<$($generics)*> PartialEq<$crate::kem::Ciphertext<$kem>> for $ct {
+            /// Byte equality (a ciphertext is public).
+            fn eq(&self, other: &$crate::kem::Ciphertext<$kem>) -> bool {
+                self.as_bytes()[..] == other[..]
+            }
+        }
+        impl<$($generics)*> PartialEq<$ct> for $crate::kem::Ciphertext<$kem> {
+            /// Byte equality (a ciphertext is public).
+            fn eq(&self, other: &$ct) -> bool {
+                self[..] == other.as_bytes()[..]
             }
         }
         impl<$($generics)*> $crate::kem::Generate for $dk {

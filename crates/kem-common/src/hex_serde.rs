@@ -1,54 +1,42 @@
-//! Hex-string serde support for fixed-size byte types (feature `serde`).
-
-use core::fmt;
+//! serde for fixed-size byte types (feature `serde`), through RustCrypto's
+//! `serdect`: lower-case hex in human-readable formats (JSON, TOML), raw
+//! bytes in binary ones (postcard, bincode), the hex encoded and decoded in
+//! constant time (`base16ct`), so that a secret key's digits do not steer
+//! branches or table indices. Needs `alloc` (serde's `collect_str`).
 
 pub use serde;
-use serde::de::{Error, Visitor};
 
-struct Hex<'a>(&'a [u8]);
-
-impl fmt::Display for Hex<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
-    }
-}
-
-/// Serializes bytes as a lower-case hex string.
+/// Serializes bytes: lower-case hex, or bytes for a binary format.
 pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&Hex(bytes))
+    serdect::array::serialize_hex_lower_or_bin(&bytes, s)
 }
 
-struct ArrayVisitor<const N: usize>;
-
-impl<const N: usize> Visitor<'_> for ArrayVisitor<N> {
-    type Value = [u8; N];
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a hex string of {N} bytes")
-    }
-    fn visit_str<E: Error>(self, v: &str) -> Result<[u8; N], E> {
-        if v.len() != 2 * N {
-            return Err(E::invalid_length(v.len() / 2, &self));
-        }
-        let mut out = [0u8; N];
-        let mut valid = true;
-        for (o, pair) in out.iter_mut().zip(v.as_bytes().chunks_exact(2)) {
-            let digit = |c: u8| (c as char).to_digit(16);
-            match (digit(pair[0]), digit(pair[1])) {
-                (Some(hi), Some(lo)) => *o = (hi << 4 | lo) as u8,
-                _ => valid = false,
-            }
-        }
-        if valid {
-            Ok(out)
-        } else {
-            // What was decoded may be part of a secret key.
-            crate::Wipe::wipe(&mut out);
-            Err(E::custom("invalid hex digit"))
-        }
-    }
-}
-
-/// Deserializes a hex string of exactly `N` bytes.
+/// Deserializes exactly `N` bytes (hex, or bytes for a binary format). On
+/// an error nothing decoded is left behind: it may be part of a secret key.
 pub fn deserialize<'de, D: serde::Deserializer<'de>, const N: usize>(d: D) -> Result<[u8; N], D::Error> {
-    d.deserialize_str(ArrayVisitor::<N>)
+    use serde::de::Error;
+    let mut out = [0u8; N];
+    // serdect 0.4.3 decodes a shorter hex string into the front of the
+    // buffer without an error (its binary path checks the length): check it.
+    let decoded = serdect::array::deserialize_hex_or_bin(&mut out, d).map(|bytes| bytes.len());
+    match decoded {
+        Ok(len) if len == N => Ok(out),
+        Ok(len) => {
+            crate::Wipe::wipe(&mut out);
+            Err(D::Error::invalid_length(len, &Expected(N)))
+        }
+        Err(e) => {
+            crate::Wipe::wipe(&mut out);
+            Err(e)
+        }
+    }
+}
+
+/// "N bytes", for a length error.
+struct Expected(usize);
+
+impl serde::de::Expected for Expected {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} bytes", self.0)
+    }
 }

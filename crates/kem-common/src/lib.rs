@@ -8,6 +8,9 @@
 //! where an encryption's bytes go ([`CiphertextSink`]), the byte-type
 //! conversions and serde (`impl_bytes!`, `hex_serde`) and the byte-buffer
 //! API with RustCrypto's `kem` traits ([`BufferKem`]).
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 mod buffer_kem;
 mod byte_types;
@@ -28,7 +31,7 @@ pub use pack::{nibble, pack_bits, pack_bits_with, set_nibble, unpack_bits, unpac
 #[cfg(feature = "test-rng")]
 pub use rng::test_rng;
 pub use rng::{fill, with_rng, ErrorCapture, RngError};
-pub use secret::{bytes_equal, is_zero, select_bytes, SharedSecret};
+pub use secret::{bytes_equal, is_zero, select_bytes, SharedKeyArray, SharedSecret};
 pub use sink::CiphertextSink;
 pub use tape::{Tape, TapeExhausted};
 pub use wipe::{keygen_or_wipe, secret_keygen_or_wipe, wipe_bytes, wipe_i16, Wipe};

@@ -37,6 +37,35 @@ impl Drop for SharedSecret {
     }
 }
 impl zeroize::ZeroizeOnDrop for SharedSecret {}
+/// RustCrypto's form of a 32-byte shared key (`kem::SharedKey<K>` of every
+/// KEM here).
+pub type SharedKeyArray = kem::common::array::Array<u8, kem::consts::U32>;
+
+impl From<SharedSecret> for SharedKeyArray {
+    /// The trait API's shared key (`kem::Decapsulate::decapsulate`'s output).
+    fn from(ss: SharedSecret) -> Self {
+        (*ss.as_bytes()).into()
+    }
+}
+impl From<&SharedKeyArray> for SharedSecret {
+    /// A shared key of the trait API as the typed API's (zeroized on drop).
+    fn from(key: &SharedKeyArray) -> Self {
+        SharedSecret(key.0)
+    }
+}
+impl PartialEq<SharedKeyArray> for SharedSecret {
+    /// In constant time, as between two [`SharedSecret`]s.
+    fn eq(&self, other: &SharedKeyArray) -> bool {
+        bytes_equal(&self.0, &other.0).into()
+    }
+}
+impl PartialEq<SharedSecret> for SharedKeyArray {
+    /// In constant time, as between two [`SharedSecret`]s.
+    fn eq(&self, other: &SharedSecret) -> bool {
+        other == self
+    }
+}
+
 impl fmt::Debug for SharedSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("SharedSecret(..)")

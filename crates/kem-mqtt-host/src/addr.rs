@@ -23,6 +23,7 @@ pub struct BrokerAddr {
 
 /// Why a broker address was refused.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum AddrError {
     /// Nothing, or nothing before the port.
     NoHost,

@@ -46,6 +46,7 @@ pub const REGISTRY_FORMAT: &str = "kem-mqtt/registry";
 
 /// Errors of loading, validating and saving key material.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum KeyError {
     /// Reading or writing a file failed.
     Io(std::io::Error),

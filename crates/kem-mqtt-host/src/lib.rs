@@ -95,6 +95,7 @@ impl std::fmt::Display for Mode {
 
 /// Errors of the host layers.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum HostError {
     /// Network or file I/O.
     Io(std::io::Error),

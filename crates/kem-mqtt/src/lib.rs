@@ -3,7 +3,8 @@
 #![deny(missing_docs)]
 //! KEM-MQTT/1: post-quantum and hybrid key establishment for MQTT sensors —
 //! the sans-IO, `no_std`, allocation-free protocol core
-//! (`shared/specs/kem-mqtt.md` is the definition).
+//! (the byte-level definition: "Wire format" and "Key schedule" below; the
+//! design brief it answers: the crate's `SPEC.md`).
 //!
 //! The same code runs in the AVR sensor firmware and on hosts: type-state
 //! machines ([`SensorHandshake`] → [`AwaitBrokerHello`] → [`Session`];
@@ -153,6 +154,9 @@
 //! authenticates the sensor by ss_C and the static X25519 key in its registry.
 //! The suite id is in every transcript hash and the broker enforces a
 //! per-client [`SuiteSet`], so stripping X25519 or changing the suite fails.
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 mod handshake;
 pub mod kem;

@@ -25,6 +25,9 @@
 //! assert_eq!(Kem::CtruAsconKred.name(), "ctru-light-ascon/kred2x");
 //! assert_eq!(Kem::CtruAsconKred.scheme(), Scheme::CtruLightAscon);
 //! ```
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 #[cfg(feature = "ctru-light")]
 use ctru_light::params as ctru;

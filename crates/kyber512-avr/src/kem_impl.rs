@@ -412,7 +412,7 @@ macro_rules! kem_api {
         pub use kem_common::SharedSecret;
 
         kem_common::impl_kem_traits!(
-            [] kem: $variant, ek: EncapsulationKey, dk: DecapsulationKey,
+            [] kem: $variant, ek: EncapsulationKey, dk: DecapsulationKey, ct: Ciphertext,
             ek_size: kem_common::kem::consts::U800, ct_size: kem_common::kem::consts::U768,
             ct_len: $crate::params::CT_BYTES,
             keygen: |rng: &mut _| keygen(rng).map(|(ek, dk)| (dk, ek)),

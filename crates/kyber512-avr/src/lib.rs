@@ -14,6 +14,9 @@
 //!
 //! Module map (FIPS 203): `params` §8, `encode` §4.2.1, `sampling` §4.2.2,
 //! `poly` §4.3, `kpke` §5, `kem` §6–7.
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 mod encode;
 mod kem_impl;

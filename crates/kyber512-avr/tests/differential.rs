@@ -130,3 +130,36 @@ fn seeds_move_between_ml_kem_and_this_crate_both_ways() {
         ml_kem_512::Seed::from_bytes(&[8; 64])
     );
 }
+
+/// The typed API and the trait API meet (issue #34): a typed ciphertext
+/// converts into the trait's and compares with it, a typed shared secret
+/// compares with the trait's shared key (both ways), and the trait's
+/// ciphertext converts back through `TryFrom<&[u8]>`.
+#[test]
+fn typed_and_trait_values_convert_and_compare() {
+    use kem_common::kem::{Ciphertext, SharedKey};
+    let mut rng = kem_common::test_rng(11);
+    let (ek, dk) = ml_kem_512::keygen(&mut rng).unwrap();
+    let (ct, ss) = ml_kem_512::encapsulate(&ek, &mut rng).unwrap();
+
+    let trait_ct: Ciphertext<ml_kem_512::MlKem512> = (&ct).into();
+    assert!(ct == trait_ct);
+    assert!(trait_ct == ct);
+    let trait_ss: SharedKey<ml_kem_512::MlKem512> = dk.decapsulate(&trait_ct);
+    assert!(ss == trait_ss);
+    assert!(trait_ss == ss);
+    assert_eq!(kem_common::SharedSecret::from(&trait_ss), ss);
+
+    let back = ml_kem_512::Ciphertext::try_from(trait_ct.as_slice()).unwrap();
+    assert_eq!(back.as_bytes(), ct.as_bytes());
+    assert_eq!(ml_kem_512::decapsulate(&dk, &back), ss);
+
+    // A different ciphertext or key is unequal in both directions.
+    let (other_ct, other_ss) = ml_kem_512::encapsulate(&ek, &mut rng).unwrap();
+    assert!(other_ct != trait_ct);
+    assert!(trait_ct != other_ct);
+    assert!(other_ss != trait_ss);
+    assert!(trait_ss != other_ss);
+    let moved: Ciphertext<ml_kem_512::MlKem512> = other_ct.into();
+    assert!(moved != trait_ct);
+}

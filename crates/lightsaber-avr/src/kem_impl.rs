@@ -357,7 +357,7 @@ kem_common::impl_buffer_kem!(
 );
 
 kem_common::impl_kem_traits!(
-    [] kem: LightSaber, ek: EncapsulationKey, dk: DecapsulationKey,
+    [] kem: LightSaber, ek: EncapsulationKey, dk: DecapsulationKey, ct: Ciphertext,
     ek_size: kem_common::kem::consts::U672, ct_size: kem_common::kem::consts::U736, ct_len: CT_BYTES,
     keygen: |rng: &mut _| keygen(rng).map(|(pk, sk)| (sk, pk)),
     encapsulate: |pk: &EncapsulationKey, rng: &mut _| encapsulate(pk, rng),

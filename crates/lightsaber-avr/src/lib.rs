@@ -98,6 +98,9 @@
 //!
 //! Module map: `params` (Table 8), `sampling` (GenMatrix, GenSecret),
 //! `poly` (multiplication), `pke` (Saber.PKE), `kem` (Saber.KEM).
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 mod kem_impl;
 pub mod params;

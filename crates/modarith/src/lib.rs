@@ -33,6 +33,9 @@
 //! Kyber::inverse(&mut c);
 //! assert_eq!(c[2], 1); // x · x = x²
 //! ```
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 
 #[cfg(ntt_asm)]
 mod asm;

@@ -1,6 +1,7 @@
+#![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! Known-answer-test plumbing shared by every scheme (host only).
+//! Known-answer-test plumbing shared by every scheme.
 //!
 //! - [`NistDrbg`]: the AES-256-CTR DRBG of NIST's `PQCgenKAT` (`rng.c`): no
 //!   derivation function, no prediction resistance; every
@@ -12,12 +13,21 @@
 //! Each KEM crate runs its own official files in its `tests/kat.rs`; the
 //! list of schemes and their files is `kem_registry`'s.
 
+//! Without the default `std` feature only the DRBG is built (`no_std`): an
+//! AVR image uses it to produce a record on the device
+//! (`examples/avr-kem-kat`).
+//!
+//! # Features
+#![doc = document_features::document_features!()]
+
+#[cfg(feature = "std")]
 pub mod rsp;
 
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::Aes256;
 use rand_core::{Infallible, TryCryptoRng, TryRng};
 
+#[cfg(feature = "std")]
 pub use rsp::Record;
 
 /// NIST's AES-256 CTR_DRBG exactly as in `PQCgenKAT`'s `rng.c`.
@@ -108,13 +118,16 @@ pub const DEFAULT_MASTER_SEED: [u8; 48] = {
     s
 };
 
+#[cfg(feature = "std")]
 /// What one KEM run outputs: (pk, sk, ct, ss).
 pub type KemOutput = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
 
+#[cfg(feature = "std")]
 /// One KEM run from a record's DRBG: returns (pk, sk, ct, ss) and must
 /// itself check that decapsulation agrees (returning an error otherwise).
 pub type KemRun<'a> = dyn FnMut(&mut NistDrbg) -> Result<KemOutput, String> + 'a;
 
+#[cfg(feature = "std")]
 /// The `PQCgenKAT_kem` procedure: the master DRBG draws one 48-byte seed per
 /// record; each record's DRBG, seeded with it, feeds `run`.
 pub fn generate(master_seed: &[u8; 48], count: usize, run: &mut KemRun<'_>) -> Result<Vec<Record>, String> {
@@ -144,6 +157,7 @@ pub fn generate(master_seed: &[u8; 48], count: usize, run: &mut KemRun<'_>) -> R
         .collect()
 }
 
+#[cfg(feature = "std")]
 /// A KEM run's record fields from its byte forms, once decapsulation gave
 /// back the encapsulated secret (an error otherwise).
 pub fn outputs(pk: &[u8], sk: &[u8], ct: &[u8], ss: &[u8], decapsulated: &[u8]) -> Result<KemOutput, String> {
@@ -153,6 +167,7 @@ pub fn outputs(pk: &[u8], sk: &[u8], ct: &[u8], ss: &[u8], decapsulated: &[u8]) 
     Ok((pk.to_vec(), sk.to_vec(), ct.to_vec(), ss.to_vec()))
 }
 
+#[cfg(feature = "std")]
 /// Checks that `run` reproduces the official KAT file `text` byte for
 /// byte: as many records as the file has, from the default master seed,
 /// written in its own layout under its own header line. `Ok` with the

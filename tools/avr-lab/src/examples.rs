@@ -2,7 +2,9 @@
 //! Cargo project that `cargo run --release` builds for an AVR and runs in
 //! simavr through `examples/run-avr`, as its README tells a user. CI runs
 //! every one that way and compares what it prints with the example's
-//! `expected-output.txt`.
+//! `expected-output.txt`, or, for an example that computes a known-answer
+//! record on the device, with that record of the official file
+//! (`expected-kat-record.txt`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,19 +22,53 @@ const INHERITED: &[&str] = &[
     "CARGO_BUILD_TARGET",
 ];
 
-/// The name of the file holding what an example must print.
+/// The file holding what an example must print, verbatim.
 const EXPECTED: &str = "expected-output.txt";
+/// The file naming the KAT record an example must print: `SCHEME COUNT`
+/// (after `#` comment lines), e.g. `ml-kem-512 0`.
+const EXPECTED_KAT_RECORD: &str = "expected-kat-record.txt";
 
-/// Every example project with an `expected-output.txt`, sorted by name.
+/// Every example project with an expectation, sorted by name.
 pub fn all() -> Result<Vec<PathBuf>, String> {
     let dir = util::workspace_root().join("examples");
     let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let mut found: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join(EXPECTED).is_file())
+        .filter(|p| p.join(EXPECTED).is_file() || p.join(EXPECTED_KAT_RECORD).is_file())
         .collect();
     found.sort();
     Ok(found)
+}
+
+/// What `example` must print: its `expected-output.txt`, or the record its
+/// `expected-kat-record.txt` names, as the official `.rsp` file writes it.
+pub fn expected(example: &Path) -> Result<String, String> {
+    let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()));
+    let verbatim = example.join(EXPECTED);
+    if verbatim.is_file() {
+        return read(&verbatim);
+    }
+    let naming = read(&example.join(EXPECTED_KAT_RECORD))?;
+    let line = naming
+        .lines()
+        .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    let bad = || {
+        format!(
+            "{}: expected `SCHEME COUNT`, found {line:?}",
+            example.join(EXPECTED_KAT_RECORD).display()
+        )
+    };
+    let (name, count) = line.split_once(' ').ok_or_else(bad)?;
+    let scheme = kem_registry::Scheme::from_name(name).ok_or_else(bad)?;
+    let count: usize = count.trim().parse().map_err(|_| bad())?;
+    let file = util::workspace_root().join(scheme.kat_file());
+    let records = nist_kat::rsp::parse(&read(&file)?)?;
+    let record = records
+        .into_iter()
+        .find(|r| r.count == count)
+        .ok_or_else(|| format!("{} has no record {count}", file.display()))?;
+    Ok(nist_kat::rsp::write(None, &[record]))
 }
 
 /// `cargo ARGS` in `example`, as a user runs it there.
@@ -100,25 +136,26 @@ pub fn check_refusal() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs every example; each must print exactly its `expected-output.txt`.
+/// Runs `example` (its own folder, or a copy at `dir`) and checks that it
+/// prints what [`expected`] says.
+pub fn check(example: &Path, dir: &Path) -> Result<(), String> {
+    let expected = expected(example)?;
+    let printed = run(dir)?;
+    if printed != expected {
+        return Err(format!("{} printed\n{printed}\ninstead of:\n{expected}", dir.display()));
+    }
+    eprintln!("xtask: {} printed its expected output", dir.display());
+    Ok(())
+}
+
+/// Runs every example; each must print exactly what it expects.
 pub fn check_all() -> Result<(), String> {
     let examples = all()?;
     if examples.is_empty() {
-        return Err("no example with an expected-output.txt under examples/".into());
+        return Err("no example with an expected output under examples/".into());
     }
     for example in &examples {
-        let expected_file = example.join(EXPECTED);
-        let expected = std::fs::read_to_string(&expected_file)
-            .map_err(|e| format!("cannot read {}: {e}", expected_file.display()))?;
-        let printed = run(example)?;
-        if printed != expected {
-            return Err(format!(
-                "{} printed\n{printed}\ninstead of ({}):\n{expected}",
-                example.display(),
-                expected_file.display()
-            ));
-        }
-        eprintln!("xtask: {} printed its expected output", example.display());
+        check(example, example)?;
     }
     check_refusal()
 }

@@ -36,6 +36,7 @@ pub mod mega0_link;
 pub mod mqtt;
 pub mod mqtt_load;
 pub mod opts;
+pub mod packaged;
 pub mod progress;
 pub mod pty;
 pub mod published;
@@ -100,6 +101,7 @@ pub const LAYERS: &[&str] = &[
     "flash",
     "kat",
     "examples",
+    "packaged",
 ];
 
 /// Parses a fixed internal argument list (the tasks CI chains): a parse error

@@ -61,6 +61,7 @@ pub struct Finished {
 
 /// Why a bridged handshake failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BridgeError {
     /// Before any traffic: what the sensor sent is not a ClientHello.
     Setup(String),

@@ -1,0 +1,208 @@
+//! The crates as they leave the repository (issue #34). `cargo package`
+//! packs every publishable crate of the workspace into a `.crate` file, as
+//! `cargo publish` uploads it; this unpacks them, points a copy of
+//! `examples/avr-kem-kat` at them (`kyber512-avr = "0.1.0"` from crates.io,
+//! `[patch.crates-io]` naming the unpacked packages, as a local registry
+//! would), builds it for the ATmega1284p and runs it in simavr: the
+//! ML-KEM-512 KAT record it prints must be the official one. What is tested
+//! is what a user downloads — the assembly the packages carry, their build
+//! scripts, their manifests without the workspace's paths.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{examples, util};
+
+/// The example built against the packages.
+const EXAMPLE: &str = "examples/avr-kem-kat";
+
+/// A publishable workspace crate: its name and version.
+struct Package {
+    name: String,
+    version: String,
+}
+
+/// The packages of `cargo metadata` run in `dir` (extra `args` after it).
+fn metadata_packages(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, String> {
+    let out = Command::new("cargo")
+        .current_dir(dir)
+        // An example's `[unstable]` table; its own compiler, not the caller's.
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove("RUSTC")
+        .args(["metadata", "--format-version", "1"])
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot start cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo metadata in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    match meta["packages"].take() {
+        serde_json::Value::Array(packages) => Ok(packages),
+        _ => Err("cargo metadata: no packages".into()),
+    }
+}
+
+/// Every workspace crate `cargo publish` would upload (`publish` not false).
+fn publishable(root: &Path) -> Result<Vec<Package>, String> {
+    Ok(metadata_packages(root, &["--no-deps"])?
+        .iter()
+        // `publish: []` is `publish = false`; `null` means any registry.
+        .filter(|p| p["publish"].as_array().is_none_or(|r| !r.is_empty()))
+        .map(|p| Package {
+            name: p["name"].as_str().unwrap_or_default().to_owned(),
+            version: p["version"].as_str().unwrap_or_default().to_owned(),
+        })
+        .collect())
+}
+
+/// The example's manifest with its workspace paths replaced: a packaged
+/// crate by its version (resolved through `[patch.crates-io]` to the
+/// unpacked package), any other (the KAT DRBG, a test helper that is not
+/// published) by an absolute path into the workspace.
+fn manifest_for_packages(manifest: &str, root: &Path, packages: &[Package], unpacked: &Path) -> String {
+    let mut out = manifest.to_owned();
+    let crates = root.join("crates");
+    for dir in ["../../crates/"] {
+        while let Some(at) = out.find(&format!("path = \"{dir}")) {
+            let start = at + "path = \"".len() + dir.len();
+            let end = start + out[start..].find('"').unwrap_or(0);
+            let name = out[start..end].to_owned();
+            let replacement = match packages.iter().find(|p| p.name == name) {
+                Some(p) => format!("version = \"={}\"", p.version),
+                None => format!("path = \"{}\"", crates.join(&name).display()),
+            };
+            out.replace_range(at..end + 1, &replacement);
+        }
+    }
+    out.push_str(
+        "\n# Added by `cargo xtask packaged`: the crates as `cargo package` packed them.\n[patch.crates-io]\n",
+    );
+    for p in packages {
+        let dir = unpacked.join(format!("{}-{}", p.name, p.version));
+        out.push_str(&format!("{} = {{ path = \"{}\" }}\n", p.name, dir.display()));
+    }
+    out
+}
+
+/// Copies `from` (files and folders) into `to`, leaving out `target/`.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let entries = std::fs::read_dir(from).map_err(|e| format!("cannot list {}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_name() == "target" {
+            continue;
+        }
+        if src.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(|e| format!("cannot copy {}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where cargo resolved `kyber512-avr` from in the example at `dir`: it must
+/// be the unpacked package, or the check proves nothing.
+fn resolved_from(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let packages = metadata_packages(dir, &[])?;
+    let manifest = packages
+        .iter()
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["manifest_path"].as_str())
+        .ok_or_else(|| format!("{name} is not among the example's dependencies"))?;
+    Ok(PathBuf::from(manifest))
+}
+
+/// Packs every publishable crate, builds the KAT example against the packs
+/// for the ATmega1284p and checks the record it prints in simavr.
+pub fn check() -> Result<(), String> {
+    let root = util::workspace_root();
+    let packages = publishable(&root)?;
+    // Packing without the build `cargo publish --dry-run` verifies with (CI
+    // runs that first); `--allow-dirty` packs the tree as it is.
+    // (`cargo package --workspace` would pack the unpublished crates too.)
+    let mut pack = Command::new("cargo");
+    pack.current_dir(&root)
+        .args(["package", "--no-verify", "--allow-dirty", "-q"]);
+    for p in &packages {
+        pack.args(["-p", &p.name]);
+    }
+    util::run(&mut pack)?;
+    let work = root.join("target/packaged");
+    let unpacked = work.join("crates");
+    if unpacked.exists() {
+        std::fs::remove_dir_all(&unpacked).map_err(|e| format!("cannot clear {}: {e}", unpacked.display()))?;
+    }
+    std::fs::create_dir_all(&unpacked).map_err(|e| format!("cannot create {}: {e}", unpacked.display()))?;
+    for p in &packages {
+        let file = root.join(format!("target/package/{}-{}.crate", p.name, p.version));
+        util::run(Command::new("tar").arg("-xzf").arg(&file).arg("-C").arg(&unpacked))?;
+    }
+    eprintln!(
+        "xtask: {} packages unpacked into {}",
+        packages.len(),
+        unpacked.display()
+    );
+
+    let source = root.join(EXAMPLE);
+    let name = source.file_name().unwrap_or_default();
+    let copy = work.join(name);
+    copy_tree(&source, &copy)?;
+    // The runner is `../run-avr`, beside the example.
+    std::fs::copy(root.join("examples/run-avr"), work.join("run-avr"))
+        .map_err(|e| format!("cannot copy examples/run-avr: {e}"))?;
+    let manifest = std::fs::read_to_string(source.join("Cargo.toml")).map_err(|e| e.to_string())?;
+    std::fs::write(
+        copy.join("Cargo.toml"),
+        manifest_for_packages(&manifest, &root, &packages, &unpacked),
+    )
+    .map_err(|e| format!("cannot write the example's manifest: {e}"))?;
+
+    let kem = resolved_from(&copy, "kyber512-avr")?;
+    if !kem.starts_with(&unpacked) {
+        return Err(format!(
+            "kyber512-avr resolved to {}, not to the unpacked package",
+            kem.display()
+        ));
+    }
+    examples::check(&source, &copy)?;
+    eprintln!(
+        "xtask: kyber512-avr as packaged ({}) reproduces its KAT record on the ATmega1284p",
+        kem.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packaged_crates_by_version_others_by_absolute_path() {
+        let manifest = "[dependencies]\nkyber512-avr = { path = \"../../crates/kyber512-avr\" }\n\
+                        nist-kat = { path = \"../../crates/nist-kat\", default-features = false }\n";
+        let packages = [Package {
+            name: "kyber512-avr".into(),
+            version: "0.1.0".into(),
+        }];
+        let out = manifest_for_packages(manifest, Path::new("/w"), &packages, Path::new("/u"));
+        assert!(out.contains("kyber512-avr = { version = \"=0.1.0\" }"), "{out}");
+        assert!(
+            out.contains("nist-kat = { path = \"/w/crates/nist-kat\", default-features = false }"),
+            "{out}"
+        );
+        assert!(
+            out.contains("[patch.crates-io]\nkyber512-avr = { path = \"/u/kyber512-avr-0.1.0\" }"),
+            "{out}"
+        );
+        assert!(!out.contains("../../"), "{out}");
+    }
+}
