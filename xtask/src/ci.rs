@@ -59,7 +59,7 @@ pub fn run() -> Result<(), String> {
         // built for the ATmega1284p, its KAT record checked in simavr.
         (
             "cargo publish --dry-run --workspace",
-            Box::new(cargo(&["publish", "--dry-run", "--workspace"])),
+            Box::new(packaged::publish_dry_run),
         ),
         (
             "packaged: kyber512-avr from its .crate on the ATmega1284p, KAT record 0 in simavr",

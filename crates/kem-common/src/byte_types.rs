@@ -1,6 +1,6 @@
 //! The conversions and serde of every key and ciphertext type: `impl_bytes!`.
 
-/// Implements hex-string `Serialize`/`Deserialize` for a key or ciphertext
+/// Implements `Serialize`/`Deserialize` (hex or bytes: `hex_serde`) for a key or ciphertext
 /// type with `as_bytes()` and a validating `from_bytes()`. Expands to
 /// nothing unless kem-common's `serde` feature is on (the KEM crates'
 /// `serde` features turn it on).
@@ -29,7 +29,7 @@ macro_rules! impl_serde_hex {
 /// Implements, for a key or ciphertext type with `as_bytes() -> &[u8; LEN]`
 /// and a validating `from_bytes(&[u8]) -> Result<Self, Error>`: the
 /// conversions `TryFrom<&[u8]>` (= `from_bytes`) and `AsRef<[u8]>`
-/// (= `as_bytes`), and with the `serde` feature hex-string serde
+/// (= `as_bytes`), and with the `serde` feature serde (hex or bytes)
 /// ([`impl_serde_hex!`](crate::impl_serde_hex!)). Every byte type of the three KEM crates has them.
 #[macro_export]
 macro_rules! impl_bytes {

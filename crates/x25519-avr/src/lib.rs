@@ -26,8 +26,12 @@
 #[cfg(test)]
 extern crate std;
 
+// With the assembly (`cfg(fe25519_asm)`) the portable field and ladder
+// step are the test reference only: unused in an AVR image.
 #[cfg(not(fe25519_compact))]
+#[cfg_attr(fe25519_asm, allow(dead_code))]
 mod edwards;
+#[cfg_attr(fe25519_asm, allow(dead_code))]
 mod field;
 
 #[cfg(test)]
@@ -251,6 +255,7 @@ fn ladder_double(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
 /// T1 = AA + a24·E; x2 = S0 = AA·BB, z2 = S1 = E·T1. With `small`, x1 is a
 /// constant below 2^24 (the base point's 9) and its product is
 /// `Fe::mul_small_into`.
+#[cfg_attr(fe25519_asm, allow(dead_code))]
 pub(crate) fn ladder_step_portable(ws: &mut Workspace, swap: u8, small: bool) {
     use crate::field::{add_portable as add, mul_portable as mul, mul_small_add_portable, sub_portable as sub};
     let Workspace { state, temps, x1, .. } = ws;

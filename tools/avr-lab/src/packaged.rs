@@ -63,8 +63,8 @@ fn publishable(root: &Path) -> Result<Vec<Package>, String> {
 
 /// The example's manifest with its workspace paths replaced: a packaged
 /// crate by its version (resolved through `[patch.crates-io]` to the
-/// unpacked package), any other (the KAT DRBG, a test helper that is not
-/// published) by an absolute path into the workspace.
+/// unpacked package), any other (an unpublished crate; none today) by an
+/// absolute path into the workspace.
 fn manifest_for_packages(manifest: &str, root: &Path, packages: &[Package], unpacked: &Path) -> String {
     let mut out = manifest.to_owned();
     let crates = root.join("crates");
@@ -121,6 +121,28 @@ fn resolved_from(dir: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(manifest))
 }
 
+/// `cargo publish --dry-run --workspace`: packs every publishable crate and
+/// builds each from its pack against the others'. Each run gets a target
+/// folder of its own (removed afterwards): cargo unpacks the packs it
+/// verifies into `$CARGO_HOME/registry/src/<hash of that folder>/` and
+/// reuses an unpacked copy of the same name and version, so a second run in
+/// the same folder would verify the first run's sources.
+pub fn publish_dry_run() -> Result<(), String> {
+    let root = util::workspace_root();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = root.join(format!("target/publish-dry-run-{stamp}"));
+    let result = util::run(
+        Command::new("cargo")
+            .current_dir(&root)
+            .args(["publish", "--dry-run", "--workspace", "--target-dir"])
+            .arg(&dir),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
 /// Packs every publishable crate, builds the KAT example against the packs
 /// for the ATmega1284p and checks the record it prints in simavr.
 pub fn check() -> Result<(), String> {
@@ -128,23 +150,31 @@ pub fn check() -> Result<(), String> {
     let packages = publishable(&root)?;
     // Packing without the build `cargo publish --dry-run` verifies with (CI
     // runs that first); `--allow-dirty` packs the tree as it is.
+    let work = root.join("target/packaged");
+    // Its own target folder: the .crate files are where this reads them,
+    // whatever CARGO_TARGET_DIR says.
+    let packs = work.join("pack");
     // (`cargo package --workspace` would pack the unpublished crates too.)
     let mut pack = Command::new("cargo");
     pack.current_dir(&root)
-        .args(["package", "--no-verify", "--allow-dirty", "-q"]);
+        .args(["package", "--no-verify", "--allow-dirty", "-q", "--target-dir"])
+        .arg(&packs);
     for p in &packages {
         pack.args(["-p", &p.name]);
     }
     util::run(&mut pack)?;
-    let work = root.join("target/packaged");
+
     let unpacked = work.join("crates");
     if unpacked.exists() {
         std::fs::remove_dir_all(&unpacked).map_err(|e| format!("cannot clear {}: {e}", unpacked.display()))?;
     }
     std::fs::create_dir_all(&unpacked).map_err(|e| format!("cannot create {}: {e}", unpacked.display()))?;
     for p in &packages {
-        let file = root.join(format!("target/package/{}-{}.crate", p.name, p.version));
-        util::run(Command::new("tar").arg("-xzf").arg(&file).arg("-C").arg(&unpacked))?;
+        let file = packs.join(format!("package/{}-{}.crate", p.name, p.version));
+        // `-m`: the files of a .crate carry a fixed 2006 date; dated now,
+        // cargo sees them as newer than the last build of the copy and
+        // rebuilds what changed instead of reusing a stale binary.
+        util::run(Command::new("tar").arg("-xzmf").arg(&file).arg("-C").arg(&unpacked))?;
     }
     eprintln!(
         "xtask: {} packages unpacked into {}",
