@@ -72,7 +72,7 @@ pub fn expected(example: &Path) -> Result<String, String> {
 }
 
 /// `cargo ARGS` in `example`, as a user runs it there.
-fn cargo_in(example: &Path, args: &[&str]) -> Command {
+pub(crate) fn cargo_in(example: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("cargo");
     cmd.current_dir(example)
         .args(args)

@@ -22,13 +22,12 @@ struct Package {
     version: String,
 }
 
-/// The packages of `cargo metadata` run in `dir` (extra `args` after it).
-fn metadata_packages(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, String> {
-    let out = Command::new("cargo")
+/// The packages `cargo metadata` (with `args`) lists in `dir`, run as
+/// `cmd` (plain cargo in the workspace; `examples::cargo_in` in an example,
+/// with its own compiler and `[unstable]` table).
+fn metadata_packages(mut cmd: Command, dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>, String> {
+    let out = cmd
         .current_dir(dir)
-        // An example's `[unstable]` table; its own compiler, not the caller's.
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env_remove("RUSTC")
         .args(["metadata", "--format-version", "1"])
         .args(args)
         .output()
@@ -50,7 +49,7 @@ fn metadata_packages(dir: &Path, args: &[&str]) -> Result<Vec<serde_json::Value>
 
 /// Every workspace crate `cargo publish` would upload (`publish` not false).
 fn publishable(root: &Path) -> Result<Vec<Package>, String> {
-    Ok(metadata_packages(root, &["--no-deps"])?
+    Ok(metadata_packages(Command::new("cargo"), root, &["--no-deps"])?
         .iter()
         // `publish: []` is `publish = false`; `null` means any registry.
         .filter(|p| p["publish"].as_array().is_none_or(|r| !r.is_empty()))
@@ -68,17 +67,17 @@ fn publishable(root: &Path) -> Result<Vec<Package>, String> {
 fn manifest_for_packages(manifest: &str, root: &Path, packages: &[Package], unpacked: &Path) -> String {
     let mut out = manifest.to_owned();
     let crates = root.join("crates");
-    for dir in ["../../crates/"] {
-        while let Some(at) = out.find(&format!("path = \"{dir}")) {
-            let start = at + "path = \"".len() + dir.len();
-            let end = start + out[start..].find('"').unwrap_or(0);
-            let name = out[start..end].to_owned();
-            let replacement = match packages.iter().find(|p| p.name == name) {
-                Some(p) => format!("version = \"={}\"", p.version),
-                None => format!("path = \"{}\"", crates.join(&name).display()),
-            };
-            out.replace_range(at..end + 1, &replacement);
-        }
+    // How an example names a workspace crate (it sits in examples/NAME/).
+    const BY_PATH: &str = "path = \"../../crates/";
+    while let Some(at) = out.find(BY_PATH) {
+        let start = at + BY_PATH.len();
+        let end = start + out[start..].find('"').unwrap_or(0);
+        let name = out[start..end].to_owned();
+        let replacement = match packages.iter().find(|p| p.name == name) {
+            Some(p) => format!("version = \"={}\"", p.version),
+            None => format!("path = \"{}\"", crates.join(&name).display()),
+        };
+        out.replace_range(at..end + 1, &replacement);
     }
     out.push_str(
         "\n# Added by `cargo xtask packaged`: the crates as `cargo package` packed them.\n[patch.crates-io]\n",
@@ -112,7 +111,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
 /// Where cargo resolved `kyber512-avr` from in the example at `dir`: it must
 /// be the unpacked package, or the check proves nothing.
 fn resolved_from(dir: &Path, name: &str) -> Result<PathBuf, String> {
-    let packages = metadata_packages(dir, &[])?;
+    let packages = metadata_packages(examples::cargo_in(dir, &[]), dir, &[])?;
     let manifest = packages
         .iter()
         .find(|p| p["name"] == name)
