@@ -56,6 +56,25 @@ fn topic_mode_every_suite_through_the_embedded_broker() {
     broker.stop();
 }
 
+/// A client that connects right after another one disconnected keeps its
+/// connection: the embedded broker (rumqttd 0.20) reuses the freed
+/// connection id, and a DISCONNECT followed at once by a socket close made
+/// it drop the next client (see `MqttClient::disconnect`). One such
+/// hand-over in about six failed before the fix; this makes a hundred.
+#[test]
+fn a_client_connecting_after_a_disconnect_keeps_its_connection() {
+    let broker = EmbeddedBroker::start().unwrap();
+    let endpoint = kem_mqtt_host::transport::Endpoint::tcp(broker.addr().to_string());
+    for i in 0..100 {
+        let id = format!("client-{i}");
+        let mut c = kem_mqtt_host::client::MqttClient::connect(&endpoint, &id, None, TIMEOUT).unwrap();
+        c.subscribe(&[&format!("t/{id}/a"), &format!("t/{id}/b")])
+            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        c.disconnect().unwrap();
+    }
+    broker.stop();
+}
+
 #[test]
 fn topic_mode_gateway_rejects_replays_moves_and_policy_violations() {
     let hybrid = Suite::from_name("ctru-light-ascon+x25519").unwrap();
