@@ -84,9 +84,19 @@ pub(crate) fn cargo_in(example: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// Where every example builds when the xtask runs it: one folder, so that
+/// `core` and the crates the examples share (same target, MCU and profile)
+/// are compiled once per CI run instead of once per example (issue #33).
+/// Cargo keys each artifact by its package's source, so an example and its
+/// packaged copy (`crate::packaged`) never take each other's build.
+fn shared_target_dir() -> PathBuf {
+    util::workspace_root().join("target/examples")
+}
+
 /// Runs one example as its README does and returns what it printed.
 pub fn run(example: &Path) -> Result<String, String> {
     let mut cmd = cargo_in(example, &["run", "--release", "-q"]);
+    cmd.env("CARGO_TARGET_DIR", shared_target_dir());
     eprintln!("xtask: running {cmd:?} in {}", example.display());
     let out = cmd
         .output()
@@ -107,20 +117,16 @@ pub fn run(example: &Path) -> Result<String, String> {
 /// the crate, the MCU and the bytes needed, not with a linker error. The
 /// extra `build.rustflags` comes after the example's own, and rustc (and so
 /// the build script) takes the last `-C target-cpu`.
+///
+/// `cargo check`: the build script runs exactly as in `cargo build` (the
+/// refusal is its doing), without generating code for a `core` that no
+/// linker will see; a build would compile all of `core` for the
+/// ATmega328p first, about a minute of CI (issue #33).
 pub fn check_refusal() -> Result<(), String> {
     let example = util::workspace_root().join("examples/avr-kem-roundtrip");
     let rustflags = r#"build.rustflags=["-C","target-cpu=atmega328p"]"#;
-    let mut cmd = cargo_in(
-        &example,
-        &[
-            "build",
-            "--release",
-            "--config",
-            rustflags,
-            "--target-dir",
-            "target/uno-refusal",
-        ],
-    );
+    let mut cmd = cargo_in(&example, &["check", "--release", "--config", rustflags]);
+    cmd.env("CARGO_TARGET_DIR", shared_target_dir());
     eprintln!("xtask: running {cmd:?} (must fail)");
     let out = cmd.output().map_err(|e| format!("cannot start cargo: {e}"))?;
     let err = String::from_utf8_lossy(&out.stderr);
