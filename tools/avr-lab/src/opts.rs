@@ -38,7 +38,7 @@ impl Rng {
 }
 
 /// The measured revision: `git rev-parse --short=12 HEAD`, `-dirty` when the
-/// crates or the firmware have uncommitted changes.
+/// crates, the assembly or the firmware have uncommitted changes.
 pub fn git_revision() -> String {
     let root = crate::util::workspace_root();
     let rev = output(
@@ -49,15 +49,16 @@ pub fn git_revision() -> String {
     )
     .map(|s| s.trim().to_string())
     .unwrap_or_else(|_| "unknown".into());
-    let dirty =
-        output(
-            Command::new("git")
-                .arg("-C")
-                .arg(&root)
-                .args(["status", "--porcelain", "--", "crates", "firmware"]),
-        )
-        .map(|s| !s.trim().is_empty())
-        .unwrap_or(false);
+    let dirty = output(Command::new("git").arg("-C").arg(&root).args([
+        "status",
+        "--porcelain",
+        "--",
+        "crates",
+        "asm-avr",
+        "firmware",
+    ]))
+    .map(|s| !s.trim().is_empty())
+    .unwrap_or(false);
     if dirty {
         format!("{rev}-dirty")
     } else {
