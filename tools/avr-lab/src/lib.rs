@@ -47,6 +47,7 @@ pub mod setup;
 pub mod simtest;
 pub mod symbols;
 pub mod target;
+pub mod targets;
 pub mod util;
 
 use clap::Parser;
@@ -71,6 +72,7 @@ pub const LAYERS: &[&str] = &[
     "records",
     "floors",
     "board_table",
+    "targets",
     // running firmware in a simulator, and the host side of each exchange
     "device",
     "symbols",

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::records::{self, all_records, bench_dir, write, Record, APP_SCHEME, MQTT_SCHEME, SCHEME};
-use crate::{chart, energy, published, target, util};
+use crate::{chart, energy, published, target, targets, util};
 
 fn ratio(ours: u64, theirs: Option<u64>) -> String {
     theirs
@@ -339,6 +339,7 @@ fn docs_markdown(records: &[Record]) -> String {
         }
     }
     s.push_str(&fit_sections());
+    s.push_str(&targets::section(records));
     s.push_str(&related_summary(records));
     s.push_str("![KEM cycles, ours beside published](bench-kem.svg)\n\n![NTT routines](bench-ntt.svg)\n\n![RAM: stack + static tables](bench-ram.svg)\n\n## Published NTT table (embedded in the xtask)\n\n");
     s.push_str("| ring | implementation | NTT | iNTT | base mult | base inv |\n|---|---|---:|---:|---:|---:|\n");
