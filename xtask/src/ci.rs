@@ -3,14 +3,28 @@
 
 use std::process::Command;
 
-use avr_lab::{args, avr, bench, ct, e2e, examples, flash, mqtt, packaged, progress, simtest, target, util};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use avr_lab::{args, avr, bench, ct, e2e, examples, flash, mqtt, packaged, progress, setup, simtest, target, util};
 
 /// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 pub fn run() -> Result<(), String> {
-    // (The Debian packages and yasimavr were installed by `main`.)
+    // (The Debian packages were installed by `main`.) yasimavr, the 4808's
+    // simulator, builds from source (≈ 2 min on one core) while the tests
+    // run, which leave a core idle much of the time; the 4808 steps wait
+    // for it.
+    let yasimavr = Background::new(setup::setup_yasimavr);
     let cargo = |args: &'static [&'static str]| move || util::run(Command::new("cargo").args(args));
     let root = util::workspace_root();
     type Step = Box<dyn Fn() -> Result<(), String>>;
+    let for_4808 = |step: Step| -> Step {
+        let yasimavr = yasimavr.clone();
+        Box::new(move || {
+            yasimavr.wait()?;
+            step()
+        })
+    };
     let steps: Vec<(&str, Step)> = vec![
         ("cargo fmt --check", Box::new(cargo(&["fmt", "--all", "--check"]))),
         (
@@ -35,7 +49,18 @@ pub fn run() -> Result<(), String> {
                 )
             }),
         ),
-        ("cargo test --workspace", Box::new(cargo(&["test", "--workspace"]))),
+        (
+            "cargo test --workspace",
+            Box::new({
+                let yasimavr = yasimavr.clone();
+                move || {
+                    // Built first, so the simulator's build does not compete with it.
+                    util::run(Command::new("cargo").args(["test", "--workspace", "--no-run"]))?;
+                    yasimavr.start();
+                    util::run(Command::new("cargo").args(["test", "--workspace"]))
+                }
+            }),
+        ),
         // An application outside the workspace with RustCrypto's current
         // ml-kem, kem and rand next to our crates: one generic function over
         // every KEM (issue #22).
@@ -132,12 +157,14 @@ pub fn run() -> Result<(), String> {
         ),
         (
             "ATmega4808 smoke test in yasimavr",
-            Box::new(|| simtest::run(&args(&["sim-test", "--mcu", "atmega4808", "--no-build"])?)),
+            for_4808(Box::new(|| {
+                simtest::run(&args(&["sim-test", "--mcu", "atmega4808", "--no-build"])?)
+            })),
         ),
         // Every KEM variant in its own 4808 image: KAT record 0 in 6 KB of SRAM.
         (
             "ATmega4808 KAT record 0 of every KEM",
-            Box::new(|| {
+            for_4808(Box::new(|| {
                 simtest::run(&args(&[
                     "sim-test",
                     "--mcu",
@@ -146,33 +173,37 @@ pub fn run() -> Result<(), String> {
                     "1",
                     "--require-fit",
                 ])?)
-            }),
+            })),
         ),
         // The primitives on the 4808's own build take one instruction path
         // for every input (the trace found a branch on the X25519 swap bit).
         (
             "ATmega4808 constant time (instruction paths): the primitives",
-            Box::new(|| ct::run(&args(&["ct", "--mcu", "atmega4808", "--filter", "primitives"])?)),
+            for_4808(Box::new(|| {
+                ct::run(&args(&["ct", "--mcu", "atmega4808", "--filter", "primitives"])?)
+            })),
         ),
         // Every sensor suite (pure and hybrid) completes the handshake on the
         // 4808 with 512 B of SRAM to spare (static RAM + painted stack).
         (
             "ATmega4808 sensor fit: all 10 suites, 512 B of SRAM to spare",
-            Box::new(|| mqtt::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)),
+            for_4808(Box::new(|| {
+                mqtt::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)
+            })),
         ),
         // The sensor application on the 4808: a handshake, a temperature
         // reading, a command, the EEPROM counter (yasimavr; the whole e2e
         // session runs on the simulated 1284p above).
         (
             "ATmega4808 sensor application in yasimavr (ctru-light-ascon+x25519)",
-            Box::new(|| {
+            for_4808(Box::new(|| {
                 mqtt::app_fit(
                     target::mcu("atmega4808")?,
                     "kem-mqtt-app/ctru-light-ascon+x25519",
                     false,
                     true,
                 )
-            }),
+            })),
         ),
     ];
     let mut progress = progress::Progress::new("ci", steps.len() as u64);
@@ -182,4 +213,49 @@ pub fn run() -> Result<(), String> {
     }
     progress.finish();
     Ok(())
+}
+
+/// A set-up task run on a thread of its own while the steps go on; the
+/// steps that need it wait for it and see its error.
+#[derive(Clone)]
+struct Background {
+    task: fn() -> Result<(), String>,
+    state: Arc<Mutex<State>>,
+}
+
+enum State {
+    NotStarted,
+    Running(JoinHandle<Result<(), String>>),
+    Finished,
+}
+
+impl Background {
+    fn new(task: fn() -> Result<(), String>) -> Self {
+        Background {
+            task,
+            state: Arc::new(Mutex::new(State::NotStarted)),
+        }
+    }
+
+    fn start(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*state, State::NotStarted) {
+            *state = State::Running(std::thread::spawn(self.task));
+        }
+    }
+
+    /// Waits for the task (running it here if no step started it) and
+    /// returns its result; once it has succeeded, returns at once.
+    fn wait(&self) -> Result<(), String> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let result = match std::mem::replace(&mut *state, State::Finished) {
+            State::NotStarted => (self.task)(),
+            State::Running(h) => h.join().map_err(|_| "the background set-up panicked".to_string())?,
+            State::Finished => Ok(()),
+        };
+        if result.is_err() {
+            *state = State::NotStarted;
+        }
+        result
+    }
 }

@@ -21,13 +21,8 @@ fn main() -> ExitCode {
     // machine this binary was compiled before they existed, without the
     // simulator, so after installing them it is rebuilt and run again, once.
     if cli.command.needs_machine() {
-        let rebuild = avr_lab::setup::ensure_machine().and_then(|rebuild| {
-            if matches!(cli.command, Cmd::Ci) {
-                avr_lab::setup::setup_yasimavr()?;
-            }
-            Ok(rebuild)
-        });
-        let rerun = match rebuild {
+        // (CI builds yasimavr, the 4808's simulator, while its tests run.)
+        let rerun = match avr_lab::setup::ensure_machine() {
             Err(e) => Err(e),
             Ok(true) => avr_lab::setup::rebuild_and_rerun(&raw),
             Ok(false) => return finish(run(cli.command)),

@@ -158,11 +158,15 @@ fn sensor_draws_fresh_randomness(elf: &Path, mcu: &str, suite: Suite) -> Result<
     Ok(())
 }
 
-/// The `kem-mqtt` command line, built (debug) for the serial-bridge leg.
+/// The `kem-mqtt` command line for the serial-bridge leg, built in the
+/// test profile (as the xtask is) so that it reuses the dependencies
+/// already compiled there; its output lands in `target/debug` all the same.
 fn kem_mqtt_cli() -> Result<std::path::PathBuf, String> {
     crate::util::run(std::process::Command::new("cargo").args([
         "build",
         "-q",
+        "--profile",
+        "test",
         "-p",
         "kem-mqtt-host",
         "--bin",

@@ -354,9 +354,11 @@ pub fn rebuild_and_rerun(args: &[String]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("xtask: rebuilding the xtask with the simulator (once)");
     util::run(Command::new(&cargo).args(["clean", "--package", "avr-sim"]))?;
+    // Through the alias, so the rebuild uses the same profile as the first build.
     util::run(
         Command::new(&cargo)
-            .args(["run", "--package", "xtask", "--"])
+            .current_dir(util::workspace_root())
+            .arg("xtask")
             .args(args)
             .env(REEXEC_GUARD, "1"),
     )
