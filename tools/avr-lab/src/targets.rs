@@ -118,7 +118,7 @@ fn cycles(c: u64) -> String {
 }
 
 /// The section: one row per bound with a record, the hybrid handshakes'
-/// X25519 share, and the KEM operations still above [`KEM_SHARE`].
+/// X25519 share, and the KEM operations still above `KEM_SHARE` of theirs.
 pub fn section(records: &[Record]) -> String {
     let mut s = String::from(
         "## Performance targets (issue #38)\n\n\
