@@ -25,7 +25,15 @@ fn no_crate_declares_a_rust_version_below_its_dependencies() {
         .find_map(|l| l.strip_prefix("host: "))
         .expect("rustc -vV names the host");
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline", "-q", "--filter-platform", host])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "-q",
+            "--filter-platform",
+            host,
+        ])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .output()
         .expect("cargo metadata runs");
