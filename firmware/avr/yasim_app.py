@@ -1,13 +1,21 @@
 """Run the sensor application on an ATmega4808 in yasimavr, its USART0 on this
 process's stdin and stdout (raw bytes both ways), until stdin closes.
 
-    python3 firmware/avr/yasim_app.py FIRMWARE.elf [BSS_END RAMEND]
+    python3 firmware/avr/yasim_app.py FIRMWARE.elf [BSS_END RAMEND [WINDOWS]]
 
 The host (`tools/avr-lab/src/app_cost.rs`) plays the bridge and the broker on
 the other end of the pipes. On exit one line goes to stderr:
-`eeprom HEX cycles N stack S`: the first 8 EEPROM bytes (the handshake
-counter's reservation), the simulated cycles and the stack's peak. A crash
-or a hang exits with status 1; its line ends with `stack S` as well.
+`eeprom HEX cycles N windows E,S,O stack S`: the first 8 EEPROM bytes
+(the handshake counter's reservation), the simulated cycles, the on-chip
+counts of the timed windows and the stack's peak. A crash or a hang exits
+with status 1; its line ends with `stack S` as well.
+
+The windows: yasimavr stamps no marker windows, so the application counts
+its seal and open windows itself (TCB0 at the CPU clock,
+`avr_harness::board::timed`) into the array at the address WINDOWS
+(`APP_WINDOW_CYCLES`: count LE and TCB0's INTFLAGS, 3 bytes each): an
+empty window, the last seal, the last open; `over` for a count that
+wrapped. Without that address the word is `windows -`.
 
 The stack is measured by paint: yasimavr tracks no stack pointer, so
 before the first instruction SRAM from BSS_END (the end of static data,
@@ -53,7 +61,16 @@ def stack_peak(probe, paint):
     return str(len(ram) - low)
 
 
-def main(elf, paint):
+def window_counts(probe, windows):
+    """The timed windows' counts ('E,S,O'; 'over' for one that wrapped), or '-'."""
+    if windows is None:
+        return '-'
+    raw = bytes(probe.read_data(windows, 9))
+    return ','.join('over' if raw[i + 2] & 1 else str(int.from_bytes(raw[i:i + 2], 'little'))
+                    for i in (0, 3, 6))
+
+
+def main(elf, paint, windows):
     # yasimavr logs on the process's stdout, which carries the UART here:
     # the log goes to stderr, the UART bytes to a copy of the old stdout.
     data = os.fdopen(os.dup(1), 'wb', buffering=0)
@@ -108,8 +125,11 @@ def main(elf, paint):
                   file=sys.stderr, flush=True)
             sys.exit(1)
     eeprom = bytes(probe.read_data(EEPROM_START, 8))
-    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()} stack {stack_peak(probe, paint)}', file=sys.stderr, flush=True)
+    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()} windows {window_counts(probe, windows)} '
+          f'stack {stack_peak(probe, paint)}', file=sys.stderr, flush=True)
 
 
 if __name__ == '__main__':
-    main(sys.argv[1], (int(sys.argv[2], 0), int(sys.argv[3], 0)) if len(sys.argv) > 3 else None)
+    main(sys.argv[1],
+         (int(sys.argv[2], 0), int(sys.argv[3], 0)) if len(sys.argv) > 3 else None,
+         int(sys.argv[4], 0) if len(sys.argv) > 4 else None)

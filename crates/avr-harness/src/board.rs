@@ -131,6 +131,16 @@ mod hw {
         u16::from_le_bytes([low, high])
     }
 
+    /// The window's cycles are simavr's marker stamps here: nothing is
+    /// counted on chip.
+    #[inline(always)]
+    pub fn timed<R>(_slot: usize, id: u8, f: impl FnOnce() -> R) -> R {
+        crate::marker_begin(id);
+        let r = f();
+        crate::marker_end(id);
+        r
+    }
+
     /// The coarse clock: Timer/Counter3 at F_CPU/1024.
     pub fn ticks() -> u16 {
         let low = rd(TCNT3L);
@@ -204,6 +214,10 @@ mod hw {
     const ADC0_RESH: u16 = 0x0611;
     const TCA0_CNTL: u16 = 0x0A20;
     const TCA0_CNTH: u16 = 0x0A21;
+    const TCB0_CTRLA: u16 = 0x0A80;
+    const TCB0_CTRLB: u16 = 0x0A81;
+    const TCB0_CCMPL: u16 = 0x0A8C;
+    const TCB0_CCMPH: u16 = 0x0A8D;
     const USART0_RXDATAL: u16 = 0x0800;
     const USART0_STATUS: u16 = 0x0804;
     const RXCIF: u8 = 1 << 7;
@@ -238,6 +252,13 @@ mod hw {
         wr(0x0A27, 0xFF);
         wr(0x0A01, 0);
         wr(0x0A00, (7 << 1) | 1);
+        // TCB0 at the CPU clock, periodic with TOP 0xFFFF (16-bit registers:
+        // low byte first): the stopwatch of `timed`. It stops in power-down.
+        wr(TCB0_CCMPL, 0xFF);
+        wr(TCB0_CCMPH, 0xFF);
+        wr(TCB0_CTRLB, 0);
+        wr(TCB0_CTRLA, 1);
+        super::timed(super::SLOT_EMPTY, 0x7F, || ());
         // The RTC's periodic interrupt from the internal 1.024 kHz oscillator.
         while rd(RTC_STATUS) != 0 {}
         wr(RTC_CLKSEL, 0x01);
@@ -264,6 +285,63 @@ mod hw {
         let high = rd(ADC0_RESH);
         wr(ADC0_CTRLA, 0);
         u16::from_le_bytes([low, high])
+    }
+
+    /// Runs `f` in marker window `id`, counted by TCB0 into
+    /// `APP_WINDOW_CYCLES[slot]`: its work plus the constant of
+    /// [`super::SLOT_EMPTY`] (the two calls below, out of line to keep
+    /// each window to a few bytes of flash: the images that fit the 4808
+    /// have a few hundred to spare).
+    #[inline(always)]
+    pub fn timed<R>(slot: usize, id: u8, f: impl FnOnce() -> R) -> R {
+        window_start(id);
+        let r = f();
+        // SAFETY: a pointer into our own static (an out-of-range slot
+        // fails to compile: the index is a constant).
+        window_stop(unsafe { core::ptr::addr_of_mut!(super::APP_WINDOW_CYCLES[slot]) }, id);
+        r
+    }
+
+    /// Zeroes TCB0 and opens marker window `id`.
+    #[inline(never)]
+    fn window_start(id: u8) {
+        // SAFETY: TCB0 and GPIOR0, which nothing else uses; no `nomem`, so
+        // memory accesses are not moved across the sequence.
+        unsafe {
+            asm!(
+                "sts 0x0A8A, {zero}", // TCB0.CNTL
+                "sts 0x0A8B, {zero}", // TCB0.CNTH: the count starts here
+                "sts 0x0A86, {one}",  // TCB0.INTFLAGS: clear CAPT
+                "out 0x1C, {id}",     // GPIOR0: the window opens
+                zero = in(reg) 0u8,
+                one = in(reg) 1u8,
+                id = in(reg) id,
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+
+    /// Closes marker window `id` and stores TCB0's count (LE) and its
+    /// INTFLAGS (CAPT: TOP reached, the window was 65,535 cycles or more)
+    /// at `cell`.
+    #[inline(never)]
+    fn window_stop(cell: *mut [u8; 3], id: u8) {
+        // SAFETY: reads TCB0, writes GPIOR0 and the 3 bytes at `cell`.
+        unsafe {
+            asm!(
+                "out 0x1C, {id}",   // GPIOR0: the window closes
+                "lds {t}, 0x0A8A",  // TCB0.CNTL (latches CNTH)
+                "st Z+, {t}",
+                "lds {t}, 0x0A8B",
+                "st Z+, {t}",
+                "lds {t}, 0x0A86",  // TCB0.INTFLAGS
+                "st Z, {t}",
+                id = in(reg) id | 0x80,
+                t = out(reg) _,
+                inout("Z") cell => _,
+                options(nostack, preserves_flags)
+            );
+        }
     }
 
     pub fn ticks() -> u16 {
@@ -305,7 +383,25 @@ mod hw {
     }
 }
 
-pub use hw::{init, led, read_adc, sleep_s, try_read};
+pub use hw::{init, led, read_adc, sleep_s, timed, try_read};
+
+/// `timed`'s slot of an empty window (measured by `init`): the constant
+/// the counts of the other slots include.
+pub const SLOT_EMPTY: usize = 0;
+/// `timed`'s slot of a reading sealed.
+pub const SLOT_SEAL: usize = 1;
+/// `timed`'s slot of a command opened.
+pub const SLOT_OPEN: usize = 2;
+
+/// The megaAVR 0-series' on-chip counts of the application's windows, by
+/// slot, each TCB0's count (u16 LE) and its INTFLAGS (bit 0 set: the
+/// count wrapped): yasimavr, its simulator here, stamps no marker windows,
+/// so `firmware/avr/yasim_app.py` reads this (by its symbol) after a run.
+/// On the classic parts simavr stamps the marker windows and this does not
+/// exist.
+#[cfg(avr_mega0)]
+#[no_mangle]
+pub static mut APP_WINDOW_CYCLES: [[u8; 3]; 3] = [[0; 3]; 3];
 
 /// A time limit on the coarse clock (which wraps every 3.3 s: poll it more
 /// often than that).

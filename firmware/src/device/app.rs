@@ -312,10 +312,10 @@ impl App {
         let Some(s) = session() else { return Sent::Down };
         let mut topic_buf = [0u8; MAX_TOPIC];
         let mut record = [0u8; MAX_TEXT + RECORD_OVERHEAD];
-        marker_begin(link::WINDOW_SEAL);
-        let topic = link::topic(&mut topic_buf, C2B_PREFIX, self.creds.client_id, p.sub.as_bytes());
-        let sealed = s.seal(topic, p.text.as_bytes(), &mut record);
-        marker_end(link::WINDOW_SEAL);
+        let sealed = board::timed(board::SLOT_SEAL, link::WINDOW_SEAL, || {
+            let topic = link::topic(&mut topic_buf, C2B_PREFIX, self.creds.client_id, p.sub.as_bytes());
+            s.seal(topic, p.text.as_bytes(), &mut record)
+        });
         // An exhausted sequence (or any error): a new session.
         let Ok(n) = sealed else { return Sent::Down };
         let sub = p.sub.as_bytes();
@@ -338,10 +338,10 @@ impl App {
         let s = session()?;
         let mut topic_buf = [0u8; MAX_TOPIC];
         let mut text = [0u8; MAX_TEXT];
-        marker_begin(link::WINDOW_OPEN);
-        let topic = link::topic(&mut topic_buf, B2C_PREFIX, self.creds.client_id, sub);
-        let opened = s.open(topic, record, &mut text);
-        marker_end(link::WINDOW_OPEN);
+        let opened = board::timed(board::SLOT_OPEN, link::WINDOW_OPEN, || {
+            let topic = link::topic(&mut topic_buf, B2C_PREFIX, self.creds.client_id, sub);
+            s.open(topic, record, &mut text)
+        });
         let Ok(len) = opened else {
             self.rejected = self.rejected.wrapping_add(1);
             return None;

@@ -6,7 +6,9 @@
 //! opened by the board, and the board's sealed answer. The image's marker
 //! windows (`avr_wire::app::WINDOW_*`) give the cycles and stack of each
 //! step with the UART excluded; the host checks every flight and opens
-//! every record, so a measured step is one that worked.
+//! every record, so a measured step is one that worked. On the megaAVR
+//! 0-series (yasimavr, [`run_on_mega0`]) the application counts its seal
+//! and open windows on chip (`avr_harness::board::timed`).
 
 use std::path::Path;
 
@@ -174,31 +176,91 @@ pub struct Mega0Run {
     pub stack: u32,
     /// The handshake counter's first reservation in EEPROM.
     pub counter: u32,
+    /// A reading sealed, by the on-chip count (its topic built; the empty
+    /// window's constant subtracted).
+    pub seal_cycles: u64,
+    /// A command opened, likewise.
+    pub open_cycles: u64,
 }
 
-/// The stack's peak on the `stack S` word that ends yasim_app.py's last
-/// line: `Ok(None)` when it ran into static data.
-fn painted_peak(said: &str) -> Result<Option<u32>, String> {
-    let word = said.lines().last().unwrap_or("").rsplit(' ').next().unwrap_or("");
-    match word {
-        "overflow" => Ok(None),
-        w => w.parse().map(Some).map_err(|_| format!("yasimavr said {said:?}")),
+/// yasim_app.py's closing line, `eeprom HEX cycles N windows E,S,O stack S`.
+#[derive(Clone, Debug, PartialEq)]
+struct YasimReport {
+    /// The first 8 EEPROM bytes.
+    eeprom: Vec<u8>,
+    /// The timed windows' counts (empty, seal, open), if the script had their address.
+    windows: Option<[u16; 3]>,
+    /// The painted peak; `None` when the stack ran into static data.
+    stack: Option<u32>,
+}
+
+impl YasimReport {
+    /// Reads the last line of what the script said; a crash or hang line
+    /// yields its stack only (`eeprom` empty).
+    fn parse(said: &str) -> Result<YasimReport, String> {
+        let bad = || format!("yasimavr said {said:?}");
+        let line = said.lines().last().unwrap_or("");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let after = |key: &str| {
+            words
+                .iter()
+                .position(|w| *w == key)
+                .and_then(|i| words.get(i + 1))
+                .copied()
+        };
+        let stack = match after("stack").ok_or_else(bad)? {
+            "overflow" => None,
+            w => Some(w.parse().map_err(|_| bad())?),
+        };
+        let eeprom = match after("eeprom") {
+            Some(h) if h.len() % 2 == 0 && h.is_ascii() => (0..h.len() / 2)
+                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).map_err(|_| bad()))
+                .collect::<Result<Vec<u8>, String>>()?,
+            Some(_) => return Err(bad()),
+            None => Vec::new(),
+        };
+        let windows = match after("windows") {
+            None | Some("-") => None,
+            Some(w) => {
+                // `over`: TCB0 wrapped (read as u16::MAX, which no count reaches).
+                let counts: Vec<u16> = w
+                    .split(',')
+                    .map(|c| match c {
+                        "over" => Ok(u16::MAX),
+                        c => c.parse().map_err(|_| bad()),
+                    })
+                    .collect::<Result<_, String>>()?;
+                Some(counts.try_into().map_err(|_| bad())?)
+            }
+        };
+        Ok(YasimReport { eeprom, windows, stack })
+    }
+}
+
+/// A timed window's cycles: its count less the empty window's. A count at
+/// `u16::MAX` is a window TCB0 could not count (65,535 cycles or more).
+fn window_cycles(count: u16, empty: u16, what: &str) -> Result<u64, String> {
+    match count {
+        u16::MAX => Err(format!("{what}: 65,535 cycles or more, beyond TCB0's 16 bits")),
+        0 => Err(format!("{what}: the window never ran")),
+        c => Ok(u64::from(c.saturating_sub(empty))),
     }
 }
 
 /// Runs the application image of `suite` on the ATmega4808 in yasimavr
-/// through the same session (no marker windows there: no cycles per
-/// step), its free SRAM painted: the stack's peak and what its EEPROM
-/// holds afterwards. An image whose stack ran into static data fails
-/// with that as the reason.
+/// through the same session, its free SRAM painted: the stack's peak, what
+/// its EEPROM holds afterwards, and the seal and open windows as the
+/// application counted them on chip (yasimavr stamps no marker windows).
+/// An image whose stack ran into static data fails with that as the reason.
 pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> Result<Mega0Run, String> {
     let script = crate::util::workspace_root().join("firmware/avr/yasim_app.py");
-    let [bss_end, data_start] = crate::symbols::addresses_of(elf, ["__bss_end", "__data_start"])?;
+    let [bss_end, data_start, windows] =
+        crate::symbols::addresses_of(elf, ["__bss_end", "__data_start", "APP_WINDOW_CYCLES"])?;
     let ramend = data_start + mcu.sram - 1;
     let mut child = crate::setup::yasim(mcu.name)?
         .arg(script)
         .arg(elf)
-        .args([bss_end.to_string(), ramend.to_string()])
+        .args([bss_end, ramend, windows].map(|a| a.to_string()))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -210,8 +272,8 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
     drop(line.child.stdin.take());
     let out = line.child.wait_with_output().map_err(|e| e.to_string())?;
     let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    let peak = painted_peak(&said);
-    if let Ok(None) = peak {
+    let report = YasimReport::parse(&said);
+    if let Ok(YasimReport { stack: None, .. }) = report {
         return Err(format!(
             "{} in yasimavr: the stack ran into static data ({} B of it, {} B of SRAM): {said}",
             mcu.name,
@@ -220,21 +282,15 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
         ));
     }
     r.map_err(|e| format!("{} in yasimavr: {e} ({said})", mcu.name))?;
-    let Ok(Some(stack)) = peak else {
+    let report = report?;
+    let (Some(stack), Some([empty, seal, open])) = (report.stack, report.windows) else {
         return Err(format!("yasimavr said {said:?}"));
     };
-    // `eeprom HEX cycles N stack S`: the counter's reservation is its first 4 bytes.
-    let counter = said
-        .lines()
-        .last()
-        .unwrap_or("")
-        .split_whitespace()
-        .nth(1)
-        .filter(|h| h.len() >= 8 && h.is_ascii())
-        .and_then(|h| {
-            let byte = |i: usize| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok();
-            Some(u32::from_le_bytes([byte(0)?, byte(1)?, byte(2)?, byte(3)?]))
-        })
+    // The counter's reservation is the first 4 EEPROM bytes.
+    let counter = report
+        .eeprom
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .ok_or_else(|| format!("yasimavr said {said:?}"))?;
     if counter != avr_wire::mqtt::COUNTER_BLOCK {
         return Err(format!(
@@ -242,7 +298,12 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
             avr_wire::mqtt::COUNTER_BLOCK
         ));
     }
-    Ok(Mega0Run { stack, counter })
+    Ok(Mega0Run {
+        stack,
+        counter,
+        seal_cycles: window_cycles(seal, empty, "the seal window")?,
+        open_cycles: window_cycles(open, empty, "the open window")?,
+    })
 }
 
 /// The session the measurements run: a handshake, the first reading
@@ -400,17 +461,37 @@ fn cost(suite: Suite, markers: &[Marker], mcu: Mcu, total_cycles: u64) -> Result
 
 #[cfg(test)]
 mod tests {
-    use super::painted_peak;
+    use super::{window_cycles, YasimReport};
 
     #[test]
-    fn the_painted_peak_is_read_from_the_last_line() {
-        let ok = "yasimavr: a log line\neeprom 40000000ffffffff cycles 41640000 stack 2910";
-        assert_eq!(painted_peak(ok), Ok(Some(2910)));
+    fn the_closing_line_is_read_word_by_word() {
+        let ok = "yasimavr: a log line\neeprom 40000000ffffffff cycles 41640000 windows 5,48212,37011 stack 2910";
+        let r = YasimReport::parse(ok).unwrap();
+        assert_eq!(r.stack, Some(2910));
+        assert_eq!(r.windows, Some([5, 48212, 37011]));
+        let wrapped = YasimReport::parse("eeprom 40 cycles 1 windows 5,over,37011 stack 7").unwrap();
+        assert_eq!(wrapped.windows, Some([5, u16::MAX, 37011]));
+        assert_eq!(r.eeprom, [0x40, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
         let hung = "hung: no byte for 1000000000 cycles (the last at cycle 13600000), pc 0x46a8, cycles 1013620000, stack overflow";
-        assert_eq!(painted_peak(hung), Ok(None));
-        // Without the two addresses the script measures nothing: an error,
-        // not a zero that would read as room to spare.
-        assert!(painted_peak("eeprom 40000000ffffffff cycles 1 stack -").is_err());
-        assert!(painted_peak("").is_err());
+        let r = YasimReport::parse(hung).unwrap();
+        assert_eq!((r.stack, r.windows, r.eeprom.len()), (None, None, 0));
+        // Without the addresses the script measures nothing: an error (or
+        // no windows), not a zero that would read as room to spare.
+        assert!(YasimReport::parse("eeprom 40000000ffffffff cycles 1 windows - stack -").is_err());
+        assert_eq!(
+            YasimReport::parse("eeprom 40 cycles 1 windows - stack 7")
+                .unwrap()
+                .windows,
+            None
+        );
+        assert!(YasimReport::parse("eeprom 40 cycles 1 windows 1,2 stack 7").is_err());
+        assert!(YasimReport::parse("").is_err());
+    }
+
+    #[test]
+    fn a_window_the_timer_could_not_count_is_an_error() {
+        assert_eq!(window_cycles(48212, 5, "seal"), Ok(48207));
+        assert!(window_cycles(u16::MAX, 5, "seal").is_err());
+        assert!(window_cycles(0, 5, "seal").is_err());
     }
 }

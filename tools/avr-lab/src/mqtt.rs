@@ -271,18 +271,32 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
                 let (stack, spare, said) = match &ran {
                     // The suites that run, as rows the report prices.
                     Ok(run) => {
-                        let mut r = crate::mega0::yasim_record(
-                            mcu,
-                            crate::records::APP_SCHEME,
-                            suite.name(),
-                            "image",
-                            Some(run.stack),
-                        );
-                        r.code_bytes = b.flash();
-                        r.static_ram_bytes = Some(b.ram());
-                        records.push(r);
+                        // The session's painted peak is the stack of each row:
+                        // yasimavr has no per-window stack.
+                        for (op, cycles) in [
+                            ("image", 0),
+                            ("seal reading", run.seal_cycles),
+                            ("open command", run.open_cycles),
+                        ] {
+                            let mut r = crate::mega0::yasim_record(
+                                mcu,
+                                crate::records::APP_SCHEME,
+                                suite.name(),
+                                op,
+                                Some(run.stack),
+                            );
+                            r.cycles = cycles;
+                            r.code_bytes = b.flash();
+                            r.static_ram_bytes = Some(b.ram());
+                            records.push(r);
+                        }
                         let spare = i64::from(mcu.sram) - i64::from(b.ram()) - i64::from(run.stack);
-                        let said = format!("session ok, EEPROM counter block reserved ({})", run.counter);
+                        let said = format!(
+                            "session ok, EEPROM counter block reserved ({}); seal {} / open {} cycles",
+                            run.counter,
+                            crate::report::grouped(run.seal_cycles),
+                            crate::report::grouped(run.open_cycles)
+                        );
                         (run.stack.to_string(), spare.to_string(), said)
                     }
                     Err(e) => {
@@ -316,7 +330,9 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
          access check, which refuses EEPROM page-buffer writes; its missing watchdog registers read as 0) \
          against the host playing bridge and broker: a handshake, the first reading (the {} internal \
          temperature sensor), a command opened and answered, and the EEPROM handshake counter's first block \
-         reserved. Stack peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
+         reserved; the seal and open windows as the application counts them on chip (TCB0 at the CPU \
+         clock, an empty window's count subtracted; classic-core timings), as yasimavr stamps no marker \
+         windows. Stack peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
          with a pattern before the first instruction and finds the lowest byte that lost it after the \
          session: the peak counted from the top of SRAM, the application's own frames included. SRAM \
          spare = SRAM − static RAM − stack peak.)",

@@ -111,7 +111,7 @@ const GLANCE_ROWS: &[(&str, &str, &str)] = &[
 ];
 
 /// 1234567 → "1,234,567".
-fn grouped(n: u64) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -541,9 +541,9 @@ fn app_summary(records: &[Record]) -> String {
          `I_avg = I_sleep + (I_active − I_sleep) × (1440 t_reading + t_handshake) / 86,400 s`, `E = V × I_active × t`,\n\
          life = capacity / I_avg (`tools/avr-lab/src/energy.rs`). On the ATmega4808 the handshake is the\n\
          sensor handshake measured in yasimavr (its AVRxt count, § KEM-MQTT/1 sensor handshake) and the seal is\n\
-         the ATmega1284p's count (the 4808 application runs its session in yasimavr, which stamps no marker\n\
-         windows); only the suites whose\n\
-         application image links and runs its session there (§ atmega4808: the sensor application — what fits).\n\n\
+         the count its application image makes on chip in yasimavr (TCB0, classic-core timings: yasimavr stamps\n\
+         no marker windows); only the suites whose application image links and runs its session there\n\
+         (§ atmega4808: the sensor application — what fits, which gives both windows).\n\n\
          | MCU | suite | handshake mJ | reading µJ | active M cycles/h | average µA | battery years |\n\
          |---|---|---:|---:|---:|---:|---:|\n",
     );
@@ -551,22 +551,22 @@ fn app_summary(records: &[Record]) -> String {
         let Some(seal) = app(&h.mcu, &h.variant, "seal reading") else {
             continue;
         };
-        let mut rows = vec![(h.mcu.clone(), h.cycles)];
-        // The 4808: its measured sensor handshake of the same suite.
+        let mut rows = vec![(h.mcu.clone(), h.cycles, seal.cycles)];
+        // The 4808: its measured sensor handshake of the same suite, and the
+        // seal its application image counted, if that image runs there.
         for m in target::MCUS.iter().filter(|m| !m.simulated) {
-            let fits = app(m.name, &h.variant, "image").is_some();
+            let Some(seal) = app(m.name, &h.variant, "seal reading") else {
+                continue;
+            };
             if let Some(hs) = records.iter().find(|r| {
-                fits && r.scheme == MQTT_SCHEME
-                    && r.mcu == m.name
-                    && r.variant == h.variant
-                    && r.operation == "handshake"
+                r.scheme == MQTT_SCHEME && r.mcu == m.name && r.variant == h.variant && r.operation == "handshake"
             }) {
-                rows.push((m.name.to_string(), hs.cycles_avrxt.unwrap_or(hs.cycles)));
+                rows.push((m.name.to_string(), hs.cycles_avrxt.unwrap_or(hs.cycles), seal.cycles));
             }
         }
-        for (mcu, hs_cycles) in rows {
+        for (mcu, hs_cycles, seal_cycles) in rows {
             let Some(c) = energy::currents(&mcu) else { continue };
-            let e = energy::estimate(c, hs_cycles, seal.cycles);
+            let e = energy::estimate(c, hs_cycles, seal_cycles);
             let _ = writeln!(
                 s,
                 "| {mcu} | {} | {:.1} | {:.0} | {:.1} | {:.1} | {:.1} |",
