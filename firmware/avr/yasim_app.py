@@ -15,7 +15,13 @@ its seal and open windows itself (TCB0 at the CPU clock,
 `avr_harness::board::timed`) into the array at the address WINDOWS
 (`APP_WINDOW_CYCLES`: count LE and TCB0's INTFLAGS, 3 bytes each): an
 empty window, the last seal, the last open; `over` for a count that
-wrapped. Without that address the word is `windows -`.
+wrapped. Without that address the word is `windows -`. A window that one
+of the fast `SimLoop.run` steps cuts in two reads TCB0 a cycle or two
+short (40,815 against 40,816 for the same instruction path, traced), so
+the script runs one instruction at a time from each frame a timed window
+follows (ESTABLISHED, ACK) to the board's next byte, and says
+`windows split` if a timed window was still open at the end of a fast
+step all the same.
 
 The stack is measured by paint: yasimavr tracks no stack pointer, so
 before the first instruction SRAM from BSS_END (the end of static data,
@@ -42,6 +48,15 @@ from yasimavr.utils.uart import UART_IO
 STOPPED = (_corelib.Device.State.Done, _corelib.Device.State.Crashed)
 PAINT = 0xA5
 EEPROM_START = 0x1400
+# The marker register; the ids of the windows the application times
+# (avr_wire::app::WINDOW_SEAL, WINDOW_OPEN); the link's frame start and
+# the kinds of the frames those windows follow (ESTABLISHED: the first
+# reading is sealed; ACK: a command it carries is opened, its answer
+# sealed).
+GPIOR0 = 0x1C
+TIMED = (0x73, 0x74)
+SYNC = 0x7E
+BEFORE_TIMED = (0x84, 0x86)
 # 1 ms of a 20 MHz MCU between two looks at the pipes.
 STEP = 20_000
 # Simulated cycles without a byte from the board after which it counts as
@@ -59,6 +74,20 @@ def stack_peak(probe, paint):
     if low == 0:
         return 'overflow'
     return str(len(ram) - low)
+
+
+def single_steps(dev, n):
+    """About `n` cycles one instruction at a time, as the simulation loop
+    runs them (the cycle manager advanced by each instruction's cycles)."""
+    cm = dev.cycle_manager()
+    due = cm.next_when()
+    end = cm.cycle() + n
+    while cm.cycle() < end and dev.state() not in STOPPED:
+        c = dev.exec_cycle()
+        cm.increment_cycle(c if c > 0 else 1)
+        if cm.cycle() >= due:
+            cm.process_timers()
+            due = cm.next_when()
 
 
 def window_counts(probe, windows):
@@ -99,6 +128,11 @@ def main(elf, paint, windows):
     os.set_blocking(stdin, False)
     out = data
     last_output = 0
+    # One instruction at a time from a frame that a timed window follows
+    # to the board's next byte; the number of timed windows found open at
+    # the end of a fast step.
+    exact = False
+    split = 0
     while True:
         ready, _, _ = select.select([stdin], [], [], 0)
         if ready:
@@ -106,13 +140,22 @@ def main(elf, paint, windows):
             if not chunk:
                 break
             uart.write(chunk)
+            if len(chunk) > 1 and chunk[0] == SYNC and chunk[1] in BEFORE_TIMED:
+                exact = True
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'in  {loop.cycle()} {chunk[:8].hex()} ({len(chunk)} B)', file=sys.stderr, flush=True)
-        loop.run(STEP)
+        if exact:
+            single_steps(dev, STEP)
+        else:
+            loop.run(STEP)
+            if probe.read_data(GPIOR0, 1)[0] in TIMED:
+                split += 1
         n = uart.available()
         if n:
             got = bytes(uart.read(n))
             out.write(got)
+            if probe.read_data(GPIOR0, 1)[0] not in TIMED:
+                exact = False
             last_output = loop.cycle()
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'out {loop.cycle()} {got[:8].hex()} ({len(got)} B)', file=sys.stderr, flush=True)
@@ -125,7 +168,8 @@ def main(elf, paint, windows):
                   file=sys.stderr, flush=True)
             sys.exit(1)
     eeprom = bytes(probe.read_data(EEPROM_START, 8))
-    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()} windows {window_counts(probe, windows)} '
+    counts = window_counts(probe, windows) if not split else 'split'
+    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()} windows {counts} '
           f'stack {stack_peak(probe, paint)}', file=sys.stderr, flush=True)
 
 

@@ -221,6 +221,12 @@ impl YasimReport {
         };
         let windows = match after("windows") {
             None | Some("-") => None,
+            Some("split") => {
+                return Err(format!(
+                    "yasimavr: a timed window ran across one of yasim_app.py's fast steps, so its count \
+                     may be a cycle short: {said:?}"
+                ))
+            }
             Some(w) => {
                 // `over`: TCB0 wrapped (read as u16::MAX, which no count reaches).
                 let counts: Vec<u16> = w
@@ -485,6 +491,8 @@ mod tests {
             None
         );
         assert!(YasimReport::parse("eeprom 40 cycles 1 windows 1,2 stack 7").is_err());
+        // A window a fast step cut in two is not a count to record.
+        assert!(YasimReport::parse("eeprom 40 cycles 1 windows split stack 7").is_err());
         assert!(YasimReport::parse("").is_err());
     }
 

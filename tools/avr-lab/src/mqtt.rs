@@ -291,13 +291,18 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
                             records.push(r);
                         }
                         let spare = i64::from(mcu.sram) - i64::from(b.ram()) - i64::from(run.stack);
+                        let keeps = spare >= i64::from(crate::mega0::SPARE_SRAM);
+                        let spare = match keeps {
+                            true => spare.to_string(),
+                            false => format!("{spare} (under {})", crate::mega0::SPARE_SRAM),
+                        };
                         let said = format!(
                             "session ok, EEPROM counter block reserved ({}); seal {} / open {} cycles",
                             run.counter,
                             crate::report::grouped(run.seal_cycles),
                             crate::report::grouped(run.open_cycles)
                         );
-                        (run.stack.to_string(), spare.to_string(), said)
+                        (run.stack.to_string(), spare, said)
                     }
                     Err(e) => {
                         failed.push(e.clone());
@@ -335,8 +340,10 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
          windows. Stack peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
          with a pattern before the first instruction and finds the lowest byte that lost it after the \
          session: the peak counted from the top of SRAM, the application's own frames included. SRAM \
-         spare = SRAM − static RAM − stack peak.)",
-        mcu.name
+         spare = SRAM − static RAM − stack peak; \"under {spare}\": less than the {spare} B the harness \
+         images keep (room for what the paint cannot see).)",
+        mcu.name,
+        spare = crate::mega0::SPARE_SRAM
     );
     if record {
         crate::records::record_fit_table(mcu.name, "kem-mqtt-app-fit", &format!("{table}\n{legend}\n"))?;
