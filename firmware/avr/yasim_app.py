@@ -19,7 +19,7 @@ wrapped. Without that address the word is `windows -`. A window that one
 of the fast `SimLoop.run` steps cuts in two reads TCB0 a cycle or two
 short (40,815 against 40,816 for the same instruction path, traced), so
 the script runs one instruction at a time from each frame a timed window
-follows (ESTABLISHED, ACK) to the board's next byte, and says
+follows (ESTABLISHED, an ACK with a command) to the board's next byte, and says
 `windows split` if a timed window was still open at the end of a fast
 step all the same.
 
@@ -49,14 +49,15 @@ STOPPED = (_corelib.Device.State.Done, _corelib.Device.State.Crashed)
 PAINT = 0xA5
 EEPROM_START = 0x1400
 # The marker register; the ids of the windows the application times
-# (avr_wire::app::WINDOW_SEAL, WINDOW_OPEN); the link's frame start and
-# the kinds of the frames those windows follow (ESTABLISHED: the first
-# reading is sealed; ACK: a command it carries is opened, its answer
-# sealed).
+# (avr_wire::app::WINDOW_SEAL, WINDOW_OPEN, and the empty window of
+# avr_harness::board::init); the link's frame start and the kinds of the
+# frames those windows follow (ESTABLISHED: the first reading is sealed;
+# an ACK that carries a command: it is opened, its answer sealed).
 GPIOR0 = 0x1C
-TIMED = (0x73, 0x74)
+TIMED = (0x73, 0x74, 0x7F)
 SYNC = 0x7E
-BEFORE_TIMED = (0x84, 0x86)
+ESTABLISHED = 0x84
+ACK = 0x86
 # 1 ms of a 20 MHz MCU between two looks at the pipes.
 STEP = 20_000
 # Simulated cycles without a byte from the board after which it counts as
@@ -88,6 +89,14 @@ def single_steps(dev, n):
         if cm.cycle() >= due:
             cm.process_timers()
             due = cm.next_when()
+
+
+def before_timed(chunk):
+    """Whether the bytes to the board start a frame a timed window follows
+    (header: SYNC, kind, tag, length u16 LE)."""
+    if len(chunk) < 5 or chunk[0] != SYNC:
+        return False
+    return chunk[1] == ESTABLISHED or (chunk[1] == ACK and (chunk[3] or chunk[4]))
 
 
 def window_counts(probe, windows):
@@ -140,7 +149,7 @@ def main(elf, paint, windows):
             if not chunk:
                 break
             uart.write(chunk)
-            if len(chunk) > 1 and chunk[0] == SYNC and chunk[1] in BEFORE_TIMED:
+            if before_timed(chunk):
                 exact = True
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'in  {loop.cycle()} {chunk[:8].hex()} ({len(chunk)} B)', file=sys.stderr, flush=True)

@@ -214,6 +214,8 @@ mod hw {
     const ADC0_RESH: u16 = 0x0611;
     const TCA0_CNTL: u16 = 0x0A20;
     const TCA0_CNTH: u16 = 0x0A21;
+    /// The marker id of the empty window (yasim_app.py knows it).
+    const EMPTY_WINDOW: u8 = 0x7F;
     const TCB0_CTRLA: u16 = 0x0A80;
     const TCB0_CTRLB: u16 = 0x0A81;
     const TCB0_CCMPL: u16 = 0x0A8C;
@@ -258,7 +260,7 @@ mod hw {
         wr(TCB0_CCMPH, 0xFF);
         wr(TCB0_CTRLB, 0);
         wr(TCB0_CTRLA, 1);
-        super::timed(super::SLOT_EMPTY, 0x7F, || ());
+        super::timed(super::SLOT_EMPTY, EMPTY_WINDOW, || ());
         // The RTC's periodic interrupt from the internal 1.024 kHz oscillator.
         while rd(RTC_STATUS) != 0 {}
         wr(RTC_CLKSEL, 0x01);
@@ -296,8 +298,8 @@ mod hw {
     pub fn timed<R>(slot: usize, id: u8, f: impl FnOnce() -> R) -> R {
         window_start(id);
         let r = f();
-        // SAFETY: a pointer into our own static (an out-of-range slot
-        // fails to compile: the index is a constant).
+        // SAFETY: a pointer into our own static, no reference made (the
+        // slots are the `SLOT_*` constants; another index would panic).
         window_stop(unsafe { core::ptr::addr_of_mut!(super::APP_WINDOW_CYCLES[slot]) }, id);
         r
     }
