@@ -149,7 +149,7 @@ def main(elf, paint, windows):
             if not chunk:
                 break
             uart.write(chunk)
-            if before_timed(chunk):
+            if windows is not None and before_timed(chunk):
                 exact = True
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'in  {loop.cycle()} {chunk[:8].hex()} ({len(chunk)} B)', file=sys.stderr, flush=True)
@@ -157,7 +157,7 @@ def main(elf, paint, windows):
             single_steps(dev, STEP)
         else:
             loop.run(STEP)
-            if probe.read_data(GPIOR0, 1)[0] in TIMED:
+            if windows is not None and probe.read_data(GPIOR0, 1)[0] in TIMED:
                 split += 1
         n = uart.available()
         if n:
