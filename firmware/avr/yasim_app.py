@@ -5,10 +5,11 @@ process's stdin and stdout (raw bytes both ways), until stdin closes.
 
 The host (`tools/avr-lab/src/app_cost.rs`) plays the bridge and the broker on
 the other end of the pipes. On exit one line goes to stderr:
-`eeprom HEX cycles N windows E,S,O stack S`: the first 8 EEPROM bytes
-(the handshake counter's reservation), the simulated cycles, the on-chip
-counts of the timed windows and the stack's peak. A crash or a hang exits
-with status 1; its line ends with `stack S` as well.
+`eeprom HEX cycles N windows E,S,O window-stack S,O stack S`: the first 8
+EEPROM bytes (the handshake counter's reservation), the simulated cycles,
+the on-chip counts of the timed windows, the stack of the last seal and
+open windows and the session's stack peak. A crash or a hang exits with
+status 1; its line ends with `stack S` as well.
 
 The windows: yasimavr stamps no marker windows, so the application counts
 its seal and open windows itself (TCB0 at the CPU clock,
@@ -55,6 +56,8 @@ EEPROM_START = 0x1400
 # an ACK that carries a command: it is opened, its answer sealed).
 GPIOR0 = 0x1C
 TIMED = (0x73, 0x74, 0x7F)
+# The stack pointer (CPU.SPL, CPU.SPH).
+SPL = 0x3D
 SYNC = 0x7E
 ESTABLISHED = 0x84
 ACK = 0x86
@@ -65,21 +68,76 @@ STEP = 20_000
 IDLE_LIMIT = 1_000_000_000
 
 
-def stack_peak(probe, paint):
-    """The painted stack's peak in bytes from the top, 'overflow', or '-'."""
-    if paint is None:
-        return '-'
-    start, ramend = paint
-    ram = bytes(probe.read_data(start, ramend + 1 - start))
-    low = next((i for i, b in enumerate(ram) if b != PAINT), len(ram))
-    if low == 0:
-        return 'overflow'
-    return str(len(ram) - low)
+class Paint:
+    """SRAM from static data's end to RAMEND painted, and the lowest byte
+    that lost its paint so far (kept across the repaints of `window`)."""
+
+    def __init__(self, probe, start, ramend):
+        self.probe, self.start, self.ramend = probe, start, ramend
+        self.low = ramend + 1
+        self.fill(ramend)
+
+    def fill(self, upto):
+        self.probe.write_data(self.start, bytes([PAINT]) * (upto + 1 - self.start))
+
+    def lost(self, upto):
+        """The lowest address in [start, upto] that lost its paint, or None."""
+        ram = bytes(self.probe.read_data(self.start, upto + 1 - self.start))
+        i = next((i for i, b in enumerate(ram) if b != PAINT), None)
+        return None if i is None else self.start + i
+
+    def note(self, upto=None):
+        a = self.lost(self.ramend if upto is None else upto)
+        if a is not None:
+            self.low = min(self.low, a)
+        return a
+
+    def peak(self):
+        """The peak so far in bytes from the top, or 'overflow'."""
+        self.note()
+        if self.low == self.start:
+            return 'overflow'
+        return str(self.ramend + 1 - self.low)
 
 
-def single_steps(dev, n):
+def stack_peak(paint):
+    """The painted stack's peak, 'overflow', or '-' (no paint)."""
+    return '-' if paint is None else paint.peak()
+
+
+class WindowStack:
+    """The stack of each timed window, counted from the top of SRAM like the
+    session's peak: at a window's first instruction the free SRAM below
+    the stack pointer is painted again (the session's lowest byte noted
+    first), at its last the lowest byte that lost the paint gives its
+    depth. Only in the instruction-at-a-time runs, which see both ends."""
+
+    def __init__(self, probe, paint):
+        self.probe, self.paint = probe, paint
+        self.open = None
+        self.depth = {}
+
+    def after(self, g):
+        """Called with GPIOR0 after each instruction."""
+        if self.open is None and g in TIMED:
+            sp = int.from_bytes(bytes(self.probe.read_data(SPL, 2)), 'little')
+            self.paint.note()
+            self.paint.fill(sp)
+            self.open = (g, sp)
+        elif self.open is not None and g == self.open[0] | 0x80:
+            w, sp = self.open
+            a = self.paint.note(sp)
+            self.depth[w] = self.paint.ramend + 1 - (sp + 1 if a is None else a)
+            self.open = None
+
+    def said(self):
+        return ','.join(str(self.depth.get(w, '-')) for w in TIMED[:2])
+
+
+def single_steps(dev, probe, n, watch):
     """About `n` cycles one instruction at a time, as the simulation loop
-    runs them (the cycle manager advanced by each instruction's cycles)."""
+    runs them (the cycle manager advanced by each instruction's cycles);
+    `watch.after(GPIOR0)` after each, if there is a watch."""
     cm = dev.cycle_manager()
     due = cm.next_when()
     end = cm.cycle() + n
@@ -89,6 +147,8 @@ def single_steps(dev, n):
         if cm.cycle() >= due:
             cm.process_timers()
             due = cm.next_when()
+        if watch is not None:
+            watch.after(probe.read_data(GPIOR0, 1)[0])
 
 
 def before_timed(chunk):
@@ -131,8 +191,8 @@ def main(elf, paint, windows):
     uart = UART_IO(dev, 0)
     probe = _corelib.DeviceDebugProbe(dev)
     if paint is not None:
-        start, ramend = paint
-        probe.write_data(start, bytes([PAINT]) * (ramend + 1 - start))
+        paint = Paint(probe, *paint)
+    watch = WindowStack(probe, paint) if paint is not None and windows is not None else None
     stdin = sys.stdin.buffer.fileno()
     os.set_blocking(stdin, False)
     out = data
@@ -154,7 +214,7 @@ def main(elf, paint, windows):
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'in  {loop.cycle()} {chunk[:8].hex()} ({len(chunk)} B)', file=sys.stderr, flush=True)
         if exact:
-            single_steps(dev, STEP)
+            single_steps(dev, probe, STEP, watch)
         else:
             loop.run(STEP)
             if windows is not None and probe.read_data(GPIOR0, 1)[0] in TIMED:
@@ -169,17 +229,18 @@ def main(elf, paint, windows):
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'out {loop.cycle()} {got[:8].hex()} ({len(got)} B)', file=sys.stderr, flush=True)
         elif loop.cycle() - last_output > IDLE_LIMIT:
-            print(f'hung: no byte for {IDLE_LIMIT} cycles (the last at cycle {last_output}), pc {probe.read_pc():#x}, cycles {loop.cycle()}, stack {stack_peak(probe, paint)}',
+            print(f'hung: no byte for {IDLE_LIMIT} cycles (the last at cycle {last_output}), pc {probe.read_pc():#x}, cycles {loop.cycle()}, stack {stack_peak(paint)}',
                   file=sys.stderr, flush=True)
             sys.exit(1)
         if dev.state() in STOPPED:
-            print(f'stopped: state={dev.state()} cycles {loop.cycle()} stack {stack_peak(probe, paint)}',
+            print(f'stopped: state={dev.state()} cycles {loop.cycle()} stack {stack_peak(paint)}',
                   file=sys.stderr, flush=True)
             sys.exit(1)
     eeprom = bytes(probe.read_data(EEPROM_START, 8))
     counts = window_counts(probe, windows) if not split else 'split'
-    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()} windows {counts} '
-          f'stack {stack_peak(probe, paint)}', file=sys.stderr, flush=True)
+    depths = watch.said() if watch is not None else '-'
+    print(f'eeprom {eeprom.hex()} cycles {loop.cycle()} windows {counts} window-stack {depths} '
+          f'stack {stack_peak(paint)}', file=sys.stderr, flush=True)
 
 
 if __name__ == '__main__':

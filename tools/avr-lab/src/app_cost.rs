@@ -181,6 +181,11 @@ pub struct Mega0Run {
     pub seal_cycles: u64,
     /// A command opened, likewise.
     pub open_cycles: u64,
+    /// The stack of the seal window, counted from the top of SRAM (painted
+    /// again at the window's start), and of the open window.
+    pub seal_stack: u32,
+    /// See `seal_stack`.
+    pub open_stack: u32,
 }
 
 /// yasim_app.py's closing line, `eeprom HEX cycles N windows E,S,O stack S`.
@@ -190,6 +195,8 @@ struct YasimReport {
     eeprom: Vec<u8>,
     /// The timed windows' counts (empty, seal, open), if the script had their address.
     windows: Option<[u16; 3]>,
+    /// The seal and open windows' stack, if measured.
+    window_stack: Option<[u32; 2]>,
     /// The painted peak; `None` when the stack ran into static data.
     stack: Option<u32>,
 }
@@ -239,7 +246,22 @@ impl YasimReport {
                 Some(counts.try_into().map_err(|_| bad())?)
             }
         };
-        Ok(YasimReport { eeprom, windows, stack })
+        let window_stack = match after("window-stack") {
+            None | Some("-") => None,
+            Some(w) => {
+                let depths: Vec<u32> = w
+                    .split(',')
+                    .map(|d| d.parse().map_err(|_| bad()))
+                    .collect::<Result<_, String>>()?;
+                Some(depths.try_into().map_err(|_| bad())?)
+            }
+        };
+        Ok(YasimReport {
+            eeprom,
+            windows,
+            window_stack,
+            stack,
+        })
     }
 }
 
@@ -289,7 +311,9 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
     }
     r.map_err(|e| format!("{} in yasimavr: {e} ({said})", mcu.name))?;
     let report = report?;
-    let (Some(stack), Some([empty, seal, open])) = (report.stack, report.windows) else {
+    let (Some(stack), Some([empty, seal, open]), Some([seal_stack, open_stack])) =
+        (report.stack, report.windows, report.window_stack)
+    else {
         return Err(format!("yasimavr said {said:?}"));
     };
     // The counter's reservation is the first 4 EEPROM bytes.
@@ -309,6 +333,8 @@ pub fn run_on_mega0(mcu: Mcu, suite: Suite, elf: &Path, state: &BrokerState) -> 
         counter,
         seal_cycles: window_cycles(seal, empty, "the seal window")?,
         open_cycles: window_cycles(open, empty, "the open window")?,
+        seal_stack,
+        open_stack,
     })
 }
 
@@ -471,10 +497,14 @@ mod tests {
 
     #[test]
     fn the_closing_line_is_read_word_by_word() {
-        let ok = "yasimavr: a log line\neeprom 40000000ffffffff cycles 41640000 windows 5,48212,37011 stack 2910";
+        let ok = "yasimavr: a log line\neeprom 40000000ffffffff cycles 41640000 windows 5,48212,37011 \
+                  window-stack 1290,1370 stack 2910";
         let r = YasimReport::parse(ok).unwrap();
         assert_eq!(r.stack, Some(2910));
         assert_eq!(r.windows, Some([5, 48212, 37011]));
+        assert_eq!(r.window_stack, Some([1290, 1370]));
+        // A window the instruction-at-a-time run never saw: no depth, an error.
+        assert!(YasimReport::parse("eeprom 40 cycles 1 windows 5,6,7 window-stack -,1370 stack 7").is_err());
         let wrapped = YasimReport::parse("eeprom 40 cycles 1 windows 5,over,37011 stack 7").unwrap();
         assert_eq!(wrapped.windows, Some([5, u16::MAX, 37011]));
         assert_eq!(r.eeprom, [0x40, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);

@@ -271,19 +271,19 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
                 let (stack, spare, said) = match &ran {
                     // The suites that run, as rows the report prices.
                     Ok(run) => {
-                        // The session's painted peak is the stack of each row:
-                        // yasimavr has no per-window stack.
-                        for (op, cycles) in [
-                            ("image", 0),
-                            ("seal reading", run.seal_cycles),
-                            ("open command", run.open_cycles),
+                        // The image row carries the session's painted peak,
+                        // the windows their own (painted again at their start).
+                        for (op, cycles, stack) in [
+                            ("image", 0, run.stack),
+                            ("seal reading", run.seal_cycles, run.seal_stack),
+                            ("open command", run.open_cycles, run.open_stack),
                         ] {
                             let mut r = crate::mega0::yasim_record(
                                 mcu,
                                 crate::records::APP_SCHEME,
                                 suite.name(),
                                 op,
-                                Some(run.stack),
+                                Some(stack),
                             );
                             r.cycles = cycles;
                             r.code_bytes = b.flash();
@@ -297,10 +297,13 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
                             false => format!("{spare} (under {})", crate::mega0::SPARE_SRAM),
                         };
                         let said = format!(
-                            "session ok, EEPROM counter block reserved ({}); seal {} / open {} cycles",
+                            "session ok, EEPROM counter block reserved ({}); seal {} / open {} cycles, \
+                             {} / {} B of stack",
                             run.counter,
                             crate::report::grouped(run.seal_cycles),
-                            crate::report::grouped(run.open_cycles)
+                            crate::report::grouped(run.open_cycles),
+                            run.seal_stack,
+                            run.open_stack
                         );
                         (run.stack.to_string(), spare, said)
                     }
@@ -337,7 +340,7 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
          temperature sensor), a command opened and answered, and the EEPROM handshake counter's first block \
          reserved; the seal and open windows as the application counts them on chip (TCB0 at the CPU \
          clock, an empty window's count subtracted; classic-core timings), as yasimavr stamps no marker \
-         windows. Stack peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
+         windows, and their stack (SRAM below the stack pointer painted again as each opens). Stack peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
          with a pattern before the first instruction and finds the lowest byte that lost it after the \
          session: the peak counted from the top of SRAM, the application's own frames included. SRAM \
          spare = SRAM − static RAM − stack peak; \"under {spare}\": less than the {spare} B the harness \
