@@ -272,3 +272,23 @@ pub fn toolchain() -> String {
     }
     format!("{}, avr-none, opt-level {opt}, lto", rustc.trim())
 }
+
+/// The cycles of `r` inside Keccak-f\[1600\] and Ascon-p\[12\]: its
+/// permutation calls times the permutations' own cycles on the same MCU
+/// (scheme `primitives`), as pqm4 reports hashing. `None` without either.
+pub fn hashing_cycles(records: &[Record], r: &Record) -> Option<u64> {
+    let [keccak, ascon] = r.permutation_calls?;
+    let cost = |op: &str| {
+        records
+            .iter()
+            .find(|p| p.mcu == r.mcu && p.scheme == "primitives" && p.operation == op)
+            .map(|p| p.cycles)
+    };
+    Some(keccak * cost("keccak-f1600")? + ascon * cost("ascon-p12")?)
+}
+
+/// [`hashing_cycles`] as a share of `r`'s cycles.
+pub fn hashing_share(records: &[Record], r: &Record) -> Option<f64> {
+    let hashing = hashing_cycles(records, r)?;
+    (r.cycles > 0).then(|| hashing as f64 / r.cycles as f64)
+}

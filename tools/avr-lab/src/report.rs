@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::records::{self, all_records, bench_dir, write, Record, APP_SCHEME, MQTT_SCHEME, SCHEME};
+use crate::records::{self, all_records, bench_dir, hashing_share, write, Record, APP_SCHEME, MQTT_SCHEME, SCHEME};
 use crate::{chart, energy, published, target, targets, util};
 
 fn ratio(ours: u64, theirs: Option<u64>) -> String {
@@ -394,21 +394,6 @@ fn related_summary(records: &[Record]) -> String {
     }
     s.push('\n');
     s
-}
-
-/// The share of `r`'s cycles inside Keccak-f\[1600\] and Ascon-p\[12\]: its
-/// permutation calls times the permutations' own cycles on the same MCU
-/// (scheme `primitives`), as pqm4 reports hashing. `None` without either.
-pub fn hashing_share(records: &[Record], r: &Record) -> Option<f64> {
-    let [keccak, ascon] = r.permutation_calls?;
-    let cost = |op: &str| {
-        records
-            .iter()
-            .find(|p| p.mcu == r.mcu && p.scheme == "primitives" && p.operation == op)
-            .map(|p| p.cycles)
-    };
-    let hashing = keccak * cost("keccak-f1600")? + ascon * cost("ascon-p12")?;
-    (r.cycles > 0).then(|| hashing as f64 / r.cycles as f64)
 }
 
 /// The KEM-MQTT/1 table: the sensor's handshake work per suite beside the published KEM-MQTT figure.
