@@ -188,7 +188,8 @@ pub struct Mega0Run {
     pub open_stack: u32,
 }
 
-/// yasim_app.py's closing line, `eeprom HEX cycles N windows E,S,O stack S`.
+/// yasim_app.py's closing line,
+/// `eeprom HEX cycles N windows E,S,O window-stack S,O stack S`.
 #[derive(Clone, Debug, PartialEq)]
 struct YasimReport {
     /// The first 8 EEPROM bytes.
@@ -234,27 +235,18 @@ impl YasimReport {
                      may be a cycle short: {said:?}"
                 ))
             }
-            Some(w) => {
-                // `over`: TCB0 wrapped (read as u16::MAX, which no count reaches).
-                let counts: Vec<u16> = w
-                    .split(',')
-                    .map(|c| match c {
-                        "over" => Ok(u16::MAX),
-                        c => c.parse().map_err(|_| bad()),
-                    })
-                    .collect::<Result<_, String>>()?;
-                Some(counts.try_into().map_err(|_| bad())?)
-            }
+            // `over`: TCB0 wrapped (read as u16::MAX, which no count reaches).
+            Some(w) => Some(
+                list(w, |c| match c {
+                    "over" => Some(u16::MAX),
+                    c => c.parse().ok(),
+                })
+                .ok_or_else(bad)?,
+            ),
         };
         let window_stack = match after("window-stack") {
             None | Some("-") => None,
-            Some(w) => {
-                let depths: Vec<u32> = w
-                    .split(',')
-                    .map(|d| d.parse().map_err(|_| bad()))
-                    .collect::<Result<_, String>>()?;
-                Some(depths.try_into().map_err(|_| bad())?)
-            }
+            Some(w) => Some(list(w, |d| d.parse().ok()).ok_or_else(bad)?),
         };
         Ok(YasimReport {
             eeprom,
@@ -263,6 +255,12 @@ impl YasimReport {
             stack,
         })
     }
+}
+
+/// Exactly `N` comma-separated items, each read by `item`.
+fn list<T, const N: usize>(w: &str, item: impl Fn(&str) -> Option<T>) -> Option<[T; N]> {
+    let items: Vec<T> = w.split(',').map(item).collect::<Option<_>>()?;
+    items.try_into().ok()
 }
 
 /// A timed window's cycles: its count less the empty window's. A count at

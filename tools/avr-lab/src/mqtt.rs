@@ -340,7 +340,8 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
          temperature sensor), a command opened and answered, and the EEPROM handshake counter's first block \
          reserved; the seal and open windows as the application counts them on chip (TCB0 at the CPU \
          clock, an empty window's count subtracted; classic-core timings), as yasimavr stamps no marker \
-         windows, and their stack (SRAM below the stack pointer painted again as each opens). Stack peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
+         windows, and their stack (SRAM below the stack pointer painted again as each opens). Stack \
+         peak: yasimavr tracks no stack pointer, so the script fills SRAM above static data \
          with a pattern before the first instruction and finds the lowest byte that lost it after the \
          session: the peak counted from the top of SRAM, the application's own frames included. SRAM \
          spare = SRAM − static RAM − stack peak; \"under {spare}\": less than the {spare} B the harness \
