@@ -113,23 +113,57 @@ pub const fn facts(name: &str) -> Mcu {
 /// `cargo xtask report` from the benchmark records; see [`sram_floor`]).
 pub const SRAM_FLOOR_FILE: &str = "avr-sram-floor.txt";
 
-/// Reads a floor file: the first line that is not a comment, `BYTES WHAT…`.
-pub fn sram_floor(text: &str) -> Option<(u32, &str)> {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+/// A KEM crate's SRAM floor for one build configuration: the least SRAM
+/// any one of its operations needs there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Floor<'a> {
+    /// Bytes: the operation's peak stack plus the buffers it reads and writes.
+    pub bytes: u32,
+    /// Which operation, and the sum in words.
+    pub what: &'a str,
+    /// Where the stack was measured.
+    pub measured_on: &'static str,
+}
+
+/// The prefix of a floor file's line for [`SMALL_MCUS`], whose builds take
+/// their crates' compact configurations (measured on the ATmega4808).
+pub const SMALL_FLOOR_PREFIX: &str = "small ";
+
+/// Reads a floor file: lines that are not comments, `BYTES WHAT…` for the
+/// default configuration (stack measured on the ATmega1284p) and, where a
+/// crate's small-SRAM configuration needs less, `small BYTES WHAT…` for
+/// [`SMALL_MCUS`] (measured on the ATmega4808). `small` picks that line
+/// when there is one.
+pub fn sram_floor(text: &str, small: bool) -> Option<Floor<'_>> {
+    let lines = || {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    };
+    let small_line = lines().find_map(|l| l.strip_prefix(SMALL_FLOOR_PREFIX));
+    let (line, measured_on) = match small_line {
+        Some(l) if small => (l, "ATmega4808"),
+        _ => (lines().find(|l| !l.starts_with(SMALL_FLOOR_PREFIX))?, "ATmega1284p"),
+    };
     let (bytes, what) = line.split_once(' ')?;
-    Some((bytes.parse().ok()?, what.trim()))
+    Some(Floor {
+        bytes: bytes.parse().ok()?,
+        what: what.trim(),
+        measured_on,
+    })
 }
 
 /// Why `crate_name` cannot run on `mcu` given its floor, or `None` if it may.
-pub fn sram_refusal(crate_name: &str, floor: (u32, &str), mcu: Mcu) -> Option<String> {
-    let (need, what) = floor;
+pub fn sram_refusal(crate_name: &str, floor: Floor<'_>, mcu: Mcu) -> Option<String> {
+    let Floor {
+        bytes: need,
+        what,
+        measured_on,
+    } = floor;
     (need > mcu.sram).then(|| {
         format!(
             "{crate_name} cannot run on the {} ({}): its lightest operation needs {need} B of SRAM \
-             ({what}; the stack as measured on the ATmega1284p) and the {} has {} B. \
+             ({what}; the stack as measured on the {measured_on}) and the {} has {} B. \
              Which KEM fits which board: docs/boards.md of the avr-pqc repository",
             mcu.name, mcu.board, mcu.name, mcu.sram
         )
@@ -152,7 +186,8 @@ pub fn require_sram() {
         return;
     };
     let text = std::fs::read_to_string(SRAM_FLOOR_FILE).unwrap_or_default();
-    let Some(floor) = sram_floor(&text) else {
+    let small = SMALL_MCUS.contains(&mcu.name);
+    let Some(floor) = sram_floor(&text, small) else {
         println!("cargo::error={crate_name}: {SRAM_FLOOR_FILE} is missing or has no `BYTES WHAT` line");
         return;
     };
@@ -203,8 +238,8 @@ mod tests {
 
     #[test]
     fn a_floor_above_the_sram_is_refused_naming_crate_mcu_and_bytes() {
-        let floor = sram_floor("# comment\n\n2377 ML-KEM-512 decapsulation\n").unwrap();
-        assert_eq!(floor, (2377, "ML-KEM-512 decapsulation"));
+        let floor = sram_floor("# comment\n\n2377 ML-KEM-512 decapsulation\n", false).unwrap();
+        assert_eq!((floor.bytes, floor.what), (2377, "ML-KEM-512 decapsulation"));
         let uno = mcu("atmega328p").unwrap();
         let why = sram_refusal("kyber512-avr", floor, uno).unwrap();
         for part in [
@@ -217,7 +252,27 @@ mod tests {
             assert!(why.contains(part), "{why}");
         }
         assert_eq!(sram_refusal("kyber512-avr", floor, mcu("atmega4808").unwrap()), None);
-        assert_eq!(sram_floor("# only a comment\n"), None);
-        assert_eq!(sram_floor("many bytes\n"), None);
+        assert_eq!(sram_floor("# only a comment\n", false), None);
+        assert_eq!(sram_floor("many bytes\n", false), None);
+    }
+
+    #[test]
+    fn small_mcus_read_their_own_floor_line_when_there_is_one() {
+        let text = "# c\n6378 lightsaber encaps: a\nsmall 4473 lightsaber encaps: b\n";
+        let default = sram_floor(text, false).unwrap();
+        assert_eq!((default.bytes, default.measured_on), (6378, "ATmega1284p"));
+        let small = sram_floor(text, true).unwrap();
+        assert_eq!(
+            (small.bytes, small.what, small.measured_on),
+            (4473, "lightsaber encaps: b", "ATmega4808")
+        );
+        // Without a small line, the small parts are held to the default one.
+        assert_eq!(sram_floor("6378 x\n", true).unwrap().bytes, 6378);
+        let why = sram_refusal("lightsaber-avr", small, mcu("atmega328p").unwrap()).unwrap();
+        assert!(
+            why.contains("4473 B") && why.contains("measured on the ATmega4808"),
+            "{why}"
+        );
+        assert_eq!(sram_refusal("lightsaber-avr", small, mcu("atmega4808").unwrap()), None);
     }
 }

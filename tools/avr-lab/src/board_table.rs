@@ -21,6 +21,11 @@ pub struct Fit {
     pub static_ram_bytes: Option<u32>,
     /// Peak stack of the run, if it ran.
     pub stack_bytes: Option<u32>,
+    /// A KEM's peak stack per operation (keygen, encaps, decaps), where the
+    /// run reports each (the megaAVR-0 parts, painted): the small-SRAM
+    /// floors of the KEM crates come from these (the `floors` module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_stack_bytes: Option<[u32; 3]>,
     /// `fits`, `sram` (static RAM + stack exceed the SRAM), `refused` (a
     /// KEM crate's build script refused the MCU), `flash` (the linker
     /// refused it) or `failed` (it linked, and the run failed).
@@ -164,6 +169,7 @@ mod tests {
             flash_bytes: sizes.0,
             static_ram_bytes: sizes.1,
             stack_bytes: sizes.2,
+            op_stack_bytes: None,
             verdict: verdict.into(),
             note: note.into(),
             git_revision: "abc".into(),

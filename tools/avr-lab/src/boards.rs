@@ -129,6 +129,7 @@ fn unbuilt(mcu: Mcu, kind: &str, name: &str, err: &str, revision: &str) -> Fit {
         flash_bytes: None,
         static_ram_bytes: None,
         stack_bytes: None,
+        op_stack_bytes: None,
         verdict: verdict.into(),
         note,
         git_revision: revision.into(),
@@ -193,6 +194,7 @@ fn measured(
         flash_bytes: Some(b.flash()),
         static_ram_bytes: Some(b.ram()),
         stack_bytes: stack,
+        op_stack_bytes: None,
         verdict: verdict.into(),
         note,
         git_revision: revision.into(),
@@ -207,6 +209,7 @@ fn kem_fit(mcu: Mcu, scheme: Scheme, reference: Option<u32>, revision: &str) -> 
         Ok(b) => b,
         Err(e) => return unbuilt(mcu, "kem", scheme.name(), &e, revision),
     };
+    let mut op_stacks = None;
     let ran = if mcu.is_mega0() {
         mega0::kat0(mcu, kem, &image, &b.elf, false).and_then(|(replies, per_op)| {
             let stacks: Vec<u32> = replies.iter().filter_map(|m| m.stack).map(u32::from).collect();
@@ -215,19 +218,22 @@ fn kem_fit(mcu: Mcu, scheme: Scheme, reference: Option<u32>, revision: &str) -> 
             } else if replies.len() < 3 || per_op.iter().any(|ok| !ok) {
                 Err(format!("KAT record 0 not reproduced ({} of 3 replies)", replies.len()))
             } else {
+                op_stacks = stacks.clone().try_into().ok();
                 stacks.into_iter().max().ok_or_else(|| "no stack reading".into())
             }
         })
     } else {
         bench::kem_peak_stack(mcu, &image, kem)
     };
-    measured(mcu, ("kem", scheme.name()), &b, ran, reference, revision)
+    let mut fit = measured(mcu, ("kem", scheme.name()), &b, ran, reference, revision);
+    fit.op_stack_bytes = op_stacks;
+    fit
 }
 
 /// Why `scheme`'s crate refuses `mcu` (`avr_asm_build::require_sram`), if it does.
 fn own_refusal(mcu: Mcu, scheme: Scheme) -> Option<String> {
     let text = std::fs::read_to_string(crate::floors::path(scheme.crate_name())).ok()?;
-    let floor = avr_asm_build::sram_floor(&text)?;
+    let floor = avr_asm_build::sram_floor(&text, avr_asm_build::SMALL_MCUS.contains(&mcu.name))?;
     let why = avr_asm_build::sram_refusal(scheme.crate_name(), floor, avr_asm_build::mcu(mcu.name)?)?;
     Some(without_pointer(&why).to_string())
 }

@@ -70,8 +70,8 @@ pub const LAYERS: &[&str] = &[
     "energy",
     "hosteval",
     "records",
-    "floors",
     "board_table",
+    "floors",
     "targets",
     // running firmware in a simulator, and the host side of each exchange
     "device",
