@@ -202,7 +202,6 @@ pub fn section(records: &[Record]) -> String {
              by our count (fewer products, more recombinations), not enough for the bound; not built.\n",
         );
         s.push_str(&kyber_encaps(records));
-        s.push_str(&lightsaber_once(records));
     }
     s.push('\n');
     s
@@ -244,62 +243,6 @@ fn kyber_encaps(records: &[Record]) -> String {
         100.0 * over as f64 / hashing as f64,
         100.0 * over as f64 / rest as f64
     )
-}
-
-/// Secret polynomials LightSaber's Saber.PKE.Enc multiplies by (l = 2):
-/// l² for b' = A s' and l for v' = bᵀ s', each transformed again per
-/// product today; transformed once, l of them.
-const SABER_SECRET_PRODUCTS: u64 = 2 * 2 + 2;
-const SABER_SECRETS: u64 = 2;
-
-/// LightSaber's remaining lever, counted from the table's own rows (not
-/// built): the secret transformed once per encryption instead of once per
-/// product.
-fn lightsaber_once(records: &[Record]) -> String {
-    let row = |scheme: &str, variant: &str, op: &str| {
-        records.iter().find(|r| {
-            r.mcu == "atmega1284p"
-                && r.scheme == scheme
-                && r.variant == variant
-                && r.operation == op
-                && r.tables.as_deref() == Some("flash")
-        })
-    };
-    let (Some(f3329), Some(f7681)) = (
-        row(crate::records::SCHEME, "Saber3329", "forward"),
-        row(crate::records::SCHEME, "Saber7681", "forward"),
-    ) else {
-        return String::new();
-    };
-    let pair = f3329.cycles + f7681.cycles;
-    let saved = (SABER_SECRET_PRODUCTS - SABER_SECRETS) * pair;
-    let mut s = format!(
-        "\nLightSaber's lever, counted and not built: Saber.PKE.Enc transforms its secret s' again for each of \
-         its {SABER_SECRET_PRODUCTS} products, a forward NTT mod 3329 and one mod 7681 ({} cycles a pair, \
-         flash tables); transformed once, {SABER_SECRETS} pairs would do, {} fewer cycles in encapsulation \
-         and in decapsulation's re-encryption",
-        pair, saved
-    );
-    for op in ["encaps", "decaps"] {
-        if let Some(r) = row("lightsaber", "default", op) {
-            if let Some(p) = r.published_cycles {
-                let _ = write!(
-                    s,
-                    "; {op} {:.2} → about {:.2}",
-                    r.cycles as f64 / p as f64,
-                    r.cycles.saturating_sub(saved) as f64 / p as f64
-                );
-            }
-        }
-    }
-    s.push_str(
-        ". It needs the transformed secrets kept: 2 × 2 × 512 B, less the product's 512 B secret buffer, \
-         1.5 KB more stack on the ATmega1284p (still under the published rows' stack). Why it stopped: the \
-         crate's SRAM floor (`avr-sram-floor.txt`, which `build.rs` holds every MCU to) is measured on the \
-         ATmega1284p, so the larger encapsulation would raise it above the 6 KB ATmega4808, whose build takes \
-         the per-product path; the floor needs a value per configuration first.\n",
-    );
-    s
 }
 
 #[cfg(test)]
