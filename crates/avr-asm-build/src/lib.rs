@@ -129,12 +129,14 @@ pub struct Floor<'a> {
 /// their crates' compact configurations (measured on the ATmega4808).
 pub const SMALL_FLOOR_PREFIX: &str = "small ";
 
-/// Reads a floor file: lines that are not comments, `BYTES WHAT…` for the
-/// default configuration (stack measured on the ATmega1284p) and, where a
-/// crate's small-SRAM configuration needs less, `small BYTES WHAT…` for
-/// [`SMALL_MCUS`] (measured on the ATmega4808). `small` picks that line
-/// when there is one.
-pub fn sram_floor(text: &str, small: bool) -> Option<Floor<'_>> {
+/// Reads a floor file for `mcu`: lines that are not comments, `BYTES WHAT…`
+/// for the default configuration (stack measured on the ATmega1284p) and,
+/// optionally, `small BYTES WHAT…` for the configuration [`SMALL_MCUS`]
+/// build (measured on the ATmega4808; it may need more or less). A small
+/// MCU is held to the small line when there is one, every other MCU to
+/// the default line.
+pub fn sram_floor(text: &str, mcu: Mcu) -> Option<Floor<'_>> {
+    let small = SMALL_MCUS.contains(&mcu.name);
     let lines = || {
         text.lines()
             .map(str::trim)
@@ -186,8 +188,7 @@ pub fn require_sram() {
         return;
     };
     let text = std::fs::read_to_string(SRAM_FLOOR_FILE).unwrap_or_default();
-    let small = SMALL_MCUS.contains(&mcu.name);
-    let Some(floor) = sram_floor(&text, small) else {
+    let Some(floor) = sram_floor(&text, mcu) else {
         println!("cargo::error={crate_name}: {SRAM_FLOOR_FILE} is missing or has no `BYTES WHAT` line");
         return;
     };
@@ -238,9 +239,9 @@ mod tests {
 
     #[test]
     fn a_floor_above_the_sram_is_refused_naming_crate_mcu_and_bytes() {
-        let floor = sram_floor("# comment\n\n2377 ML-KEM-512 decapsulation\n", false).unwrap();
-        assert_eq!((floor.bytes, floor.what), (2377, "ML-KEM-512 decapsulation"));
         let uno = mcu("atmega328p").unwrap();
+        let floor = sram_floor("# comment\n\n2377 ML-KEM-512 decapsulation\n", uno).unwrap();
+        assert_eq!((floor.bytes, floor.what), (2377, "ML-KEM-512 decapsulation"));
         let why = sram_refusal("kyber512-avr", floor, uno).unwrap();
         for part in [
             "kyber512-avr",
@@ -252,22 +253,23 @@ mod tests {
             assert!(why.contains(part), "{why}");
         }
         assert_eq!(sram_refusal("kyber512-avr", floor, mcu("atmega4808").unwrap()), None);
-        assert_eq!(sram_floor("# only a comment\n", false), None);
-        assert_eq!(sram_floor("many bytes\n", false), None);
+        assert_eq!(sram_floor("# only a comment\n", uno), None);
+        assert_eq!(sram_floor("many bytes\n", uno), None);
     }
 
     #[test]
     fn small_mcus_read_their_own_floor_line_when_there_is_one() {
         let text = "# c\n6378 lightsaber encaps: a\nsmall 4473 lightsaber encaps: b\n";
-        let default = sram_floor(text, false).unwrap();
+        let (mega, small_mcu) = (mcu("atmega2560").unwrap(), mcu("atmega4809").unwrap());
+        let default = sram_floor(text, mega).unwrap();
         assert_eq!((default.bytes, default.measured_on), (6378, "ATmega1284p"));
-        let small = sram_floor(text, true).unwrap();
+        let small = sram_floor(text, small_mcu).unwrap();
         assert_eq!(
             (small.bytes, small.what, small.measured_on),
             (4473, "lightsaber encaps: b", "ATmega4808")
         );
         // Without a small line, the small parts are held to the default one.
-        assert_eq!(sram_floor("6378 x\n", true).unwrap().bytes, 6378);
+        assert_eq!(sram_floor("6378 x\n", small_mcu).unwrap().bytes, 6378);
         let why = sram_refusal("lightsaber-avr", small, mcu("atmega328p").unwrap()).unwrap();
         assert!(
             why.contains("4473 B") && why.contains("measured on the ATmega4808"),

@@ -399,8 +399,9 @@ mod tests {
     }
 
     /// Encryption gives the same ciphertext with the entries buffered and
-    /// recovered, and with the secret transformed once, for matrices whose entries reach ±2^12 (the coefficients
-    /// the residue mod 7681 alone cannot tell apart) and for random ones.
+    /// recovered, and with the secret transformed once, for matrices whose
+    /// entries reach ±2^12 (the coefficients the residue mod 7681 alone
+    /// cannot tell apart) and for random ones.
     #[test]
     fn buffered_and_recovered_entries_encrypt_alike() {
         for seed in 0..6u8 {

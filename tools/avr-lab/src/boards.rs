@@ -233,8 +233,9 @@ fn kem_fit(mcu: Mcu, scheme: Scheme, reference: Option<u32>, revision: &str) -> 
 /// Why `scheme`'s crate refuses `mcu` (`avr_asm_build::require_sram`), if it does.
 fn own_refusal(mcu: Mcu, scheme: Scheme) -> Option<String> {
     let text = std::fs::read_to_string(crate::floors::path(scheme.crate_name())).ok()?;
-    let floor = avr_asm_build::sram_floor(&text, avr_asm_build::SMALL_MCUS.contains(&mcu.name))?;
-    let why = avr_asm_build::sram_refusal(scheme.crate_name(), floor, avr_asm_build::mcu(mcu.name)?)?;
+    let facts = avr_asm_build::mcu(mcu.name)?;
+    let floor = avr_asm_build::sram_floor(&text, facts)?;
+    let why = avr_asm_build::sram_refusal(scheme.crate_name(), floor, facts)?;
     Some(without_pointer(&why).to_string())
 }
 
