@@ -50,6 +50,10 @@ pub enum Cmd {
     /// The simulated AVR sensor end to end through mosquitto (plugin, and gateway):
     /// mosquitto_sub must print its reading
     E2e(avr_lab::e2e::E2eArgs),
+    /// Your own sensor firmware (an ELF with its keys) in simavr on a pty, with
+    /// `kem-mqtt serial-bridge` and mosquitto with the plugin: prints what
+    /// `mosquitto_sub -t 'plain/#' -v` receives (examples/avr-mqtt-sensor's runner)
+    SensorSim(avr_lab::e2e_session::SensorSimArgs),
     /// A fleet of host sensors against mosquitto (plugin, and gateway) on loopback:
     /// handshakes/s, latency, records/s, broker CPU and RSS → docs/benchmarks.md
     MqttLoad(avr_lab::mqtt_load::MqttLoadArgs),
@@ -92,6 +96,7 @@ impl Cmd {
                 | Cmd::Ct(_)
                 | Cmd::Mqtt(_)
                 | Cmd::E2e(_)
+                | Cmd::SensorSim(_)
                 | Cmd::BuildAvr(_)
                 | Cmd::Examples
                 | Cmd::Packaged
@@ -126,6 +131,7 @@ mod tests {
             "ct",
             "bench",
             "mqtt",
+            "sensor-sim",
             "kat",
             "report",
             "boards",

@@ -51,6 +51,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::Ct(a) => avr_lab::ct::run(&a),
         Cmd::Mqtt(a) => avr_lab::mqtt::cmd(&a),
         Cmd::E2e(a) => avr_lab::e2e::run(&a),
+        Cmd::SensorSim(a) => avr_lab::e2e_session::sensor_sim(&a),
         Cmd::MqttLoad(a) => avr_lab::mqtt_load::run(&a),
         Cmd::Examples => avr_lab::examples::check_all(),
         Cmd::Packaged => avr_lab::packaged::check(),

@@ -362,6 +362,14 @@ impl<const N: usize> Deframer<N> {
         }
         Deframed::Pending
     }
+
+    /// The payload of the frame the last [`Self::push`] returned, until the
+    /// next push: for a caller that matched on the frame's kind and tag and
+    /// wants its payload after the match (the borrow of a `push` result
+    /// cannot leave a loop that pushes).
+    pub fn payload(&self) -> &[u8] {
+        &self.buf[..self.len.min(N)]
+    }
 }
 
 /// Splits a [`RECORD`] payload or an [`ACK`]'s command into `(sub, record)`:
@@ -697,6 +705,24 @@ mod tests {
     fn crc_is_ccitt_false() {
         // The check value of CRC-16/CCITT-FALSE.
         assert_eq!(crc16(CRC_INIT, b"123456789"), 0x29B1);
+    }
+
+    #[test]
+    fn the_payload_stays_readable_after_the_frame_until_the_next_push() {
+        let mut d: Deframer<16> = Deframer::new();
+        for (kind, payload) in [(NONCE, &b"nonce bytes"[..]), (ACK, &[][..]), (ESTABLISHED, &[1, 2][..])] {
+            let mut completed = false;
+            for b in frame(kind, 5, payload) {
+                completed = matches!(d.push(b), Deframed::Frame { kind: k, .. } if k == kind);
+            }
+            assert!(completed);
+            assert_eq!(d.payload(), payload);
+        }
+        // After a frame too long for the buffer: never more than the buffer.
+        for b in [SYNC, NONCE, 0, 0xFF, 0xFF] {
+            d.push(b);
+        }
+        assert!(d.payload().len() <= 16);
     }
 
     #[test]

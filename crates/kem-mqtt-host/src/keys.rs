@@ -43,6 +43,10 @@ pub const SENSOR_FORMAT: &str = "kem-mqtt/sensor-key";
 pub const BROKER_FORMAT: &str = "kem-mqtt/broker-key";
 /// `format` of a registry.
 pub const REGISTRY_FORMAT: &str = "kem-mqtt/registry";
+/// The broker's key file in a key directory (`kem-mqtt provision --dir`).
+pub const BROKER_KEY_FILE: &str = "broker-key.json";
+/// The registry in a key directory.
+pub const REGISTRY_FILE: &str = "registry.json";
 
 /// Errors of loading, validating and saving key material.
 #[derive(Debug)]

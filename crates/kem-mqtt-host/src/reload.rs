@@ -120,7 +120,7 @@ mod tests {
     fn a_watch_sees_each_new_version_once_and_keeps_going_after_a_bad_one() {
         let dir = std::env::temp_dir().join(format!("kem-mqtt-reload-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("registry.json");
+        let path = dir.join(crate::keys::REGISTRY_FILE);
         let suite = Suite::from_name("ctru-light-ascon").unwrap();
         let secrets = generate_broker(&[suite.kem()], &mut OsRng);
         let mut registry = Registry::default();

@@ -427,9 +427,9 @@ impl Site {
         plugin: &Path,
     ) -> Result<Site, String> {
         let dir = fresh_dir(name)?;
-        let keys = dir.join("broker-key.json");
+        let keys = dir.join(kem_mqtt_host::keys::BROKER_KEY_FILE);
         secrets.save(&keys).map_err(|e| format!("{}: {e}", keys.display()))?;
-        let reg = dir.join("registry.json");
+        let reg = dir.join(kem_mqtt_host::keys::REGISTRY_FILE);
         registry.save(&reg).map_err(|e| format!("{}: {e}", reg.display()))?;
         let acl = match conf {
             Conf::AclInstead(acl) => acl,

@@ -64,7 +64,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let target = crate::util::workspace_root().join("target");
     if args.session_only {
         let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target)?;
-        return crate::e2e_session::run(&plugin, &kem_mqtt_cli()?);
+        return crate::e2e_session::run(&plugin, &crate::e2e_session::kem_mqtt_cli()?);
     }
     let mcu = crate::target::mcu("atmega1284p")?;
     let suite = Suite::from_name(SUITE).ok_or("unknown suite")?;
@@ -99,7 +99,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let image = crate::sensor::provisioned_image(mcu, crate::target::Image::mqtt(suite.kem(), true), &keys)?;
     let elf = crate::avr::image_elf(mcu, &image, false)?;
     sensor_draws_fresh_randomness(&elf, mcu.name, suite)?;
-    let bin = kem_mqtt_cli()?;
+    let bin = crate::e2e_session::kem_mqtt_cli()?;
     let site = Site::auth_mode("e2e-serial", &state.secrets, &state.registry, Conf::Documented, &plugin)?;
     let app = Subscriber::start(&site, "plain/#", 1, 60)?;
     let board = crate::pty::SimOnPty::start(&elf, mcu.name)?;
@@ -156,21 +156,4 @@ fn sensor_draws_fresh_randomness(elf: &Path, mcu: &str, suite: Suite) -> Result<
     }
     println!("e2e: the provisioned sensor's two starts with one host nonce differ (EEPROM counter)");
     Ok(())
-}
-
-/// The `kem-mqtt` command line for the serial-bridge leg, built in the
-/// test profile (as the xtask is) so that it reuses the dependencies
-/// already compiled there; its output lands in `target/debug` all the same.
-fn kem_mqtt_cli() -> Result<std::path::PathBuf, String> {
-    crate::util::run(std::process::Command::new("cargo").args([
-        "build",
-        "-q",
-        "--profile",
-        "test",
-        "-p",
-        "kem-mqtt-host",
-        "--bin",
-        "kem-mqtt",
-    ]))?;
-    Ok(crate::util::workspace_root().join("target/debug/kem-mqtt"))
 }

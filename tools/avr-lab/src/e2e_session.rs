@@ -328,6 +328,122 @@ fn back_off_holds(elf: &Path, mcu: crate::target::Mcu, suite: Suite, state: &Bro
     Ok(())
 }
 
+/// The `kem-mqtt` command line for the serial-bridge leg, built in the
+/// test profile (as the xtask is) so that it reuses the dependencies
+/// already compiled there; its output lands in `target/debug` all the same.
+pub(crate) fn kem_mqtt_cli() -> Result<PathBuf, String> {
+    crate::util::run(Command::new("cargo").args([
+        "build",
+        "-q",
+        "--profile",
+        "test",
+        "-p",
+        "kem-mqtt-host",
+        "--bin",
+        "kem-mqtt",
+    ]))?;
+    Ok(crate::util::workspace_root().join("target/debug/kem-mqtt"))
+}
+
+/// Options of `cargo xtask sensor-sim`.
+#[derive(clap::Parser, Debug)]
+pub struct SensorSimArgs {
+    /// The sensor firmware: an ELF with its keys compiled in (e.g. examples/avr-mqtt-sensor's)
+    #[arg(long)]
+    pub elf: PathBuf,
+    /// The sensor's key file from `kem-mqtt provision`; the broker's keys and
+    /// registry are read from the same folder
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The simulated MCU (simavr's: atmega1284p, atmega2560, atmega328p)
+    #[arg(long, default_value = "atmega1284p", value_parser = crate::target::mcu)]
+    pub mcu: crate::target::Mcu,
+    /// Stop after this many readings (0: run until interrupted)
+    #[arg(long, default_value_t = 3)]
+    pub readings: u32,
+}
+
+/// The voltage `sensor-sim` puts on ADC0, in millivolts.
+pub const ADC0_MV: u32 = 1650;
+
+/// `cargo xtask sensor-sim`: a sensor firmware of one's own (the runner of
+/// examples/avr-mqtt-sensor) in simavr on a pty, `kem-mqtt serial-bridge`
+/// on that pty, mosquitto with the KEM-MQTT plugin holding the key
+/// folder's broker keys and registry, and `mosquitto_sub` on `plain/#`,
+/// whose lines are printed as it prints them (on stdout; the rest goes to
+/// stderr) until the sensor's `readings`-th reading. ADC0 reads
+/// [`ADC0_MV`].
+pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
+    use kem_mqtt_host::keys::{BrokerSecrets, Registry, SensorKeys, BROKER_KEY_FILE, REGISTRY_FILE};
+    let mcu = o.mcu;
+    let elf = o
+        .elf
+        .canonicalize()
+        .map_err(|e| format!("--elf {}: {e}", o.elf.display()))?;
+    let sensor = SensorKeys::load(&o.key).map_err(|e| e.to_string())?;
+    let dir = o.key.parent().unwrap_or(Path::new("."));
+    let secrets = BrokerSecrets::load(&dir.join(BROKER_KEY_FILE)).map_err(|e| e.to_string())?;
+    let registry = Registry::load_or_empty(&dir.join(REGISTRY_FILE)).map_err(|e| e.to_string())?;
+    if !registry.clients.contains_key(&sensor.client_id) {
+        return Err(format!(
+            "{} is not enrolled in {} (kem-mqtt provision --dir {} --client {} …)",
+            sensor.client_id,
+            dir.join(REGISTRY_FILE).display(),
+            dir.display(),
+            sensor.client_id
+        ));
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let target = crate::util::workspace_root().join("target");
+    let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target)?;
+    let bin = kem_mqtt_cli()?;
+    let site = Site::auth_mode("sensor-sim", &secrets, &registry, Conf::Documented, &plugin)?;
+    let (app, lines) = Subscriber::start_live(&site, "plain/#")?;
+    let around = Surroundings {
+        adc0_mv: Some(|_| ADC0_MV),
+        ..Surroundings::default()
+    };
+    let board = SimOnPty::start_with(&elf, mcu.name, around)?;
+    let logs = target.join("sensor-sim");
+    std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
+    let bridge = Bridge::start(&bin, board.path(), &site.addr(), logs.join("bridge.log"))?;
+    eprintln!(
+        "sensor-sim: {} on the simulated {} ({}), kem-mqtt serial-bridge, mosquitto with the plugin on {}; \
+         mosquitto_sub -t 'plain/#' -v prints:",
+        elf.display(),
+        mcu.name,
+        board.path(),
+        site.addr()
+    );
+    let reading = format!("plain/{}/{} ", sensor.client_id, wire::READING_SUB);
+    let mut seen = 0;
+    let received = loop {
+        if o.readings > 0 && seen >= o.readings {
+            break Ok(());
+        }
+        match lines.recv_timeout(Duration::from_secs(90)) {
+            Ok(line) => {
+                println!("{line}");
+                seen += u32::from(line.starts_with(&reading));
+            }
+            Err(_) => break Err(format!("no message for 90 s after {seen} readings")),
+        }
+    };
+    let stats = bridge.stop();
+    board.finish()?;
+    drop(app);
+    received.map_err(|e| {
+        let log = std::fs::read_to_string(logs.join("bridge.log")).unwrap_or_default();
+        format!(
+            "{e}\nbridge log (tail):\n{}\nbroker log (tail):\n{}",
+            tail(&log, 30),
+            tail(&site.log(), 30)
+        )
+    })?;
+    eprintln!("sensor-sim: {}", stats?.trim_start_matches("serial-bridge: "));
+    Ok(())
+}
+
 fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")

@@ -27,6 +27,14 @@ const EXPECTED: &str = "expected-output.txt";
 /// The file naming the KAT record an example must print: `SCHEME COUNT`
 /// (after `#` comment lines), e.g. `ml-kem-512 0`.
 const EXPECTED_KAT_RECORD: &str = "expected-kat-record.txt";
+/// The file of an example whose firmware compiles a sensor's keys in: the
+/// `kem-mqtt provision` arguments (after `--dir`, `#` lines aside) that
+/// enrol it. The run gets a fresh key folder and the sensor's key file in
+/// [`SENSOR_KEY_VAR`], as the example's README tells a user.
+const PROVISION_ARGS: &str = "provision-args.txt";
+/// The variable naming the sensor's key file to the example's build script
+/// and runner.
+const SENSOR_KEY_VAR: &str = "KEM_MQTT_SENSOR_KEY";
 
 /// Every example project with an expectation, sorted by name.
 pub fn all() -> Result<Vec<PathBuf>, String> {
@@ -93,10 +101,53 @@ fn shared_target_dir() -> PathBuf {
     util::workspace_root().join("target/examples")
 }
 
+/// For an example with [`PROVISION_ARGS`]: a new key folder for it (the
+/// broker's keys, the registry, the sensor's key file) written by `kem-mqtt
+/// provision`, and the sensor's key file.
+fn provision(example: &Path) -> Result<Option<PathBuf>, String> {
+    let args_file = example.join(PROVISION_ARGS);
+    if !args_file.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&args_file).map_err(|e| format!("{}: {e}", args_file.display()))?;
+    let args: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .flat_map(str::split_whitespace)
+        .collect();
+    let name = example.file_name().map_or("example".into(), |n| n.to_string_lossy());
+    let dir = shared_target_dir().join(format!("keys-{name}"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+    }
+    let bin = crate::e2e_session::kem_mqtt_cli()?;
+    util::run(Command::new(bin).arg("provision").arg("--dir").arg(&dir).args(&args))?;
+    let found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("sensor-"))
+        })
+        .collect();
+    match &found[..] {
+        [key] => Ok(Some(key.clone())),
+        _ => Err(format!(
+            "kem-mqtt provision {} wrote {} sensor key files into {}, not one",
+            args.join(" "),
+            found.len(),
+            dir.display()
+        )),
+    }
+}
+
 /// Runs one example as its README does and returns what it printed.
 pub fn run(example: &Path) -> Result<String, String> {
     let mut cmd = cargo_in(example, &["run", "--release", "-q"]);
     cmd.env("CARGO_TARGET_DIR", shared_target_dir());
+    if let Some(key) = provision(example)? {
+        cmd.env(SENSOR_KEY_VAR, key);
+    }
     eprintln!("xtask: running {cmd:?} in {}", example.display());
     let out = cmd
         .output()

@@ -451,7 +451,7 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     // Held until the registry is written back: a second run in this
     // directory waits here, then reads a registry with this run's sensors.
     let _lock = DirLock::acquire(dir)?;
-    let broker_path = dir.join("broker-key.json");
+    let broker_path = dir.join(kem_mqtt_host::keys::BROKER_KEY_FILE);
     let broker = if broker_path.exists() {
         BrokerSecrets::load(&broker_path)?
     } else {
@@ -471,7 +471,7 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     } else {
         SuiteSet::EMPTY.with(suite)
     };
-    let reg_path = dir.join("registry.json");
+    let reg_path = dir.join(kem_mqtt_host::keys::REGISTRY_FILE);
     let mut registry = Registry::load_or_empty(&reg_path)?;
     // A second enrolment would lock the deployed sensor out: only on request.
     let enrol = |registry: &mut Registry, id: &str| -> Result<SensorKeys, CliError> {
@@ -606,7 +606,7 @@ fn load(args: &LoadArgs) -> Result<(), CliError> {
 
 fn revoke(args: &RevokeArgs) -> Result<(), CliError> {
     let _lock = DirLock::acquire(&args.dir)?;
-    let path = args.dir.join("registry.json");
+    let path = args.dir.join(kem_mqtt_host::keys::REGISTRY_FILE);
     let mut registry = Registry::load_or_empty(&path)?;
     for id in &args.client {
         if registry.clients.remove(id).is_none() {
@@ -624,10 +624,10 @@ fn revoke(args: &RevokeArgs) -> Result<(), CliError> {
 }
 
 fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
-    let secrets = BrokerSecrets::load(&args.dir.join("broker-key.json"))?;
+    let secrets = BrokerSecrets::load(&args.dir.join(kem_mqtt_host::keys::BROKER_KEY_FILE))?;
     // Watched from here on: a changed registry is put in place while the
     // gateway runs (revocation without a restart).
-    let (watch, registry) = RegistryWatch::load(&args.dir.join("registry.json"))?;
+    let (watch, registry) = RegistryWatch::load(&args.dir.join(kem_mqtt_host::keys::REGISTRY_FILE))?;
     let state = Arc::new(BrokerState { secrets, registry });
     let mut config = GatewayConfig {
         delivery: Delivery::new(&args.plain_prefix, &args.command_prefix).map_err(CliError::Usage)?,
