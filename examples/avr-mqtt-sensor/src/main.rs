@@ -148,8 +148,11 @@ impl Board {
     /// in its two parts, the ClientFinished. `None` when the bridge or the
     /// broker did not play along (the caller waits, then tries again).
     fn handshake(&mut self, creds: SensorCredentials<'_>) -> Option<Session> {
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(self.request(link::NONCE_REQ, &[&[SUITE.id()]], link::NONCE)?);
+        // A nonce of another length is refused, like any malformed reply.
+        let nonce: [u8; NONCE_LEN] = self
+            .request(link::NONCE_REQ, &[&[SUITE.id()]], link::NONCE)?
+            .try_into()
+            .ok()?;
 
         let mut hello = [0u8; SUITE.client_hello_len(CLIENT_ID.len())];
         let (state, hello_len) = self.start(creds, &nonce, &mut hello)?;
@@ -240,15 +243,15 @@ impl Board {
                 usart.udr0().write(|w| w.set(b));
             }
         });
+        // Every poll counts, a received byte too: a line that never stops
+        // sending cannot hold the board here either.
         let mut polls = REPLY_POLLS;
         loop {
-            let byte = loop {
-                if self.usart.ucsr0a().read().rxc0().bit_is_set() {
-                    break self.usart.udr0().read().bits();
-                }
-                polls = polls.checked_sub(1)?;
-            };
-            match self.rx.push(byte) {
+            polls = polls.checked_sub(1)?;
+            if self.usart.ucsr0a().read().rxc0().bit_is_clear() {
+                continue;
+            }
+            match self.rx.push(self.usart.udr0().read().bits()) {
                 Deframed::Pending => {}
                 Deframed::Frame { kind, tag, .. } if tag == self.tag && kind == want => break,
                 Deframed::Frame { tag, .. } if tag == self.tag => return None,
