@@ -172,6 +172,28 @@ mod tests {
     }
 
     #[test]
+    fn sensor_sim_needs_its_firmware_and_key_file() {
+        assert_eq!(
+            error(&["sensor-sim", "--key", "k.json"]).0,
+            ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            error(&["sensor-sim", "--elf", "s.elf"]).0,
+            ErrorKind::MissingRequiredArgument
+        );
+        let (kind, text) = error(&["sensor-sim", "--elf", "s.elf", "--key", "k.json", "--mcu", "atmega8"]);
+        assert_eq!(kind, ErrorKind::ValueValidation);
+        assert!(text.contains("atmega8"), "{text}");
+        match parse(&["sensor-sim", "--elf", "s.elf", "--key", "k.json"])
+            .unwrap()
+            .command
+        {
+            Cmd::SensorSim(a) => assert_eq!((a.mcu.name, a.readings), ("atmega1284p", 3)),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
     fn unknown_mcus_name_the_supported_ones() {
         let (kind, text) = error(&["sim-test", "--mcu", "atmega8"]);
         assert_eq!(kind, ErrorKind::ValueValidation);
