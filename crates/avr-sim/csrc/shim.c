@@ -301,6 +301,19 @@ uint16_t shim_sp(const shim_t *s)
 	return sp_now(s->avr);
 }
 
+/* The lowest SP since the last opening marker (since the start for a
+ * firmware that writes none), and the top of data space (the SP at reset):
+ * the difference is the deepest the stack went. */
+uint16_t shim_min_sp(const shim_t *s)
+{
+	return s->min_sp;
+}
+
+uint16_t shim_ramend(const shim_t *s)
+{
+	return (uint16_t)s->avr->ramend;
+}
+
 /* Sets ADC input `channel` (simavr's ADC_IRQ_ADC0 + n, or
  * ADC_IRQ_TEMP) to `millivolts`; -1 if the MCU has no such input. */
 int shim_set_adc(shim_t *s, uint32_t channel, uint32_t millivolts)

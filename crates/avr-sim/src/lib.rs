@@ -49,6 +49,8 @@ extern "C" {
     fn shim_cycle(s: *const ShimT) -> u64;
     fn shim_pc(s: *const ShimT) -> u32;
     fn shim_sp(s: *const ShimT) -> u16;
+    fn shim_min_sp(s: *const ShimT) -> u16;
+    fn shim_ramend(s: *const ShimT) -> u16;
     fn shim_read_data(s: *const ShimT, addr: u32, out: *mut u8, len: usize) -> c_int;
     fn shim_run(s: *mut ShimT, cycle_limit: u64, want_out: usize) -> c_int;
     fn shim_set_adc(s: *mut ShimT, channel: u32, millivolts: u32) -> c_int;
@@ -93,6 +95,12 @@ mod stub {
         unreachable!()
     }
     pub unsafe fn shim_sp(_: *const ShimT) -> u16 {
+        unreachable!()
+    }
+    pub unsafe fn shim_min_sp(_: *const ShimT) -> u16 {
+        unreachable!()
+    }
+    pub unsafe fn shim_ramend(_: *const ShimT) -> u16 {
         unreachable!()
     }
     pub unsafe fn shim_read_data(_: *const ShimT, _: u32, _: *mut u8, _: usize) -> c_int {
@@ -377,6 +385,17 @@ impl Sim {
     pub fn sp(&self) -> u16 {
         // SAFETY: as above.
         unsafe { shim_sp(self.raw) }
+    }
+
+    /// The deepest the stack has gone, in bytes below the top of data
+    /// space (where the SP starts at reset): since the last opening marker,
+    /// or since the start for a firmware that writes none (an application
+    /// of one's own). SP updates are sampled after every instruction, the
+    /// transient state between `out SPH` and `out SPL` skipped.
+    pub fn stack_depth(&self) -> u16 {
+        // SAFETY: `raw` is valid for the life of `self`.
+        let (lowest, top) = unsafe { (shim_min_sp(self.raw), shim_ramend(self.raw)) };
+        top.saturating_sub(lowest)
     }
 
     /// `len` bytes of data space (SRAM, e.g. a firmware's statics) from

@@ -49,8 +49,18 @@ fn uart_markers_stack_and_speed() {
     let echo = sim.run_until_output(msg.len(), 10_000_000).unwrap();
     assert_eq!(echo, msg.iter().map(|b| b.wrapping_add(1)).collect::<Vec<_>>());
 
+    // No marker yet: the deepest since reset, main and the UART calls only.
+    let shallow = sim.stack_depth();
+    assert!((2..40).contains(&shallow), "echo used {shallow} bytes of stack");
+
     sim.send(&[5]);
     assert_eq!(sim.run_until_output(1, 1_000_000).unwrap(), vec![5 + 5]);
+    // deep()'s 64-byte buffer, below main's frame.
+    let deep = sim.stack_depth();
+    assert!(
+        (shallow + 66..shallow + 110).contains(&deep),
+        "deep() reached {deep} bytes"
+    );
 
     let count: u32 = 600_000;
     sim.send(&count.to_le_bytes());

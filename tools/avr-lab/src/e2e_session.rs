@@ -430,6 +430,7 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
         }
     };
     let stats = bridge.stop();
+    let stack = board.stack_depth();
     board.finish()?;
     drop(app);
     received.map_err(|e| {
@@ -441,6 +442,16 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
         )
     })?;
     eprintln!("sensor-sim: {}", stats?.trim_start_matches("serial-bridge: "));
+    let sizes = crate::avr::sizes(mcu, &elf)?;
+    eprintln!(
+        "sensor-sim: flash {} B of {} B; SRAM: static {} B + stack {stack} B at its deepest (SP \
+         tracked every instruction) = {} B of {} B",
+        sizes.flash(),
+        mcu.flash,
+        sizes.ram(),
+        sizes.ram() + u32::from(stack),
+        mcu.sram
+    );
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -24,6 +24,8 @@ pub struct SimOnPty {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<(), String>>>,
     changes: Arc<Mutex<Vec<Change>>>,
+    /// [`Sim::stack_depth`] after the last slice.
+    stack_depth: Arc<AtomicU16>,
 }
 
 /// What the simulated board's surroundings do besides its UART: the
@@ -74,6 +76,8 @@ impl SimOnPty {
         let (mut master, path) = open_pty(Duration::from_millis(1))?;
         let changes = Arc::new(Mutex::new(Vec::new()));
         let recorded = changes.clone();
+        let stack_depth = Arc::new(AtomicU16::new(0));
+        let deepest = stack_depth.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let (elf, mcu, flag) = (elf.to_path_buf(), mcu.to_string(), stop.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -85,7 +89,7 @@ impl SimOnPty {
             if !ok {
                 return Ok(());
             }
-            serve(sim?, &mut master, &flag, surroundings, &recorded)
+            serve(sim?, &mut master, &flag, surroundings, &recorded, &deepest)
         });
         ready_rx.recv().map_err(|_| "the simulator thread died".to_string())??;
         Ok(SimOnPty {
@@ -93,7 +97,15 @@ impl SimOnPty {
             stop,
             thread: Some(thread),
             changes,
+            stack_depth,
         })
+    }
+
+    /// The deepest the board's stack has gone so far, in bytes
+    /// ([`Sim::stack_depth`]; for a firmware that writes no markers, since
+    /// reset).
+    pub fn stack_depth(&self) -> u16 {
+        self.stack_depth.load(Ordering::SeqCst)
     }
 
     /// The watched bytes' changes so far.
@@ -161,6 +173,7 @@ fn serve(
     stop: &AtomicBool,
     mut around: Surroundings,
     changes: &Mutex<Vec<Change>>,
+    stack_depth: &AtomicU16,
 ) -> Result<(), String> {
     let mut buf = [0u8; 4096];
     let mut tapped = Vec::new();
@@ -195,6 +208,7 @@ fn serve(
         // Markers pile up otherwise; a board has none.
         sim.take_markers();
         let ran = sim.run_slice(SLICE);
+        stack_depth.store(sim.stack_depth(), Ordering::SeqCst);
         for (i, &addr) in around.watch.iter().enumerate() {
             let now = sim.read_data(u32::from(addr), 1).map(|b| b[0]);
             if now != last[i] {
