@@ -31,6 +31,14 @@ ascon_permute_avr:
 	ldd r7, Z+5		; x0 stays in registers
 	ldd r8, Z+6		; x0 stays in registers
 	ldd r9, Z+7		; x0 stays in registers
+	ldd r10, Z+24		; x3 waits in registers for the S-box
+	ldd r11, Z+25		; x3 waits in registers for the S-box
+	ldd r12, Z+26		; x3 waits in registers for the S-box
+	ldd r13, Z+27		; x3 waits in registers for the S-box
+	ldd r14, Z+28		; x3 waits in registers for the S-box
+	ldd r15, Z+29		; x3 waits in registers for the S-box
+	ldd r16, Z+30		; x3 waits in registers for the S-box
+	ldd r17, Z+31		; x3 waits in registers for the S-box
 	; first round constant: 0x3c + 0x0f·rounds (0xf0 for 12 rounds)
 	ldi r26, 0x0f
 	mul r22, r26
@@ -39,232 +47,224 @@ ascon_permute_avr:
 	clr r1
 1:
 	; substitution layer, one byte column at a time
-	ldd r10, Z+8
-	ldd r18, Z+16
-	ldd r19, Z+24
+	ldd r18, Z+8
+	ldd r19, Z+16
 	ldd r20, Z+32
-	eor r18, r26		; round constant
-	mov r21, r10
-	eor r21, r18
-	mov r22, r2
+	eor r19, r26		; round constant
+	mov r21, r18
+	eor r21, r19
+	mov r22, r10
 	eor r22, r20
-	mov r23, r19
-	eor r23, r20
-	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
-	eor r20, r21
-	std Z+16, r20
-	eor r19, r10		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+8, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r10
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r10, r22
-	eor r10, r23
-	or r23, r2		; new x3 = (x0 | t2) ^ t0
+	mov r23, r2		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+24, r23
-	mov r2, r18
-	ldd r11, Z+9
-	ldd r18, Z+17
-	ldd r19, Z+25
-	ldd r20, Z+33
-	mov r21, r11
-	eor r21, r18
-	mov r22, r3
-	eor r22, r20
-	mov r23, r19
-	eor r23, r20
+	eor r2, r20		; t1 = x0 ^ x4, in x0's register
 	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
+	or r20, r10
 	eor r20, r21
-	std Z+17, r20
-	eor r19, r11		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+9, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r11
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r11, r22
-	eor r11, r23
-	or r23, r3		; new x3 = (x0 | t2) ^ t0
+	std Z+16, r20
+	eor r10, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r10, r21
+	eor r10, r2
+	std Z+8, r10
+	mov r10, r2		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r10
+	and r10, r18
+	eor r10, r22
+	eor r2, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r2, r18
+	eor r2, r22
+	ldd r18, Z+9
+	ldd r19, Z+17
+	ldd r20, Z+33
+	mov r21, r18
+	eor r21, r19
+	mov r22, r11
+	eor r22, r20
+	mov r23, r3		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+25, r23
-	mov r3, r18
-	ldd r12, Z+10
-	ldd r18, Z+18
-	ldd r19, Z+26
-	ldd r20, Z+34
-	mov r21, r12
-	eor r21, r18
-	mov r22, r4
-	eor r22, r20
-	mov r23, r19
-	eor r23, r20
+	eor r3, r20		; t1 = x0 ^ x4, in x0's register
 	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
+	or r20, r11
 	eor r20, r21
-	std Z+18, r20
-	eor r19, r12		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+10, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r12
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r12, r22
-	eor r12, r23
-	or r23, r4		; new x3 = (x0 | t2) ^ t0
+	std Z+17, r20
+	eor r11, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r11, r21
+	eor r11, r3
+	std Z+9, r11
+	mov r11, r3		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r11
+	and r11, r18
+	eor r11, r22
+	eor r3, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r3, r18
+	eor r3, r22
+	ldd r18, Z+10
+	ldd r19, Z+18
+	ldd r20, Z+34
+	mov r21, r18
+	eor r21, r19
+	mov r22, r12
+	eor r22, r20
+	mov r23, r4		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+26, r23
-	mov r4, r18
-	ldd r13, Z+11
-	ldd r18, Z+19
-	ldd r19, Z+27
-	ldd r20, Z+35
-	mov r21, r13
-	eor r21, r18
-	mov r22, r5
-	eor r22, r20
-	mov r23, r19
-	eor r23, r20
+	eor r4, r20		; t1 = x0 ^ x4, in x0's register
 	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
+	or r20, r12
 	eor r20, r21
-	std Z+19, r20
-	eor r19, r13		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+11, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r13
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r13, r22
-	eor r13, r23
-	or r23, r5		; new x3 = (x0 | t2) ^ t0
+	std Z+18, r20
+	eor r12, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r12, r21
+	eor r12, r4
+	std Z+10, r12
+	mov r12, r4		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r12
+	and r12, r18
+	eor r12, r22
+	eor r4, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r4, r18
+	eor r4, r22
+	ldd r18, Z+11
+	ldd r19, Z+19
+	ldd r20, Z+35
+	mov r21, r18
+	eor r21, r19
+	mov r22, r13
+	eor r22, r20
+	mov r23, r5		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+27, r23
-	mov r5, r18
-	ldd r14, Z+12
-	ldd r18, Z+20
-	ldd r19, Z+28
-	ldd r20, Z+36
-	mov r21, r14
-	eor r21, r18
-	mov r22, r6
-	eor r22, r20
-	mov r23, r19
-	eor r23, r20
+	eor r5, r20		; t1 = x0 ^ x4, in x0's register
 	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
+	or r20, r13
 	eor r20, r21
-	std Z+20, r20
-	eor r19, r14		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+12, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r14
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r14, r22
-	eor r14, r23
-	or r23, r6		; new x3 = (x0 | t2) ^ t0
+	std Z+19, r20
+	eor r13, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r13, r21
+	eor r13, r5
+	std Z+11, r13
+	mov r13, r5		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r13
+	and r13, r18
+	eor r13, r22
+	eor r5, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r5, r18
+	eor r5, r22
+	ldd r18, Z+12
+	ldd r19, Z+20
+	ldd r20, Z+36
+	mov r21, r18
+	eor r21, r19
+	mov r22, r14
+	eor r22, r20
+	mov r23, r6		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+28, r23
-	mov r6, r18
-	ldd r15, Z+13
-	ldd r18, Z+21
-	ldd r19, Z+29
-	ldd r20, Z+37
-	mov r21, r15
-	eor r21, r18
-	mov r22, r7
-	eor r22, r20
-	mov r23, r19
-	eor r23, r20
+	eor r6, r20		; t1 = x0 ^ x4, in x0's register
 	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
+	or r20, r14
 	eor r20, r21
-	std Z+21, r20
-	eor r19, r15		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+13, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r15
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r15, r22
-	eor r15, r23
-	or r23, r7		; new x3 = (x0 | t2) ^ t0
+	std Z+20, r20
+	eor r14, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r14, r21
+	eor r14, r6
+	std Z+12, r14
+	mov r14, r6		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r14
+	and r14, r18
+	eor r14, r22
+	eor r6, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r6, r18
+	eor r6, r22
+	ldd r18, Z+13
+	ldd r19, Z+21
+	ldd r20, Z+37
+	mov r21, r18
+	eor r21, r19
+	mov r22, r15
+	eor r22, r20
+	mov r23, r7		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+29, r23
-	mov r7, r18
-	ldd r16, Z+14
-	ldd r18, Z+22
-	ldd r19, Z+30
-	ldd r20, Z+38
-	mov r21, r16
-	eor r21, r18
-	mov r22, r8
-	eor r22, r20
-	mov r23, r19
-	eor r23, r20
+	eor r7, r20		; t1 = x0 ^ x4, in x0's register
 	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
+	or r20, r15
 	eor r20, r21
-	std Z+22, r20
-	eor r19, r16		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+14, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r16
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r16, r22
-	eor r16, r23
-	or r23, r8		; new x3 = (x0 | t2) ^ t0
+	std Z+21, r20
+	eor r15, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r15, r21
+	eor r15, r7
+	std Z+13, r15
+	mov r15, r7		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r15
+	and r15, r18
+	eor r15, r22
+	eor r7, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r7, r18
+	eor r7, r22
+	ldd r18, Z+14
+	ldd r19, Z+22
+	ldd r20, Z+38
+	mov r21, r18
+	eor r21, r19
+	mov r22, r16
+	eor r22, r20
+	mov r23, r8		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+30, r23
-	mov r8, r18
-	ldd r17, Z+15
-	ldd r18, Z+23
-	ldd r19, Z+31
-	ldd r20, Z+39
-	mov r21, r17
-	eor r21, r18
-	mov r22, r9
-	eor r22, r20
-	mov r23, r19
-	eor r23, r20
+	eor r8, r20		; t1 = x0 ^ x4, in x0's register
 	com r20			; new x2 = (~x4 | x3) ^ t0
-	or r20, r19
+	or r20, r16
 	eor r20, r21
-	std Z+23, r20
-	eor r19, r17		; new x1 = ((x3 ^ x1) | t0) ^ t1
-	or r19, r21
-	eor r19, r22
-	std Z+15, r19
-	eor r18, r22		; new x0 = ((x2 ^ t1) | x1) ^ t2
-	or r18, r17
-	eor r18, r23
-	com r22			; new x4 = (x1 & ~t1) ^ t2
-	and r17, r22
-	eor r17, r23
-	or r23, r9		; new x3 = (x0 | t2) ^ t0
+	std Z+22, r20
+	eor r16, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r16, r21
+	eor r16, r8
+	std Z+14, r16
+	mov r16, r8		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r16
+	and r16, r18
+	eor r16, r22
+	eor r8, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r8, r18
+	eor r8, r22
+	ldd r18, Z+15
+	ldd r19, Z+23
+	ldd r20, Z+39
+	mov r21, r18
+	eor r21, r19
+	mov r22, r17
+	eor r22, r20
+	mov r23, r9		; new x3 = (x0 | t2) ^ t0
+	or r23, r22
 	eor r23, r21
 	std Z+31, r23
-	mov r9, r18
-	; linear layer: x0 and x4 in place, then x1..x3 one at a time
+	eor r9, r20		; t1 = x0 ^ x4, in x0's register
+	com r20			; new x2 = (~x4 | x3) ^ t0
+	or r20, r17
+	eor r20, r21
+	std Z+23, r20
+	eor r17, r18		; new x1 = ((x3 ^ x1) | t0) ^ t1
+	or r17, r21
+	eor r17, r9
+	std Z+15, r17
+	mov r17, r9		; new x4 = (x1 & ~t1) ^ t2, where x3 was
+	com r17
+	and r17, r18
+	eor r17, r22
+	eor r9, r19		; new x0 = ((x2 ^ t1) | x1) ^ t2
+	or r9, r18
+	eor r9, r22
+	; linear layer: x0 and x4 in place, then x1, x2, x3 one at a time; x3 stays
 	movw r18, r2
 	movw r20, r4
 	movw r22, r6
@@ -565,18 +565,10 @@ ascon_permute_avr:
 	eor r15, r24
 	eor r16, r25
 	eor r17, r18
-	std Z+24, r10
-	std Z+25, r11
-	std Z+26, r12
-	std Z+27, r13
-	std Z+28, r14
-	std Z+29, r15
-	std Z+30, r16
-	std Z+31, r17
 	subi r26, 0x0f
 	cpi r26, 0x3c
 	breq 2f
-	jmp 1b			; the round body is beyond a branch's reach
+	rjmp 1b			; the round body is beyond a branch's reach
 2:
 	std Z+0, r2
 	std Z+1, r3
@@ -586,6 +578,14 @@ ascon_permute_avr:
 	std Z+5, r7
 	std Z+6, r8
 	std Z+7, r9
+	std Z+24, r10
+	std Z+25, r11
+	std Z+26, r12
+	std Z+27, r13
+	std Z+28, r14
+	std Z+29, r15
+	std Z+30, r16
+	std Z+31, r17
 	pop r17
 	pop r16
 	pop r15

@@ -5,11 +5,12 @@
 
 Words are little-endian (byte j of x_i at offset 8i + j), as in the
 RustCrypto `ascon-core` State this is tested against. Word x0 stays in
-registers (r2..r9) for the whole permutation; x1..x4 live in memory, except
-that within a round the substitution layer leaves x4 in r10..r17, where the
-linear layer takes it first (no store and reload). The substitution layer
-runs a byte column (one byte of each word) at a time; the linear layer loads
-each other word into registers and computes
+registers (r2..r9) for the whole permutation, and x3 in r10..r17 from the
+end of one linear layer to the S-box of the next round; x1, x2 and x4 live
+in memory. The substitution layer runs a byte column (one byte of each
+word) at a time and leaves the new x4 where x3 was (r10..r17), where the
+linear layer takes it first; the linear layer then loads x1 and x2 in turn,
+and x3 last, which stays. Each word is computed as
 x ^ (x >>> A) ^ (x >>> B) as x ^ ((x ^ (x >>> (B−A))) >>> A), or as
 x ^ ((x ^ (x <<< (B−A))) >>> B) where that costs fewer cycles: byte
 rotations are register renaming, only the remaining 1..4-bit rotations cost
@@ -41,16 +42,20 @@ def sbox_spec(x):
 
 
 def sbox_model(x):
-    """The S-box as the substitution layer below computes it, in the same
-    order of operations; returns the new (x0, x1, x2, x3, x4)."""
-    x0, x1, x2, x3, x4 = x
-    t0, t1, t2 = x1 ^ x2, x0 ^ x4, x3 ^ x4
-    new_x2 = ((x4 ^ 1) | x3) ^ t0
-    new_x1 = ((x3 ^ x1) | t0) ^ t1
-    new_x0 = ((x2 ^ t1) | x1) ^ t2
-    new_x4 = (x1 & (t1 ^ 1)) ^ t2
-    new_x3 = (x0 | t2) ^ t0
-    return [new_x0, new_x1, new_x2, new_x3, new_x4]
+    """The S-box as the substitution layer below computes it, register by
+    register in the same order of operations (k: x0's register, which
+    holds t1 and then the new x0; r: x3's, which holds the new x1 and then
+    the new x4); returns the new (x0, x1, x2, x3, x4)."""
+    k, a, b, r, c = x  # x0, x1, x2, x3, x4
+    t0 = a ^ b
+    t2 = r ^ c
+    new_x3 = (k | t2) ^ t0
+    k ^= c  # t1
+    new_x2 = ((c ^ 1) | r) ^ t0
+    new_x1 = ((r ^ a) | t0) ^ k
+    r = (k ^ 1) & a ^ t2  # new x4
+    k = ((k ^ b) | a) ^ t2  # new x0
+    return [k, new_x1, new_x2, new_x3, r]
 
 
 for _v in range(32):
@@ -58,7 +63,7 @@ for _v in range(32):
     assert sbox_model(_x) == sbox_spec(_x), _v
 
 K = [f"r{2 + j}" for j in range(8)]  # x0, for the whole permutation
-X = [f"r{10 + j}" for j in range(8)]  # the word in the linear layer
+X = [f"r{10 + j}" for j in range(8)]  # x3 into the S-box, then the word in the linear layer
 T = [f"r{18 + j}" for j in range(8)]  # its rotated copy
 o = []
 e = o.append
@@ -133,6 +138,8 @@ for r in saved:
 e("\tmovw r30, r24\t\t; Z = state")
 for j, r in enumerate(K):
     e(f"\tldd {r}, Z+{j}\t\t; x0 stays in registers")
+for j, r in enumerate(X):
+    e(f"\tldd {r}, Z+{24 + j}\t\t; x3 waits in registers for the S-box")
 e("\t; first round constant: 0x3c + 0x0f·rounds (0xf0 for 12 rounds)")
 e("\tldi r26, 0x0f")
 e("\tmul r22, r26")
@@ -142,51 +149,55 @@ e("\tclr r1")
 e("1:")
 e("\t; substitution layer, one byte column at a time")
 for j in range(8):
-    # Loaded: x1 into X[j] (where x1's output, the new x4, is computed in
-    # place: the linear layer takes x4 from X[j]), x2, x3, x4 into r18..r20.
-    x0, x1, x2, x3, x4 = K[j], X[j], "r18", "r19", "r20"
-    t0, t1, t2 = "r21", "r22", "r23"
-    for i, r in ((1, x1), (2, x2), (3, x3), (4, x4)):
+    # x0 and x3 are in K[j] and X[j]; x1, x2, x4 are loaded.
+    x0, x3, x1, x2, x4 = K[j], X[j], "r18", "r19", "r20"
+    t0, t2, u = "r21", "r22", "r23"
+    for i, r in ((1, x1), (2, x2), (4, x4)):
         e(f"\tldd {r}, Z+{8 * i + j}")
     if j == 0:
         e(f"\teor {x2}, r26\t\t; round constant")
-    for t, a, b in ((t0, x1, x2), (t1, x0, x4), (t2, x3, x4)):
+    for t, a, b in ((t0, x1, x2), (t2, x3, x4)):
         e(f"\tmov {t}, {a}")
         e(f"\teor {t}, {b}")
+    e(f"\tmov {u}, {x0}\t\t; new x3 = (x0 | t2) ^ t0")
+    e(f"\tor {u}, {t2}")
+    e(f"\teor {u}, {t0}")
+    e(f"\tstd Z+{24 + j}, {u}")
+    e(f"\teor {x0}, {x4}\t\t; t1 = x0 ^ x4, in x0's register")
     e(f"\tcom {x4}\t\t\t; new x2 = (~x4 | x3) ^ t0")
     e(f"\tor {x4}, {x3}")
     e(f"\teor {x4}, {t0}")
     e(f"\tstd Z+{16 + j}, {x4}")
     e(f"\teor {x3}, {x1}\t\t; new x1 = ((x3 ^ x1) | t0) ^ t1")
     e(f"\tor {x3}, {t0}")
-    e(f"\teor {x3}, {t1}")
+    e(f"\teor {x3}, {x0}")
     e(f"\tstd Z+{8 + j}, {x3}")
-    e(f"\teor {x2}, {t1}\t\t; new x0 = ((x2 ^ t1) | x1) ^ t2")
-    e(f"\tor {x2}, {x1}")
-    e(f"\teor {x2}, {t2}")
-    e(f"\tcom {t1}\t\t\t; new x4 = (x1 & ~t1) ^ t2")
-    e(f"\tand {x1}, {t1}")
-    e(f"\teor {x1}, {t2}")
-    e(f"\tor {t2}, {x0}\t\t; new x3 = (x0 | t2) ^ t0")
-    e(f"\teor {t2}, {t0}")
-    e(f"\tstd Z+{24 + j}, {t2}")
-    e(f"\tmov {x0}, {x2}")
-e("\t; linear layer: x0 and x4 in place, then x1..x3 one at a time")
+    e(f"\tmov {x3}, {x0}\t\t; new x4 = (x1 & ~t1) ^ t2, where x3 was")
+    e(f"\tcom {x3}")
+    e(f"\tand {x3}, {x1}")
+    e(f"\teor {x3}, {t2}")
+    e(f"\teor {x0}, {x2}\t\t; new x0 = ((x2 ^ t1) | x1) ^ t2")
+    e(f"\tor {x0}, {x1}")
+    e(f"\teor {x0}, {t2}")
+e("\t; linear layer: x0 and x4 in place, then x1, x2, x3 one at a time; x3 stays")
 linear(K, T, *ROT[0])
 for i in (4, 1, 2, 3):
     if i != 4:
         for j in range(8):
             e(f"\tldd {X[j]}, Z+{8 * i + j}")
     linear(X, T, *ROT[i])
-    for j in range(8):
-        e(f"\tstd Z+{8 * i + j}, {X[j]}")
+    if i != 3:
+        for j in range(8):
+            e(f"\tstd Z+{8 * i + j}, {X[j]}")
 e("\tsubi r26, 0x0f")
 e("\tcpi r26, 0x3c")
 e("\tbreq 2f")
-e("\tjmp 1b\t\t\t; the round body is beyond a branch's reach")
+e("\trjmp 1b\t\t\t; the round body is beyond a branch's reach")
 e("2:")
 for j, r in enumerate(K):
     e(f"\tstd Z+{j}, {r}")
+for j, r in enumerate(X):
+    e(f"\tstd Z+{24 + j}, {r}")
 for r in reversed(saved):
     e(f"\tpop {r}")
 e("\tclr r1")
