@@ -18,6 +18,10 @@
 //!   delivered, and one that replays an old command to the board (the
 //!   `led on`, with the tag the board waits for) does not turn the LED on;
 //!   the board counts it (`rej` in its next reading).
+//!
+//! The same pieces (the pty, the bridge, mosquitto with the plugin, a live
+//! subscriber) also run a firmware of one's own: [`sensor_sim`], `cargo
+//! xtask sensor-sim`, the runner of `examples/avr-mqtt-sensor`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
