@@ -3,8 +3,8 @@
 //! `avr_wire::app`), then seals an ADC reading every few seconds on
 //! `kem-mqtt/data/c2b/<id>/reading`; applications read the plaintext on
 //! `plain/<id>/reading`. When the bridge does not acknowledge a record, the
-//! reading is kept and the sensor shakes hands again, waiting longer each
-//! time the link stays down.
+//! sensor shakes hands again, waiting longer each time the link stays down,
+//! and the next reading takes the unacknowledged one's number.
 //!
 //! What this example leaves out, and the repository's own sensor
 //! application (`firmware/src/device/app.rs`) has: commands from
@@ -105,8 +105,8 @@ fn main() -> ! {
             continue;
         };
         handshakes = handshakes.wrapping_add(1);
-        // Readings until a record is not acknowledged; that reading is
-        // sealed again, with its number, under the next session.
+        // Readings until a record is not acknowledged; that reading's
+        // number goes again (with a new conversion) under the next session.
         loop {
             let reading = Reading {
                 number: readings,
