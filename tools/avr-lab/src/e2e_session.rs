@@ -288,11 +288,7 @@ pub fn run(plugin: &Path, bin: &Path) -> Result<(), String> {
         let log = std::fs::read_to_string(logs.join("bridge-2.log"))
             .or_else(|_| std::fs::read_to_string(logs.join("bridge-1.log")))
             .unwrap_or_default();
-        format!(
-            "{e}\nbridge log (tail):\n{}\nbroker log (tail):\n{}",
-            tail(&log, 30),
-            tail(&site.log(), 30)
-        )
+        with_logs(&e, &log, &site)
     })?;
     let stats = stats?;
     let attacks = done.lock().map(|d| d.clone()).unwrap_or_default();
@@ -439,11 +435,7 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
     drop(app);
     received.map_err(|e| {
         let log = std::fs::read_to_string(logs.join("bridge.log")).unwrap_or_default();
-        format!(
-            "{e}\nbridge log (tail):\n{}\nbroker log (tail):\n{}",
-            tail(&log, 30),
-            tail(&site.log(), 30)
-        )
+        with_logs(&e, &log, &site)
     })?;
     eprintln!("sensor-sim: {}", stats?.trim_start_matches("serial-bridge: "));
     let sizes = crate::avr::sizes(mcu, &elf)?;
@@ -457,6 +449,15 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
         mcu.sram
     );
     Ok(())
+}
+
+/// `e` with the last lines of the bridge's log and of the broker's.
+fn with_logs(e: &str, bridge_log: &str, site: &Site) -> String {
+    format!(
+        "{e}\nbridge log (tail):\n{}\nbroker log (tail):\n{}",
+        tail(bridge_log, 30),
+        tail(&site.log(), 30)
+    )
 }
 
 fn tail(s: &str, n: usize) -> String {
