@@ -20,7 +20,9 @@
 //! reader never sees half a file and an older file's wider mode does not
 //! survive; a file replaced keeps its owner and group, so the broker's
 //! user can still read a registry root rewrote); a file with secret keys whose mode lets others read or write
-//! it is refused on load ([`KeyError::Permissions`]); [`private_dir`]
+//! it is refused on load ([`KeyError::Permissions`]), and so is a registry
+//! that group or others may write, or one in such a directory
+//! ([`KeyError::WritableByOthers`]); [`private_dir`]
 //! creates key directories with mode 0700, and [`DirLock`] serialises the
 //! registry's read-modify-write between provisioning runs. `Debug` of every
 //! type here prints `[redacted]` for secret fields.
@@ -72,6 +74,10 @@ pub enum KeyError {
     /// A file with secret keys that others than its owner may read or
     /// write (its mode, e.g. 0o644): refused, as ssh refuses such a key.
     Permissions(u32),
+    /// A registry, or the directory it is in, that others than its owner
+    /// may write (its mode, e.g. 0o664 or 0o777): whoever can write the
+    /// registry enrols a key of their own, so it is refused.
+    WritableByOthers(u32),
     /// An error in this file.
     File {
         /// The file.
@@ -115,6 +121,11 @@ impl std::fmt::Display for KeyError {
             KeyError::Permissions(mode) => write!(
                 f,
                 "holds secret keys but has mode {mode:04o}: others may read or change it (chmod 600)"
+            ),
+            KeyError::WritableByOthers(mode) => write!(
+                f,
+                "has mode {mode:04o}: group or others may write it, and whoever writes the registry enrols keys \
+                 (chmod go-w)"
             ),
             KeyError::File { path, error } => write!(f, "{}: {error}", path.display()),
         }
@@ -198,13 +209,7 @@ fn check_x25519(sk: &[u8; 32], pk: &[u8; 32], what: &str) -> Result<(), KeyError
     Ok(())
 }
 
-fn load_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyError> {
-    // The text holds secrets in hex: wiped after parsing.
-    let text = Zeroizing::new(std::fs::read_to_string(path)?);
-    Ok(serde_json::from_str(&text)?)
-}
-
-/// [`load_json`] of a file with secret keys: refused unless only its owner
+/// Reads a JSON file with secret keys: refused unless only its owner
 /// may read and write it (the mode of the file opened, not of the path
 /// looked up a second time).
 fn load_secret_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyError> {
@@ -218,6 +223,17 @@ fn load_secret_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyE
     let mut text = Zeroizing::new(String::new());
     file.read_to_string(&mut text)?;
     Ok(serde_json::from_str(&text)?)
+}
+
+/// [`KeyError::WritableByOthers`] if group or others may write the file
+/// or directory `meta` describes.
+fn refuse_writable_by_others(meta: &std::fs::Metadata) -> Result<(), KeyError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(KeyError::WritableByOthers(mode));
+    }
+    Ok(())
 }
 
 /// An exclusive lock on a key directory (the file `.lock` in it), held
@@ -742,14 +758,35 @@ impl Registry {
     }
 
     /// Loads and validates a registry; a missing file is an empty registry.
-    /// Errors name the file.
+    /// A registry, or a directory it is in, that group or others may write
+    /// is refused ([`KeyError::WritableByOthers`]): the registry is the
+    /// broker's access policy, and the plugin and gateways reload it within
+    /// a second. Errors name the file (or the directory).
     pub fn load_or_empty(path: &Path) -> Result<Self, KeyError> {
-        if !path.exists() {
-            return Ok(Registry::default());
+        use std::io::Read;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        match std::fs::metadata(dir) {
+            Ok(meta) => refuse_writable_by_others(&meta).map_err(|e| e.in_file(dir))?,
+            // No directory: no file either, checked below.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(KeyError::from(e).in_file(dir)),
         }
-        load_json(path)
-            .and_then(|f| Self::from_file(&f))
-            .map_err(|e| e.in_file(path))
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Registry::default()),
+            Err(e) => return Err(KeyError::from(e).in_file(path)),
+        };
+        // The mode of the file opened, not of the path looked up again.
+        (|| {
+            refuse_writable_by_others(&file.metadata()?)?;
+            let mut text = String::new();
+            file.read_to_string(&mut text)?;
+            Self::from_file(&serde_json::from_str(&text)?)
+        })()
+        .map_err(|e| e.in_file(path))
     }
 
     /// Writes the registry (mode 0600: it holds no secret, but it is the

@@ -26,12 +26,15 @@ use crate::keys::{KeyError, Registry};
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// What identifies one version of the file: a rename over it changes the
-/// inode, an edit in place its length or modification time.
+/// inode, an edit in place its length or modification time, a chmod its
+/// mode (a registry others may write is refused, one made private again
+/// loads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stamp {
     inode: u64,
     len: u64,
     modified: Option<SystemTime>,
+    mode: u32,
 }
 
 fn stamp(path: &Path) -> Option<Stamp> {
@@ -40,6 +43,7 @@ fn stamp(path: &Path) -> Option<Stamp> {
         inode: m.ino(),
         len: m.len(),
         modified: m.modified().ok(),
+        mode: m.mode(),
     })
 }
 
@@ -81,6 +85,14 @@ impl RegistryWatch {
             return None;
         }
         self.next_check = Some(now + CHECK_EVERY);
+        self.poll_now()
+    }
+
+    /// [`RegistryWatch::poll`] without the rate limit: looks at the file
+    /// now (one `stat`). Called before a record is opened or a command
+    /// sealed, so that a revocation written before a message is handled
+    /// applies to that message, however long the caller waited for it.
+    pub fn poll_now(&mut self) -> Option<Result<Registry, KeyError>> {
         let current = stamp(&self.path);
         if current == self.seen {
             return None;
@@ -112,9 +124,84 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::KeyError;
     use crate::provision::{generate_broker, provision_sensor};
     use crate::OsRng;
     use kem_mqtt::{Suite, SuiteSet};
+    use std::os::unix::fs::PermissionsExt;
+
+    fn chmod(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Issue #47: a registry (or its directory) that group or others may
+    /// write is refused at start and on reload, naming the file and the
+    /// fix; the registry in use stays, and a private one loads again.
+    #[test]
+    fn a_registry_others_may_write_is_refused_and_the_one_in_use_stays() {
+        let dir = std::env::temp_dir().join(format!("kem-mqtt-writable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::keys::private_dir(&dir).unwrap();
+        let path = dir.join(crate::keys::REGISTRY_FILE);
+        let suite = Suite::from_name("ctru-light-ascon").unwrap();
+        let secrets = generate_broker(&[suite.kem()], &mut OsRng);
+        let mut registry = Registry::default();
+        provision_sensor(
+            &secrets,
+            &mut registry,
+            "a",
+            suite,
+            SuiteSet::EMPTY.with(suite),
+            &mut OsRng,
+        )
+        .unwrap();
+        registry.save(&path).unwrap();
+        let writable = |r: Result<Registry, KeyError>, named: &Path| {
+            let e = r.expect_err("a registry others may write was loaded");
+            assert!(matches!(e.inner(), KeyError::WritableByOthers(_)), "{e}");
+            assert!(matches!(&e, KeyError::File { path, .. } if path == named), "{e}");
+            assert!(e.to_string().contains("chmod go-w"), "{e}");
+        };
+        for mode in [0o666, 0o664, 0o646, 0o622, 0o620, 0o602] {
+            chmod(&path, mode);
+            writable(Registry::load_or_empty(&path), &path);
+            writable(RegistryWatch::load(&path).map(|(_, r)| r), &path);
+        }
+        chmod(&path, 0o644);
+        let (mut watch, in_use) = RegistryWatch::load(&path).unwrap();
+        assert_eq!(in_use.clients.len(), 1);
+        // Made writable by others on a running watch: the reload is refused
+        // (the caller keeps `in_use`), also for a new file in a directory
+        // others may write.
+        let t0 = Instant::now();
+        chmod(&path, 0o666);
+        writable(watch.poll(t0).expect("the chmod is a change"), &path);
+        assert!(watch.poll(t0 + CHECK_EVERY).is_none(), "reported once");
+        chmod(&path, 0o600);
+        assert_eq!(
+            watch
+                .poll(t0 + 2 * CHECK_EVERY)
+                .expect("a change")
+                .unwrap()
+                .clients
+                .len(),
+            1
+        );
+        chmod(&dir, 0o777);
+        let mut more = registry.clone();
+        provision_sensor(&secrets, &mut more, "b", suite, SuiteSet::EMPTY.with(suite), &mut OsRng).unwrap();
+        more.save(&path).unwrap();
+        writable(watch.poll(t0 + 3 * CHECK_EVERY).expect("a change"), &dir);
+        writable(Registry::load_or_empty(&path), &dir);
+        chmod(&dir, 0o1777);
+        writable(Registry::load_or_empty(&path), &dir);
+        chmod(&dir, 0o700);
+        assert_eq!(watch.reload().unwrap().clients.len(), 2);
+        // A missing registry in a private directory is an empty one.
+        std::fs::remove_file(&path).unwrap();
+        assert!(Registry::load_or_empty(&path).unwrap().clients.is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_watch_sees_each_new_version_once_and_keeps_going_after_a_bad_one() {
