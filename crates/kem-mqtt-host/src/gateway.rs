@@ -934,6 +934,9 @@ pub struct Gateway {
     core: GatewayCore,
     /// The registry file, if it is watched ([`Gateway::watch_registry`]).
     watch: Option<RegistryWatch>,
+    /// A message received just as the registry changed: handled at the
+    /// next poll, under the new registry, after the reload is reported.
+    held: Option<(String, Vec<u8>)>,
 }
 
 impl Gateway {
@@ -1000,6 +1003,7 @@ impl Gateway {
             conn,
             core,
             watch: None,
+            held: None,
         })
     }
 
@@ -1043,9 +1047,9 @@ impl Gateway {
         self.watch = Some(watch);
     }
 
-    /// A changed registry file, put in place (checked at most once a second).
+    /// A changed registry file, put in place (one `stat` a call).
     fn reload_if_changed(&mut self) -> Option<GatewayEvent> {
-        let loaded = self.watch.as_mut()?.poll(Instant::now())?;
+        let loaded = self.watch.as_mut()?.poll_now()?;
         Some(match loaded {
             Ok(registry) => {
                 let revoked = self.core.replace_registry(registry);
@@ -1059,11 +1063,25 @@ impl Gateway {
     }
 
     /// Puts a changed registry file in place, or handles the next packet.
+    ///
+    /// The registry file is looked at before every message is handled, not
+    /// only before the wait for it: `recv` may wait for the whole poll
+    /// timeout, and a sensor revoked meanwhile must not have its record
+    /// opened nor a command sealed to it. A message that arrives as the
+    /// file changes is kept and handled at the next poll, under the new
+    /// registry, after this one reports the reload.
     pub fn poll(&mut self) -> Result<GatewayEvent, HostError> {
         if let Some(event) = self.reload_if_changed() {
             return Ok(event);
         }
-        let (topic, payload) = self.conn.recv()?;
+        let (topic, payload) = match self.held.take() {
+            Some(message) => message,
+            None => self.conn.recv()?,
+        };
+        if let Some(event) = self.reload_if_changed() {
+            self.held = Some((topic, payload));
+            return Ok(event);
+        }
         let (event, out) = self.core.handle(&topic, &payload, Instant::now());
         for (topic, payload) in out {
             if self.core.retained(&topic) {

@@ -371,6 +371,23 @@ fn wait_for_line(lines: &mpsc::Receiver<String>, what: &str) -> Vec<String> {
     }
 }
 
+/// `kem-mqtt gateway --broker <broker> --dir <dir>`, once connected; its
+/// stdout line by line.
+fn spawn_gateway(broker: &str, dir: &str) -> (Running, mpsc::Receiver<String>) {
+    let mut gateway = spawn(&["gateway", "--broker", broker, "--dir", dir]);
+    let (tx, lines) = mpsc::channel();
+    let stdout = BufReader::new(gateway.0.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for l in stdout.lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    wait_for_line(&lines, &format!("gateway connected to {broker}"));
+    (gateway, lines)
+}
+
 #[test]
 fn provision_gateway_and_sensor_from_the_command_line() {
     let dir = TempDir::new("e2e");
@@ -392,17 +409,7 @@ fn provision_gateway_and_sensor_from_the_command_line() {
     // The gateway by address, the sensor by name (the embedded broker listens
     // on 127.0.0.1 only: if localhost resolves to ::1 first, the sensor must
     // go on to 127.0.0.1).
-    let mut gateway = spawn(&["gateway", "--broker", &format!("127.0.0.1:{port}"), "--dir", d]);
-    let (tx, lines) = mpsc::channel();
-    let stdout = BufReader::new(gateway.0.stdout.take().unwrap());
-    std::thread::spawn(move || {
-        for l in stdout.lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    wait_for_line(&lines, "gateway connected to 127.0.0.1:");
+    let (gateway, lines) = spawn_gateway(&format!("127.0.0.1:{port}"), d);
 
     // The application: readings on plain/#.
     let mut app = kem_mqtt_host::mqtt::Connection::connect(&broker.addr().to_string()).unwrap();
@@ -479,6 +486,67 @@ fn revoke_removes_sensors_from_the_registry() {
     let out = run(&["revoke", "--dir", d, "--client", "b"]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("\"b\" is not in"), "{}", text(&out.stderr));
+}
+
+/// Issue #47: `kem-mqtt gateway` as shipped waits up to 10 s for a
+/// message; a sensor revoked while it waited has no record opened and no
+/// command sealed to it, while the other sensor carries on.
+#[test]
+fn the_gateway_opens_no_record_of_a_sensor_revoked_while_it_waited() {
+    use kem_mqtt_host::keys::SensorKeys;
+    use kem_mqtt_host::mqtt::{Connection, Packet};
+    use kem_mqtt_host::sensor::SensorClient;
+    use kem_mqtt_host::HostError;
+    let dir = TempDir::new("revoke-gateway");
+    let d = dir.path("keys");
+    let d = d.to_str().unwrap();
+    for id in ["a", "b"] {
+        let out = run(&["provision", "--dir", d, "--client", id, "--suite", "ctru-light-ascon"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let broker = EmbeddedBroker::start().unwrap();
+    let addr = broker.addr().to_string();
+    let (_gateway, lines) = spawn_gateway(&addr, d);
+    let mut app = Connection::connect(&addr).unwrap();
+    app.set_timeout(Some(Duration::from_secs(5))).unwrap();
+    app.mqtt_connect("application").unwrap();
+    app.subscribe(1, &["plain/#"]).unwrap();
+    let mut next_reading = || loop {
+        match app.recv() {
+            Ok(Packet::Publish { topic, payload }) => break Some(format!("{topic} {}", text(&payload))),
+            Ok(_) => {}
+            Err(_) => break None,
+        }
+    };
+    let key = |id: &str| SensorKeys::load(&dir.path("keys").join(format!("sensor-{id}.json"))).unwrap();
+    let mut a = SensorClient::connect_topic_mode(addr.as_str(), &key("a"), LIMIT).unwrap();
+    let mut b = SensorClient::connect_topic_mode(addr.as_str(), &key("b"), LIMIT).unwrap();
+    b.send_on("t", b"b before").unwrap();
+    assert_eq!(next_reading().as_deref(), Some("plain/b/t b before"));
+    wait_for_line(&lines, "b: 8 bytes → plain/b/t");
+    // The gateway is back in its wait; b is revoked, then sends a record
+    // and is sent a command, then a sends one.
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = run(&["revoke", "--dir", d, "--client", "b"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    b.send_on("t", b"b after").unwrap();
+    let mut cmd = Connection::connect(&addr).unwrap();
+    cmd.mqtt_connect("commander").unwrap();
+    cmd.publish("cmd/b/led", b"on").unwrap();
+    a.send_on("t", b"a after").unwrap();
+    assert_eq!(
+        next_reading().as_deref(),
+        Some("plain/a/t a after"),
+        "a record of the revoked sensor was delivered"
+    );
+    b.set_timeout(Duration::from_secs(1)).unwrap();
+    assert!(
+        matches!(b.recv_command(), Err(HostError::Timeout)),
+        "a command was sealed to the revoked sensor"
+    );
+    let seen = wait_for_line(&lines, "registry reloaded: 1 sensors; revoked [\"b\"]");
+    let seen = [seen, wait_for_line(&lines, "a: 7 bytes → plain/a/t")].concat();
+    assert!(!seen.iter().any(|l| l.starts_with("b: ")), "{seen:?}");
 }
 
 /// `kem-mqtt … | head` (issue #35): when the reader of its output goes away,

@@ -27,7 +27,11 @@
 //! sensor alone on `kem-mqtt/data/b2c/<id>[/<sub>]`. Records that do not
 //! open (tampered, moved, replayed, another sensor's) are counted and never
 //! delivered. The session's keys are wiped when its connection ends; a
-//! reconnect is a new handshake.
+//! reconnect is a new handshake. Records and readings are never retained
+//! (the plugin clears a record's retain flag), so nothing a sensor sent is
+//! served to a later subscriber, after its revocation included; and
+//! `registry.json` is looked at (one `stat`) before every record is opened
+//! and every command sealed, so a revocation applies to the next message.
 //!
 //! **Refusals** are all CONNACK 0x87: mosquitto 2.0's plugin API has no way
 //! to choose another reason code (only `MOSQ_ERR_AUTH` → 0x87 and
@@ -400,8 +404,9 @@ unsafe fn message_event(event_data: *mut c_void, userdata: *mut c_void) -> c_int
     if event_data.is_null() || userdata.is_null() {
         return MOSQ_ERR_SUCCESS;
     }
-    // SAFETY: userdata is our Plugin; event_data mosquitto's message event.
-    let (plugin, ev) = unsafe { (&*(userdata as *const Plugin), &*(event_data as *const EvtMessage)) };
+    // SAFETY: userdata is our Plugin; event_data mosquitto's message event,
+    // whose fields the plugin may change (mosquitto stores them back).
+    let (plugin, ev) = unsafe { (&*(userdata as *const Plugin), &mut *(event_data as *mut EvtMessage)) };
     // SAFETY: NUL-terminated topic owned by mosquitto.
     let Some(topic) = (unsafe { c_str(ev.topic) }) else {
         return MOSQ_ERR_SUCCESS;
@@ -414,6 +419,11 @@ unsafe fn message_event(event_data: *mut c_void, userdata: *mut c_void) -> c_int
     };
     // SAFETY: the event's client.
     let conn = unsafe { connection(ev.client) };
+    // A sensor's record is not retained, whoever sent it and whether or not
+    // it opens (its reading is published unretained below).
+    if plugin.refuses_retain(topic) {
+        ev.retain = false;
+    }
     match plugin.message(&conn, topic, payload) {
         Message::Pass => MOSQ_ERR_SUCCESS,
         Message::PassAndPublish { to, topic, payload } => {
@@ -421,9 +431,6 @@ unsafe fn message_event(event_data: *mut c_void, userdata: *mut c_void) -> c_int
                 return MOSQ_ERR_SUCCESS;
             };
             let to = to.and_then(|id| CString::new(id).ok());
-            // A reading keeps the record's retain flag; a command to one
-            // client is never retained.
-            let retain = to.is_none() && ev.retain;
             // SAFETY: valid C strings and `len` bytes; mosquitto copies them.
             let rc = unsafe {
                 mosquitto_broker_publish_copy(
@@ -432,7 +439,9 @@ unsafe fn message_event(event_data: *mut c_void, userdata: *mut c_void) -> c_int
                     len,
                     payload.as_ptr() as *const c_void,
                     c_int::from(ev.qos),
-                    retain,
+                    // Neither a reading nor a command is retained: a reading
+                    // the broker kept would outlive its sensor's revocation.
+                    false,
                     std::ptr::null_mut(),
                 )
             };
@@ -535,6 +544,9 @@ unsafe extern "C" fn on_tick(_event: c_int, _event_data: *mut c_void, userdata: 
             // SAFETY: our Plugin.
             let plugin = unsafe { &*(userdata as *const Plugin) };
             let now = Instant::now();
+            for outcome in plugin.deferred_reloads() {
+                reloaded(outcome);
+            }
             if let Some(outcome) = plugin.reload_if_changed(now) {
                 reloaded(outcome);
             }

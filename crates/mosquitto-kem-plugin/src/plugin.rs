@@ -266,6 +266,10 @@ pub struct Plugin {
     stats: Mutex<DeliveryStats>,
     /// How often, and when last, the counters were logged.
     stats_log: Mutex<(Duration, Instant, DeliveryStats)>,
+    /// Reloads made on the data path ([`Plugin::message`]), for the next
+    /// tick to log and to close the revoked sensors' connections (not from
+    /// inside the message callback, whose own connection may be one).
+    deferred: Mutex<Vec<Result<Reload, String>>>,
     #[cfg(feature = "fault-injection")]
     faults: crate::fault::Faults,
 }
@@ -285,6 +289,7 @@ impl Plugin {
             delivery: options.delivery,
             stats: Mutex::new(DeliveryStats::default()),
             stats_log: Mutex::new((options.stats_interval, Instant::now(), DeliveryStats::default())),
+            deferred: Mutex::new(Vec::new()),
             #[cfg(feature = "fault-injection")]
             faults: options.faults,
         })
@@ -306,6 +311,25 @@ impl Plugin {
     pub fn reload_if_changed(&self, now: Instant) -> Option<Result<Reload, String>> {
         let loaded = lock(&self.watch).poll(now)?;
         Some(loaded.map(|r| self.apply(r)).map_err(|e| e.to_string()))
+    }
+
+    /// Looks at `registry.json` now (one `stat`), before a record is opened
+    /// or a command sealed: a revocation written before the message arrived
+    /// applies to it, not only from the next tick on. A new registry is put
+    /// in place at once (the revoked sessions end here); its outcome waits
+    /// in [`Plugin::deferred_reloads`].
+    fn reload_now(&self) {
+        let Some(loaded) = lock(&self.watch).poll_now() else {
+            return;
+        };
+        let outcome = loaded.map(|r| self.apply(r)).map_err(|e| e.to_string());
+        lock(&self.deferred).push(outcome);
+    }
+
+    /// The reloads made on the data path since the last call: the tick logs
+    /// them and closes the connections of the sensors they revoked.
+    pub fn deferred_reloads(&self) -> Vec<Result<Reload, String>> {
+        std::mem::take(&mut *lock(&self.deferred))
     }
 
     /// `MOSQ_EVT_RELOAD` (mosquitto got SIGHUP): loads `registry.json` now.
@@ -466,6 +490,9 @@ impl Plugin {
     ///   application, a topic-mode gateway on the same broker) are the
     ///   ACL's to allow or deny: the shipped one grants no one those topics.
     pub fn message(&self, conn: &Connection, topic: &str, payload: &[u8]) -> Message {
+        if self.is_data_topic(topic) {
+            self.reload_now();
+        }
         let message = self.route(conn, topic, payload);
         let mut stats = lock(&self.stats);
         match &message {
@@ -481,6 +508,20 @@ impl Plugin {
             Message::Refuse => stats.refused += 1,
         }
         message
+    }
+
+    /// Whether `topic` is a sensor's record topic or an application's
+    /// command topic: where a session is used.
+    fn is_data_topic(&self, topic: &str) -> bool {
+        topics::parse_sealed_c2b(topic).is_some() || self.delivery.parse_command(topic).is_some()
+    }
+
+    /// Whether a PUBLISH on `topic` loses its retain flag: a sensor's record
+    /// is never kept by the broker, nor is the reading opened from it
+    /// (`plain/<id>/…`), so nothing a sensor published is served to a later
+    /// subscriber, after the sensor's revocation or re-enrolment included.
+    pub fn refuses_retain(&self, topic: &str) -> bool {
+        topics::parse_sealed_c2b(topic).is_some()
     }
 
     /// `MOSQ_EVT_ACL_CHECK` for a write: whether the plugin refuses it

@@ -123,3 +123,112 @@ fn topic_mode_revocation_ends_the_session_and_refuses_the_next_handshake() {
     assert_eq!(stats.sessions_revoked, 1, "{stats}");
     assert_eq!(stats.established, 2, "{stats}");
 }
+
+/// Every PUBLISH `conn` receives within `quiet` of the last one: (topic, payload).
+fn received(conn: &mut mqtt::Connection, quiet: Duration) -> Vec<(String, Vec<u8>)> {
+    let mut got = vec![];
+    while let Some(p) = next_publish(conn, quiet) {
+        got.push(p);
+    }
+    got
+}
+
+/// Issue #47: a record a sensor published with the retain flag (a thief
+/// with its leaked key chose the reading) is delivered live, but nothing
+/// of it is kept: after the sensor's revocation a new subscriber to every
+/// topic receives neither the reading on `plain/…` nor the sealed record.
+#[test]
+fn a_revoked_sensors_retained_reading_is_not_served_afterwards() {
+    let s = suite("ctru-light-ascon+x25519");
+    let (secrets, registry, keys) = enrol(&[("alice", s), ("bob", s)]);
+    // Every client may read every topic (the spy below reads the sealed ones too).
+    let mut broker = Broker::start(
+        "revoke-retain",
+        &secrets,
+        &registry,
+        Conf::TopicModeAnonymous,
+        &plugin_path(),
+    );
+    let addr = broker.addr();
+    let app = subscriber(&broker, "plain/#", 1, 30);
+    let (mut alice, outcome, session) = auth_attempt_session(&addr, &keys[0], "alice", None);
+    assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
+    let mut session = session.unwrap();
+    let topic = "kem-mqtt/data/c2b/alice/t";
+    let mut rec = vec![0u8; 64];
+    let n = session
+        .seal(topic.as_bytes(), b"chosen by the thief", &mut rec)
+        .unwrap();
+    alice.publish_retained(topic, &rec[..n]).unwrap();
+    assert_eq!(app.lines().unwrap(), ["plain/alice/t chosen by the thief"]);
+
+    revoke(&broker.dir, "alice");
+    assert!(
+        closed_by_peer(&mut alice, Duration::from_secs(5)),
+        "alice's connection outlived her revocation: {}",
+        broker.log()
+    );
+    let mut late = mqtt::Connection::connect(&addr).unwrap();
+    late.mqtt_connect("late-subscriber").unwrap();
+    late.subscribe(1, &["#"]).unwrap();
+    let kept: Vec<String> = received(&mut late, Duration::from_secs(1))
+        .into_iter()
+        .map(|(t, p)| format!("{t} ({} bytes)", p.len()))
+        .collect();
+    assert!(kept.is_empty(), "served after the revocation: {kept:?}");
+    broker.assert_alive();
+}
+
+/// Issue #47: the plugin looks at the registry before it opens a record or
+/// seals a command, not only on its once-a-second check: a record that
+/// follows the revocation at once is not opened, a command is not sealed.
+#[test]
+fn auth_mode_opens_no_record_sent_right_after_the_revocation() {
+    let s = suite("ctru-light-ascon+x25519");
+    let (secrets, registry, keys) = enrol(&[("alice", s), ("bob", s)]);
+    let mut broker = Broker::start(
+        "revoke-now",
+        &secrets,
+        &registry,
+        Conf::TopicModeAnonymous,
+        &plugin_path(),
+    );
+    let addr = broker.addr();
+    let mut spy = mqtt::Connection::connect(&addr).unwrap();
+    spy.mqtt_connect("spy").unwrap();
+    spy.subscribe(1, &["plain/#", "kem-mqtt/data/b2c/#"]).unwrap();
+    let (mut bob, outcome, session) = auth_attempt_session(&addr, &keys[1], "bob", None);
+    assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
+    let mut session = session.unwrap();
+    let topic = "kem-mqtt/data/c2b/bob/t";
+    publish_sealed(&mut bob, &mut session, topic, b"bob before");
+    assert_eq!(
+        next_publish(&mut spy, TIMEOUT),
+        Some(("plain/bob/t".to_string(), b"bob before".to_vec()))
+    );
+    // Five rounds, each within a few milliseconds of its revocation (the
+    // once-a-second check alone lets nearly every one through).
+    let mut app = mqtt::Connection::connect(&addr).unwrap();
+    app.mqtt_connect("app").unwrap();
+    for round in 0..5 {
+        if round > 0 {
+            // bob enrolled again (new keys: a new registry entry) and back.
+            let path = broker.dir.join("registry.json");
+            let mut r = Registry::load_or_empty(&path).unwrap();
+            r.clients.insert("bob".into(), registry.clients["bob"].clone());
+            r.save(&path).unwrap();
+            std::thread::sleep(Duration::from_millis(1100));
+            let (conn, outcome, s) = auth_attempt_session(&addr, &keys[1], "bob", None);
+            assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS), "round {round}");
+            (bob, session) = (conn, s.unwrap());
+        }
+        revoke(&broker.dir, "bob");
+        publish_sealed(&mut bob, &mut session, topic, b"bob after");
+        app.publish("cmd/bob/led", b"on").unwrap();
+        let got = received(&mut spy, Duration::from_millis(500));
+        assert!(got.is_empty(), "round {round}: delivered after the revocation: {got:?}");
+    }
+    let log = broker.log();
+    assert!(log.contains("revoked [\"bob\"]"), "{log}");
+    broker.assert_alive();
+}
