@@ -88,7 +88,9 @@ mod fault;
 mod plugin;
 
 pub use kem_mqtt_host::admission::parse_rate;
-pub use plugin::{Connection, DeliveryStats, Message, Options, Outcome, Plugin, Refusal, Reload, Undelivered};
+pub use plugin::{
+    guard_refuses, Connection, DeliveryStats, Message, Mode, Options, Outcome, Plugin, Refusal, Reload, Undelivered,
+};
 
 const MOSQ_ERR_AUTH_CONTINUE: c_int = -4;
 const MOSQ_ERR_SUCCESS: c_int = 0;
@@ -479,21 +481,41 @@ unsafe extern "C" fn on_message(_event: c_int, event_data: *mut c_void, userdata
     })
 }
 
+/// The topic guard ([`guard_refuses`]) on one access check: `Some(DENIED)`
+/// for a client id with `/` on a `kem-mqtt/` topic, logged.
+fn guarded(conn: &Connection, topic: &str) -> Option<c_int> {
+    if !guard_refuses(conn.client_id, topic) {
+        return None;
+    }
+    let id = conn.client_id.unwrap_or("");
+    log(
+        MOSQ_LOG_NOTICE,
+        &format!("refused {id:?} access to {topic}: a client id with '/' would stand for several topic levels"),
+    );
+    Some(MOSQ_ERR_ACL_DENIED)
+}
+
 unsafe fn acl_check_event(event_data: *mut c_void, userdata: *mut c_void) -> c_int {
-    if event_data.is_null() || userdata.is_null() {
+    if event_data.is_null() {
         return MOSQ_ERR_PLUGIN_DEFER;
     }
-    // SAFETY: userdata is our Plugin; event_data mosquitto's ACL check event.
-    let (plugin, ev) = unsafe { (&*(userdata as *const Plugin), &*(event_data as *const EvtAclCheck)) };
-    if ev.access & MOSQ_ACL_WRITE == 0 {
-        return MOSQ_ERR_PLUGIN_DEFER;
-    }
+    // SAFETY: event_data is mosquitto's ACL check event.
+    let ev = unsafe { &*(event_data as *const EvtAclCheck) };
     // SAFETY: NUL-terminated topic owned by mosquitto.
     let Some(topic) = (unsafe { c_str(ev.topic) }) else {
         return MOSQ_ERR_PLUGIN_DEFER;
     };
     // SAFETY: the event's client.
     let conn = unsafe { connection(ev.client) };
+    if let Some(denied) = guarded(&conn, topic) {
+        return denied;
+    }
+    // Topic mode registers no Plugin: the guard is all it does.
+    if userdata.is_null() || ev.access & MOSQ_ACL_WRITE == 0 {
+        return MOSQ_ERR_PLUGIN_DEFER;
+    }
+    // SAFETY: userdata is our Plugin.
+    let plugin = unsafe { &*(userdata as *const Plugin) };
     if plugin.refuses_write(&conn, topic) {
         let id = conn.client_id.unwrap_or("");
         log(
@@ -570,6 +592,8 @@ unsafe extern "C" fn on_reload(_event: c_int, _event_data: *mut c_void, userdata
 }
 
 static IDENTIFIER: Mutex<usize> = Mutex::new(0);
+/// The mode the plugin was loaded in (which callbacks it registered).
+static MODE: Mutex<Mode> = Mutex::new(Mode::Auth);
 
 /// Loads the keys (`plugin_opt_keys_dir`) and registers the callbacks.
 ///
@@ -602,6 +626,24 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
                 return MOSQ_ERR_INVAL;
             }
         };
+        if opts.mode == Mode::TopicGuard {
+            log(
+                MOSQ_LOG_INFO,
+                "topic mode: the kem-mqtt/ topics are refused to client ids with '/'",
+            );
+            // SAFETY: callbacks registered with our identifier, no userdata.
+            unsafe {
+                for (event, cb, data) in callbacks(Mode::TopicGuard) {
+                    let rc = mosquitto_callback_register(identifier, event, cb, data, std::ptr::null_mut());
+                    if rc != MOSQ_ERR_SUCCESS {
+                        return rc;
+                    }
+                }
+            }
+            *IDENTIFIER.lock().unwrap_or_else(|e| e.into_inner()) = identifier as usize;
+            *MODE.lock().unwrap_or_else(|e| e.into_inner()) = Mode::TopicGuard;
+            return MOSQ_ERR_SUCCESS;
+        }
         let dir = opts.keys_dir.clone();
         let limits = opts.limits;
         let plugin = match Plugin::load(opts) {
@@ -619,7 +661,7 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
         // SAFETY: out-pointer from mosquitto; callbacks registered with our identifier.
         unsafe {
             *userdata = ptr;
-            for (event, cb, data) in callbacks() {
+            for (event, cb, data) in callbacks(Mode::Auth) {
                 let rc = mosquitto_callback_register(identifier, event, cb, data, ptr);
                 if rc != MOSQ_ERR_SUCCESS {
                     return rc;
@@ -633,10 +675,14 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
 
 const AUTH_METHOD_C: &CStr = c"KEM-MQTT/1";
 
-/// (event, callback, event data): the authentication callbacks are registered for our method only.
-fn callbacks() -> [(c_int, Callback, *const c_void); 7] {
+/// (event, callback, event data) of `mode`: the authentication callbacks
+/// are registered for our method only; topic mode has the access check alone.
+fn callbacks(mode: Mode) -> Vec<(c_int, Callback, *const c_void)> {
+    if mode == Mode::TopicGuard {
+        return vec![(MOSQ_EVT_ACL_CHECK, on_acl_check, std::ptr::null())];
+    }
     let method = AUTH_METHOD_C.as_ptr() as *const c_void;
-    [
+    vec![
         (MOSQ_EVT_RELOAD, on_reload, std::ptr::null()),
         (MOSQ_EVT_ACL_CHECK, on_acl_check, std::ptr::null()),
         (MOSQ_EVT_EXT_AUTH_START, on_auth, method),
@@ -659,9 +705,11 @@ pub unsafe extern "C" fn mosquitto_plugin_cleanup(
 ) -> c_int {
     contained("cleanup", MOSQ_ERR_SUCCESS, || {
         let identifier = *IDENTIFIER.lock().unwrap_or_else(|e| e.into_inner()) as *mut c_void;
-        // SAFETY: the identifier and callbacks registered in init; userdata is our Box.
+        let mode = *MODE.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the identifier and callbacks registered in init; userdata
+        // is our Box (null in topic mode).
         unsafe {
-            for (event, cb, data) in callbacks() {
+            for (event, cb, data) in callbacks(mode) {
                 mosquitto_callback_unregister(identifier, event, cb, data);
             }
             if !userdata.is_null() {

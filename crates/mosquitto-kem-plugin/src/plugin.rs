@@ -164,10 +164,36 @@ impl std::fmt::Display for DeliveryStats {
     }
 }
 
+/// What the plugin does on its broker (`plugin_opt_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `auth` (the default): the broker side of KEM-MQTT/1 inside MQTT v5
+    /// enhanced authentication, the data path, and the topic guard.
+    Auth,
+    /// `topic`: a `kem-mqtt gateway` beside the broker runs the protocol;
+    /// the plugin holds no key and only guards the `kem-mqtt/` topics
+    /// ([`guard_refuses`]).
+    TopicGuard,
+}
+
+/// Whether the topic guard refuses `client_id` every access to `topic`: a
+/// client id with `/` on the `kem-mqtt/` topics. The shipped ACLs grant a
+/// client the topics of its own id (`pattern write kem-mqtt/data/c2b/%c/#`),
+/// and mosquitto expands `%c` with its `/`s (it refuses only `+` and `#`),
+/// so client `alice/c2b` would write `kem-mqtt/data/c2b/alice/c2b/…`, which
+/// the gateway reads as alice's records. No KEM-MQTT id contains `/`
+/// ([`kem_mqtt::valid_client_id`]), so no sensor is refused.
+pub fn guard_refuses(client_id: Option<&str>, topic: &str) -> bool {
+    topic.starts_with("kem-mqtt/") && client_id.is_some_and(|id| id.contains('/'))
+}
+
 /// `plugin_opt_*` settings (the `plugin_opt_` prefix removed).
 #[derive(Debug)]
 pub struct Options {
-    /// Directory with `broker-key.json` and `registry.json`.
+    /// What the plugin does.
+    pub mode: Mode,
+    /// Directory with `broker-key.json` and `registry.json` (AUTH mode;
+    /// empty in topic mode).
     pub keys_dir: String,
     /// ClientHello rate limits.
     pub limits: AdmissionConfig,
@@ -185,6 +211,7 @@ impl Options {
     /// earlier one (as mosquitto does for its own settings). Unknown keys are
     /// an error, so a misspelt limit does not silently leave the default.
     pub fn parse<'a>(opts: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Options, String> {
+        let mut mode = Mode::Auth;
         let mut keys_dir = None;
         let mut limits = AdmissionConfig::default();
         let (mut plain, mut command) = (
@@ -196,6 +223,13 @@ impl Options {
         let mut faults = crate::fault::Faults::default();
         for (k, v) in opts {
             match k {
+                "mode" => {
+                    mode = match v.trim() {
+                        "auth" => Mode::Auth,
+                        "topic" => Mode::TopicGuard,
+                        _ => return Err(format!("plugin_opt_mode {v:?}: expected auth or topic")),
+                    }
+                }
                 "keys_dir" => keys_dir = Some(v.to_string()),
                 "limit_per_id" => limits.per_id = parse_rate(v)?,
                 "limit_per_source" => limits.per_source = parse_rate(v)?,
@@ -219,8 +253,18 @@ impl Options {
                 _ => return Err(format!("unknown option plugin_opt_{k}")),
             }
         }
+        let keys_dir = match (mode, keys_dir) {
+            (Mode::Auth, Some(dir)) => dir,
+            (Mode::Auth, None) => return Err("plugin_opt_keys_dir is required".into()),
+            (Mode::TopicGuard, None) => String::new(),
+            // A key directory that is not used would suggest it is.
+            (Mode::TopicGuard, Some(_)) => {
+                return Err("plugin_opt_keys_dir: in topic mode the gateway holds the keys, not the plugin".into())
+            }
+        };
         Ok(Options {
-            keys_dir: keys_dir.ok_or("plugin_opt_keys_dir is required")?,
+            mode,
+            keys_dir,
             limits,
             delivery: Delivery::new(&plain, &command)?,
             stats_interval,
@@ -622,6 +666,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_guard_refuses_client_ids_with_a_slash_on_the_kem_mqtt_topics_only() {
+        for id in ["alice/c2b", "s0/b2c/x", "/", "x/"] {
+            for topic in [
+                "kem-mqtt/data/c2b/alice/c2b/t",
+                "kem-mqtt/hs/x/c2b",
+                "kem-mqtt/cluster/g/owner/a",
+            ] {
+                assert!(guard_refuses(Some(id), topic), "{id} on {topic}");
+            }
+            assert!(!guard_refuses(Some(id), "plain/alice/t"), "{id}: not a kem-mqtt/ topic");
+        }
+        for id in ["alice", "kem-mqtt-gateway-a", "mosq-Xy9.z_1"] {
+            assert!(!guard_refuses(Some(id), "kem-mqtt/data/c2b/alice/t"), "{id}");
+        }
+        assert!(!guard_refuses(None, "kem-mqtt/data/c2b/alice/t"));
+    }
+
+    #[test]
     fn options_last_value_wins_and_unknown_keys_are_refused() {
         let o = Options::parse([
             ("keys_dir", "/a"),
@@ -637,6 +699,14 @@ mod tests {
         assert!(
             Options::parse([("limit_global", "1/1s")]).is_err(),
             "keys_dir is required"
+        );
+        let guard = Options::parse([("mode", "topic")]).unwrap();
+        assert_eq!((guard.mode, guard.keys_dir.as_str()), (Mode::TopicGuard, ""));
+        assert!(Options::parse([("mode", "topic"), ("keys_dir", "/a")]).is_err());
+        assert!(Options::parse([("keys_dir", "/a"), ("mode", "gateway")]).is_err());
+        assert_eq!(
+            Options::parse([("keys_dir", "/a"), ("mode", "auth")]).unwrap().mode,
+            Mode::Auth
         );
         #[cfg(not(feature = "fault-injection"))]
         assert!(

@@ -234,6 +234,17 @@ fn no_client_id_reaches_a_topic_a_sensor_or_an_application_reads() {
     );
     let stats = gw.stop().unwrap();
     assert_eq!((stats.established, stats.records_opened), (1, 1), "{stats}");
+    // Nor did any of it reach the gateway as s0's: the plugin's guard
+    // refuses the kem-mqtt/ topics to ids with '/' (issue #47; before, the
+    // records of `s0/c2b`, `s0/x` and `s0/b2c` were read as s0's and failed).
+    assert_eq!(stats.records_rejected, 0, "{stats}");
+    assert!(
+        broker
+            .log()
+            .contains("refused \"s0/c2b\" access to kem-mqtt/data/c2b/s0/c2b/t"),
+        "{}",
+        broker.log()
+    );
 }
 
 /// Issue #32, defect 1, in topic mode: an attacker who claims 40 returning

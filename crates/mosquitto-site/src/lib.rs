@@ -10,8 +10,8 @@
 //!   and `kem-mqtt.acl` as shipped, only paths and port replaced, with the
 //!   plugin, keys and a password file holding [`APP_USER`];
 //! - [`Site::topic_mode`] runs `crates/kem-mqtt-host/mosquitto-gateway.conf`
-//!   and `gateway.acl` as shipped, no plugin, accounts [`GATEWAY_USER`] and
-//!   [`APP_USER`];
+//!   and `gateway.acl` as shipped, the plugin as the topic guard only,
+//!   accounts [`GATEWAY_USER`] and [`APP_USER`];
 //! - [`Subscriber`] and [`app_publish`]: `mosquitto_sub` and
 //!   `mosquitto_pub` (package `mosquitto-clients`) as the application.
 //!
@@ -443,10 +443,11 @@ impl Site {
         Site::launch(dir, |dir, port| auth_mode_config(&conf, dir, port, plugin))
     }
 
-    /// Topic mode: mosquitto without the plugin, `mosquitto-gateway.conf`
-    /// and `gateway.acl` as shipped (only paths and port replaced), a
-    /// password file with [`GATEWAY_USER`] and [`APP_USER`].
-    pub fn topic_mode(name: &str) -> Result<Site, String> {
+    /// Topic mode: `mosquitto-gateway.conf` and `gateway.acl` as shipped
+    /// (only paths and port replaced; the plugin at `plugin` guards the
+    /// `kem-mqtt/` topics), a password file with [`GATEWAY_USER`] and
+    /// [`APP_USER`].
+    pub fn topic_mode(name: &str, plugin: &Path) -> Result<Site, String> {
         let dir = fresh_dir(name)?;
         write(&dir.join("gateway.acl"), GATEWAY_ACL)?;
         password_file(
@@ -464,6 +465,10 @@ impl Site {
                     (
                         "acl_file /etc/mosquitto/kem-mqtt-gateway.acl\n",
                         format!("acl_file {}\n", dir.join("gateway.acl").display()),
+                    ),
+                    (
+                        "plugin /usr/local/lib/mosquitto/libmosquitto_kem_plugin.so\n",
+                        format!("plugin {}\n", plugin.display()),
                     ),
                     ("listener 1883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
                 ],

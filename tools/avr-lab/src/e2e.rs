@@ -3,7 +3,7 @@
 //!
 //! - AUTH mode: mosquitto with the KEM-MQTT plugin and the shipped
 //!   `mosquitto.conf`/`kem-mqtt.acl`;
-//! - topic mode: mosquitto without the plugin, the shipped
+//! - topic mode: mosquitto with the plugin as a topic guard only, the shipped
 //!   `mosquitto-gateway.conf`/`gateway.acl`, and a `kem-mqtt` gateway;
 //!
 //! in both, `mosquitto_sub` as the application must print exactly the
@@ -79,8 +79,8 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     check_delivery(Mode::Auth, app).map_err(|e| format!("{e}\nbroker log:\n{}", site.log()))?;
     drop(site);
 
-    // Topic mode: the same sensor through a gateway on a broker without the plugin.
-    let site = Site::topic_mode("e2e-topic")?;
+    // Topic mode: the same sensor through a gateway, the plugin only guarding topics.
+    let site = Site::topic_mode("e2e-topic", &plugin)?;
     let state = Arc::new(BrokerState { secrets, registry });
     let login = Some((GATEWAY_USER, GATEWAY_PASSWORD));
     let gateway = Gateway::connect_login(site.addr(), state.clone(), GatewayConfig::default(), login)

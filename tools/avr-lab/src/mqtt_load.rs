@@ -284,8 +284,8 @@ pub fn run(a: &MqttLoadArgs) -> Result<(), String> {
         }
     }
     {
-        // Topic mode: mosquitto without the plugin, the gateway(s) beside it.
-        let site = Site::topic_mode("load-topic")?;
+        // Topic mode: the gateway(s) beside mosquitto, the plugin only guarding topics.
+        let site = Site::topic_mode("load-topic", &plugin)?;
         let work = root.join("target/mqtt-load");
         let gateways = Gateways::start(&bin, &site, &keys, &gateway_password, a.gateways, &work)?;
         for &suite in &suites {

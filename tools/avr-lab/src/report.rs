@@ -602,8 +602,8 @@ fn load_summary(run: &records::LoadRun) -> String {
          handshaking at a time, each staying connected, then {} readings each; an application \
          subscribed to `plain/#` counts the readings delivered opened. AUTH mode: mosquitto with the \
          plugin, the shipped configuration with the ClientHello rate limits off (one source address \
-         sends every hello), its registry holding every suite's fleet. Topic mode: mosquitto without \
-         the plugin, gateway instances: {} (rate limits off as well). Machine: {}; {}; revision `{}`. \
+         sends every hello), its registry holding every suite's fleet. Topic mode: mosquitto with the \
+         plugin as a topic guard only, gateway instances: {} (rate limits off as well). Machine: {}; {}; revision `{}`. \
          The sensors run on the same cores as the broker, so every rate is a lower bound for a broker \
          with the machine to itself.\n\n\
          Handshakes/s over the handshake phase; latency from the sensor's TCP connect to its \

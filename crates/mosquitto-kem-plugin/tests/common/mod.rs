@@ -79,9 +79,9 @@ impl Broker {
         Broker(Site::auth_mode(name, secrets, registry, conf, plugin).unwrap())
     }
 
-    /// [`Site::topic_mode`].
+    /// [`Site::topic_mode`], the plugin as its guard.
     pub fn start_topic_mode(name: &str) -> Broker {
-        Broker(Site::topic_mode(name).unwrap())
+        Broker(Site::topic_mode(name, &plugin_path()).unwrap())
     }
 
     /// Starts mosquitto again.
