@@ -371,12 +371,10 @@ fn wait_for_line(lines: &mpsc::Receiver<String>, what: &str) -> Vec<String> {
     }
 }
 
-/// `kem-mqtt gateway --broker <broker> --dir <dir>`, once connected; its
-/// stdout line by line.
-fn spawn_gateway(broker: &str, dir: &str) -> (Running, mpsc::Receiver<String>) {
-    let mut gateway = spawn(&["gateway", "--broker", broker, "--dir", dir]);
+/// `child`'s stdout, line by line, as it comes.
+fn stdout_lines(child: &mut Running) -> mpsc::Receiver<String> {
     let (tx, lines) = mpsc::channel();
-    let stdout = BufReader::new(gateway.0.stdout.take().unwrap());
+    let stdout = BufReader::new(child.0.stdout.take().unwrap());
     std::thread::spawn(move || {
         for l in stdout.lines().map_while(Result::ok) {
             if tx.send(l).is_err() {
@@ -384,6 +382,14 @@ fn spawn_gateway(broker: &str, dir: &str) -> (Running, mpsc::Receiver<String>) {
             }
         }
     });
+    lines
+}
+
+/// `kem-mqtt gateway --broker <broker> --dir <dir>`, once connected; its
+/// stdout line by line.
+fn spawn_gateway(broker: &str, dir: &str) -> (Running, mpsc::Receiver<String>) {
+    let mut gateway = spawn(&["gateway", "--broker", broker, "--dir", dir]);
+    let lines = stdout_lines(&mut gateway);
     wait_for_line(&lines, &format!("gateway connected to {broker}"));
     (gateway, lines)
 }
@@ -547,6 +553,104 @@ fn the_gateway_opens_no_record_of_a_sensor_revoked_while_it_waited() {
     let seen = wait_for_line(&lines, "registry reloaded: 1 sensors; revoked [\"b\"]");
     let seen = [seen, wait_for_line(&lines, "a: 7 bytes → plain/a/t")].concat();
     assert!(!seen.iter().any(|l| l.starts_with("b: ")), "{seen:?}");
+}
+
+/// A pty standing for a board on a USB serial adapter: a new pair whose
+/// other end `link` names (a symlink, as udev gives a board a stable name).
+fn plug_board(link: &Path) -> avr_serial::serialport::TTYPort {
+    use avr_serial::serialport::{SerialPort, TTYPort};
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let (master, slave) = TTYPort::pair().unwrap();
+    let path = slave.name().unwrap();
+    drop(slave);
+    // The pair's descriptors are inherited by the processes this test
+    // starts, which would keep the port from hanging up when it is
+    // dropped: only a close-on-exec copy of the master is kept.
+    // SAFETY: the descriptor is the master's, owned by the File from here.
+    let master = unsafe { std::fs::File::from_raw_fd(master.into_raw_fd()) };
+    let copy = master.try_clone().unwrap();
+    drop(master);
+    // SAFETY: `copy` owned the descriptor; the TTYPort owns it from here.
+    let mut master = unsafe { TTYPort::from_raw_fd(copy.into_raw_fd()) };
+    master.set_timeout(Duration::from_millis(100)).unwrap();
+    let _ = std::fs::remove_file(link);
+    std::os::unix::fs::symlink(path, link).unwrap();
+    master
+}
+
+/// Asks the bridge on `board` for a nonce under `tag` (again every 2 s
+/// until it has the port open); its answer's (kind, tag).
+fn nonce_from_bridge(board: &mut avr_serial::serialport::TTYPort, tag: u8) -> (u8, u8) {
+    use avr_wire::app::{self as wire, Deframed, Deframer};
+    use std::io::Write;
+    let suite = kem_mqtt::Suite::ALL.into_iter().find(|s| s.enabled()).unwrap();
+    let request = wire::frame(wire::NONCE_REQ, tag, &[suite.id()]).unwrap();
+    let mut deframer: Box<Deframer<{ wire::MAX_PAYLOAD }>> = Box::default();
+    let deadline = Instant::now() + LIMIT;
+    let mut asked = Instant::now() - Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if asked.elapsed() >= Duration::from_secs(2) {
+            let _ = board.write_all(&request);
+            asked = Instant::now();
+        }
+        let mut buf = [0u8; 256];
+        // A hang-up until the bridge opens its end: try again.
+        let Ok(n) = board.read(&mut buf) else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        for &b in &buf[..n] {
+            if let Deframed::Frame { kind, tag, .. } = deframer.push(b) {
+                return (kind, tag);
+            }
+        }
+    }
+    panic!("no answer from the bridge within {LIMIT:?}")
+}
+
+/// Issue #47: a board unplugged (its port hangs up) does not end `kem-mqtt
+/// serial-bridge`: it says so, opens the port again once it is back, and
+/// answers the board there; SIGTERM still ends it with status 0.
+#[test]
+fn the_serial_bridge_waits_for_an_unplugged_board_to_come_back() {
+    use avr_wire::app as wire;
+    let dir = TempDir::new("unplug");
+    let link = dir.path("ttyBOARD");
+    let mut board = plug_board(&link);
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let mut bridge = spawn(&["serial-bridge", "--port", link.to_str().unwrap(), "--broker", &nobody]);
+    let lines = stdout_lines(&mut bridge);
+    wait_for_line(&lines, "carrying the session");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(nonce_from_bridge(&mut board, 1), (wire::NONCE, 1));
+    // Unplugged for a while, then back under the same name.
+    drop(board);
+    wait_for_line(&lines, "the board's port failed");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        bridge.0.try_wait().unwrap().is_none(),
+        "the bridge ended when its port hung up"
+    );
+    let mut board = plug_board(&link);
+    wait_for_line(&lines, "the board's port is back");
+    assert_eq!(nonce_from_bridge(&mut board, 2), (wire::NONCE, 2));
+    let pid = bridge.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(s) = bridge.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "SIGTERM did not end the bridge");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let rest = wait_for_line(&lines, "serial-bridge: stopped: ");
+    assert!(rest.is_empty(), "{rest:?}");
 }
 
 /// `kem-mqtt … | head` (issue #35): when the reader of its output goes away,

@@ -257,6 +257,11 @@ struct SerialBridgeArgs {
     /// Seconds to wait for each answer of the board and of the broker
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     wait: u64,
+    /// When the board's port fails (a USB adapter unplugged), how long the
+    /// bridge tries to open it again, once a second, before it exits
+    /// (sensor application images only)
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    reopen_for: u64,
 }
 
 #[derive(Args, Debug)]
@@ -425,8 +430,7 @@ fn session_bridge(args: &SerialBridgeArgs, wait: Duration) -> Result<(), CliErro
         signal_hook::flag::register(signal, stop.clone()).map_err(|e| unexpected(format!("signal {signal}: {e}")))?;
     }
     // Short reads: between the board's requests the bridge polls the broker.
-    let mut port = avr_serial::open(&args.port, args.baud, Duration::from_millis(50))
-        .map_err(|e| CliError::Board(e.to_string()))?;
+    let mut open = || avr_serial::open(&args.port, args.baud, Duration::from_millis(50)).map_err(|e| e.to_string());
     let cfg = SessionConfig {
         broker: args.broker.addr.clone(),
         tls: args.broker.tls()?,
@@ -439,8 +443,17 @@ fn session_bridge(args: &SerialBridgeArgs, wait: Duration) -> Result<(), CliErro
         args.broker.addr,
         args.mode.name()
     );
-    let stats = session::serve(&mut port, &cfg, &stop, &mut |line| println!("serial-bridge: {line}"))
-        .map_err(|e| unexpected(e.to_string()))?;
+    let reopen = session::Reopen {
+        for_at_most: Duration::from_secs(args.reopen_for),
+        ..session::Reopen::default()
+    };
+    let stats = session::serve_reopening(&mut open, &cfg, &stop, reopen, &mut |line| {
+        println!("serial-bridge: {line}")
+    })
+    .map_err(|e| match e {
+        kem_mqtt_host::bridge::BridgeError::Setup(e) => CliError::Board(e),
+        e => unexpected(e.to_string()),
+    })?;
     println!("serial-bridge: stopped: {stats}");
     Ok(())
 }

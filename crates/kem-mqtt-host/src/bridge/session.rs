@@ -18,6 +18,11 @@
 //! wait here for the board's next record; a new handshake drops them (they
 //! were sealed under the old session's keys, so the board could not open
 //! them). Between requests the bridge keeps the MQTT connection alive.
+//!
+//! A port that fails (a USB adapter unplugged hangs it up) does not end the
+//! bridge: [`serve_reopening`] logs it, ends the broker connection, and
+//! opens the port again once a second until it is back (the board then
+//! starts a new handshake), for at most [`Reopen::for_at_most`].
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -80,6 +85,94 @@ impl std::fmt::Display for SessionStats {
     }
 }
 
+impl SessionStats {
+    /// Adds `other`'s counts to these (one session across a lost port).
+    fn add(&mut self, other: &SessionStats) {
+        self.frames += other.frames;
+        self.dropped += other.dropped;
+        self.handshakes += other.handshakes;
+        self.refused += other.refused;
+        self.records += other.records;
+        self.commands += other.commands;
+        self.link_down += other.link_down;
+    }
+}
+
+/// How [`serve_reopening`] waits for a lost port to come back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reopen {
+    /// The pause between two attempts to open it.
+    pub every: Duration,
+    /// How long it tries before the bridge ends with the error (a service
+    /// manager then restarts it: docs/broker.md has a systemd unit).
+    pub for_at_most: Duration,
+}
+
+impl Default for Reopen {
+    fn default() -> Self {
+        Reopen {
+            every: Duration::from_secs(1),
+            for_at_most: Duration::from_secs(600),
+        }
+    }
+}
+
+/// [`serve`] on the port `open` gives; when that port fails, again on a new
+/// one: the loss is logged, and `open` is tried every [`Reopen::every`]
+/// until it succeeds, `stop` is set, or [`Reopen::for_at_most`] has passed
+/// (then the error that ended the last attempt). The first `open` is not
+/// retried: a port that never opened is a mistake to report at once.
+pub fn serve_reopening<P: Read + Write>(
+    open: &mut dyn FnMut() -> Result<P, String>,
+    cfg: &SessionConfig,
+    stop: &AtomicBool,
+    reopen: Reopen,
+    log: &mut dyn FnMut(&str),
+) -> Result<SessionStats, BridgeError> {
+    let mut total = SessionStats::default();
+    let mut port = open().map_err(BridgeError::Setup)?;
+    loop {
+        let lost = match serve(&mut port, cfg, stop, log) {
+            Ok(stats) => {
+                total.add(&stats);
+                return Ok(total);
+            }
+            Err(BridgeError::Port { error, stats }) => {
+                total.add(&stats);
+                error
+            }
+            Err(e) => return Err(e),
+        };
+        drop(port);
+        log(&format!(
+            "the board's port failed ({lost}); opening it again every {} s for up to {} s",
+            reopen.every.as_secs_f32(),
+            reopen.for_at_most.as_secs()
+        ));
+        let since = Instant::now();
+        port = loop {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(total);
+            }
+            std::thread::sleep(reopen.every);
+            match open() {
+                Ok(p) => break p,
+                Err(e) if since.elapsed() >= reopen.for_at_most => {
+                    return Err(BridgeError::Setup(format!(
+                        "the board's port did not come back within {} s: {e}",
+                        reopen.for_at_most.as_secs()
+                    )))
+                }
+                Err(_) => {}
+            }
+        };
+        log(&format!(
+            "the board's port is back after {:.1} s",
+            since.elapsed().as_secs_f32()
+        ));
+    }
+}
+
 /// The broker side of one board session.
 struct Upstream {
     link: Link,
@@ -127,9 +220,9 @@ pub fn serve<P: Read + Write>(
             }
             Err(error) => {
                 bridge.close(log);
-                return Err(BridgeError::Io {
-                    during: "reading the board's port".into(),
-                    error,
+                return Err(BridgeError::Port {
+                    error: format!("reading the board's port: {error}"),
+                    stats: Box::new(bridge.stats),
                 });
             }
         };
@@ -158,12 +251,13 @@ pub fn serve<P: Read + Write>(
             }
             // Every answer is far below MAX_PAYLOAD (a BrokerHello ≤ 1.6 KB).
             let out = wire::frame(answer, tag, &payload).unwrap_or_default();
-            port.write_all(&out)
-                .and_then(|()| port.flush())
-                .map_err(|error| BridgeError::Io {
-                    during: "writing to the board's port".into(),
-                    error,
-                })?;
+            if let Err(error) = port.write_all(&out).and_then(|()| port.flush()) {
+                bridge.close(log);
+                return Err(BridgeError::Port {
+                    error: format!("writing to the board's port: {error}"),
+                    stats: Box::new(bridge.stats),
+                });
+            }
         }
         if n == 0 {
             bridge.idle(log);
