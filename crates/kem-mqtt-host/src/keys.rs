@@ -18,14 +18,15 @@
 //! Files are written with mode 0600 (written to a temporary file of the
 //! writer's own in the same directory, then renamed over the target, so a
 //! reader never sees half a file and an older file's wider mode does not
-//! survive; a file replaced keeps its owner and group, so the broker's
-//! user can still read a registry root rewrote); a file with secret keys whose mode lets others read or write
-//! it is refused on load ([`KeyError::Permissions`]), and so is a registry
-//! that group or others may write, or one in such a directory
-//! ([`KeyError::WritableByOthers`]); [`private_dir`]
-//! creates key directories with mode 0700, and [`DirLock`] serialises the
-//! registry's read-modify-write between provisioning runs. `Debug` of every
-//! type here prints `[redacted]` for secret fields.
+//! survive; a file replaced keeps its owner and group, and a new file —
+//! the lock file included — takes the key directory's, so the broker's user
+//! can still read, and revoke in, a directory root wrote into); a file with
+//! secret keys whose mode lets others read or write it is refused on load
+//! ([`KeyError::Permissions`]), and so is a registry that group or others
+//! may write, or one in such a directory ([`KeyError::WritableByOthers`]);
+//! [`private_dir`] creates key directories with mode 0700, and [`DirLock`]
+//! serialises the registry's read-modify-write between provisioning runs.
+//! `Debug` of every type here prints `[redacted]` for secret fields.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -244,7 +245,10 @@ fn refuse_writable_by_others(meta: &std::fs::Metadata) -> Result<(), KeyError> {
 pub struct DirLock(#[allow(dead_code)] std::fs::File);
 
 impl DirLock {
-    /// Waits for the lock on `dir`. Errors name the lock file.
+    /// Waits for the lock on `dir`. The lock file, like every file written
+    /// into a key directory, belongs to the directory's owner (root running
+    /// `kem-mqtt revoke` in the broker user's directory leaves no file that
+    /// user cannot open). Errors name the lock file.
     pub fn acquire(dir: &Path) -> Result<DirLock, KeyError> {
         let path = dir.join(".lock");
         let file = std::fs::OpenOptions::new()
@@ -253,10 +257,32 @@ impl DirLock {
             .truncate(false)
             .mode(0o600)
             .open(&path)
-            .map_err(|e| KeyError::from(e).in_file(&path))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::PermissionDenied => KeyError::Invalid(format!(
+                    "{e}: the lock file belongs to another user; give it to the key directory's owner \
+                     (chown --reference={} {})",
+                    dir.display(),
+                    path.display()
+                )),
+                _ => KeyError::from(e),
+            })
+            .map_err(|e| e.in_file(&path))?;
+        give_to_owner_of(&file, dir).map_err(|e| KeyError::from(e).in_file(&path))?;
         file.lock().map_err(|e| KeyError::from(e).in_file(&path))?;
         Ok(DirLock(file))
     }
+}
+
+/// Gives `file` the owner and group of `like` (a file it replaces, or the
+/// key directory it is new in) where they differ: only root can, and
+/// root is who writes into another user's key directory.
+fn give_to_owner_of(file: &std::fs::File, like: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let (want, have) = (std::fs::metadata(like)?, file.metadata()?);
+    if (want.uid(), want.gid()) != (have.uid(), have.gid()) {
+        std::os::unix::fs::fchown(file, Some(want.uid()), Some(want.gid()))?;
+    }
+    Ok(())
 }
 
 /// A temporary name beside `path` that no other writer uses: this process,
@@ -307,17 +333,16 @@ fn save_json<T: Serialize>(value: &T, path: &Path, replace: bool) -> Result<(), 
             .open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
-        // The file replaced keeps its owner: a registry the broker (user
-        // mosquitto) reads must stay readable to it after root rewrites it.
-        // Without the right to give it away, the write fails here rather
-        // than leave a file its reader cannot open.
-        if let Ok(old) = std::fs::metadata(path) {
-            use std::os::unix::fs::MetadataExt;
-            let new = f.metadata()?;
-            if (old.uid(), old.gid()) != (new.uid(), new.gid()) {
-                std::os::unix::fs::chown(&tmp, Some(old.uid()), Some(old.gid()))?;
-            }
-        }
+        // The file replaced keeps its owner, and a new file takes the key
+        // directory's: a registry the broker (user mosquitto) reads must
+        // stay readable to it after root rewrites it. Without the right to
+        // give it away, the write fails here rather than leave a file its
+        // reader cannot open.
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        give_to_owner_of(&f, if path.exists() { path } else { dir })?;
         if replace {
             std::fs::rename(&tmp, path)
         } else {

@@ -555,6 +555,71 @@ fn the_gateway_opens_no_record_of_a_sensor_revoked_while_it_waited() {
     assert!(!seen.iter().any(|l| l.starts_with("b: ")), "{seen:?}");
 }
 
+/// Issue #47: root provisioning and revoking in a key directory that
+/// belongs to the broker's user leaves every file there to that user (the
+/// lock file included), who can then revoke in it too. Needs root (CI runs
+/// as root); elsewhere it says so and checks nothing.
+#[test]
+fn files_root_writes_into_a_key_directory_belong_to_its_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 {
+        eprintln!("not root: the ownership of key files is not checked");
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    let dir = TempDir::new("owner");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let keys = dir.path("keys");
+    std::fs::create_dir(&keys).unwrap();
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&keys, Some(NOBODY), Some(NOBODY)).unwrap();
+    let d = keys.to_str().unwrap();
+    for id in ["a", "b"] {
+        let out = run(&["provision", "--dir", d, "--client", id, "--suite", "ctru-light-ascon"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = run(&["revoke", "--dir", d, "--client", "a"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut names = vec![];
+    for e in std::fs::read_dir(&keys).unwrap() {
+        let e = e.unwrap();
+        let m = e.metadata().unwrap();
+        assert_eq!((m.uid(), m.gid()), (NOBODY, NOBODY), "{}", e.path().display());
+        names.push(e.file_name().into_string().unwrap());
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ".lock",
+            "broker-key.json",
+            "registry.json",
+            "sensor-a.json",
+            "sensor-b.json"
+        ]
+    );
+    // The directory's owner revokes (the binary copied where it may run it).
+    let exe = dir.path("kem-mqtt");
+    std::fs::copy(EXE, &exe).unwrap();
+    let out = Command::new(&exe)
+        .args(["revoke", "--dir", d, "--client", "b"])
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the directory's owner cannot revoke: {}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("revoked b; 0 sensors remain"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 /// A pty standing for a board on a USB serial adapter: a new pair whose
 /// other end `link` names (a symlink, as udev gives a board a stable name).
 fn plug_board(link: &Path) -> avr_serial::serialport::TTYPort {
