@@ -573,7 +573,10 @@ unsafe extern "C" fn on_tick(_event: c_int, _event_data: *mut c_void, userdata: 
                 reloaded(outcome);
             }
             if let Some(stats) = plugin.stats_due(now) {
-                log(MOSQ_LOG_INFO, &format!("{stats}; {} sessions", plugin.sessions()));
+                log(
+                    MOSQ_LOG_INFO,
+                    &format!("{stats}; {} sensors with a session now", plugin.sessions()),
+                );
             }
         }
         MOSQ_ERR_SUCCESS

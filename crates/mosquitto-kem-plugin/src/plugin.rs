@@ -152,7 +152,10 @@ impl std::fmt::Display for DeliveryStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "records: {} delivered, {} rejected, {} replayed, {} foreign; commands: {} sealed, {} dropped; {} refused",
+            "records from sensors: {} opened and delivered, {} failed to authenticate, {} replayed or too old, \
+             {} not the publisher's (another sensor's topic, or no session); commands from applications: \
+             {} sealed to a sensor, {} for a sensor without a session; {} PUBLISHes refused on topics only the \
+             broker writes",
             self.delivered,
             self.rejected,
             self.replayed,
@@ -664,6 +667,27 @@ impl Plugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #47: the stats line names what each counter counts.
+    #[test]
+    fn the_stats_line_names_what_each_counter_counts() {
+        let stats = DeliveryStats {
+            delivered: 1,
+            rejected: 2,
+            replayed: 3,
+            foreign: 4,
+            commands: 5,
+            commands_dropped: 6,
+            refused: 7,
+        };
+        assert_eq!(
+            stats.to_string(),
+            "records from sensors: 1 opened and delivered, 2 failed to authenticate, 3 replayed or too old, \
+             4 not the publisher's (another sensor's topic, or no session); commands from applications: \
+             5 sealed to a sensor, 6 for a sensor without a session; 7 PUBLISHes refused on topics only the \
+             broker writes"
+        );
+    }
 
     #[test]
     fn the_guard_refuses_client_ids_with_a_slash_on_the_kem_mqtt_topics_only() {

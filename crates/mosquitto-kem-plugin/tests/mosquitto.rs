@@ -103,3 +103,67 @@ fn auth_mode_through_mosquitto_for_every_suite() {
         p => panic!("{p:?}"),
     }
 }
+
+/// Issue #47: the shipped configuration keeps QoS 1 sessions across a
+/// broker restart (`persistence true`). An application with a persistent
+/// session is offline while a sensor's QoS 1 reading arrives; the broker is
+/// stopped as `systemctl stop` stops it and started again; the application
+/// comes back and gets the reading.
+#[test]
+fn a_reading_queued_for_an_offline_application_survives_a_broker_restart() {
+    use common::{auth_attempt_session, enrol, suite, Attempt, APP_PASSWORD, APP_USER};
+    use std::process::Command;
+    let s = suite("ctru-light-ascon+x25519");
+    let (secrets, registry, keys) = enrol(&[("alice", s)]);
+    let mut broker = Broker::start("persist", &secrets, &registry, Conf::Documented, &plugin_path());
+    let port = broker.port.to_string();
+    // The application: a persistent session (-c: it never expires) at QoS 1.
+    let app = |extra: &[&str]| {
+        Command::new(mosquitto_site::MOSQUITTO_SUB)
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-V",
+                "mqttv5",
+                "-u",
+                APP_USER,
+                "-P",
+                APP_PASSWORD,
+            ])
+            .args(["-c", "-i", "dashboard-1", "-q", "1", "-t", "plain/#", "-v"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let subscribed = app(&["-E"]);
+    assert!(
+        subscribed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&subscribed.stderr)
+    );
+    let (mut alice, outcome, session) = auth_attempt_session(&broker.addr(), &keys[0], "alice", None);
+    assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS));
+    let topic = "kem-mqtt/data/c2b/alice/t";
+    let mut rec = vec![0u8; 64];
+    let n = session.unwrap().seal(topic.as_bytes(), b"21.5 C", &mut rec).unwrap();
+    alice
+        .send(&Packet::PublishQos1 {
+            packet_id: 1,
+            topic: topic.into(),
+            payload: rec[..n].to_vec(),
+        })
+        .unwrap();
+    alice.set_timeout(Some(TIMEOUT)).unwrap();
+    assert!(matches!(alice.recv().unwrap(), Packet::PubAck { packet_id: 1, reason } if reason < 0x80));
+    broker.terminate();
+    broker.restart();
+    let back = app(&["-C", "1", "-W", "10"]);
+    assert_eq!(
+        String::from_utf8_lossy(&back.stdout).trim(),
+        "plain/alice/t 21.5 C",
+        "the queued reading did not survive the restart: {}",
+        broker.log()
+    );
+}

@@ -119,3 +119,54 @@ fn the_guides_show_the_shipped_tls_listener() {
         );
     }
 }
+
+/// Issue #47: the OpenSSL commands docs/broker.md gives (run as they are,
+/// with `localhost` for the name, in a directory of the test's own) make a
+/// CA and a server certificate that the shipped TLS listener serves and a
+/// sensor accepts by name; by IP address it refuses them.
+#[test]
+fn the_documented_openssl_commands_make_a_ca_and_a_certificate_clients_accept() {
+    use std::os::unix::fs::MetadataExt;
+    let guide = include_str!("../../../docs/broker.md");
+    let start = guide
+        .find("```sh\ncd /etc/mosquitto/certs\n")
+        .expect("the guide's openssl block")
+        + 6;
+    let block = &guide[start..start + guide[start..].find("```").unwrap()];
+    let s = suite("ctru-light-ascon+x25519");
+    let (secrets, registry, keys) = enrol(&[("alice", s)]);
+    let broker = Broker::start("tls-openssl", &secrets, &registry, Conf::Documented, &plugin_path());
+    let mut broker = Broker(broker.0.with_tls().unwrap());
+    let certs = broker.dir.join("openssl");
+    std::fs::create_dir_all(&certs).unwrap();
+    let script = block
+        .replace("cd /etc/mosquitto/certs\n", &format!("cd {}\n", certs.display()))
+        .replace("BROKER=broker.example\n", "BROKER=localhost\n");
+    let out = std::process::Command::new("bash")
+        .args(["-euc", &script])
+        .output()
+        .expect("bash");
+    assert!(
+        out.status.success(),
+        "the guide's openssl commands failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // In place of the test's own certificates, owned as the broker's files are.
+    let owner = std::fs::metadata(&broker.dir).unwrap();
+    for f in ["ca.crt", "server.crt", "server.key"] {
+        let to = broker.dir.join(f);
+        std::fs::copy(certs.join(f), &to).unwrap();
+        std::os::unix::fs::chown(&to, Some(owner.uid()), Some(owner.gid())).unwrap();
+    }
+    broker.kill();
+    broker.restart();
+    let tls = Tls::from_ca_file(&certs.join("ca.crt")).unwrap();
+    let endpoint = Endpoint::tls(broker.tls_addr().unwrap(), tls.clone());
+    let mut alice = SensorClient::connect_auth_mode(&endpoint, &keys[0], TIMEOUT).unwrap();
+    alice.send_on("t", b"over the guide's TLS").unwrap();
+    let by_ip = Endpoint::tls(format!("127.0.0.1:{}", broker.tls_port.unwrap()), tls);
+    assert!(refused_by_tls(SensorClient::connect_auth_mode(
+        &by_ip, &keys[0], TIMEOUT
+    )));
+    broker.assert_alive();
+}

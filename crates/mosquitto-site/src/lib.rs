@@ -123,6 +123,10 @@ pub fn auth_mode_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> Re
                 format!("plugin {}\n", plugin.display()),
             ),
             ("listener 1883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
+            (
+                "persistence_location /var/lib/mosquitto/\n",
+                format!("persistence_location {}/\n", dir.display()),
+            ),
         ],
     )?;
     match conf {
@@ -471,6 +475,10 @@ impl Site {
                         format!("plugin {}\n", plugin.display()),
                     ),
                     ("listener 1883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
+                    (
+                        "persistence_location /var/lib/mosquitto/\n",
+                        format!("persistence_location {}/\n", dir.display()),
+                    ),
                 ],
             )
         })
@@ -566,6 +574,21 @@ impl Site {
         let child =
             spawn_listening(&self.dir, self.port).map_err(|(Launch::Foreign(why) | Launch::Failed(why))| why)?;
         self.child = Some(child);
+        Ok(())
+    }
+
+    /// SIGTERM, as `systemctl stop` sends (mosquitto saves its persistence
+    /// file and exits); waits for it.
+    pub fn terminate(&mut self) -> Result<(), String> {
+        let mut child = self.child.take().ok_or("mosquitto is not running")?;
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .map_err(|e| format!("kill: {e}"))?;
+        if !status.success() {
+            return Err(format!("kill -TERM: {status}"));
+        }
+        child.wait().map_err(|e| e.to_string())?;
         Ok(())
     }
 

@@ -32,12 +32,15 @@ const SIMAVR_HEADERS: &[&str] = &["/usr/include/simavr/sim_avr.h", "/usr/include
 /// avr-libc's device headers (the firmware's C start-up and the assembly include them).
 const AVR_LIBC: &str = "/usr/lib/avr/include/avr/io.h";
 /// The broker and the plugin API the KEM-MQTT integration tests build
-/// against, and `mosquitto_sub`/`mosquitto_pub`, their applications.
+/// against, `mosquitto_sub`/`mosquitto_pub`, their applications, and
+/// `openssl`, with which docs/broker.md makes the TLS certificates (a test
+/// runs those commands).
 const MOSQUITTO: &[&str] = &[
     "/usr/sbin/mosquitto",
     "/usr/include/mosquitto_plugin.h",
     "/usr/bin/mosquitto_sub",
     "/usr/bin/mosquitto_pub",
+    "/usr/bin/openssl",
 ];
 
 /// avrdude, which `cargo xtask flash` runs (its test flashes a simulated bootloader).
@@ -135,7 +138,7 @@ pub fn plan(c: &Capabilities) -> Plan {
     need(c.pkg_config, &["pkg-config"], "pkg-config is missing".into());
     need(
         c.mosquitto,
-        &["mosquitto", "mosquitto-dev", "mosquitto-clients"],
+        &["mosquitto", "mosquitto-dev", "mosquitto-clients", "openssl"],
         format!(
             "the broker, its plugin headers or its clients ({}) are missing",
             MOSQUITTO.join(", ")
@@ -412,6 +415,7 @@ mod tests {
             "mosquitto",
             "mosquitto-dev",
             "mosquitto-clients",
+            "openssl",
             "avrdude",
         ] {
             assert!(p.packages.contains(&pkg), "{pkg} missing from {:?}", p.packages);

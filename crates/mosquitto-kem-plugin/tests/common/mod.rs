@@ -89,6 +89,11 @@ impl Broker {
         self.0.restart().unwrap();
     }
 
+    /// SIGTERM, as `systemctl stop` stops it; waits for it to exit.
+    pub fn terminate(&mut self) {
+        self.0.terminate().unwrap();
+    }
+
     /// SIGKILL.
     pub fn kill(&mut self) {
         self.0.kill().unwrap();
