@@ -16,6 +16,10 @@ use crate::{examples, util};
 /// The example built against the packages.
 const EXAMPLE: &str = "examples/avr-kem-kat";
 
+/// The package whose own tests (unit, integration and doc tests) run from
+/// its pack, outside the repository.
+const PACKAGE_TESTED: &str = "kyber512-avr";
+
 /// A publishable workspace crate: its name and version.
 struct Package {
     name: String,
@@ -108,6 +112,39 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Runs `cargo test` in a copy of the unpacked package `name`, outside the
+/// repository (no workspace above it), its dependencies among our crates
+/// resolved to their unpacked packages (`[patch.crates-io]`, as a local
+/// registry would): what a user who downloads the crate and runs its tests
+/// gets. A test that reads a file of the repository fails here.
+fn test_outside(packages: &[Package], unpacked: &Path, name: &str) -> Result<(), String> {
+    let p = packages
+        .iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| format!("{name} is not a publishable crate"))?;
+    let outside = std::env::temp_dir().join(format!("kem-packaged-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&outside);
+    let copy = outside.join(format!("{}-{}", p.name, p.version));
+    copy_tree(&unpacked.join(format!("{}-{}", p.name, p.version)), &copy)?;
+    let mut cargo = Command::new("cargo");
+    cargo.current_dir(&copy).arg("test").arg("-q");
+    for other in packages.iter().filter(|o| o.name != p.name) {
+        let dir = unpacked.join(format!("{}-{}", other.name, other.version));
+        cargo.arg("--config").arg(format!(
+            "patch.crates-io.{}.path={:?}",
+            other.name,
+            dir.display().to_string()
+        ));
+    }
+    // Its own target folder, kept between runs (beside the packs).
+    cargo.arg("--target-dir").arg(unpacked.with_file_name("test-target"));
+    let result = util::run(&mut cargo);
+    let _ = std::fs::remove_dir_all(&outside);
+    result.map_err(|e| format!("{name}'s own tests from its package, outside the repository: {e}"))?;
+    eprintln!("xtask: {name}'s own tests pass from its package, outside the repository");
+    Ok(())
+}
+
 /// Where cargo resolved `kyber512-avr` from in the example at `dir`: it must
 /// be the unpacked package, or the check proves nothing.
 fn resolved_from(dir: &Path, name: &str) -> Result<PathBuf, String> {
@@ -183,6 +220,8 @@ pub fn check() -> Result<(), String> {
         packages.len(),
         unpacked.display()
     );
+
+    test_outside(&packages, &unpacked, PACKAGE_TESTED)?;
 
     let source = root.join(EXAMPLE);
     let name = source.file_name().unwrap_or_default();
