@@ -19,8 +19,8 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             }
         }
         1 => {
-            static KEYS: OnceLock<(PublicKey, SecretKey)> = OnceLock::new();
-            let (pk, sk) = KEYS.get_or_init(|| lightsaber_avr::keygen(&mut FuzzRng::new(3)).unwrap());
+            static KEYS: OnceLock<(SecretKey, PublicKey)> = OnceLock::new();
+            let (sk, pk) = KEYS.get_or_init(|| lightsaber_avr::keygen(&mut FuzzRng::new(3)).unwrap());
             let ct_bytes: [u8; CT_BYTES] = fixed(rest);
             let ss = lightsaber_avr::decapsulate(sk, &Ciphertext::from_bytes(&ct_bytes).unwrap());
             assert_eq!(

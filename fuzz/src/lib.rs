@@ -187,9 +187,9 @@ macro_rules! kyber_target {
                     }
                 }
                 1 => {
-                    static KEYS: std::sync::OnceLock<(k::EncapsulationKey, k::DecapsulationKey)> =
+                    static KEYS: std::sync::OnceLock<(k::DecapsulationKey, k::EncapsulationKey)> =
                         std::sync::OnceLock::new();
-                    let (ek, dk) = KEYS.get_or_init(|| k::keygen(&mut $crate::FuzzRng::new(3)).unwrap());
+                    let (dk, ek) = KEYS.get_or_init(|| k::keygen(&mut $crate::FuzzRng::new(3)).unwrap());
                     let ct_bytes: [u8; CT_BYTES] = $crate::fixed(rest);
                     let ct = k::Ciphertext::from_bytes(&ct_bytes).unwrap();
                     let ss = k::decapsulate(dk, &ct);

@@ -167,8 +167,11 @@ fn fill(rng: &mut impl TryCryptoRng, out: &mut [u8]) -> Result<(), Error> {
 
 impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// KEM.KeyGen (§4): draws d until f is invertible (at most
-    /// [`KEYGEN_ATTEMPTS`] times; each retry is public), then z.
-    pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(EncapsulationKey<B>, DecapsulationKey<B>), Error> {
+    /// [`KEYGEN_ATTEMPTS`] times; each retry is public), then z. Returns
+    /// (decapsulation key, encapsulation key), the order of RustCrypto's
+    /// `kem` traits; the byte-buffer [`Self::keygen_into`] keeps the
+    /// reference C code's (pk, sk).
+    pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(DecapsulationKey<B>, EncapsulationKey<B>), Error> {
         let mut pk = EncapsulationKey {
             bytes: [0u8; PK_BYTES],
             _b: PhantomData,
@@ -182,7 +185,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         };
         Self::keygen_into(rng, &mut pk.bytes, &mut sk.bytes)?;
         sk.pk.bytes = pk.bytes;
-        Ok((pk, sk))
+        Ok((sk, pk))
     }
 
     /// KEM.Encaps (§4): m is 32 bytes from `rng`; G = Hg(ID(pk) ‖ m),
@@ -411,7 +414,7 @@ kem_common::impl_buffer_kem!(
 kem_common::impl_kem_traits!(
     [B: Backend] kem: CtruLight<B>, ek: EncapsulationKey<B>, dk: DecapsulationKey<B>, ct: Ciphertext<B>,
     ek_size: kem_common::kem::consts::U640, ct_size: kem_common::kem::consts::U512, ct_len: CT_BYTES,
-    keygen: |rng: &mut _| CtruLight::<B>::keygen(rng).map(|(pk, sk)| (sk, pk)),
+    keygen: |rng: &mut _| CtruLight::<B>::keygen(rng),
     encapsulate: |pk: &EncapsulationKey<B>, rng: &mut _| CtruLight::<B>::encapsulate(pk, rng),
     decapsulate: |sk: &DecapsulationKey<B>, ct: &[u8; CT_BYTES]| CtruLight::<B>::decapsulate_into(sk.as_bytes(), ct),
 );

@@ -58,7 +58,7 @@
 //! type Ciphertext = ctru_light::Ciphertext<Ascon>;
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(2);
-//! let (ek, dk) = CtruLightAscon::keygen(&mut rng)?;
+//! let (dk, ek) = CtruLightAscon::keygen(&mut rng)?;
 //! let (ct, ss_sender) = CtruLightAscon::encapsulate(&ek, &mut rng)?;
 //! assert_eq!(CtruLightAscon::decapsulate(&dk, &ct), ss_sender);
 //!
@@ -97,7 +97,7 @@
 //! ```
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(4);
-//! # let (ek, dk) = ctru_light::CtruLightAscon::keygen(&mut rng).unwrap();
+//! # let (dk, ek) = ctru_light::CtruLightAscon::keygen(&mut rng).unwrap();
 //! let json = serde_json::to_string(&ek).unwrap();
 //! let back: ctru_light::EncapsulationKey<ctru_light::Ascon> = serde_json::from_str(&json).unwrap();
 //! assert_eq!(back, ek);

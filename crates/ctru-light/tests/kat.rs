@@ -15,7 +15,7 @@ macro_rules! run {
     ($kem:ty) => {
         |rng: &mut NistDrbg| -> Result<KemOutput, String> {
             type Kem = $kem;
-            let (pk, sk) = Kem::keygen(rng).map_err(|e| e.to_string())?;
+            let (sk, pk) = Kem::keygen(rng).map_err(|e| e.to_string())?;
             let (ct, ss) = Kem::encapsulate(&pk, rng).map_err(|e| e.to_string())?;
             let decapsulated = Kem::decapsulate(&sk, &ct);
             nist_kat::outputs(

@@ -39,7 +39,7 @@ fn arithmetic_variants_agree_and_pke_round_trips() {
 /// Every modified ciphertext decapsulates to Hrej(ct ‖ z).
 fn implicit_rejection<B: Backend>() {
     let mut rng = kem_common::test_rng(1);
-    let (pk, sk) = CtruLight::<B>::keygen(&mut rng).unwrap();
+    let (sk, pk) = CtruLight::<B>::keygen(&mut rng).unwrap();
     let (ct, ss) = CtruLight::<B>::encapsulate(&pk, &mut rng).unwrap();
     assert_eq!(CtruLight::<B>::decapsulate(&sk, &ct), ss);
     let z = &sk.as_bytes()[864 - 32..];
@@ -68,7 +68,7 @@ fn implicit_rejection_ascon() {
 #[test]
 fn malformed_input_is_a_typed_error() {
     let mut rng = kem_common::test_rng(1);
-    let (pk, sk) = CtruLightSha3::keygen(&mut rng).unwrap();
+    let (sk, pk) = CtruLightSha3::keygen(&mut rng).unwrap();
     assert_eq!(
         PublicKey::<Sha3>::from_bytes(&pk.as_bytes()[..639]).unwrap_err(),
         Error::InvalidLength {
@@ -129,7 +129,7 @@ fn malformed_input_is_a_typed_error() {
 #[test]
 fn raw_api_equals_typed_api() {
     let (mut r1, mut r2) = (kem_common::test_rng(1), kem_common::test_rng(1));
-    let (pk, sk) = CtruLightSha3::keygen(&mut r1).unwrap();
+    let (sk, pk) = CtruLightSha3::keygen(&mut r1).unwrap();
     let (mut pk2, mut sk2) = ([0u8; 640], [0u8; 864]);
     CtruLightSha3::keygen_into(&mut r2, &mut pk2, &mut sk2).unwrap();
     assert_eq!((pk.as_bytes(), sk.as_bytes()), (&pk2, &sk2));
@@ -178,7 +178,7 @@ fn rng_failure_is_a_typed_error() {
     }
     // Keygen draws d and z; encapsulation's one draw, m, fails.
     let mut tape = Tape::new(&bytes);
-    let (pk, _) = CtruLightAscon::keygen(&mut tape).unwrap();
+    let (_, pk) = CtruLightAscon::keygen(&mut tape).unwrap();
     assert_eq!(tape.used(), 64);
     assert_eq!(CtruLightAscon::encapsulate(&pk, &mut tape).unwrap_err(), Error::Rng);
     let mut ct = [0u8; 512];
@@ -210,7 +210,7 @@ fn degenerate_keys_are_rejected() {
 
     let mut rng = kem_common::test_rng(4);
     for _ in 0..8 {
-        let (pk, sk) = CtruLightSha3::keygen(&mut rng).unwrap();
+        let (sk, pk) = CtruLightSha3::keygen(&mut rng).unwrap();
         assert!(SecretKey::<Sha3>::from_bytes(sk.as_bytes()).is_ok());
         assert!(PublicKey::<Sha3>::from_bytes(pk.as_bytes()).is_ok());
         // Flipping the low bit of a 3-bit value keeps it in 0..=5 when it

@@ -5,7 +5,7 @@ use ctru_light::{Ascon, Ciphertext, CtruLightAscon, PublicKey, SecretKey};
 #[test]
 fn keys_and_ciphertexts_round_trip_as_hex() {
     let mut rng = kem_common::test_rng(1);
-    let (pk, sk) = CtruLightAscon::keygen(&mut rng).unwrap();
+    let (sk, pk) = CtruLightAscon::keygen(&mut rng).unwrap();
     let (ct, _) = CtruLightAscon::encapsulate(&pk, &mut rng).unwrap();
     assert_eq!(
         serde_json::from_str::<PublicKey<Ascon>>(&serde_json::to_string(&pk).unwrap()).unwrap(),

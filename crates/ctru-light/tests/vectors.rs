@@ -122,7 +122,7 @@ fn kat_records<B: Reference, A: Arithmetic>() {
     for (n, r) in records::<B>().iter().enumerate() {
         let seed: [u8; 48] = r.seed.as_slice().try_into().expect("48-byte seed");
         let mut rng = NistDrbg::new(&seed);
-        let (pk, sk) = CtruLight::<B, A>::keygen(&mut rng).expect("keygen");
+        let (sk, pk) = CtruLight::<B, A>::keygen(&mut rng).expect("keygen");
         assert_eq!(&pk.as_bytes()[..], &r.pk[..], "{} record {n}: pk", B::NAME);
         assert_eq!(&sk.as_bytes()[..], &r.sk[..], "{} record {n}: sk", B::NAME);
         let (ct, ss) = CtruLight::<B, A>::encapsulate(&pk, &mut rng).expect("encaps");
@@ -291,7 +291,7 @@ fn draft_standard_example<A: Arithmetic>() {
     // The KEM from the example's randomness, in its order: seed, z, m.
     let randomness = [&seed[..], &z, &m].concat();
     let mut tape = Tape::new(&randomness);
-    let (our_pk, our_sk) = CtruLight::<Sha3, A>::keygen(&mut tape).expect("keygen");
+    let (our_sk, our_pk) = CtruLight::<Sha3, A>::keygen(&mut tape).expect("keygen");
     assert_eq!((&our_pk.as_bytes()[..], &our_sk.as_bytes()[..]), (&pk[..], &sk[..]));
     let (our_ct, our_k) = CtruLight::<Sha3, A>::encapsulate(&our_pk, &mut tape).expect("encaps");
     assert_eq!(tape.used(), randomness.len(), "keygen and encaps drew the whole tape");

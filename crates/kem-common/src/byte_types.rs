@@ -7,6 +7,22 @@
 #[cfg(feature = "serde")]
 #[macro_export]
 macro_rules! impl_serde_hex {
+    // A type whose import is `TryFrom<&[u8]>` (a seed), not `from_bytes`.
+    (try_from $ty:ty, $len:expr) => {
+        impl $crate::hex_serde::serde::Serialize for $ty {
+            fn serialize<S: $crate::hex_serde::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                $crate::hex_serde::serialize(self.as_bytes(), s)
+            }
+        }
+        impl<'de> $crate::hex_serde::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: $crate::hex_serde::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let mut bytes = $crate::hex_serde::deserialize::<D, { $len }>(d)?;
+                let value = <$ty>::try_from(&bytes[..]);
+                $crate::Wipe::wipe(&mut bytes);
+                value.map_err(<D::Error as $crate::hex_serde::serde::de::Error>::custom)
+            }
+        }
+    };
     ([$($generics:tt)*] $ty:ty, $len:expr) => {
         impl<$($generics)*> $crate::hex_serde::serde::Serialize for $ty {
             fn serialize<S: $crate::hex_serde::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

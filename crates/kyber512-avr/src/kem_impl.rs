@@ -77,6 +77,9 @@ pub struct EncapsulationKey<V> {
 pub struct DecapsulationKey<V> {
     bytes: [u8; DK_BYTES],
     ek: EncapsulationKey<V>,
+    /// d ‖ z, for a key made from them (generated, or from a seed); `None`
+    /// for one imported in the expanded form, which does not contain d.
+    pub(crate) seed: Option<[u8; 64]>,
 }
 
 /// A ciphertext.
@@ -155,6 +158,7 @@ impl<V: Variant> DecapsulationKey<V> {
                 bytes: [0u8; EK_BYTES],
                 _v: PhantomData,
             },
+            seed: None,
         };
         key.bytes.copy_from_slice(bytes); // checked: DK_BYTES long
         key.ek
@@ -177,6 +181,9 @@ impl<V: Variant> DecapsulationKey<V> {
 impl<V> Drop for DecapsulationKey<V> {
     fn drop(&mut self) {
         self.bytes.wipe();
+        if let Some(seed) = self.seed.as_mut() {
+            seed.wipe();
+        }
     }
 }
 
@@ -358,22 +365,28 @@ fn select_key<V: Variant>(kbar: &[u8; 32], z: &[u8], ct: &[u8; CT_BYTES], same: 
     SharedSecret::new(ss)
 }
 
-/// KeyGen_internal into typed keys.
-pub(crate) fn keygen_internal<V: Variant>(d: &[u8; 32], z: &[u8; 32]) -> (EncapsulationKey<V>, DecapsulationKey<V>) {
+/// KeyGen_internal into typed keys: (decapsulation key, encapsulation key),
+/// the decapsulation key keeping d ‖ z.
+pub(crate) fn keygen_internal<V: Variant>(d: &[u8; 32], z: &[u8; 32]) -> (DecapsulationKey<V>, EncapsulationKey<V>) {
     let mut ek = EncapsulationKey {
         bytes: [0u8; EK_BYTES],
         _v: PhantomData,
     };
+    let mut seed = [0u8; 64];
+    seed[..32].copy_from_slice(d);
+    seed[32..].copy_from_slice(z);
     let mut dk = DecapsulationKey {
         bytes: [0u8; DK_BYTES],
         ek: EncapsulationKey {
             bytes: [0u8; EK_BYTES],
             _v: PhantomData,
         },
+        seed: Some(seed),
     };
+    seed.wipe();
     keygen_bytes::<V>(d, z, &mut ek.bytes, &mut dk.bytes);
     dk.ek.bytes = ek.bytes;
-    (ek, dk)
+    (dk, ek)
 }
 
 /// Encaps_internal on typed keys.
@@ -415,17 +428,19 @@ macro_rules! kem_api {
             [] kem: $variant, ek: EncapsulationKey, dk: DecapsulationKey, ct: Ciphertext,
             ek_size: kem_common::kem::consts::U800, ct_size: kem_common::kem::consts::U768,
             ct_len: $crate::params::CT_BYTES,
-            keygen: |rng: &mut _| keygen(rng).map(|(ek, dk)| (dk, ek)),
+            keygen: |rng: &mut _| keygen(rng),
             encapsulate: |ek: &EncapsulationKey, rng: &mut _| encapsulate(ek, rng),
             decapsulate: |dk: &DecapsulationKey, ct: &[u8; $crate::params::CT_BYTES]| {
                 $crate::kem_impl::decaps_bytes::<$variant>(dk.as_bytes(), ct)
             },
         );
 
-        /// Generates a key pair, drawing randomness in the reference order.
+        /// Generates a key pair, drawing randomness in the reference order:
+        /// (decapsulation key, encapsulation key), the order of RustCrypto's
+        /// `kem` traits and `ml-kem`.
         pub fn keygen(
             rng: &mut impl rand_core::TryCryptoRng,
-        ) -> Result<(EncapsulationKey, DecapsulationKey), $crate::Error> {
+        ) -> Result<(DecapsulationKey, EncapsulationKey), $crate::Error> {
             use $crate::kem_impl::Variant;
             let (mut d, mut z) = ([0u8; 32], [0u8; 32]);
             <$variant>::draw_keygen_seeds(rng, &mut d, &mut z)?;

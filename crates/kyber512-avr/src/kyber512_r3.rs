@@ -41,7 +41,7 @@
 //! use kyber512_avr::kyber512_r3::{self, EncapsulationKey, DecapsulationKey, Ciphertext};
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(2);
-//! let (ek, dk) = kyber512_r3::keygen(&mut rng)?;
+//! let (dk, ek) = kyber512_r3::keygen(&mut rng)?;
 //! let (ct, ss_sender) = kyber512_r3::encapsulate(&ek, &mut rng)?;
 //! assert_eq!(kyber512_r3::decapsulate(&dk, &ct), ss_sender);
 //!
@@ -79,7 +79,7 @@
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(4);
 //! # use kyber512_avr::kyber512_r3;
-//! # let (ek, dk) = kyber512_r3::keygen(&mut rng).unwrap();
+//! # let (dk, ek) = kyber512_r3::keygen(&mut rng).unwrap();
 //! let json = serde_json::to_string(&ek).unwrap();
 //! let back: kyber512_avr::kyber512_r3::EncapsulationKey = serde_json::from_str(&json).unwrap();
 //! assert_eq!(back, ek);

@@ -42,7 +42,7 @@
 //! use kyber512_avr::ml_kem_512::{self, EncapsulationKey, DecapsulationKey, Ciphertext};
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(2);
-//! let (ek, dk) = ml_kem_512::keygen(&mut rng)?;
+//! let (dk, ek) = ml_kem_512::keygen(&mut rng)?;
 //! let (ct, ss_sender) = ml_kem_512::encapsulate(&ek, &mut rng)?;
 //! assert_eq!(ml_kem_512::decapsulate(&dk, &ct), ss_sender);
 //!
@@ -80,7 +80,7 @@
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(4);
 //! # use kyber512_avr::ml_kem_512;
-//! # let (ek, dk) = ml_kem_512::keygen(&mut rng).unwrap();
+//! # let (dk, ek) = ml_kem_512::keygen(&mut rng).unwrap();
 //! let json = serde_json::to_string(&ek).unwrap();
 //! let back: kyber512_avr::ml_kem_512::EncapsulationKey = serde_json::from_str(&json).unwrap();
 //! assert_eq!(back, ek);
@@ -155,7 +155,8 @@ kem_api!(MlKem512);
 /// # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 /// # let mut rng = ChaCha20Rng::seed_from_u64(5);
 /// let seed = Seed::generate(&mut rng)?; // store or send these 64 bytes
-/// let (ek, dk) = seed.keys();
+/// let (dk, ek) = seed.keys();
+/// assert_eq!(dk.to_seed(), Some(seed.clone()));
 /// // The same pair through RustCrypto's `FromSeed`, as `ml-kem` offers it.
 /// let (dk2, ek2) = MlKem512::from_seed(&(*seed.as_bytes()).into());
 /// assert_eq!((ek2.as_bytes(), dk2.as_bytes()), (ek.as_bytes(), dk.as_bytes()));
@@ -163,6 +164,7 @@ kem_api!(MlKem512);
 /// assert_eq!(dk.decapsulate(&ct), k);
 /// # Ok::<(), kyber512_avr::Error>(())
 /// ```
+#[derive(Clone)]
 pub struct Seed([u8; SEED_BYTES]);
 
 /// Bytes of a [`Seed`].
@@ -187,9 +189,9 @@ impl Seed {
         &self.0
     }
 
-    /// The key pair this seed determines (encapsulation key, decapsulation
+    /// The key pair this seed determines (decapsulation key, encapsulation
     /// key): ML-KEM.KeyGen_internal(d, z).
-    pub fn keys(&self) -> (EncapsulationKey, DecapsulationKey) {
+    pub fn keys(&self) -> (DecapsulationKey, EncapsulationKey) {
         let mut d = [0u8; 32];
         let mut z = [0u8; 32];
         d.copy_from_slice(&self.0[..32]);
@@ -234,6 +236,25 @@ impl Drop for Seed {
     }
 }
 
+// serde of a seed (feature `serde`): lower-case hex in human-readable
+// formats, 64 bytes in binary ones, the hex encoded and decoded in constant
+// time, as for the keys.
+kem_common::impl_serde_hex!(try_from Seed, SEED_BYTES);
+
+impl DecapsulationKey {
+    /// The seed this key was made from (d ‖ z): `Some` for a key from
+    /// [`keygen`], [`Seed::keys`] or `KeyInit`/`FromSeed`; `None` for one
+    /// imported in the expanded form ([`DecapsulationKey::from_bytes`],
+    /// 1,632 bytes), which does not contain d. The 64 bytes re-create the
+    /// pair here and in RustCrypto's `ml-kem` (`DecapsulationKey::from_seed`).
+    ///
+    /// RustCrypto's `KeyExport` is not implemented: it cannot fail, and
+    /// `ml-kem`'s panics on an expanded key; this crate's API does not panic.
+    pub fn to_seed(&self) -> Option<Seed> {
+        self.seed.map(Seed)
+    }
+}
+
 /// A decapsulation key's size as a key to initialise from: its seed (the
 /// form `ml-kem` 0.3's `KeyInit` takes), so that RustCrypto's `FromSeed`
 /// applies to [`MlKem512`].
@@ -245,7 +266,7 @@ impl kem_common::kem::KeySizeUser for DecapsulationKey {
 impl kem_common::kem::KeyInit for DecapsulationKey {
     fn new(seed: &kem_common::kem::Key<Self>) -> Self {
         let bytes: [u8; SEED_BYTES] = (*seed).into();
-        Seed(bytes).keys().1
+        Seed(bytes).keys().0
     }
 }
 
@@ -254,9 +275,10 @@ pub mod hazmat {
     use super::*;
     use crate::params::{DK_BYTES, EK_BYTES};
 
-    /// ML-KEM.KeyGen_internal (Algorithm 16): (ek, dk).
+    /// ML-KEM.KeyGen_internal (Algorithm 16): (ek, dk), in the order FIPS
+    /// 203 returns them.
     pub fn key_gen_internal(d: &[u8; 32], z: &[u8; 32]) -> ([u8; EK_BYTES], [u8; DK_BYTES]) {
-        let (ek, dk) = crate::kem_impl::keygen_internal::<MlKem512>(d, z);
+        let (dk, ek) = crate::kem_impl::keygen_internal::<MlKem512>(d, z);
         (*ek.as_bytes(), *dk.as_bytes())
     }
 

@@ -88,7 +88,7 @@ fn seeds_move_between_ml_kem_and_this_crate_both_ways() {
         let (their_dk, their_ek) = MlKem512::generate_keypair_from_rng(&mut rng);
         let their_seed = their_dk.to_seed().expect("a generated key keeps its seed");
         let seed = ml_kem_512::Seed::try_from(their_seed.as_slice()).expect("64 bytes");
-        let (ek, dk) = seed.keys();
+        let (dk, ek) = seed.keys();
         assert_eq!(ek.as_bytes().as_slice(), their_ek.to_bytes().as_slice());
         assert_eq!(dk.as_bytes().as_slice(), their_dk.to_expanded_bytes().as_slice());
         let (dk_t, ek_t) = ml_kem_512::MlKem512::from_seed(&their_seed);
@@ -98,8 +98,10 @@ fn seeds_move_between_ml_kem_and_this_crate_both_ways() {
 
         // Ours → theirs.
         let ours = ml_kem_512::Seed::generate(&mut rng).expect("rng");
-        let (ek, dk) = ours.keys();
-        let their_dk = ml_kem::ml_kem_512::DecapsulationKey::from_seed(Array::from(*ours.as_bytes()));
+        let (dk, ek) = ours.keys();
+        // The decapsulation key exports the seed it was made from (#51).
+        assert_eq!(dk.to_seed().as_ref(), Some(&ours));
+        let their_dk = ml_kem::ml_kem_512::DecapsulationKey::from_seed(Array::from(*dk.to_seed().unwrap().as_bytes()));
         assert_eq!(
             their_dk.encapsulation_key().to_bytes().as_slice(),
             ek.as_bytes().as_slice()
@@ -111,9 +113,14 @@ fn seeds_move_between_ml_kem_and_this_crate_both_ways() {
     }
     // Draws as keygen does: the same RNG state gives the same pair.
     let (mut a, mut b) = (kem_common::test_rng(9), kem_common::test_rng(9));
-    let (ek, dk) = ml_kem_512::keygen(&mut a).unwrap();
-    let (ek2, dk2) = ml_kem_512::Seed::generate(&mut b).unwrap().keys();
+    let (dk, ek) = ml_kem_512::keygen(&mut a).unwrap();
+    let (dk2, ek2) = ml_kem_512::Seed::generate(&mut b).unwrap().keys();
     assert_eq!((ek.as_bytes(), dk.as_bytes()), (ek2.as_bytes(), dk2.as_bytes()));
+    // keygen's key keeps its seed too; a key imported expanded has none.
+    let seed = dk.to_seed().expect("a generated key keeps its seed");
+    assert_eq!(seed.keys().0.as_bytes(), dk.as_bytes());
+    let imported = ml_kem_512::DecapsulationKey::from_bytes(dk.as_bytes()).unwrap();
+    assert!(imported.to_seed().is_none());
     // A generated decapsulation key (the `Generate` trait) is unaffected.
     let _ = ml_kem_512::DecapsulationKey::generate_from_rng(&mut rng);
     // Wrong lengths are a typed error; equality is on the bytes.
@@ -139,7 +146,7 @@ fn seeds_move_between_ml_kem_and_this_crate_both_ways() {
 fn typed_and_trait_values_convert_and_compare() {
     use kem_common::kem::{Ciphertext, SharedKey};
     let mut rng = kem_common::test_rng(11);
-    let (ek, dk) = ml_kem_512::keygen(&mut rng).unwrap();
+    let (dk, ek) = ml_kem_512::keygen(&mut rng).unwrap();
     let (ct, ss) = ml_kem_512::encapsulate(&ek, &mut rng).unwrap();
 
     let trait_ct: Ciphertext<ml_kem_512::MlKem512> = (&ct).into();

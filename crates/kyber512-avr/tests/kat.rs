@@ -14,7 +14,7 @@ macro_rules! run {
     ($variant:path) => {
         |rng: &mut NistDrbg| -> Result<KemOutput, String> {
             use $variant as kem;
-            let (ek, dk) = kem::keygen(rng).map_err(|e| e.to_string())?;
+            let (dk, ek) = kem::keygen(rng).map_err(|e| e.to_string())?;
             let (ct, ss) = kem::encapsulate(&ek, rng).map_err(|e| e.to_string())?;
             let decapsulated = kem::decapsulate(&dk, &ct);
             nist_kat::outputs(

@@ -105,7 +105,7 @@ fn corrupted_decapsulation_key_hash() {
 #[test]
 fn round_trip_both_variants() {
     let mut rng = kem_common::test_rng(1);
-    let (ek, dk) = kyber512_r3::keygen(&mut rng).unwrap();
+    let (dk, ek) = kyber512_r3::keygen(&mut rng).unwrap();
     let (ct, ss) = kyber512_r3::encapsulate(&ek, &mut rng).unwrap();
     assert_eq!(kyber512_r3::decapsulate(&dk, &ct), ss);
     assert_eq!(dk.encapsulation_key(), &ek);
@@ -121,7 +121,7 @@ fn round_trip_both_variants() {
 fn raw_api_equals_typed_api() {
     use kyber512_avr::ml_kem_512::raw;
     let (mut r1, mut r2) = (kem_common::test_rng(1), kem_common::test_rng(1));
-    let (ek, dk) = ml_kem_512::keygen(&mut r1).unwrap();
+    let (dk, ek) = ml_kem_512::keygen(&mut r1).unwrap();
     let (mut ek2, mut dk2) = ([0u8; 800], [0u8; 1632]);
     raw::keygen_into(&mut r2, &mut ek2, &mut dk2).unwrap();
     assert_eq!((ek.as_bytes(), dk.as_bytes()), (&ek2, &dk2));
@@ -151,7 +151,7 @@ fn kem_traits_round_trip() {
     // The same draws as the inherent API, and the same bytes.
     let (mut r1, mut r2) = (kem_common::test_rng(5), kem_common::test_rng(5));
     let dk1 = ml_kem_512::DecapsulationKey::generate_from_rng(&mut r1);
-    let (ek2, dk2) = ml_kem_512::keygen(&mut r2).unwrap();
+    let (dk2, ek2) = ml_kem_512::keygen(&mut r2).unwrap();
     assert_eq!(dk1.as_bytes(), dk2.as_bytes());
     assert_eq!(ml_kem_512::EncapsulationKey::new(&ek2.to_bytes()).unwrap(), ek2);
     // Import checks apply through TryKeyInit.

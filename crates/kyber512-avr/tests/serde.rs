@@ -26,3 +26,18 @@ fn keys_and_ciphertexts_round_trip_as_hex() {
         .to_string();
     assert!(err.contains("not reduced"), "{err}");
 }
+
+/// Issue #51: a seed travels as hex (64 bytes), as the keys do.
+#[test]
+fn seeds_round_trip_as_hex() {
+    let seed = ml_kem_512::Seed::from_bytes(&core::array::from_fn(|i| i as u8));
+    let json = serde_json::to_string(&seed).unwrap();
+    assert_eq!(
+        json,
+        format!("\"{}\"", (0..64u8).map(|b| format!("{b:02x}")).collect::<String>())
+    );
+    let back: ml_kem_512::Seed = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, seed);
+    assert!(serde_json::from_str::<ml_kem_512::Seed>("\"00\"").is_err());
+    assert!(serde_json::from_str::<ml_kem_512::Seed>(&format!("\"{}\"", "zz".repeat(64))).is_err());
+}

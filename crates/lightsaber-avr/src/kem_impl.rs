@@ -139,12 +139,16 @@ impl fmt::Debug for Ciphertext {
 
 /// KeyGen: seed_A ← SHAKE128(randombytes(32), 32), seed_s ← randombytes(32),
 /// z ← randombytes(32).
-pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(EncapsulationKey, DecapsulationKey), Error> {
+///
+/// Returns (decapsulation key, encapsulation key), the order of RustCrypto's
+/// `kem` traits; the byte-buffer [`keygen_into`] keeps the reference C
+/// code's (pk, sk).
+pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(DecapsulationKey, EncapsulationKey), Error> {
     let mut pk = EncapsulationKey([0u8; PK_BYTES]);
     let mut sk = DecapsulationKey([0u8; SK_BYTES], EncapsulationKey([0u8; PK_BYTES]));
     keygen_into(rng, &mut pk.0, &mut sk.0)?;
     sk.1 = pk.clone();
-    Ok((pk, sk))
+    Ok((sk, pk))
 }
 
 /// Encapsulation: m = H(randombytes(32)).
@@ -359,7 +363,7 @@ kem_common::impl_buffer_kem!(
 kem_common::impl_kem_traits!(
     [] kem: LightSaber, ek: EncapsulationKey, dk: DecapsulationKey, ct: Ciphertext,
     ek_size: kem_common::kem::consts::U672, ct_size: kem_common::kem::consts::U736, ct_len: CT_BYTES,
-    keygen: |rng: &mut _| keygen(rng).map(|(pk, sk)| (sk, pk)),
+    keygen: |rng: &mut _| keygen(rng),
     encapsulate: |pk: &EncapsulationKey, rng: &mut _| encapsulate(pk, rng),
     decapsulate: |sk: &DecapsulationKey, ct: &[u8; CT_BYTES]| decapsulate_into(sk.as_bytes(), ct),
 );

@@ -49,7 +49,7 @@
 //! use lightsaber_avr::{EncapsulationKey, DecapsulationKey, Ciphertext};
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(2);
-//! let (ek, dk) = lightsaber_avr::keygen(&mut rng)?;
+//! let (dk, ek) = lightsaber_avr::keygen(&mut rng)?;
 //! let (ct, ss_sender) = lightsaber_avr::encapsulate(&ek, &mut rng)?;
 //! assert_eq!(lightsaber_avr::decapsulate(&dk, &ct), ss_sender);
 //!
@@ -86,7 +86,7 @@
 //! ```
 //! # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
 //! # let mut rng = ChaCha20Rng::seed_from_u64(4);
-//! # let (ek, dk) = lightsaber_avr::keygen(&mut rng).unwrap();
+//! # let (dk, ek) = lightsaber_avr::keygen(&mut rng).unwrap();
 //! let json = serde_json::to_string(&ek).unwrap();
 //! let back: lightsaber_avr::EncapsulationKey = serde_json::from_str(&json).unwrap();
 //! assert_eq!(back, ek);

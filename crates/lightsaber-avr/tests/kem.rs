@@ -5,7 +5,7 @@ use lightsaber_avr::*;
 #[test]
 fn implicit_rejection_and_round_trip() {
     let mut rng = kem_common::test_rng(1);
-    let (pk, sk) = keygen(&mut rng).unwrap();
+    let (sk, pk) = keygen(&mut rng).unwrap();
     let (ct, ss) = encapsulate(&pk, &mut rng).unwrap();
     assert_eq!(decapsulate(&sk, &ct), ss);
     let z = &sk.as_bytes()[1568 - 32..];
@@ -24,7 +24,7 @@ fn implicit_rejection_and_round_trip() {
 #[test]
 fn malformed_input_is_a_typed_error() {
     let mut rng = kem_common::test_rng(1);
-    let (_, sk) = keygen(&mut rng).unwrap();
+    let (sk, _) = keygen(&mut rng).unwrap();
     assert_eq!(
         PublicKey::from_bytes(&[0; 671]).unwrap_err(),
         Error::InvalidLength {
@@ -78,7 +78,7 @@ fn malformed_input_is_a_typed_error() {
 #[test]
 fn raw_api_equals_typed_api() {
     let (mut r1, mut r2) = (kem_common::test_rng(1), kem_common::test_rng(1));
-    let (pk, sk) = keygen(&mut r1).unwrap();
+    let (sk, pk) = keygen(&mut r1).unwrap();
     let (mut pk2, mut sk2) = ([0u8; 672], [0u8; 1568]);
     keygen_into(&mut r2, &mut pk2, &mut sk2).unwrap();
     assert_eq!((pk.as_bytes(), sk.as_bytes()), (&pk2, &sk2));

@@ -5,7 +5,7 @@ use lightsaber_avr::{Ciphertext, PublicKey, SecretKey};
 #[test]
 fn keys_and_ciphertexts_round_trip_as_hex() {
     let mut rng = kem_common::test_rng(1);
-    let (pk, sk) = lightsaber_avr::keygen(&mut rng).unwrap();
+    let (sk, pk) = lightsaber_avr::keygen(&mut rng).unwrap();
     let (ct, _) = lightsaber_avr::encapsulate(&pk, &mut rng).unwrap();
     assert_eq!(
         serde_json::from_str::<PublicKey>(&serde_json::to_string(&pk).unwrap()).unwrap(),

@@ -61,7 +61,7 @@ fn main() -> ! {
     let mut drbg = NistDrbg::new(&seed);
 
     match ml_kem_512::keygen(&mut drbg) {
-        Ok((ek, dk)) => match ml_kem_512::encapsulate(&ek, &mut drbg) {
+        Ok((dk, ek)) => match ml_kem_512::encapsulate(&ek, &mut drbg) {
             Ok((ct, ss)) => {
                 uart_write(&usart, "count = 0\n");
                 uart_field(&usart, "seed", &seed);

@@ -40,7 +40,7 @@ fn main() -> ! {
     let mut rng = rand_chacha::ChaCha20Rng::from_seed([42; 32]);
 
     let verdict = match ml_kem_512::keygen(&mut rng) {
-        Ok((ek, dk)) => match ml_kem_512::encapsulate(&ek, &mut rng) {
+        Ok((dk, ek)) => match ml_kem_512::encapsulate(&ek, &mut rng) {
             Ok((ct, sent)) => {
                 let received = ml_kem_512::decapsulate(&dk, &ct);
                 if received == sent {

@@ -80,7 +80,7 @@ fn main() {
     let (ct, k) = their_ek.encapsulate_with_rng(&mut rng);
     assert_eq!(our_dk.decapsulate(&ct), k);
     let ours = kyber512_avr::ml_kem_512::Seed::generate(&mut rng).expect("rng");
-    let (our_ek, _) = ours.keys(); // (ek, dk), as the typed keygen
+    let (_, our_ek) = ours.keys(); // (dk, ek), as the kem traits
     let their_dk = ml_kem::ml_kem_512::DecapsulationKey::from_seed((*ours.as_bytes()).into());
     assert_eq!(their_dk.encapsulation_key().to_bytes(), our_ek.to_bytes());
     println!("ml-kem <-> kyber512-avr ML-KEM-512: a decapsulation key's 64-byte seed gives the same keys both ways");
