@@ -13,15 +13,27 @@
 //! - the sensor re-keys by its policy (the handshake count of its readings
 //!   moves on between two readings with no restart in between), and after
 //!   the bridge is restarted (SIGTERM, a new bridge on the same port);
+//! - the board's back-off in real seconds: the new bridge answers the
+//!   board's next record `LINK_DOWN`, and the board's next handshake
+//!   (`NONCE_REQ`) comes no earlier than its first back-off, 1 s (its
+//!   watchdog sleeps 0.992 s) on the wall clock, less 0.1 s
+//!   (`BACK_OFF_SLACK`), and the wait is printed;
 //! - a party on the serial line that replays a RECORD frame and forges
 //!   another (right CRC, one ciphertext byte changed) gets neither
 //!   delivered, and one that replays an old command to the board (the
 //!   `led on`, with the tag the board waits for) does not turn the LED on;
 //!   the board counts it (`rej` in its next reading).
 //!
+//! The simulated board keeps time with the wall clock
+//! ([`Surroundings::pace`]): 5 times faster than real time (`PACE`) for
+//! most of the session's ~195 simulated seconds, and in real time (pace 1)
+//! from the bridge's restart until the board's first reading after it,
+//! the window of the back-off check.
+//!
 //! The same pieces (the pty, the bridge, mosquitto with the plugin, a live
 //! subscriber) also run a firmware of one's own: [`sensor_sim`], `cargo
-//! xtask sensor-sim`, the runner of `examples/avr-mqtt-sensor`.
+//! xtask sensor-sim`, the runner of `examples/avr-mqtt-sensor`, with the
+//! board in real time.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -54,8 +66,16 @@ const POLICY: Policy = Policy {
 const PORTB: u16 = 0x25;
 /// The simulated board runs at most this many times faster than real time
 /// (its sleeps cost the simulator nothing), so the script's commands and
-/// restart land among the readings they are meant for.
+/// restart land among the readings they are meant for; in real time
+/// (pace 1) the session would take some 195 s instead of some 42.
 const PACE: u32 = 5;
+/// How much shorter than the board's first back-off (1 s) the wall-clock
+/// wait from the bridge's `LINK_DOWN` to the board's next `NONCE_REQ` may
+/// be: the board sleeps 0.992 s (watchdog periods of 512, 256, 128, 64 and
+/// 32 ms), the pacing may let an interval through a slice (10 ms) and its
+/// lag (10 ms) short; the rest is room for a busy host (measured: 0.996 s
+/// to 0.998 s; with the pacing's old 20 ms cap per slice, 0.13 s).
+const BACK_OFF_SLACK: Duration = Duration::from_millis(100);
 /// How long the whole session may take (real time).
 const BUDGET: Duration = Duration::from_secs(600);
 
@@ -89,6 +109,13 @@ struct Attacker {
     inject_to_board: Vec<u8>,
     /// What was done, for the closing lines.
     done: Arc<Mutex<Vec<String>>>,
+    /// The tag of the board's last RECORD.
+    record_tag: Option<u8>,
+    /// When the bridge's `LINK_DOWN` to that RECORD reached the board.
+    link_down_at: Option<Instant>,
+    /// The board's back-offs on the wall clock: when a `LINK_DOWN` reached
+    /// it, and how long after it the board's next `NONCE_REQ` came.
+    back_offs: Arc<Mutex<Vec<(Instant, Duration)>>>,
 }
 
 impl Tap for Attacker {
@@ -98,9 +125,16 @@ impl Tap for Attacker {
             let Deframed::Frame { kind, tag, payload } = self.from_board.push(b) else {
                 continue;
             };
+            if kind == wire::NONCE_REQ {
+                if let Some(at) = self.link_down_at.take() {
+                    self.back_offs.lock().map(|mut b| b.push((at, at.elapsed()))).ok();
+                }
+            }
             if kind != wire::RECORD {
                 continue;
             }
+            self.record_tag = Some(tag);
+            self.link_down_at = None;
             let whole = wire::frame(kind, tag, payload).unwrap_or_default();
             if self.armed.swap(false, Ordering::SeqCst) {
                 let log = |s: String| self.done.lock().map(|mut d| d.push(s)).ok();
@@ -134,15 +168,22 @@ impl Tap for Attacker {
         out.append(&mut self.inject_to_board);
         out.extend_from_slice(bytes);
         for &b in bytes {
-            if let Deframed::Frame {
-                kind: wire::ACK,
-                payload,
-                ..
-            } = self.to_board.push(b)
-            {
-                if !payload.is_empty() && self.first_command.is_none() {
+            match self.to_board.push(b) {
+                Deframed::Frame {
+                    kind: wire::ACK,
+                    payload,
+                    ..
+                } if !payload.is_empty() && self.first_command.is_none() => {
                     self.first_command = Some(payload.to_vec());
                 }
+                // The answer to the board's record (not to a frame the
+                // attacker sent in its name).
+                Deframed::Frame {
+                    kind: wire::LINK_DOWN,
+                    tag,
+                    ..
+                } if Some(tag) == self.record_tag => self.link_down_at = Some(Instant::now()),
+                _ => {}
             }
         }
     }
@@ -204,6 +245,8 @@ struct Seen {
     readings: Vec<Reading>,
     acks: Vec<String>,
     other: Vec<String>,
+    /// The board's first back-off after the restart, on the wall clock.
+    back_off: Duration,
 }
 
 impl Seen {
@@ -244,9 +287,11 @@ pub fn run(plugin: &Path, bin: &Path) -> Result<(), String> {
     let (app, lines) = Subscriber::start_live(&site, "plain/#")?;
     let done = Arc::new(Mutex::new(Vec::new()));
     let armed = Arc::new(AtomicBool::new(false));
+    let back_offs = Arc::new(Mutex::new(Vec::new()));
     let attacker = Attacker {
         done: done.clone(),
         armed: armed.clone(),
+        back_offs: back_offs.clone(),
         ..Attacker::default()
     };
     let around = Surroundings {
@@ -275,6 +320,7 @@ pub fn run(plugin: &Path, bin: &Path) -> Result<(), String> {
         logs: &logs,
         armed: &armed,
         attacks: &done,
+        back_offs: &back_offs,
     };
     let mut resent = 0;
     let r = script.drive(&mut bridge, &mut resent, started);
@@ -295,13 +341,18 @@ pub fn run(plugin: &Path, bin: &Path) -> Result<(), String> {
     let handshakes = seen.readings.last().map_or(0, |r| r.handshakes);
     let rejected = seen.readings.last().map_or(0, |r| r.rejected);
     println!("e2e: session: bridge: {}", stats.trim_start_matches("serial-bridge: "));
+    println!(
+        "e2e: session: in real time, after the new bridge answered its record LINK_DOWN, the board waited \
+         {:.3} s (wall clock) before its next handshake (its back-off: 1 s)",
+        seen.back_off.as_secs_f64()
+    );
     for a in &attacks {
         println!("e2e: session: the line's attacker {a}");
     }
     println!(
         "e2e: session: {} readings delivered in order (r=0..{}), 0 lost, 0 duplicated; {} commands acted on \
          and answered ({resent} sent again after a re-key lost it); {handshakes} handshakes (re-keys by policy and one after the bridge restart); the board \
-         dropped {rejected} frames or commands; {:.0} s",
+         dropped {rejected} frames or commands; {:.0} s (the board at {PACE}x real time, in real time around the restart)",
         seen.readings.len(),
         seen.readings.len().saturating_sub(1),
         seen.acks.len(),
@@ -401,6 +452,8 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
     let (app, lines) = Subscriber::start_live(&site, "plain/#")?;
     let around = Surroundings {
         adc0_mv: Some(|_| ADC0_MV),
+        // As a board would: its intervals and back-off in real time.
+        pace: Some(1),
         ..Surroundings::default()
     };
     let board = SimOnPty::start_with(&elf, mcu.name, around)?;
@@ -475,6 +528,7 @@ struct Script<'a> {
     logs: &'a Path,
     armed: &'a AtomicBool,
     attacks: &'a Mutex<Vec<String>>,
+    back_offs: &'a Mutex<Vec<(Instant, Duration)>>,
 }
 
 impl Script<'_> {
@@ -490,8 +544,11 @@ impl Script<'_> {
             logs,
             armed,
             attacks,
+            back_offs,
         } = *self;
         let mut seen = Seen::default();
+        // From the restart until the first reading after it: the board in real time.
+        let mut real_time: Option<Instant> = None;
         let mut next_command = 0;
         let mut sent_at: Option<u32> = None;
         let mut restarted_at = None;
@@ -548,7 +605,17 @@ impl Script<'_> {
                 }
                 sent_at = Some(last);
             }
+            if let (Some(since), Some(at)) = (real_time, restarted_at) {
+                if last > at {
+                    board.set_pace(Some(PACE));
+                    seen.back_off = first_back_off(back_offs, since)?;
+                    real_time = None;
+                }
+            }
             if restarted_at.is_none() && last >= RESTART_AFTER {
+                board.set_pace(Some(1));
+                real_time = Some(Instant::now());
+                println!("e2e: session: the board in real time (pace 1) until its next reading");
                 let stats = bridge.take().ok_or("no bridge")?.stop()?;
                 println!("e2e: session: bridge stopped (SIGTERM): {stats}");
                 *bridge = Some(Bridge::start(
@@ -570,6 +637,27 @@ impl Script<'_> {
         check(&seen, board, restarted_at, led_after_attack, attacks)?;
         Ok(seen)
     }
+}
+
+/// The board's first back-off whose `LINK_DOWN` came after `since`: no
+/// shorter on the wall clock than its 1 s, less [`BACK_OFF_SLACK`].
+fn first_back_off(back_offs: &Mutex<Vec<(Instant, Duration)>>, since: Instant) -> Result<Duration, String> {
+    let all = back_offs.lock().map(|b| b.clone()).unwrap_or_default();
+    let waited = all
+        .iter()
+        .find(|(at, _)| *at >= since)
+        .map(|&(_, waited)| waited)
+        .ok_or("after the bridge restart no record of the board was answered LINK_DOWN before its next reading")?;
+    let least = Duration::from_secs(1) - BACK_OFF_SLACK;
+    if waited < least {
+        return Err(format!(
+            "in real time the board's next handshake came {:.3} s (wall clock) after the LINK_DOWN: its back-off is 1 s \
+             (at least {:.3} s); the simulated clock ran ahead of the wall clock",
+            waited.as_secs_f64(),
+            least.as_secs_f64()
+        ));
+    }
+    Ok(waited)
 }
 
 fn check(

@@ -3,13 +3,19 @@
 //! a serial port (`avr-serial`: `bench --device`, `kem-mqtt serial-bridge`)
 //! runs in CI against the simulator, byte for byte as it would against a
 //! board's USB serial adapter.
+//!
+//! With a pace ([`Surroundings::pace`], [`SimOnPty::set_pace`]) the
+//! simulated board also keeps the wall clock's time: its sleeps, its
+//! back-off and its intervals take as long as on a board (divided by the
+//! pace), though simavr skips a sleeping core's watchdog period in one
+//! slice.
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use avr_serial::serialport::{SerialPort, TTYPort};
 use avr_sim::Sim;
@@ -17,6 +23,13 @@ use avr_sim::Sim;
 /// Cycles simulated between two looks at the pty (10 ms of a 20 MHz MCU;
 /// a 1,700-byte reply at 2.5 Mbaud takes 136,000).
 const SLICE: u64 = 200_000;
+/// The longest the pacing waits before it looks at `stop` again.
+const STOP_POLL: Duration = Duration::from_millis(20);
+/// How far the simulated clock may fall behind the wall clock (a
+/// computation simavr runs slower than the board would) and still catch
+/// up; behind by more, the pacing counts on from where it is, so a later
+/// sleep is never shortened to make up for a slow computation.
+const LAG: Duration = Duration::from_millis(10);
 
 /// simavr running `elf` behind a pty; dropped, it stops the simulation.
 pub struct SimOnPty {
@@ -26,6 +39,8 @@ pub struct SimOnPty {
     changes: Arc<Mutex<Vec<Change>>>,
     /// [`Sim::stack_depth`] after the last slice.
     stack_depth: Arc<AtomicU16>,
+    /// The pace in force ([`Surroundings::pace`]; 0: none).
+    pace: Arc<AtomicU32>,
 }
 
 /// What the simulated board's surroundings do besides its UART: the
@@ -39,9 +54,19 @@ pub struct Surroundings {
     pub watch: Vec<u16>,
     /// Sees, and may change, every byte on the serial line.
     pub tap: Option<Box<dyn Tap + Send>>,
-    /// At most this many simulated seconds per real second. A board that
-    /// sleeps costs the simulator nothing, so without a pace its schedule
-    /// runs as fast as the host answers.
+    /// At most this many simulated seconds per real second (1: the board
+    /// keeps real time). A board that sleeps costs the simulator nothing
+    /// (simavr skips a watchdog period, up to 8 s, in one slice), so
+    /// without a pace its schedule runs as fast as the host answers. With
+    /// one, before each slice the runner waits until the wall clock has
+    /// caught up with the simulated clock (cycles ÷ frequency ÷ pace),
+    /// however long that is, looking at `stop` every 20 ms; the host's
+    /// bytes wait in the pty meanwhile and reach the board when it goes
+    /// on. A simulation slower than the pace (a handshake's computation)
+    /// is not made up for by a shorter sleep after it: every simulated
+    /// interval takes at least its length ÷ pace of wall time, less a
+    /// slice (10 ms) and 10 ms of lag ([`SimOnPty::set_pace`] changes it
+    /// while the board runs).
     pub pace: Option<u32>,
 }
 
@@ -79,6 +104,8 @@ impl SimOnPty {
         let stack_depth = Arc::new(AtomicU16::new(0));
         let deepest = stack_depth.clone();
         let stop = Arc::new(AtomicBool::new(false));
+        let pace = Arc::new(AtomicU32::new(surroundings.pace.unwrap_or(0)));
+        let paced = pace.clone();
         let (elf, mcu, flag) = (elf.to_path_buf(), mcu.to_string(), stop.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || -> Result<(), String> {
@@ -89,7 +116,13 @@ impl SimOnPty {
             if !ok {
                 return Ok(());
             }
-            serve(sim?, &mut master, &flag, surroundings, &recorded, &deepest)
+            let shared = Shared {
+                stop: &flag,
+                pace: &paced,
+                changes: &recorded,
+                stack_depth: &deepest,
+            };
+            serve(sim?, &mut master, surroundings, &shared)
         });
         ready_rx.recv().map_err(|_| "the simulator thread died".to_string())??;
         Ok(SimOnPty {
@@ -98,7 +131,15 @@ impl SimOnPty {
             thread: Some(thread),
             changes,
             stack_depth,
+            pace,
         })
+    }
+
+    /// Sets the pace from the next slice on ([`Surroundings::pace`];
+    /// `None`: as fast as the simulator goes). The wall clock is counted
+    /// from the change.
+    pub fn set_pace(&self, pace: Option<u32>) {
+        self.pace.store(pace.unwrap_or(0), Ordering::SeqCst);
     }
 
     /// The deepest the board's stack has gone so far, in bytes
@@ -165,27 +206,72 @@ pub fn hung_up(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(5) || e.kind() == std::io::ErrorKind::BrokenPipe
 }
 
+/// What the simulator thread shares with its [`SimOnPty`].
+struct Shared<'a> {
+    stop: &'a AtomicBool,
+    /// The pace (0: none).
+    pace: &'a AtomicU32,
+    changes: &'a Mutex<Vec<Change>>,
+    stack_depth: &'a AtomicU16,
+}
+
+/// Keeps the simulated clock from running ahead of the wall clock.
+struct Pacer {
+    hz: u64,
+    /// The pace, and a wall-clock instant with the cycle the simulated
+    /// clock read then: the pacing counts from there.
+    since: Option<(u32, Instant, u64)>,
+}
+
+impl Pacer {
+    /// Waits until the wall clock has caught up with `cycle` at `pace` (0:
+    /// no wait), or until `stop`.
+    fn wait(&mut self, pace: u32, cycle: u64, stop: &AtomicBool) {
+        if pace == 0 {
+            self.since = None;
+            return;
+        }
+        let (_, t0, c0) = match self.since {
+            Some(since) if since.0 == pace && since.2 <= cycle => since,
+            _ => *self.since.insert((pace, Instant::now(), cycle)),
+        };
+        let ns = u128::from(cycle - c0) * 1_000_000_000 / (u128::from(self.hz) * u128::from(pace));
+        let due = t0 + Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX));
+        while !stop.load(Ordering::SeqCst) {
+            let left = due.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(STOP_POLL));
+        }
+        let now = Instant::now();
+        if now.saturating_duration_since(due) > LAG {
+            self.since = Some((pace, now, cycle));
+        }
+    }
+}
+
 /// Carries bytes between the pty and the simulated UART (through the tap,
-/// if any) until `stop` or until the firmware stops (`OP_EXIT`).
-fn serve(
-    mut sim: Sim,
-    pty: &mut TTYPort,
-    stop: &AtomicBool,
-    mut around: Surroundings,
-    changes: &Mutex<Vec<Change>>,
-    stack_depth: &AtomicU16,
-) -> Result<(), String> {
+/// if any) until `stop` or until the firmware stops (`OP_EXIT`), keeping
+/// the pace if there is one.
+fn serve(mut sim: Sim, pty: &mut TTYPort, mut around: Surroundings, shared: &Shared) -> Result<(), String> {
+    let Shared {
+        stop,
+        pace,
+        changes,
+        stack_depth,
+    } = *shared;
     let mut buf = [0u8; 4096];
     let mut tapped = Vec::new();
     let mut last: Vec<Option<u8>> = vec![None; around.watch.len()];
-    let started = std::time::Instant::now();
-    let hz = u64::from(sim.frequency()).max(1);
+    let mut pacer = Pacer {
+        hz: u64::from(sim.frequency()).max(1),
+        since: None,
+    };
     while !stop.load(Ordering::SeqCst) {
-        if let Some(pace) = around.pace {
-            let due = Duration::from_micros(sim.cycle().saturating_mul(1_000_000) / hz / u64::from(pace.max(1)));
-            if let Some(ahead) = due.checked_sub(started.elapsed()) {
-                std::thread::sleep(ahead.min(Duration::from_millis(20)));
-            }
+        pacer.wait(pace.load(Ordering::SeqCst), sim.cycle(), stop);
+        if stop.load(Ordering::SeqCst) {
+            break;
         }
         match pty.read(&mut buf) {
             Ok(n) => match around.tap.as_mut() {
@@ -251,4 +337,171 @@ fn serve(
         pty.write_all(&out).map_err(|e| format!("pty: {e}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GPIOR1 on the ATmega1284p (data space): the fixture's count.
+    const GPIOR1: u16 = 0x4A;
+
+    /// A board that sleeps: it counts 1, 2, 3 … and, for each, writes the
+    /// count to GPIOR1 and sends it, then sleeps in power-down one watchdog
+    /// period of `WDP` (simavr skips it in one slice).
+    const SLEEPER: &str = r#"
+#include <avr/io.h>
+#include <avr/interrupt.h>
+#include <avr/sleep.h>
+#include <avr/wdt.h>
+
+ISR(WDT_vect) {}
+
+int main(void)
+{
+	UBRR0 = 0;
+	UCSR0A = _BV(U2X0);
+	UCSR0C = _BV(UCSZ01) | _BV(UCSZ00);
+	UCSR0B = _BV(TXEN0);
+	set_sleep_mode(SLEEP_MODE_PWR_DOWN);
+	for (uint8_t i = 1;; i++) {
+		GPIOR1 = i;
+		UDR0 = i;
+		while (!(UCSR0A & _BV(TXC0)))
+			;
+		UCSR0A = _BV(U2X0) | _BV(TXC0);
+		cli();
+		wdt_reset();
+		WDTCSR = _BV(WDCE) | _BV(WDE);
+		WDTCSR = _BV(WDIE) | WDP;
+		sleep_enable();
+		sei();
+		sleep_cpu();
+		sleep_disable();
+	}
+}
+"#;
+
+    /// [`SLEEPER`] built with watchdog prescaler bits `wdp`; `None` (the
+    /// test is skipped) without libsimavr or avr-gcc.
+    fn sleeper(name: &str, wdp: &str) -> Option<std::path::PathBuf> {
+        if !avr_sim::AVAILABLE {
+            eprintln!("avr-sim built without libsimavr: skipping (run `cargo xtask setup`)");
+            return None;
+        }
+        let dir = crate::util::workspace_root().join("target/tmp/pty-tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join(format!("{name}.c"));
+        let elf = dir.join(format!("{name}.elf"));
+        std::fs::write(&src, SLEEPER).unwrap();
+        let status = std::process::Command::new("avr-gcc")
+            .args(["-mmcu=atmega1284p", "-Os", &format!("-DWDP=({wdp})"), "-o"])
+            .arg(&elf)
+            .arg(&src)
+            .status();
+        match status {
+            Ok(s) if s.success() => Some(elf),
+            Ok(s) => panic!("avr-gcc failed: {s}"),
+            Err(_) => {
+                eprintln!("avr-gcc not found: skipping (run `cargo xtask setup`)");
+                None
+            }
+        }
+    }
+
+    /// The host's end of the board's pty.
+    fn host_end(board: &SimOnPty) -> Box<dyn SerialPort> {
+        avr_serial::open(board.path(), 2_500_000, Duration::from_millis(50)).unwrap()
+    }
+
+    /// At pace 1 a board that sleeps 0.5 s between its bytes sends them
+    /// 0.5 s apart on the wall clock too: the simulated time between two
+    /// bytes (from the watched GPIOR1) is never more than 100 ms ahead of
+    /// the wall-clock time between their arrivals (one 10 ms slice, 10 ms
+    /// of lag, the rest for a busy host). Capped at 20 ms of wait per
+    /// slice, the pacing let each skipped watchdog period through in 20 ms.
+    #[test]
+    fn paced_board_keeps_real_time() {
+        let Some(elf) = sleeper("sleeper-half-second", "_BV(WDP2) | _BV(WDP0)") else {
+            return;
+        };
+        let around = Surroundings {
+            watch: vec![GPIOR1],
+            pace: Some(1),
+            ..Surroundings::default()
+        };
+        let board = SimOnPty::start_with(&elf, "atmega1284p", around).unwrap();
+        let mut host = host_end(&board);
+        let mut arrived: Vec<(u8, Instant)> = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while arrived.len() < 6 && Instant::now() < deadline {
+            let mut buf = [0u8; 16];
+            match host.read(&mut buf) {
+                Ok(n) => {
+                    let now = Instant::now();
+                    arrived.extend(buf[..n].iter().map(|&b| (b, now)));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(e) => panic!("reading the pty: {e}"),
+            }
+        }
+        let changes = board.changes();
+        board.finish().unwrap();
+        assert!(arrived.len() >= 6, "{} bytes within 20 s: {arrived:?}", arrived.len());
+        // The count's first value (1) is no change of GPIOR1 (0 at reset).
+        let cycle_of = |n: u8| {
+            changes
+                .iter()
+                .find(|c| c.addr == GPIOR1 && c.value == n)
+                .map(|c| c.cycle)
+                .unwrap_or_else(|| panic!("no GPIOR1 = {n} among {changes:?}"))
+        };
+        let (first, at) = *arrived.iter().find(|(n, _)| *n > 1).expect("a byte after the first");
+        let mut lines = Vec::new();
+        for &(n, when) in arrived.iter().filter(|(n, _)| *n > first) {
+            let simulated = (cycle_of(n) - cycle_of(first)) as f64 / 20e6;
+            let wall = (when - at).as_secs_f64();
+            lines.push(format!(
+                "bytes {first}..{n}: simulated {simulated:.3} s, wall {wall:.3} s"
+            ));
+            assert!(
+                simulated - wall <= 0.1,
+                "the simulated clock ran {:.3} s ahead of the wall clock:\n{}",
+                simulated - wall,
+                lines.join("\n")
+            );
+        }
+        println!("{}", lines.join("\n"));
+        let (last, _) = *arrived.last().unwrap();
+        let simulated = (cycle_of(last) - cycle_of(first)) as f64 / 20e6;
+        assert!(simulated > 1.5, "{simulated:.3} s simulated: the fixture did not sleep");
+    }
+
+    /// A paced board in an 8 s sleep still stops at once.
+    #[test]
+    fn paced_board_stops_within_its_sleep() {
+        let Some(elf) = sleeper("sleeper-eight-seconds", "_BV(WDP3) | _BV(WDP0)") else {
+            return;
+        };
+        let around = Surroundings {
+            pace: Some(1),
+            ..Surroundings::default()
+        };
+        let board = SimOnPty::start_with(&elf, "atmega1284p", around).unwrap();
+        let mut host = host_end(&board);
+        let mut buf = [0u8; 1];
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // The first byte came; the board sleeps 8 s after it.
+        while buf[0] == 0 {
+            assert!(Instant::now() < deadline, "no byte within 20 s");
+            if let Err(e) = host.read(&mut buf) {
+                assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let asked = Instant::now();
+        board.finish().unwrap();
+        let took = asked.elapsed();
+        assert!(took < Duration::from_millis(500), "finish took {took:?}");
+    }
 }
