@@ -63,7 +63,8 @@ fn run() -> Result<(), String> {
         ("BROKER_KEM_PK", "broker_kem_pk"),
         ("BROKER_X25519_PK", "broker_x25519_pk"),
     ] {
-        let bytes = hex::decode(field(json)?).map_err(|e| format!("{}: `{json}`: {e}", path.display()))?;
+        // Constant time (base16ct): two of these fields are secret keys.
+        let bytes = base16ct::mixed::decode_vec(field(json)?).map_err(|e| format!("{}: `{json}`: {e}", path.display()))?;
         writeln!(out, "static {name}: [u8; {}] = {bytes:?};", bytes.len()).unwrap();
     }
     let dest = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?).join("sensor_keys.rs");

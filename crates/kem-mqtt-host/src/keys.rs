@@ -144,12 +144,25 @@ impl From<serde_json::Error> for KeyError {
     }
 }
 
+/// Decodes `len` bytes of hex (either case) in constant time (base16ct):
+/// the digits of a secret key steer no branch or table index, and a
+/// decoding that fails leaves nothing behind.
 fn unhex(field: &str, s: &str, len: usize) -> Result<Vec<u8>, KeyError> {
-    let v = hex::decode(s).map_err(|e| KeyError::Invalid(format!("{field}: {e}")))?;
-    if v.len() != len {
-        return Err(KeyError::Invalid(format!("{field}: {} bytes, expected {len}", v.len())));
+    if s.len() != 2 * len {
+        return Err(KeyError::Invalid(format!(
+            "{field}: {} hex digits, expected {} ({len} bytes)",
+            s.len(),
+            2 * len
+        )));
     }
-    Ok(v)
+    let mut out = Zeroizing::new(vec![0u8; len]);
+    base16ct::mixed::decode(s, &mut out).map_err(|_| KeyError::Invalid(format!("{field}: not hex")))?;
+    Ok(std::mem::take(&mut *out))
+}
+
+/// Lower-case hex, in constant time (base16ct).
+fn hex(bytes: &[u8]) -> String {
+    base16ct::lower::encode_string(bytes)
 }
 
 fn unhex32(field: &str, s: &str) -> Result<[u8; 32], KeyError> {
@@ -217,7 +230,14 @@ fn load_secret_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyE
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
     let mut file = std::fs::File::open(path)?;
-    let mode = file.metadata()?.permissions().mode() & 0o7777;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(KeyError::Invalid(format!(
+            "not a key file but a {}",
+            if meta.is_dir() { "directory" } else { "special file" }
+        )));
+    }
+    let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o077 != 0 {
         return Err(KeyError::Permissions(mode));
     }
@@ -305,6 +325,9 @@ fn temporary_beside(path: &Path, name: &std::ffi::OsStr) -> PathBuf {
 /// directory); the files written into it are 0600 either way.
 /// Errors name the directory.
 pub fn private_dir(dir: &Path) -> Result<(), KeyError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(KeyError::Invalid("exists and is not a directory".into()).in_file(dir));
+    }
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -442,9 +465,9 @@ impl std::fmt::Debug for SensorKeys {
             .field("client_id", &self.client_id)
             .field("suite", &self.suite.name())
             .field("kem_sk", &REDACTED)
-            .field("kem_pk", &hex::encode(&self.kem_pk))
+            .field("kem_pk", &hex(&self.kem_pk))
             .field("x25519_sk", &REDACTED)
-            .field("x25519_pk", &hex::encode(self.x25519_pk))
+            .field("x25519_pk", &hex(&self.x25519_pk))
             .finish_non_exhaustive()
     }
 }
@@ -496,12 +519,12 @@ impl SensorKeys {
             version: FORMAT_VERSION,
             client_id: self.client_id.clone(),
             suite: self.suite.name().into(),
-            kem_sk: hex::encode(&*self.kem_sk),
-            kem_pk: hex::encode(&self.kem_pk),
-            x25519_sk: hex::encode(*self.x25519_sk),
-            x25519_pk: hex::encode(self.x25519_pk),
-            broker_kem_pk: hex::encode(&self.broker_kem_pk),
-            broker_x25519_pk: hex::encode(self.broker_x25519_pk),
+            kem_sk: hex(&*self.kem_sk),
+            kem_pk: hex(&self.kem_pk),
+            x25519_sk: hex(&*self.x25519_sk),
+            x25519_pk: hex(&self.x25519_pk),
+            broker_kem_pk: hex(&self.broker_kem_pk),
+            broker_x25519_pk: hex(&self.broker_x25519_pk),
         }
     }
 
@@ -613,7 +636,7 @@ impl std::fmt::Debug for BrokerSecrets {
         f.debug_struct("BrokerSecrets")
             .field("kems", &kems)
             .field("secret_keys", &REDACTED)
-            .field("x25519_pk", &hex::encode(self.x25519_pk))
+            .field("x25519_pk", &hex(&self.x25519_pk))
             .finish()
     }
 }
@@ -652,12 +675,12 @@ impl BrokerSecrets {
                 .iter()
                 .map(|(k, (sk, pk))| BrokerKemEntry {
                     kem: k.name().into(),
-                    sk: hex::encode(&**sk),
-                    pk: hex::encode(pk),
+                    sk: hex(&**sk),
+                    pk: hex(pk),
                 })
                 .collect(),
-            x25519_sk: hex::encode(*self.x25519_sk),
-            x25519_pk: hex::encode(self.x25519_pk),
+            x25519_sk: hex(&*self.x25519_sk),
+            x25519_pk: hex(&self.x25519_pk),
         }
     }
 
@@ -774,8 +797,8 @@ impl Registry {
                 .map(|(id, c)| RegistryEntry {
                     client_id: id.clone(),
                     kem: c.kem.name().into(),
-                    kem_pk: hex::encode(&c.kem_pk),
-                    x25519_pk: hex::encode(c.x25519_pk),
+                    kem_pk: hex(&c.kem_pk),
+                    x25519_pk: hex(&c.x25519_pk),
                     allowed_suites: c.allowed.iter().map(|s| s.name().to_string()).collect(),
                 })
                 .collect(),

@@ -265,6 +265,18 @@ fn file_errors_name_the_file() {
     std::fs::write(&junk, b"not json").unwrap();
     let junk_arg = junk.to_str().unwrap();
     fails_naming(&["sensor", "--broker", "127.0.0.1:1", "--key", junk_arg], &shown(&junk));
+
+    // Issue #51: a directory given as a key file, a file given as the key
+    // directory: each named for what it is, not by its mode or errno.
+    let dir_arg = dir.0.to_str().unwrap();
+    fails_naming(
+        &["sensor", "--broker", "127.0.0.1:1", "--key", dir_arg],
+        "not a key file but a directory",
+    );
+    fails_naming(&["sensor", "--broker", "127.0.0.1:1", "--key", dir_arg], &shown(&dir.0));
+    let file_arg = file.to_str().unwrap();
+    fails_naming(&["provision", "--dir", file_arg], "exists and is not a directory");
+    fails_naming(&["provision", "--dir", file_arg], &shown(&file));
 }
 
 /// A serial port that cannot be opened is named with the OS's reason, both
@@ -489,8 +501,9 @@ fn revoke_removes_sensors_from_the_registry() {
     );
     let registry = kem_mqtt_host::keys::Registry::load_or_empty(&dir.path("keys").join("registry.json")).unwrap();
     assert_eq!(registry.clients.keys().collect::<Vec<_>>(), ["a"]);
+    // Not a usage error (status 2) but a refusal of what was found (1).
     let out = run(&["revoke", "--dir", d, "--client", "b"]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("\"b\" is not in"), "{}", text(&out.stderr));
 }
 

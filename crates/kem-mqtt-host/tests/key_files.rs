@@ -171,7 +171,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
         // as a malformed key) — the typed errors of a damaged key.
         each_flip(&keys.kem_sk, range.clone(), usize::MAX, |bad, at| {
             let mut f = keys.to_file();
-            f.kem_sk = hex::encode(bad);
+            f.kem_sk = base16ct::lower::encode_string(&bad);
             match SensorKeys::from_file(&f) {
                 Err(KeyError::KeyPairMismatch(_) | KeyError::Invalid(_)) => {}
                 r => panic!("{}: secret byte {at} flipped: {r:?}", kem.name()),
@@ -181,7 +181,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
         let path = tmp.0.join(format!("sensor-{}.json", kem.name()));
         each_flip(&keys.kem_sk, range.clone(), 12, |bad, at| {
             let mut f = keys.to_file();
-            f.kem_sk = hex::encode(bad);
+            f.kem_sk = base16ct::lower::encode_string(&bad);
             common::write_private(&path, &serde_json::to_string(&f).unwrap());
             let e = SensorKeys::load(&path)
                 .err()
@@ -204,7 +204,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
         each_flip(sk, range, 12, |bad, at| {
             let mut f = broker.to_file();
             let entry = f.kems.iter_mut().find(|e| e.kem == kem.name()).unwrap();
-            entry.sk = hex::encode(bad);
+            entry.sk = base16ct::lower::encode_string(&bad);
             common::write_private(&path, &serde_json::to_string(&f).unwrap());
             let e = BrokerSecrets::load(&path)
                 .err()
@@ -254,7 +254,7 @@ fn debug_output_never_shows_a_secret() {
 fn all_zero_x25519_secrets_are_refused() {
     let broker = generate_broker(&[KemId::MlKem512], &mut OsRng);
     let keys = sensor_for(&broker, KemId::MlKem512);
-    let zero_pk = hex::encode(x25519_dalek::x25519([0; 32], x25519_dalek::X25519_BASEPOINT_BYTES));
+    let zero_pk = base16ct::lower::encode_string(&x25519_dalek::x25519([0; 32], x25519_dalek::X25519_BASEPOINT_BYTES));
 
     // Sensor key file: an all-zero static X25519 secret key (with its public key).
     let mut f = keys.to_file();
@@ -284,9 +284,9 @@ fn all_zero_x25519_secrets_are_refused() {
     );
     // A flipped bit in an X25519 secret key: the derived public key differs.
     let mut f = keys.to_file();
-    let mut sk = hex::decode(&f.x25519_sk).unwrap();
+    let mut sk = base16ct::mixed::decode_vec(&f.x25519_sk).unwrap();
     sk[9] ^= 4;
-    f.x25519_sk = hex::encode(sk);
+    f.x25519_sk = base16ct::lower::encode_string(&sk);
     let r = SensorKeys::from_file(&f);
     assert!(
         matches!(r, Err(KeyError::KeyPairMismatch(_))),

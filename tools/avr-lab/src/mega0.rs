@@ -277,14 +277,19 @@ pub fn yasim_measured(
         }
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let ok: Vec<Vec<u8>> = text
-        .lines()
-        .map_while(|l| {
-            // `STATUS PAYLOAD CYCLES`, one space apart (an empty payload leaves two).
-            let mut it = l.split(' ');
-            (it.next()? == "00").then(|| unhex(it.next().unwrap_or("")))
-        })
-        .collect();
+    let mut ok: Vec<Vec<u8>> = Vec::new();
+    for l in text.lines() {
+        // `STATUS PAYLOAD CYCLES`, one space apart (an empty payload leaves two).
+        let mut it = l.split(' ');
+        if it.next() != Some("00") {
+            break;
+        }
+        let payload = it.next().unwrap_or("");
+        ok.push(
+            base16ct::mixed::decode_vec(payload)
+                .map_err(|_| format!("yasimavr replied {l:?}: its payload is not hex"))?,
+        );
+    }
     let timers = |r: Option<&Vec<u8>>| {
         r.and_then(|t| <[u8; TIMERS_LEN]>::try_from(t.as_slice()).ok())
             .map(timer_cycles)
@@ -486,11 +491,5 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
 }
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .filter_map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok())
-        .collect()
+    base16ct::lower::encode_string(b)
 }

@@ -345,6 +345,9 @@ enum CliError {
     /// The board: its serial port cannot be opened (the message names the
     /// port and the OS error), or it runs no image this command can drive.
     Board(String),
+    /// The command was right but what it found was not (exit status 1):
+    /// e.g. revoking an id the registry does not hold.
+    Refused(String),
 }
 
 impl std::fmt::Display for CliError {
@@ -353,7 +356,7 @@ impl std::fmt::Display for CliError {
             CliError::Host(e) => write!(f, "{e}"),
             CliError::Broker(addr, e) => write!(f, "broker {addr}: {e}"),
             CliError::Enrolled(e) => write!(f, "{e}; --force replaces its keys"),
-            CliError::Usage(e) | CliError::Board(e) => f.write_str(e),
+            CliError::Usage(e) | CliError::Board(e) | CliError::Refused(e) => f.write_str(e),
         }
     }
 }
@@ -623,7 +626,7 @@ fn revoke(args: &RevokeArgs) -> Result<(), CliError> {
     let mut registry = Registry::load_or_empty(&path)?;
     for id in &args.client {
         if registry.clients.remove(id).is_none() {
-            return Err(CliError::Usage(format!("{id:?} is not in {}", path.display())));
+            return Err(CliError::Refused(format!("{id:?} is not in {}", path.display())));
         }
     }
     registry.save(&path)?;
