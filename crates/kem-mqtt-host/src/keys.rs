@@ -519,7 +519,7 @@ impl SensorKeys {
             version: FORMAT_VERSION,
             client_id: self.client_id.clone(),
             suite: self.suite.name().into(),
-            kem_sk: hex(&*self.kem_sk),
+            kem_sk: hex(&self.kem_sk),
             kem_pk: hex(&self.kem_pk),
             x25519_sk: hex(&*self.x25519_sk),
             x25519_pk: hex(&self.x25519_pk),
@@ -675,7 +675,7 @@ impl BrokerSecrets {
                 .iter()
                 .map(|(k, (sk, pk))| BrokerKemEntry {
                     kem: k.name().into(),
-                    sk: hex(&**sk),
+                    sk: hex(sk),
                     pk: hex(pk),
                 })
                 .collect(),

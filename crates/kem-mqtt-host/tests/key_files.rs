@@ -171,7 +171,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
         // as a malformed key) — the typed errors of a damaged key.
         each_flip(&keys.kem_sk, range.clone(), usize::MAX, |bad, at| {
             let mut f = keys.to_file();
-            f.kem_sk = base16ct::lower::encode_string(&bad);
+            f.kem_sk = base16ct::lower::encode_string(bad);
             match SensorKeys::from_file(&f) {
                 Err(KeyError::KeyPairMismatch(_) | KeyError::Invalid(_)) => {}
                 r => panic!("{}: secret byte {at} flipped: {r:?}", kem.name()),
@@ -181,7 +181,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
         let path = tmp.0.join(format!("sensor-{}.json", kem.name()));
         each_flip(&keys.kem_sk, range.clone(), 12, |bad, at| {
             let mut f = keys.to_file();
-            f.kem_sk = base16ct::lower::encode_string(&bad);
+            f.kem_sk = base16ct::lower::encode_string(bad);
             common::write_private(&path, &serde_json::to_string(&f).unwrap());
             let e = SensorKeys::load(&path)
                 .err()
@@ -204,7 +204,7 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
         each_flip(sk, range, 12, |bad, at| {
             let mut f = broker.to_file();
             let entry = f.kems.iter_mut().find(|e| e.kem == kem.name()).unwrap();
-            entry.sk = base16ct::lower::encode_string(&bad);
+            entry.sk = base16ct::lower::encode_string(bad);
             common::write_private(&path, &serde_json::to_string(&f).unwrap());
             let e = BrokerSecrets::load(&path)
                 .err()
