@@ -1,24 +1,7 @@
 #![no_std]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
-//! Ascon-XOF128 and Ascon-CXOF128 (NIST SP 800-232 §5.2, §5.3) as a small
-//! incremental sponge, and Ascon-AEAD128 (§4, [`aead`]) on the same
-//! permutation.
-//!
-//! The permutation is one swap point ([`permute`]): on AVR the hand-written
-//! assembly of `asm-avr/ascon_p.S` (selected by `build.rs`,
-//! `cfg(ascon_asm)`), elsewhere `ascon-core`'s portable code, which always
-//! compiles and is the reference the assembly is tested against
-//! (`tests/avr_ascon.rs`, in simavr). Outputs equal RustCrypto's
-//! `ascon-hash` (tested).
-//!
-//! ```
-//! let mut xof = ascon_sponge::Xof128::new();
-//! xof.absorb(b"seed");
-//! xof.finalize();
-//! let mut out = [0u8; 40];
-//! xof.squeeze(&mut out);
-//! ```
+#![doc = include_str!("../README.md")]
 
 use zeroize::Zeroize;
 

@@ -1,9 +1,4 @@
-//! The harness protocol over a serial port, for firmware on a real board:
-//! [`open`] opens the port, [`link`] puts `avr_wire`'s one host client on
-//! it. Used by `cargo xtask bench --device` and `kem-mqtt serial-bridge`.
-//!
-//! A board runs the same images as the simulator, timed by the firmware's
-//! own timers (see `avr_wire::client`).
+#![doc = include_str!("../README.md")]
 
 use std::time::Duration;
 

@@ -27,6 +27,22 @@ fn exact<const L: usize>(bytes: &[u8]) -> Result<[u8; L], Error> {
 }
 
 /// A public key: 512 coefficients below q, 10 bits each. Validated on import.
+///
+/// Generic over the symmetric back-end `B` ([`crate::Ascon`] or [`crate::Sha3`]).
+///
+/// ```
+/// use ctru_light::{Ascon, CtruLightAscon, EncapsulationKey, Error};
+///
+/// let (_dk, ek) = CtruLightAscon::keygen(&mut rand::rng())?;
+/// let bytes: &[u8] = ek.as_ref(); // 640 bytes, public: send them
+/// let received = EncapsulationKey::<Ascon>::from_bytes(bytes)?;
+/// assert_eq!(received, ek);
+/// assert_eq!(
+///     EncapsulationKey::<Ascon>::from_bytes(&[0xff; 640]), // 1023 ≥ q
+///     Err(Error::EncapsulationKeyNotReduced)
+/// );
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct EncapsulationKey<B> {
     bytes: [u8; PK_BYTES],
@@ -37,6 +53,21 @@ pub struct EncapsulationKey<B> {
 /// Keeps its public key also as a typed key (a copy of the bytes inside),
 /// which [`DecapsulationKey::encapsulation_key`] lends, as RustCrypto's
 /// `Decapsulator` asks; the byte-buffer API (`*_into`) has no such copy.
+///
+/// Generic over the symmetric back-end `B` ([`crate::Ascon`] or [`crate::Sha3`]).
+///
+/// ```
+/// use ctru_light::{Ascon, CtruLightAscon, DecapsulationKey};
+///
+/// let (dk, ek) = CtruLightAscon::keygen(&mut rand::rng())?;
+/// assert_eq!(dk.encapsulation_key(), &ek);
+/// // Stored as its 864 bytes (secret), loaded with the import checks.
+/// let stored: [u8; 864] = *dk.as_bytes();
+/// let loaded = DecapsulationKey::<Ascon>::from_bytes(&stored)?;
+/// assert_eq!(loaded.encapsulation_key(), &ek);
+/// assert!(DecapsulationKey::<Ascon>::from_bytes(&[0; 864]).is_err()); // no key generation makes it
+/// # Ok::<(), ctru_light::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct DecapsulationKey<B> {
     bytes: [u8; SK_BYTES],
@@ -44,6 +75,21 @@ pub struct DecapsulationKey<B> {
 }
 
 /// A ciphertext: 512 bytes, any value valid.
+///
+/// Generic over the symmetric back-end `B` ([`crate::Ascon`] or [`crate::Sha3`]).
+///
+/// ```
+/// use ctru_light::{Ascon, Ciphertext, CtruLightAscon};
+///
+/// let mut rng = rand::rng();
+/// let (dk, ek) = CtruLightAscon::keygen(&mut rng)?;
+/// let (ct, ss) = CtruLightAscon::encapsulate(&ek, &mut rng)?;
+/// // Sent as its 512 bytes; any 512 bytes are a ciphertext.
+/// let received = Ciphertext::<Ascon>::from_bytes(ct.as_bytes())?;
+/// assert_eq!(CtruLightAscon::decapsulate(&dk, &received), ss);
+/// assert!(Ciphertext::<Ascon>::from_bytes(&ct.as_bytes()[..511]).is_err());
+/// # Ok::<(), ctru_light::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Ciphertext<B> {
     bytes: [u8; CT_BYTES],
@@ -157,7 +203,18 @@ impl<B> fmt::Debug for Ciphertext<B> {
 /// CTRU-Light with symmetric back-end `B` and arithmetic variant `A`
 /// (the variant never changes a byte of the output). The default, K-RED2X
 /// ([`Kred2x`]), is the fastest and smallest on AVR, where every variant's
-/// ring operations are assembly (`cargo xtask bench`).
+/// ring operations are assembly (benchmarked in the project's repository).
+///
+/// ```
+/// use ctru_light::{CtruLight, CtruLightSha3, MontgomeryPlain, Sha3};
+///
+/// let mut rng = rand::rng();
+/// let (dk, ek) = CtruLightSha3::keygen(&mut rng)?;
+/// let (ct, ss) = CtruLightSha3::encapsulate(&ek, &mut rng)?;
+/// // Another arithmetic, the same bytes: it decapsulates the same way.
+/// assert_eq!(CtruLight::<Sha3, MontgomeryPlain>::decapsulate(&dk, &ct), ss);
+/// # Ok::<(), ctru_light::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CtruLight<B, A = Kred2x>(PhantomData<(B, A)>);
 
@@ -170,7 +227,19 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// [`KEYGEN_ATTEMPTS`] times; each retry is public), then z. Returns
     /// (decapsulation key, encapsulation key), the order of RustCrypto's
     /// `kem` traits; the byte-buffer [`Self::keygen_into`] keeps the
-    /// reference C code's (pk, sk).
+    /// reference C code's (pk, sk). Fails if `rng` does ([`Error::Rng`]),
+    /// or if it gives no invertible f in the allowed attempts
+    /// ([`Error::KeyGenExhausted`]: a broken generator).
+    ///
+    /// ```
+    /// use ctru_light::CtruLightAscon;
+    ///
+    /// let mut rng = rand::rng();
+    /// let (dk, ek) = CtruLightAscon::keygen(&mut rng)?; // the secret key first
+    /// let (ct, ss) = CtruLightAscon::encapsulate(&ek, &mut rng)?;
+    /// assert_eq!(CtruLightAscon::decapsulate(&dk, &ct), ss);
+    /// # Ok::<(), ctru_light::Error>(())
+    /// ```
     pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(DecapsulationKey<B>, EncapsulationKey<B>), Error> {
         let mut pk = EncapsulationKey {
             bytes: [0u8; PK_BYTES],
@@ -189,7 +258,22 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     }
 
     /// KEM.Encaps (§4): m is 32 bytes from `rng`; G = Hg(ID(pk) ‖ m),
-    /// ct = Enc(pk, m, XOF(G[32..64], 128)), K = G[0..32].
+    /// ct = Enc(pk, m, XOF(G[32..64], 128)), K = G[0..32]. Returns
+    /// (ciphertext to send, shared secret to keep); fails only if `rng`
+    /// does ([`Error::Rng`]).
+    ///
+    /// ```
+    /// use ctru_light::CtruLightAscon;
+    ///
+    /// let mut rng = rand::rng();
+    /// let (dk, ek) = CtruLightAscon::keygen(&mut rng)?;
+    /// let (ct1, ss1) = CtruLightAscon::encapsulate(&ek, &mut rng)?;
+    /// let (ct2, ss2) = CtruLightAscon::encapsulate(&ek, &mut rng)?;
+    /// assert_ne!(ss1, ss2); // a fresh secret each time
+    /// assert_eq!(CtruLightAscon::decapsulate(&dk, &ct1), ss1);
+    /// assert_eq!(CtruLightAscon::decapsulate(&dk, &ct2), ss2);
+    /// # Ok::<(), ctru_light::Error>(())
+    /// ```
     pub fn encapsulate(
         pk: &EncapsulationKey<B>,
         rng: &mut impl TryCryptoRng,
@@ -204,6 +288,20 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
 
     /// KEM.Decaps (§4): re-encrypts and selects K or Hrej(ct ‖ z) in
     /// constant time. Never fails: a bad ciphertext yields the rejection key.
+    ///
+    /// ```
+    /// use ctru_light::{Ascon, Ciphertext, CtruLightAscon};
+    ///
+    /// let mut rng = rand::rng();
+    /// let (dk, ek) = CtruLightAscon::keygen(&mut rng)?;
+    /// let (ct, ss) = CtruLightAscon::encapsulate(&ek, &mut rng)?;
+    /// assert_eq!(CtruLightAscon::decapsulate(&dk, &ct), ss);
+    /// let mut bytes = *ct.as_bytes();
+    /// bytes[0] ^= 1; // tampered with on the way
+    /// let tampered = Ciphertext::<Ascon>::from_bytes(&bytes)?;
+    /// assert_ne!(CtruLightAscon::decapsulate(&dk, &tampered), ss); // another key, no error
+    /// # Ok::<(), ctru_light::Error>(())
+    /// ```
     pub fn decapsulate(sk: &DecapsulationKey<B>, ct: &Ciphertext<B>) -> SharedSecret {
         Self::decapsulate_into(&sk.bytes, &ct.bytes)
     }

@@ -2,19 +2,7 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::integer_division_remainder_used)]
-//! CTRU-Light: the lightweight NTRU-type KEM for 8-bit AVR sensor nodes
-//! (Dong, Kim, Zheng, Liang, Fang, Seo, O'Neill, Zhao; TCHES 2026,
-//! ePrint 2026/248), with SHA3 and Ascon back-ends.
-//!
-//! **Revision 1: the `sha3` back-end is byte-compatible with the authors'
-//! reference implementation and the draft standard's example; the `ascon`
-//! mapping is this project's.** The definition, byte for byte, is the
-//! crate's `SPEC.md` (section numbers below are its own). The `sha3` KAT
-//! under `kat-vectors/ctru-light/` is the authors' reference C code's output
-//! under the NIST DRBG; the crate reproduces it, the `ascon` KAT and the
-//! draft standard's worked example (Annex E.5) in every arithmetic variant.
-//!
-//! n = 512, q = 769, q2 = 256, B1 noise; pk 640, sk 864, ct 512, ss 32 bytes.
+#![doc = include_str!("../README.md")]
 //!
 //! # Using it
 //!
@@ -109,9 +97,8 @@
 //!
 //! Module map (`SPEC.md` sections): `params` §1, `encode` §2, `pke` §3
 //! (its decryption product in `mul256`), `kem_impl` §4, `symmetric` §5, `arith` §6.
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 pub mod arith;
 #[cfg(ctru_asm)]

@@ -1,25 +1,7 @@
 #![no_std]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
-//! SHA-3 and SHAKE (FIPS 202) as small incremental sponges.
-//!
-//! Every KEM of the workspace hashes through this crate, so the
-//! Keccak-f\[1600\] permutation is a single swap point ([`permute`]): on AVR the
-//! hand-written assembly of `asm-avr/keccak_f1600.S` (selected by `build.rs`,
-//! `cfg(keccak_asm)`), elsewhere the portable [`keccak::Keccak`], which always
-//! compiles and is the reference the assembly is tested against
-//! (`tests/avr_keccak.rs`, in simavr). The state is 200 bytes plus a
-//! position; no other buffer is kept, which matters on a 6 KB-SRAM MCU.
-//!
-//! ```
-//! let digest = fips202::sha3_256(&[b"abc"]);
-//! assert_eq!(digest[0], 0x3a);
-//! let mut xof = fips202::Sponge::shake256();
-//! xof.absorb(b"seed");
-//! xof.finalize();
-//! let mut out = [0u8; 64];
-//! xof.squeeze(&mut out);
-//! ```
+#![doc = include_str!("../README.md")]
 
 use zeroize::Zeroize;
 

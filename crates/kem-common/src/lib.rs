@@ -1,16 +1,9 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! What the KEM crates of this workspace share, so each fact lives once,
-//! one module per concern: bit packing (`pack`), the [`SharedSecret`] type
-//! and constant-time comparisons (`secret`), RNG plumbing (`rng`), the one
-//! replay tape of tests and firmware ([`Tape`]), wiping secrets ([`Wipe`]),
-//! where an encryption's bytes go ([`CiphertextSink`]), the byte-type
-//! conversions and serde (`impl_bytes!`, `hex_serde`) and the byte-buffer
-//! API with RustCrypto's `kem` traits ([`BufferKem`]).
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+#![doc = include_str!("../README.md")]
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 mod buffer_kem;
 mod byte_types;

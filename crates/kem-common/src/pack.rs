@@ -2,6 +2,17 @@
 
 /// Packs `count` values of `d` bits (1 ≤ d ≤ 16; upper bits ignored) as a
 /// little-endian bit stream into `out` (count·d/8 bytes).
+///
+/// ```
+/// // Four 10-bit values in 5 bytes.
+/// let values = [1u16, 2, 3, 1023];
+/// let mut packed = [0u8; 5];
+/// kem_common::pack_bits(10, 4, &mut packed, |i| values[i]);
+/// assert_eq!(packed[..2], [0x01, 0x08]); // 1, then 2 from bit 10 on
+/// let mut back = [0u16; 4];
+/// kem_common::unpack_bits(10, 4, &packed, |i, v| back[i] = v);
+/// assert_eq!(back, values);
+/// ```
 #[inline]
 pub fn pack_bits(d: u32, count: usize, out: &mut [u8], value: impl FnMut(usize) -> u16) {
     let mut bytes = out.iter_mut();
@@ -43,6 +54,12 @@ pub fn pack_bits_with(d: u32, count: usize, mut value: impl FnMut(usize) -> u16,
 
 /// Unpacks `count` values of `d` bits from a little-endian bit stream,
 /// calling `sink(i, value)`; missing input bytes read as zero.
+///
+/// ```
+/// let mut values = [0u16; 2];
+/// kem_common::unpack_bits(12, 2, &[0x01, 0x20, 0x00], |i, v| values[i] = v);
+/// assert_eq!(values, [1, 2]);
+/// ```
 ///
 /// Works in groups of 8 values (= d bytes): once inlined with a constant
 /// `d`, every shift is a constant. (A running bit count makes every shift

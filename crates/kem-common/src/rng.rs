@@ -54,6 +54,16 @@ impl<R: TryCryptoRng + ?Sized> TryCryptoRng for ErrorCapture<'_, R> {}
 /// (which the KEM operations here never return) reruns `op` rather than
 /// panicking. With an infallible RNG (`R::Error = Infallible`) the result
 /// is irrefutably `Ok`.
+///
+/// ```
+/// use kem_common::{with_rng, Tape, TapeExhausted};
+/// use kyber512_avr::ml_kem_512;
+///
+/// // The KEM reports only `Error::Rng`; `with_rng` hands back the generator's own error.
+/// let mut tape = Tape::new(&[0u8; 10]); // too short for a key pair
+/// let result = with_rng(&mut tape, |rng| ml_kem_512::keygen(rng));
+/// assert_eq!(result.unwrap_err(), TapeExhausted);
+/// ```
 pub fn with_rng<R: TryCryptoRng + ?Sized, T, E>(
     rng: &mut R,
     mut op: impl FnMut(&mut ErrorCapture<'_, R>) -> Result<T, E>,

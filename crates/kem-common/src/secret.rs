@@ -6,6 +6,17 @@ use crate::Wipe;
 use subtle::{Choice, ConstantTimeEq};
 
 /// A 32-byte shared secret. Zeroized on drop; compared in constant time.
+///
+/// ```
+/// use kem_common::SharedSecret;
+///
+/// let ss = SharedSecret::new([7; 32]);
+/// assert_eq!(ss, SharedSecret::new([7; 32])); // compared in constant time
+/// assert_ne!(ss, SharedSecret::new([8; 32]));
+/// assert_eq!(format!("{ss:?}"), "SharedSecret(..)"); // never printed
+/// let key: &[u8; 32] = ss.as_bytes(); // for a KDF or a cipher
+/// assert_eq!(key[0], 7);
+/// ```
 #[derive(Clone)]
 pub struct SharedSecret([u8; 32]);
 
@@ -78,6 +89,14 @@ impl fmt::Debug for SharedSecret {
 /// `ct_eq` on AVR: LLVM turns subtle's per-byte masks back into
 /// comparisons, and the AVR (no set-on-condition instruction) branches on
 /// each byte; `cargo xtask mqtt --seeds` caught it in the X25519 zero check.
+///
+/// ```
+/// use kem_common::bytes_equal;
+///
+/// assert!(bool::from(bytes_equal(b"tag!", b"tag!")));
+/// assert!(!bool::from(bytes_equal(b"tag!", b"tag?")));
+/// assert!(!bool::from(bytes_equal(b"tag", b"tag!"))); // lengths differ
+/// ```
 pub fn bytes_equal(a: &[u8], b: &[u8]) -> Choice {
     if a.len() != b.len() {
         return Choice::from(0);
@@ -101,6 +120,16 @@ pub fn is_zero(x: u8) -> Choice {
 }
 
 /// Selects `b` where `choice` is set, else `a`, byte by byte in constant time.
+///
+/// ```
+/// use kem_common::{bytes_equal, select_bytes};
+///
+/// let (fallback, good) = ([9u8; 4], [1u8; 4]);
+/// let same = bytes_equal(b"expected", b"expected");
+/// assert_eq!(select_bytes(&fallback, &good, same), good);
+/// let differ = bytes_equal(b"expected", b"received");
+/// assert_eq!(select_bytes(&fallback, &good, differ), fallback);
+/// ```
 pub fn select_bytes<const L: usize>(a: &[u8; L], b: &[u8; L], choice: Choice) -> [u8; L] {
     use subtle::ConditionallySelectable;
     core::array::from_fn(|i| u8::conditional_select(&a[i], &b[i], choice))

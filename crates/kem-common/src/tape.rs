@@ -11,6 +11,23 @@ use rand_core::{TryCryptoRng, TryRng};
 /// (`try_fill_bytes`, which the KEMs use, returns an error; the KEM returns
 /// its own), so a caller also learns when more was drawn than the tape
 /// holds. `used()` tells how much was drawn.
+///
+/// Known randomness makes known keys: never a source for real ones.
+///
+/// ```
+/// use kem_common::Tape;
+/// use kyber512_avr::{ml_kem_512, Error};
+///
+/// let draws = [0x42u8; 96]; // ML-KEM-512 draws d ‖ z (64 bytes), then m (32)
+/// let mut tape = Tape::new(&draws);
+/// let (dk, ek) = ml_kem_512::keygen(&mut tape)?;
+/// let (ct, ss) = ml_kem_512::encapsulate(&ek, &mut tape)?;
+/// assert_eq!(tape.used(), 96);
+/// assert_eq!(ml_kem_512::decapsulate(&dk, &ct), ss);
+/// // Nothing left: the next draw fails, and the KEM says so.
+/// assert_eq!(ml_kem_512::encapsulate(&ek, &mut tape).unwrap_err(), Error::Rng);
+/// # Ok::<(), Error>(())
+/// ```
 pub struct Tape<'a> {
     bytes: &'a [u8],
     pos: usize,

@@ -11,6 +11,14 @@ use zeroize::Zeroize;
 /// seven instructions (moving the frame pointer there and back, with
 /// interrupts saved around it): wiping the buffers of one LightSaber
 /// decapsulation took 2.5 KB of code. Through [`wipe_bytes`] it is a call.
+///
+/// ```
+/// use kem_common::Wipe;
+///
+/// let mut secret = [0x5au8; 32];
+/// secret.wipe();
+/// assert_eq!(secret, [0; 32]);
+/// ```
 pub trait Wipe {
     /// Overwrites `self` with zeros.
     fn wipe(&mut self);

@@ -1,6 +1,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! KEM-MQTT/1 on hosts: the `std` layers on top of the `kem-mqtt` core.
+#![doc = include_str!("../README.md")]
+//!
+//! # Modules
 //!
 //! - [`addr`]: broker addresses as typed (`HOST`, `HOST:PORT`, `[v6]:PORT`; port 1883 by default);
 //! - [`admission`]: rate limits on ClientHellos, checked before any decapsulation;
@@ -17,12 +19,6 @@
 //!   and the tests (feature `embedded-broker`, on by default);
 //! - [`load`]: a fleet of sensors against a broker (`kem-mqtt load`);
 //! - [`topics`]: where flights, records, readings and commands travel.
-//!
-//! Topic mode carries the handshake on `kem-mqtt/hs/<client id>/c2b`
-//! (ClientHello, ClientFinished) and `…/b2c` (BrokerHello); both modes carry
-//! records on `kem-mqtt/data/c2b/<client id>[/<sub>]` and
-//! `kem-mqtt/data/b2c/<client id>[/<sub>]` and deliver them to applications
-//! as [`topics`] describes.
 
 /// The operating system's RNG as a `rand_core` 0.10 `CryptoRng`
 /// (`getrandom::fill`; a failure of the OS RNG panics, as `OsRng` did in

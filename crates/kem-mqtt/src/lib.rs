@@ -1,37 +1,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! KEM-MQTT/1: post-quantum and hybrid key establishment for MQTT sensors —
-//! the sans-IO, `no_std`, allocation-free protocol core
-//! (the byte-level definition: "Wire format" and "Key schedule" below; the
-//! design brief it answers: the crate's `SPEC.md`).
-//!
-//! The same code runs in the AVR sensor firmware and on hosts: type-state
-//! machines ([`SensorHandshake`] → [`AwaitBrokerHello`] → [`Session`];
-//! [`BrokerHandshake`] → [`AwaitClientFinished`] → [`Session`]) whose
-//! steps consume their state, write into caller-provided buffers and take
-//! the RNG as an argument. Every malformed or unexpected message is a typed
-//! [`Error`]; secrets are zeroized.
-//!
-//! ```
-//! use kem_mqtt::*;
-//! # use kem_mqtt::testing::{broker_fixture, sensor_fixture};
-//! # let mut rng = kem_common::test_rng(1);
-//! let suite = Suite::new(KemId::CtruLightAscon, true);
-//! # let (broker, sensor) = (broker_fixture(suite, &mut rng), sensor_fixture(suite, &mut rng));
-//! # let broker = broker.with_client(&sensor, SuiteSet::for_kem(suite.kem(), true));
-//! let (mut f1, mut f2, mut f3) = ([0u8; MAX_CLIENT_HELLO_LEN], [0u8; MAX_BROKER_HELLO_LEN], [0u8; 64]);
-//! let (s, n1) = SensorHandshake::start(suite, sensor.credentials(&broker), &mut rng, &mut f1)?;
-//! let (b, n2) = BrokerHandshake::accept(&broker, &f1[..n1], &mut rng, &mut f2)?;
-//! let (mut sensor_session, n3) = s.receive_broker_hello(&f2[..n2], &mut f3)?;
-//! let mut broker_session = b.receive_client_finished(&f3[..n3])?;
-//! let mut rec = [0u8; 64];
-//! let n = sensor_session.seal(b"sensors/t1", b"21.5 C", &mut rec)?;
-//! let mut pt = [0u8; 64];
-//! let m = broker_session.open(b"sensors/t1", &rec[..n], &mut pt)?;
-//! assert_eq!(&pt[..m], b"21.5 C");
-//! # Ok::<(), Error>(())
-//! ```
+#![doc = include_str!("../README.md")]
 //!
 //! # On a microcontroller
 //!
@@ -40,7 +10,8 @@
 //! [`EphemeralKey`] the caller owns (a `static`), and
 //! [`AwaitBrokerHello::receive_broker_hello_in`] processes the state where it
 //! lies, so nothing that large is moved across the stack. With both, the
-//! CTRU-Light sensor fits the ATmega4808's 6 KB of SRAM (`docs/benchmarks.md`).
+//! CTRU-Light sensor fits the ATmega4808's 6 KB of SRAM (measured in the
+//! project's repository).
 //!
 //! ```
 //! use kem_mqtt::*;
@@ -154,9 +125,8 @@
 //! authenticates the sensor by ss_C and the static X25519 key in its registry.
 //! The suite id is in every transcript hash and the broker enforces a
 //! per-client [`SuiteSet`], so stripping X25519 or changing the suite fails.
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 mod handshake;
 pub mod kem;

@@ -1,33 +1,12 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! The one list of this workspace's KEMs. Everything that names or sizes a
-//! KEM reads it here: the firmware's op catalog (`avr-wire`), the KEM-MQTT
-//! protocol core (`kem_mqtt::KemId`), the xtask, the fuzz targets and the
-//! KAT tooling. Byte lengths come from each KEM crate's own `params`, never
-//! typed again.
-//!
-//! - [`Scheme`]: a KEM as its standard defines it (one KAT file, one set of
-//!   lengths);
-//! - [`Kem`]: a scheme with one arithmetic variant, what a firmware image
-//!   serves and a benchmark row measures;
-//! - [`Group`]: the firmware image family (cargo feature) serving a KEM;
-//! - [`with_kem!`]: runs code with a [`Kem`]'s `kem_common::BufferKem`
-//!   marker type (host code generic over every KEM);
-//! - [`Scheme::kat_file`]: the official known-answer file of each scheme.
+#![doc = include_str!("../README.md")]
 //!
 //! Adding a KEM: its crate, a variant here (the `match`es then say what is
 //! missing), and the firmware image feature that serves it.
-//!
-//! ```
-//! use kem_registry::{Kem, Scheme};
-//! assert_eq!(Scheme::MlKem512.pk_len(), 800);
-//! assert_eq!(Kem::CtruAsconKred.name(), "ctru-light-ascon/kred2x");
-//! assert_eq!(Kem::CtruAsconKred.scheme(), Scheme::CtruLightAscon);
-//! ```
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 #[cfg(feature = "ctru-light")]
 use ctru_light::params as ctru;

@@ -62,6 +62,25 @@ fn check_len(got: usize, expected: usize) -> Result<(), Error> {
 }
 
 /// An encapsulation (public) key, validated on import for ML-KEM.
+///
+/// Generic over the parameter set ([`Variant`]); [`crate::ml_kem_512`] and
+/// [`crate::kyber512_r3`] name it for theirs
+/// (`ml_kem_512::EncapsulationKey` = `EncapsulationKey<MlKem512>`).
+///
+/// ```
+/// use kyber512_avr::ml_kem_512::{self, MlKem512};
+/// use kyber512_avr::EncapsulationKey;
+///
+/// let (_dk, ek) = ml_kem_512::keygen(&mut rand::rng())?;
+/// // Sent as its 800 bytes; imported with the FIPS 203 §7.2 modulus check.
+/// let received = EncapsulationKey::<MlKem512>::from_bytes(ek.as_bytes())?;
+/// assert_eq!(received, ek);
+/// assert_eq!(
+///     EncapsulationKey::<MlKem512>::from_bytes(&[0xff; 800]), // 4095 ≥ q
+///     Err(kyber512_avr::Error::EncapsulationKeyNotReduced)
+/// );
+/// # Ok::<(), kyber512_avr::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct EncapsulationKey<V> {
     bytes: [u8; EK_BYTES],
@@ -73,6 +92,29 @@ pub struct EncapsulationKey<V> {
 /// inside), which [`DecapsulationKey::encapsulation_key`] lends, as
 /// RustCrypto's `Decapsulator` asks. Firmware keeping keys in static memory
 /// uses the byte-buffer API instead (`raw`), which has no such copy.
+///
+/// Generic over the parameter set ([`Variant`]); [`crate::ml_kem_512`] and
+/// [`crate::kyber512_r3`] name it for theirs
+/// (`ml_kem_512::DecapsulationKey` = `DecapsulationKey<MlKem512>`).
+///
+/// ```
+/// use kyber512_avr::ml_kem_512::{self, MlKem512};
+/// use kyber512_avr::{DecapsulationKey, Error};
+///
+/// let (dk, ek) = ml_kem_512::keygen(&mut rand::rng())?;
+/// assert_eq!(dk.encapsulation_key(), &ek);
+/// // Stored as its 1,632 bytes (secret), loaded with the FIPS 203 §7.3 hash check.
+/// let stored: [u8; 1632] = *dk.as_bytes();
+/// let loaded = DecapsulationKey::<MlKem512>::from_bytes(&stored)?;
+/// assert_eq!(loaded.encapsulation_key(), &ek);
+/// let mut corrupted = stored;
+/// corrupted[1570] ^= 1; // a byte of H(ek)
+/// assert_eq!(
+///     DecapsulationKey::<MlKem512>::from_bytes(&corrupted).unwrap_err(),
+///     Error::DecapsulationKeyHashMismatch
+/// );
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone)]
 pub struct DecapsulationKey<V> {
     bytes: [u8; DK_BYTES],
@@ -83,6 +125,24 @@ pub struct DecapsulationKey<V> {
 }
 
 /// A ciphertext.
+///
+/// Generic over the parameter set ([`Variant`]); [`crate::ml_kem_512`] and
+/// [`crate::kyber512_r3`] name it for theirs
+/// (`ml_kem_512::Ciphertext` = `Ciphertext<MlKem512>`).
+///
+/// ```
+/// use kyber512_avr::ml_kem_512::{self, MlKem512};
+/// use kyber512_avr::Ciphertext;
+///
+/// let mut rng = rand::rng();
+/// let (dk, ek) = ml_kem_512::keygen(&mut rng)?;
+/// let (ct, ss) = ml_kem_512::encapsulate(&ek, &mut rng)?;
+/// // Sent as its 768 bytes; any 768 bytes are a ciphertext.
+/// let received = Ciphertext::<MlKem512>::from_bytes(ct.as_bytes())?;
+/// assert_eq!(ml_kem_512::decapsulate(&dk, &received), ss);
+/// assert!(Ciphertext::<MlKem512>::from_bytes(&ct.as_bytes()[..767]).is_err());
+/// # Ok::<(), kyber512_avr::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Ciphertext<V> {
     bytes: [u8; CT_BYTES],
@@ -416,11 +476,47 @@ fn split(kr: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
 /// Implements the public API of one parameter set.
 macro_rules! kem_api {
     ($variant:ty) => {
-        /// Encapsulation (public) key of this parameter set.
+        /// Encapsulation (public) key of this parameter set: the bytes a
+        /// sender encapsulates to, checked on import as the parameter set says.
+        ///
+        /// ```
+        #[doc = concat!("use ", module_path!(), "::{keygen, EncapsulationKey};")]
+        ///
+        /// let (_dk, ek) = keygen(&mut rand::rng())?;
+        /// let bytes: &[u8] = ek.as_ref(); // 800 bytes, public
+        /// let received = EncapsulationKey::try_from(bytes)?;
+        /// assert_eq!(received, ek);
+        /// assert!(EncapsulationKey::try_from(&bytes[..799]).is_err());
+        /// # Ok::<(), kyber512_avr::Error>(())
+        /// ```
         pub type EncapsulationKey = $crate::kem_impl::EncapsulationKey<$variant>;
-        /// Decapsulation (secret) key of this parameter set.
+        /// Decapsulation (secret) key of this parameter set, with its
+        /// encapsulation key inside. Zeroized on drop.
+        ///
+        /// ```
+        #[doc = concat!("use ", module_path!(), "::{keygen, DecapsulationKey};")]
+        ///
+        /// let (dk, ek) = keygen(&mut rand::rng())?;
+        /// assert_eq!(dk.encapsulation_key(), &ek);
+        /// let stored: [u8; 1632] = *dk.as_bytes(); // secret: keep it so
+        /// let loaded = DecapsulationKey::from_bytes(&stored)?;
+        /// assert_eq!(loaded.as_bytes(), dk.as_bytes());
+        /// # Ok::<(), kyber512_avr::Error>(())
+        /// ```
         pub type DecapsulationKey = $crate::kem_impl::DecapsulationKey<$variant>;
-        /// Ciphertext of this parameter set.
+        /// Ciphertext of this parameter set (768 bytes; any bytes of that
+        /// length are one).
+        ///
+        /// ```
+        #[doc = concat!("use ", module_path!(), "::{decapsulate, encapsulate, keygen, Ciphertext};")]
+        ///
+        /// let mut rng = rand::rng();
+        /// let (dk, ek) = keygen(&mut rng)?;
+        /// let (ct, ss) = encapsulate(&ek, &mut rng)?;
+        /// let received = Ciphertext::try_from(ct.as_ref())?;
+        /// assert_eq!(decapsulate(&dk, &received), ss);
+        /// # Ok::<(), kyber512_avr::Error>(())
+        /// ```
         pub type Ciphertext = $crate::kem_impl::Ciphertext<$variant>;
         pub use kem_common::SharedSecret;
 
@@ -437,7 +533,17 @@ macro_rules! kem_api {
 
         /// Generates a key pair, drawing randomness in the reference order:
         /// (decapsulation key, encapsulation key), the order of RustCrypto's
-        /// `kem` traits and `ml-kem`.
+        /// `kem` traits and `ml-kem`. Fails only if `rng` does (`Error::Rng`).
+        ///
+        /// ```
+        #[doc = concat!("use ", module_path!(), "::{decapsulate, encapsulate, keygen};")]
+        ///
+        /// let mut rng = rand::rng();
+        /// let (dk, ek) = keygen(&mut rng)?; // the secret key first
+        /// let (ct, ss) = encapsulate(&ek, &mut rng)?;
+        /// assert_eq!(decapsulate(&dk, &ct), ss);
+        /// # Ok::<(), kyber512_avr::Error>(())
+        /// ```
         pub fn keygen(
             rng: &mut impl rand_core::TryCryptoRng,
         ) -> Result<(DecapsulationKey, EncapsulationKey), $crate::Error> {
@@ -450,7 +556,21 @@ macro_rules! kem_api {
             Ok(keys)
         }
 
-        /// Encapsulates a fresh shared secret to `ek`.
+        /// Encapsulates a fresh shared secret to `ek`: (ciphertext to send,
+        /// shared secret to keep). Fails only if `rng` does (`Error::Rng`).
+        ///
+        /// ```
+        #[doc = concat!("use ", module_path!(), "::{decapsulate, encapsulate, keygen};")]
+        ///
+        /// let mut rng = rand::rng();
+        /// let (dk, ek) = keygen(&mut rng)?;
+        /// let (ct1, ss1) = encapsulate(&ek, &mut rng)?;
+        /// let (ct2, ss2) = encapsulate(&ek, &mut rng)?;
+        /// assert_ne!(ss1, ss2); // a fresh secret each time
+        /// assert_eq!(decapsulate(&dk, &ct1), ss1);
+        /// assert_eq!(decapsulate(&dk, &ct2), ss2);
+        /// # Ok::<(), kyber512_avr::Error>(())
+        /// ```
         pub fn encapsulate(
             ek: &EncapsulationKey,
             rng: &mut impl rand_core::TryCryptoRng,
@@ -464,6 +584,20 @@ macro_rules! kem_api {
 
         /// Decapsulates `ct`. Never fails: an invalid ciphertext yields the
         /// implicit-rejection key, indistinguishably and in constant time.
+        ///
+        /// ```
+        #[doc = concat!("use ", module_path!(), "::{decapsulate, encapsulate, keygen, Ciphertext};")]
+        ///
+        /// let mut rng = rand::rng();
+        /// let (dk, ek) = keygen(&mut rng)?;
+        /// let (ct, ss) = encapsulate(&ek, &mut rng)?;
+        /// assert_eq!(decapsulate(&dk, &ct), ss);
+        /// let mut bytes = *ct.as_bytes();
+        /// bytes[0] ^= 1; // tampered with on the way
+        /// let tampered = Ciphertext::from_bytes(&bytes)?;
+        /// assert_ne!(decapsulate(&dk, &tampered), ss); // another key, no error
+        /// # Ok::<(), kyber512_avr::Error>(())
+        /// ```
         pub fn decapsulate(dk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
             $crate::kem_impl::decaps_internal(dk, ct)
         }

@@ -2,21 +2,21 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::integer_division_remainder_used)]
-//! ML-KEM-512 (FIPS 203) and round-3 Kyber512 for 8-bit AVR sensor nodes.
+#![doc = include_str!("../README.md")]
+//!
+//! # Modules
 //!
 //! - [`ml_kem_512`]: FIPS 203 with its input checks, plus the byte-level
 //!   [`ml_kem_512::hazmat`] functions for conformance suites;
 //! - [`kyber512_r3`]: round-3 Kyber512, the version published AVR work measured.
 //!
-//! Both are `no_std`, allocate nothing, use no secret-dependent branch,
-//! index or division, zeroize secrets, and reproduce the NIST KAT files
-//! (see `tests/`). Arithmetic comes from `modarith`, hashing from `fips202`.
-//!
-//! Module map (FIPS 203): `params` §8, `encode` §4.2.1, `sampling` §4.2.2,
-//! `poly` §4.3, `kpke` §5, `kem` §6–7.
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+//! Each module's page shows the three ways to call it: RustCrypto's `kem`
+//! traits, the typed API, and the byte-buffer API (`raw`) for firmware.
+//! Arithmetic comes from `modarith`, hashing from `fips202`. Internally
+//! (FIPS 203): `params` §8, `encode` §4.2.1, `sampling` §4.2.2, `poly`
+//! §4.3, `kpke` §5, `kem_impl` §6–7.
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 mod encode;
 mod kem_impl;
@@ -28,10 +28,10 @@ mod poly;
 mod sampling;
 
 pub use kem_common::SharedSecret;
-/// The typed keys and ciphertext, generic over the parameter set;
-/// [`ml_kem_512`] and [`kyber512_r3`] name them for theirs
-/// (`ml_kem_512::EncapsulationKey` = `EncapsulationKey<MlKem512>`).
-pub use kem_impl::{Ciphertext, DecapsulationKey, EncapsulationKey, Variant};
+pub use kem_impl::Ciphertext;
+pub use kem_impl::DecapsulationKey;
+pub use kem_impl::EncapsulationKey;
+pub use kem_impl::Variant;
 
 /// Errors of the public API. Malformed input is always an error, never a panic.
 ///

@@ -152,8 +152,7 @@ kem_api!(MlKem512);
 /// ```
 /// use kyber512_avr::kem::{Decapsulate, Encapsulate, FromSeed};
 /// use kyber512_avr::ml_kem_512::{MlKem512, Seed};
-/// # use rand_chacha::{rand_core::SeedableRng, ChaCha20Rng};
-/// # let mut rng = ChaCha20Rng::seed_from_u64(5);
+/// let mut rng = rand::rng();
 /// let seed = Seed::generate(&mut rng)?; // store or send these 64 bytes
 /// let (dk, ek) = seed.keys();
 /// assert_eq!(dk.to_seed(), Some(seed.clone()));
@@ -250,6 +249,18 @@ impl DecapsulationKey {
     ///
     /// RustCrypto's `KeyExport` is not implemented: it cannot fail, and
     /// `ml-kem`'s panics on an expanded key; this crate's API does not panic.
+    ///
+    /// ```
+    /// use kyber512_avr::ml_kem_512::{keygen, DecapsulationKey};
+    ///
+    /// let (dk, ek) = keygen(&mut rand::rng())?;
+    /// let seed = dk.to_seed().expect("made from a seed"); // 64 bytes instead of 1,632
+    /// let (dk2, ek2) = seed.keys();
+    /// assert_eq!((dk2.as_bytes(), &ek2), (dk.as_bytes(), &ek));
+    /// // The expanded form has no seed.
+    /// assert_eq!(DecapsulationKey::from_bytes(dk.as_bytes())?.to_seed(), None);
+    /// # Ok::<(), kyber512_avr::Error>(())
+    /// ```
     pub fn to_seed(&self) -> Option<Seed> {
         self.seed.map(Seed)
     }

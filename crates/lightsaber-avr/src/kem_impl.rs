@@ -26,6 +26,17 @@ fn exact<const LEN: usize>(bytes: &[u8]) -> Result<[u8; LEN], Error> {
 }
 
 /// A public key: b ‖ seed_A (any bytes of the right length are valid).
+///
+/// ```
+/// use lightsaber_avr::EncapsulationKey;
+///
+/// let (_dk, ek) = lightsaber_avr::keygen(&mut rand::rng())?;
+/// let bytes: &[u8] = ek.as_ref(); // 672 bytes, public: send them
+/// let received = EncapsulationKey::from_bytes(bytes)?;
+/// assert_eq!(received, ek);
+/// assert!(EncapsulationKey::from_bytes(&bytes[..671]).is_err());
+/// # Ok::<(), lightsaber_avr::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct EncapsulationKey([u8; PK_BYTES]);
 
@@ -33,6 +44,24 @@ pub struct EncapsulationKey([u8; PK_BYTES]);
 /// Keeps its public key also as a typed key (a copy of the bytes inside),
 /// which [`DecapsulationKey::encapsulation_key`] lends, as RustCrypto's
 /// `Decapsulator` asks; the byte-buffer API (`*_into`) has no such copy.
+///
+/// ```
+/// use lightsaber_avr::{DecapsulationKey, Error};
+///
+/// let (dk, ek) = lightsaber_avr::keygen(&mut rand::rng())?;
+/// assert_eq!(dk.encapsulation_key(), &ek);
+/// // Stored as its 1,568 bytes (secret), loaded with the import checks.
+/// let stored: [u8; 1568] = *dk.as_bytes();
+/// let loaded = DecapsulationKey::from_bytes(&stored)?;
+/// assert_eq!(loaded.encapsulation_key(), &ek);
+/// let mut corrupted = stored;
+/// corrupted[1510] ^= 1; // a byte of H(pk)
+/// assert_eq!(
+///     DecapsulationKey::from_bytes(&corrupted).unwrap_err(),
+///     Error::DecapsulationKeyHashMismatch
+/// );
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone)]
 pub struct DecapsulationKey([u8; SK_BYTES], EncapsulationKey);
 
@@ -41,6 +70,19 @@ pub struct DecapsulationKey([u8; SK_BYTES], EncapsulationKey);
 pub struct LightSaber;
 
 /// A ciphertext: b' ‖ c_m.
+///
+/// ```
+/// use lightsaber_avr::Ciphertext;
+///
+/// let mut rng = rand::rng();
+/// let (dk, ek) = lightsaber_avr::keygen(&mut rng)?;
+/// let (ct, ss) = lightsaber_avr::encapsulate(&ek, &mut rng)?;
+/// // Sent as its 736 bytes; any 736 bytes are a ciphertext.
+/// let received = Ciphertext::from_bytes(ct.as_bytes())?;
+/// assert_eq!(lightsaber_avr::decapsulate(&dk, &received), ss);
+/// assert!(Ciphertext::from_bytes(&ct.as_bytes()[..735]).is_err());
+/// # Ok::<(), lightsaber_avr::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Ciphertext([u8; CT_BYTES]);
 
@@ -142,7 +184,17 @@ impl fmt::Debug for Ciphertext {
 ///
 /// Returns (decapsulation key, encapsulation key), the order of RustCrypto's
 /// `kem` traits; the byte-buffer [`keygen_into`] keeps the reference C
-/// code's (pk, sk).
+/// code's (pk, sk). Fails only if `rng` does ([`Error::Rng`]).
+///
+/// ```
+/// use lightsaber_avr::{decapsulate, encapsulate, keygen};
+///
+/// let mut rng = rand::rng();
+/// let (dk, ek) = keygen(&mut rng)?; // the secret key first
+/// let (ct, ss) = encapsulate(&ek, &mut rng)?;
+/// assert_eq!(decapsulate(&dk, &ct), ss);
+/// # Ok::<(), lightsaber_avr::Error>(())
+/// ```
 pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(DecapsulationKey, EncapsulationKey), Error> {
     let mut pk = EncapsulationKey([0u8; PK_BYTES]);
     let mut sk = DecapsulationKey([0u8; SK_BYTES], EncapsulationKey([0u8; PK_BYTES]));
@@ -151,7 +203,21 @@ pub fn keygen(rng: &mut impl TryCryptoRng) -> Result<(DecapsulationKey, Encapsul
     Ok((sk, pk))
 }
 
-/// Encapsulation: m = H(randombytes(32)).
+/// Encapsulation: m = H(randombytes(32)). Returns (ciphertext to send,
+/// shared secret to keep); fails only if `rng` does ([`Error::Rng`]).
+///
+/// ```
+/// use lightsaber_avr::{decapsulate, encapsulate, keygen};
+///
+/// let mut rng = rand::rng();
+/// let (dk, ek) = keygen(&mut rng)?;
+/// let (ct1, ss1) = encapsulate(&ek, &mut rng)?;
+/// let (ct2, ss2) = encapsulate(&ek, &mut rng)?;
+/// assert_ne!(ss1, ss2); // a fresh secret each time
+/// assert_eq!(decapsulate(&dk, &ct1), ss1);
+/// assert_eq!(decapsulate(&dk, &ct2), ss2);
+/// # Ok::<(), lightsaber_avr::Error>(())
+/// ```
 pub fn encapsulate(pk: &EncapsulationKey, rng: &mut impl TryCryptoRng) -> Result<(Ciphertext, SharedSecret), Error> {
     let mut ct = Ciphertext([0u8; CT_BYTES]);
     let ss = encapsulate_into(&pk.0, rng, &mut ct.0)?;
@@ -160,6 +226,20 @@ pub fn encapsulate(pk: &EncapsulationKey, rng: &mut impl TryCryptoRng) -> Result
 
 /// Decapsulation: never fails; a bad ciphertext yields H(z ‖ H(ct)),
 /// selected in constant time.
+///
+/// ```
+/// use lightsaber_avr::{decapsulate, encapsulate, keygen, Ciphertext};
+///
+/// let mut rng = rand::rng();
+/// let (dk, ek) = keygen(&mut rng)?;
+/// let (ct, ss) = encapsulate(&ek, &mut rng)?;
+/// assert_eq!(decapsulate(&dk, &ct), ss);
+/// let mut bytes = *ct.as_bytes();
+/// bytes[0] ^= 1; // tampered with on the way
+/// let tampered = Ciphertext::from_bytes(&bytes)?;
+/// assert_ne!(decapsulate(&dk, &tampered), ss); // another key, no error
+/// # Ok::<(), lightsaber_avr::Error>(())
+/// ```
 pub fn decapsulate(sk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
     decapsulate_into(&sk.0, &ct.0)
 }

@@ -2,15 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![warn(clippy::integer_division_remainder_used)]
-//! LightSaber (Saber, NIST round 3) for 8-bit AVR sensor nodes.
-//!
-//! l = 2, q = 2^13, p = 2^10, T = 2^3, μ = 10; pk 672, sk 1568, ct 736,
-//! ss 32 bytes. Polynomial products in Z_{2^13}\[x\]/(x^256 + 1) are computed
-//! exactly through NTTs over 3329 and 7681 and a CRT lift (modarith), with
-//! inner products accumulated in the NTT domain; the matrix A is streamed
-//! from SHAKE128 entry by entry, so no operation holds more than a few
-//! polynomials. The NIST KAT is reproduced record for record (see the
-//! workspace's `nist-kat` tests).
+#![doc = include_str!("../README.md")]
 //!
 //! # Using it
 //!
@@ -97,10 +89,9 @@
 //! ```
 //!
 //! Module map: `params` (Table 8), `sampling` (GenMatrix, GenSecret),
-//! `poly` (multiplication), `pke` (Saber.PKE), `kem` (Saber.KEM).
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+//! `poly` (multiplication), `pke` (Saber.PKE), `kem_impl` (Saber.KEM).
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 mod kem_impl;
 pub mod params;

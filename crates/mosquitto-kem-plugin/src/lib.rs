@@ -1,13 +1,11 @@
 #![deny(missing_docs)]
-//! A mosquitto 2 plugin (plugin API version 5) that runs the broker side of
-//! KEM-MQTT/1 inside MQTT v5 enhanced authentication:
+#![doc = include_str!("../README.md")]
 //!
-//! - `MOSQ_EVT_EXT_AUTH_START`: CONNECT's Authentication Data is the
-//!   ClientHello; the plugin answers with the BrokerHello in AUTH (0x18);
-//! - `MOSQ_EVT_EXT_AUTH_CONTINUE`: the ClientFinished; success gives CONNACK
-//!   0x00, any failure CONNACK 0x87 (Not authorized);
-//! - another authentication method: `MOSQ_ERR_NOT_SUPPORTED`, which
-//!   mosquitto answers with CONNACK 0x8C (Bad authentication method).
+//! # In detail
+//!
+//! **Another authentication method** than KEM-MQTT/1 gets
+//! `MOSQ_ERR_NOT_SUPPORTED`, which mosquitto answers with CONNACK 0x8C (Bad
+//! authentication method).
 //!
 //! **Identity.** The sensor id inside the ClientHello must be the CONNECT's
 //! client id, checked before any key is used; on success the plugin also
@@ -48,15 +46,11 @@
 //! not per hello, and cannot keep out a returning sensor it does not share
 //! an address with.
 //!
-//! **Panics.** Every callback runs inside `catch_unwind`: a panic refuses
-//! the connection at hand (or is ignored, for DISCONNECT), is logged, and
-//! the broker and its other clients carry on. That needs the plugin built
-//! with `panic = "unwind"`: `cargo build -p mosquitto-kem-plugin --profile
-//! plugin` (the workspace's release profile aborts). A build that would
-//! abort refuses to load.
+//! **Panics.** A panic in a callback refuses the connection at hand (or
+//! is ignored, for DISCONNECT), is logged, and the broker and its other
+//! clients carry on.
 //!
-//! Configuration: `mosquitto.conf` and `kem-mqtt.acl` beside this crate's
-//! manifest, explained in `docs/broker.md`; options:
+//! **Every option** (those marked `# optional` may be left out):
 //!
 //! ```text
 //! plugin /path/to/libmosquitto_kem_plugin.so
@@ -72,10 +66,9 @@
 //! plugin_opt_stats_interval 60s        # optional: how often the counters are logged
 //! ```
 //!
-//! Built against the structures of Debian's `mosquitto-dev` 2.0
-//! (`mosquitto_broker.h`, `mosquitto_plugin.h`); the symbols it calls
-//! (`mosquitto_callback_register`, `mosquitto_malloc`, …) are resolved from
-//! the broker executable when it loads the plugin.
+//! The symbols the plugin calls (`mosquitto_callback_register`,
+//! `mosquitto_malloc`, …) are resolved from the broker executable when it
+//! loads the plugin.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::net::IpAddr;

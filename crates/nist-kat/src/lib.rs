@@ -1,24 +1,9 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! Known-answer-test plumbing shared by every scheme.
-//!
-//! - [`NistDrbg`]: the AES-256-CTR DRBG of NIST's `PQCgenKAT` (`rng.c`): no
-//!   derivation function, no prediction resistance; every
-//!   [`rand_core::Rng::fill_bytes`] call is one `randombytes` call.
-//! - [`rsp`]: parse and write NIST `.rsp` files.
-//! - [`generate`]: drive a KEM through the `PQCgenKAT_kem` procedure;
-//!   [`reproduce`]: check an official file with it.
-//!
-//! Each KEM crate runs its own official files in its `tests/kat.rs`; the
-//! list of schemes and their files is `kem_registry`'s.
-
-//! Without the default `std` feature only the DRBG is built (`no_std`): an
-//! AVR image uses it to produce a record on the device
-//! (`examples/avr-kem-kat`).
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+#![doc = include_str!("../README.md")]
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 #[cfg(feature = "std")]
 pub mod rsp;

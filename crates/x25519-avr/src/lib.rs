@@ -1,27 +1,9 @@
 #![no_std]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
-//! X25519 (RFC 7748 §5) for 8-bit AVR, `no_std`, no allocation, constant
-//! time.
-//!
-//! Inside, the field works on 32 little-endian bytes (module `field`);
-//! multiplication, squaring, addition, subtraction, inversion and one whole
-//! ladder step are one swap point (module `backend`): on AVR the generated
-//! assembly of the `asm-avr` crate (`fe25519_mul.S`, or `fe25519_compact.S`
-//! on parts with 48 KB of flash or less; selected by `build.rs`), elsewhere
-//! the portable functions, which always compile and are the reference the
-//! assembly is tested against in simavr (the crate's unit test
-//! `avr_tests`). The field, the table and the backend are not part of the
-//! API. The ladder is tested against `x25519-dalek` and the RFC's vectors.
-//!
-//! ```
-//! let sk = [7u8; 32];
-//! let pk = x25519_avr::x25519_base(&sk);
-//! assert_eq!(pk, x25519_avr::x25519(&sk, &x25519_avr::BASEPOINT));
-//! ```
-//!
-//! # Features
-#![doc = document_features::document_features!()]
+#![doc = include_str!("../README.md")]
+#![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
+#![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 #[cfg(test)]
 extern crate std;
