@@ -14,17 +14,7 @@ fn main() {
                 .or_else(|| if a == "-C" { b.strip_prefix("target-cpu=") } else { None })
         })
         .unwrap_or("");
-    let mega0 = [
-        "atmega808",
-        "atmega809",
-        "atmega1608",
-        "atmega1609",
-        "atmega3208",
-        "atmega3209",
-        "atmega4808",
-        "atmega4809",
-    ];
-    if mega0.contains(&cpu) {
+    if avr_mcu::by_name(cpu).is_some_and(|m| m.family == avr_mcu::Family::Mega0) {
         println!("cargo:rustc-cfg=avr_mega0");
     }
 }

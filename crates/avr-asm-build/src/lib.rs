@@ -1,11 +1,6 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
-//! The AVR parts this project builds for, as `build.rs` scripts need them:
-//! the MCU of a build (`-C target-cpu`, the last one as rustc takes it), each
-//! part's memories ([`MCUS`]), the SRAM floor a KEM crate refuses a part
-//! below ([`require_sram`]), the small-SRAM class ([`small_mcu`]) and the
-//! assembler's name for a part ([`assembler_mcu`]). The assembly itself and
-//! the helper that assembles it are the `asm-avr` crate's.
+#![doc = include_str!("../README.md")]
 
 use std::env;
 
@@ -37,76 +32,18 @@ pub fn target_cpu_in(encoded_flags: &str) -> Option<String> {
     cpu
 }
 
-/// An AVR part's memories, as the datasheets give them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mcu {
-    /// LLVM's and avr-gcc's name (`-C target-cpu`).
-    pub name: &'static str,
-    /// The board people know it from, if any.
-    pub board: &'static str,
-    /// Flash bytes.
-    pub flash: u32,
-    /// SRAM bytes.
-    pub sram: u32,
-}
+/// An AVR part: its record in [`avr_mcu`] (family, memories, names).
+pub use avr_mcu::Mcu;
 
-/// The parts this project measures (`docs/boards.md`), smallest SRAM first.
-pub const MCUS: &[Mcu] = &[
-    Mcu {
-        name: "atmega328p",
-        board: "Arduino Uno",
-        flash: 32 * 1024,
-        sram: 2 * 1024,
-    },
-    Mcu {
-        name: "atmega4808",
-        board: "ATmega4808 boards",
-        flash: 48 * 1024,
-        sram: 6 * 1024,
-    },
-    Mcu {
-        name: "atmega4809",
-        board: "Arduino Nano Every",
-        flash: 48 * 1024,
-        sram: 6 * 1024,
-    },
-    Mcu {
-        name: "atmega2560",
-        board: "Arduino Mega 2560",
-        flash: 256 * 1024,
-        sram: 8 * 1024,
-    },
-    Mcu {
-        name: "atmega1284p",
-        board: "ATmega1284p boards",
-        flash: 128 * 1024,
-        sram: 16 * 1024,
-    },
-];
-
-/// Looks up a part by its LLVM name.
+/// The part named `name` (LLVM's name), if [`avr_mcu`] has its record.
 pub fn mcu(name: &str) -> Option<Mcu> {
-    MCUS.iter().copied().find(|m| m.name == name)
+    avr_mcu::by_name(name)
 }
 
-/// [`mcu`] for constants: a part of [`MCUS`] by name (a name not there
-/// fails the build that evaluates it).
+/// [`mcu`] for constants: a name without a record fails the build that
+/// evaluates it.
 pub const fn facts(name: &str) -> Mcu {
-    let mut i = 0;
-    while i < MCUS.len() {
-        let (a, b) = (MCUS[i].name.as_bytes(), name.as_bytes());
-        if a.len() == b.len() {
-            let mut j = 0;
-            while j < a.len() && a[j] == b[j] {
-                j += 1;
-            }
-            if j == a.len() {
-                return MCUS[i];
-            }
-        }
-        i += 1;
-    }
-    panic!("not an MCU of avr_asm_build::MCUS")
+    avr_mcu::facts(name)
 }
 
 /// The file in a KEM crate's folder holding its SRAM floor (written by
@@ -125,18 +62,18 @@ pub struct Floor<'a> {
     pub measured_on: &'static str,
 }
 
-/// The prefix of a floor file's line for [`SMALL_MCUS`], whose builds take
+/// The prefix of a floor file's line for small parts ([`Mcu::is_small`]), whose builds take
 /// their crates' compact configurations (measured on the ATmega4808).
 pub const SMALL_FLOOR_PREFIX: &str = "small ";
 
 /// Reads a floor file for `mcu`: lines that are not comments, `BYTES WHAT…`
 /// for the default configuration (stack measured on the ATmega1284p) and,
-/// optionally, `small BYTES WHAT…` for the configuration [`SMALL_MCUS`]
+/// optionally, `small BYTES WHAT…` for the configuration small parts ([`Mcu::is_small`])
 /// build (measured on the ATmega4808; it may need more or less). A small
 /// MCU is held to the small line when there is one, every other MCU to
 /// the default line.
 pub fn sram_floor(text: &str, mcu: Mcu) -> Option<Floor<'_>> {
-    let small = SMALL_MCUS.contains(&mcu.name);
+    let small = mcu.is_small();
     let lines = || {
         text.lines()
             .map(str::trim)
@@ -175,7 +112,7 @@ pub fn sram_refusal(crate_name: &str, floor: Floor<'_>, mcu: Mcu) -> Option<Stri
 /// In a KEM crate's `build.rs`: on an AVR target whose SRAM is below the
 /// crate's floor ([`SRAM_FLOOR_FILE`]), fail the build with a message that
 /// names the crate, the MCU and the bytes, instead of a linker error or a
-/// stack that overruns at run time. Parts not in [`MCUS`] are not checked.
+/// stack that overruns at run time. Parts without a record in [`avr_mcu`] are not checked.
 pub fn require_sram() {
     let crate_name = env::var("CARGO_PKG_NAME").unwrap_or_default();
     let crate_name = crate_name.as_str();
@@ -197,24 +134,17 @@ pub fn require_sram() {
     }
 }
 
-/// LLVM CPU names of the small megaAVR 0-series parts (48 KB of flash or
-/// less, 6 KB of SRAM or less; the ATmega4808 is the one we test): crates
-/// pick their compact variants for them.
-pub const SMALL_MCUS: &[&str] = &["atmega4808", "atmega4809", "atmega3208", "atmega3209"];
-
-/// Whether this build targets one of [`SMALL_MCUS`].
+/// Whether this build targets a small megaAVR 0-series part
+/// ([`Mcu::is_small`]), for which crates pick their compact variants.
 pub fn small_mcu() -> bool {
-    target_cpu().is_some_and(|cpu| SMALL_MCUS.contains(&cpu.as_str()))
+    target_cpu().and_then(|cpu| mcu(&cpu)).is_some_and(|m| m.is_small())
 }
 
-/// avr-gcc's `-mmcu` for an LLVM CPU name: avr-gcc 5.4 has no megaAVR 0-series
-/// device, so their core family (avrxmega3) is used for assembling.
+/// avr-gcc's `-mmcu` for an LLVM CPU name ([`Mcu::assembler_mcu`]: avr-gcc
+/// 5.4 has no megaAVR 0-series device, so their core family, avrxmega3, is
+/// used for assembling); a part without a record keeps its name.
 pub fn assembler_mcu(cpu: &str) -> &str {
-    if SMALL_MCUS.contains(&cpu) {
-        "avrxmega3"
-    } else {
-        cpu
-    }
+    mcu(cpu).map_or(cpu, |m| m.assembler_mcu())
 }
 
 #[cfg(test)]

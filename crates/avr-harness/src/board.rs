@@ -16,7 +16,7 @@ use core::arch::asm;
 use core::ptr::{read_volatile, write_volatile};
 
 /// The CPU clock.
-pub const F_CPU: u32 = 20_000_000;
+pub const F_CPU: u32 = avr_mcu::CLOCK_HZ;
 /// Ticks of the coarse clock per second.
 pub const TICKS_PER_S: u32 = F_CPU / 1024;
 

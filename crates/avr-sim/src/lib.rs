@@ -26,7 +26,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The clock every benchmark assumes (the published figures use 20 MHz).
-pub const DEFAULT_FREQUENCY: u32 = 20_000_000;
+pub const DEFAULT_FREQUENCY: u32 = avr_mcu::CLOCK_HZ;
 /// GPIOR0 in data space on classic megaAVR parts (I/O 0x1E + 0x20).
 pub const GPIOR0_CLASSIC: u16 = 0x3E;
 

@@ -1,5 +1,5 @@
 //! `cargo xtask boards`: which KEM and which KEM-MQTT suite fits which
-//! board (issue #35). For every MCU of `avr_asm_build::MCUS` (the Uno's
+//! board (issue #35). For every measured MCU of `avr_mcu` (the Uno's
 //! ATmega328p, the Mega's ATmega2560, the ATmega1284p, the Nano Every's
 //! ATmega4809 and the ATmega4808) it builds each KEM's image and each
 //! suite's sensor application, reads flash and static RAM off the ELF, and
@@ -34,10 +34,7 @@ pub struct BoardsArgs {
 /// most SRAM first: its stack is the reference when a smaller part's run
 /// dies ([`measured`]).
 fn mcus() -> Vec<Mcu> {
-    let mut v: Vec<Mcu> = avr_asm_build::MCUS
-        .iter()
-        .filter_map(|m| target::mcu(m.name).ok())
-        .collect();
+    let mut v: Vec<Mcu> = avr_mcu::measured().filter_map(|m| target::mcu(m.name).ok()).collect();
     v.sort_by_key(|m| std::cmp::Reverse(m.sram));
     v
 }
@@ -233,7 +230,7 @@ fn kem_fit(mcu: Mcu, scheme: Scheme, reference: Option<u32>, revision: &str) -> 
 /// Why `scheme`'s crate refuses `mcu` (`avr_asm_build::require_sram`), if it does.
 fn own_refusal(mcu: Mcu, scheme: Scheme) -> Option<String> {
     let text = std::fs::read_to_string(crate::floors::path(scheme.crate_name())).ok()?;
-    let facts = avr_asm_build::mcu(mcu.name)?;
+    let facts = mcu.facts();
     let floor = avr_asm_build::sram_floor(&text, facts)?;
     let why = avr_asm_build::sram_refusal(scheme.crate_name(), floor, facts)?;
     Some(without_pointer(&why).to_string())

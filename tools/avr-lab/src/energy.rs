@@ -21,7 +21,7 @@
 
 /// The CPU clock of every measurement (both MCUs run at 20 MHz, which
 /// needs a 4.5–5.5 V supply on both).
-pub const F_HZ: f64 = 20e6;
+pub const F_HZ: f64 = avr_mcu::CLOCK_HZ as f64;
 /// The supply voltage the active current is given for.
 pub const SUPPLY_V: f64 = 5.0;
 /// Awake time per request for the link (assumed: a LAN broker's round trip).

@@ -83,12 +83,7 @@ fn part(mcu: Mcu) -> String {
 /// Optiboot/Arduino bootloader, the Mega 2560's stk500v2 one (`wiring`),
 /// the Nano Every's on-board UPDI bridge, or a serial UPDI adapter.
 pub fn default_programmer(mcu: Mcu) -> &'static str {
-    match mcu.name {
-        "atmega2560" => "wiring",
-        "atmega4809" => "jtag2updi",
-        _ if mcu.is_mega0() => "serialupdi",
-        _ => "arduino",
-    }
+    mcu.facts().programmer
 }
 
 /// avrdude's arguments: write `hex` to the flash of `mcu` through

@@ -131,8 +131,8 @@ mod tests {
     fn committed_floors_match_the_records() {
         let records = crate::records::all_records().unwrap();
         let fits = crate::board_table::load().unwrap();
-        let uno = avr_asm_build::mcu("atmega328p").unwrap();
-        let small = avr_asm_build::mcu(SMALL_MCU).unwrap();
+        let uno = avr_mcu::facts("atmega328p");
+        let small = avr_mcu::facts(SMALL_MCU);
         for (path, text) in files(&records, &fits).unwrap() {
             let committed = std::fs::read_to_string(&path).unwrap_or_default();
             assert_eq!(committed, text, "{} is stale: run `cargo xtask report`", path.display());

@@ -24,16 +24,22 @@ pub struct Mcu {
 }
 
 impl Mcu {
-    /// An MCU of `avr_asm_build::MCUS` (where its memories are written once).
-    const fn of(name: &'static str, simulated: bool, opt_level: Option<&'static str>) -> Mcu {
-        let facts = avr_asm_build::facts(name);
+    /// The part `name` of `avr_mcu` (where its facts are written once): a
+    /// classic part runs in simavr; a small megaAVR-0 part is built for size.
+    const fn of(name: &'static str) -> Mcu {
+        let facts = avr_mcu::facts(name);
         Mcu {
             name,
             flash: facts.flash,
             sram: facts.sram,
-            simulated,
-            opt_level,
+            simulated: matches!(facts.simulator(), avr_mcu::Simulator::Simavr),
+            opt_level: if facts.is_small() { Some("s") } else { None },
         }
+    }
+
+    /// Its record in `avr_mcu`.
+    pub fn facts(&self) -> avr_mcu::Mcu {
+        avr_mcu::facts(self.name)
     }
 
     /// A megaAVR 0-series part (AVRxt core, flash mapped into data space,
@@ -44,18 +50,11 @@ impl Mcu {
 }
 
 /// The MCUs every command measures and CI builds for.
-pub const MCUS: &[Mcu] = &[
-    Mcu::of("atmega1284p", true, None),
-    Mcu::of("atmega4808", false, Some("s")),
-];
+pub const MCUS: &[Mcu] = &[Mcu::of("atmega1284p"), Mcu::of("atmega4808")];
 
 /// The other boards' MCUs: `--mcu` takes them, `cargo xtask boards`
 /// measures what fits them (`docs/boards.md`).
-pub const BOARD_MCUS: &[Mcu] = &[
-    Mcu::of("atmega328p", true, None),
-    Mcu::of("atmega2560", true, None),
-    Mcu::of("atmega4809", false, Some("s")),
-];
+pub const BOARD_MCUS: &[Mcu] = &[Mcu::of("atmega328p"), Mcu::of("atmega2560"), Mcu::of("atmega4809")];
 
 /// Looks up `--mcu`.
 pub fn mcu(name: &str) -> Result<Mcu, String> {
