@@ -383,7 +383,8 @@ int main(void)
 "#;
 
     /// [`SLEEPER`] built with watchdog prescaler bits `wdp`; `None` (the
-    /// test is skipped) without libsimavr or avr-gcc.
+    /// test is skipped) without libsimavr (which `cargo xtask setup`
+    /// installs with avr-gcc).
     fn sleeper(name: &str, wdp: &str) -> Option<std::path::PathBuf> {
         if !avr_sim::AVAILABLE {
             eprintln!("avr-sim built without libsimavr: skipping (run `cargo xtask setup`)");
@@ -393,20 +394,9 @@ int main(void)
         std::fs::create_dir_all(&dir).unwrap();
         let src = dir.join(format!("{name}.c"));
         let elf = dir.join(format!("{name}.elf"));
-        std::fs::write(&src, SLEEPER).unwrap();
-        let status = std::process::Command::new("avr-gcc")
-            .args(["-mmcu=atmega1284p", "-Os", &format!("-DWDP=({wdp})"), "-o"])
-            .arg(&elf)
-            .arg(&src)
-            .status();
-        match status {
-            Ok(s) if s.success() => Some(elf),
-            Ok(s) => panic!("avr-gcc failed: {s}"),
-            Err(_) => {
-                eprintln!("avr-gcc not found: skipping (run `cargo xtask setup`)");
-                None
-            }
-        }
+        std::fs::write(&src, format!("#define WDP ({wdp})\n{SLEEPER}")).unwrap();
+        avr_sim::harness::build_elf("atmega1284p", &elf, &[src]).unwrap();
+        Some(elf)
     }
 
     /// The host's end of the board's pty.
