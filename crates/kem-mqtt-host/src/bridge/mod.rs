@@ -88,13 +88,8 @@ pub enum BridgeError {
         /// For how long.
         after: Duration,
     },
-    /// The board's serial port failed (unplugged, hung up).
-    Port {
-        /// What failed.
-        error: String,
-        /// What the session carried until then.
-        stats: Box<session::SessionStats>,
-    },
+    /// The board's serial port failed (unplugged, hung up): what failed.
+    Port(String),
     /// The broker closed the connection.
     Closed {
         /// What was awaited.
@@ -123,7 +118,7 @@ impl fmt::Display for BridgeError {
             BridgeError::Sensor(s) => write!(f, "the sensor: {s}"),
             BridgeError::Connect { addr, error } => write!(f, "cannot connect to the broker at {addr}: {error}"),
             BridgeError::Io { during, error } => write!(f, "{during}: {error}"),
-            BridgeError::Port { error, .. } => f.write_str(error),
+            BridgeError::Port(error) => f.write_str(error),
             BridgeError::Timeout { waiting_for, after } => {
                 write!(f, "timed out after {} s waiting for {waiting_for}", after.as_secs_f32())
             }

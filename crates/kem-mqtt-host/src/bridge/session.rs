@@ -85,19 +85,6 @@ impl std::fmt::Display for SessionStats {
     }
 }
 
-impl SessionStats {
-    /// Adds `other`'s counts to these (one session across a lost port).
-    fn add(&mut self, other: &SessionStats) {
-        self.frames += other.frames;
-        self.dropped += other.dropped;
-        self.handshakes += other.handshakes;
-        self.refused += other.refused;
-        self.records += other.records;
-        self.commands += other.commands;
-        self.link_down += other.link_down;
-    }
-}
-
 /// How [`serve_reopening`] waits for a lost port to come back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reopen {
@@ -132,15 +119,9 @@ pub fn serve_reopening<P: Read + Write>(
     let mut total = SessionStats::default();
     let mut port = open().map_err(BridgeError::Setup)?;
     loop {
-        let lost = match serve(&mut port, cfg, stop, log) {
-            Ok(stats) => {
-                total.add(&stats);
-                return Ok(total);
-            }
-            Err(BridgeError::Port { error, stats }) => {
-                total.add(&stats);
-                error
-            }
+        let lost = match serve_counting(&mut port, cfg, stop, log, &mut total) {
+            Ok(()) => return Ok(total),
+            Err(BridgeError::Port(error)) => error,
             Err(e) => return Err(e),
         };
         drop(port);
@@ -198,11 +179,24 @@ pub fn serve<P: Read + Write>(
     stop: &AtomicBool,
     log: &mut dyn FnMut(&str),
 ) -> Result<SessionStats, BridgeError> {
+    let mut stats = SessionStats::default();
+    serve_counting(port, cfg, stop, log, &mut stats).map(|()| stats)
+}
+
+/// [`serve`], counting into `stats` (which keep what was carried when the
+/// port fails).
+fn serve_counting<P: Read + Write>(
+    port: &mut P,
+    cfg: &SessionConfig,
+    stop: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+    stats: &mut SessionStats,
+) -> Result<(), BridgeError> {
     let mut bridge = Bridge {
         cfg,
         suite: None,
         up: None,
-        stats: SessionStats::default(),
+        stats,
     };
     let mut deframer: Box<Deframer<{ wire::MAX_PAYLOAD }>> = Box::default();
     let mut buf = [0u8; 4096];
@@ -220,10 +214,7 @@ pub fn serve<P: Read + Write>(
             }
             Err(error) => {
                 bridge.close(log);
-                return Err(BridgeError::Port {
-                    error: format!("reading the board's port: {error}"),
-                    stats: Box::new(bridge.stats),
-                });
+                return Err(BridgeError::Port(format!("reading the board's port: {error}")));
             }
         };
         for &b in &buf[..n] {
@@ -253,10 +244,7 @@ pub fn serve<P: Read + Write>(
             let out = wire::frame(answer, tag, &payload).unwrap_or_default();
             if let Err(error) = port.write_all(&out).and_then(|()| port.flush()) {
                 bridge.close(log);
-                return Err(BridgeError::Port {
-                    error: format!("writing to the board's port: {error}"),
-                    stats: Box::new(bridge.stats),
-                });
+                return Err(BridgeError::Port(format!("writing to the board's port: {error}")));
             }
         }
         if n == 0 {
@@ -264,7 +252,7 @@ pub fn serve<P: Read + Write>(
         }
     }
     bridge.close(log);
-    Ok(bridge.stats)
+    Ok(())
 }
 
 struct Bridge<'a> {
@@ -272,7 +260,7 @@ struct Bridge<'a> {
     /// The suite of the handshake the board asked a nonce for.
     suite: Option<Suite>,
     up: Option<Upstream>,
-    stats: SessionStats,
+    stats: &'a mut SessionStats,
 }
 
 impl Bridge<'_> {
