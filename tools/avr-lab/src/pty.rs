@@ -334,7 +334,15 @@ fn serve(mut sim: Sim, pty: &mut TTYPort, mut around: Surroundings, shared: &Sha
                 out = std::mem::take(&mut tapped);
             }
         }
-        pty.write_all(&out).map_err(|e| format!("pty: {e}"))?;
+        match pty.write_all(&out) {
+            Ok(()) => {}
+            // No one has the board's end open (not yet, or no longer): the
+            // bytes go nowhere, as a board's UART sends into an unplugged
+            // cable. (A board that speaks first, before the host opened the
+            // port, ended the simulation here.)
+            Err(e) if hung_up(&e) => {}
+            Err(e) => return Err(format!("pty: {e}")),
+        }
     }
     Ok(())
 }
@@ -465,6 +473,21 @@ int main(void)
         let (last, _) = *arrived.last().unwrap();
         let simulated = (cycle_of(last) - cycle_of(first)) as f64 / 20e6;
         assert!(simulated > 1.5, "{simulated:.3} s simulated: the fixture did not sleep");
+    }
+
+    /// A board that speaks before the host has opened its port (its bytes
+    /// go nowhere) keeps running, and the host opens the port after it.
+    /// Before, the write's hang-up ended the simulation and took the pty
+    /// with it: "cannot open serial port /dev/pts/N: No such file".
+    #[test]
+    fn a_board_that_speaks_first_waits_for_its_host() {
+        let Some(elf) = sleeper("sleeper-speaks-first", "_BV(WDP2) | _BV(WDP0)") else {
+            return;
+        };
+        let board = SimOnPty::start(&elf, "atmega1284p").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let _host = host_end(&board);
+        board.finish().unwrap();
     }
 
     /// A paced board in an 8 s sleep still stops at once.
