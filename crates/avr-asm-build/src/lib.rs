@@ -32,19 +32,9 @@ pub fn target_cpu_in(encoded_flags: &str) -> Option<String> {
     cpu
 }
 
-/// An AVR part: its record in [`avr_mcu`] (family, memories, names).
-pub use avr_mcu::Mcu;
-
-/// The part named `name` (LLVM's name), if [`avr_mcu`] has its record.
-pub fn mcu(name: &str) -> Option<Mcu> {
-    avr_mcu::by_name(name)
-}
-
-/// [`mcu`] for constants: a name without a record fails the build that
-/// evaluates it.
-pub const fn facts(name: &str) -> Mcu {
-    avr_mcu::facts(name)
-}
+// An AVR part's record (family, memories, names), by name (`mcu`), and
+// the same for constants (`facts`): `avr_mcu`'s, where the records are.
+pub use avr_mcu::{by_name as mcu, facts, Mcu};
 
 /// The file in a KEM crate's folder holding its SRAM floor (written by
 /// `cargo xtask report` from the benchmark records; see [`sram_floor`]).

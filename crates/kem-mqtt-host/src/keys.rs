@@ -293,6 +293,14 @@ impl DirLock {
     }
 }
 
+/// The directory `path` is in (`.` for a bare file name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
 /// Gives `file` the owner and group of `like` (a file it replaces, or the
 /// key directory it is new in) where they differ: only root can, and
 /// root is who writes into another user's key directory.
@@ -361,10 +369,7 @@ fn save_json<T: Serialize>(value: &T, path: &Path, replace: bool) -> Result<(), 
         // stay readable to it after root rewrites it. Without the right to
         // give it away, the write fails here rather than leave a file its
         // reader cannot open.
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
+        let dir = directory_of(path);
         give_to_owner_of(&f, if path.exists() { path } else { dir })?;
         if replace {
             std::fs::rename(&tmp, path)
@@ -812,10 +817,7 @@ impl Registry {
     /// a second. Errors name the file (or the directory).
     pub fn load_or_empty(path: &Path) -> Result<Self, KeyError> {
         use std::io::Read;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
+        let dir = directory_of(path);
         match std::fs::metadata(dir) {
             Ok(meta) => refuse_writable_by_others(&meta).map_err(|e| e.in_file(dir))?,
             // No directory: no file either, checked below.

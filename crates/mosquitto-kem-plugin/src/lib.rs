@@ -627,18 +627,8 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
                 MOSQ_LOG_INFO,
                 "topic mode: the kem-mqtt/ topics are refused to client ids with '/'",
             );
-            // SAFETY: callbacks registered with our identifier, no userdata.
-            unsafe {
-                for (event, cb, data) in callbacks(Mode::TopicGuard) {
-                    let rc = mosquitto_callback_register(identifier, event, cb, data, std::ptr::null_mut());
-                    if rc != MOSQ_ERR_SUCCESS {
-                        return rc;
-                    }
-                }
-            }
-            *IDENTIFIER.lock().unwrap_or_else(|e| e.into_inner()) = identifier as usize;
-            *MODE.lock().unwrap_or_else(|e| e.into_inner()) = Mode::TopicGuard;
-            return MOSQ_ERR_SUCCESS;
+            // SAFETY: mosquitto's identifier; topic mode has no userdata.
+            return unsafe { register(identifier, Mode::TopicGuard, std::ptr::null_mut()) };
         }
         let dir = opts.keys_dir.clone();
         let limits = opts.limits;
@@ -654,19 +644,31 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
             &format!("{} registered clients from {dir}; limits {limits:?}", plugin.clients()),
         );
         let ptr = Box::into_raw(Box::new(plugin)) as *mut c_void;
-        // SAFETY: out-pointer from mosquitto; callbacks registered with our identifier.
+        // SAFETY: out-pointer and identifier from mosquitto; `ptr` is our Plugin.
         unsafe {
             *userdata = ptr;
-            for (event, cb, data) in callbacks(Mode::Auth) {
-                let rc = mosquitto_callback_register(identifier, event, cb, data, ptr);
-                if rc != MOSQ_ERR_SUCCESS {
-                    return rc;
-                }
-            }
+            register(identifier, Mode::Auth, ptr)
         }
-        *IDENTIFIER.lock().unwrap_or_else(|e| e.into_inner()) = identifier as usize;
-        MOSQ_ERR_SUCCESS
     })
+}
+
+/// Registers the callbacks of `mode` with `ptr` as their userdata, and
+/// remembers the identifier and the mode for [`mosquitto_plugin_cleanup`].
+///
+/// # Safety
+/// `identifier` is mosquitto's for this plugin; `ptr` is what the callbacks
+/// of `mode` expect (our `Plugin`, or null in topic mode).
+unsafe fn register(identifier: *mut c_void, mode: Mode, ptr: *mut c_void) -> c_int {
+    *IDENTIFIER.lock().unwrap_or_else(|e| e.into_inner()) = identifier as usize;
+    *MODE.lock().unwrap_or_else(|e| e.into_inner()) = mode;
+    for (event, cb, data) in callbacks(mode) {
+        // SAFETY: per the contract.
+        let rc = unsafe { mosquitto_callback_register(identifier, event, cb, data, ptr) };
+        if rc != MOSQ_ERR_SUCCESS {
+            return rc;
+        }
+    }
+    MOSQ_ERR_SUCCESS
 }
 
 const AUTH_METHOD_C: &CStr = c"KEM-MQTT/1";

@@ -357,7 +357,7 @@ impl Plugin {
     /// `Some(Err)`: the new file does not load; the registry in use stays.
     pub fn reload_if_changed(&self, now: Instant) -> Option<Result<Reload, String>> {
         let loaded = lock(&self.watch).poll(now)?;
-        Some(loaded.map(|r| self.apply(r)).map_err(|e| e.to_string()))
+        Some(self.apply_loaded(loaded))
     }
 
     /// Looks at `registry.json` now (one `stat`), before a record is opened
@@ -369,7 +369,7 @@ impl Plugin {
         let Some(loaded) = lock(&self.watch).poll_now() else {
             return;
         };
-        let outcome = loaded.map(|r| self.apply(r)).map_err(|e| e.to_string());
+        let outcome = self.apply_loaded(loaded);
         lock(&self.deferred).push(outcome);
     }
 
@@ -381,8 +381,14 @@ impl Plugin {
 
     /// `MOSQ_EVT_RELOAD` (mosquitto got SIGHUP): loads `registry.json` now.
     pub fn reload(&self) -> Result<Reload, String> {
-        let loaded = lock(&self.watch).reload().map_err(|e| e.to_string())?;
-        Ok(self.apply(loaded))
+        let loaded = lock(&self.watch).reload();
+        self.apply_loaded(loaded)
+    }
+
+    /// [`Plugin::apply`] of a registry that loaded; the error of one that
+    /// did not (the registry in use stays).
+    fn apply_loaded(&self, loaded: Result<Registry, kem_mqtt_host::keys::KeyError>) -> Result<Reload, String> {
+        loaded.map(|r| self.apply(r)).map_err(|e| e.to_string())
     }
 
     /// Puts `registry` in place in one step, then ends what it revoked:
