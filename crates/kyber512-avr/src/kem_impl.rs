@@ -9,8 +9,8 @@ use kem_common::{SharedSecret, Wipe};
 use rand_core::TryCryptoRng;
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::kpke;
-use crate::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, Q};
+use super::kpke;
+use super::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, Q};
 use crate::Error;
 
 mod sealed {
@@ -473,9 +473,13 @@ fn split(kr: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
     (a, b)
 }
 
-/// Implements the public API of one parameter set.
+/// Implements the public API of one parameter set. The invoking module has
+/// that set's `kem_impl` and `params` modules in scope under those names
+/// (the paths below resolve where the macro is invoked), and names the
+/// `kem` traits' sizes of its encapsulation key and ciphertext (typenum
+/// types; the trait impls do not compile if they disagree with `params`).
 macro_rules! kem_api {
-    ($variant:ty) => {
+    ($variant:ty, ek_size: $ek_size:ty, ct_size: $ct_size:ty $(,)?) => {
         /// Encapsulation (public) key of this parameter set: the bytes a
         /// sender encapsulates to, checked on import as the parameter set says.
         ///
@@ -483,13 +487,13 @@ macro_rules! kem_api {
         #[doc = concat!("use ", module_path!(), "::{keygen, EncapsulationKey};")]
         ///
         /// let (_dk, ek) = keygen(&mut rand::rng())?;
-        /// let bytes: &[u8] = ek.as_ref(); // 800 bytes, public
+        /// let bytes: &[u8] = ek.as_ref(); // EncapsulationKey::LEN bytes, public
         /// let received = EncapsulationKey::try_from(bytes)?;
         /// assert_eq!(received, ek);
-        /// assert!(EncapsulationKey::try_from(&bytes[..799]).is_err());
+        /// assert!(EncapsulationKey::try_from(&bytes[1..]).is_err());
         /// # Ok::<(), kyber512_avr::Error>(())
         /// ```
-        pub type EncapsulationKey = $crate::kem_impl::EncapsulationKey<$variant>;
+        pub type EncapsulationKey = kem_impl::EncapsulationKey<$variant>;
         /// Decapsulation (secret) key of this parameter set, with its
         /// encapsulation key inside. Zeroized on drop.
         ///
@@ -498,14 +502,14 @@ macro_rules! kem_api {
         ///
         /// let (dk, ek) = keygen(&mut rand::rng())?;
         /// assert_eq!(dk.encapsulation_key(), &ek);
-        /// let stored: [u8; 1632] = *dk.as_bytes(); // secret: keep it so
+        /// let stored: [u8; DecapsulationKey::LEN] = *dk.as_bytes(); // secret: keep it so
         /// let loaded = DecapsulationKey::from_bytes(&stored)?;
         /// assert_eq!(loaded.as_bytes(), dk.as_bytes());
         /// # Ok::<(), kyber512_avr::Error>(())
         /// ```
-        pub type DecapsulationKey = $crate::kem_impl::DecapsulationKey<$variant>;
-        /// Ciphertext of this parameter set (768 bytes; any bytes of that
-        /// length are one).
+        pub type DecapsulationKey = kem_impl::DecapsulationKey<$variant>;
+        /// Ciphertext of this parameter set (`Ciphertext::LEN` bytes; any
+        /// bytes of that length are one).
         ///
         /// ```
         #[doc = concat!("use ", module_path!(), "::{decapsulate, encapsulate, keygen, Ciphertext};")]
@@ -517,17 +521,17 @@ macro_rules! kem_api {
         /// assert_eq!(decapsulate(&dk, &received), ss);
         /// # Ok::<(), kyber512_avr::Error>(())
         /// ```
-        pub type Ciphertext = $crate::kem_impl::Ciphertext<$variant>;
+        pub type Ciphertext = kem_impl::Ciphertext<$variant>;
         pub use kem_common::SharedSecret;
 
         kem_common::impl_kem_traits!(
             [] kem: $variant, ek: EncapsulationKey, dk: DecapsulationKey, ct: Ciphertext,
-            ek_size: kem_common::kem::consts::U800, ct_size: kem_common::kem::consts::U768,
-            ct_len: $crate::params::CT_BYTES,
+            ek_size: $ek_size, ct_size: $ct_size,
+            ct_len: params::CT_BYTES,
             keygen: |rng: &mut _| keygen(rng),
             encapsulate: |ek: &EncapsulationKey, rng: &mut _| encapsulate(ek, rng),
-            decapsulate: |dk: &DecapsulationKey, ct: &[u8; $crate::params::CT_BYTES]| {
-                $crate::kem_impl::decaps_bytes::<$variant>(dk.as_bytes(), ct)
+            decapsulate: |dk: &DecapsulationKey, ct: &[u8; params::CT_BYTES]| {
+                kem_impl::decaps_bytes::<$variant>(dk.as_bytes(), ct)
             },
         );
 
@@ -547,10 +551,10 @@ macro_rules! kem_api {
         pub fn keygen(
             rng: &mut impl rand_core::TryCryptoRng,
         ) -> Result<(DecapsulationKey, EncapsulationKey), $crate::Error> {
-            use $crate::kem_impl::Variant;
+            use kem_impl::Variant;
             let (mut d, mut z) = ([0u8; 32], [0u8; 32]);
             <$variant>::draw_keygen_seeds(rng, &mut d, &mut z)?;
-            let keys = $crate::kem_impl::keygen_internal::<$variant>(&d, &z);
+            let keys = kem_impl::keygen_internal::<$variant>(&d, &z);
             kem_common::Wipe::wipe(&mut d);
             kem_common::Wipe::wipe(&mut z);
             Ok(keys)
@@ -575,9 +579,9 @@ macro_rules! kem_api {
             ek: &EncapsulationKey,
             rng: &mut impl rand_core::TryCryptoRng,
         ) -> Result<(Ciphertext, SharedSecret), $crate::Error> {
-            use $crate::kem_impl::Variant;
+            use kem_impl::Variant;
             let mut m = <$variant>::draw_message(rng)?;
-            let out = $crate::kem_impl::encaps_internal(ek, &m);
+            let out = kem_impl::encaps_internal(ek, &m);
             kem_common::Wipe::wipe(&mut m);
             Ok(out)
         }
@@ -599,12 +603,12 @@ macro_rules! kem_api {
         /// # Ok::<(), kyber512_avr::Error>(())
         /// ```
         pub fn decapsulate(dk: &DecapsulationKey, ct: &Ciphertext) -> SharedSecret {
-            $crate::kem_impl::decaps_internal(dk, ct)
+            kem_impl::decaps_internal(dk, ct)
         }
 
         kem_common::impl_buffer_kem!(
-            [] $variant, name: <$variant as $crate::Variant>::NAME, error: $crate::Error,
-            lens: ($crate::params::EK_BYTES, $crate::params::DK_BYTES, $crate::params::CT_BYTES),
+            [] $variant, name: <$variant as kem_impl::Variant>::NAME, error: $crate::Error,
+            lens: (params::EK_BYTES, params::DK_BYTES, params::CT_BYTES),
             keygen_into: raw::keygen_into, encapsulate_into: raw::encapsulate_into,
             check_decapsulation_key: raw::check_decapsulation_key, decapsulate_into: raw::decapsulate_into,
         );
@@ -614,7 +618,7 @@ macro_rules! kem_api {
         /// stack). Same RNG draws and outputs as the typed API.
         pub mod raw {
             use super::*;
-            use $crate::params::{CT_BYTES, DK_BYTES, EK_BYTES};
+            use super::params::{CT_BYTES, DK_BYTES, EK_BYTES};
 
             /// Key generation into `ek` and `dk`.
             pub fn keygen_into(
@@ -634,22 +638,22 @@ macro_rules! kem_api {
                 rng: &mut impl rand_core::TryCryptoRng,
                 dk: &mut [u8; DK_BYTES],
             ) -> Result<(), $crate::Error> {
-                use $crate::kem_impl::Variant;
-                let Some((d, z)) = $crate::kem_impl::seed_slots(dk) else {
+                use kem_impl::Variant;
+                let Some((d, z)) = kem_impl::seed_slots(dk) else {
                     return Err($crate::Error::Rng);
                 };
                 if let Err(e) = <$variant>::draw_keygen_seeds(rng, d, z) {
                     kem_common::Wipe::wipe(dk);
                     return Err(e);
                 }
-                $crate::kem_impl::keygen_in_place::<$variant>(dk);
+                kem_impl::keygen_in_place::<$variant>(dk);
                 Ok(())
             }
 
             /// The encapsulation key inside the encoded decapsulation key
             /// `dk` (dk_PKE ‖ ek ‖ H(ek) ‖ z).
             pub fn encapsulation_key_in(dk: &[u8; DK_BYTES]) -> &[u8; EK_BYTES] {
-                $crate::kem_impl::encapsulation_key_of(dk)
+                kem_impl::encapsulation_key_of(dk)
             }
 
             /// Encapsulation to the encoded key `ek` (checked as on import) into `ct`.
@@ -658,12 +662,12 @@ macro_rules! kem_api {
                 rng: &mut impl rand_core::TryCryptoRng,
                 ct: &mut [u8; CT_BYTES],
             ) -> Result<SharedSecret, $crate::Error> {
-                use $crate::kem_impl::Variant;
-                if <$variant>::CHECK_KEYS && !$crate::kem_impl::modulus_check(ek) {
+                use kem_impl::Variant;
+                if <$variant>::CHECK_KEYS && !kem_impl::modulus_check(ek) {
                     return Err($crate::Error::EncapsulationKeyNotReduced);
                 }
                 let mut m = <$variant>::draw_message(rng)?;
-                let ss = $crate::kem_impl::encaps_bytes::<$variant>(ek, &m, ct);
+                let ss = kem_impl::encaps_bytes::<$variant>(ek, &m, ct);
                 kem_common::Wipe::wipe(&mut m);
                 Ok(ss)
             }
@@ -671,13 +675,13 @@ macro_rules! kem_api {
             /// The checks `DecapsulationKey::from_bytes` makes, on the
             /// encoded key in place.
             pub fn check_decapsulation_key(dk: &[u8]) -> Result<(), $crate::Error> {
-                $crate::kem_impl::check_decapsulation_key::<$variant>(dk)
+                kem_impl::check_decapsulation_key::<$variant>(dk)
             }
 
             /// Decapsulation with the encoded key `dk`, which must come from
             /// [`keygen_into`] or have passed [`check_decapsulation_key`].
             pub fn decapsulate_into(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-                $crate::kem_impl::decaps_bytes::<$variant>(dk, ct)
+                kem_impl::decaps_bytes::<$variant>(dk, ct)
             }
         }
     };

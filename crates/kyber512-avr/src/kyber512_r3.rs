@@ -95,6 +95,7 @@ use subtle::Choice;
 
 use crate::kem_impl::{fill, kem_api, Sealed, Variant};
 use crate::params::CT_BYTES;
+use crate::{kem_impl, params};
 use crate::Error;
 
 /// The round-3 Kyber512 parameter set.
@@ -148,4 +149,8 @@ impl Variant for Kyber512R3 {
     }
 }
 
-kem_api!(Kyber512R3);
+kem_api!(
+    Kyber512R3,
+    ek_size: kem_common::kem::consts::U800,
+    ct_size: kem_common::kem::consts::U768,
+);

@@ -6,8 +6,10 @@
 //!
 //! # Modules
 //!
-//! - [`ml_kem_512`]: FIPS 203 with its input checks, plus the byte-level
-//!   [`ml_kem_512::hazmat`] functions for conformance suites;
+//! - [`ml_kem_512`], [`ml_kem_768`], [`ml_kem_1024`]: FIPS 203 with its input
+//!   checks, plus the byte-level `hazmat` functions for conformance suites
+//!   (one code base: the 768 and 1024 modules compile the same K-PKE and KEM
+//!   layer with their own [`params`](ml_kem_768::params));
 //! - [`kyber512_r3`]: round-3 Kyber512, the version published AVR work measured.
 //!
 //! Each module's page shows the three ways to call it: RustCrypto's `kem`
@@ -22,7 +24,11 @@ mod encode;
 mod kem_impl;
 mod kpke;
 pub mod kyber512_r3;
+pub mod ml_kem_1024;
 pub mod ml_kem_512;
+mod ml_kem_set;
+mod parameter_set;
+pub mod ml_kem_768;
 pub mod params;
 mod poly;
 mod sampling;

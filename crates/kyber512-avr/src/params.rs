@@ -1,31 +1,4 @@
-//! ML-KEM-512 / Kyber512 parameters (FIPS 203 §8, Table 2).
+//! ML-KEM-512 / Kyber512 parameters (FIPS 203 §8, Table 2). Every
+//! parameter set of this crate has a `params` module of this shape.
 
-/// n: coefficients per polynomial.
-pub const N: usize = 256;
-/// q.
-pub const Q: u16 = 3329;
-/// k: module rank.
-pub const K: usize = 2;
-/// η1: noise of s, e and r.
-pub const ETA1: usize = 3;
-/// η2: noise of e1 and e2.
-pub const ETA2: usize = 2;
-/// d_u: bits per coefficient of u in the ciphertext.
-pub const DU: u32 = 10;
-/// d_v: bits per coefficient of v in the ciphertext.
-pub const DV: u32 = 4;
-
-/// Bytes of one 12-bit-encoded polynomial.
-pub const POLY_BYTES: usize = 384;
-/// Encapsulation (public) key bytes: 384·k + 32.
-pub const EK_BYTES: usize = POLY_BYTES * K + 32;
-/// K-PKE decryption key bytes: 384·k.
-pub const DK_PKE_BYTES: usize = POLY_BYTES * K;
-/// Decapsulation (secret) key bytes: dk_pke ‖ ek ‖ H(ek) ‖ z.
-pub const DK_BYTES: usize = DK_PKE_BYTES + EK_BYTES + 64;
-/// Bytes of the compressed u part of a ciphertext.
-pub const C1_BYTES: usize = 32 * DU as usize * K;
-/// Ciphertext bytes.
-pub const CT_BYTES: usize = C1_BYTES + 32 * DV as usize;
-/// Shared secret bytes.
-pub const SS_BYTES: usize = 32;
+crate::parameter_set::parameter_set!(k: 2, eta1: 3, du: 10, dv: 4);
