@@ -6,7 +6,11 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use avr_lab::{args, avr, bench, ct, e2e, examples, flash, mqtt, packaged, progress, setup, simtest, target, util};
+use avr_lab::build::{avr, flash};
+use avr_lab::measure::{bench, ct, simtest};
+use avr_lab::mqtt::{e2e, handshake};
+use avr_lab::release::{examples, packaged};
+use avr_lab::{args, progress, setup, target, util};
 
 /// Everything CI checks: the host checks, then the AVR builds and the simulated differential test.
 pub fn run() -> Result<(), String> {
@@ -113,7 +117,7 @@ pub fn run() -> Result<(), String> {
         // ways, the key schedule, the KEMs; CTRU-Light's public retries aside).
         (
             "KEM-MQTT sensor of every suite, 3 seeds",
-            Box::new(|| mqtt::cmd(&args(&["mqtt", "--seeds", "3"])?)),
+            Box::new(|| handshake::cmd(&args(&["mqtt", "--seeds", "3"])?)),
         ),
         // The AVR sensor through real mosquitto, plugin and gateway: the
         // application must see the reading sealed on the AVR.
@@ -188,7 +192,7 @@ pub fn run() -> Result<(), String> {
         (
             "ATmega4808 sensor fit: all 10 suites, 512 B of SRAM to spare",
             for_4808(Box::new(|| {
-                mqtt::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)
+                handshake::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)
             })),
         ),
         // The sensor application on the 4808: a handshake, a temperature
@@ -197,7 +201,7 @@ pub fn run() -> Result<(), String> {
         (
             "ATmega4808 sensor application in yasimavr (ctru-light-ascon+x25519)",
             for_4808(Box::new(|| {
-                mqtt::app_fit(
+                handshake::app_fit(
                     target::mcu("atmega4808")?,
                     "kem-mqtt-app/ctru-light-ascon+x25519",
                     false,

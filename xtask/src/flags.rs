@@ -28,37 +28,37 @@ pub enum Cmd {
     /// missing or too old; otherwise print the commands
     Setup(avr_lab::setup::SetupArgs),
     /// Cross-build firmware images and report flash and static RAM
-    BuildAvr(avr_lab::build_avr::BuildArgs),
+    BuildAvr(avr_lab::build::build_avr::BuildArgs),
     /// Randomised differential test of the ring operations (firmware in simavr vs
     /// modarith) and official KAT records reproduced by the firmware
-    SimTest(avr_lab::simtest::SimTestArgs),
+    SimTest(avr_lab::measure::simtest::SimTestArgs),
     /// Constant-time check in simavr: every KEM operation takes the same cycles
     /// (and per-address instruction counts) for every input
-    Ct(avr_lab::ct::CtArgs),
+    Ct(avr_lab::measure::ct::CtArgs),
     /// Cycles, stack and code size of every operation in simavr (with --device: on a
     /// board over its serial port); writes benchmarks/MCU/*.json, benchmarks/latest.json
     /// and docs/benchmarks.*
-    Bench(avr_lab::bench::BenchArgs),
+    Bench(avr_lab::measure::bench::BenchArgs),
     /// Write a firmware image to a board with avrdude (bootloader or UPDI adapter)
-    Flash(avr_lab::flash::FlashArgs),
+    Flash(avr_lab::build::flash::FlashArgs),
     /// A simulated ATmega1284p board on a pseudo-terminal: try `bench --device`
     /// and `kem-mqtt serial-bridge` without a board
-    SimPty(avr_lab::bench::SimPtyArgs),
+    SimPty(avr_lab::measure::bench::SimPtyArgs),
     /// The KEM-MQTT/1 sensor handshake of every suite on the AVR against the host broker
     /// (with --broker: one suite's sensor against a real MQTT broker over TCP)
-    Mqtt(avr_lab::mqtt::MqttArgs),
+    Mqtt(avr_lab::mqtt::handshake::MqttArgs),
     /// The simulated AVR sensor end to end through mosquitto (plugin, and gateway):
     /// mosquitto_sub must print its reading
-    E2e(avr_lab::e2e::E2eArgs),
+    E2e(avr_lab::mqtt::e2e::E2eArgs),
     /// Your own sensor firmware (an ELF with its keys) in simavr on a pty, with
     /// `kem-mqtt serial-bridge` and mosquitto with the plugin: prints what
     /// `mosquitto_sub -t 'plain/#' -v` receives (examples/avr-mqtt-sensor's runner)
-    SensorSim(avr_lab::e2e_session::SensorSimArgs),
+    SensorSim(avr_lab::mqtt::e2e_session::SensorSimArgs),
     /// A fleet of host sensors against mosquitto (plugin, and gateway) on loopback:
     /// handshakes/s, latency, records/s, broker CPU and RSS → docs/benchmarks.md
-    MqttLoad(avr_lab::mqtt_load::MqttLoadArgs),
+    MqttLoad(avr_lab::mqtt::mqtt_load::MqttLoadArgs),
     /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
-    Kat(avr_lab::kat::KatArgs),
+    Kat(avr_lab::measure::kat::KatArgs),
     /// CTRU-Light decryption-failure rate (revision 1): the exact noise law, the decoder's
     /// failure region, block-shared secrets, checked against the real code path
     /// (runs the `ctru-light-dfr` binary; its options follow, see `--help`)
@@ -73,7 +73,7 @@ pub enum Cmd {
     /// Which KEM and which KEM-MQTT suite fits which board (Uno, Mega 2560,
     /// ATmega1284p, Nano Every, ATmega4808): builds and runs each in the
     /// simulator → benchmarks/boards.json, docs/boards.md
-    Boards(avr_lab::boards::BoardsArgs),
+    Boards(avr_lab::measure::boards::BoardsArgs),
     /// Build and run every firmware example in examples/ as its README does
     /// (`cargo run --release`: simavr) and check what each prints
     Examples,
@@ -110,7 +110,9 @@ mod tests {
     use clap::error::ErrorKind;
 
     use super::*;
-    use avr_lab::{args, ct, mqtt, simtest};
+    use avr_lab::args;
+    use avr_lab::measure::{ct, simtest};
+    use avr_lab::mqtt::handshake;
 
     fn parse(argv: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("xtask").chain(argv.iter().copied()))
@@ -267,7 +269,7 @@ mod tests {
     #[test]
     fn ci_internal_argument_lists_parse() {
         args::<simtest::SimTestArgs>(&["sim-test", "--mcu", "atmega4808", "--kat", "1", "--require-fit"]).unwrap();
-        args::<mqtt::MqttArgs>(&["mqtt", "--seeds", "3"]).unwrap();
+        args::<handshake::MqttArgs>(&["mqtt", "--seeds", "3"]).unwrap();
         assert!(args::<ct::CtArgs>(&["ct", "--count", "x"]).is_err());
     }
 }

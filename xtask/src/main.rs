@@ -36,26 +36,26 @@ fn run(command: Cmd) -> Result<(), String> {
     match command {
         Cmd::Ci => ci::run(),
         Cmd::Setup(a) => avr_lab::setup::setup(&a),
-        Cmd::BuildAvr(a) => avr_lab::build_avr::run(&a),
-        Cmd::SimTest(a) => avr_lab::simtest::run(&a),
-        Cmd::Bench(a) => avr_lab::bench::run(&a),
-        Cmd::Flash(a) => avr_lab::flash::run(&a),
-        Cmd::SimPty(a) => avr_lab::bench::sim_pty(&a),
+        Cmd::BuildAvr(a) => avr_lab::build::build_avr::run(&a),
+        Cmd::SimTest(a) => avr_lab::measure::simtest::run(&a),
+        Cmd::Bench(a) => avr_lab::measure::bench::run(&a),
+        Cmd::Flash(a) => avr_lab::build::flash::run(&a),
+        Cmd::SimPty(a) => avr_lab::measure::bench::sim_pty(&a),
         Cmd::Report => avr_lab::report::regenerate(),
-        Cmd::Kat(a) => avr_lab::kat::run(&a),
+        Cmd::Kat(a) => avr_lab::measure::kat::run(&a),
         Cmd::Dfr { args } => avr_lab::util::run(
             Command::new("cargo")
                 .args(["run", "-q", "-p", "ctru-light-dfr", "--"])
                 .args(args),
         ),
-        Cmd::Ct(a) => avr_lab::ct::run(&a),
-        Cmd::Mqtt(a) => avr_lab::mqtt::cmd(&a),
-        Cmd::E2e(a) => avr_lab::e2e::run(&a),
-        Cmd::SensorSim(a) => avr_lab::e2e_session::sensor_sim(&a),
-        Cmd::MqttLoad(a) => avr_lab::mqtt_load::run(&a),
-        Cmd::Examples => avr_lab::examples::check_all(),
-        Cmd::Packaged => avr_lab::packaged::check(),
-        Cmd::Boards(a) => avr_lab::boards::run(&a),
+        Cmd::Ct(a) => avr_lab::measure::ct::run(&a),
+        Cmd::Mqtt(a) => avr_lab::mqtt::handshake::cmd(&a),
+        Cmd::E2e(a) => avr_lab::mqtt::e2e::run(&a),
+        Cmd::SensorSim(a) => avr_lab::mqtt::e2e_session::sensor_sim(&a),
+        Cmd::MqttLoad(a) => avr_lab::mqtt::mqtt_load::run(&a),
+        Cmd::Examples => avr_lab::release::examples::check_all(),
+        Cmd::Packaged => avr_lab::release::packaged::check(),
+        Cmd::Boards(a) => avr_lab::measure::boards::run(&a),
     }
 }
 

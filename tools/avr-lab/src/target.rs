@@ -88,7 +88,7 @@ pub struct Image {
     /// A sensor image's provisioned keys (`avr_wire::mqtt::Layout::keys_len`
     /// bytes), compiled in with the `mqtt-provisioned` feature; an image
     /// that needs them ([`Image::needs_keys`]) gets them before it is built
-    /// (`sensor::with_keys`: the measured handshake's, or a key file's).
+    /// (`run::sensor::with_keys`: the measured handshake's, or a key file's).
     pub keys: Option<PathBuf>,
     /// A sensor application image's policy, compiled in
     /// (`SENSOR_APP_POLICY`); `None`: `avr_wire::app::Policy::DEFAULT`.

@@ -1,0 +1,294 @@
+//! ATmega4808 (megaAVR-0) runs in yasimavr: KAT record 0 of every KEM image
+//! and the primitives, and what fits (the runs are `crate::run::yasim`'s,
+//! the link support is `crate::build::mega0_link`).
+
+use std::path::Path;
+
+use avr_wire::frame::STACK_OVERFLOW;
+use avr_wire::kem::{kem_op_id, KemOp};
+use kem_registry::Kem;
+
+use crate::build::avr;
+use crate::run::kems;
+use crate::run::yasim::{run_requests, yasim_record, Measured, SPARE_SRAM};
+use crate::target;
+
+/// Why a KEM image does or does not fit the MCU, from its sizes and the
+/// stack its operations measured.
+fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
+    let m = b.mcu;
+    let mut notes = Vec::new();
+    let flash_ok = b.flash() <= m.flash;
+    if !flash_ok {
+        notes.push(format!("flash {} B > {} B", b.flash(), m.flash));
+    }
+    let free = m.sram.saturating_sub(b.ram());
+    let sram_ok = match stack {
+        Some(s) => s + SPARE_SRAM <= free,
+        None => b.ram() < m.sram,
+    };
+    if let Some(s) = stack {
+        let spare = m.sram as i64 - (b.ram() + s) as i64;
+        let short = SPARE_SRAM as i64;
+        notes.push(format!(
+            "static RAM {} B + peak stack {s} B = {} B of {} B, {spare} B spare{}",
+            b.ram(),
+            b.ram() + s,
+            m.sram,
+            if spare < short {
+                format!(" (less than the {short} B an image keeps)")
+            } else {
+                String::new()
+            }
+        ));
+    } else {
+        notes.push(format!("static RAM {} B of {} B", b.ram(), m.sram));
+    }
+    (flash_ok && sram_ok, notes.join("; "))
+}
+
+/// `sim-test --mcu atmega4808 --kat 1`: one image per KEM variant (48 KB
+/// flash cannot hold more); each one that fits the flash runs KAT record 0
+/// (keygen, encaps, decaps, byte for byte) in yasimavr, with its painted
+/// stack; prints what fits and what does not, with the numbers. A crash or
+/// a stack overflow into static data counts as "does not fit", not as a
+/// failure, unless `require_fit` (CI: every KEM must fit the 4808). Fitting
+/// means [`SPARE_SRAM`] bytes left beside static RAM and peak stack.
+/// With `record`, the table also goes to `benchmarks/<mcu>/kem-fit.md`, which
+/// `docs/benchmarks.md` includes (`cargo xtask bench --mcu atmega4808`).
+pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, record: bool) -> Result<(), String> {
+    let (mut passed, mut failed, mut no_fit) = (0u32, 0u32, 0u32);
+    let mut table = String::from(
+        "| KEM | flash B | static RAM B | KAT record 0 | cycles K/E/D | AVRxt cycles K/E/D | painted stack K/E/D B | fits |\n|---|---:|---:|---|---|---|---|---|\n",
+    );
+    for kem in Kem::ALL.into_iter().filter(|k| k.name().contains(filter)) {
+        let image = target::Image::kem(kem);
+        let b = if no_build {
+            avr::sizes(mcu, &image.elf(mcu))?
+        } else {
+            avr::compile(mcu, &image)?
+        };
+        if b.flash() > mcu.flash {
+            no_fit += 1;
+            let (_, note) = fit_note(&b, None);
+            table.push_str(&format!(
+                "| {} | {} | {} | not run | – | – | – | no: {note} |\n",
+                kem.name(),
+                b.flash(),
+                b.ram()
+            ));
+            continue;
+        }
+        let (replies, per_op) = kat0(mcu, kem, &image, &b.elf, record)?;
+        let ok = replies.len() == 3 && per_op.iter().all(|&x| x);
+        let verdict = if ok {
+            "reproduced".to_string()
+        } else if replies.is_empty() {
+            "no reply (crashed)".to_string()
+        } else {
+            let names = ["keygen", "encaps", "decaps"];
+            let v: Vec<String> = (0..3)
+                .map(|i| format!("{} {}", names[i], if per_op[i] { "ok" } else { "WRONG" }))
+                .collect();
+            v.join(", ")
+        };
+        let stacks: Vec<u32> = replies.iter().filter_map(|m| m.stack).map(u32::from).collect();
+        let cycles: Vec<String> = replies
+            .iter()
+            .map(|m| m.cycles.map_or("–".into(), |c| c.to_string()))
+            .collect();
+        let avrxt: Vec<String> = replies
+            .iter()
+            .map(|m| m.avrxt.map_or("–".into(), |c| c.to_string()))
+            .collect();
+        let peak = stacks.iter().copied().max().filter(|&s| s != STACK_OVERFLOW as u32);
+        let overflow = stacks.contains(&(STACK_OVERFLOW as u32));
+        let (fits, mut note) = fit_note(&b, peak.filter(|_| ok && !overflow));
+        if overflow {
+            note.push_str("; the stack overflowed into static data");
+        }
+        // A crash or a stack that ran into static data is the SRAM limit, not a wrong result.
+        let sram_limit = !ok && (overflow || replies.is_empty());
+        if sram_limit {
+            no_fit += 1;
+            note.push_str(&format!(
+                "; {} B of SRAM left for the stack was not enough",
+                mcu.sram.saturating_sub(b.ram())
+            ));
+        }
+        if ok {
+            passed += 1;
+        } else if !sram_limit {
+            failed += 1;
+            eprintln!(
+                "FAIL {} KAT record 0 on {}: {} replies",
+                kem.name(),
+                mcu.name,
+                replies.len()
+            );
+        }
+        table.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {}: {note} |\n",
+            kem.name(),
+            b.flash(),
+            b.ram(),
+            verdict,
+            cycles.join("/"),
+            avrxt.join("/"),
+            if stacks.len() == 3 {
+                let show = |s: u32| {
+                    if s == STACK_OVERFLOW as u32 {
+                        format!("overflow (> {} B free)", mcu.sram - b.ram())
+                    } else {
+                        s.to_string()
+                    }
+                };
+                format!("{}/{}/{}", show(stacks[0]), show(stacks[1]), show(stacks[2]))
+            } else {
+                "–".into()
+            },
+            if fits && ok { "yes" } else { "no" }
+        ));
+    }
+    print!("{table}");
+    let legend = "(yasimavr; cycles by the on-chip timers between the markers, UART transfer excluded, \
+         yasimavr's classic-core (AVRe+) instruction timings; AVRxt: the same windows on the 4808's \
+         AVRxt core, priced from an instruction trace and checked against the timers (`tools/avr-lab/src/run/avrxt.rs`; \
+         loads from the mapped flash not charged their extra cycle); painted-stack measure; \
+         flash = text + data image + rodata)";
+    println!("{legend}");
+    if record {
+        crate::report::records::record_fit_table(mcu.name, "kem-fit", &format!("{table}\n{legend}\n"))?;
+    }
+    println!("{no_fit} KEM(s) do not fit {} (SRAM)", mcu.name);
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        return Err(format!("{failed} KAT run(s) failed on {}", mcu.name));
+    }
+    if require_fit && no_fit > 0 {
+        return Err(format!("{no_fit} KEM(s) do not fit {} (--require-fit)", mcu.name));
+    }
+    Ok(())
+}
+
+/// KAT record 0 of `kem` (keygen, encaps, decaps) on its built image `elf`
+/// in yasimavr, with `avrxt` also traced: the replies, and per operation
+/// whether it reproduced the record's bytes.
+pub fn kat0(
+    mcu: target::Mcu,
+    kem: Kem,
+    image: &target::Image,
+    elf: &Path,
+    avrxt: bool,
+) -> Result<(Vec<Measured>, Vec<bool>), String> {
+    let case = kems::kat_cases(kem, 1)?.remove(0);
+    let r = &case.record;
+    let requests = [
+        (
+            KemOp::Keygen,
+            kems::request(kem, KemOp::Keygen, &[], &case.keygen_tape)?,
+        ),
+        (
+            KemOp::Encaps,
+            kems::request(kem, KemOp::Encaps, &r.pk, &case.encaps_tape)?,
+        ),
+        (KemOp::Decaps, kems::request(kem, KemOp::Decaps, &r.sk, &r.ct)?),
+    ]
+    .map(|(op, payload)| (kem_op_id(kem, op), payload));
+    eprintln!("xtask: {} in yasimavr …", kem.name());
+    let replies = run_requests(
+        mcu,
+        elf,
+        &requests,
+        &image.target_dir(mcu).join("kat0-requests.txt"),
+        avrxt,
+    )?;
+    let want = [
+        [&[0u8, case.keygen_tape.len() as u8, 0][..], &r.pk, &r.sk].concat(),
+        [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
+        r.ss.clone(),
+    ];
+    let per_op: Vec<bool> = (0..3)
+        .map(|i| replies.get(i).map(|m| &m.body) == Some(&want[i]))
+        .collect();
+    Ok((replies, per_op))
+}
+
+/// Keccak-f\[1600\], Ascon-p\[12\] and X25519 on `mcu` in yasimavr (the
+/// `primitives` image): two random inputs each, output checked against the
+/// host's reference, I/O-free cycles by the on-chip timers. With `record`,
+/// the rows go to `benchmarks/<mcu>/primitives.json`.
+pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) -> Result<(), String> {
+    use avr_wire::primitives::PRIMITIVES;
+    let selected: Vec<_> = PRIMITIVES
+        .iter()
+        .filter(|p| p.name.contains(filter) || kems::PRIMITIVES_SCHEME.contains(filter))
+        .collect();
+    if selected.is_empty() {
+        return Ok(());
+    }
+    let image = target::Image::primitives();
+    let b = if no_build {
+        avr::sizes(mcu, &image.elf(mcu))?
+    } else {
+        avr::compile(mcu, &image)?
+    };
+    let mut rng = crate::opts::Rng::new(0x5052_494D);
+    let requests: Vec<(u8, Vec<u8>)> = selected
+        .iter()
+        .flat_map(|p| [0, 1].map(|_| (p.id, (0..p.request_len).map(|_| rng.next_u64() as u8).collect())))
+        .collect();
+    eprintln!("xtask: primitives on {} in yasimavr …", mcu.name);
+    let replies = run_requests(
+        mcu,
+        &b.elf,
+        &requests,
+        &image.target_dir(mcu).join("primitives-requests.txt"),
+        record,
+    )?;
+    let graph = avr::CallGraph::load(&b.elf)?;
+    let mut records = Vec::new();
+    for (i, p) in selected.iter().enumerate() {
+        let runs = [2 * i, 2 * i + 1].map(|j| replies.get(j));
+        let mut cycles = Vec::new();
+        let mut avrxt = Vec::new();
+        let mut stack = 0;
+        for (j, run) in runs.iter().enumerate() {
+            let m = run.ok_or_else(|| format!("{}: no reply from the {} (crashed?)", p.name, mcu.name))?;
+            if Some(&m.body) != kems::primitive_reference(p.id, &requests[2 * i + j].1).as_ref() {
+                return Err(format!(
+                    "{} on {}: the output differs from the host's reference",
+                    p.name, mcu.name
+                ));
+            }
+            cycles.push(m.cycles.ok_or_else(|| format!("{}: no timer reading", p.name))?);
+            avrxt.extend(m.avrxt);
+            stack = stack.max(m.stack.unwrap_or(0) as u32);
+        }
+        println!(
+            "{} on {}: {} cycles (I/O excluded, classic-core timings){}, stack {stack} B",
+            p.name,
+            mcu.name,
+            cycles[0],
+            avrxt
+                .first()
+                .map_or(String::new(), |x| format!(", {x} on the AVRxt core"))
+        );
+        let (published, reference) = crate::report::published::primitive(p.name).unzip();
+        let mut r = yasim_record(mcu, kems::PRIMITIVES_SCHEME, "avr-asm", p.name, Some(stack));
+        r.cycles = cycles.iter().copied().max().unwrap_or(0);
+        r.cycles_avrxt = avrxt.iter().copied().max();
+        // What the handler reaches (no profile in yasimavr): the primitive and the I/O around it.
+        r.code_bytes = graph
+            .find("primitives", p.name.split('-').next().unwrap_or(p.name))
+            .map_or(0, |f| graph.reachable_size(f));
+        r.static_ram_bytes = Some(b.ram());
+        r.published_cycles = published;
+        r.published_reference = reference.map(Into::into);
+        records.push(r);
+    }
+    if record {
+        crate::report::records::save(mcu.name, kems::PRIMITIVES_SCHEME, &records, false)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,15 @@
+//! The KEM-MQTT/1 sensor on the AVR, from its handshake in a simulator to
+//! a deployed broker: `handshake` (`cargo xtask mqtt`: every suite's
+//! handshake measured, and what fits the ATmega4808), `app_cost` (the
+//! sensor application's steps, the host playing bridge and broker), `live`
+//! (`mqtt --broker`: against a real broker), `e2e` and `e2e_session`
+//! (`cargo xtask e2e`, `sensor-sim`: through mosquitto as deployed) and
+//! `mqtt_load` (`cargo xtask mqtt-load`: a fleet of host sensors). The
+//! host's half of the handshake itself is `crate::run::sensor`.
+
+pub mod app_cost;
+pub mod e2e;
+pub mod e2e_session;
+pub mod handshake;
+pub mod live;
+pub mod mqtt_load;
