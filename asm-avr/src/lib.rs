@@ -8,16 +8,20 @@
 //! `.S` comes with the `gen_*.py` that wrote it. A crate with an AVR backend
 //! build-depends on this one and calls [`assemble`] from its `build.rs`: on
 //! an AVR target (`target_arch = "avr"`) the named files are assembled with
-//! avr-gcc for the MCU of `-C target-cpu` and `cfg(<cfg>)` is set; on every
-//! other target nothing happens and the crate's portable Rust path is used.
-//! An AVR build that cannot assemble a routine fails: there is no silent
-//! fallback. Because the files travel inside this package, a crate built
-//! from crates.io (or from `cargo package` output) assembles the same bytes
-//! as the workspace does.
+//! avr-gcc for the MCU of `-C target-cpu` and the crate is compiled with
+//! `cfg(avr_pqc_backend = "asm")`; on every other target nothing is
+//! assembled and it gets `cfg(avr_pqc_backend = "portable")` (see
+//! [`BACKEND_CFG`]). An AVR build that cannot assemble a routine fails:
+//! there is no silent fallback. Because the files travel inside this
+//! package, a crate built from crates.io (or from `cargo package` output)
+//! assembles the same bytes as the workspace does.
 //!
-//! The calling convention every routine follows (avr-gcc's: arguments in
-//! r24, r22, …, call-saved r2–r17 and r28–r29, r1 zero on return) is checked
-//! by each crate's simulator tests with `test/abi_check.S`.
+//! Each routine's contract (signature, input and output ranges, aliasing,
+//! registers, stack, table placement, what the portable code guarantees)
+//! is in `CONTRACTS.md` beside this crate's manifest. The calling
+//! convention every routine follows (avr-gcc's: arguments in r24, r22, …,
+//! call-saved r2–r17 and r28–r29, r1 zero on return) is checked by each
+//! crate's simulator tests with `test/abi_check.S`.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -97,19 +101,76 @@ pub fn source(file: &str) -> PathBuf {
     dir().join(file)
 }
 
-/// Declares `cfg(<cfg>)`, and on AVR assembles `files` (names in this
-/// package, e.g. `"keccak_f1600.S"`) into the static library `lib_name` for
-/// the MCU of `-C target-cpu` and sets the cfg. Called from a `build.rs`.
-pub fn assemble(cfg: &str, lib_name: &str, files: &[&str]) {
-    println!("cargo::rustc-check-cfg=cfg({cfg})");
+/// The one cfg key by which every crate with an AVR backend picks it:
+/// `cfg(avr_pqc_backend = "asm")` (this package's routines, linked) or
+/// `cfg(avr_pqc_backend = "portable")` (the crate's Rust). Only
+/// [`assemble`] and [`portable`] set it, so the crates' build scripts name
+/// no cfg, and in each crate only `backend/mod.rs` reads it.
+pub const BACKEND_CFG: &str = "avr_pqc_backend";
+
+/// The implementation a crate's `backend` module compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// This package's AVR routines (`avr_pqc_backend = "asm"`).
+    Asm,
+    /// The crate's portable Rust (`avr_pqc_backend = "portable"`).
+    Portable,
+}
+
+impl Backend {
+    /// The value of [`BACKEND_CFG`] that selects it.
+    pub const fn cfg_value(self) -> &'static str {
+        match self {
+            Backend::Asm => "asm",
+            Backend::Portable => "portable",
+        }
+    }
+}
+
+/// The build-script lines that declare [`BACKEND_CFG`] with both values
+/// and set it to `backend`: the only place the key is written, so no crate
+/// can spell it differently.
+fn backend_directives(backend: Backend) -> [String; 2] {
+    [
+        format!(
+            "cargo::rustc-check-cfg=cfg({BACKEND_CFG}, values(\"{}\", \"{}\"))",
+            Backend::Asm.cfg_value(),
+            Backend::Portable.cfg_value()
+        ),
+        format!("cargo::rustc-cfg={BACKEND_CFG}=\"{}\"", backend.cfg_value()),
+    ]
+}
+
+fn select(backend: Backend) {
+    for line in backend_directives(backend) {
+        println!("{line}");
+    }
+}
+
+/// Selects the portable backend whatever the target, for a crate whose
+/// feature keeps its Rust on AVR too (modarith's `portable`). Called from a
+/// `build.rs` instead of [`assemble`].
+pub fn portable() {
+    select(Backend::Portable);
+}
+
+/// On AVR, assembles `files` (names in this package, e.g.
+/// `"keccak_f1600.S"`) into the static library `lib_name` for the MCU of
+/// `-C target-cpu` and selects [`Backend::Asm`]; on every other target
+/// assembles nothing and selects [`Backend::Portable`]. Called from a
+/// `build.rs`.
+pub fn assemble(lib_name: &str, files: &[&str]) {
     let paths: Vec<PathBuf> = files.iter().map(|f| source(f)).collect();
     for p in &paths {
         println!("cargo::rerun-if-changed={}", p.display());
     }
     println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
     if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("avr") {
+        select(Backend::Portable);
         return;
     }
+    // The failures below stop the build (`cargo::error`) without selecting
+    // a backend: an AVR build never falls back to the portable code.
     let Some(cpu) = avr_asm_build::target_cpu() else {
         println!("cargo::error=AVR builds need `-C target-cpu=<mcu>` (e.g. in .cargo/config.toml's build.rustflags): the assembly is built for that MCU");
         return;
@@ -127,12 +188,27 @@ pub fn assemble(cfg: &str, lib_name: &str, files: &[&str]) {
         build.file(p);
     }
     build.compile(lib_name);
-    println!("cargo::rustc-cfg={cfg}");
+    select(Backend::Asm);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_key_declared_with_both_values_and_set_to_one() {
+        assert_eq!(
+            backend_directives(Backend::Asm),
+            [
+                r#"cargo::rustc-check-cfg=cfg(avr_pqc_backend, values("asm", "portable"))"#,
+                r#"cargo::rustc-cfg=avr_pqc_backend="asm""#,
+            ]
+        );
+        assert_eq!(
+            backend_directives(Backend::Portable)[1],
+            r#"cargo::rustc-cfg=avr_pqc_backend="portable""#
+        );
+    }
 
     #[test]
     fn every_family_file_is_in_the_package_and_every_routine_in_a_family() {

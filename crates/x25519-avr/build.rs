@@ -1,6 +1,6 @@
-//! On AVR, assembles the field arithmetic of `asm-avr/` and sets
-//! `cfg(fe25519_asm)`; elsewhere the portable field is used. Two generated
-//! assemblies export the same routines: `fe25519_mul.S` (unrolled, fastest,
+//! On AVR, assembles the field arithmetic of `asm-avr/` and selects the
+//! assembly backend (`src/backend/`); elsewhere the portable field is used.
+//! Two generated assemblies export the same routines: `fe25519_mul.S` (unrolled, fastest,
 //! ~19 KB) and, for an MCU with 48 KB of flash or less (the ATmega4808) or
 //! with the `compact` feature, `fe25519_compact.S` (the multiplication looped
 //! over its rows, squaring through it, the inversion looped: ~5 KB). `cfg(fe25519_compact)` says
@@ -17,7 +17,7 @@ fn main() {
     } else {
         &["fe25519_mul.S", "ed25519_select.S"]
     };
-    asm_avr::assemble("fe25519_asm", "fe25519_mul_avr", sources);
+    asm_avr::assemble("fe25519_mul_avr", sources);
     if compact && std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("avr") {
         println!("cargo::rustc-cfg=fe25519_compact");
     }

@@ -6,50 +6,24 @@
 use zeroize::Zeroize;
 
 pub mod aead;
+mod backend;
 
 /// Applies `rounds` (1..=12) rounds of the Ascon permutation to `state`,
 /// five 64-bit words as 40 little-endian bytes (the sponge works on bytes:
 /// a variable 64-bit shift per byte is a library call on an 8-bit core).
+/// On AVR the assembly, elsewhere [`permute_portable`] (module `backend`).
 #[inline]
 pub fn permute(state: &mut [u8; 40], rounds: u8) {
-    #[cfg(ascon_asm)]
-    avr::permute(state, rounds);
-    #[cfg(not(ascon_asm))]
-    {
-        let mut words = [0u64; 5];
-        for (w, b) in words.iter_mut().zip(state.chunks_exact(8)) {
-            *w = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-        }
-        permute_portable(&mut words, rounds);
-        for (w, b) in words.iter().zip(state.chunks_exact_mut(8)) {
-            b.copy_from_slice(&w.to_le_bytes());
-        }
-        words.zeroize();
-    }
+    backend::permute(state, rounds);
 }
 
-/// The portable permutation (RustCrypto `ascon-core`), on every target.
+/// The portable permutation (RustCrypto `ascon-core`), on every target: the
+/// reference the AVR assembly is tested against.
 pub fn permute_portable(state: &mut [u64; 5], rounds: u8) {
     let mut s = ascon_core::State::new(state[0], state[1], state[2], state[3], state[4]);
     s.permute_n(rounds as usize);
     for (i, w) in state.iter_mut().enumerate() {
         *w = s[i];
-    }
-}
-
-#[cfg(ascon_asm)]
-#[allow(unsafe_code)]
-mod avr {
-    extern "C" {
-        /// `asm-avr/ascon_p.S`.
-        fn ascon_permute_avr(state: *mut u8, rounds: u8);
-    }
-
-    #[inline]
-    pub fn permute(state: &mut [u8; 40], rounds: u8) {
-        // SAFETY: reads and writes exactly the 40 bytes of `state`; follows
-        // the avr-gcc ABI (tested in simavr).
-        unsafe { ascon_permute_avr(state.as_mut_ptr(), rounds) }
     }
 }
 

@@ -122,14 +122,12 @@ fn select16(choose: u16, a: u16, b: u16) -> u16 {
 }
 
 /// E8 decoding (§2) of one block: on AVR the generated assembly
-/// (`asm-avr/e8_decode.S`, `cfg(ctru_asm)`, tested bit for bit against
-/// [`e8_decode_block_portable`] in simavr), elsewhere the portable code.
+/// (`asm-avr/e8_decode.S`, tested bit for bit against
+/// [`e8_decode_block_portable`] in simavr), elsewhere the portable code
+/// (module `backend`).
 #[inline]
 pub fn e8_decode_block(v: &[u8; 8]) -> u8 {
-    #[cfg(ctru_asm)]
-    return crate::avr::e8_decode_block(v);
-    #[cfg(not(ctru_asm))]
-    e8_decode_block_portable(v)
+    crate::backend::e8_decode_block(v)
 }
 
 /// E8 decoding (§2) of one block v_0..v_7 ∈ [0, 256) to a 4-bit value.

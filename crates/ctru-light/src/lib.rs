@@ -101,8 +101,7 @@
 #![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
 pub mod arith;
-#[cfg(ctru_asm)]
-mod avr;
+mod backend;
 mod encode;
 mod kem_impl;
 mod mul256;

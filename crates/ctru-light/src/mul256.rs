@@ -11,7 +11,7 @@
 //! Layout: one negacyclic split at the top (three products of 256
 //! coefficients), then plain recursive Karatsuba down to [`LEAF`]
 //! coefficients, whose schoolbook product is the only loop that multiplies
-//! (AVR assembly in `asm-avr/ctru_mul.S` behind `cfg(ctru_asm)`, tested
+//! (AVR assembly in `asm-avr/ctru_mul.S` behind module `backend`, tested
 //! against [`leaf_product_portable`] in simavr). Every step is the same
 //! sequence of operations whatever the data: no branch or index depends on f.
 
@@ -19,13 +19,9 @@ use kem_common::Wipe;
 
 use crate::params::N;
 
-/// Coefficients of the schoolbook base case.
+/// Coefficients of the schoolbook base case (the assembly's too: the
+/// backend asserts it).
 pub const LEAF: usize = 32;
-
-// The assembly's base case is this size, and the recursion's half-sizes
-// (128, 64, 32) are exactly those with a recombination routine.
-#[cfg(ctru_asm)]
-const _: () = assert!(crate::avr::LEAF == LEAF && N == 512);
 
 const HALF: usize = N >> 1;
 /// Scratch of the recursive products of `HALF` coefficients: n at each
@@ -54,10 +50,7 @@ pub fn leaf_product_portable(a: &[u8; LEAF], b: &[u8; LEAF], r: &mut [u8; 2 * LE
 #[inline]
 fn leaf_product(a: &[u8], b: &[u8], r: &mut [u8]) {
     if let (Ok(a), Ok(b), Ok(r)) = (a.try_into(), b.try_into(), r.try_into()) {
-        #[cfg(ctru_asm)]
-        crate::avr::leaf_product(a, b, r);
-        #[cfg(not(ctru_asm))]
-        leaf_product_portable(a, b, r);
+        crate::backend::leaf_product(a, b, r);
     }
 }
 
@@ -95,14 +88,11 @@ fn karatsuba(a: &[u8], b: &mut [u8], r: &mut [u8], scratch: &mut [u8]) {
 
 /// One Karatsuba recombination: r = L ‖ H (2n bytes), m = M (n bytes);
 /// r[h..h + n] += M − L − H. On AVR one assembly routine per h
-/// (`ctru_kara_combine{h}_avr`, tested against [`combine_portable`] in simavr).
+/// (`ctru_kara_combine{h}_avr`, tested against [`combine_portable`] in simavr),
+/// through module `backend`.
 #[inline]
 fn combine(r: &mut [u8], m: &[u8]) {
-    #[cfg(ctru_asm)]
-    if crate::avr::combine(r, m) {
-        return;
-    }
-    combine_portable(r, m);
+    crate::backend::combine(r, m);
 }
 
 /// `combine` in Rust, the reference of the assembly. Never inlined: on AVR

@@ -85,14 +85,12 @@ pub fn sample_r(coins: &[u8; 128], r: &mut [i16; N]) {
 
 /// Compress (§3 Enc) of one block: c_j = compress(σ_j mod q, bit j of the
 /// block's E8 codeword) for the centred σ_j. On AVR the generated assembly
-/// (`asm-avr/ctru_compress.S`, `cfg(ctru_asm)`, tested bit for bit against
-/// [`compress_block_portable`] in simavr), elsewhere the portable code.
+/// (`asm-avr/ctru_compress.S`, tested bit for bit against
+/// [`compress_block_portable`] in simavr), elsewhere the portable code
+/// (module `backend`).
 #[inline]
 pub fn compress_block(sigma: &[i16; 8], codeword: u8) -> [u8; 8] {
-    #[cfg(ctru_asm)]
-    return crate::avr::compress_block(sigma, codeword);
-    #[cfg(not(ctru_asm))]
-    compress_block_portable(sigma, codeword)
+    crate::backend::compress_block(sigma, codeword)
 }
 
 /// `compress_block` in portable Rust, by `compress`.

@@ -5,6 +5,8 @@
 
 use zeroize::Zeroize;
 
+mod backend;
+
 /// Rate of SHAKE128 in bytes.
 pub const SHAKE128_RATE: usize = 168;
 /// Rate of SHAKE256 in bytes.
@@ -20,16 +22,15 @@ const SHAKE_PAD: u8 = 0x1F;
 /// The Keccak-f\[1600\] permutation every sponge here uses, on the state as
 /// 200 bytes (lane i is bytes 8i..8i+8, little-endian, as FIPS 202 orders
 /// them). The sponges work on bytes because a variable 64-bit shift per
-/// byte is a library call on an 8-bit core.
+/// byte is a library call on an 8-bit core. On AVR the assembly, elsewhere
+/// [`permute_portable`] (module `backend`).
 #[inline]
 pub fn permute(state: &mut [u8; 200]) {
-    #[cfg(keccak_asm)]
-    avr::f1600(state);
-    #[cfg(not(keccak_asm))]
-    permute_portable(state);
+    backend::f1600(state);
 }
 
-/// The portable permutation (RustCrypto `keccak`), on every target.
+/// The portable permutation (RustCrypto `keccak`), on every target: the
+/// reference the AVR assembly is tested against.
 #[inline]
 pub fn permute_portable(state: &mut [u8; 200]) {
     let mut lanes = [0u64; 25];
@@ -41,22 +42,6 @@ pub fn permute_portable(state: &mut [u8; 200]) {
         bytes.copy_from_slice(&lane.to_le_bytes());
     }
     lanes.zeroize();
-}
-
-#[cfg(keccak_asm)]
-#[allow(unsafe_code)]
-mod avr {
-    extern "C" {
-        /// `asm-avr/keccak_f1600.S`: permutes 25 little-endian lanes in place.
-        fn keccak_f1600_avr(state: *mut u8);
-    }
-
-    #[inline]
-    pub fn f1600(state: &mut [u8; 200]) {
-        // SAFETY: the routine reads and writes exactly the 200 bytes of
-        // `state` and follows the avr-gcc ABI (tested in simavr).
-        unsafe { keccak_f1600_avr(state.as_mut_ptr()) }
-    }
 }
 
 /// A Keccak sponge: absorb, [`Sponge::finalize`] once, then squeeze.

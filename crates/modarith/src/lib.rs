@@ -7,10 +7,9 @@
 #![cfg_attr(feature = "document-features", doc = "\n# Features\n")]
 #![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 
-#[cfg(ntt_asm)]
-mod asm;
 #[cfg(target_arch = "avr")]
 mod avr_barrier;
+mod backend;
 mod consts;
 pub mod crt;
 pub mod modulus;

@@ -23,6 +23,7 @@ use core::marker::PhantomData;
 
 use subtle::{Choice, ConstantTimeEq};
 
+use crate::backend;
 use crate::consts::{pow_mod, prescale};
 use crate::modulus::Modulus;
 use crate::reduce::Reduction;
@@ -106,8 +107,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// debug builds).
     pub fn forward_small(a: &mut [i16; N]) {
         debug_assert!(a.iter().all(|x| x.unsigned_abs() <= SMALL_INPUT as u16));
-        #[cfg(ntt_asm)]
-        if crate::asm::forward_small::<R, N, LAYERS>(a) {
+        if backend::forward_small::<R, N, LAYERS>(a) {
             return;
         }
         Self::forward(a)
@@ -116,8 +116,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Forward NTT in place (normal order in, blocks in bit-reversed order out).
     pub fn forward(a: &mut [i16; N]) {
         let () = Self::CHECKS;
-        #[cfg(ntt_asm)]
-        if crate::asm::forward::<R, N, LAYERS>(a) {
+        if backend::forward::<R, N, LAYERS>(a) {
             return;
         }
         let mut bound = Self::Q as i32;
@@ -149,8 +148,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// the exact inverse of [`Self::forward`].
     pub fn inverse(a: &mut [i16; N]) {
         let () = Self::CHECKS;
-        #[cfg(ntt_asm)]
-        if crate::asm::inverse::<R, N, LAYERS>(a) {
+        if backend::inverse::<R, N, LAYERS>(a) {
             return;
         }
         let mut bound = Self::Q as i32;
@@ -225,8 +223,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Base multiplication: `out = a ∘ b` blockwise in the NTT domain (|a_i|, |b_i| < q).
     pub fn base_mul(a: &[i16; N], b: &[i16; N], out: &mut [i16; N]) {
         let () = Self::CHECKS;
-        #[cfg(ntt_asm)]
-        if crate::asm::base_mul::<R, N, LAYERS>(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), false) {
+        if backend::base_mul::<R, N, LAYERS>(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), false) {
             return;
         }
         let d = Self::BASE_DEGREE;
@@ -239,12 +236,9 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Base multiplication in place: `a = a ∘ b` (|a_i|, |b_i| < q), saving a buffer.
     pub fn base_mul_assign(a: &mut [i16; N], b: &[i16; N]) {
         let () = Self::CHECKS;
-        #[cfg(ntt_asm)]
-        {
-            let p = a.as_mut_ptr();
-            if crate::asm::base_mul::<R, N, LAYERS>(p, b.as_ptr(), p, false) {
-                return;
-            }
+        let p = a.as_mut_ptr();
+        if backend::base_mul::<R, N, LAYERS>(p, b.as_ptr(), p, false) {
+            return;
         }
         let d = Self::BASE_DEGREE;
         let mut block = [0i16; 4];
@@ -258,8 +252,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// Base multiplication with accumulation: `out += a ∘ b` (|out_i| < q on entry), centred.
     pub fn base_mul_acc(a: &[i16; N], b: &[i16; N], out: &mut [i16; N]) {
         let () = Self::CHECKS;
-        #[cfg(ntt_asm)]
-        if crate::asm::base_mul::<R, N, LAYERS>(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), true) {
+        if backend::base_mul::<R, N, LAYERS>(a.as_ptr(), b.as_ptr(), out.as_mut_ptr(), true) {
             return;
         }
         let d = Self::BASE_DEGREE;
@@ -301,8 +294,7 @@ impl<R: Reduction, const N: usize, const LAYERS: u32> Ntt<R, N, LAYERS> {
     /// becomes 0. Constant time: no early exit, the flag is accumulated.
     pub fn base_inv(a: &mut [i16; N]) -> Choice {
         let () = Self::CHECKS;
-        #[cfg(ntt_asm)]
-        if let Some(zero_norms) = crate::asm::base_inv::<R, N, LAYERS>(a) {
+        if let Some(zero_norms) = backend::base_inv::<R, N, LAYERS>(a) {
             return zero_norms.ct_eq(&0);
         }
         let d = Self::BASE_DEGREE;

@@ -8,12 +8,9 @@
 #[cfg(test)]
 extern crate std;
 
-// With the assembly (`cfg(fe25519_asm)`) the portable field and ladder
-// step are the test reference only: unused in an AVR image.
+mod backend;
 #[cfg(not(fe25519_compact))]
-#[cfg_attr(fe25519_asm, allow(dead_code))]
 mod edwards;
-#[cfg_attr(fe25519_asm, allow(dead_code))]
 mod field;
 
 #[cfg(test)]
@@ -237,7 +234,6 @@ fn ladder_double(x: &mut Fe, z: &mut Fe, t: &mut [Fe; 4]) {
 /// T1 = AA + a24·E; x2 = S0 = AA·BB, z2 = S1 = E·T1. With `small`, x1 is a
 /// constant below 2^24 (the base point's 9) and its product is
 /// `Fe::mul_small_into`.
-#[cfg_attr(fe25519_asm, allow(dead_code))]
 pub(crate) fn ladder_step_portable(ws: &mut Workspace, swap: u8, small: bool) {
     use crate::field::{add_portable as add, mul_portable as mul, mul_small_add_portable, sub_portable as sub};
     let Workspace { state, temps, x1, .. } = ws;
@@ -269,180 +265,6 @@ pub(crate) fn ladder_step_portable(ws: &mut Workspace, swap: u8, small: bool) {
     mul_small_add_portable(&mut t1.0, &t0.0, SmallConstant::A24.get(), &t2.0); // AA + a24·E
     mul(&mut s0.0, &t2.0, &t3.0); // x2 = AA·BB
     mul(&mut s1.0, &t0.0, &t1.0); // z2 = E·(AA + a24·E)
-}
-
-/// The field multiplication backend (see the crate docs).
-mod backend {
-    /// `r` ← a value below 2^256 congruent to a·b mod 2^255 − 19.
-    #[inline]
-    pub fn mul(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
-        #[cfg(fe25519_asm)]
-        avr::mul(r, a, b);
-        #[cfg(not(fe25519_asm))]
-        crate::field::mul_portable(r, a, b);
-    }
-
-    /// `r` ← a value below 2^256 congruent to a² mod 2^255 − 19.
-    #[inline]
-    pub fn square(r: &mut [u8; 32], a: &[u8; 32]) {
-        #[cfg(fe25519_asm)]
-        avr::square(r, a);
-        #[cfg(not(fe25519_asm))]
-        crate::field::mul_portable(r, a, a);
-    }
-
-    /// `r` ← a·c (c < 2^24), below 2^256.
-    #[inline]
-    pub fn mul_small(r: &mut [u8; 32], a: &[u8; 32], c: u32) {
-        #[cfg(fe25519_asm)]
-        avr::mul_small(r, a, c);
-        #[cfg(not(fe25519_asm))]
-        crate::field::mul_small_portable(r, a, c);
-    }
-
-    /// `r` ← a + b, below 2^256.
-    #[inline]
-    pub fn add(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
-        #[cfg(fe25519_asm)]
-        avr::add(r, a, b);
-        #[cfg(not(fe25519_asm))]
-        crate::field::add_portable(r, a, b);
-    }
-
-    /// `r` ← a − b (mod p), below 2^256.
-    #[inline]
-    pub fn sub(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
-        #[cfg(fe25519_asm)]
-        avr::sub(r, a, b);
-        #[cfg(not(fe25519_asm))]
-        crate::field::sub_portable(r, a, b);
-    }
-
-    /// One ladder step on `ws` ([`crate::ladder_step_portable`] says which):
-    /// on AVR the assembly step (`fe25519_ladder_step`), bit for bit the
-    /// portable one.
-    #[inline]
-    pub fn ladder_step(ws: &mut crate::Workspace, swap: u8, small: bool) {
-        #[cfg(fe25519_asm)]
-        avr::ladder_step(ws, swap, small);
-        #[cfg(not(fe25519_asm))]
-        crate::ladder_step_portable(ws, swap, small);
-    }
-
-    /// `r` ← a value below 2^256 congruent to a^(−1) mod 2^255 − 19 (0 for
-    /// a ≡ 0). On AVR: Bernstein–Yang divsteps in assembly (about 0.36 M
-    /// cycles; 0.40 M in the compact file), tested against
-    /// [`crate::field::invert_portable`]; elsewhere that Fermat chain
-    /// (254 squarings, 11 multiplications).
-    #[inline]
-    pub fn invert(r: &mut [u8; 32], a: &[u8; 32]) {
-        #[cfg(fe25519_asm)]
-        avr::invert(r, a);
-        #[cfg(not(fe25519_asm))]
-        crate::field::invert_portable(r, a);
-    }
-
-    /// `out` ← entry |`digit`| − 1 of row `row` of [`crate::edwards::BASE_TABLE`],
-    /// or the neutral element for `digit` 0 (|`digit`| ≤ 8, `row` < 32), every
-    /// entry of the row read with a mask. On AVR the table is in flash
-    /// (`asm-avr/ed25519_select.S` reads it with `lpm`).
-    #[cfg(not(fe25519_compact))]
-    #[inline]
-    pub fn select_niels(out: &mut [[u8; 32]; 3], row: usize, digit: i8) {
-        use crate::edwards::{BASE_TABLE, ROWS, ROW_LEN};
-        let row = row % ROWS;
-        #[cfg(fe25519_asm)]
-        avr::select_niels(out, BASE_TABLE.as_ptr().wrapping_add(row * ROW_LEN), digit);
-        #[cfg(not(fe25519_asm))]
-        {
-            let entries: &[u8; ROW_LEN] = BASE_TABLE[row * ROW_LEN..][..ROW_LEN]
-                .try_into()
-                .unwrap_or(&[0; ROW_LEN]);
-            crate::edwards::select_niels_portable(out, entries, digit);
-        }
-    }
-
-    #[cfg(fe25519_asm)]
-    #[allow(unsafe_code)]
-    mod avr {
-        extern "C" {
-            /// `asm-avr/fe25519_mul.S`.
-            fn fe25519_mul_avr(r: *mut u8, a: *const u8, b: *const u8);
-            /// `asm-avr/fe25519_mul.S`.
-            fn fe25519_sqr_avr(r: *mut u8, a: *const u8);
-            /// `asm-avr/fe25519_mul.S`.
-            fn fe25519_mul_small_avr(r: *mut u8, a: *const u8, c: u32);
-            /// `asm-avr/fe25519_mul.S`.
-            fn fe25519_add_avr(r: *mut u8, a: *const u8, b: *const u8);
-            /// `asm-avr/fe25519_mul.S`.
-            fn fe25519_sub_avr(r: *mut u8, a: *const u8, b: *const u8);
-            /// `asm-avr/fe25519_mul.S`.
-            fn fe25519_invert_avr(r: *mut u8, a: *const u8);
-            /// `asm-avr/fe25519_mul.S`.
-            fn fe25519_ladder_step(ws: *mut u8, swap: u8, small: u8);
-            /// `asm-avr/ed25519_select.S`.
-            #[cfg(not(fe25519_compact))]
-            fn ed25519_select_avr(out: *mut u8, row: *const u8, digit: i8);
-        }
-
-        /// `row`: the flash address of a table row (`.progmem.data`, below
-        /// 64 KB: the linker puts it right after the vectors).
-        #[cfg(not(fe25519_compact))]
-        #[inline]
-        pub fn select_niels(out: &mut [[u8; 32]; 3], row: *const u8, digit: i8) {
-            // SAFETY: writes the 96 bytes of `out` (an array of arrays is
-            // contiguous, without padding); reads 8 × 96 bytes of
-            // flash from `row`, a row of BASE_TABLE; avr-gcc ABI (tested in
-            // simavr).
-            unsafe { ed25519_select_avr(out.as_mut_ptr().cast::<u8>(), row, digit) }
-        }
-
-        #[inline]
-        pub fn mul(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
-            // SAFETY: writes exactly the 32 bytes of `r`, reads the 32 of `a`
-            // and of `b` (`r` is a unique borrow, so it overlaps neither);
-            // follows the avr-gcc ABI (tested in simavr).
-            unsafe { fe25519_mul_avr(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) }
-        }
-
-        #[inline]
-        pub fn square(r: &mut [u8; 32], a: &[u8; 32]) {
-            // SAFETY: as for `mul`, with one operand.
-            unsafe { fe25519_sqr_avr(r.as_mut_ptr(), a.as_ptr()) }
-        }
-
-        #[inline]
-        pub fn mul_small(r: &mut [u8; 32], a: &[u8; 32], c: u32) {
-            // SAFETY: as for `mul`; c < 2^24 (`SmallConstant`).
-            unsafe { fe25519_mul_small_avr(r.as_mut_ptr(), a.as_ptr(), c) }
-        }
-
-        #[inline]
-        pub fn add(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
-            // SAFETY: as for `mul`.
-            unsafe { fe25519_add_avr(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) }
-        }
-
-        #[inline]
-        pub fn sub(r: &mut [u8; 32], a: &[u8; 32], b: &[u8; 32]) {
-            // SAFETY: as for `mul`.
-            unsafe { fe25519_sub_avr(r.as_mut_ptr(), a.as_ptr(), b.as_ptr()) }
-        }
-
-        #[inline]
-        pub fn ladder_step(ws: &mut crate::Workspace, swap: u8, small: bool) {
-            // SAFETY: reads and writes the workspace's bytes only (a
-            // `repr(C)` block of 416 bytes: four slots, four temporaries,
-            // x1, the scratch); avr-gcc ABI (tested in simavr).
-            unsafe { fe25519_ladder_step((ws as *mut crate::Workspace).cast::<u8>(), swap, u8::from(small)) }
-        }
-
-        #[inline]
-        pub fn invert(r: &mut [u8; 32], a: &[u8; 32]) {
-            // SAFETY: as for `square`.
-            unsafe { fe25519_invert_avr(r.as_mut_ptr(), a.as_ptr()) }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
-//! AVR assembly backends (`asm-avr/`, assembled by `build.rs` for AVR only,
-//! `cfg(ntt_asm)`). Each routine computes exactly what the portable code
-//! computes for its ring (bit for bit, tested in simavr by
+//! AVR assembly backends (`asm-avr/`, assembled by `build.rs` for AVR only;
+//! contracts in `asm-avr/CONTRACTS.md`). Each routine computes exactly what
+//! the portable code computes for its ring (bit for bit, tested in simavr by
 //! `tests/avr_ntt.rs`), in the paper's three variants: NTT-friendly and plain
 //! Montgomery (`_mont` routines) for every ring, K-RED2X (`_kred2x`) for
-//! q = 769; rings of other reductions keep the portable path.
+//! q = 769; rings of other reductions keep the portable path (the functions
+//! below return `false` / `None` for them, as `portable.rs` does for all).
 //! The twiddles are modarith's own const tables, passed by pointer: they are
 //! generated once, in Rust. With `cfg(ntt_tables_flash)` (the default on
 //! AVR, see `build.rs`) the tables live in flash (`.progmem.data`) and the
