@@ -5,8 +5,8 @@
 
 use kem_common::{CiphertextSink, Wipe};
 
-use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode_decompress, encode12};
 use super::params::{C1_BYTES, CT_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
+use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode_decompress, encode12};
 use crate::poly::Poly;
 use crate::sampling::{add_cbd, sample_cbd, sample_cbd_packed, sample_ntt, unpack_small, PACKED_SMALL_BYTES};
 

@@ -95,8 +95,8 @@ use subtle::Choice;
 
 use crate::kem_impl::{fill, kem_api, Sealed, Variant};
 use crate::params::CT_BYTES;
-use crate::{kem_impl, params};
 use crate::Error;
+use crate::{kem_impl, params};
 
 /// The round-3 Kyber512 parameter set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

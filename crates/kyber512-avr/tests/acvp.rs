@@ -20,7 +20,9 @@ fn bytes(case: &Value, field: &str) -> Vec<u8> {
 
 fn array<const N: usize>(case: &Value, field: &str) -> [u8; N] {
     let v = bytes(case, field);
-    v.as_slice().try_into().unwrap_or_else(|_| panic!("{field}: {} bytes, not {N}", v.len()))
+    v.as_slice()
+        .try_into()
+        .unwrap_or_else(|_| panic!("{field}: {} bytes, not {N}", v.len()))
 }
 
 /// The test groups of `file` for `set` with `function` (any, if `None`).
@@ -64,7 +66,13 @@ macro_rules! acvp {
                 let dk: [u8; params::DK_BYTES] = array(group, "dk");
                 for case in group["tests"].as_array().expect("tests") {
                     let k = hazmat::decaps(&dk, &array(case, "c")).expect("a valid dk");
-                    assert_eq!(k.as_slice(), bytes(case, "k"), "k, tcId {} ({})", case["tcId"], case["reason"]);
+                    assert_eq!(
+                        k.as_slice(),
+                        bytes(case, "k"),
+                        "k, tcId {} ({})",
+                        case["tcId"],
+                        case["reason"]
+                    );
                     decaps += 1;
                 }
             }

@@ -32,7 +32,11 @@ macro_rules! ml_kem_set {
                     let their_dk = ml_kem::$module::DecapsulationKey::from_seed(Array::try_from(&dzm[..64]).unwrap());
                     let their_ek = their_dk.encapsulation_key();
                     assert_eq!(ek.as_slice(), their_ek.to_bytes().as_slice(), "ek, trial {trial}");
-                    assert_eq!(dk.as_slice(), their_dk.to_expanded_bytes().as_slice(), "dk, trial {trial}");
+                    assert_eq!(
+                        dk.as_slice(),
+                        their_dk.to_expanded_bytes().as_slice(),
+                        "dk, trial {trial}"
+                    );
 
                     let (ss, ct) = hazmat::encaps_internal(&ek, &m).expect("valid ek");
                     let (their_ct, their_ss) = their_ek.encapsulate_deterministic(&m.into());
@@ -49,7 +53,10 @@ macro_rules! ml_kem_set {
                     let mut random = [0u8; params::CT_BYTES];
                     rng.fill_bytes(&mut random);
                     let rejected = hazmat::decaps(&dk, &random).expect("valid dk");
-                    assert_eq!(rejected.as_slice(), their_dk.decapsulate(&random.into()).as_slice());
+                    assert_eq!(
+                        rejected.as_slice(),
+                        their_dk.decapsulate(&random.into()).as_slice()
+                    );
                 }
             }
 
@@ -58,7 +65,8 @@ macro_rules! ml_kem_set {
                 let mut rng = kem_common::test_rng(100 + params::K as u64);
                 // Our pair, their encapsulation.
                 let (dk, ek) = ours::$set::generate_keypair_from_rng(&mut rng);
-                let their_ek = ml_kem::$module::EncapsulationKey::new(&ek.to_bytes()).expect("our ek is valid for them");
+                let their_ek =
+                    ml_kem::$module::EncapsulationKey::new(&ek.to_bytes()).expect("our ek is valid for them");
                 let (ct, k) = their_ek.encapsulate_with_rng(&mut rng);
                 assert_eq!(dk.decapsulate(&ct).as_slice(), k.as_slice());
                 // Their pair, our encapsulation.
@@ -70,7 +78,9 @@ macro_rules! ml_kem_set {
 
                 // Their seed gives our keys; our seed gives theirs.
                 let their_seed = their_dk.to_seed().expect("a generated key keeps its seed");
-                let (dk, ek) = ours::Seed::try_from(their_seed.as_slice()).expect("64 bytes").keys();
+                let (dk, ek) = ours::Seed::try_from(their_seed.as_slice())
+                    .expect("64 bytes")
+                    .keys();
                 assert_eq!(ek.as_bytes().as_slice(), their_ek.to_bytes().as_slice());
                 assert_eq!(dk.as_bytes().as_slice(), their_dk.to_expanded_bytes().as_slice());
                 let (dk_t, ek_t) = ours::$set::from_seed(&their_seed);
@@ -79,7 +89,10 @@ macro_rules! ml_kem_set {
                 let (dk, ek) = seed.keys();
                 assert_eq!(dk.to_seed().as_ref(), Some(&seed));
                 let their_dk = ml_kem::$module::DecapsulationKey::from_seed(Array::from(*seed.as_bytes()));
-                assert_eq!(their_dk.encapsulation_key().to_bytes().as_slice(), ek.as_bytes().as_slice());
+                assert_eq!(
+                    their_dk.encapsulation_key().to_bytes().as_slice(),
+                    ek.as_bytes().as_slice()
+                );
                 let (ct, k) = ek.encapsulate_with_rng(&mut rng);
                 assert_eq!(their_dk.decapsulate(&ct).as_slice(), k.as_slice());
             }
@@ -90,16 +103,25 @@ macro_rules! ml_kem_set {
                 for len in [0, params::EK_BYTES - 1, params::EK_BYTES + 1] {
                     assert_eq!(
                         ours::EncapsulationKey::from_bytes(&vec![0; len]).unwrap_err(),
-                        Error::InvalidLength { expected: params::EK_BYTES, got: len }
+                        Error::InvalidLength {
+                            expected: params::EK_BYTES,
+                            got: len
+                        }
                     );
                 }
                 assert_eq!(
                     ours::DecapsulationKey::from_bytes(&dk[1..]).unwrap_err(),
-                    Error::InvalidLength { expected: params::DK_BYTES, got: params::DK_BYTES - 1 }
+                    Error::InvalidLength {
+                        expected: params::DK_BYTES,
+                        got: params::DK_BYTES - 1
+                    }
                 );
                 assert_eq!(
                     ours::Ciphertext::from_bytes(&[0; 3]).unwrap_err(),
-                    Error::InvalidLength { expected: params::CT_BYTES, got: 3 }
+                    Error::InvalidLength {
+                        expected: params::CT_BYTES,
+                        got: 3
+                    }
                 );
                 // FIPS 203 §7.2: a 12-bit value of 4095 in the last polynomial of t̂.
                 let mut unreduced = ek;
