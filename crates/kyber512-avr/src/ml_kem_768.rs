@@ -1,5 +1,6 @@
 //! ML-KEM-768 exactly as FIPS 203 (August 2024): k = 3, η1 = 2, d_u = 10,
-//! d_v = 4; NIST security category 3. NIST's recommended default, and the post-quantum half of TLS's X25519MLKEM768.
+//! d_v = 4; NIST security category 3. NIST's recommended default, and the
+//! post-quantum half of TLS's X25519MLKEM768.
 //!
 //! The same code as [`crate::ml_kem_512`] with this set's parameters: K-PKE
 //! and the KEM layer are compiled once more with [`params`] in scope
