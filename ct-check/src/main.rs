@@ -414,7 +414,7 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
                 checked += 3;
 
                 // Records with secret plaintexts, sensor to broker and back.
-                let topic = b"kem-mqtt/data/c2b/sensor-1";
+                let topic = avr_wire::mqtt::TOPIC; // the sensor's own record topic
                 for j in 0..3u8 {
                     let mut pt = [j; 24];
                     vg::secret(&pt);

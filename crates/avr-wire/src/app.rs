@@ -107,9 +107,9 @@ pub const MAX_SUB: usize = 32;
 /// Where the board's records go: `kem-mqtt/data/c2b/<id>/<sub>`
 /// (`kem_mqtt_host::topics::sealed_c2b`; the topic is the record's
 /// associated data, so both sides must build the same bytes).
-pub const C2B_PREFIX: &[u8] = b"kem-mqtt/data/c2b/";
+pub const C2B_PREFIX: &[u8] = crate::topics::DATA_C2B.as_bytes();
 /// Where the board's commands come from: `kem-mqtt/data/b2c/<id>/<sub>`.
-pub const B2C_PREFIX: &[u8] = b"kem-mqtt/data/b2c/";
+pub const B2C_PREFIX: &[u8] = crate::topics::DATA_B2C.as_bytes();
 /// The longest record topic: a prefix, a 64-byte id, `/`, a sub-topic.
 pub const MAX_TOPIC: usize = C2B_PREFIX.len() + crate::mqtt::MAX_ID_LEN + 1 + MAX_SUB;
 

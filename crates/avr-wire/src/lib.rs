@@ -17,3 +17,4 @@ pub mod kem;
 pub mod mqtt;
 pub mod primitives;
 pub mod rings;
+pub mod topics;

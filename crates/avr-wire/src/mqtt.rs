@@ -80,7 +80,8 @@ pub const CF_LEN: usize = 34;
 /// (`kem_mqtt_host::topics`). The topic is the record's associated data, so
 /// the live run against a real broker (`cargo xtask mqtt --broker …`) needs
 /// a sensor key file whose client id is `avr-1`, and refuses another.
-pub const TOPIC: &[u8] = b"kem-mqtt/data/c2b/avr-1/t";
+pub const TOPIC: &[u8] = &TOPIC_BYTES;
+const TOPIC_BYTES: [u8; crate::topics::DATA_C2B.len() + 7] = crate::topics::join(crate::topics::DATA_C2B, b"avr-1/t");
 /// The plaintext of that record.
 pub const PAYLOAD: &[u8] = b"21.5 C from the AVR sensor";
 /// Length of that record: sequence number, ciphertext, tag.

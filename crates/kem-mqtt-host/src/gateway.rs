@@ -98,7 +98,7 @@ use crate::admission::{Admission, AdmissionConfig, Refusal};
 use crate::client::MqttClient;
 use crate::keys::{BrokerState, Registry};
 use crate::reload::RegistryWatch;
-use crate::topics::{self, Delivery};
+use crate::topics::{self, Delivery, CLUSTER, HS};
 use crate::transport::Endpoint;
 use crate::{data_b2c, hs_b2c, HostError};
 
@@ -338,11 +338,11 @@ impl Cluster {
     }
 
     fn finished_topic(&self, client_id: &str) -> String {
-        format!("kem-mqtt/cluster/{}/finished/{client_id}", self.group)
+        format!("{CLUSTER}{}/finished/{client_id}", self.group)
     }
 
     fn owner_topic(&self, client_id: &str) -> String {
-        format!("kem-mqtt/cluster/{}/owner/{client_id}", self.group)
+        format!("{CLUSTER}{}/owner/{client_id}", self.group)
     }
 
     /// Whether `topic` is one of this group's owner notices (published
@@ -350,7 +350,7 @@ impl Cluster {
     /// start later).
     fn is_owner_topic(&self, topic: &str) -> bool {
         topic
-            .strip_prefix("kem-mqtt/cluster/")
+            .strip_prefix(CLUSTER)
             .and_then(|t| t.strip_prefix(self.group.as_str()))
             .is_some_and(|t| t.starts_with("/owner/"))
     }
@@ -492,7 +492,7 @@ impl GatewayCore {
     pub fn handle(&mut self, topic: &str, payload: &[u8], now: Instant) -> (GatewayEvent, Vec<Outgoing>) {
         self.sweep(now);
         if let Some(cluster) = &self.config.cluster {
-            let prefix = format!("kem-mqtt/cluster/{}/", cluster.group);
+            let prefix = format!("{CLUSTER}{}/", cluster.group);
             if let Some(rest) = topic.strip_prefix(&prefix) {
                 return match rest.split_once('/') {
                     Some(("finished", id)) => self.client_finished(id.to_string(), payload, now, true),
@@ -984,13 +984,13 @@ impl Gateway {
         let (client_id, filters) = match &config.cluster {
             None => (
                 "kem-mqtt-gateway".to_string(),
-                vec!["kem-mqtt/hs/+/c2b".to_string(), records, commands],
+                vec![format!("{HS}+/c2b"), records, commands],
             ),
             Some(c) => (
                 format!("kem-mqtt-gateway-{}", c.instance),
                 vec![
-                    format!("$share/{}/kem-mqtt/hs/+/c2b", c.group),
-                    format!("kem-mqtt/cluster/{}/+/+", c.group),
+                    format!("$share/{}/{HS}+/c2b", c.group),
+                    format!("{CLUSTER}{}/+/+", c.group),
                     records,
                     commands,
                 ],

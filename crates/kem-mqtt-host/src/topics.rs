@@ -24,21 +24,25 @@
 //! the id first, the id `bob/b2c/x` could write `kem-mqtt/data/bob/b2c/x/c2b`,
 //! which bob's subscription `kem-mqtt/data/bob/b2c/#` matched.
 
+/// The layout's prefixes, defined once in the `no_std` crate the firmware
+/// shares ([`avr_wire::topics`]).
+pub use avr_wire::topics::{CLUSTER, DATA, DATA_B2C, DATA_C2B, HS, ROOT};
+
 /// Handshake topic, sensor → broker.
 pub fn hs_c2b(client_id: &str) -> String {
-    format!("kem-mqtt/hs/{client_id}/c2b")
+    format!("{HS}{client_id}/c2b")
 }
 /// Handshake topic, broker → sensor.
 pub fn hs_b2c(client_id: &str) -> String {
-    format!("kem-mqtt/hs/{client_id}/b2c")
+    format!("{HS}{client_id}/b2c")
 }
 /// Sealed records, sensor → broker: `kem-mqtt/data/c2b/<id>`, with `/<sub>` unless `sub` is empty.
 pub fn sealed_c2b(client_id: &str, sub: &str) -> String {
-    with_sub(format!("kem-mqtt/data/c2b/{client_id}"), sub)
+    with_sub(format!("{DATA_C2B}{client_id}"), sub)
 }
 /// Sealed records, broker → sensor: `kem-mqtt/data/b2c/<id>`, with `/<sub>` unless `sub` is empty.
 pub fn sealed_b2c(client_id: &str, sub: &str) -> String {
-    with_sub(format!("kem-mqtt/data/b2c/{client_id}"), sub)
+    with_sub(format!("{DATA_B2C}{client_id}"), sub)
 }
 
 fn with_sub(mut topic: String, sub: &str) -> String {
@@ -52,10 +56,7 @@ fn with_sub(mut topic: String, sub: &str) -> String {
 /// `(id, sub)` of `kem-mqtt/data/<direction>/<id>[/<sub>]`, if `topic` is
 /// one with a valid client id.
 fn parse_sealed<'a>(topic: &'a str, direction: &str) -> Option<(&'a str, &'a str)> {
-    let rest = topic
-        .strip_prefix("kem-mqtt/data/")?
-        .strip_prefix(direction)?
-        .strip_prefix('/')?;
+    let rest = topic.strip_prefix(DATA)?.strip_prefix(direction)?.strip_prefix('/')?;
     let (id, sub) = rest.split_once('/').unwrap_or((rest, ""));
     kem_mqtt::valid_client_id(id.as_bytes()).then_some((id, sub))
 }
@@ -73,7 +74,7 @@ pub fn parse_sealed_b2c(topic: &str) -> Option<(&str, &str)> {
 /// Whether `topic` is in the sealed broker → sensor space (only the broker
 /// side publishes there), whatever follows `kem-mqtt/data/b2c`.
 pub fn is_sealed_b2c(topic: &str) -> bool {
-    under(topic, "kem-mqtt/data/b2c").is_some()
+    under(topic, DATA_B2C.trim_end_matches('/')).is_some()
 }
 
 /// Default prefix of the topics that carry opened readings.
@@ -106,12 +107,12 @@ pub fn check_prefix(prefix: &str) -> Result<(), String> {
         || prefix.ends_with('/')
         || prefix.starts_with('$')
         || prefix.contains(['+', '#', '\0'])
-        || prefix == "kem-mqtt"
-        || prefix.starts_with("kem-mqtt/");
+        || prefix == ROOT.trim_end_matches('/')
+        || prefix.starts_with(ROOT);
     if bad {
         Err(format!(
             "topic prefix {prefix:?}: expected one or more topic levels without wildcards, \
-             not starting with $ or /, outside kem-mqtt/"
+             not starting with $ or /, outside {ROOT}"
         ))
     } else {
         Ok(())

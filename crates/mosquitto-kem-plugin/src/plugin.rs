@@ -187,7 +187,7 @@ pub enum Mode {
 /// the gateway reads as alice's records. No KEM-MQTT id contains `/`
 /// ([`kem_mqtt::valid_client_id`]), so no sensor is refused.
 pub fn guard_refuses(client_id: Option<&str>, topic: &str) -> bool {
-    topic.starts_with("kem-mqtt/") && client_id.is_some_and(|id| id.contains('/'))
+    topic.starts_with(kem_mqtt_host::topics::ROOT) && client_id.is_some_and(|id| id.contains('/'))
 }
 
 /// `plugin_opt_*` settings (the `plugin_opt_` prefix removed).

@@ -722,8 +722,8 @@ fn run_sensor(args: &SensorArgs, endpoint: &Endpoint, keys: &SensorKeys) -> Resu
         let text = format!("{} #{i}", args.message);
         let n = client.send_on(&args.topic, text.as_bytes())?;
         println!(
-            "sent a {n}-byte record on kem-mqtt/data/c2b/{}/{}",
-            keys.client_id, args.topic
+            "sent a {n}-byte record on {}",
+            kem_mqtt_host::topics::sealed_c2b(&keys.client_id, &args.topic)
         );
     }
     let until = Instant::now() + Duration::from_secs(args.listen);

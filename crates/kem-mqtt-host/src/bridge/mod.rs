@@ -249,7 +249,8 @@ pub fn run(
     if crate::topics::parse_sealed_c2b(topic).map(|(owner, _)| owner) != Some(id) {
         return Err(BridgeError::Setup(format!(
             "the sensor is {id:?} but seals its reading on {topic}, which is not its own \
-             kem-mqtt/data/c2b/{id}/… topic (provision it with the id that topic names)"
+             {} topic (provision it with the id that topic names)",
+            crate::topics::sealed_c2b(id, "…")
         )));
     }
     let mut link = Link::open(broker, tls, wait)?;

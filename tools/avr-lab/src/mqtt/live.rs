@@ -67,7 +67,8 @@ pub fn firmware_client_id() -> Result<&'static str, LiveError> {
         .map(|(id, _)| id)
         .ok_or_else(|| {
             LiveError::Setup(format!(
-                "avr_wire::mqtt::TOPIC {topic:?} is not a sealed sensor → broker topic (kem-mqtt/data/c2b/<id>[/<sub>])"
+                "avr_wire::mqtt::TOPIC {topic:?} is not a sealed sensor → broker topic ({}<id>[/<sub>])",
+                avr_wire::topics::DATA_C2B
             ))
         })
 }
