@@ -20,17 +20,45 @@ use avr_device::atmega1284p::{Peripherals, ADC, EEPROM, USART0};
 use avr_wire::app::{self as link, Deframed, Deframer, Reading, C2B_PREFIX, MAX_SUB, MAX_TEXT, MAX_TOPIC, NONCE_LEN};
 use avr_wire::mqtt::{TAPE_LABEL, TAPE_LEN};
 use kem_common::{Tape, Wipe};
-use kem_mqtt::{Error, KemId, SensorCredentials, SensorHandshake, Session, Suite, RECORD_OVERHEAD};
+use kem_mqtt::{Error, SensorCredentials, SensorHandshake, Session, Suite, RECORD_OVERHEAD};
 use panic_halt as _;
 
-// CLIENT_ID, KEM_SK, X25519_SK, BROKER_KEM_PK, BROKER_X25519_PK: the key
-// file named by KEM_MQTT_SENSOR_KEY at build time (build.rs).
+// SUITE_NAME, CLIENT_ID, KEM_SK, X25519_SK, BROKER_KEM_PK, BROKER_X25519_PK:
+// the key file named by KEM_MQTT_SENSOR_KEY at build time (build.rs).
 include!(concat!(env!("OUT_DIR"), "/sensor_keys.rs"));
 
-/// The suite: Cargo.toml's kem-mqtt features compile its parts, build.rs
-/// checks the key file is for it.
-const SUITE: Suite = Suite::new(KemId::CtruLightAscon, true);
+/// The suite: the key file's (one setting, `kem-mqtt provision --suite`).
+/// Cargo.toml's kem-mqtt features must compile its parts: a build without
+/// them stops here, naming what to turn on.
+const SUITE: Suite = match suite_named(SUITE_NAME) {
+    Some(suite) => suite,
+    None => panic!("the key file names a suite this kem-mqtt does not know"),
+};
+const _: () = assert!(
+    SUITE.enabled(),
+    "the key file's suite is not compiled in: turn on its KEM's kem-mqtt feature in Cargo.toml, and `x25519` for a hybrid suite"
+);
+const _: () = assert!(SUITE.is_hybrid() == cfg!(hybrid), "build.rs and kem-mqtt disagree on the suite's kind");
 const _: () = assert!(KEM_SK.len() == SUITE.kem().sk_len() && BROKER_KEM_PK.len() == SUITE.kem().pk_len());
+
+/// The suite called `name` (`Suite::from_name`, at compile time).
+const fn suite_named(name: &str) -> Option<Suite> {
+    let mut i = 0;
+    while i < Suite::ALL.len() {
+        let (a, b) = (Suite::ALL[i].name().as_bytes(), name.as_bytes());
+        let mut same = a.len() == b.len();
+        let mut j = 0;
+        while same && j < a.len() {
+            same = a[j] == b[j];
+            j += 1;
+        }
+        if same {
+            return Some(Suite::ALL[i]);
+        }
+        i += 1;
+    }
+    None
+}
 
 /// The CPU clock: 20 MHz, which gives the bridge's default 2,500,000 Bd
 /// exactly (U2X, divisor 0).
@@ -80,19 +108,25 @@ fn main() -> ! {
     let dp = Peripherals::take().unwrap();
     let mut board = Board::new(dp.USART0, dp.ADC, dp.EEPROM);
 
-    // The static-static X25519 secret depends on the long-term keys only:
-    // computed once, not in every handshake.
+    // A hybrid suite's static-static X25519 secret depends on the
+    // long-term keys only: computed once, not in every handshake.
+    #[cfg(hybrid)]
     let Ok(static_secret) = kem_mqtt::static_x25519_secret(&X25519_SK, &BROKER_X25519_PK) else {
         // A broker key that gives an all-zero secret: nothing to run.
         halt()
     };
+    #[cfg(hybrid)]
+    let x25519 = (Some(&X25519_SK), Some(&BROKER_X25519_PK), Some(&static_secret));
+    // A pure suite uses no X25519 key.
+    #[cfg(not(hybrid))]
+    let x25519 = (None, None, None);
     let creds = SensorCredentials {
         client_id: CLIENT_ID,
         kem_sk: &KEM_SK,
-        x25519_sk: Some(&X25519_SK),
+        x25519_sk: x25519.0,
         broker_kem_pk: &BROKER_KEM_PK,
-        broker_x25519_pk: Some(&BROKER_X25519_PK),
-        x25519_static_secret: Some(&static_secret),
+        broker_x25519_pk: x25519.1,
+        x25519_static_secret: x25519.2,
     };
 
     let mut readings = 0u32;
@@ -318,6 +352,7 @@ fn delay_s(s: u32) {
 }
 
 /// Stops for good: sleep with interrupts off.
+#[cfg(hybrid)]
 fn halt() -> ! {
     avr_device::interrupt::disable();
     loop {

@@ -105,24 +105,38 @@ fn shared_target_dir() -> PathBuf {
 /// broker's keys, the registry, the sensor's key file) written by `kem-mqtt
 /// provision`, and the sensor's key file.
 fn provision(example: &Path) -> Result<Option<PathBuf>, String> {
+    let Some(args) = provision_args(example)? else {
+        return Ok(None);
+    };
+    let name = example.file_name().map_or("example".into(), |n| n.to_string_lossy());
+    provision_into(&shared_target_dir().join(format!("keys-{name}")), &args).map(Some)
+}
+
+/// The arguments of an example's [`PROVISION_ARGS`], if it has that file.
+fn provision_args(example: &Path) -> Result<Option<Vec<String>>, String> {
     let args_file = example.join(PROVISION_ARGS);
     if !args_file.is_file() {
         return Ok(None);
     }
     let text = std::fs::read_to_string(&args_file).map_err(|e| format!("{}: {e}", args_file.display()))?;
-    let args: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .flat_map(str::split_whitespace)
-        .collect();
-    let name = example.file_name().map_or("example".into(), |n| n.to_string_lossy());
-    let dir = shared_target_dir().join(format!("keys-{name}"));
+    Ok(Some(
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .flat_map(str::split_whitespace)
+            .map(str::to_owned)
+            .collect(),
+    ))
+}
+
+/// `kem-mqtt provision --dir DIR ARGS` into a new `dir`; the one sensor
+/// key file it wrote.
+fn provision_into(dir: &Path, args: &[String]) -> Result<PathBuf, String> {
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
+        std::fs::remove_dir_all(dir).map_err(|e| format!("cannot remove {}: {e}", dir.display()))?;
     }
     let bin = crate::mqtt::e2e_session::kem_mqtt_cli()?;
-    util::run(Command::new(bin).arg("provision").arg("--dir").arg(&dir).args(&args))?;
-    let found: Vec<PathBuf> = std::fs::read_dir(&dir)
+    util::run(Command::new(bin).arg("provision").arg("--dir").arg(dir).args(args))?;
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -131,7 +145,7 @@ fn provision(example: &Path) -> Result<Option<PathBuf>, String> {
         })
         .collect();
     match &found[..] {
-        [key] => Ok(Some(key.clone())),
+        [key] => Ok(key.clone()),
         _ => Err(format!(
             "kem-mqtt provision {} wrote {} sensor key files into {}, not one",
             args.join(" "),
@@ -205,6 +219,41 @@ pub fn check(example: &Path, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A sensor example (one with [`PROVISION_ARGS`], for a hybrid suite)
+/// must also build for the pure suite of the same KEM when only the key
+/// file changes: the suite is the key file's one setting (issue #50).
+/// Built, not run: the hybrid run above exercises the same code.
+pub fn check_pure_suite_builds(example: &Path) -> Result<(), String> {
+    let Some(mut args) = provision_args(example)? else {
+        return Ok(());
+    };
+    let at = args.iter().position(|a| a == "--suite").map(|i| i + 1);
+    let Some(suite) = at.and_then(|i| args.get(i)).and_then(|n| kem_mqtt::Suite::from_name(n)) else {
+        return Err(format!(
+            "{}: no `--suite SUITE` kem-mqtt knows",
+            example.join(PROVISION_ARGS).display()
+        ));
+    };
+    if !suite.is_hybrid() {
+        return Ok(());
+    }
+    let pure = kem_mqtt::Suite::new(suite.kem(), false);
+    if let Some(i) = at {
+        args[i] = pure.name().to_owned();
+    }
+    let name = example.file_name().map_or("example".into(), |n| n.to_string_lossy());
+    let key = provision_into(&shared_target_dir().join(format!("keys-{name}-pure")), &args)?;
+    let mut cmd = cargo_in(example, &["build", "--release", "-q"]);
+    cmd.env("CARGO_TARGET_DIR", shared_target_dir())
+        .env(SENSOR_KEY_VAR, key);
+    eprintln!(
+        "xtask: building {} for the pure suite {}",
+        example.display(),
+        pure.name()
+    );
+    util::run(&mut cmd)
+}
+
 /// Runs every example; each must print exactly what it expects.
 pub fn check_all() -> Result<(), String> {
     let examples = all()?;
@@ -213,6 +262,7 @@ pub fn check_all() -> Result<(), String> {
     }
     for example in &examples {
         check(example, example)?;
+        check_pure_suite_builds(example)?;
     }
     check_refusal()
 }
