@@ -26,9 +26,19 @@ use kem_mqtt_host::transport::{Endpoint, Tls};
 use kem_mqtt_host::OsRng;
 use kem_mqtt_host::{HostError, Mode};
 
-const SUITES: &str = "\
-Suites: ctru-light-ascon[+x25519] ctru-light-sha3[+x25519] ml-kem-512[+x25519]
-        kyber512-r3[+x25519] lightsaber[+x25519]";
+/// The suites' help: every KEM of `KemId::ALL`, each pure and hybrid.
+fn suites_help() -> String {
+    let kems: Vec<String> = KemId::ALL
+        .iter()
+        .map(|&k| {
+            let (pure, hybrid) = (Suite::new(k, false).name(), Suite::new(k, true).name());
+            format!("{pure}[{}]", hybrid.strip_prefix(pure).unwrap_or(hybrid))
+        })
+        .collect();
+    let mut lines = kems.chunks(3).map(|row| row.join(" "));
+    let first = lines.next().unwrap_or_default();
+    lines.fold(format!("Suites: {first}"), |help, row| format!("{help}\n        {row}"))
+}
 
 /// `--broker`'s help (not a doc comment: rustdoc would read `[IPv6]` as a link).
 const BROKER_HELP: &str = "The broker: HOST, HOST:PORT or [IPv6]:PORT (port 1883 if none)";
@@ -36,7 +46,7 @@ const BROKER_HELP: &str = "The broker: HOST, HOST:PORT or [IPv6]:PORT (port 1883
 /// KEM-MQTT/1 on a host: key provisioning, a topic-mode gateway, a sensor,
 /// and an all-in-one demo.
 #[derive(Parser, Debug)]
-#[command(name = "kem-mqtt", version, arg_required_else_help = true, after_help = SUITES)]
+#[command(name = "kem-mqtt", version, arg_required_else_help = true, after_help = suites_help())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -51,7 +61,7 @@ enum Command {
     /// in DIR/registry.json (policy: a hybrid suite only; its KEM pure and
     /// hybrid with --allow-pure or a pure suite). An enrolled ID is refused
     /// unless --force. Key files are written with mode 0600.
-    #[command(after_help = SUITES)]
+    #[command(after_help = suites_help())]
     Provision(ProvisionArgs),
     /// Remove sensors from the registry: their next handshake is refused
     ///
@@ -102,7 +112,7 @@ enum Command {
     /// gateway (docs/benchmarks.md).
     Load(LoadArgs),
     /// Embedded broker on 127.0.0.1 + gateway + sensor + application in one process (topic mode)
-    #[command(after_help = SUITES)]
+    #[command(after_help = suites_help())]
     Demo(DemoArgs),
 }
 
