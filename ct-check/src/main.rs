@@ -138,11 +138,21 @@ macro_rules! kyber {
         struct $ty;
         impl Kem for $ty {
             const NAME: &'static str = $name;
-            const PK: usize = kyber512_avr::params::EK_BYTES;
-            const SK: usize = kyber512_avr::params::DK_BYTES;
-            const CT: usize = kyber512_avr::params::CT_BYTES;
+            const PK: usize = {
+                use $m as k;
+                k::params::EK_BYTES
+            };
+            const SK: usize = {
+                use $m as k;
+                k::params::DK_BYTES
+            };
+            const CT: usize = {
+                use $m as k;
+                k::params::CT_BYTES
+            };
             fn secret_ranges() -> Vec<std::ops::Range<usize>> {
-                use kyber512_avr::params::{DK_BYTES, DK_PKE_BYTES};
+                use $m as k;
+                use k::params::{DK_BYTES, DK_PKE_BYTES};
                 // dk_pke ‖ ek ‖ H(ek) ‖ z: ŝ and z are secret.
                 vec![0..DK_PKE_BYTES, DK_BYTES - 32..DK_BYTES]
             }
@@ -169,6 +179,8 @@ macro_rules! kyber {
 }
 kyber!(MlKem512, "ML-KEM-512", kyber512_avr::ml_kem_512);
 kyber!(Kyber512R3, "Kyber512 (round 3)", kyber512_avr::kyber512_r3);
+kyber!(MlKem768, "ML-KEM-768", kyber512_avr::ml_kem_768);
+kyber!(MlKem1024, "ML-KEM-1024", kyber512_avr::ml_kem_1024);
 
 struct LightSaber;
 impl Kem for LightSaber {
@@ -496,6 +508,16 @@ fn kem_results(iterations: u64, phases: &[Phase]) -> Vec<(String, usize)> {
         (
             Kyber512R3::NAME.to_string(),
             check::<Kyber512R3>(Kyber512R3::NAME, iterations, phases),
+        ),
+        // The larger FIPS 203 sets: the same code with k = 3 and 4 (no
+        // KEM-MQTT suite yet, so not in the handshake checks below).
+        (
+            MlKem768::NAME.to_string(),
+            check::<MlKem768>(MlKem768::NAME, iterations, phases),
+        ),
+        (
+            MlKem1024::NAME.to_string(),
+            check::<MlKem1024>(MlKem1024::NAME, iterations, phases),
         ),
         (
             LightSaber::NAME.to_string(),

@@ -96,7 +96,9 @@ use subtle::Choice;
 use crate::kem_impl::{fill, kem_api, Sealed, Variant};
 use crate::params::CT_BYTES;
 use crate::Error;
-use crate::{kem_impl, params};
+use crate::kem_impl;
+/// Kyber512 parameters (the crate's [`crate::params`], shared with ML-KEM-512).
+pub use crate::params;
 
 /// The round-3 Kyber512 parameter set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
