@@ -161,7 +161,8 @@ pub fn mutate(honest: &[u8], edit: &[u8]) -> Vec<u8> {
     m
 }
 
-/// The body of the ML-KEM-512 and Kyber512 (round 3) targets (same API).
+/// The body of the ML-KEM (512, 768, 1024) and Kyber512 (round 3) targets
+/// (same API; each module names its lengths in its `params`).
 ///
 /// First byte: 0 = decode arbitrary bytes as ek, dk, ct; 1 = decapsulate an
 /// arbitrary ciphertext with a fixed honest key (typed and `raw` APIs agree,
@@ -170,8 +171,8 @@ pub fn mutate(honest: &[u8], edit: &[u8]) -> Vec<u8> {
 #[macro_export]
 macro_rules! kyber_target {
     ($m:path, $repair_hash:expr) => {{
-        use kyber512_avr::params::{CT_BYTES, DK_BYTES, EK_BYTES};
         use $m as k;
+        use k::params::{CT_BYTES, DK_BYTES, EK_BYTES, K};
         |data: &[u8]| {
             let Some((&mode, rest)) = data.split_first() else {
                 return;
@@ -202,8 +203,8 @@ macro_rules! kyber_target {
                     let (dk_part, ct_part) = $crate::split(rest, DK_BYTES);
                     let mut dk: [u8; DK_BYTES] = $crate::fixed(dk_part);
                     let ek_at = DK_BYTES - 64 - EK_BYTES;
-                    // Reduce the 512 coefficients of t̂ mod q so the §7.2 check passes.
-                    $crate::remap_bits(&mut dk[ek_at..ek_at + EK_BYTES - 32], 12, 512, |v| v % 3329);
+                    // Reduce the 256·k coefficients of t̂ mod q so the §7.2 check passes.
+                    $crate::remap_bits(&mut dk[ek_at..ek_at + EK_BYTES - 32], 12, 256 * K, |v| v % 3329);
                     if $repair_hash {
                         let h = fips202::sha3_256(&[&dk[ek_at..ek_at + EK_BYTES]]);
                         dk[ek_at + EK_BYTES..ek_at + EK_BYTES + 32].copy_from_slice(&h);
