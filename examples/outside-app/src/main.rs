@@ -1,5 +1,5 @@
 //! One generic function over every KEM: RustCrypto's ML-KEM-512 and this
-//! project's five variants, through RustCrypto's `kem` 0.3 traits, with a
+//! project's KEMs (every FIPS 203 set, Kyber512, LightSaber, CTRU-Light), through RustCrypto's `kem` 0.3 traits, with a
 //! current `rand`'s thread RNG.
 
 use kem::{Decapsulate, Encapsulate, Kem, KeyExport, TryKeyInit};
@@ -39,6 +39,14 @@ fn main() {
         (
             "kyber512-avr ML-KEM-512",
             round_trip::<kyber512_avr::ml_kem_512::MlKem512>(&mut rng),
+        ),
+        (
+            "kyber512-avr ML-KEM-768",
+            round_trip::<kyber512_avr::ml_kem_768::MlKem768>(&mut rng),
+        ),
+        (
+            "kyber512-avr ML-KEM-1024",
+            round_trip::<kyber512_avr::ml_kem_1024::MlKem1024>(&mut rng),
         ),
         (
             "kyber512-avr Kyber512 round 3",
