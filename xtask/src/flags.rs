@@ -74,6 +74,9 @@ pub enum Cmd {
     /// ATmega1284p, Nano Every, ATmega4808): builds and runs each in the
     /// simulator → benchmarks/boards.json, docs/boards.md
     Boards(avr_lab::measure::boards::BoardsArgs),
+    /// ML-KEM-512, -768 and -1024 on the simulated ATmega1284p: cycles and stack of
+    /// each operation (examples/avr-ml-kem-sets)
+    MlKemSets,
     /// Build and run every firmware example in examples/ as its README does
     /// (`cargo run --release`: simavr) and check what each prints
     Examples,
@@ -99,6 +102,7 @@ impl Cmd {
                 | Cmd::SensorSim(_)
                 | Cmd::BuildAvr(_)
                 | Cmd::Examples
+                | Cmd::MlKemSets
                 | Cmd::Packaged
                 | Cmd::Boards(_)
         )

@@ -83,7 +83,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     // commands that measure and check
     ("measure", &["kat", "mega0", "simtest", "ct", "bench", "boards"]),
     // what users get
-    ("release", &["examples", "packaged"]),
+    ("release", &["examples", "packaged", "ml_kem_sets"]),
 ];
 
 /// Parses a fixed internal argument list (the tasks CI chains): a parse error

@@ -97,7 +97,7 @@ pub(crate) fn cargo_in(example: &Path, args: &[&str]) -> Command {
 /// are compiled once per CI run instead of once per example (issue #33).
 /// Cargo keys each artifact by its package's source, so an example and its
 /// packaged copy (`cargo xtask packaged`) never take each other's build.
-fn shared_target_dir() -> PathBuf {
+pub(crate) fn shared_target_dir() -> PathBuf {
     util::workspace_root().join("target/examples")
 }
 
