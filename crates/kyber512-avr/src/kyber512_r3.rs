@@ -93,10 +93,11 @@ use kem_common::Wipe;
 use rand_core::TryCryptoRng;
 use subtle::Choice;
 
+use crate::kem_impl;
 use crate::kem_impl::{fill, kem_api, Sealed, Variant};
 use crate::params::CT_BYTES;
 use crate::Error;
-use crate::kem_impl;
+
 /// Kyber512 parameters (the crate's [`crate::params`], shared with ML-KEM-512).
 pub use crate::params;
 
