@@ -223,7 +223,7 @@ pub fn check(example: &Path, dir: &Path) -> Result<(), String> {
 /// must also build for the pure suite of the same KEM when only the key
 /// file changes: the suite is the key file's one setting (issue #50).
 /// Built, not run: the hybrid run above exercises the same code.
-pub fn check_pure_suite_builds(example: &Path) -> Result<(), String> {
+fn check_pure_suite_builds(example: &Path) -> Result<(), String> {
     let Some(mut args) = provision_args(example)? else {
         return Ok(());
     };
