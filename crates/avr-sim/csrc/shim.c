@@ -39,7 +39,8 @@ typedef struct {
 	shim_event_t *ev;
 	size_t ev_len, ev_cap;
 	int sp_pending; /* between `out SPH` and `out SPL` */
-	uint16_t min_sp;
+	uint16_t min_sp;     /* since the last opening marker */
+	uint16_t min_sp_all; /* since reset */
 	uint16_t marker_addr;
 	int window_open;   /* between an opening and a closing marker */
 	uint32_t *prof;    /* per flash word: instructions executed inside windows */
@@ -123,8 +124,18 @@ static void no_sleep(avr_t *avr, avr_cycle_count_t how_long)
 	(void)how_long;
 }
 
-/* Error codes: -1 unknown mcu, -2 cannot read firmware, -3 init failed, -4 oom, -5 no uart0 */
-int shim_new(const char *elf_path, const char *mcu, uint32_t freq, uint16_t marker_addr, shim_t **out)
+/*
+ * Error codes: -1 unknown mcu, -2 cannot read firmware, -3 init failed,
+ * -4 oom, -5 no uart0, -7 `ramend` below the part's own.
+ *
+ * `ramend` 0 keeps the part's data space; otherwise it is the last data
+ * address (e.g. 0xFFFF: 64 KB), set before avr_init, which allocates
+ * ramend + 1 bytes of data space and resets SP to ramend. Only the size of
+ * the data array changes: the core, its I/O and its instruction timings are
+ * the part's.
+ */
+int shim_new(const char *elf_path, const char *mcu, uint32_t freq, uint16_t marker_addr, uint16_t ramend,
+	     shim_t **out)
 {
 	*out = NULL;
 	avr_global_logger_set(quiet_logger);
@@ -140,6 +151,15 @@ int shim_new(const char *elf_path, const char *mcu, uint32_t freq, uint16_t mark
 		free(fw->flash);
 		free(fw);
 		return -1;
+	}
+	if (ramend) {
+		if (ramend < avr->ramend) {
+			free(avr);
+			free(fw->flash);
+			free(fw);
+			return -7;
+		}
+		avr->ramend = ramend;
 	}
 	if (avr_init(avr) != 0) {
 		free(fw->flash);
@@ -163,6 +183,7 @@ int shim_new(const char *elf_path, const char *mcu, uint32_t freq, uint16_t mark
 		return -4;
 	s->avr = avr;
 	s->min_sp = 0xFFFF;
+	s->min_sp_all = 0xFFFF;
 	s->marker_addr = marker_addr;
 
 	uint32_t flags = 0;
@@ -309,6 +330,12 @@ uint16_t shim_min_sp(const shim_t *s)
 	return s->min_sp;
 }
 
+/* The lowest SP since reset (markers do not reset it). */
+uint16_t shim_min_sp_all(const shim_t *s)
+{
+	return s->min_sp_all;
+}
+
 uint16_t shim_ramend(const shim_t *s)
 {
 	return (uint16_t)s->avr->ramend;
@@ -369,6 +396,8 @@ int shim_run(shim_t *s, uint64_t cycle_limit, size_t want_out)
 			uint16_t sp = sp_now(avr);
 			if (sp < s->min_sp)
 				s->min_sp = sp;
+			if (sp < s->min_sp_all)
+				s->min_sp_all = sp;
 		}
 		if (state == cpu_Done)
 			return 1;

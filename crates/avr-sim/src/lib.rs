@@ -7,8 +7,11 @@
 //!   is off would be dropped);
 //! - cycle-stamped writes to a marker register (GPIOR0 by default): the
 //!   firmware writes an id before a measured window and `id | 0x80` after;
-//! - the lowest stack pointer inside each window, skipping the transient SP
-//!   value between the two halves of an `out SPH` … `out SPL` update;
+//! - the lowest stack pointer inside each window (and since reset), skipping
+//!   the transient SP value between the two halves of an `out SPH` …
+//!   `out SPL` update;
+//! - optionally, a data space larger than the part's ([`Sim::load_with_ramend`])
+//!   for images that need more RAM than the part has;
 //! - a clean stop when the firmware executes `cli; sleep`, and a cycle limit
 //!   as a safety net.
 //!
@@ -37,7 +40,14 @@ struct ShimT {
 
 #[cfg(not(no_simavr))]
 extern "C" {
-    fn shim_new(elf: *const c_char, mcu: *const c_char, freq: u32, marker: u16, out: *mut *mut ShimT) -> c_int;
+    fn shim_new(
+        elf: *const c_char,
+        mcu: *const c_char,
+        freq: u32,
+        marker: u16,
+        ramend: u16,
+        out: *mut *mut ShimT,
+    ) -> c_int;
     fn shim_free(s: *mut ShimT);
     fn shim_push_input(s: *mut ShimT, data: *const u8, len: usize) -> c_int;
     fn shim_pending_input(s: *const ShimT) -> usize;
@@ -50,6 +60,7 @@ extern "C" {
     fn shim_pc(s: *const ShimT) -> u32;
     fn shim_sp(s: *const ShimT) -> u16;
     fn shim_min_sp(s: *const ShimT) -> u16;
+    fn shim_min_sp_all(s: *const ShimT) -> u16;
     fn shim_ramend(s: *const ShimT) -> u16;
     fn shim_read_data(s: *const ShimT, addr: u32, out: *mut u8, len: usize) -> c_int;
     fn shim_run(s: *mut ShimT, cycle_limit: u64, want_out: usize) -> c_int;
@@ -65,7 +76,7 @@ extern "C" {
 #[allow(clippy::missing_safety_doc)]
 mod stub {
     use super::{c_char, c_int, ShimT};
-    pub unsafe fn shim_new(_: *const c_char, _: *const c_char, _: u32, _: u16, _: *mut *mut ShimT) -> c_int {
+    pub unsafe fn shim_new(_: *const c_char, _: *const c_char, _: u32, _: u16, _: u16, _: *mut *mut ShimT) -> c_int {
         -6
     }
     pub unsafe fn shim_free(_: *mut ShimT) {}
@@ -98,6 +109,9 @@ mod stub {
         unreachable!()
     }
     pub unsafe fn shim_min_sp(_: *const ShimT) -> u16 {
+        unreachable!()
+    }
+    pub unsafe fn shim_min_sp_all(_: *const ShimT) -> u16 {
         unreachable!()
     }
     pub unsafe fn shim_ramend(_: *const ShimT) -> u16 {
@@ -329,7 +343,39 @@ impl Sim {
 
     /// Like [`Sim::load`] with an explicit clock and marker register (data-space address).
     pub fn load_with(elf: impl AsRef<Path>, mcu: &str, frequency: u32, marker_addr: u16) -> Result<Sim, Error> {
-        let path = elf.as_ref();
+        Sim::load_inner(elf.as_ref(), mcu, frequency, marker_addr, 0)
+    }
+
+    /// Like [`Sim::load_with`] on a data space that ends at `ramend` (its
+    /// last address, e.g. `0xFFFF` for 64 KB) instead of the part's own
+    /// RAMEND (0x40FF on the ATmega1284p): for images whose data (stack,
+    /// statics, heap) need more than the part's SRAM, to measure them on
+    /// the part's core anyway. Only the size of simavr's data array
+    /// changes, set before the core is initialised: the instruction set,
+    /// I/O registers and cycle counts are the part's, and since simavr
+    /// charges a data access the same cycles at any address, cycle counts
+    /// are those the real part would give for code that fit. The SP starts
+    /// at `ramend` at reset, but avr-libc's start-up sets it to `__stack`,
+    /// so link the image with `-Wl,--defsym=__stack=<ramend>` to put the
+    /// stack at the new top ([`Sim::stack_depth`] and
+    /// [`Sim::stack_depth_since_reset`] count from `ramend`).
+    ///
+    /// `Error::Load` if `ramend` is below the part's own RAMEND.
+    pub fn load_with_ramend(
+        elf: impl AsRef<Path>,
+        mcu: &str,
+        frequency: u32,
+        marker_addr: u16,
+        ramend: u16,
+    ) -> Result<Sim, Error> {
+        if ramend == 0 {
+            return Err(Error::Load("RAMEND override below the part's own"));
+        }
+        Sim::load_inner(elf.as_ref(), mcu, frequency, marker_addr, ramend)
+    }
+
+    /// `ramend` 0: the part's own.
+    fn load_inner(path: &Path, mcu: &str, frequency: u32, marker_addr: u16, ramend: u16) -> Result<Sim, Error> {
         let bytes = std::fs::read(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -343,7 +389,16 @@ impl Sim {
         let c_mcu = CString::new(mcu).map_err(|_| Error::UnknownMcu(mcu.to_string()))?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: both strings are NUL-terminated and outlive the call; `raw` is an out-pointer.
-        let rc = unsafe { shim_new(c_path.as_ptr(), c_mcu.as_ptr(), frequency, marker_addr, &mut raw) };
+        let rc = unsafe {
+            shim_new(
+                c_path.as_ptr(),
+                c_mcu.as_ptr(),
+                frequency,
+                marker_addr,
+                ramend,
+                &mut raw,
+            )
+        };
         match rc {
             0 if !raw.is_null() => Ok(Sim {
                 raw,
@@ -355,6 +410,7 @@ impl Sim {
             -4 => Err(Error::Load("out of memory")),
             -5 => Err(Error::NoUart),
             -6 => Err(Error::Unavailable),
+            -7 => Err(Error::Load("RAMEND override below the part's own")),
             _ => Err(Error::Load("core initialisation failed")),
         }
     }
@@ -396,6 +452,22 @@ impl Sim {
         // SAFETY: `raw` is valid for the life of `self`.
         let (lowest, top) = unsafe { (shim_min_sp(self.raw), shim_ramend(self.raw)) };
         top.saturating_sub(lowest)
+    }
+
+    /// The deepest the stack has gone since reset, in bytes below the top
+    /// of data space: like [`Sim::stack_depth`], but markers do not restart
+    /// it (the whole run's need, windows and all).
+    pub fn stack_depth_since_reset(&self) -> u16 {
+        // SAFETY: `raw` is valid for the life of `self`.
+        let (lowest, top) = unsafe { (shim_min_sp_all(self.raw), shim_ramend(self.raw)) };
+        top.saturating_sub(lowest)
+    }
+
+    /// The last address of data space (the SP at reset): the part's
+    /// RAMEND, or the override of [`Sim::load_with_ramend`].
+    pub fn ramend(&self) -> u16 {
+        // SAFETY: `raw` is valid for the life of `self`.
+        unsafe { shim_ramend(self.raw) }
     }
 
     /// `len` bytes of data space (SRAM, e.g. a firmware's statics) from

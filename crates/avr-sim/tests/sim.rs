@@ -12,18 +12,28 @@ use avr_sim::{windows, Sim};
 /// (test skipped) when avr-gcc or libsimavr is absent.
 fn fixture() -> Option<PathBuf> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(build_fixture).clone()
+    BUILT.get_or_init(|| build_fixture("avr-sim-fixture.elf", &[])).clone()
 }
 
-fn build_fixture() -> Option<PathBuf> {
+/// The fixture linked with its stack at the top of a 64 KB data space.
+fn fixture_64k() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| build_fixture("avr-sim-fixture-64k.elf", &["-Wl,--defsym=__stack=0xFFFF"]))
+        .clone()
+}
+
+fn build_fixture(name: &str, extra: &[&str]) -> Option<PathBuf> {
     if !avr_sim::AVAILABLE {
         eprintln!("avr-sim built without libsimavr: skipping (run `cargo xtask setup`)");
         return None;
     }
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixture.c");
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("avr-sim-fixture.elf");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let status = Command::new("avr-gcc")
-        .args(["-mmcu=atmega1284p", "-Os", "-o"])
+        .args(["-mmcu=atmega1284p", "-Os"])
+        .args(extra)
+        .arg("-o")
         .arg(&out)
         .arg(&src)
         .status();
@@ -106,4 +116,54 @@ fn unknown_mcu_is_an_error() {
     let Some(elf) = fixture() else { return };
     let err = Sim::load(&elf, "atmega9999").unwrap_err();
     assert!(matches!(err, avr_sim::Error::UnknownMcu(_)), "{err}");
+}
+
+/// Feeds the fixture its inputs and runs it to the end.
+fn drive(sim: &mut Sim) {
+    sim.send(&[3, 1, 2, 3]);
+    assert_eq!(sim.run_until_output(3, 10_000_000).unwrap(), vec![2, 3, 4]);
+    sim.send(&[5]);
+    assert_eq!(sim.run_until_output(1, 1_000_000).unwrap(), vec![5 + 5]);
+    sim.send(&1000u32.to_le_bytes());
+    assert_eq!(sim.run_until_output(1, 10_000_000).unwrap(), b"!");
+    sim.run_to_exit(1_000_000).unwrap();
+}
+
+#[test]
+fn extended_data_space_keeps_timings() {
+    let (Some(elf), Some(elf_64k)) = (fixture(), fixture_64k()) else {
+        return;
+    };
+    let f = avr_sim::DEFAULT_FREQUENCY;
+    let marker = avr_sim::GPIOR0_CLASSIC;
+
+    let mut real = Sim::load(&elf, "atmega1284p").unwrap();
+    assert_eq!(real.ramend(), 0x40FF);
+    assert!(real.read_data(0xFF00, 0x100).is_none());
+    drive(&mut real);
+
+    let mut big = Sim::load_with_ramend(&elf_64k, "atmega1284p", f, marker, 0xFFFF).unwrap();
+    assert_eq!(big.ramend(), 0xFFFF);
+    drive(&mut big);
+    // The stack lives at the top of the 64 KB.
+    let top = big.read_data(0xFF00, 0x100).unwrap();
+    assert!(top.iter().any(|&b| b != 0), "nothing written near 0xFFFF");
+
+    // Same cycles and stack, window by window and for the whole run.
+    let (w_real, w_big) = (
+        windows(&real.take_markers()).unwrap(),
+        windows(&big.take_markers()).unwrap(),
+    );
+    assert_eq!(w_real, w_big);
+    assert_eq!(real.cycle(), big.cycle());
+    let depth = big.stack_depth_since_reset();
+    assert_eq!(depth, real.stack_depth_since_reset());
+    // deep()'s window is the deepest point, below main's frame; the last
+    // window (the spin loop) went less deep, so `stack_depth` is smaller.
+    assert!(depth > w_big[1].stack_bytes, "{depth} vs {:?}", w_big[1]);
+    assert!(big.stack_depth() < depth);
+
+    // An override below the part's own RAMEND is refused.
+    let err = Sim::load_with_ramend(&elf, "atmega1284p", f, marker, 0x1000).unwrap_err();
+    assert!(matches!(err, avr_sim::Error::Load(_)), "{err}");
 }
