@@ -11,7 +11,9 @@ fn main() {
         ("mont", "ctru-mont"),
     ];
     let narrowed = variants.iter().any(|(_, f)| on(f));
-    let mut any_kem = on("ml-kem") || on("kyber-r3") || on("saber");
+    let mut any_kem = ["ml-kem", "kyber-r3", "saber", "ml-kem-768", "ml-kem-1024"]
+        .iter()
+        .any(|f| on(f));
     println!("cargo::rustc-check-cfg=cfg(kem)");
     for backend in ["sha3", "ascon"] {
         for (variant, feature) in variants {
@@ -25,16 +27,21 @@ fn main() {
     }
     println!("cargo::rustc-check-cfg=cfg(mqtt)");
     // The `mqtt-<kem>` features (every `mqtt-` feature but the X25519 and
-    // provisioned-keys ones): the KEMs are listed in Cargo.toml only.
-    let mqtt_kems = std::env::vars()
-        .filter(|(k, _)| {
+    // provisioned-keys ones): `mqtt-` and the registry's name of the KEM,
+    // handed to the code as `MQTT_KEM` (`kem_registry::Scheme::from_name`).
+    let mqtt_kems: Vec<String> = std::env::vars()
+        .filter_map(|(k, _)| {
             k.strip_prefix("CARGO_FEATURE_MQTT_")
-                .is_some_and(|rest| rest != "X25519" && rest != "PROVISIONED")
+                .filter(|rest| *rest != "X25519" && *rest != "PROVISIONED")
+                .map(|rest| rest.to_lowercase().replace('_', "-"))
         })
-        .count();
-    match mqtt_kems {
-        0 => {}
-        1 => println!("cargo::rustc-cfg=mqtt"),
+        .collect();
+    match &mqtt_kems[..] {
+        [] => {}
+        [kem] => {
+            println!("cargo::rustc-cfg=mqtt");
+            println!("cargo::rustc-env=MQTT_KEM={kem}");
+        }
         _ => panic!("a firmware image serves the KEM-MQTT ops of one KEM: select one mqtt-<kem> feature"),
     }
     if any_kem {

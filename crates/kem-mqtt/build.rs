@@ -6,9 +6,14 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(sha3_family)");
     println!("cargo::rustc-check-cfg=cfg(ascon_family)");
     let on = |f: &str| std::env::var_os(format!("CARGO_FEATURE_{f}")).is_some();
-    let sha3 = ["CTRU_LIGHT_SHA3", "ML_KEM_512", "KYBER512_R3", "LIGHTSABER"]
-        .iter()
-        .any(|f| on(f));
+    // Every KEM feature but CTRU-Light (Ascon) is a Keccak KEM: the
+    // features that are not KEMs are the ones named here.
+    let not_kems = ["CTRU_LIGHT_ASCON", "X25519", "DEFAULT", "DOCUMENT_FEATURES"];
+    let sha3 = std::env::vars_os().any(|(k, _)| {
+        k.to_str()
+            .and_then(|k| k.strip_prefix("CARGO_FEATURE_"))
+            .is_some_and(|f| !not_kems.contains(&f))
+    });
     if sha3 {
         println!("cargo::rustc-cfg=sha3_family");
     }

@@ -22,7 +22,8 @@
 
 use std::process::ExitCode;
 
-use ctru_light::{Arithmetic, Ascon, Backend, CtruLight, Kred2x, MontgomeryOpt, MontgomeryPlain, Sha3};
+use kem_common::BufferKem;
+use kem_registry::{with_kem, Kem};
 
 mod vg {
     //! Valgrind client requests (`valgrind.h`, `memcheck.h`) for x86-64 Linux.
@@ -117,125 +118,6 @@ impl rand_core::TryRng for SecretRng {
 }
 impl rand_core::TryCryptoRng for SecretRng {}
 
-/// One KEM through its byte-buffer API.
-trait Kem {
-    const NAME: &'static str;
-    const PK: usize;
-    const SK: usize;
-    const CT: usize;
-    /// Byte ranges of the secret key that are secret (the rest — embedded
-    /// public key, its hash — is public).
-    fn secret_ranges() -> Vec<std::ops::Range<usize>>;
-    fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]);
-    fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32];
-    fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32];
-    /// Import validation of a secret key (typed API).
-    fn import_sk(sk: &[u8]) -> bool;
-}
-
-macro_rules! kyber {
-    ($ty:ident, $name:expr, $m:path) => {
-        struct $ty;
-        impl Kem for $ty {
-            const NAME: &'static str = $name;
-            const PK: usize = {
-                use $m as k;
-                k::params::EK_BYTES
-            };
-            const SK: usize = {
-                use $m as k;
-                k::params::DK_BYTES
-            };
-            const CT: usize = {
-                use $m as k;
-                k::params::CT_BYTES
-            };
-            fn secret_ranges() -> Vec<std::ops::Range<usize>> {
-                use $m as k;
-                use k::params::{DK_BYTES, DK_PKE_BYTES};
-                // dk_pke ‖ ek ‖ H(ek) ‖ z: ŝ and z are secret.
-                vec![0..DK_PKE_BYTES, DK_BYTES - 32..DK_BYTES]
-            }
-            fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]) {
-                use $m as k;
-                k::raw::keygen_into(rng, pk.try_into().unwrap(), sk.try_into().unwrap()).unwrap();
-            }
-            fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32] {
-                use $m as k;
-                *k::raw::encapsulate_into(pk.try_into().unwrap(), rng, ct.try_into().unwrap())
-                    .unwrap()
-                    .as_bytes()
-            }
-            fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32] {
-                use $m as k;
-                *k::raw::decapsulate_into(sk.try_into().unwrap(), ct.try_into().unwrap()).as_bytes()
-            }
-            fn import_sk(sk: &[u8]) -> bool {
-                use $m as k;
-                k::DecapsulationKey::from_bytes(sk).is_ok()
-            }
-        }
-    };
-}
-kyber!(MlKem512, "ML-KEM-512", kyber512_avr::ml_kem_512);
-kyber!(Kyber512R3, "Kyber512 (round 3)", kyber512_avr::kyber512_r3);
-kyber!(MlKem768, "ML-KEM-768", kyber512_avr::ml_kem_768);
-kyber!(MlKem1024, "ML-KEM-1024", kyber512_avr::ml_kem_1024);
-
-struct LightSaber;
-impl Kem for LightSaber {
-    const NAME: &'static str = "LightSaber";
-    const PK: usize = lightsaber_avr::params::PK_BYTES;
-    const SK: usize = lightsaber_avr::params::SK_BYTES;
-    const CT: usize = lightsaber_avr::params::CT_BYTES;
-    fn secret_ranges() -> Vec<std::ops::Range<usize>> {
-        use lightsaber_avr::params::{SK_BYTES, SK_PKE_BYTES};
-        // s ‖ pk ‖ H(pk) ‖ z: s and z are secret.
-        vec![0..SK_PKE_BYTES, SK_BYTES - 32..SK_BYTES]
-    }
-    fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]) {
-        lightsaber_avr::keygen_into(rng, pk.try_into().unwrap(), sk.try_into().unwrap()).unwrap();
-    }
-    fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32] {
-        *lightsaber_avr::encapsulate_into(pk.try_into().unwrap(), rng, ct.try_into().unwrap())
-            .unwrap()
-            .as_bytes()
-    }
-    fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32] {
-        *lightsaber_avr::decapsulate_into(sk.try_into().unwrap(), ct.try_into().unwrap()).as_bytes()
-    }
-    fn import_sk(sk: &[u8]) -> bool {
-        lightsaber_avr::SecretKey::from_bytes(sk).is_ok()
-    }
-}
-
-struct Ctru<B, A>(std::marker::PhantomData<(B, A)>);
-impl<B: Backend, A: Arithmetic> Kem for Ctru<B, A> {
-    const NAME: &'static str = "CTRU-Light";
-    const PK: usize = ctru_light::params::PK_BYTES;
-    const SK: usize = ctru_light::params::SK_BYTES;
-    const CT: usize = ctru_light::params::CT_BYTES;
-    fn secret_ranges() -> Vec<std::ops::Range<usize>> {
-        use ctru_light::params::{SK_BYTES, SK_PKE_BYTES};
-        // f ‖ pk ‖ z: f and z are secret.
-        vec![0..SK_PKE_BYTES, SK_BYTES - 32..SK_BYTES]
-    }
-    fn keygen(rng: &mut SecretRng, pk: &mut [u8], sk: &mut [u8]) {
-        CtruLight::<B, A>::keygen_into(rng, pk.try_into().unwrap(), sk.try_into().unwrap()).unwrap();
-    }
-    fn encaps(pk: &[u8], rng: &mut SecretRng, ct: &mut [u8]) -> [u8; 32] {
-        *CtruLight::<B, A>::encapsulate_into(pk.try_into().unwrap(), rng, ct.try_into().unwrap())
-            .unwrap()
-            .as_bytes()
-    }
-    fn decaps(sk: &[u8], ct: &[u8]) -> [u8; 32] {
-        *CtruLight::<B, A>::decapsulate_into(sk.try_into().unwrap(), ct.try_into().unwrap()).as_bytes()
-    }
-    fn import_sk(sk: &[u8]) -> bool {
-        ctru_light::SecretKey::<B>::from_bytes(sk).is_ok()
-    }
-}
-
 /// Which operations to check (each separately, so a report names its phase).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -247,32 +129,35 @@ enum Phase {
     Mqtt,
 }
 
-/// Runs `iterations` key pairs of `K`; returns the inputs checked.
-fn check<K: Kem>(label: &str, iterations: u64, phases: &[Phase]) -> usize {
+/// Runs `iterations` key pairs of `K`, the buffer API of `kem`; returns
+/// the inputs checked.
+fn check<K: BufferKem>(kem: Kem, iterations: u64, phases: &[Phase]) -> usize {
+    let label = kem.name();
     let mut checked = 0;
     for i in 0..iterations {
         let seed = 0xC7C7_0000 + i;
-        let (mut pk, mut sk, mut ct) = (vec![0u8; K::PK], vec![0u8; K::SK], vec![0u8; K::CT]);
+        let (mut pk, mut sk, mut ct) = (K::EK_ZERO, K::DK_ZERO, K::CT_ZERO);
         let mut rng = SecretRng(kem_common::test_rng(seed), phases.contains(&Phase::Keygen));
-        K::keygen(&mut rng, &mut pk, &mut sk);
+        K::keygen_into(&mut rng, &mut pk, &mut sk).expect("keygen");
         // Declassify: the public key is published (FIPS 203 §7.1 output ek; Saber/CTRU pk).
-        vg::public(&pk);
+        vg::public(pk.as_ref());
         // The secret key's embedded public parts (pk, H(pk)) are public; its
         // secret parts are marked secret whatever keygen left them as.
-        vg::public(&sk);
-        for r in K::secret_ranges() {
-            vg::secret(&sk[r]);
+        vg::public(sk.as_ref());
+        for r in kem.scheme().sk_secret_ranges() {
+            vg::secret(&sk.as_ref()[r]);
         }
         let mut rng = SecretRng(kem_common::test_rng(!seed), phases.contains(&Phase::Encaps));
-        let ss_enc = K::encaps(&pk, &mut rng, &mut ct);
+        let ss_enc = *K::encapsulate_into(&pk, &mut rng, &mut ct).expect("encaps").as_bytes();
         // Declassify: the ciphertext is sent on the wire.
-        vg::public(&ct);
+        vg::public(ct.as_ref());
         if phases.contains(&Phase::Decaps) {
-            let ss_dec = K::decaps(&sk, &ct);
+            let ss_dec = *K::decapsulate_into(&sk, &ct).as_bytes();
             // A ciphertext that fails re-encryption takes the implicit-rejection path.
-            let mut bad = ct.clone();
-            bad[(i as usize * 97) % K::CT] ^= 1 << (i % 8);
-            let ss_rej = K::decaps(&sk, &bad);
+            let mut bad = ct;
+            let at = (i as usize * 97) % bad.as_ref().len();
+            bad.as_mut()[at] ^= 1 << (i % 8);
+            let ss_rej = *K::decapsulate_into(&sk, &bad).as_bytes();
             // Declassify (test oracle only, not a protocol step): compare the results.
             vg::public(&ss_enc);
             vg::public(&ss_dec);
@@ -282,7 +167,7 @@ fn check<K: Kem>(label: &str, iterations: u64, phases: &[Phase]) -> usize {
             checked += 2;
         }
         if phases.contains(&Phase::Import) {
-            let ok = K::import_sk(&sk);
+            let ok = K::check_decapsulation_key(sk.as_ref()).is_ok();
             // Declassify: whether an honest key imports is public (it always does).
             vg::public(&[ok as u8]);
             assert!(ok, "{label}: honest secret key refused");
@@ -317,18 +202,6 @@ fn check_x25519(iterations: u64) -> usize {
     checked
 }
 
-/// The secret byte ranges of a `kem` secret key (as [`Kem::secret_ranges`]).
-fn secret_ranges_of(kem: kem_mqtt::KemId) -> Vec<std::ops::Range<usize>> {
-    use kem_mqtt::KemId;
-    match kem {
-        KemId::MlKem512 => MlKem512::secret_ranges(),
-        KemId::Kyber512R3 => Kyber512R3::secret_ranges(),
-        KemId::LightSaber => LightSaber::secret_ranges(),
-        KemId::CtruLightAscon => Ctru::<Ascon, Kred2x>::secret_ranges(),
-        KemId::CtruLightSha3 => Ctru::<Sha3, Kred2x>::secret_ranges(),
-    }
-}
-
 /// Declassifies whether `r` is `Ok`: the outcome of a check is public (the
 /// handshake goes on or stops, the record is delivered or dropped).
 fn outcome<T, E>(r: &Result<T, E>) -> bool {
@@ -351,7 +224,7 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
         BrokerHandshake, Error, Family, SensorHandshake, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN,
         RECORD_OVERHEAD,
     };
-    let suites = ["ml-kem-512+x25519", "ctru-light-ascon+x25519"];
+    let suites = ["ml-kem-512+x25519", "ml-kem-768+x25519", "ctru-light-ascon+x25519"];
     let mut results = vec![];
     for name in suites {
         let suite = Suite::from_name(name).expect("suite");
@@ -364,7 +237,7 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
             let mut setup = SecretRng(kem_common::test_rng(seed), false);
             let sensor = sensor_fixture(suite, &mut setup);
             let broker = broker_fixture(suite, &mut setup).with_client(&sensor, SuiteSet::EMPTY.with(suite));
-            for r in secret_ranges_of(kem) {
+            for r in kem.sk_secret_ranges() {
                 vg::secret(&sensor.sk[r.clone()]);
                 vg::secret(&broker.sk[r]);
             }
@@ -394,7 +267,7 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
                 // (`EphemeralKey` is `repr(transparent)` over the key bytes.)
                 vg::public(&ch[..n]);
                 vg::public_at(eph_at, kem.sk_len());
-                for r in secret_ranges_of(kem) {
+                for r in kem.sk_secret_ranges() {
                     vg::secret_at(eph_at + r.start, r.len());
                 }
                 let (await_cf, m) = BrokerHandshake::accept(&broker, &ch[..n], &mut rng, &mut bh).expect("accept");
@@ -470,11 +343,6 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
     results
 }
 
-fn run_ctru<B: Backend, A: Arithmetic>(iterations: u64, phases: &[Phase]) -> (String, usize) {
-    let label = format!("CTRU-Light<{}, {}>", <B as Backend>::NAME, <A as Arithmetic>::NAME);
-    (label.clone(), check::<Ctru<B, A>>(&label, iterations, phases))
-}
-
 /// Negative control: a deliberate branch on a secret byte. Memcheck must
 /// report it, otherwise the client requests are not reaching valgrind and a
 /// clean run of the real check would mean nothing.
@@ -498,38 +366,12 @@ fn selftest() -> ExitCode {
     }
 }
 
-/// Every KEM variant (and X25519 with key generation) through `phases`.
+/// Every KEM variant of the registry (and X25519 with key generation) through `phases`.
 fn kem_results(iterations: u64, phases: &[Phase]) -> Vec<(String, usize)> {
-    let mut results = vec![
-        (
-            MlKem512::NAME.to_string(),
-            check::<MlKem512>(MlKem512::NAME, iterations, phases),
-        ),
-        (
-            Kyber512R3::NAME.to_string(),
-            check::<Kyber512R3>(Kyber512R3::NAME, iterations, phases),
-        ),
-        // The larger FIPS 203 sets: the same code with k = 3 and 4 (no
-        // KEM-MQTT suite yet, so not in the handshake checks below).
-        (
-            MlKem768::NAME.to_string(),
-            check::<MlKem768>(MlKem768::NAME, iterations, phases),
-        ),
-        (
-            MlKem1024::NAME.to_string(),
-            check::<MlKem1024>(MlKem1024::NAME, iterations, phases),
-        ),
-        (
-            LightSaber::NAME.to_string(),
-            check::<LightSaber>(LightSaber::NAME, iterations, phases),
-        ),
-    ];
-    results.push(run_ctru::<Sha3, Kred2x>(iterations, phases));
-    results.push(run_ctru::<Sha3, MontgomeryOpt>(iterations, phases));
-    results.push(run_ctru::<Sha3, MontgomeryPlain>(iterations, phases));
-    results.push(run_ctru::<Ascon, Kred2x>(iterations, phases));
-    results.push(run_ctru::<Ascon, MontgomeryOpt>(iterations, phases));
-    results.push(run_ctru::<Ascon, MontgomeryPlain>(iterations, phases));
+    let mut results: Vec<(String, usize)> = Kem::ALL
+        .into_iter()
+        .map(|kem| (kem.name().to_string(), with_kem!(kem, K => check::<K>(kem, iterations, phases))))
+        .collect();
     if phases.contains(&Phase::Keygen) {
         results.push(("X25519".to_string(), check_x25519(iterations)));
     }

@@ -48,6 +48,10 @@ mod server {
         &kems::kyber512_r3::OPS,
         #[cfg(feature = "saber")]
         &kems::lightsaber::OPS,
+        #[cfg(feature = "ml-kem-768")]
+        &kems::ml_kem_768::OPS,
+        #[cfg(feature = "ml-kem-1024")]
+        &kems::ml_kem_1024::OPS,
         #[cfg(ctru_sha3_kred)]
         &kems::ctru_sha3_kred::OPS,
         #[cfg(ctru_sha3_montopt)]

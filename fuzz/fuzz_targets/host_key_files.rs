@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use kem_fuzz::{mutate, FuzzRng};
-use kem_mqtt::{KemId, Suite, SuiteSet};
+use kem_mqtt::{Suite, SuiteSet};
 use kem_mqtt_host::keys::{BrokerKeyFile, BrokerSecrets, Registry, RegistryFile, SensorKeyFile, SensorKeys};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
 
@@ -14,10 +14,10 @@ fn honest() -> &'static Vec<String> {
     static FILES: OnceLock<Vec<String>> = OnceLock::new();
     FILES.get_or_init(|| {
         let mut rng = FuzzRng::new(11);
-        let broker = generate_broker(&KemId::ALL, &mut rng);
+        let broker = generate_broker(&kem_mqtt::KEMS, &mut rng);
         let mut registry = Registry::default();
         let mut files = vec![serde_json::to_string(&broker.to_file()).unwrap()];
-        for (i, kem) in KemId::ALL.into_iter().enumerate() {
+        for (i, kem) in kem_mqtt::KEMS.into_iter().enumerate() {
             let suite = Suite::new(kem, i % 2 == 0);
             let keys = provision_sensor(
                 &broker,

@@ -99,7 +99,7 @@ const fn max(a: usize, b: usize) -> usize {
 
 /// Request (and marker window) id of a KEM operation.
 pub const fn kem_op_id(kem: Kem, op: KemOp) -> u8 {
-    FIRST_KEM_OP + kem as u8 * 4 + op as u8
+    FIRST_KEM_OP + kem as u8 * 3 + op as u8
 }
 
 /// Every KEM operation.

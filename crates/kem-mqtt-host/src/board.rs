@@ -18,8 +18,8 @@ use kem_mqtt::Suite;
 use crate::bridge::{Finished, Hello, RemoteSensor};
 
 /// The sensor firmware's message lengths for `kem` (`avr_wire::mqtt`).
-pub fn layout(kem: kem_mqtt::KemId) -> Layout {
-    Layout::of(kem.scheme())
+pub fn layout(kem: kem_mqtt::Scheme) -> Layout {
+    Layout::of(kem)
 }
 
 /// A start reply (`OP_START`, `OP_HELLO`), read.
@@ -206,11 +206,11 @@ impl RemoteSensor for BoardSensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kem_mqtt::KemId;
+    use kem_mqtt::Scheme;
 
     #[test]
     fn replies_and_requests_have_the_firmware_layout() {
-        let l = layout(KemId::CtruLightAscon);
+        let l = layout(Scheme::CtruLightAscon);
         let mut reply = vec![0u8; l.start_reply_len()];
         reply[1..5].copy_from_slice(&[160, 0, 3, 0]);
         reply[5..8].copy_from_slice(&[7, 8, 9]);

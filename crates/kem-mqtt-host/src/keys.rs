@@ -34,7 +34,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::OsRng;
-use kem_mqtt::{BrokerKeys, ClientEntry, KemId, Suite, SuiteSet};
+use kem_mqtt::{BrokerKeys, ClientEntry, Scheme, Suite, SuiteSet};
 use serde::{Deserialize, Serialize};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -172,8 +172,8 @@ fn unhex32(field: &str, s: &str) -> Result<[u8; 32], KeyError> {
     Ok(a)
 }
 
-fn kem_by_name(name: &str) -> Result<KemId, KeyError> {
-    KemId::from_name(name).ok_or_else(|| KeyError::Invalid(format!("unknown KEM {name:?}")))
+fn kem_by_name(name: &str) -> Result<Scheme, KeyError> {
+    Scheme::from_name(name).ok_or_else(|| KeyError::Invalid(format!("unknown KEM {name:?}")))
 }
 
 fn suite_by_name(name: &str) -> Result<Suite, KeyError> {
@@ -192,7 +192,7 @@ fn check_format(format: &str, version: u32, expected: &str) -> Result<(), KeyErr
     Ok(())
 }
 
-fn check_pair(kem: KemId, sk: &[u8], pk: &[u8], what: &str) -> Result<(), KeyError> {
+fn check_pair(kem: Scheme, sk: &[u8], pk: &[u8], what: &str) -> Result<(), KeyError> {
     // Malformed (import checks) and mismatched (the full check) are told
     // apart: the first is a damaged file, the second usually a wrong one.
     let mut embedded = vec![0u8; kem.pk_len()];
@@ -628,7 +628,7 @@ impl std::fmt::Debug for BrokerKeyFile {
 #[derive(Clone)]
 pub struct BrokerSecrets {
     /// KEM → (secret key, public key).
-    pub kems: BTreeMap<KemId, (Zeroizing<Vec<u8>>, Vec<u8>)>,
+    pub kems: BTreeMap<Scheme, (Zeroizing<Vec<u8>>, Vec<u8>)>,
     /// X25519 secret key.
     pub x25519_sk: Zeroizing<[u8; 32]>,
     /// X25519 public key.
@@ -738,7 +738,7 @@ pub struct RegistryFile {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Client {
     /// KEM of the static key.
-    pub kem: KemId,
+    pub kem: Scheme,
     /// Static KEM public key.
     pub kem_pk: Vec<u8>,
     /// Static X25519 public key.
@@ -856,7 +856,7 @@ pub struct BrokerState {
 }
 
 impl BrokerKeys for BrokerState {
-    fn kem_secret_key(&self, kem: KemId) -> Option<&[u8]> {
+    fn kem_secret_key(&self, kem: Scheme) -> Option<&[u8]> {
         self.secrets.kems.get(&kem).map(|(sk, _)| sk.as_slice())
     }
     fn x25519_secret_key(&self) -> Option<&[u8; 32]> {

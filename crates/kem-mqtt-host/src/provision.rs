@@ -1,12 +1,12 @@
 //! Provisioning: broker key generation and sensor enrolment.
 
-use kem_mqtt::{KemId, Suite, SuiteSet};
+use kem_mqtt::{Scheme, Suite, SuiteSet};
 use rand_core::CryptoRng;
 use zeroize::Zeroizing;
 
 use crate::keys::{BrokerSecrets, Client, KeyError, Registry, SensorKeys};
 
-fn keypair(kem: KemId, rng: &mut impl CryptoRng) -> (Zeroizing<Vec<u8>>, Vec<u8>) {
+fn keypair(kem: Scheme, rng: &mut impl CryptoRng) -> (Zeroizing<Vec<u8>>, Vec<u8>) {
     let mut sk = Zeroizing::new(vec![0u8; kem.sk_len()]);
     let mut pk = vec![0u8; kem.pk_len()];
     // The buffers have the exact lengths; only an RNG failure remains, and the system RNG (`OsRng`) panics on its own then.
@@ -22,7 +22,7 @@ fn x25519_pair(rng: &mut impl CryptoRng) -> (Zeroizing<[u8; 32]>, [u8; 32]) {
 }
 
 /// Generates broker static keys for `kems` and one X25519 key pair.
-pub fn generate_broker(kems: &[KemId], rng: &mut impl CryptoRng) -> BrokerSecrets {
+pub fn generate_broker(kems: &[Scheme], rng: &mut impl CryptoRng) -> BrokerSecrets {
     let (x25519_sk, x25519_pk) = x25519_pair(rng);
     BrokerSecrets {
         kems: kems.iter().map(|&k| (k, keypair(k, rng))).collect(),

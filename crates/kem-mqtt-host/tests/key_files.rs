@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kem_mqtt::{KemId, Suite, SuiteSet};
+use kem_mqtt::{Scheme, Suite, SuiteSet};
 use kem_mqtt_host::keys::{BrokerKeyFile, BrokerSecrets, KeyError, Registry, SensorKeyFile, SensorKeys};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
 use kem_mqtt_host::OsRng;
@@ -42,11 +42,11 @@ fn cli(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn hybrid(kem: KemId) -> Suite {
+fn hybrid(kem: Scheme) -> Suite {
     Suite::new(kem, true)
 }
 
-fn sensor_for(broker: &BrokerSecrets, kem: KemId) -> SensorKeys {
+fn sensor_for(broker: &BrokerSecrets, kem: Scheme) -> SensorKeys {
     let s = hybrid(kem);
     provision_sensor(
         broker,
@@ -75,16 +75,16 @@ fn secret_part(sk: &[u8], pk: &[u8]) -> std::ops::Range<usize> {
 fn key_files_and_directory_are_private() {
     let tmp = TempDir::new("perm");
     std::fs::create_dir_all(&tmp.0).unwrap();
-    let broker = generate_broker(&[KemId::MlKem512], &mut OsRng);
+    let broker = generate_broker(&[Scheme::MlKem512], &mut OsRng);
     let b = tmp.0.join("broker.json");
     broker.save(&b).unwrap();
     assert_eq!(mode(&b), 0o600, "broker key file");
     let s = tmp.0.join("sensor.json");
-    sensor_for(&broker, KemId::MlKem512).save(&s).unwrap();
+    sensor_for(&broker, Scheme::MlKem512).save(&s).unwrap();
     assert_eq!(mode(&s), 0o600, "sensor key file");
     // Saving again over a file someone made world-readable narrows it again.
     std::fs::set_permissions(&s, std::fs::Permissions::from_mode(0o644)).unwrap();
-    sensor_for(&broker, KemId::MlKem512).save(&s).unwrap();
+    sensor_for(&broker, Scheme::MlKem512).save(&s).unwrap();
     assert_eq!(mode(&s), 0o600, "sensor key file rewritten");
 
     let dir = tmp.0.join("cli");
@@ -162,8 +162,8 @@ fn each_flip(sk: &[u8], range: std::ops::Range<usize>, n: usize, mut check: impl
 fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
     let tmp = TempDir::new("flip");
     std::fs::create_dir_all(&tmp.0).unwrap();
-    let broker = generate_broker(&KemId::ALL, &mut OsRng);
-    for kem in KemId::ALL {
+    let broker = generate_broker(&kem_mqtt::KEMS, &mut OsRng);
+    for kem in kem_mqtt::KEMS {
         let keys = sensor_for(&broker, kem);
         let range = secret_part(&keys.kem_sk, &keys.kem_pk);
         // Every byte of the secret part, one random bit each: refused as a
@@ -221,8 +221,8 @@ fn a_bit_flip_in_the_secret_part_of_every_kem_secret_key_is_caught_at_load() {
 
 #[test]
 fn debug_output_never_shows_a_secret() {
-    let broker = generate_broker(&[KemId::CtruLightAscon], &mut OsRng);
-    let keys = sensor_for(&broker, KemId::CtruLightAscon);
+    let broker = generate_broker(&[Scheme::CtruLightAscon], &mut OsRng);
+    let keys = sensor_for(&broker, Scheme::CtruLightAscon);
     let sensor_file: SensorKeyFile = keys.to_file();
     let broker_file: BrokerKeyFile = broker.to_file();
     let secrets = [
@@ -252,8 +252,8 @@ fn debug_output_never_shows_a_secret() {
 
 #[test]
 fn all_zero_x25519_secrets_are_refused() {
-    let broker = generate_broker(&[KemId::MlKem512], &mut OsRng);
-    let keys = sensor_for(&broker, KemId::MlKem512);
+    let broker = generate_broker(&[Scheme::MlKem512], &mut OsRng);
+    let keys = sensor_for(&broker, Scheme::MlKem512);
     let zero_pk = base16ct::lower::encode_string(&x25519_dalek::x25519([0; 32], x25519_dalek::X25519_BASEPOINT_BYTES));
 
     // Sensor key file: an all-zero static X25519 secret key (with its public key).
@@ -309,12 +309,12 @@ fn all_zero_x25519_secrets_are_refused() {
 fn the_key_pair_check_still_accepts_every_honest_key() {
     let tmp = TempDir::new("honest");
     std::fs::create_dir_all(&tmp.0).unwrap();
-    let broker = generate_broker(&KemId::ALL, &mut OsRng);
+    let broker = generate_broker(&kem_mqtt::KEMS, &mut OsRng);
     let path = tmp.0.join("broker.json");
     broker.save(&path).unwrap();
     let loaded = BrokerSecrets::load(&path).unwrap();
-    assert_eq!(loaded.kems.len(), KemId::ALL.len());
-    for kem in KemId::ALL {
+    assert_eq!(loaded.kems.len(), kem_mqtt::KEMS.len());
+    for kem in kem_mqtt::KEMS {
         let keys = sensor_for(&broker, kem);
         let path = tmp.0.join(format!("s-{}.json", kem.name()));
         keys.save(&path).unwrap();
@@ -384,8 +384,8 @@ fn parallel_provisioning_runs_lose_no_enrolment() {
 fn two_threads_saving_one_key_path_both_succeed() {
     let tmp = TempDir::new("threads");
     std::fs::create_dir_all(&tmp.0).unwrap();
-    let broker = generate_broker(&[KemId::CtruLightAscon], &mut OsRng);
-    let keys = sensor_for(&broker, KemId::CtruLightAscon);
+    let broker = generate_broker(&[Scheme::CtruLightAscon], &mut OsRng);
+    let keys = sensor_for(&broker, Scheme::CtruLightAscon);
     let path = tmp.0.join("sensor-s.json");
     let failures: usize = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
@@ -405,8 +405,8 @@ fn two_threads_saving_one_key_path_both_succeed() {
 fn key_files_others_may_read_are_refused() {
     let tmp = TempDir::new("modes");
     std::fs::create_dir_all(&tmp.0).unwrap();
-    let broker = generate_broker(&[KemId::CtruLightAscon], &mut OsRng);
-    let keys = sensor_for(&broker, KemId::CtruLightAscon);
+    let broker = generate_broker(&[Scheme::CtruLightAscon], &mut OsRng);
+    let keys = sensor_for(&broker, Scheme::CtruLightAscon);
     let (sensor_path, broker_path) = (tmp.0.join("sensor.json"), tmp.0.join("broker.json"));
     keys.save(&sensor_path).unwrap();
     broker.save(&broker_path).unwrap();

@@ -35,7 +35,7 @@ mod x25519_backend {
 
 use crate::kem::{self, KemFail};
 use crate::record::{DirectionKeys, Role, Session};
-use crate::suite::{Family, KemId, Suite, SuiteSet, ENABLED_MAX_EPHEMERAL_SK_LEN};
+use crate::suite::{Family, Scheme, Suite, SuiteSet, ENABLED_MAX_EPHEMERAL_SK_LEN};
 use crate::sym::{kdf, kdf32, Secret32, Xof};
 use crate::{Error, MAC_LEN, MAX_CLIENT_ID_LEN, MSG_BROKER_HELLO, MSG_CLIENT_FINISHED, MSG_CLIENT_HELLO, VERSION};
 
@@ -86,7 +86,7 @@ pub fn static_x25519_secret(x25519_sk: &[u8; 32], broker_x25519_pk: &[u8; 32]) -
 #[derive(Clone, Copy, Debug)]
 pub struct ClientEntry<'a> {
     /// The KEM of the client's static key.
-    pub kem: KemId,
+    pub kem: Scheme,
     /// The client's static KEM public key.
     pub kem_pk: &'a [u8],
     /// The client's static X25519 public key (required for hybrid suites).
@@ -98,7 +98,7 @@ pub struct ClientEntry<'a> {
 /// The broker's long-term material and client registry.
 pub trait BrokerKeys {
     /// The broker's static secret key for `kem`, if it has one.
-    fn kem_secret_key(&self, kem: KemId) -> Option<&[u8]>;
+    fn kem_secret_key(&self, kem: Scheme) -> Option<&[u8]>;
     /// The broker's static X25519 secret key, if it has one.
     fn x25519_secret_key(&self) -> Option<&[u8; 32]>;
     /// The registry entry of `client_id`.
@@ -248,7 +248,7 @@ pub struct SensorHandshake;
 
 /// Storage for the sensor's ephemeral KEM secret key from
 /// [`SensorHandshake::start`] to [`AwaitBrokerHello::receive_broker_hello`]
-/// (sized for the largest enabled KEM's [`KemId::ephemeral_sk_len`]),
+/// (sized for the largest enabled KEM's [`Scheme::ephemeral_sk_len`]),
 /// zeroized on drop.
 ///
 /// [`SensorHandshake::start`] keeps one inside the state it returns;
@@ -413,7 +413,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// part of the BrokerHello is processed.
     pub fn ephemeral_public_key(&self) -> &[u8] {
         let kem = self.suite.kem();
-        let at = kem.ephemeral_pk_offset();
+        let at = kem.compact_sk_pk_offset();
         match self.head_done {
             false => self.sk_e.borrow().0.get(at..at + kem.pk_len()).unwrap_or(&[]),
             true => &[],
@@ -443,10 +443,10 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
             .sk_e
             .borrow_mut()
             .0
-            .get_mut(..kem.ephemeral_sk_len())
+            .get_mut(..kem.compact_sk_len())
             .ok_or(Error::InvalidKey)?;
         kem::keygen_ephemeral(kem, rng, sk_e).map_err(|_| Error::Rng)?;
-        let pk_at = kem.ephemeral_pk_offset();
+        let pk_at = kem.compact_sk_pk_offset();
         let pk_e = sk_e.get(pk_at..pk_at + kem.pk_len()).ok_or(Error::InvalidKey)?;
         let rest = if split {
             rest
@@ -581,7 +581,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         check_suite(part, suite, expected)?;
         check_len(part, suite.broker_hello_head_len())?;
         let ct_e = part.get(3 + NONCE_LEN..).unwrap_or(&[]);
-        let sk_e = self.sk_e.borrow().0.get(..kem.ephemeral_sk_len()).unwrap_or(&[]);
+        let sk_e = self.sk_e.borrow().0.get(..kem.compact_sk_len()).unwrap_or(&[]);
         self.ss_e = kem::decapsulate_ephemeral(kem, sk_e, ct_e)
             .map(|ss| Secret32(*ss.as_bytes()))
             .map_err(|_| Error::InvalidKey)?;

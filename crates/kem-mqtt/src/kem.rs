@@ -3,8 +3,23 @@
 use kem_common::SharedSecret;
 use rand_core::TryCryptoRng;
 
-use crate::suite::KemId;
+use crate::suite::Scheme;
 use crate::Error;
+
+/// Whether `kem` is compiled in: its cargo feature (spelled as the
+/// registry's name) is on. This file is the crate's one list of KEMs.
+pub(crate) const fn compiled_in(kem: Scheme) -> bool {
+    match kem {
+        Scheme::CtruLightAscon => cfg!(feature = "ctru-light-ascon"),
+        Scheme::CtruLightSha3 => cfg!(feature = "ctru-light-sha3"),
+        Scheme::MlKem512 => cfg!(feature = "ml-kem-512"),
+        Scheme::Kyber512R3 => cfg!(feature = "kyber512-r3"),
+        Scheme::LightSaber => cfg!(feature = "lightsaber"),
+        Scheme::MlKem768 => cfg!(feature = "ml-kem-768"),
+        // No KEM-MQTT suite (`Scheme::mqtt_id`).
+        Scheme::MlKem1024 => false,
+    }
+}
 
 /// Which key a KEM call failed to import (mapped to a typed [`Error`] by the caller).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,27 +35,32 @@ macro_rules! dispatch {
     ($kem:expr, $m:ident => $body:expr, else $fallback:expr) => {
         match $kem {
             #[cfg(feature = "ctru-light-ascon")]
-            KemId::CtruLightAscon => {
+            Scheme::CtruLightAscon => {
                 use ctru_light_ascon as $m;
                 $body
             }
             #[cfg(feature = "ctru-light-sha3")]
-            KemId::CtruLightSha3 => {
+            Scheme::CtruLightSha3 => {
                 use ctru_light_sha3 as $m;
                 $body
             }
             #[cfg(feature = "ml-kem-512")]
-            KemId::MlKem512 => {
+            Scheme::MlKem512 => {
                 use ml_kem_512 as $m;
                 $body
             }
+            #[cfg(feature = "ml-kem-768")]
+            Scheme::MlKem768 => {
+                use ml_kem_768 as $m;
+                $body
+            }
             #[cfg(feature = "kyber512-r3")]
-            KemId::Kyber512R3 => {
+            Scheme::Kyber512R3 => {
                 use kyber512_r3 as $m;
                 $body
             }
             #[cfg(feature = "lightsaber")]
-            KemId::LightSaber => {
+            Scheme::LightSaber => {
                 use lightsaber as $m;
                 $body
             }
@@ -93,6 +113,8 @@ macro_rules! kyber_module {
 kyber_module!(ml_kem_512, kyber512_avr::ml_kem_512);
 #[cfg(feature = "kyber512-r3")]
 kyber_module!(kyber512_r3, kyber512_avr::kyber512_r3);
+#[cfg(feature = "ml-kem-768")]
+kyber_module!(ml_kem_768, kyber512_avr::ml_kem_768);
 
 #[cfg(feature = "lightsaber")]
 mod lightsaber {
@@ -117,7 +139,7 @@ mod lightsaber {
 
 /// Generates a key pair into `pk_out` (exactly `pk_len`) and `sk_out` (exactly `sk_len`).
 pub(crate) fn keygen(
-    kem: KemId,
+    kem: Scheme,
     rng: &mut impl TryCryptoRng,
     pk_out: &mut [u8],
     sk_out: &mut [u8],
@@ -130,12 +152,12 @@ pub(crate) fn keygen(
 }
 
 /// Generates an ephemeral key pair into `sk_out` alone (exactly
-/// [`KemId::ephemeral_sk_len`]): the public key is the field at
-/// [`KemId::ephemeral_pk_offset`]. LightSaber's is its compact secret key;
+/// [`Scheme::compact_sk_len`]): the public key is the field at
+/// [`Scheme::compact_sk_pk_offset`]. LightSaber's is its compact secret key;
 /// every other KEM's is its secret key.
-pub(crate) fn keygen_ephemeral(kem: KemId, rng: &mut impl TryCryptoRng, sk_out: &mut [u8]) -> Result<(), KemFail> {
+pub(crate) fn keygen_ephemeral(kem: Scheme, rng: &mut impl TryCryptoRng, sk_out: &mut [u8]) -> Result<(), KemFail> {
     #[cfg(feature = "lightsaber")]
-    if kem == KemId::LightSaber {
+    if kem == Scheme::LightSaber {
         let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
         return lightsaber_avr::keygen_compact_into(rng, sk).map_err(|_| KemFail::Rng);
     }
@@ -147,9 +169,9 @@ pub(crate) fn keygen_ephemeral(kem: KemId, rng: &mut impl TryCryptoRng, sk_out: 
 
 /// [`decapsulate`] with an ephemeral secret key of [`keygen_ephemeral`]
 /// (checked in place first, as every secret key here).
-pub(crate) fn decapsulate_ephemeral(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
+pub(crate) fn decapsulate_ephemeral(kem: Scheme, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
     #[cfg(feature = "lightsaber")]
-    if kem == KemId::LightSaber {
+    if kem == Scheme::LightSaber {
         return decapsulate_compact_lightsaber(sk, ct);
     }
     decapsulate(kem, sk, ct)
@@ -173,7 +195,7 @@ fn decapsulate_compact_lightsaber(sk: &[u8], ct: &[u8]) -> Result<SharedSecret, 
 
 /// Encapsulates to `pk`, writing the ciphertext to `ct_out` (exactly `ct_len`).
 pub(crate) fn encapsulate(
-    kem: KemId,
+    kem: Scheme,
     pk: &[u8],
     rng: &mut impl TryCryptoRng,
     ct_out: &mut [u8],
@@ -191,12 +213,12 @@ pub(crate) fn encapsulate(
 /// Whether `sk` is a well-formed secret key of `kem` (checked in place, in a
 /// frame of its own that is gone before the KEM runs).
 #[inline(never)]
-fn secret_key_ok(kem: KemId, sk: &[u8]) -> bool {
+fn secret_key_ok(kem: Scheme, sk: &[u8]) -> bool {
     dispatch!(kem, m => m::secret_key_ok(sk), else false)
 }
 
 /// Decapsulates `ct` with `sk`.
-pub(crate) fn decapsulate(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
+pub(crate) fn decapsulate(kem: Scheme, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
     if !secret_key_ok(kem, sk) {
         return Err(KemFail::SecretKey);
     }
@@ -209,14 +231,14 @@ pub(crate) fn decapsulate(kem: KemId, sk: &[u8], ct: &[u8]) -> Result<SharedSecr
 
 /// Checks that `pk` is a valid public key of `kem`.
 #[inline(never)]
-pub fn check_public_key(kem: KemId, pk: &[u8]) -> Result<(), Error> {
+pub fn check_public_key(kem: Scheme, pk: &[u8]) -> Result<(), Error> {
     dispatch!(kem, m => {
         m::PublicKey::from_bytes(pk).map(|_| ()).map_err(|_| Error::InvalidKey)
-    }, else Err(Error::SuiteNotSupported(kem as u8)))
+    }, else Err(Error::SuiteNotSupported(kem.mqtt_id().unwrap_or(0))))
 }
 
 /// Checks that `sk` is a valid secret key of `kem` and returns its public key into `pk_out`.
-pub fn public_key_of(kem: KemId, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Error> {
+pub fn public_key_of(kem: Scheme, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Error> {
     if pk_out.len() != kem.pk_len() {
         return Err(Error::BufferTooSmall { needed: kem.pk_len() });
     }
@@ -224,7 +246,7 @@ pub fn public_key_of(kem: KemId, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Err
         let sk = m::SecretKey::from_bytes(sk).map_err(|_| Error::InvalidKey)?;
         copy(pk_out, m::public_of(&sk).as_bytes());
         Ok(())
-    }, else Err(Error::SuiteNotSupported(kem as u8)))
+    }, else Err(Error::SuiteNotSupported(kem.mqtt_id().unwrap_or(0))))
 }
 
 /// The full check that `sk` and `pk` are one key pair of `kem`, for keys
@@ -248,7 +270,7 @@ pub fn public_key_of(kem: KemId, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Err
 /// flipped z changes only the keys derived from invalid ciphertexts.
 ///
 /// Any failure is [`Error::InvalidKey`] ([`Error::Rng`] if `rng` fails).
-pub fn check_key_pair(kem: KemId, sk: &[u8], pk: &[u8], rng: &mut impl TryCryptoRng) -> Result<(), Error> {
+pub fn check_key_pair(kem: Scheme, sk: &[u8], pk: &[u8], rng: &mut impl TryCryptoRng) -> Result<(), Error> {
     check_public_key(kem, pk)?;
     let mut embedded = [0u8; crate::suite::MAX_PK_LEN];
     let embedded = embedded.get_mut(..kem.pk_len()).ok_or(Error::InvalidKey)?;
@@ -278,7 +300,7 @@ fn copy(out: &mut [u8], src: &[u8]) {
 /// Generates a static key pair of `kem` into `pk_out` (`kem.pk_len()` bytes)
 /// and `sk_out` (`kem.sk_len()` bytes), e.g. for provisioning.
 pub fn generate_keypair(
-    kem: KemId,
+    kem: Scheme,
     rng: &mut impl TryCryptoRng,
     pk_out: &mut [u8],
     sk_out: &mut [u8],

@@ -17,7 +17,7 @@
 //! use kem_mqtt::*;
 //! # use kem_mqtt::testing::{broker_fixture, sensor_fixture};
 //! # let mut rng = kem_common::test_rng(1);
-//! # let suite = Suite::new(KemId::CtruLightAscon, false);
+//! # let suite = Suite::new(Scheme::CtruLightAscon, false);
 //! # let (broker, sensor) = (broker_fixture(suite, &mut rng), sensor_fixture(suite, &mut rng));
 //! # let broker = broker.with_client(&sensor, SuiteSet::for_kem(suite.kem(), false));
 //! # let (mut f1, mut f2, mut f3) = ([0u8; MAX_CLIENT_HELLO_LEN], [0u8; MAX_BROKER_HELLO_LEN], [0u8; 64]);
@@ -33,8 +33,9 @@
 //!
 //! # Suites
 //!
-//! One id byte `kem << 4 | mode` (mode 1 pure, 2 hybrid with X25519); the
-//! family follows the KEM (Ascon for CTRU-Light (Ascon), SHA3 otherwise):
+//! One id byte `kem << 4 | mode` (mode 1 pure, 2 hybrid with X25519; `kem` is
+//! the registry's `Scheme::mqtt_id`); the family follows the KEM (Ascon for
+//! CTRU-Light (Ascon), SHA3 otherwise). ML-KEM-1024 has no suite.
 //!
 //! | id | KEM | X25519 | family | ClientHello | BrokerHello | ClientFinished |
 //! |---|---|---|---|---|---|---|
@@ -48,6 +49,8 @@
 //! | 0x42 | Kyber512 (round 3) | ✓ | SHA3 | 1636 + n | 1635 | 34 |
 //! | 0x51 | LightSaber | – | SHA3 | 1444 + n | 1539 | 34 |
 //! | 0x52 | LightSaber | ✓ | SHA3 | 1476 + n | 1571 | 34 |
+//! | 0x61 | ML-KEM-768 | – | SHA3 | 2308 + n | 2243 | 34 |
+//! | 0x62 | ML-KEM-768 | ✓ | SHA3 | 2340 + n | 2275 | 34 |
 //!
 //! (n = client id length, 1..=64 bytes of `[A-Za-z0-9._-]`.)
 //!
@@ -145,7 +148,7 @@ pub use handshake::{
 };
 pub use kem::{check_key_pair, check_public_key, generate_keypair, public_key_of};
 pub use record::{Role, Session, MAX_TOPIC_LEN, RECORD_LABEL, RECORD_OVERHEAD, REPLAY_WINDOW, SEQ_LEN, TAG_LEN};
-pub use suite::{Family, KemId, Suite, SuiteSet};
+pub use suite::{kem_enabled, Family, Scheme, Suite, SuiteSet, KEMS};
 
 /// Protocol version byte.
 pub const VERSION: u8 = 0x01;

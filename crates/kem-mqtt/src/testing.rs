@@ -4,13 +4,13 @@ use rand_core::CryptoRng;
 
 use crate::handshake::{BrokerKeys, ClientEntry, SensorCredentials};
 use crate::kem;
-use crate::suite::{KemId, Suite, SuiteSet, MAX_PK_LEN, MAX_SK_LEN};
+use crate::suite::{Scheme, Suite, SuiteSet, MAX_PK_LEN, MAX_SK_LEN};
 
 /// A broker with static keys for one KEM and at most one registered client.
 #[derive(Clone)]
 pub struct BrokerFixture {
     /// The broker's KEM.
-    pub kem: KemId,
+    pub kem: Scheme,
     /// Static KEM secret key (first `kem.sk_len()` bytes).
     pub sk: [u8; MAX_SK_LEN],
     /// Static KEM public key (first `kem.pk_len()` bytes).
@@ -24,7 +24,7 @@ pub struct BrokerFixture {
 }
 
 /// The registered client: id, id length, KEM, KEM public key, X25519 public key, policy.
-pub type RegisteredClient = ([u8; 16], usize, KemId, [u8; MAX_PK_LEN], Option<[u8; 32]>, SuiteSet);
+pub type RegisteredClient = ([u8; 16], usize, Scheme, [u8; MAX_PK_LEN], Option<[u8; 32]>, SuiteSet);
 
 /// A sensor's static keys.
 #[derive(Clone)]
@@ -34,7 +34,7 @@ pub struct SensorFixture {
     /// Client id length.
     pub id_len: usize,
     /// The sensor's KEM.
-    pub kem: KemId,
+    pub kem: Scheme,
     /// Static KEM secret key.
     pub sk: [u8; MAX_SK_LEN],
     /// Static KEM public key.
@@ -45,7 +45,7 @@ pub struct SensorFixture {
     pub x_pk: [u8; 32],
 }
 
-fn keys(kem: KemId, rng: &mut impl CryptoRng) -> ([u8; MAX_SK_LEN], [u8; MAX_PK_LEN], [u8; 32], [u8; 32]) {
+fn keys(kem: Scheme, rng: &mut impl CryptoRng) -> ([u8; MAX_SK_LEN], [u8; MAX_PK_LEN], [u8; 32], [u8; 32]) {
     let mut sk = [0u8; MAX_SK_LEN];
     let mut pk = [0u8; MAX_PK_LEN];
     let _ = kem::keygen(kem, rng, &mut pk[..kem.pk_len()], &mut sk[..kem.sk_len()]);
@@ -122,7 +122,7 @@ impl SensorFixture {
 }
 
 impl BrokerKeys for BrokerFixture {
-    fn kem_secret_key(&self, kem: KemId) -> Option<&[u8]> {
+    fn kem_secret_key(&self, kem: Scheme) -> Option<&[u8]> {
         (kem == self.kem).then(|| &self.sk[..kem.sk_len()])
     }
     fn x25519_secret_key(&self) -> Option<&[u8; 32]> {

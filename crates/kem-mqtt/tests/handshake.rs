@@ -106,7 +106,10 @@ fn flight_sizes_per_suite() {
         (0x42, 1644, 1635),
         (0x51, 1452, 1539),
         (0x52, 1484, 1571),
+        (0x61, 2316, 2243),
+        (0x62, 2348, 2275),
     ];
+    assert_eq!(table.len(), Suite::ALL.len());
     for (id, ch, bh) in table {
         let suite = Suite::from_id(id).unwrap();
         assert_eq!(suite.client_hello_len(8), ch, "{}", suite.name());
@@ -119,7 +122,7 @@ fn flight_sizes_per_suite() {
 
 #[test]
 fn sessions_of_two_handshakes_differ() {
-    let suite = Suite::new(KemId::CtruLightAscon, true);
+    let suite = Suite::new(Scheme::CtruLightAscon, true);
     let (_, mut s1, _) = handshake(suite, 1);
     let (_, _, mut b2) = handshake(suite, 2);
     let mut rec = [0u8; 40];
@@ -507,7 +510,7 @@ fn impostor_with_id(impostor: &SensorFixture, sensor: &SensorFixture) -> SensorF
 
 #[test]
 fn downgrade_to_pure_is_refused_by_a_hybrid_only_policy() {
-    for kem in KemId::ALL {
+    for kem in kem_mqtt::KEMS {
         let hybrid = Suite::new(kem, true);
         let pure = Suite::new(kem, false);
         let (broker, sensor, mut r) = setup(hybrid, 400 + kem as u64);
@@ -558,10 +561,10 @@ fn downgrade_to_pure_is_refused_by_a_hybrid_only_policy() {
 
 #[test]
 fn policy_registry_and_key_errors() {
-    let suite = Suite::new(KemId::MlKem512, true);
+    let suite = Suite::new(Scheme::MlKem512, true);
     let (broker, sensor, mut r) = setup(suite, 500);
     // A suite of another KEM than the client's registered key.
-    let other = Suite::new(KemId::Kyber512R3, true);
+    let other = Suite::new(Scheme::Kyber512R3, true);
     let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
     let other_sensor = sensor_fixture(other, &mut r);
     let other_broker = broker_fixture(other, &mut r);
@@ -575,7 +578,7 @@ fn policy_registry_and_key_errors() {
     let mut no_keys = other_broker
         .clone()
         .with_client(&other_sensor, SuiteSet::for_kem(other.kem(), false));
-    no_keys.kem = KemId::LightSaber;
+    no_keys.kem = Scheme::LightSaber;
     assert_eq!(
         BrokerHandshake::accept(&no_keys, &ch, &mut r, &mut buf).err(),
         Some(Error::SuiteNotSupported(other.id()))
@@ -632,8 +635,8 @@ fn policy_registry_and_key_errors() {
 #[test]
 fn invalid_ephemeral_key_and_low_order_share() {
     for suite in [
-        Suite::new(KemId::CtruLightAscon, true),
-        Suite::new(KemId::MlKem512, true),
+        Suite::new(Scheme::CtruLightAscon, true),
+        Suite::new(Scheme::MlKem512, true),
     ] {
         let (broker, sensor, mut r) = setup(suite, 600);
         let pk_len = suite.kem().pk_len();
@@ -663,8 +666,8 @@ fn invalid_ephemeral_key_and_low_order_share() {
 #[test]
 fn truncated_and_oversized_flights() {
     for suite in [
-        Suite::new(KemId::CtruLightSha3, false),
-        Suite::new(KemId::LightSaber, true),
+        Suite::new(Scheme::CtruLightSha3, false),
+        Suite::new(Scheme::LightSaber, true),
     ] {
         let (broker, sensor, mut r) = setup(suite, 700);
         let ch = suite.client_hello_len(8);
@@ -722,7 +725,7 @@ fn truncated_and_oversized_flights() {
 
 #[test]
 fn messages_in_the_wrong_state_are_unexpected() {
-    let suite = Suite::new(KemId::CtruLightAscon, false);
+    let suite = Suite::new(Scheme::CtruLightAscon, false);
     let (broker, sensor, mut r) = setup(suite, 800);
     let (fl, _) = run(suite, &broker, &sensor, &mut r, |_, _| {});
     let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
@@ -744,7 +747,7 @@ fn messages_in_the_wrong_state_are_unexpected() {
 
 #[test]
 fn replayed_reordered_and_moved_records() {
-    let (_, mut s, mut b) = handshake(Suite::new(KemId::CtruLightAscon, true), 900);
+    let (_, mut s, mut b) = handshake(Suite::new(Scheme::CtruLightAscon, true), 900);
     let topic = b"kem-mqtt/data/sensor-1";
     let mut recs = vec![];
     for i in 0..100u8 {
@@ -800,7 +803,7 @@ fn replayed_reordered_and_moved_records() {
 
 #[test]
 fn garbage_never_panics() {
-    let suite = Suite::new(KemId::CtruLightAscon, true);
+    let suite = Suite::new(Scheme::CtruLightAscon, true);
     let (broker, sensor, mut r) = setup(suite, 1000);
     let mut g = rng(5);
     let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];

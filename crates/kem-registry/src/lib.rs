@@ -11,6 +11,10 @@
 #[cfg(feature = "ctru-light")]
 use ctru_light::params as ctru;
 #[cfg(feature = "kyber512-avr")]
+use kyber512_avr::ml_kem_1024::params as kyber1024;
+#[cfg(feature = "kyber512-avr")]
+use kyber512_avr::ml_kem_768::params as kyber768;
+#[cfg(feature = "kyber512-avr")]
 use kyber512_avr::params as kyber;
 #[cfg(feature = "lightsaber-avr")]
 use lightsaber_avr::params as saber;
@@ -27,11 +31,16 @@ pub use kyber512_avr;
 #[doc(hidden)]
 pub use lightsaber_avr;
 
+/// NIST's ACVP known-answer files for FIPS 203 (`key-gen.json`,
+/// `encap-decap.json`; provenance in the folder's README), from the
+/// workspace root.
+pub const ACVP_DIR: &str = "kat-vectors/ml-kem-acvp";
+
 /// Shared-secret bytes (every scheme here).
 pub const SS_LEN: usize = 32;
 
 #[cfg(feature = "kyber512-avr")]
-const _: () = assert!(kyber::SS_BYTES == SS_LEN);
+const _: () = assert!(kyber::SS_BYTES == SS_LEN && kyber768::SS_BYTES == SS_LEN && kyber1024::SS_BYTES == SS_LEN);
 #[cfg(feature = "lightsaber-avr")]
 const _: () = assert!(saber::SS_BYTES == SS_LEN);
 #[cfg(feature = "ctru-light")]
@@ -41,6 +50,21 @@ const _: () = assert!(ctru::SS_BYTES == SS_LEN);
 /// configuration error: a `const` that asks fails to build).
 const fn not_compiled_in() -> usize {
     panic!("this scheme's crate is not compiled in (kem-registry feature off)")
+}
+
+/// `a == b`, in a `const fn` (names are public: no constant time needed).
+const fn bytes_equal(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// A KEM scheme: one specification, one official KAT file, one set of
@@ -57,6 +81,21 @@ pub enum Scheme {
     CtruLightSha3,
     /// CTRU-Light (revision 1), Ascon back-end.
     CtruLightAscon,
+    /// FIPS 203 ML-KEM-768.
+    MlKem768,
+    /// FIPS 203 ML-KEM-1024.
+    MlKem1024,
+}
+
+/// The permutation behind a scheme's hashes and XOFs (KEM-MQTT runs its
+/// transcript hash and key schedule on the same one, so a sensor carries
+/// one permutation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Permutation {
+    /// Keccak-f\[1600\] (SHA-3, SHAKE).
+    Keccak,
+    /// Ascon-p\[12\].
+    Ascon,
 }
 
 /// The largest of one length over every scheme.
@@ -88,28 +127,125 @@ pub const MAX_CT_LEN: usize = max_over_schemes!(ct_len);
 
 impl Scheme {
     /// Every scheme.
-    pub const ALL: [Scheme; 5] = [
+    pub const ALL: [Scheme; 7] = [
         Scheme::MlKem512,
         Scheme::Kyber512R3,
         Scheme::LightSaber,
         Scheme::CtruLightSha3,
         Scheme::CtruLightAscon,
+        Scheme::MlKem768,
+        Scheme::MlKem1024,
     ];
 
-    /// The stable short name: key files, tables, `cargo xtask kat --scheme`.
+    /// The stable short name: key files, tables, `cargo xtask kat
+    /// --scheme`, and the cargo feature that selects the scheme wherever
+    /// one does (`kem-mqtt`, the firmware).
     pub const fn name(self) -> &'static str {
-        match self {
-            Scheme::MlKem512 => "ml-kem-512",
-            Scheme::Kyber512R3 => "kyber512-r3",
-            Scheme::LightSaber => "lightsaber",
-            Scheme::CtruLightSha3 => "ctru-light-sha3",
-            Scheme::CtruLightAscon => "ctru-light-ascon",
+        self.names().0
+    }
+
+    /// The name of the scheme's hybrid KEM-MQTT suite (the KEM and X25519).
+    pub const fn hybrid_name(self) -> &'static str {
+        self.names().1
+    }
+
+    /// Both names from one literal each.
+    const fn names(self) -> (&'static str, &'static str) {
+        macro_rules! names {
+            ($($s:ident => $n:literal,)*) => {
+                match self {
+                    $(Scheme::$s => ($n, concat!($n, "+x25519")),)*
+                }
+            };
+        }
+        names! {
+            MlKem512 => "ml-kem-512",
+            Kyber512R3 => "kyber512-r3",
+            LightSaber => "lightsaber",
+            CtruLightSha3 => "ctru-light-sha3",
+            CtruLightAscon => "ctru-light-ascon",
+            MlKem768 => "ml-kem-768",
+            MlKem1024 => "ml-kem-1024",
         }
     }
 
+    /// The KEM's id in KEM-MQTT/1 (a suite id's high nibble), for the
+    /// schemes that have suites. ML-KEM-1024 has none: its 3,168-byte
+    /// secret key and 1,568-byte ciphertexts fit no 8-bit sensor we serve.
+    pub const fn mqtt_id(self) -> Option<u8> {
+        match self {
+            Scheme::CtruLightAscon => Some(1),
+            Scheme::CtruLightSha3 => Some(2),
+            Scheme::MlKem512 => Some(3),
+            Scheme::Kyber512R3 => Some(4),
+            Scheme::LightSaber => Some(5),
+            Scheme::MlKem768 => Some(6),
+            Scheme::MlKem1024 => None,
+        }
+    }
+
+    /// The scheme with KEM-MQTT id `id` (see [`Scheme::mqtt_id`]).
+    pub const fn from_mqtt_id(id: u8) -> Option<Scheme> {
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if let Some(m) = Self::ALL[i].mqtt_id() {
+                if m == id {
+                    return Some(Self::ALL[i]);
+                }
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The permutation behind the scheme's hashes.
+    pub const fn permutation(self) -> Permutation {
+        match self {
+            Scheme::CtruLightAscon => Permutation::Ascon,
+            _ => Permutation::Keccak,
+        }
+    }
+
+    /// How people write the scheme's name (tables, reports).
+    pub const fn title(self) -> &'static str {
+        match self {
+            Scheme::MlKem512 => "ML-KEM-512",
+            Scheme::Kyber512R3 => "Kyber512 (round 3)",
+            Scheme::LightSaber => "LightSaber",
+            Scheme::CtruLightSha3 => "CTRU-Light (SHA3)",
+            Scheme::CtruLightAscon => "CTRU-Light (Ascon)",
+            Scheme::MlKem768 => "ML-KEM-768",
+            Scheme::MlKem1024 => "ML-KEM-1024",
+        }
+    }
+
+    /// Random bytes one key generation draws when it needs no retry: d ‖ z
+    /// (FIPS 203, and round-3 Kyber's two seeds), LightSaber's seed_A,
+    /// seed_s and z, CTRU-Light's seed and z.
+    pub const fn keygen_random_bytes(self) -> usize {
+        match self {
+            Scheme::LightSaber => 96,
+            _ => 64,
+        }
+    }
+
+    /// Whether key generation may draw again (CTRU-Light retries when f is
+    /// not invertible, on public information): its cycles and its random
+    /// bytes then vary from key to key.
+    pub const fn keygen_retries(self) -> bool {
+        matches!(self, Scheme::CtruLightSha3 | Scheme::CtruLightAscon)
+    }
+
     /// The scheme named `name` (see [`Scheme::name`]).
-    pub fn from_name(name: &str) -> Option<Scheme> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
+    pub const fn from_name(name: &str) -> Option<Scheme> {
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if bytes_equal(name.as_bytes(), Self::ALL[i].name().as_bytes()) {
+                return Some(Self::ALL[i]);
+            }
+            i += 1;
+        }
+        None
     }
 
     /// Public (encapsulation) key bytes.
@@ -117,6 +253,10 @@ impl Scheme {
         match self {
             #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::EK_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem768 => kyber768::EK_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem1024 => kyber1024::EK_BYTES,
             #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::PK_BYTES,
             #[cfg(feature = "ctru-light")]
@@ -131,6 +271,10 @@ impl Scheme {
         match self {
             #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem768 => kyber768::DK_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem1024 => kyber1024::DK_BYTES,
             #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::SK_BYTES,
             #[cfg(feature = "ctru-light")]
@@ -145,6 +289,10 @@ impl Scheme {
         match self {
             #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::CT_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem768 => kyber768::CT_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem1024 => kyber1024::CT_BYTES,
             #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::CT_BYTES,
             #[cfg(feature = "ctru-light")]
@@ -166,12 +314,33 @@ impl Scheme {
         }
     }
 
+    /// Where the public key sits inside the secret key, after the PKE
+    /// secret (ŝ, s or f): every scheme here stores secret ‖ pk ‖ (H(pk)) ‖
+    /// z, the implicit-rejection secret z in the last 32 bytes.
+    pub const fn sk_pk_offset(self) -> usize {
+        match self {
+            #[cfg(feature = "lightsaber-avr")]
+            Scheme::LightSaber => saber::SK_PKE_BYTES,
+            _ => self.compact_sk_pk_offset(),
+        }
+    }
+
+    /// The byte ranges of a secret key that are secret: the PKE secret and
+    /// z (the embedded public key and its hash are public).
+    pub const fn sk_secret_ranges(self) -> [core::ops::Range<usize>; 2] {
+        [0..self.sk_pk_offset(), self.sk_len() - 32..self.sk_len()]
+    }
+
     /// Where the public key sits inside the compact secret key: every
     /// scheme here stores it there (secret ‖ pk ‖ …).
     pub const fn compact_sk_pk_offset(self) -> usize {
         match self {
             #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_PKE_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem768 => kyber768::DK_PKE_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem1024 => kyber1024::DK_PKE_BYTES,
             #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::SK_NIBBLE_BYTES,
             #[cfg(feature = "ctru-light")]
@@ -181,23 +350,37 @@ impl Scheme {
         }
     }
 
-    /// The official KAT file, from the workspace root (provenance:
-    /// `kat-vectors/README.md`; the `# ` header line is the file's own).
-    /// The scheme's crate reproduces it in its `tests/kat.rs`.
-    pub const fn kat_file(self) -> &'static str {
+    /// The official NIST-DRBG KAT file (`.rsp`), from the workspace root
+    /// (provenance: `kat-vectors/README.md`; the `# ` header line is the
+    /// file's own). The scheme's crate reproduces it in its `tests/kat.rs`.
+    /// ML-KEM-768 and -1024 have none here: their official vectors are
+    /// NIST's ACVP files ([`Scheme::acvp_parameter_set`]).
+    pub const fn kat_file(self) -> Option<&'static str> {
         match self {
-            Scheme::MlKem512 => "kat-vectors/ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp",
-            Scheme::Kyber512R3 => "kat-vectors/kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp",
-            Scheme::LightSaber => "kat-vectors/lightsaber/LightSaber_PQCkemKAT_1568.rsp",
-            Scheme::CtruLightSha3 => "kat-vectors/ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp",
-            Scheme::CtruLightAscon => "kat-vectors/ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp",
+            Scheme::MlKem512 => Some("kat-vectors/ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp"),
+            Scheme::Kyber512R3 => Some("kat-vectors/kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp"),
+            Scheme::LightSaber => Some("kat-vectors/lightsaber/LightSaber_PQCkemKAT_1568.rsp"),
+            Scheme::CtruLightSha3 => Some("kat-vectors/ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp"),
+            Scheme::CtruLightAscon => Some("kat-vectors/ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp"),
+            Scheme::MlKem768 | Scheme::MlKem1024 => None,
+        }
+    }
+
+    /// The `parameterSet` of the scheme's cases in NIST's ACVP files
+    /// ([`ACVP_DIR`]), for the FIPS 203 sets.
+    pub const fn acvp_parameter_set(self) -> Option<&'static str> {
+        match self {
+            Scheme::MlKem512 => Some("ML-KEM-512"),
+            Scheme::MlKem768 => Some("ML-KEM-768"),
+            Scheme::MlKem1024 => Some("ML-KEM-1024"),
+            _ => None,
         }
     }
 
     /// The crate that implements this scheme (its folder under `crates/`).
     pub const fn crate_name(self) -> &'static str {
         match self {
-            Scheme::MlKem512 | Scheme::Kyber512R3 => "kyber512-avr",
+            Scheme::MlKem512 | Scheme::Kyber512R3 | Scheme::MlKem768 | Scheme::MlKem1024 => "kyber512-avr",
             Scheme::LightSaber => "lightsaber-avr",
             Scheme::CtruLightSha3 | Scheme::CtruLightAscon => "ctru-light",
         }
@@ -212,6 +395,8 @@ impl Scheme {
             Scheme::LightSaber => Kem::LightSaber,
             Scheme::CtruLightSha3 => Kem::CtruSha3Kred,
             Scheme::CtruLightAscon => Kem::CtruAsconKred,
+            Scheme::MlKem768 => Kem::MlKem768,
+            Scheme::MlKem1024 => Kem::MlKem1024,
         }
     }
 }
@@ -238,6 +423,10 @@ pub enum Kem {
     CtruAsconMontOpt = 7,
     /// CTRU-Light, Ascon back-end, plain Montgomery arithmetic.
     CtruAsconMont = 8,
+    /// FIPS 203 ML-KEM-768.
+    MlKem768 = 9,
+    /// FIPS 203 ML-KEM-1024.
+    MlKem1024 = 10,
 }
 
 /// Firmware image families: one cargo feature (and build) each.
@@ -251,11 +440,20 @@ pub enum Group {
     CtruSha3,
     /// `ctru-ascon`: CTRU-Light with Ascon, all arithmetic variants.
     CtruAscon,
+    /// `ml-kem-large`: ML-KEM-768 and ML-KEM-1024 (apart from `kyber`, so
+    /// the ML-KEM-512 image and its figures stay as they are).
+    MlKemLarge,
 }
 
 impl Group {
     /// All groups.
-    pub const ALL: [Group; 4] = [Group::Kyber, Group::Saber, Group::CtruSha3, Group::CtruAscon];
+    pub const ALL: [Group; 5] = [
+        Group::Kyber,
+        Group::Saber,
+        Group::CtruSha3,
+        Group::CtruAscon,
+        Group::MlKemLarge,
+    ];
 
     /// The firmware cargo feature that enables the group.
     pub const fn feature(self) -> &'static str {
@@ -264,13 +462,14 @@ impl Group {
             Group::Saber => "saber",
             Group::CtruSha3 => "ctru-sha3",
             Group::CtruAscon => "ctru-ascon",
+            Group::MlKemLarge => "ml-kem-large",
         }
     }
 }
 
 impl Kem {
     /// Every KEM variant, in id order.
-    pub const ALL: [Kem; 9] = [
+    pub const ALL: [Kem; 11] = [
         Kem::MlKem512,
         Kem::Kyber512R3,
         Kem::LightSaber,
@@ -280,6 +479,8 @@ impl Kem {
         Kem::CtruAsconKred,
         Kem::CtruAsconMontOpt,
         Kem::CtruAsconMont,
+        Kem::MlKem768,
+        Kem::MlKem1024,
     ];
 
     /// The scheme this is a variant of.
@@ -290,13 +491,15 @@ impl Kem {
             Kem::LightSaber => Scheme::LightSaber,
             Kem::CtruSha3Kred | Kem::CtruSha3MontOpt | Kem::CtruSha3Mont => Scheme::CtruLightSha3,
             Kem::CtruAsconKred | Kem::CtruAsconMontOpt | Kem::CtruAsconMont => Scheme::CtruLightAscon,
+            Kem::MlKem768 => Scheme::MlKem768,
+            Kem::MlKem1024 => Scheme::MlKem1024,
         }
     }
 
     /// Arithmetic variant name.
     pub const fn variant(self) -> &'static str {
         match self {
-            Kem::MlKem512 | Kem::Kyber512R3 | Kem::LightSaber => "default",
+            Kem::MlKem512 | Kem::Kyber512R3 | Kem::LightSaber | Kem::MlKem768 | Kem::MlKem1024 => "default",
             Kem::CtruSha3Kred | Kem::CtruAsconKred => "kred2x",
             Kem::CtruSha3MontOpt | Kem::CtruAsconMontOpt => "montgomery-opt",
             Kem::CtruSha3Mont | Kem::CtruAsconMont => "montgomery",
@@ -315,6 +518,8 @@ impl Kem {
             Kem::CtruAsconKred => "ctru-light-ascon/kred2x",
             Kem::CtruAsconMontOpt => "ctru-light-ascon/montgomery-opt",
             Kem::CtruAsconMont => "ctru-light-ascon/montgomery",
+            Kem::MlKem768 => "ml-kem-768",
+            Kem::MlKem1024 => "ml-kem-1024",
         }
     }
 
@@ -325,6 +530,7 @@ impl Kem {
             Kem::LightSaber => Group::Saber,
             Kem::CtruSha3Kred | Kem::CtruSha3MontOpt | Kem::CtruSha3Mont => Group::CtruSha3,
             Kem::CtruAsconKred | Kem::CtruAsconMontOpt | Kem::CtruAsconMont => Group::CtruAscon,
+            Kem::MlKem768 | Kem::MlKem1024 => Group::MlKemLarge,
         }
     }
 
@@ -340,7 +546,41 @@ impl Kem {
             Kem::CtruAsconKred => "ctru_ascon_kred",
             Kem::CtruAsconMontOpt => "ctru_ascon_montopt",
             Kem::CtruAsconMont => "ctru_ascon_mont",
+            Kem::MlKem768 => "ml_kem_768",
+            Kem::MlKem1024 => "ml_kem_1024",
         }
+    }
+
+    /// The published (or independently measured) row this variant is
+    /// compared with, by its name in the avr-lab's tables
+    /// (`tools/avr-lab/src/report/published.rs`), for NTT tables in flash
+    /// or (`tables_in_sram`) in SRAM: the same scheme's row of that
+    /// placement (their "-stack" rows count the tables). Round-3 Kyber512
+    /// and LightSaber with their best (whose stacks are those of their
+    /// "-flash" rows), CTRU-Light K-RED2X with Kred, optimised Montgomery
+    /// with Montgomery-opt, plain Montgomery with Montgomery-flash-sha3 (no
+    /// Ascon row was published); the FIPS 203 sets with PQClean's `clean`
+    /// code measured here (its tables in `.data`, so under either placement).
+    pub const fn published_row(self, tables_in_sram: bool) -> Option<&'static str> {
+        Some(match (self, tables_in_sram) {
+            (Kem::MlKem512, _) => "ML-KEM-512 PQClean clean -O3 (measured here)",
+            (Kem::MlKem768, _) => "ML-KEM-768 PQClean clean -O3 (measured here, 64 KB data space)",
+            (Kem::MlKem1024, _) => "ML-KEM-1024 PQClean clean -O3 (measured here, 64 KB data space)",
+            (Kem::Kyber512R3, false) => "Kyber512 Montgomery (their best)",
+            (Kem::Kyber512R3, true) => "Kyber512 LUT-stack [KS25]",
+            (Kem::LightSaber, false) => "LightSaber Montgomery-speed (their best)",
+            (Kem::LightSaber, true) => "LightSaber Montgomery-stack",
+            (Kem::CtruAsconKred, false) => "CTRU-Light Kred-ascon (their best)",
+            (Kem::CtruAsconMontOpt, false) => "CTRU-Light Montgomery-opt-flash-ascon",
+            (Kem::CtruAsconMontOpt, true) => "CTRU-Light Montgomery-opt-stack-ascon",
+            (Kem::CtruSha3Kred, false) => "CTRU-Light Kred-sha3",
+            (Kem::CtruSha3MontOpt, false) => "CTRU-Light Montgomery-opt-flash-sha3",
+            (Kem::CtruSha3MontOpt, true) => "CTRU-Light Montgomery-opt-stack-sha3",
+            (Kem::CtruSha3Mont, false) => "CTRU-Light Montgomery-flash-sha3",
+            (Kem::CtruAsconMont, _) | (Kem::CtruAsconKred | Kem::CtruSha3Kred | Kem::CtruSha3Mont, true) => {
+                return None
+            }
+        })
     }
 
     /// Public (encapsulation) key bytes.
@@ -382,6 +622,14 @@ macro_rules! with_kem {
         match $kem {
             $crate::Kem::MlKem512 => {
                 type $k = $crate::kyber512_avr::ml_kem_512::MlKem512;
+                $body
+            }
+            $crate::Kem::MlKem768 => {
+                type $k = $crate::kyber512_avr::ml_kem_768::MlKem768;
+                $body
+            }
+            $crate::Kem::MlKem1024 => {
+                type $k = $crate::kyber512_avr::ml_kem_1024::MlKem1024;
                 $body
             }
             $crate::Kem::Kyber512R3 => {
@@ -438,6 +686,8 @@ mod tests {
             assert_eq!(Scheme::from_name(s.name()), Some(s));
             assert_eq!(s.default_kem().scheme(), s);
             assert!(s.compact_sk_pk_offset() + s.pk_len() <= s.compact_sk_len());
+            let [secret, z] = s.sk_secret_ranges();
+            assert!(secret.end + s.pk_len() <= z.start && z.end == s.sk_len(), "{s:?}");
         }
         assert_eq!(Scheme::from_name("kyber768"), None);
     }

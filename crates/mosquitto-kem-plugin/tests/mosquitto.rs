@@ -21,7 +21,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 #[test]
 fn auth_mode_through_mosquitto_for_every_suite() {
-    let secrets = generate_broker(&kem_mqtt::KemId::ALL, &mut OsRng);
+    let secrets = generate_broker(&kem_mqtt::KEMS, &mut OsRng);
     let mut registry = Registry::default();
     let sensors: Vec<_> = Suite::ALL
         .iter()

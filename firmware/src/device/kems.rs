@@ -28,6 +28,10 @@ const KEMS: &[Kem] = &[
     Kem::CtruAsconMontOpt,
     #[cfg(ctru_ascon_mont)]
     Kem::CtruAsconMont,
+    #[cfg(feature = "ml-kem-768")]
+    Kem::MlKem768,
+    #[cfg(feature = "ml-kem-1024")]
+    Kem::MlKem1024,
 ];
 
 /// Bytes of the shared key/ciphertext arena: the largest need of any served KEM.
@@ -203,6 +207,22 @@ kem!(
     kyber512_avr::kyber512_r3::raw::keygen_into,
     kyber512_avr::kyber512_r3::raw::encapsulate_into,
     kyber512_avr::kyber512_r3::raw::decapsulate_into
+);
+#[cfg(feature = "ml-kem-768")]
+kem!(
+    ml_kem_768,
+    Kem::MlKem768,
+    kyber512_avr::ml_kem_768::raw::keygen_into,
+    kyber512_avr::ml_kem_768::raw::encapsulate_into,
+    kyber512_avr::ml_kem_768::raw::decapsulate_into
+);
+#[cfg(feature = "ml-kem-1024")]
+kem!(
+    ml_kem_1024,
+    Kem::MlKem1024,
+    kyber512_avr::ml_kem_1024::raw::keygen_into,
+    kyber512_avr::ml_kem_1024::raw::encapsulate_into,
+    kyber512_avr::ml_kem_1024::raw::decapsulate_into
 );
 #[cfg(feature = "saber")]
 kem!(

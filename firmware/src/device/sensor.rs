@@ -9,20 +9,15 @@ use core::ptr::addr_of_mut;
 
 use avr_wire::mqtt::{Layout, CF_LEN, MAX_ID_LEN, TAPE_LEN, X25519_LEN};
 use kem_common::Tape;
-use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, KemId, SensorCredentials, SensorHandshake, Session, Suite};
+use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, Scheme, SensorCredentials, SensorHandshake, Session, Suite};
 
-#[cfg(feature = "mqtt-ctru-light-ascon")]
-pub(super) const KEM: KemId = KemId::CtruLightAscon;
-#[cfg(feature = "mqtt-ctru-light-sha3")]
-pub(super) const KEM: KemId = KemId::CtruLightSha3;
-#[cfg(feature = "mqtt-ml-kem-512")]
-pub(super) const KEM: KemId = KemId::MlKem512;
-#[cfg(feature = "mqtt-kyber512-r3")]
-pub(super) const KEM: KemId = KemId::Kyber512R3;
-#[cfg(feature = "mqtt-lightsaber")]
-pub(super) const KEM: KemId = KemId::LightSaber;
+/// The image's KEM: its `mqtt-<kem>` feature (`build.rs`).
+pub(super) const KEM: Scheme = match Scheme::from_name(env!("MQTT_KEM")) {
+    Some(k) => k,
+    None => panic!("the mqtt-<kem> feature names no KEM of the registry"),
+};
 
-pub(super) const L: Layout = Layout::of(KEM.scheme());
+pub(super) const L: Layout = Layout::of(KEM);
 /// The client id's length: provisioned, or the longest a request may carry.
 #[cfg(feature = "mqtt-provisioned")]
 pub(super) const ID_LEN: usize = {

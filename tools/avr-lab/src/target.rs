@@ -156,6 +156,8 @@ impl Image {
             Kem::MlKem512 => vec!["ml-kem"],
             Kem::Kyber512R3 => vec!["kyber-r3"],
             Kem::LightSaber => vec!["saber"],
+            // The firmware feature is the scheme's name.
+            Kem::MlKem768 | Kem::MlKem1024 => vec![k.scheme().name()],
             _ => {
                 let variant = match k.variant() {
                     "kred2x" => "ctru-kred2x",
@@ -177,15 +179,10 @@ impl Image {
     /// The KEM-MQTT/1 sensor image of `kem` (`firmware::mqtt`): its pure suite,
     /// and with `x25519` its hybrid suite too. Built at opt-level 2 on the
     /// 1284p ("s" on the 4808).
-    pub fn mqtt(kem: kem_mqtt::KemId, x25519: bool) -> Image {
-        use kem_mqtt::KemId;
-        let f = match kem {
-            KemId::CtruLightAscon => "mqtt-ctru-light-ascon",
-            KemId::CtruLightSha3 => "mqtt-ctru-light-sha3",
-            KemId::MlKem512 => "mqtt-ml-kem-512",
-            KemId::Kyber512R3 => "mqtt-kyber512-r3",
-            KemId::LightSaber => "mqtt-lightsaber",
-        };
+    pub fn mqtt(kem: kem_mqtt::Scheme, x25519: bool) -> Image {
+        // The firmware's feature: `mqtt-` and the registry's name. Leaked
+        // once per image this process describes (a few dozen bytes).
+        let f: &'static str = format!("mqtt-{}", kem.name()).leak();
         let mut features = vec![f];
         if x25519 {
             features.push("mqtt-x25519");
@@ -222,7 +219,7 @@ impl Image {
         [false, true]
             .into_iter()
             .flat_map(|x| {
-                kem_mqtt::KemId::ALL
+                kem_mqtt::KEMS
                     .into_iter()
                     .map(move |k| Image::sensor_app(kem_mqtt::Suite::new(k, x)))
             })
@@ -277,7 +274,7 @@ impl Image {
     pub fn all_mqtt() -> Vec<Image> {
         [false, true]
             .into_iter()
-            .flat_map(|x| kem_mqtt::KemId::ALL.into_iter().map(move |k| Image::mqtt(k, x)))
+            .flat_map(|x| kem_mqtt::KEMS.into_iter().map(move |k| Image::mqtt(k, x)))
             .collect()
     }
 
@@ -330,7 +327,8 @@ pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
 
 /// The ATmega1284p KEM images with their tables in SRAM: the variants the
 /// paper published in both placements (Kyber512, LightSaber Montgomery,
-/// CTRU-Light Montgomery-opt; ML-KEM-512 shares Kyber's image).
+/// CTRU-Light Montgomery-opt; ML-KEM-512 shares Kyber's image), and
+/// ML-KEM-768 and -1024, whose KATs run in both placements.
 pub fn sram_table_images() -> Vec<(Image, Vec<Kem>)> {
     vec![
         (
@@ -346,6 +344,8 @@ pub fn sram_table_images() -> Vec<(Image, Vec<Kem>)> {
             Image::kem(Kem::CtruAsconMontOpt).sram_tables(),
             vec![Kem::CtruAsconMontOpt],
         ),
+        (Image::kem(Kem::MlKem768).sram_tables(), vec![Kem::MlKem768]),
+        (Image::kem(Kem::MlKem1024).sram_tables(), vec![Kem::MlKem1024]),
     ]
 }
 
@@ -435,11 +435,11 @@ mod tests {
         }
         assert!(kem_images_matching(m, "no-such-kem", false).is_empty());
         // Every KEM variant is selected by the empty filter, each in one
-        // flash-table image; five also in one SRAM-table image.
+        // flash-table image; seven also in one SRAM-table image.
         let all = kem_images_matching(m, "", false);
         let count = |t: &str| -> usize { all.iter().filter(|(i, _)| i.tables() == t).map(|(_, k)| k.len()).sum() };
         assert_eq!(count("flash"), kem_registry::Kem::ALL.len());
-        assert_eq!(count("sram"), 5);
+        assert_eq!(count("sram"), 7);
         // The 4808 keeps its tables in flash only.
         let m4808 = mcu("atmega4808").unwrap();
         assert!(kem_images_matching(m4808, "", false)

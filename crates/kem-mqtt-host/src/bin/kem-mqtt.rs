@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
-use kem_mqtt::{KemId, Suite, SuiteSet};
+use kem_mqtt::{Suite, SuiteSet};
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::admission::{parse_rate, Rate};
 use kem_mqtt_host::broker::EmbeddedBroker;
@@ -26,9 +26,9 @@ use kem_mqtt_host::transport::{Endpoint, Tls};
 use kem_mqtt_host::OsRng;
 use kem_mqtt_host::{HostError, Mode};
 
-/// The suites' help: every KEM of `KemId::ALL`, each pure and hybrid.
+/// The suites' help: every KEM of `kem_mqtt::KEMS`, each pure and hybrid.
 fn suites_help() -> String {
-    let kems: Vec<String> = KemId::ALL
+    let kems: Vec<String> = kem_mqtt::KEMS
         .iter()
         .map(|&k| {
             let (pure, hybrid) = (Suite::new(k, false).name(), Suite::new(k, true).name());
@@ -481,7 +481,7 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     let broker = if broker_path.exists() {
         BrokerSecrets::load(&broker_path)?
     } else {
-        let b = generate_broker(&KemId::ALL, &mut OsRng);
+        let b = generate_broker(&kem_mqtt::KEMS, &mut OsRng);
         // save_new: two provisioning runs racing must not end with two broker keys.
         b.save_new(&broker_path)?;
         println!("wrote {}", broker_path.display());

@@ -134,7 +134,7 @@ pub fn subscriber(broker: &Broker, filter: &str, count: usize, timeout_s: u32) -
 
 /// Broker keys and one sensor per `(id, suite)`, registered for that suite only.
 pub fn enrol(sensors: &[(&str, Suite)]) -> (BrokerSecrets, Registry, Vec<SensorKeys>) {
-    let secrets = generate_broker(&kem_mqtt::KemId::ALL, &mut OsRng);
+    let secrets = generate_broker(&kem_mqtt::KEMS, &mut OsRng);
     let mut registry = Registry::default();
     let keys = sensors
         .iter()

@@ -260,7 +260,7 @@ fn suite_fit(mcu: Mcu, suite: kem_mqtt::Suite, reference: Option<u32>, revision:
             // Every KEM crate is in a sensor image's build (kem-mqtt's
             // registry), and any of them may be the first to refuse: name
             // the suite's own, by the check its build script makes.
-            if let (true, Some(own)) = (fit.verdict == "refused", own_refusal(mcu, suite.kem().scheme())) {
+            if let (true, Some(own)) = (fit.verdict == "refused", own_refusal(mcu, suite.kem())) {
                 fit.note = format!("the build refuses it: {own}");
             }
             return fit;

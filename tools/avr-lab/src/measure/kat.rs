@@ -64,9 +64,12 @@ pub fn run(o: &KatArgs) -> Result<(), String> {
     let names: Vec<&str> = Scheme::ALL.iter().map(|s| s.name()).collect();
     let scheme =
         Scheme::from_name(name).ok_or_else(|| format!("unknown scheme `{name}` (one of {})", names.join(", ")))?;
+    let kat_file = scheme.kat_file().ok_or_else(|| {
+        format!("{name} has no NIST-DRBG KAT file: its official vectors are ACVP's (`cargo test -p kyber512-avr --test acvp`)")
+    })?;
     let records = nist_kat::generate(&seed, count, &mut |rng| record(scheme, rng))?;
     // The official file's header line, reproduced verbatim.
-    let path = workspace_root().join(scheme.kat_file());
+    let path = workspace_root().join(kat_file);
     let official = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let text = rsp::write(rsp::header(&official), &records);
     match &o.write {
@@ -92,12 +95,9 @@ pub fn run(o: &KatArgs) -> Result<(), String> {
             ));
         }
         if records.len() == theirs.len() {
-            println!(
-                "{name}: all {count} records; the file equals {} byte for byte",
-                scheme.kat_file()
-            );
+            println!("{name}: all {count} records; the file equals {kat_file} byte for byte");
         } else {
-            println!("{name}: the first {count} records equal {}'s", scheme.kat_file());
+            println!("{name}: the first {count} records equal {kat_file}'s");
         }
     }
     Ok(())
@@ -113,7 +113,8 @@ mod tests {
     #[test]
     fn every_scheme_gives_its_first_official_record() {
         for scheme in Scheme::ALL {
-            let text = std::fs::read_to_string(workspace_root().join(scheme.kat_file())).unwrap();
+            let Some(file) = scheme.kat_file() else { continue };
+            let text = std::fs::read_to_string(workspace_root().join(file)).unwrap();
             let first = rsp::parse(&text).unwrap().remove(0);
             let ours = nist_kat::generate(&DEFAULT_MASTER_SEED, 1, &mut |rng| record(scheme, rng)).unwrap();
             assert_eq!(ours, [first], "{}", scheme.name());

@@ -10,15 +10,15 @@
 use avr_wire::frame::OP_STACK;
 use avr_wire::mqtt::{self as fw, Layout};
 use kem_mqtt::testing::{broker_fixture, sensor_fixture, BrokerFixture};
-use kem_mqtt::{BrokerHandshake, KemId, SensorHandshake, Suite, SuiteSet};
+use kem_mqtt::{BrokerHandshake, Scheme, SensorHandshake, Suite, SuiteSet};
 
 use crate::opts::Rng;
 use crate::run::device::Device;
 use crate::run::kems::{self, Measured, Recorder, TestRng};
 
 /// The message layout of `kem`'s image.
-pub fn layout(kem: KemId) -> Layout {
-    Layout::of(kem.scheme())
+pub fn layout(kem: Scheme) -> Layout {
+    Layout::of(kem)
 }
 
 /// One prepared handshake: the requests for the firmware and what its replies must be.
@@ -251,7 +251,7 @@ pub fn run_with(dev: &mut Device, suite: Suite, seed: u64, trace: bool) -> Resul
 
 /// The suites an image serves: the KEM's pure suite, and its hybrid one if the image has X25519.
 pub fn suites_of(image: &crate::target::Image) -> Vec<Suite> {
-    let kem = KemId::ALL
+    let kem = kem_mqtt::KEMS
         .into_iter()
         .find(|k| image.features.contains(&format!("mqtt-{}", k.name()).as_str()));
     let Some(kem) = kem else { return Vec::new() };
@@ -409,7 +409,7 @@ mod tests {
     /// lengths and the expected replies pass the check.
     #[test]
     fn prepared_case_checks_its_own_answers() {
-        let suite = Suite::new(KemId::CtruLightAscon, false);
+        let suite = Suite::new(Scheme::CtruLightAscon, false);
         let case = prepare(suite, 1).unwrap();
         let l = layout(suite.kem());
         assert_eq!(case.finish_requests[0].len(), l.finish_request_len());
@@ -428,11 +428,11 @@ mod tests {
 
     #[test]
     fn images_serve_their_suites() {
-        let i = crate::target::Image::mqtt(KemId::MlKem512, true);
+        let i = crate::target::Image::mqtt(Scheme::MlKem512, true);
         assert_eq!(i.name, "mqtt-ml-kem-512-x25519");
         assert_eq!(suites_of(&i).len(), 2);
         assert_eq!(
-            suites_of(&crate::target::Image::mqtt(KemId::LightSaber, false)).len(),
+            suites_of(&crate::target::Image::mqtt(Scheme::LightSaber, false)).len(),
             1
         );
     }
