@@ -224,10 +224,11 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
         BrokerHandshake, Error, Family, SensorHandshake, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN,
         RECORD_OVERHEAD,
     };
-    let suites = ["ml-kem-512+x25519", "ml-kem-768+x25519", "ctru-light-ascon+x25519"];
+    // Every hybrid suite: both symmetric families, every KEM's key schedule.
+    let suites = Suite::ALL.into_iter().filter(|s| s.is_hybrid());
     let mut results = vec![];
-    for name in suites {
-        let suite = Suite::from_name(name).expect("suite");
+    for suite in suites {
+        let name = suite.name();
         let kem = suite.kem();
         let mut checked = 0;
         for i in 0..iterations {
@@ -266,8 +267,8 @@ fn check_mqtt(iterations: u64) -> Vec<(String, usize)> {
                 // too — only its secret ranges stay secret, as for static keys.
                 // (`EphemeralKey` is `repr(transparent)` over the key bytes.)
                 vg::public(&ch[..n]);
-                vg::public_at(eph_at, kem.sk_len());
-                for r in kem.sk_secret_ranges() {
+                vg::public_at(eph_at, kem.compact_sk_len());
+                for r in kem.compact_sk_secret_ranges() {
                     vg::secret_at(eph_at + r.start, r.len());
                 }
                 let (await_cf, m) = BrokerHandshake::accept(&broker, &ch[..n], &mut rng, &mut bh).expect("accept");

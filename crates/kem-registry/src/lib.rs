@@ -331,6 +331,14 @@ impl Scheme {
         [0..self.sk_pk_offset(), self.sk_len() - 32..self.sk_len()]
     }
 
+    /// [`Scheme::sk_secret_ranges`] of the compact secret key.
+    pub const fn compact_sk_secret_ranges(self) -> [core::ops::Range<usize>; 2] {
+        [
+            0..self.compact_sk_pk_offset(),
+            self.compact_sk_len() - 32..self.compact_sk_len(),
+        ]
+    }
+
     /// Where the public key sits inside the compact secret key: every
     /// scheme here stores it there (secret ‖ pk ‖ …).
     pub const fn compact_sk_pk_offset(self) -> usize {
@@ -434,11 +442,11 @@ pub enum Kem {
 pub enum Group {
     /// `kyber`: ML-KEM-512 and Kyber512-r3.
     Kyber,
-    /// `saber`: LightSaber.
+    /// `lightsaber`: LightSaber.
     Saber,
-    /// `ctru-sha3`: CTRU-Light with SHA-3, all arithmetic variants.
+    /// `ctru-light-sha3`: CTRU-Light with SHA-3, all arithmetic variants.
     CtruSha3,
-    /// `ctru-ascon`: CTRU-Light with Ascon, all arithmetic variants.
+    /// `ctru-light-ascon`: CTRU-Light with Ascon, all arithmetic variants.
     CtruAscon,
     /// `ml-kem-large`: ML-KEM-768 and ML-KEM-1024 (apart from `kyber`, so
     /// the ML-KEM-512 image and its figures stay as they are).
@@ -459,9 +467,9 @@ impl Group {
     pub const fn feature(self) -> &'static str {
         match self {
             Group::Kyber => "kyber",
-            Group::Saber => "saber",
-            Group::CtruSha3 => "ctru-sha3",
-            Group::CtruAscon => "ctru-ascon",
+            Group::Saber => "lightsaber",
+            Group::CtruSha3 => "ctru-light-sha3",
+            Group::CtruAscon => "ctru-light-ascon",
             Group::MlKemLarge => "ml-kem-large",
         }
     }
@@ -688,6 +696,11 @@ mod tests {
             assert!(s.compact_sk_pk_offset() + s.pk_len() <= s.compact_sk_len());
             let [secret, z] = s.sk_secret_ranges();
             assert!(secret.end + s.pk_len() <= z.start && z.end == s.sk_len(), "{s:?}");
+            let [secret, z] = s.compact_sk_secret_ranges();
+            assert!(
+                secret.end + s.pk_len() <= z.start && z.end == s.compact_sk_len(),
+                "{s:?}"
+            );
         }
         assert_eq!(Scheme::from_name("kyber768"), None);
     }
