@@ -11,15 +11,34 @@ fn main() {
         ("mont", "ctru-mont"),
     ];
     let narrowed = variants.iter().any(|(_, f)| on(f));
-    let mut any_kem = ["ml-kem", "kyber-r3", "saber", "ml-kem-768", "ml-kem-1024"]
-        .iter()
-        .any(|f| on(f));
+    // The KEM features are the registry's names (Cargo.toml): every feature
+    // that is not one of the others named here. CTRU-Light's two are
+    // narrowed to their variants below.
+    let not_kems = [
+        "DEFAULT",
+        "RINGS",
+        "PORTABLE_NTT",
+        "NTT_TABLES_IN_SRAM",
+        "PRIMITIVES",
+        "SENSOR_APP",
+        "KYBER",
+        "ML_KEM_LARGE",
+        "CTRU_LIGHT_SHA3",
+        "CTRU_LIGHT_ASCON",
+        "CTRU_KRED2X",
+        "CTRU_MONTOPT",
+        "CTRU_MONT",
+    ];
+    let mut any_kem = std::env::vars().any(|(k, _)| {
+        k.strip_prefix("CARGO_FEATURE_")
+            .is_some_and(|f| !f.starts_with("MQTT_") && !not_kems.contains(&f))
+    });
     println!("cargo::rustc-check-cfg=cfg(kem)");
     for backend in ["sha3", "ascon"] {
         for (variant, feature) in variants {
             let cfg = format!("ctru_{backend}_{variant}");
             println!("cargo::rustc-check-cfg=cfg({cfg})");
-            if on(&format!("ctru-{backend}")) && (!narrowed || on(feature)) {
+            if on(&format!("ctru-light-{backend}")) && (!narrowed || on(feature)) {
                 println!("cargo::rustc-cfg={cfg}");
                 any_kem = true;
             }

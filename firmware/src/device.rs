@@ -42,30 +42,8 @@ mod server {
         &rings::saber3329::OPS,
         #[cfg(feature = "rings")]
         &rings::saber7681::OPS,
-        #[cfg(feature = "ml-kem")]
-        &kems::ml_kem_512::OPS,
-        #[cfg(feature = "kyber-r3")]
-        &kems::kyber512_r3::OPS,
-        #[cfg(feature = "saber")]
-        &kems::lightsaber::OPS,
-        #[cfg(feature = "ml-kem-768")]
-        &kems::ml_kem_768::OPS,
-        #[cfg(feature = "ml-kem-1024")]
-        &kems::ml_kem_1024::OPS,
-        #[cfg(ctru_sha3_kred)]
-        &kems::ctru_sha3_kred::OPS,
-        #[cfg(ctru_sha3_montopt)]
-        &kems::ctru_sha3_montopt::OPS,
-        #[cfg(ctru_sha3_mont)]
-        &kems::ctru_sha3_mont::OPS,
-        #[cfg(ctru_ascon_kred)]
-        &kems::ctru_ascon_kred::OPS,
-        #[cfg(ctru_ascon_montopt)]
-        &kems::ctru_ascon_montopt::OPS,
-        #[cfg(ctru_ascon_mont)]
-        &kems::ctru_ascon_mont::OPS,
-        #[cfg(all(kem, any(feature = "ctru-sha3", feature = "ctru-ascon")))]
-        &kems::ctru_product::OPS,
+        #[cfg(kem)]
+        &kems::OPS,
         #[cfg(mqtt)]
         &mqtt::OPS,
         #[cfg(feature = "primitives")]

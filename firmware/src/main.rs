@@ -3,8 +3,8 @@
 //! features select over UART0 with the `avr-harness` protocol.
 //!
 //! - `rings` (default): the 25 modarith NTT operations;
-//! - `kyber` (`ml-kem`, `kyber-r3`), `ml-kem-large` (`ml-kem-768`,
-//!   `ml-kem-1024`), `saber`, `ctru-sha3`, `ctru-ascon`
+//! - `kyber` (`ml-kem-512`, `kyber512-r3`), `ml-kem-large` (`ml-kem-768`,
+//!   `ml-kem-1024`), `lightsaber`, `ctru-light-sha3`, `ctru-light-ascon`
 //!   (narrowed by `ctru-kred2x` / `ctru-montopt` / `ctru-mont`): keygen,
 //!   encaps and decaps of each KEM, randomness from a host-sent tape, keys
 //!   and ciphertexts in one shared static arena.

@@ -7,6 +7,8 @@ use clap::Parser;
 
 mod ci;
 mod flags;
+#[cfg(test)]
+mod tidy;
 
 use flags::{Cli, Cmd};
 

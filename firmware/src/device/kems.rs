@@ -8,32 +8,6 @@ use avr_harness::{measure, Io, Op, Status, Uart};
 use avr_wire::kem::{arena_len, kem_op_id, reply_len, request_len, Kem, KemOp, SS_LEN, TAPE_LEN};
 use kem_common::Tape;
 
-/// The KEMs this image serves.
-const KEMS: &[Kem] = &[
-    #[cfg(feature = "ml-kem")]
-    Kem::MlKem512,
-    #[cfg(feature = "kyber-r3")]
-    Kem::Kyber512R3,
-    #[cfg(feature = "saber")]
-    Kem::LightSaber,
-    #[cfg(ctru_sha3_kred)]
-    Kem::CtruSha3Kred,
-    #[cfg(ctru_sha3_montopt)]
-    Kem::CtruSha3MontOpt,
-    #[cfg(ctru_sha3_mont)]
-    Kem::CtruSha3Mont,
-    #[cfg(ctru_ascon_kred)]
-    Kem::CtruAsconKred,
-    #[cfg(ctru_ascon_montopt)]
-    Kem::CtruAsconMontOpt,
-    #[cfg(ctru_ascon_mont)]
-    Kem::CtruAsconMont,
-    #[cfg(feature = "ml-kem-768")]
-    Kem::MlKem768,
-    #[cfg(feature = "ml-kem-1024")]
-    Kem::MlKem1024,
-];
-
 /// Bytes of the shared key/ciphertext arena: the largest need of any served KEM.
 const ARENA_LEN: usize = {
     let mut m = 0;
@@ -192,101 +166,89 @@ macro_rules! kem {
     };
 }
 
-#[cfg(feature = "ml-kem")]
-kem!(
-    ml_kem_512,
-    Kem::MlKem512,
-    kyber512_avr::ml_kem_512::raw::keygen_into,
-    kyber512_avr::ml_kem_512::raw::encapsulate_into,
-    kyber512_avr::ml_kem_512::raw::decapsulate_into
-);
-#[cfg(feature = "kyber-r3")]
-kem!(
-    kyber512_r3,
-    Kem::Kyber512R3,
-    kyber512_avr::kyber512_r3::raw::keygen_into,
-    kyber512_avr::kyber512_r3::raw::encapsulate_into,
-    kyber512_avr::kyber512_r3::raw::decapsulate_into
-);
-#[cfg(feature = "ml-kem-768")]
-kem!(
-    ml_kem_768,
-    Kem::MlKem768,
-    kyber512_avr::ml_kem_768::raw::keygen_into,
-    kyber512_avr::ml_kem_768::raw::encapsulate_into,
-    kyber512_avr::ml_kem_768::raw::decapsulate_into
-);
-#[cfg(feature = "ml-kem-1024")]
-kem!(
-    ml_kem_1024,
-    Kem::MlKem1024,
-    kyber512_avr::ml_kem_1024::raw::keygen_into,
-    kyber512_avr::ml_kem_1024::raw::encapsulate_into,
-    kyber512_avr::ml_kem_1024::raw::decapsulate_into
-);
-#[cfg(feature = "saber")]
-kem!(
-    lightsaber,
-    Kem::LightSaber,
-    lightsaber_avr::keygen_into,
-    lightsaber_avr::encapsulate_into,
-    lightsaber_avr::decapsulate_into
-);
+/// Every served KEM's module (`kem!`), `KEMS` and the op groups, from one list.
+macro_rules! serve {
+    ($( #[$cfg:meta] $m:ident: $kem:expr => ($keygen:path, $encaps:path, $decaps:path); )*) => {
+        $(
+            #[$cfg]
+            kem!($m, $kem, $keygen, $encaps, $decaps);
+        )*
 
-#[allow(unused_macros)]
-macro_rules! ctru {
-    ($m:ident, $kem:expr, $b:ty, $a:ty) => {
-        kem!(
-            $m,
-            $kem,
-            ctru_light::CtruLight::<$b, $a>::keygen_into,
-            ctru_light::CtruLight::<$b, $a>::encapsulate_into,
-            ctru_light::CtruLight::<$b, $a>::decapsulate_into
-        );
+        /// The KEMs this image serves.
+        const KEMS: &[Kem] = &[$( #[$cfg] $kem, )*];
+
+        /// The op groups of the KEMs this image serves, in the list's order,
+        /// then CTRU-Light's decryption product where a CTRU-Light KEM is served.
+        const GROUPS: &[&[Op<Uart>]] = &[
+            $( #[$cfg] &$m::OPS, )*
+            #[cfg(any(feature = "ctru-light-sha3", feature = "ctru-light-ascon"))]
+            &ctru_product::OPS,
+        ];
     };
 }
-#[cfg(ctru_sha3_kred)]
-ctru!(ctru_sha3_kred, Kem::CtruSha3Kred, ctru_light::Sha3, ctru_light::Kred2x);
-#[cfg(ctru_sha3_montopt)]
-ctru!(
-    ctru_sha3_montopt,
-    Kem::CtruSha3MontOpt,
-    ctru_light::Sha3,
-    ctru_light::MontgomeryOpt
-);
-#[cfg(ctru_sha3_mont)]
-ctru!(
-    ctru_sha3_mont,
-    Kem::CtruSha3Mont,
-    ctru_light::Sha3,
-    ctru_light::MontgomeryPlain
-);
-#[cfg(ctru_ascon_kred)]
-ctru!(
-    ctru_ascon_kred,
-    Kem::CtruAsconKred,
-    ctru_light::Ascon,
-    ctru_light::Kred2x
-);
-#[cfg(ctru_ascon_montopt)]
-ctru!(
-    ctru_ascon_montopt,
-    Kem::CtruAsconMontOpt,
-    ctru_light::Ascon,
-    ctru_light::MontgomeryOpt
-);
-#[cfg(ctru_ascon_mont)]
-ctru!(
-    ctru_ascon_mont,
-    Kem::CtruAsconMont,
-    ctru_light::Ascon,
-    ctru_light::MontgomeryPlain
-);
+
+// The KEMs an image can serve, each once: their modules, their ops (in this
+// order) and the arena's size follow from this list.
+serve! {
+    #[cfg(feature = "ml-kem-512")]
+    ml_kem_512: Kem::MlKem512 => (kyber512_avr::ml_kem_512::raw::keygen_into, kyber512_avr::ml_kem_512::raw::encapsulate_into, kyber512_avr::ml_kem_512::raw::decapsulate_into);
+    #[cfg(feature = "kyber512-r3")]
+    kyber512_r3: Kem::Kyber512R3 => (kyber512_avr::kyber512_r3::raw::keygen_into, kyber512_avr::kyber512_r3::raw::encapsulate_into, kyber512_avr::kyber512_r3::raw::decapsulate_into);
+    #[cfg(feature = "lightsaber")]
+    lightsaber: Kem::LightSaber => (lightsaber_avr::keygen_into, lightsaber_avr::encapsulate_into, lightsaber_avr::decapsulate_into);
+    #[cfg(feature = "ml-kem-768")]
+    ml_kem_768: Kem::MlKem768 => (kyber512_avr::ml_kem_768::raw::keygen_into, kyber512_avr::ml_kem_768::raw::encapsulate_into, kyber512_avr::ml_kem_768::raw::decapsulate_into);
+    #[cfg(feature = "ml-kem-1024")]
+    ml_kem_1024: Kem::MlKem1024 => (kyber512_avr::ml_kem_1024::raw::keygen_into, kyber512_avr::ml_kem_1024::raw::encapsulate_into, kyber512_avr::ml_kem_1024::raw::decapsulate_into);
+    #[cfg(ctru_sha3_kred)]
+    ctru_sha3_kred: Kem::CtruSha3Kred => (ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::Kred2x>::keygen_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::Kred2x>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::Kred2x>::decapsulate_into);
+    #[cfg(ctru_sha3_montopt)]
+    ctru_sha3_montopt: Kem::CtruSha3MontOpt => (ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::MontgomeryOpt>::keygen_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::MontgomeryOpt>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::MontgomeryOpt>::decapsulate_into);
+    #[cfg(ctru_sha3_mont)]
+    ctru_sha3_mont: Kem::CtruSha3Mont => (ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::MontgomeryPlain>::keygen_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::MontgomeryPlain>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::MontgomeryPlain>::decapsulate_into);
+    #[cfg(ctru_ascon_kred)]
+    ctru_ascon_kred: Kem::CtruAsconKred => (ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::Kred2x>::keygen_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::Kred2x>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::Kred2x>::decapsulate_into);
+    #[cfg(ctru_ascon_montopt)]
+    ctru_ascon_montopt: Kem::CtruAsconMontOpt => (ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryOpt>::keygen_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryOpt>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryOpt>::decapsulate_into);
+    #[cfg(ctru_ascon_mont)]
+    ctru_ascon_mont: Kem::CtruAsconMont => (ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryPlain>::keygen_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryPlain>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryPlain>::decapsulate_into);
+}
+
+/// How many ops the groups hold.
+const N_OPS: usize = {
+    let (mut n, mut g) = (0, 0);
+    while g < GROUPS.len() {
+        n += GROUPS[g].len();
+        g += 1;
+    }
+    n
+};
+
+/// Every op of the KEMs this image serves, as one group of the firmware's op table.
+pub const OPS: [Op<Uart>; N_OPS] = {
+    let mut out = [Op {
+        id: 0,
+        request_len: 0,
+        reply_len: 0,
+        run: |_| {},
+    }; N_OPS];
+    let (mut g, mut i) = (0, 0);
+    while g < GROUPS.len() {
+        let mut k = 0;
+        while k < GROUPS[g].len() {
+            out[i] = GROUPS[g][k];
+            i += 1;
+            k += 1;
+        }
+        g += 1;
+    }
+    out
+};
 
 /// [`avr_wire::kem::OP_CTRU_DECRYPT_PRODUCT`]: c·f mod 256 exactly,
 /// for the host's differential test (decapsulation alone could not
 /// show a small error: E8 decoding absorbs it).
-#[cfg(any(feature = "ctru-sha3", feature = "ctru-ascon"))]
+#[cfg(any(feature = "ctru-light-sha3", feature = "ctru-light-ascon"))]
 pub mod ctru_product {
     use super::*;
     use avr_wire::kem::{CTRU_PRODUCT_REPLY_LEN, CTRU_PRODUCT_REQUEST_LEN, OP_CTRU_DECRYPT_PRODUCT};

@@ -152,21 +152,15 @@ impl Image {
 
     /// A single KEM variant (the ATmega4808 images).
     pub fn kem(k: Kem) -> Image {
-        let features = match k {
-            Kem::MlKem512 => vec!["ml-kem"],
-            Kem::Kyber512R3 => vec!["kyber-r3"],
-            Kem::LightSaber => vec!["saber"],
-            // The firmware feature is the scheme's name.
-            Kem::MlKem768 | Kem::MlKem1024 => vec![k.scheme().name()],
-            _ => {
-                let variant = match k.variant() {
-                    "kred2x" => "ctru-kred2x",
-                    "montgomery-opt" => "ctru-montopt",
-                    _ => "ctru-mont",
-                };
-                vec![k.group().feature(), variant]
-            }
-        };
+        // The firmware's feature is the scheme's name; CTRU-Light's
+        // variants narrow theirs.
+        let mut features = vec![k.scheme().name()];
+        match k.variant() {
+            "kred2x" => features.push("ctru-kred2x"),
+            "montgomery-opt" => features.push("ctru-montopt"),
+            "montgomery" => features.push("ctru-mont"),
+            _ => {}
+        }
         Image {
             name: k.module().replace('_', "-"),
             features,
@@ -325,28 +319,27 @@ pub fn kem_images(mcu: Mcu) -> Vec<(Image, Vec<Kem>)> {
     v
 }
 
-/// The ATmega1284p KEM images with their tables in SRAM: the variants the
-/// paper published in both placements (Kyber512, LightSaber Montgomery,
-/// CTRU-Light Montgomery-opt; ML-KEM-512 shares Kyber's image), and
-/// ML-KEM-768 and -1024, whose KATs run in both placements.
+/// The ATmega1284p KEM images with their tables in SRAM: every variant the
+/// registry compares with a published row in that placement
+/// (`Kem::published_row`: Kyber512, LightSaber Montgomery, CTRU-Light
+/// Montgomery-opt, and the FIPS 203 sets, whose KATs then run in both
+/// placements); ML-KEM-512 shares Kyber's image.
 pub fn sram_table_images() -> Vec<(Image, Vec<Kem>)> {
-    vec![
-        (
-            Image::group(Group::Kyber).sram_tables(),
-            vec![Kem::MlKem512, Kem::Kyber512R3],
-        ),
-        (Image::kem(Kem::LightSaber).sram_tables(), vec![Kem::LightSaber]),
-        (
-            Image::kem(Kem::CtruSha3MontOpt).sram_tables(),
-            vec![Kem::CtruSha3MontOpt],
-        ),
-        (
-            Image::kem(Kem::CtruAsconMontOpt).sram_tables(),
-            vec![Kem::CtruAsconMontOpt],
-        ),
-        (Image::kem(Kem::MlKem768).sram_tables(), vec![Kem::MlKem768]),
-        (Image::kem(Kem::MlKem1024).sram_tables(), vec![Kem::MlKem1024]),
-    ]
+    let mut v: Vec<(Image, Vec<Kem>)> = Vec::new();
+    for k in Kem::ALL.into_iter().filter(|k| k.published_row(true).is_some()) {
+        if k.group() == Group::Kyber {
+            match v
+                .iter_mut()
+                .find(|(i, _)| i.name == Image::group(Group::Kyber).sram_tables().name)
+            {
+                Some((_, kems)) => kems.push(k),
+                None => v.push((Image::group(Group::Kyber).sram_tables(), vec![k])),
+            }
+        } else {
+            v.push((Image::kem(k).sram_tables(), vec![k]));
+        }
+    }
+    v
 }
 
 /// Every image `build-avr --image all` makes for `mcu`: `rings` (on the

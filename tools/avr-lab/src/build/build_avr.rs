@@ -9,8 +9,9 @@ pub struct BuildArgs {
     /// The MCU to build for (atmega1284p, atmega4808)
     #[arg(long, default_value = "atmega1284p", value_parser = mcu)]
     pub mcu: Mcu,
-    /// The image: rings, kyber, saber, ctru-sha3, ctru-ascon, a KEM name,
-    /// mqtt-KEM[-x25519], or all
+    /// The image: rings, an image family (kyber, ml-kem-large, lightsaber,
+    /// ctru-light-sha3, ctru-light-ascon), a KEM variant (ml-kem-768,
+    /// ctru-sha3-kred, …), mqtt-KEM[-x25519], or all
     #[arg(long, default_value = "rings", value_parser = crate::target::image_name)]
     pub image: String,
 }

@@ -93,8 +93,10 @@ pub(super) fn readme_glance(records: &[Record]) -> String {
             "\nEvery row keeps its NTT twiddle tables in flash (the default) and is compared with the\n\
              published row whose tables are in flash too; RAM adds the scheme's static data to the stack.\n\
              The tables-in-SRAM rows (`ntt-tables-in-sram`) and their published \"-stack\" rows are in\n\
-             `docs/benchmarks.md`. ML-KEM-512's baseline, PQClean's `clean` code measured here, keeps its\n\
-             tables in `.data`, outside its stack figure, so its RAM is understated there.\n"
+             `docs/benchmarks.md`. The ML-KEM rows are beside PQClean's `clean` code of the same set, measured\n\
+             here (`tools/pqclean-baseline`; ML-KEM-768 and -1024 need more SRAM than the part's 16 KB and ran\n\
+             on its core with a 64 KB data space); it keeps its tables in `.data`, outside its stack figure,\n\
+             so its RAM is understated there.\n"
         );
         if !on_4808.is_empty() {
             let _ = writeln!(
