@@ -128,3 +128,36 @@ fn the_kem_list_check_sees_a_list() {
     assert_eq!(schemes_named(code).len(), 4);
     assert!(schemes_named("ml-kem-5120 xml_kem_512").is_empty());
 }
+
+/// The production files whose code names `needle`.
+fn files_naming(needle: &str) -> Vec<String> {
+    production_files()
+        .into_iter()
+        .filter(|f| code(f).contains(needle))
+        .map(|f| relative(&f))
+        .collect()
+}
+
+/// An MCU is one record (`crates/avr-mcu`) and one entry in the lab's MCU
+/// lists: its name is typed nowhere else.
+#[test]
+fn an_mcu_is_named_in_its_record_and_the_labs_list_only() {
+    for part in ["atmega4809", "atmega2560", "atmega328p"] {
+        let files = files_naming(&format!("\"{part}\""));
+        assert!(
+            files.len() <= 2
+                && files
+                    .iter()
+                    .all(|f| f.starts_with("crates/avr-mcu/") || f == "tools/avr-lab/src/target.rs"),
+            "{part}: {files:#?}"
+        );
+    }
+}
+
+/// The KEM-MQTT topic prefixes are typed once (`crates/avr-wire/src/topics.rs`).
+#[test]
+fn topic_prefixes_are_typed_once() {
+    for prefix in ["\"kem-mqtt/hs", "\"kem-mqtt/data", "\"kem-mqtt/cluster"] {
+        assert_eq!(files_naming(prefix), ["crates/avr-wire/src/topics.rs"], "{prefix}");
+    }
+}

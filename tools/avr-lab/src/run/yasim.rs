@@ -161,8 +161,14 @@ pub fn yasim_measured_avrxt(
     }
     let d = crate::run::avrxt::Disassembly::load(elf)?;
     let empty = crate::run::avrxt::price(&d, &traces[0])?;
+    // After a window whose stack ran into static data, the run is corruption
+    // speaking (the traced run may take another path): no AVRxt count.
+    let mut overflowed = false;
     for (i, m) in measured.iter_mut().enumerate() {
-        let Some(cycles) = m.cycles else { continue };
+        overflowed |= m.stack == Some(avr_wire::frame::STACK_OVERFLOW);
+        let Some(cycles) = m.cycles.filter(|_| !overflowed) else {
+            continue;
+        };
         let trace = &traces[line_of(i)];
         if trace.op != requests[i].0 {
             return Err(format!(
