@@ -3,7 +3,7 @@
 use kem_common::SharedSecret;
 use rand_core::TryCryptoRng;
 
-use crate::suite::Scheme;
+use kem_registry::Scheme;
 use crate::Error;
 
 /// Whether `kem` is compiled in: its cargo feature (spelled as the
@@ -272,13 +272,13 @@ pub fn public_key_of(kem: Scheme, sk: &[u8], pk_out: &mut [u8]) -> Result<(), Er
 /// Any failure is [`Error::InvalidKey`] ([`Error::Rng`] if `rng` fails).
 pub fn check_key_pair(kem: Scheme, sk: &[u8], pk: &[u8], rng: &mut impl TryCryptoRng) -> Result<(), Error> {
     check_public_key(kem, pk)?;
-    let mut embedded = [0u8; crate::suite::MAX_PK_LEN];
+    let mut embedded = [0u8; kem_registry::MAX_PK_LEN];
     let embedded = embedded.get_mut(..kem.pk_len()).ok_or(Error::InvalidKey)?;
     public_key_of(kem, sk, embedded)?;
     if !bool::from(kem_common::bytes_equal(embedded, pk)) {
         return Err(Error::InvalidKey);
     }
-    let mut ct = [0u8; crate::suite::MAX_CT_LEN];
+    let mut ct = [0u8; kem_registry::MAX_CT_LEN];
     let ct = ct.get_mut(..kem.ct_len()).ok_or(Error::InvalidKey)?;
     let sent = encapsulate(kem, pk, rng, ct).map_err(|e| match e {
         KemFail::Rng => Error::Rng,

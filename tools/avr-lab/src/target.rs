@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use kem_registry::{Group, Kem};
+use kem_registry::{Group, Kem, Scheme};
 
 use crate::util;
 
@@ -382,6 +382,30 @@ pub fn image_name(name: &str) -> Result<String, String> {
     images(MCUS[0], name).map(|_| name.to_string())
 }
 
+/// Parses `--kem`: a scheme of the registry (every variant of it, and its
+/// KEM-MQTT suites) or one KEM variant, by name; anything else is refused
+/// with the list.
+pub fn kem_selector(name: &str) -> Result<String, String> {
+    let known: Vec<&str> = Scheme::ALL
+        .iter()
+        .map(|s| s.name())
+        .chain(Kem::ALL.iter().map(|k| k.name()))
+        .collect();
+    if known.contains(&name) {
+        Ok(name.to_string())
+    } else {
+        let mut list = known.clone();
+        list.dedup();
+        Err(format!("unknown KEM `{name}` (one of: {})", list.join(", ")))
+    }
+}
+
+/// What a command selects: the `--kem` given (a registry name), or else the
+/// `--filter` text (lower case; empty: everything).
+pub fn selection(kem: &Option<String>, filter: &str) -> String {
+    kem.clone().unwrap_or_else(|| filter.to_lowercase())
+}
+
 /// The KEM images of `mcu` serving a KEM whose name contains `filter`, with those KEMs.
 pub fn kem_images_matching(mcu: Mcu, filter: &str, no_build: bool) -> Vec<(Image, Vec<Kem>)> {
     kem_images(mcu)
@@ -399,6 +423,19 @@ pub fn kem_images_matching(mcu: Mcu, filter: &str, no_build: bool) -> Vec<(Image
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kem_selectors_are_the_registrys_names() {
+        for ok in ["ml-kem-768", "ml-kem-1024", "ctru-light-sha3", "ctru-light-sha3/kred2x", "lightsaber"] {
+            assert_eq!(kem_selector(ok).as_deref(), Ok(ok));
+        }
+        for bad in ["ml-kem-76", "kyber768", "", "ML-KEM-768"] {
+            let e = kem_selector(bad).unwrap_err();
+            assert!(e.contains("ml-kem-1024") && e.contains(&format!("`{bad}`")), "{e}");
+        }
+        assert_eq!(selection(&None, "NTT"), "ntt");
+        assert_eq!(selection(&Some("ml-kem-768".into()), ""), "ml-kem-768");
+    }
 
     #[test]
     fn no_build_selects_only_built_images() {

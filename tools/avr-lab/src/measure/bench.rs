@@ -92,6 +92,10 @@ pub struct BenchArgs {
     /// Only operations whose name contains this text (e.g. kyber512-r3, ntt, kem-mqtt)
     #[arg(long, default_value = "")]
     pub filter: String,
+    /// Only this KEM: a scheme of the registry (all its variants and
+    /// suites, e.g. ml-kem-768) or one variant (e.g. ctru-light-sha3/kred2x)
+    #[arg(long, value_parser = crate::target::kem_selector, conflicts_with = "filter")]
+    pub kem: Option<String>,
     /// Use the images already built
     #[arg(long)]
     pub no_build: bool,
@@ -125,7 +129,7 @@ pub fn default_baud(mcu: target::Mcu) -> u32 {
 /// `cargo xtask bench [--mcu M] [--filter S] [--no-build]`.
 pub fn run(o: &BenchArgs) -> Result<(), String> {
     let mcu = o.mcu;
-    let filter = o.filter.to_lowercase();
+    let filter = target::selection(&o.kem, &o.filter);
     let no_build = o.no_build;
     if let (Some(port), Some(image)) = (&o.device, &o.image) {
         let baud = o.baud.unwrap_or(default_baud(mcu));

@@ -355,6 +355,10 @@ pub struct CtArgs {
     /// Only KEM variants whose name contains this text
     #[arg(long, default_value = "")]
     pub filter: String,
+    /// Only this KEM: a scheme of the registry (all its variants and
+    /// suites, e.g. ml-kem-768) or one variant (e.g. ctru-light-sha3/kred2x)
+    #[arg(long, value_parser = crate::target::kem_selector, conflicts_with = "filter")]
+    pub kem: Option<String>,
     /// Images simulated at once
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub jobs: u64,
@@ -387,7 +391,7 @@ pub fn run(o: &CtArgs) -> Result<(), String> {
     let count = o.count as usize;
     let seed = o.seed;
     let jobs = o.jobs as usize;
-    let filter = o.filter.to_lowercase();
+    let filter = crate::target::selection(&o.kem, &o.filter);
     let no_build = o.no_build;
     let work = target::kem_images_matching(mcu, &filter, no_build);
     if work.is_empty() {
@@ -500,7 +504,7 @@ fn trace_mega0(
 
 fn mega0(o: &CtArgs) -> Result<(), String> {
     use avr_wire::primitives::PRIMITIVES;
-    let (mcu, filter) = (o.mcu, o.filter.to_lowercase());
+    let (mcu, filter) = (o.mcu, crate::target::selection(&o.kem, &o.filter));
     let mut report = Vec::new();
     let mut failures = Vec::new();
     // Each result as it comes (a full run takes minutes), and in the summary.

@@ -103,6 +103,10 @@ pub struct SimTestArgs {
     /// Only operations and KEMs whose name contains this text
     #[arg(long, default_value = "")]
     pub filter: String,
+    /// Only this KEM: a scheme of the registry (all its variants and
+    /// suites, e.g. ml-kem-768) or one variant (e.g. ctru-light-sha3/kred2x)
+    #[arg(long, value_parser = crate::target::kem_selector, conflicts_with = "filter")]
+    pub kem: Option<String>,
     /// Use the images already built
     #[arg(long)]
     pub no_build: bool,
@@ -116,14 +120,15 @@ pub fn run(o: &SimTestArgs) -> Result<(), String> {
     let mcu = o.mcu;
     if !mcu.simulated {
         if o.kat.is_some() {
-            return crate::measure::mega0::kat(mcu, &o.filter, o.no_build, o.require_fit, false);
+            let selected = crate::target::selection(&o.kem, &o.filter);
+            return crate::measure::mega0::kat(mcu, &selected, o.no_build, o.require_fit, false);
         }
         return yasimavr_smoke(mcu, o.no_build);
     }
     let trials = o.trials;
     let kat_count = o.kat.unwrap_or(3);
     let seed = o.seed;
-    let filter = o.filter.to_lowercase();
+    let filter = crate::target::selection(&o.kem, &o.filter);
     let no_build = o.no_build;
     let (mut passed, mut failed) = (0u32, 0u32);
     let rings_selected =
