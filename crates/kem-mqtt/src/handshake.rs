@@ -248,7 +248,7 @@ pub struct SensorHandshake;
 
 /// Storage for the sensor's ephemeral KEM secret key from
 /// [`SensorHandshake::start`] to [`AwaitBrokerHello::receive_broker_hello`]
-/// (sized for the largest enabled KEM's [`Scheme::ephemeral_sk_len`]),
+/// (sized for the largest enabled KEM's [`Scheme::compact_sk_len`]),
 /// zeroized on drop.
 ///
 /// [`SensorHandshake::start`] keeps one inside the state it returns;
@@ -339,8 +339,9 @@ impl SensorHandshake {
     ) -> Result<(usize, usize), Error> {
         *slot = None;
         if !suite.enabled() {
-            return Err(Error::SuiteNotSupported(suite.id()));
+            return Err(not_supported(suite));
         }
+        let suite = suite.of_enabled();
         let kem = suite.kem();
         if !valid_client_id(creds.client_id) {
             return Err(Error::InvalidClientId);
@@ -405,14 +406,14 @@ impl<K: BorrowMut<EphemeralKey>> Drop for AwaitBrokerHello<'_, K> {
 impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// The suite offered.
     pub fn suite(&self) -> Suite {
-        self.suite
+        self.suite.of_enabled()
     }
 
     /// The ephemeral KEM public key of the ClientHello, where key generation
     /// wrote it (inside the ephemeral secret key); empty once the first
     /// part of the BrokerHello is processed.
     pub fn ephemeral_public_key(&self) -> &[u8] {
-        let kem = self.suite.kem();
+        let kem = self.suite().kem();
         let at = kem.compact_sk_pk_offset();
         match self.head_done {
             false => self.sk_e.borrow().0.get(at..at + kem.pk_len()).unwrap_or(&[]),
@@ -431,7 +432,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         head: usize,
         split: bool,
     ) -> Result<(), Error> {
-        let (suite, kem, id) = (self.suite, self.suite.kem(), self.creds.client_id);
+        let (suite, kem, id) = (self.suite(), self.suite().kem(), self.creds.client_id);
         let f = suite.family();
         let (header, rest) = out.split_at_mut(4);
         header.copy_from_slice(&[VERSION, MSG_CLIENT_HELLO, suite.id(), id.len() as u8]);
@@ -533,7 +534,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// wiped ephemeral key's storage, [`Suite::broker_hello_rest_len`]
     /// bytes (empty before the first part).
     pub fn rest_buffer(&mut self) -> &mut [u8] {
-        let len = self.suite.broker_hello_rest_len();
+        let len = self.suite().broker_hello_rest_len();
         match self.head_done {
             true => self.sk_e.borrow_mut().0.get_mut(..len).unwrap_or(&mut []),
             false => &mut [],
@@ -562,11 +563,11 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// The work of [`Self::receive_broker_hello`] on a borrowed state: the
     /// two parts in turn.
     fn process(&mut self, msg: &[u8], out: &mut [u8]) -> Result<(Session, usize), Error> {
-        let expected = self.suite.broker_hello_len();
+        let expected = self.suite().broker_hello_len();
         check_header(msg, MSG_BROKER_HELLO, expected)?;
-        check_suite(msg, self.suite, expected)?;
+        check_suite(msg, self.suite(), expected)?;
         check_len(msg, expected)?;
-        let (head, rest) = msg.split_at(self.suite.broker_hello_head_len());
+        let (head, rest) = msg.split_at(self.suite().broker_hello_head_len());
         self.head(head)?;
         self.rest(Some(rest), rest.len(), out)
     }
@@ -574,7 +575,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// The first part: header checks, the transcript before it (th1) and
     /// through it, ss_e; then the ephemeral key is wiped.
     fn head(&mut self, part: &[u8]) -> Result<(), Error> {
-        let suite = self.suite;
+        let suite = self.suite();
         let kem = suite.kem();
         let expected = suite.broker_hello_len();
         check_header(part, MSG_BROKER_HELLO, expected)?;
@@ -595,7 +596,7 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     /// The rest: `rest`, or (`None`) the first `len` bytes of the rest
     /// buffer; the second decapsulation and the key schedule.
     fn rest(&mut self, rest: Option<&[u8]>, len: usize, out: &mut [u8]) -> Result<(Session, usize), Error> {
-        let suite = self.suite;
+        let suite = self.suite();
         let kem = suite.kem();
         let cf_len = suite.client_finished_len();
         let out = out.get_mut(..cf_len).ok_or(Error::BufferTooSmall { needed: cf_len })?;
@@ -664,6 +665,18 @@ fn check_suite(msg: &[u8], suite: Suite, expected: usize) -> Result<(), Error> {
         }),
         Some(_) => Ok(()),
     }
+}
+
+/// The error for a suite that is not compiled in, out of line and cold:
+/// [`Suite::id`] is a match over every [`Scheme`], and inlined into
+/// [`SensorHandshake::start_into`] it turns the `enabled` check into a
+/// many-way switch that leaves the start's own path a small fraction of the
+/// calls, so LLVM took the call of `AwaitBrokerHello::start` for a cold one
+/// and kept it out of line (a second frame under the KEM: 60 B more stack).
+#[cold]
+#[inline(never)]
+fn not_supported(suite: Suite) -> Error {
+    Error::SuiteNotSupported(suite.id())
 }
 
 /// An empty slot's error: no handshake awaits this message.

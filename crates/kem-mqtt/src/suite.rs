@@ -89,6 +89,23 @@ pub(crate) const ENABLED_MAX_EPHEMERAL_SK_LEN: usize = {
     m
 };
 
+/// The one KEM compiled in, if exactly one is (a sensor image).
+const SOLE_KEM: Option<Scheme> = {
+    let (mut sole, mut n, mut i) = (None, 0, 0);
+    while i < KEMS.len() {
+        if kem_enabled(KEMS[i]) {
+            sole = Some(KEMS[i]);
+            n += 1;
+        }
+        i += 1;
+    }
+    if n == 1 {
+        sole
+    } else {
+        None
+    }
+};
+
 /// The symmetric family used for the transcript hash and the key schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
@@ -171,6 +188,16 @@ impl Suite {
         match self.kem.mqtt_id() {
             Some(k) => (k << 4) | if self.hybrid { 2 } else { 1 },
             None => 0,
+        }
+    }
+
+    /// This suite, known to be enabled (a sensor's handshake state holds
+    /// no other): with one KEM compiled in, its KEM is that constant, so
+    /// its lengths fold instead of indexing tables over every scheme.
+    pub(crate) const fn of_enabled(self) -> Suite {
+        match SOLE_KEM {
+            Some(kem) => Suite::new(kem, self.hybrid),
+            None => self,
         }
     }
 
