@@ -3,8 +3,8 @@
 use kem_common::SharedSecret;
 use rand_core::TryCryptoRng;
 
-use kem_registry::Scheme;
 use crate::Error;
+use kem_registry::Scheme;
 
 /// Whether `kem` is compiled in: its cargo feature (spelled as the
 /// registry's name) is on. This file is the crate's one list of KEMs.

@@ -426,7 +426,13 @@ mod tests {
 
     #[test]
     fn kem_selectors_are_the_registrys_names() {
-        for ok in ["ml-kem-768", "ml-kem-1024", "ctru-light-sha3", "ctru-light-sha3/kred2x", "lightsaber"] {
+        for ok in [
+            "ml-kem-768",
+            "ml-kem-1024",
+            "ctru-light-sha3",
+            "ctru-light-sha3/kred2x",
+            "lightsaber",
+        ] {
             assert_eq!(kem_selector(ok).as_deref(), Ok(ok));
         }
         for bad in ["ml-kem-76", "kyber768", "", "ML-KEM-768"] {
