@@ -50,37 +50,7 @@ mod server {
         &primitives::OPS,
     ];
 
-    const N_OPS: usize = {
-        let mut n = 0;
-        let mut g = 0;
-        while g < GROUPS.len() {
-            n += GROUPS[g].len();
-            g += 1;
-        }
-        n
-    };
-
-    const fn all_ops() -> [Op<Uart>; N_OPS] {
-        let mut out = [Op {
-            id: 0,
-            request_len: 0,
-            reply_len: 0,
-            run: |_| {},
-        }; N_OPS];
-        let (mut g, mut i) = (0, 0);
-        while g < GROUPS.len() {
-            let mut k = 0;
-            while k < GROUPS[g].len() {
-                out[i] = GROUPS[g][k];
-                i += 1;
-                k += 1;
-            }
-            g += 1;
-        }
-        out
-    }
-
-    static OPS: [Op<Uart>; N_OPS] = all_ops();
+    static OPS: [Op<Uart>; avr_harness::ops_count(GROUPS)] = avr_harness::ops_table(GROUPS);
 
     /// Serves the ops for good.
     pub fn run() -> ! {

@@ -36,7 +36,7 @@ mod hw;
 #[cfg(target_arch = "avr")]
 pub use hw::{eeprom_read, eeprom_write, exit, marker_begin, marker_end, paint_stack, read_sp, stack_used_since, Uart};
 
-pub use protocol::{Io, Op, Status};
+pub use protocol::{ops_count, ops_table, Io, Op, Status};
 
 /// Runs `f` inside marker window `id` (1..=0x7F), with the stack painted
 /// beforehand. Returns what `f` returns; the painted stack measure of the

@@ -86,6 +86,42 @@ impl<I> Clone for Op<I> {
 }
 impl<I> Copy for Op<I> {}
 
+/// A handler that does nothing: the filler of [`ops_table`] before it is written.
+fn no_op<I>(_: &mut I) {}
+
+/// How many ops `groups` hold together (the length of [`ops_table`]).
+pub const fn ops_count<I>(groups: &[&[Op<I>]]) -> usize {
+    let (mut n, mut g) = (0, 0);
+    while g < groups.len() {
+        n += groups[g].len();
+        g += 1;
+    }
+    n
+}
+
+/// The ops of `groups`, in order, as one table (`N` = [`ops_count`]): a
+/// firmware's op table built at compile time from the groups its features
+/// select.
+pub const fn ops_table<I, const N: usize>(groups: &[&[Op<I>]]) -> [Op<I>; N] {
+    let mut out = [Op {
+        id: 0,
+        request_len: 0,
+        reply_len: 0,
+        run: no_op::<I>,
+    }; N];
+    let (mut g, mut i) = (0, 0);
+    while g < groups.len() {
+        let mut k = 0;
+        while k < groups[g].len() {
+            out[i] = groups[g][k];
+            i += 1;
+            k += 1;
+        }
+        g += 1;
+    }
+    out
+}
+
 /// What the server loop does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {

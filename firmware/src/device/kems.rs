@@ -214,36 +214,8 @@ serve! {
     ctru_ascon_mont: Kem::CtruAsconMont => (ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryPlain>::keygen_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryPlain>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Ascon, ctru_light::MontgomeryPlain>::decapsulate_into);
 }
 
-/// How many ops the groups hold.
-const N_OPS: usize = {
-    let (mut n, mut g) = (0, 0);
-    while g < GROUPS.len() {
-        n += GROUPS[g].len();
-        g += 1;
-    }
-    n
-};
-
 /// Every op of the KEMs this image serves, as one group of the firmware's op table.
-pub const OPS: [Op<Uart>; N_OPS] = {
-    let mut out = [Op {
-        id: 0,
-        request_len: 0,
-        reply_len: 0,
-        run: |_| {},
-    }; N_OPS];
-    let (mut g, mut i) = (0, 0);
-    while g < GROUPS.len() {
-        let mut k = 0;
-        while k < GROUPS[g].len() {
-            out[i] = GROUPS[g][k];
-            i += 1;
-            k += 1;
-        }
-        g += 1;
-    }
-    out
-};
+pub const OPS: [Op<Uart>; avr_harness::ops_count(GROUPS)] = avr_harness::ops_table(GROUPS);
 
 /// [`avr_wire::kem::OP_CTRU_DECRYPT_PRODUCT`]: c·f mod 256 exactly,
 /// for the host's differential test (decapsulation alone could not
