@@ -67,7 +67,7 @@ const fn bytes_equal(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
-/// A KEM scheme: one specification, one official KAT file, one set of
+/// A KEM scheme: one specification, one set of official vectors, one set of
 /// byte lengths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scheme {
