@@ -358,16 +358,40 @@ fn key_and_coins_for(m: &[u8; 32], ek: &[u8; EK_BYTES]) -> ([u8; 32], [u8; 32]) 
     key_and_coins(m, &fips202::sha3_256(&[ek]))
 }
 
+/// Whether decapsulation's re-encryption keeps each r_j packed (K·128 B of
+/// stack) instead of sampling it again for every product that needs it
+/// (PRF and CBD K² − K times more: rows take j in alternating order, so
+/// each of the K + 1 rows but the first loads K − 1 of them again; ≈ 0.1 M
+/// cycles each on the AVR, most of it one Keccak permutation). Everywhere but on MCUs with 6 KB of SRAM or less
+/// (`build.rs`), where the KEM-MQTT sensor's finish needs that room beside
+/// its static buffers.
+const DECAPS_KEEPS_NOISE: bool = !cfg!(kyber_small_sram);
+
+/// The same choice for encapsulation, from k = 3 on: there the resampling
+/// costs 6 (k = 3) and 12 (k = 4) PRF calls, and the 384/512 B fit the
+/// stack targets of ML-KEM-768/1024 (3,072/3,584 B). At k = 2 encapsulation
+/// keeps its 2.2 KB stack budget (2 more PRF calls).
+const ENCAPS_KEEPS_NOISE: bool = DECAPS_KEEPS_NOISE && K > 2;
+
+/// Runs `f` with the noise source `keep` asks for: r_j kept packed (a
+/// [`kpke::PackedNoise`] in this frame) or sampled again each time.
+/// `keep` is a constant, so one branch is compiled.
+#[inline(always)]
+fn with_noise<R>(keep: bool, f: impl FnOnce(&mut kpke::Noise) -> R) -> R {
+    if keep {
+        let mut kept = kpke::PackedNoise::default();
+        f(&mut kpke::Noise::KeepPacked(&mut kept))
+    } else {
+        f(&mut kpke::Noise::Resample)
+    }
+}
+
 /// Encaps_internal (Algorithm 17) with message m (after the variant's hashing).
 pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
     let (mut kbar, mut r) = key_and_coins_for(m, ek);
-    kpke::encrypt(
-        ek,
-        m,
-        &r,
-        &mut kpke::Noise::Resample,
-        &mut kem_common::CiphertextSink::Write(ct),
-    );
+    with_noise(ENCAPS_KEEPS_NOISE, |noise| {
+        kpke::encrypt(ek, m, &r, noise, &mut kem_common::CiphertextSink::Write(ct));
+    });
     let ss = V::derive_key(&kbar, ct);
     kbar.wipe();
     r.wipe();
@@ -398,15 +422,7 @@ fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]
     // A key of the wrong length (impossible for a checked key) is a difference.
     let mut same = Choice::from(0);
     if let Ok(ek) = <&[u8; EK_BYTES]>::try_from(ek) {
-        // Small-SRAM MCUs sample the noise again rather than keep it
-        // (`build.rs`): 256 B less stack for two more PRF calls.
-        #[cfg(not(kyber_small_sram))]
-        let mut kept = kpke::PackedNoise::default();
-        #[cfg(not(kyber_small_sram))]
-        let mut noise = kpke::Noise::KeepPacked(&mut kept);
-        #[cfg(kyber_small_sram)]
-        let mut noise = kpke::Noise::Resample;
-        kpke::encrypt(ek, m, &r, &mut noise, &mut sink);
+        with_noise(DECAPS_KEEPS_NOISE, |noise| kpke::encrypt(ek, m, &r, noise, &mut sink));
         same = sink.equal();
     }
     r.wipe();

@@ -54,19 +54,17 @@ pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke:
 /// serves both kinds.
 pub enum Noise<'a> {
     /// Samples r_j again every time (PRF and CBD): no stack beyond the
-    /// polynomial (Encaps, whose stack is at its 2.2 KB budget).
+    /// polynomial (k = 2 encapsulation, whose stack is at its 2.2 KB
+    /// budget, and every operation on 6 KB MCUs).
     Resample,
-    /// Samples each r_j once and keeps it packed: the second use unpacks it
-    /// instead of 2 more PRF blocks (≈ 0.42 M cycles of Keccak). For
-    /// decapsulation's re-encryption, whose stack stays under the published
-    /// decaps row with the 256 B. Not used on 6 KB MCUs (`build.rs`,
-    /// `cfg(kyber_small_sram)`: decapsulation re-samples there).
-    #[cfg_attr(kyber_small_sram, allow(dead_code))]
+    /// Samples each r_j once and keeps it packed: a later use unpacks it
+    /// instead of a PRF block and CBD. For decapsulation's re-encryption,
+    /// and for encapsulation from k = 3 on (`kem_impl::ENCAPS_KEEPS_NOISE`).
     KeepPacked(&'a mut PackedNoise),
 }
 
-/// The r_j that [`Noise::KeepPacked`] sampled, 4 bits a coefficient (256 B
-/// for both). Wiped on drop.
+/// The r_j that [`Noise::KeepPacked`] sampled, 4 bits a coefficient (K·128 B).
+/// Wiped on drop.
 pub struct PackedNoise {
     packed: [[u8; PACKED_SMALL_BYTES]; K],
     sampled: [bool; K],
@@ -114,10 +112,10 @@ impl Noise<'_> {
 ///
 /// Three polynomials live at once (r̂_j, the Â entry, the accumulator):
 /// r̂_j is transformed again for the products that need it rather than
-/// kept (the 2.2 KB stack target; 2 transforms), and `noise`
-/// either samples r_j again ([`Noise::Resample`]: 2 PRF calls) or unpacks
-/// it ([`Noise::KeepPacked`]). Rows take j in alternating order so
-/// consecutive products share r̂_j: 2K loads for the K² + K products.
+/// kept (512 B per r̂_j), and `noise` either samples r_j again
+/// ([`Noise::Resample`]) or unpacks it ([`Noise::KeepPacked`]). Rows take
+/// j in alternating order so consecutive products share r̂_j: K² loads for
+/// the K² + K products, K² − K of them again (2, 6, 12 for k = 2, 3, 4).
 #[inline(never)]
 pub fn encrypt(
     ek: &[u8; EK_BYTES],
