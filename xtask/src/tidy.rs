@@ -154,10 +154,47 @@ fn an_mcu_is_named_in_its_record_and_the_labs_list_only() {
     }
 }
 
-/// The KEM-MQTT topic prefixes are typed once (`crates/avr-wire/src/topics.rs`).
+/// The KEM-MQTT topic prefixes are typed once (`crates/kem-mqtt-wire/src/topics.rs`).
 #[test]
 fn topic_prefixes_are_typed_once() {
     for prefix in ["\"kem-mqtt/hs", "\"kem-mqtt/data", "\"kem-mqtt/cluster"] {
-        assert_eq!(files_naming(prefix), ["crates/avr-wire/src/topics.rs"], "{prefix}");
+        assert_eq!(files_naming(prefix), ["crates/kem-mqtt-wire/src/topics.rs"], "{prefix}");
+    }
+}
+
+/// The KEM-MQTT/1 lengths and message bytes more than one crate needs are
+/// defined once (`crates/kem-mqtt-wire/src/lib.rs`); `kem-mqtt` and
+/// `avr-wire` use them (the AVR side's `CF_LEN` and `RECORD_LEN` follow
+/// from them, so a wire change does not build until both sides follow).
+#[test]
+fn wire_lengths_are_defined_once() {
+    // (`VERSION` is not in the list: avr-wire's frame has its own.)
+    for name in [
+        "MSG_CLIENT_HELLO",
+        "MSG_BROKER_HELLO",
+        "MSG_CLIENT_FINISHED",
+        "MAC_LEN",
+        "CLIENT_FINISHED_LEN",
+        "MAX_CLIENT_ID_LEN",
+        "SEQ_LEN",
+        "TAG_LEN",
+        "RECORD_OVERHEAD",
+        "MAX_TOPIC_LEN",
+    ] {
+        assert_eq!(
+            files_naming(&format!("const {name}:")),
+            ["crates/kem-mqtt-wire/src/lib.rs"],
+            "{name}"
+        );
+    }
+    for (name, from) in [("CF_LEN", "CLIENT_FINISHED_LEN"), ("RECORD_LEN", "RECORD_OVERHEAD")] {
+        let defining = files_naming(&format!("const {name}:"));
+        assert_eq!(defining, ["crates/avr-wire/src/mqtt.rs"], "{name}");
+        let line = code(&root().join(&defining[0]))
+            .lines()
+            .find(|l| l.contains(&format!("const {name}:")))
+            .map(str::to_owned)
+            .unwrap_or_default();
+        assert!(line.contains(from), "{name} must follow {from}: {line}");
     }
 }

@@ -17,4 +17,6 @@ pub mod kem;
 pub mod mqtt;
 pub mod primitives;
 pub mod rings;
-pub mod topics;
+/// The KEM-MQTT/1 topic layout (`kem_mqtt_wire::topics`, which is also
+/// `kem_mqtt::wire::topics`).
+pub use kem_mqtt_wire::topics;

@@ -69,11 +69,11 @@ pub const FINISH_OPS: [u8; 2] = [OP_FINISH, OP_FINISH_REST];
 /// that needs more is reported by the host as a tape longer than this).
 pub const TAPE_LEN: usize = 192;
 /// Client-id field of a start request (the longest id KEM-MQTT/1 allows).
-pub const MAX_ID_LEN: usize = 64;
+pub const MAX_ID_LEN: usize = kem_mqtt_wire::MAX_CLIENT_ID_LEN;
 /// Length of an X25519 key.
 pub const X25519_LEN: usize = 32;
 /// Length of a ClientFinished.
-pub const CF_LEN: usize = 34;
+pub const CF_LEN: usize = kem_mqtt_wire::CLIENT_FINISHED_LEN;
 /// The topic of the record the sensor seals after the handshake: a sealed
 /// sensor → broker record of client `avr-1`, subtopic `t`, in the
 /// project's convention `kem-mqtt/data/c2b/<client id>[/<sub>]`
@@ -85,7 +85,7 @@ const TOPIC_BYTES: [u8; crate::topics::DATA_C2B.len() + 7] = crate::topics::join
 /// The plaintext of that record.
 pub const PAYLOAD: &[u8] = b"21.5 C from the AVR sensor";
 /// Length of that record: sequence number, ciphertext, tag.
-pub const RECORD_LEN: usize = 8 + PAYLOAD.len() + 16;
+pub const RECORD_LEN: usize = PAYLOAD.len() + kem_mqtt_wire::RECORD_OVERHEAD;
 
 /// Names of the status codes the ops answer with.
 pub const fn error_name(code: u8) -> &'static str {

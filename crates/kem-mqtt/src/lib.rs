@@ -150,24 +150,17 @@ pub use kem::{check_key_pair, check_public_key, generate_keypair, public_key_of}
 pub use record::{Role, Session, MAX_TOPIC_LEN, RECORD_LABEL, RECORD_OVERHEAD, REPLAY_WINDOW, SEQ_LEN, TAG_LEN};
 pub use suite::{kem_enabled, Family, Scheme, Suite, SuiteSet, KEMS};
 
-/// Protocol version byte.
-pub const VERSION: u8 = 0x01;
-/// Message type of the ClientHello.
-pub const MSG_CLIENT_HELLO: u8 = 0x01;
-/// Message type of the BrokerHello.
-pub const MSG_BROKER_HELLO: u8 = 0x02;
-/// Message type of the ClientFinished.
-pub const MSG_CLIENT_FINISHED: u8 = 0x03;
-/// Length of the Finished MACs.
-pub const MAC_LEN: usize = 32;
-/// Longest client id.
-pub const MAX_CLIENT_ID_LEN: usize = 64;
+/// The wire facts other crates share without this one (the AVR firmware's
+/// `avr-wire`): version and message bytes, lengths, the topic layout.
+pub use kem_mqtt_wire as wire;
+pub use kem_mqtt_wire::{
+    AUTH_METHOD, CLIENT_FINISHED_LEN, MAC_LEN, MAX_CLIENT_ID_LEN, MSG_BROKER_HELLO, MSG_CLIENT_FINISHED,
+    MSG_CLIENT_HELLO, VERSION,
+};
 /// Largest ClientHello of any suite.
 pub const MAX_CLIENT_HELLO_LEN: usize = 4 + MAX_CLIENT_ID_LEN + 32 + suite::MAX_PK_LEN + suite::MAX_CT_LEN + 32;
 /// Largest BrokerHello of any suite.
 pub const MAX_BROKER_HELLO_LEN: usize = 3 + 32 + 2 * suite::MAX_CT_LEN + 32 + MAC_LEN;
-/// Authentication method name in MQTT v5 enhanced authentication.
-pub const AUTH_METHOD: &str = "KEM-MQTT/1";
 
 /// Every way the protocol can fail. Malformed input is always an error, never a panic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

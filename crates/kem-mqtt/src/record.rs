@@ -6,14 +6,7 @@ use zeroize::Zeroize;
 
 use crate::Error;
 
-/// Bytes of the sequence-number prefix.
-pub const SEQ_LEN: usize = 8;
-/// Bytes of the Ascon-AEAD128 tag.
-pub const TAG_LEN: usize = 16;
-/// Bytes a record adds to its plaintext.
-pub const RECORD_OVERHEAD: usize = SEQ_LEN + TAG_LEN;
-/// Longest topic a record can be bound to.
-pub const MAX_TOPIC_LEN: usize = 255;
+pub use kem_mqtt_wire::{MAX_TOPIC_LEN, RECORD_OVERHEAD, SEQ_LEN, TAG_LEN};
 /// Width of the replay window: a record up to this many sequence numbers
 /// older than the newest accepted one is accepted once; older ones are rejected.
 pub const REPLAY_WINDOW: u64 = 64;

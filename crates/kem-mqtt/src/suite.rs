@@ -262,7 +262,7 @@ impl Suite {
 
     /// Length of the ClientFinished.
     pub const fn client_finished_len(self) -> usize {
-        2 + crate::MAC_LEN
+        crate::CLIENT_FINISHED_LEN
     }
 }
 

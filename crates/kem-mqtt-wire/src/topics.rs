@@ -1,8 +1,10 @@
 //! The KEM-MQTT/1 topic layout, once: every prefix a sensor, the broker
-//! plugin, the gateway, the host tools and the firmware build topics from.
-//! Here, in the `no_std` leaf both sides depend on, so that a change to the
-//! layout reaches the AVR firmware and the host together (a record's topic
-//! is its associated data: both sides must build the same bytes).
+//! plugin, the gateway, the host tools and the firmware build topics from
+//! (`kem_mqtt::wire::topics`, and `avr_wire::topics` for the firmware).
+//! Here, in the dependency-free leaf both sides depend on, so that a change
+//! to the layout reaches the AVR firmware and the host together (a
+//! record's topic is its associated data: both sides must build the same
+//! bytes).
 //!
 //! | topic | what |
 //! |---|---|
