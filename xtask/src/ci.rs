@@ -203,7 +203,7 @@ pub fn run() -> Result<(), String> {
             for_4808(Box::new(|| {
                 handshake::app_fit(
                     target::mcu("atmega4808")?,
-                    "kem-mqtt-app/ctru-light-ascon+x25519",
+                    &target::Suites::One(target::suite("ctru-light-ascon+x25519")?),
                     false,
                     true,
                 )

@@ -243,6 +243,37 @@ mod tests {
         parse(&["kat", "--scheme", "ctru-light-ascon"]).unwrap();
     }
 
+    /// A KEM-MQTT suite is chosen by its exact name (`ml-kem-768` is not
+    /// `ml-kem-768+x25519`), and a misspelt one is refused with the list.
+    #[test]
+    fn suites_are_chosen_by_name() {
+        for cmd in ["mqtt", "mqtt-load"] {
+            let (kind, text) = error(&[cmd, "--suite", "ml-kem-769"]);
+            assert_eq!(kind, ErrorKind::ValueValidation, "{cmd}");
+            assert!(
+                text.contains("unknown suite `ml-kem-769`") && text.contains("ml-kem-768+x25519"),
+                "{text}"
+            );
+            assert_eq!(
+                error(&[cmd, "--suite", "ml-kem-768", "--filter", "x"]).0,
+                ErrorKind::ArgumentConflict
+            );
+        }
+        let Ok(Cli {
+            command: Cmd::Mqtt(args),
+        }) = parse(&["mqtt", "--suite", "ml-kem-768"])
+        else {
+            panic!("mqtt --suite ml-kem-768 does not parse");
+        };
+        let suites = avr_lab::target::Suites::new(args.suite, &args.filter);
+        let named = |name| avr_lab::target::suite(name).expect(name);
+        assert!(suites.admits("kem-mqtt", named("ml-kem-768")));
+        assert!(!suites.admits("kem-mqtt", named("ml-kem-768+x25519")));
+        // The text filter, by contrast, takes both.
+        let text = avr_lab::target::Suites::new(None, "ml-kem-768");
+        assert!(text.admits("kem-mqtt", named("ml-kem-768")) && text.admits("kem-mqtt", named("ml-kem-768+x25519")));
+    }
+
     #[test]
     fn dfr_hands_every_option_to_its_binary() {
         match parse(&["dfr", "--keys", "5", "--help"]).unwrap().command {

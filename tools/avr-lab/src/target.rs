@@ -400,6 +400,51 @@ pub fn kem_selector(name: &str) -> Result<String, String> {
     }
 }
 
+/// Parses `--suite`: a KEM-MQTT suite by its name (the registry's, e.g.
+/// `ml-kem-768` or `ml-kem-768+x25519`); anything else is refused with the
+/// list.
+pub fn suite(name: &str) -> Result<kem_mqtt::Suite, String> {
+    kem_mqtt::Suite::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = kem_mqtt::Suite::ALL.iter().map(|s| s.name()).collect();
+        format!("unknown suite `{name}` (one of: {})", names.join(", "))
+    })
+}
+
+/// The KEM-MQTT suites a command takes: one by name (`--suite`), or every
+/// suite whose row name (`kem-mqtt/<suite>`, `kem-mqtt-app/<suite>`)
+/// contains a text (`--filter`; empty: all).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Suites {
+    /// Exactly this suite (`ml-kem-768` is not `ml-kem-768+x25519`).
+    One(kem_mqtt::Suite),
+    /// The suites whose row name contains this text (lower case).
+    Containing(String),
+}
+
+impl Suites {
+    /// `--suite` if given, else `--filter`.
+    pub fn new(one: Option<kem_mqtt::Suite>, filter: &str) -> Suites {
+        one.map_or_else(|| Suites::Containing(filter.to_lowercase()), Suites::One)
+    }
+
+    /// Whether `suite`, in a row named `<rows>/<suite>`, is taken.
+    pub fn admits(&self, rows: &str, suite: kem_mqtt::Suite) -> bool {
+        match self {
+            Suites::One(one) => *one == suite,
+            Suites::Containing(text) => format!("{rows}/{}", suite.name()).contains(text.as_str()),
+        }
+    }
+}
+
+impl std::fmt::Display for Suites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Suites::One(one) => write!(f, "--suite {}", one.name()),
+            Suites::Containing(text) => write!(f, "--filter `{text}`"),
+        }
+    }
+}
+
 /// What a command selects: the `--kem` given (a registry name), or else the
 /// `--filter` text (lower case; empty: everything).
 pub fn selection(kem: &Option<String>, filter: &str) -> String {

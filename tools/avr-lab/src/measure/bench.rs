@@ -154,10 +154,15 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
         if !filter.starts_with(APP_SCHEME) {
             crate::measure::mega0::kat(mcu, &filter, no_build, false, record)?;
             crate::measure::mega0::primitives(mcu, &filter, no_build, record)?;
-            crate::mqtt::handshake::mega0(mcu, &filter, no_build, record, false)?;
+            crate::mqtt::handshake::mega0(mcu, &target::Suites::new(None, &filter), no_build, record, false)?;
         }
         if filter.is_empty() || filter.starts_with(APP_SCHEME) {
-            crate::mqtt::handshake::app_fit(mcu, &filter, record || filter == APP_SCHEME, false)?;
+            crate::mqtt::handshake::app_fit(
+                mcu,
+                &target::Suites::new(None, &filter),
+                record || filter == APP_SCHEME,
+                false,
+            )?;
         }
         return regenerate();
     }
@@ -176,7 +181,7 @@ pub fn run(o: &BenchArgs) -> Result<(), String> {
     let kem_images = target::kem_images_matching(mcu, &filter, no_build);
     // The default run measures the two suites issue #8 compares (the others
     // with `--filter kem-mqtt`): each image is a build of its own.
-    let mqtt_images: Vec<target::Image> = crate::run::sensor::images(mcu, &filter)?
+    let mqtt_images: Vec<target::Image> = crate::run::sensor::images(mcu, &target::Suites::new(None, &filter))?
         .into_iter()
         .filter(|i| target::runnable(mcu, i, no_build))
         .filter(|i| !filter.is_empty() || MQTT_DEFAULT_IMAGES.contains(&i.name.as_str()))

@@ -590,7 +590,7 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
         }
     }
     // Sensor suites: two seeds.
-    for image in crate::run::sensor::images(mcu, &filter)? {
+    for image in crate::run::sensor::images(mcu, &crate::target::Suites::new(None, &filter))? {
         let Some(&suite) = crate::run::sensor::suites_of(&image).last() else {
             continue;
         };

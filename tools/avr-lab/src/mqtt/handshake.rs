@@ -37,6 +37,9 @@ pub struct MqttArgs {
     /// Only suites whose name contains this text (e.g. ctru-light, x25519)
     #[arg(long, default_value = "")]
     pub filter: String,
+    /// Only this suite, by name (e.g. ml-kem-768, ml-kem-768+x25519)
+    #[arg(long, value_parser = crate::target::suite, conflicts_with = "filter")]
+    pub suite: Option<kem_mqtt::Suite>,
     /// Use the images already built
     #[arg(long)]
     pub no_build: bool,
@@ -70,7 +73,7 @@ fn broker_addr(s: &str) -> Result<kem_mqtt_host::addr::BrokerAddr, String> {
     s.parse().map_err(|e: kem_mqtt_host::addr::AddrError| e.to_string())
 }
 
-/// `cargo xtask mqtt [--mcu M] [--filter S] [--no-build] [--profile] [--require-fit] [--seeds N]`:
+/// `cargo xtask mqtt [--mcu M] [--filter S | --suite S] [--no-build] [--profile] [--require-fit] [--seeds N]`:
 /// the sensor's handshake of every selected suite in the simulator against
 /// the host broker. With `--broker HOST:PORT --key FILE [--mode auth|topic]`
 /// instead: the key file's suite on the simulated ATmega1284p against a real
@@ -83,7 +86,7 @@ fn broker_addr(s: &str) -> Result<kem_mqtt_host::addr::BrokerAddr, String> {
 pub fn cmd(o: &MqttArgs) -> Result<(), String> {
     let seeds = o.seeds;
     let mcu = o.mcu;
-    let filter = o.filter.to_lowercase();
+    let suites = crate::target::Suites::new(o.suite, &o.filter);
     let no_build = o.no_build;
     if let Some(broker) = &o.broker {
         let key = o
@@ -93,21 +96,21 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
         return crate::mqtt::live::cmd(mcu, broker, key, o.mode, no_build);
     }
     if !mcu.simulated {
-        return mega0(mcu, &filter, no_build, false, o.require_fit);
+        return mega0(mcu, &suites, no_build, false, o.require_fit);
     }
     let mut n = 0;
     println!(
         "| suite | start cycles | finish cycles | total | stack B start/finish (sim) | painted | CH/BH/CF/record B |"
     );
     println!("|---|---:|---:|---:|---|---|---|");
-    for image in sensor::images(mcu, &filter)?
+    for image in sensor::images(mcu, &suites)?
         .into_iter()
         .filter(|i| crate::target::runnable(mcu, i, no_build))
     {
         let elf = crate::build::avr::image_elf(mcu, &image, no_build)?;
         let mut dev = Device::open(&elf, mcu.name)?;
         for suite in sensor::suites_of(&image) {
-            if !format!("kem-mqtt/{}", suite.name()).contains(&filter) {
+            if !suites.admits(crate::report::records::MQTT_SCHEME, suite) {
                 continue;
             }
             let r = sensor::run(&mut dev, suite, sensor::SEED)?;
@@ -146,7 +149,7 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
         dev.close()?;
     }
     if n == 0 {
-        return Err(format!("no KEM-MQTT suite matches --filter `{filter}`"));
+        return Err(format!("no KEM-MQTT suite matches {suites}"));
     }
     println!("{n} passed, 0 failed");
     Ok(())
@@ -241,7 +244,7 @@ fn stack_need_1284p(suite: Suite) -> Option<u32> {
         .max()
 }
 
-/// The sensor application images of the suites `filter` selects on `mcu`
+/// The sensor application images of `suites` on `mcu`
 /// (a megaAVR-0, in yasimavr): built with keys, their flash and static RAM,
 /// whether they link, whether a session runs and the stack's painted peak
 /// in it ([`crate::mqtt::app_cost::run_on_mega0`]), and so the SRAM they leave
@@ -249,7 +252,12 @@ fn stack_need_1284p(suite: Suite) -> Option<u32> {
 /// to `benchmarks/<mcu>/kem-mqtt-app-fit.md` and the images whose session
 /// ran to `benchmarks/<mcu>/kem-mqtt-app.json` (operation `image`). With
 /// `require_run`, a session that fails is an error.
-pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run: bool) -> Result<(), String> {
+pub fn app_fit(
+    mcu: crate::target::Mcu,
+    suites: &crate::target::Suites,
+    record: bool,
+    require_run: bool,
+) -> Result<(), String> {
     let mut table = String::from(
         "| suite | image | flash B | static RAM B | stack peak B | SRAM spare B | links | in yasimavr (handshake, reading, command) |\n\
          |---|---|---:|---:|---:|---:|---|---|\n",
@@ -257,7 +265,7 @@ pub fn app_fit(mcu: crate::target::Mcu, filter: &str, record: bool, require_run:
     let mut records = Vec::new();
     let mut failed = Vec::new();
     for suite in kem_mqtt::Suite::ALL {
-        if !format!("{}/{}", crate::report::records::APP_SCHEME, suite.name()).contains(filter) {
+        if !suites.admits(crate::report::records::APP_SCHEME, suite) {
             continue;
         }
         let image = crate::target::Image::sensor_app(suite);
@@ -413,7 +421,7 @@ pub fn link_overflow(err: &str, mcu: crate::target::Mcu) -> String {
 /// the CTRU-Light sensor must keep fitting the ATmega4808).
 pub fn mega0(
     mcu: crate::target::Mcu,
-    filter: &str,
+    suites: &crate::target::Suites,
     no_build: bool,
     record: bool,
     require_fit: bool,
@@ -428,7 +436,7 @@ pub fn mega0(
     // exceed the SRAM: beyond it by the numbers, which `require_fit` does
     // not ask to fit (the table says why).
     let mut beyond_sram = 0u32;
-    for image in sensor::images(mcu, filter)? {
+    for image in sensor::images(mcu, suites)? {
         selected += 1;
         let suite = *sensor::suites_of(&image).last().ok_or("image without suite")?;
         let built = if no_build {

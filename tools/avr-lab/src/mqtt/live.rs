@@ -180,7 +180,7 @@ fn avr_finish(dev: &mut Device, l: Layout, broker_hello: &[u8]) -> Result<AvrFin
 
 /// The image of `mcu` that serves `suite`.
 fn image_for(mcu: Mcu, suite: Suite) -> Result<crate::target::Image, LiveError> {
-    sensor::images(mcu, "")
+    sensor::images(mcu, &crate::target::Suites::One(suite))
         .map_err(LiveError::Setup)?
         .into_iter()
         .find(|i| sensor::suites_of(i).contains(&suite))

@@ -40,6 +40,9 @@ pub struct MqttLoadArgs {
     /// Only suites whose name contains this text
     #[arg(long, default_value = "")]
     pub filter: String,
+    /// Only this suite, by name (e.g. ml-kem-768+x25519)
+    #[arg(long, value_parser = crate::target::suite, conflicts_with = "filter")]
+    pub suite: Option<Suite>,
     /// Gateway instances in topic mode (more than one: a shared subscription group)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub gateways: u32,
@@ -235,13 +238,14 @@ fn broker_version() -> String {
 /// `cargo xtask mqtt-load`.
 pub fn run(a: &MqttLoadArgs) -> Result<(), String> {
     let root = util::workspace_root();
+    let pick = crate::target::Suites::new(a.suite, &a.filter);
     let suites: Vec<Suite> = Suite::ALL
         .iter()
         .copied()
-        .filter(|s| s.name().contains(&a.filter))
+        .filter(|&s| pick.admits(crate::report::records::MQTT_SCHEME, s))
         .collect();
     if suites.is_empty() {
-        return Err(format!("no suite matches --filter {:?}", a.filter));
+        return Err(format!("no suite matches {pick}"));
     }
     let bin = kem_mqtt_binary(&root)?;
     let plugin = mosquitto_site::build_plugin(Path::new("cargo"), &root.join("target"))?;

@@ -267,18 +267,18 @@ pub fn suites_of(image: &crate::target::Image) -> Vec<Suite> {
     v
 }
 
-/// The KEM-MQTT images `--filter` selects for `mcu`, ready to build
+/// The KEM-MQTT images serving a suite of `suites` on `mcu`, ready to build
 /// ([`with_keys`]): on the ATmega1284p the hybrid images (each serves its
 /// KEM's pure suite too); on the ATmega4808 (48 KB) also the pure ones,
 /// whose flash is the pure suite's own.
-pub fn images(mcu: crate::target::Mcu, filter: &str) -> Result<Vec<crate::target::Image>, String> {
+pub fn images(mcu: crate::target::Mcu, suites: &crate::target::Suites) -> Result<Vec<crate::target::Image>, String> {
     crate::target::Image::all_mqtt()
         .into_iter()
         .filter(|i| !mcu.simulated || i.features.contains(&"mqtt-x25519"))
         .filter(|i| {
             suites_of(i)
                 .iter()
-                .any(|s| format!("kem-mqtt/{}", s.name()).contains(filter))
+                .any(|&s| suites.admits(crate::report::records::MQTT_SCHEME, s))
         })
         .map(|i| with_keys(mcu, i))
         .collect()
