@@ -53,6 +53,11 @@ pub struct Mcu {
     pub flash: u32,
     /// SRAM bytes.
     pub sram: u32,
+    /// Data-space address of the first SRAM byte (after the register file
+    /// and I/O: 0x100 on most classic parts, 0x200 on the 2560 with its
+    /// extended I/O; on the megaAVR 0-series SRAM ends at 0x3FFF). The
+    /// stack starts at its last byte, [`Mcu::ramend`].
+    pub sram_start: u32,
     /// EEPROM bytes.
     pub eeprom: u32,
     /// Measured by this project (`cargo xtask boards`, `docs/boards.md`).
@@ -77,6 +82,7 @@ const fn classic(name: &'static str, board: &'static str, flash: u32, sram: u32,
         family: Family::Classic,
         flash: flash * KB,
         sram: sram * KB,
+        sram_start: 0x100,
         eeprom,
         measured: true,
         programmer: "arduino",
@@ -90,6 +96,7 @@ const fn mega0(name: &'static str, flash: u32, sram: u32) -> Mcu {
         family: Family::Mega0,
         flash: flash * KB,
         sram: sram * KB,
+        sram_start: 0x4000 - sram * KB,
         eeprom: 256,
         measured: false,
         programmer: "serialupdi",
@@ -118,6 +125,7 @@ pub const ALL: &[Mcu] = &[
     },
     Mcu {
         programmer: "wiring",
+        sram_start: 0x200,
         ..classic("atmega2560", "Arduino Mega 2560", 256, 8, 4 * KB)
     },
     classic("atmega1284p", "ATmega1284p boards", 128, 16, 4 * KB),
@@ -177,6 +185,12 @@ impl Mcu {
         }
     }
 
+    /// Data-space address of the last SRAM byte (RAMEND), where the stack
+    /// starts.
+    pub const fn ramend(&self) -> u32 {
+        self.sram_start + self.sram - 1
+    }
+
     /// Whether code reaches all of its flash with 16-bit pointers (`lpm`);
     /// above 64 KB constants past the first 64 KB need `elpm`.
     pub const fn flash_fits_16_bits(&self) -> bool {
@@ -194,6 +208,24 @@ mod tests {
             assert!(ALL[i + 1..].iter().all(|b| b.name != a.name), "{} twice", a.name);
         }
         assert!(ALL.windows(2).all(|w| w[0].sram <= w[1].sram));
+    }
+
+    /// RAMEND as each datasheet gives it (the 2560's extended I/O moves its
+    /// SRAM up by 256 B; the 0-series' SRAM ends below the mapped flash).
+    #[test]
+    fn ramend_is_the_datasheets() {
+        for (name, ramend) in [
+            ("atmega328p", 0x08FF),
+            ("atmega1284p", 0x40FF),
+            ("atmega2560", 0x21FF),
+            ("atmega4808", 0x3FFF),
+            ("atmega4809", 0x3FFF),
+            ("atmega3208", 0x3FFF),
+            ("atmega808", 0x3FFF),
+        ] {
+            assert_eq!(facts(name).ramend(), ramend, "{name}");
+        }
+        assert_eq!(facts("atmega4808").sram_start, 0x2800);
     }
 
     #[test]

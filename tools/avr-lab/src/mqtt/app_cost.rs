@@ -439,8 +439,8 @@ struct Span {
 
 /// The windows of one run, read.
 fn cost(suite: Suite, markers: &[Marker], mcu: Mcu, total_cycles: u64) -> Result<AppCost, String> {
-    // SRAM ends at 0x100 + size on the classic megaAVR.
-    let top = 0x100 + mcu.sram;
+    // The stack's depth is counted from the byte above RAMEND.
+    let top = mcu.facts().ramend() + 1;
     let mut spans: Vec<(u8, Span)> = Vec::new();
     let mut open: Option<&Marker> = None;
     for m in markers {

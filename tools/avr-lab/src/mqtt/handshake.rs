@@ -397,8 +397,8 @@ pub fn link_overflow(err: &str, mcu: crate::target::Mcu) -> String {
         .and_then(|r| r.split_whitespace().next())
         .and_then(|a| u32::from_str_radix(a, 16).ok())
     {
-        // The 4808's SRAM starts at data address 0x802800 (linker view).
-        let used = end.saturating_sub(0x80_2800);
+        // The linker's data addresses are 0x800000 + the data-space address.
+        let used = end.saturating_sub(0x80_0000 + mcu.facts().sram_start);
         why.push(format!(
             "static RAM alone {used} B, {} B over {} B",
             used.saturating_sub(mcu.sram),
@@ -647,6 +647,24 @@ pub fn mega0(
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// The linker's complaint read with each part's own SRAM start: the
+    /// 2560's (0x200) was read as the 4808's (0x2800), giving 0 B.
+    #[test]
+    fn link_overflow_reads_static_ram_from_each_parts_sram_start() {
+        let bss =
+            |addr: &str| format!("ld: address 0x{addr} of firmware.elf section `.bss' is not within region `data'");
+        let mega = crate::target::mcu("atmega2560").unwrap();
+        assert_eq!(
+            link_overflow(&bss("8023fc"), mega),
+            "the linker: static RAM alone 8700 B, 508 B over 8192 B"
+        );
+        let small = crate::target::mcu("atmega4808").unwrap();
+        assert_eq!(
+            link_overflow(&bss("804100"), small),
+            "the linker: static RAM alone 6400 B, 256 B over 6144 B"
+        );
+    }
 
     #[test]
     fn broker_options_parse_and_depend_on_each_other() {
