@@ -62,11 +62,27 @@ pub struct Mcu {
     pub eeprom: u32,
     /// Measured by this project (`cargo xtask boards`, `docs/boards.md`).
     pub measured: bool,
+    /// Its datasheet's supply currents, where this project prices energy
+    /// for it (`None`: not looked up).
+    pub currents: Option<Currents>,
     /// avrdude's programmer for its board by default: the Optiboot/Arduino
     /// bootloader (`arduino`), the Mega 2560's stk500v2 one (`wiring`), the
     /// Nano Every's on-board UPDI bridge (`jtag2updi`), a serial UPDI
     /// adapter (`serialupdi`).
     pub programmer: &'static str,
+}
+
+/// A part's supply currents from its datasheet: typical values at 25 °C,
+/// the inputs of the sensor application's energy estimate (an estimate:
+/// what this project measures is cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Currents {
+    /// Active at [`CLOCK_HZ`], 5 V (µA).
+    pub active_ua: u32,
+    /// Asleep between readings, with the wake-up timer and the watchdog (nA).
+    pub sleep_na: u32,
+    /// Where the figures come from, and how they were derived.
+    pub source: &'static str,
 }
 
 /// The clock every image of this project runs at, and the simulators
@@ -85,6 +101,7 @@ const fn classic(name: &'static str, board: &'static str, flash: u32, sram: u32,
         sram_start: 0x100,
         eeprom,
         measured: true,
+        currents: None,
         programmer: "arduino",
     }
 }
@@ -99,6 +116,7 @@ const fn mega0(name: &'static str, flash: u32, sram: u32) -> Mcu {
         sram_start: 0x4000 - sram * KB,
         eeprom: 256,
         measured: false,
+        currents: None,
         programmer: "serialupdi",
     }
 }
@@ -115,6 +133,16 @@ pub const ALL: &[Mcu] = &[
     Mcu {
         board: "ATmega4808 boards",
         measured: true,
+        currents: Some(Currents {
+            active_ua: 8_500,
+            // Power-down with everything stopped 0.1 µA + the RTC on
+            // OSCULP32K 1.2 µA + the WDT 0.7 µA.
+            sleep_na: 2_000,
+            source: "megaAVR 0-series ATmega809/1609/3209/4809 48-pin datasheet (DS40002016B), Tables 4-5 to 4-7 \
+                     (the ATmega4808 is the same die family; check against its own DS40002173): Active 20 MHz, \
+                     5 V: 8.5 mA typ; Power-down, all peripherals stopped, 3 V: 0.1 µA, plus the RTC on the 32 kHz \
+                     ULP oscillator (the periodic wake-up) 1.2 µA and the WDT 0.7 µA: 2.0 µA",
+        }),
         ..mega0("atmega4808", 48, 6)
     },
     Mcu {
@@ -128,7 +156,18 @@ pub const ALL: &[Mcu] = &[
         sram_start: 0x200,
         ..classic("atmega2560", "Arduino Mega 2560", 256, 8, 4 * KB)
     },
-    classic("atmega1284p", "ATmega1284p boards", 128, 16, 4 * KB),
+    Mcu {
+        currents: Some(Currents {
+            // 5.2 mA at 8 MHz × 20/8.
+            active_ua: 13_000,
+            sleep_na: 4_200,
+            source: "ATmega164A/PA/324A/PA/644A/PA/1284/P datasheet (Atmel 8272E–AVR–04/2013), §28.1 DC \
+                     characteristics: the ATmega324PA row (Table 28-5; the ATmega1284P row was not available to \
+                     us): Active 8 MHz, 5 V: 5.2 mA typ, extrapolated linearly to 20 MHz (13 mA); Power-down, WDT \
+                     enabled, 3 V: 4.2 µA typ (the watchdog is the wake-up timer; no 5 V row is given)",
+        }),
+        ..classic("atmega1284p", "ATmega1284p boards", 128, 16, 4 * KB)
+    },
 ];
 
 /// The part named `name` (LLVM's name), if it is in [`ALL`].

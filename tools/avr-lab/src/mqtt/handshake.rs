@@ -437,8 +437,13 @@ pub fn mega0(
     // not ask to fit (the table says why).
     let mut beyond_sram = 0u32;
     for image in sensor::images(mcu, suites)? {
-        selected += 1;
+        // Each image runs its last suite (a hybrid image its hybrid one):
+        // an image chosen for its pure suite alone is that suite's pure image.
         let suite = *sensor::suites_of(&image).last().ok_or("image without suite")?;
+        if !suites.admits(crate::report::records::MQTT_SCHEME, suite) {
+            continue;
+        }
+        selected += 1;
         let built = if no_build {
             crate::build::avr::sizes(mcu, &image.elf(mcu))
         } else {

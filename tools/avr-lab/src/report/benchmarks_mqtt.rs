@@ -135,7 +135,7 @@ pub(super) fn app_summary(records: &[Record]) -> String {
         v = energy::SUPPLY_V,
         link = energy::LINK_S * 1000.0,
     );
-    for c in energy::CURRENTS {
+    for c in energy::all() {
         let _ = writeln!(
             s,
             "- {}: active {} mA, asleep {} µA — {}.",

@@ -1,6 +1,6 @@
 //! The figures the sensor application's energy estimate rests on (issue
-//! #36): each MCU's supply currents from its datasheet, and the schedule
-//! and battery the estimate is priced for. An estimate, labelled as one
+//! #36): each MCU's supply currents from its datasheet (its `avr_mcu`
+//! record's), and the schedule and battery the estimate is priced for. An estimate, labelled as one
 //! wherever it is printed: the measured part is the cycle counts; the
 //! currents are datasheet typicals at 25 °C.
 //!
@@ -39,7 +39,8 @@ pub const BATTERY_MAH: f64 = 2500.0;
 /// The battery, as the tables name it.
 pub const BATTERY: &str = "4 × AA (2,500 mAh) through a 5 V LDO";
 
-/// One MCU's datasheet currents.
+/// One MCU's datasheet currents (its record's, `avr_mcu::Currents`, in
+/// the units the estimate computes in).
 #[derive(Clone, Copy, Debug)]
 pub struct Currents {
     /// The MCU.
@@ -52,34 +53,21 @@ pub struct Currents {
     pub source: &'static str,
 }
 
-/// The currents of each MCU.
-pub const CURRENTS: &[Currents] = &[
-    Currents {
-        mcu: "atmega1284p",
-        // 5.2 mA at 8 MHz × 20/8.
-        active_ma: 13.0,
-        sleep_ua: 4.2,
-        source: "ATmega164A/PA/324A/PA/644A/PA/1284/P datasheet (Atmel 8272E–AVR–04/2013), §28.1 DC \
-                 characteristics: the ATmega324PA row (Table 28-5; the ATmega1284P row was not available to \
-                 us): Active 8 MHz, 5 V: 5.2 mA typ, extrapolated linearly to 20 MHz (13 mA); Power-down, WDT \
-                 enabled, 3 V: 4.2 µA typ (the watchdog is the wake-up timer; no 5 V row is given)",
-    },
-    Currents {
-        mcu: "atmega4808",
-        active_ma: 8.5,
-        // Power-down with everything stopped 0.1 µA + the RTC on OSCULP32K
-        // 1.2 µA + the WDT 0.7 µA.
-        sleep_ua: 2.0,
-        source: "megaAVR 0-series ATmega809/1609/3209/4809 48-pin datasheet (DS40002016B), Tables 4-5 to 4-7 \
-                 (the ATmega4808 is the same die family; check against its own DS40002173): Active 20 MHz, \
-                 5 V: 8.5 mA typ; Power-down, all peripherals stopped, 3 V: 0.1 µA, plus the RTC on the 32 kHz \
-                 ULP oscillator (the periodic wake-up) 1.2 µA and the WDT 0.7 µA: 2.0 µA",
-    },
-];
+/// Every MCU whose record has currents.
+pub fn all() -> impl Iterator<Item = Currents> {
+    avr_mcu::ALL.iter().filter_map(|m| {
+        m.currents.map(|c| Currents {
+            mcu: m.name,
+            active_ma: f64::from(c.active_ua) / 1000.0,
+            sleep_ua: f64::from(c.sleep_na) / 1000.0,
+            source: c.source,
+        })
+    })
+}
 
 /// The currents of `mcu`, if known.
 pub fn currents(mcu: &str) -> Option<Currents> {
-    CURRENTS.iter().copied().find(|c| c.mcu == mcu)
+    all().find(|c| c.mcu == mcu)
 }
 
 /// The estimate for one MCU and suite.
