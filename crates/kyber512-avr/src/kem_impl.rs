@@ -362,9 +362,9 @@ fn key_and_coins_for(m: &[u8; 32], ek: &[u8; EK_BYTES]) -> ([u8; 32], [u8; 32]) 
 /// stack) instead of sampling it again for every product that needs it
 /// (PRF and CBD K² − K times more: rows take j in alternating order, so
 /// each of the K + 1 rows but the first loads K − 1 of them again; ≈ 0.1 M
-/// cycles each on the AVR, most of it one Keccak permutation). Everywhere but on MCUs with 6 KB of SRAM or less
-/// (`build.rs`), where the KEM-MQTT sensor's finish needs that room beside
-/// its static buffers.
+/// cycles each on the AVR, most of it one Keccak permutation). Everywhere
+/// but on MCUs with 6 KB of SRAM or less (`build.rs`), where the KEM-MQTT
+/// sensor's finish needs that room beside its static buffers.
 const DECAPS_KEEPS_NOISE: bool = !cfg!(kyber_small_sram);
 
 /// The same choice for encapsulation, from k = 3 on: there the resampling
