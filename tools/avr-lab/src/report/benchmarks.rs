@@ -30,10 +30,39 @@ fn fit_sections() -> String {
                      Measured by `cargo xtask bench --mcu {}` (yasimavr; from `benchmarks/{}/{name}.md`).\n\n{table}",
                     mcu.name, mcu.name, mcu.name
                 );
+                if name == "kem-fit" {
+                    s.push_str(&references_beyond(mcu));
+                }
             }
         }
     }
     s
+}
+
+/// Why a fit table has no ratio column: the published references were
+/// measured on the ATmega1284p, and those whose stack alone exceeds `mcu`'s
+/// SRAM cannot run on it at all, so there is nothing like for like to set
+/// beside ours there (the ATmega1284p's section has the ratios).
+fn references_beyond(mcu: &target::Mcu) -> String {
+    let beyond: Vec<String> = kem_registry::Kem::ALL
+        .iter()
+        .filter_map(|&k| published::kem_reference(k, published::Tables::Flash).map(|r| (k, r)))
+        .filter(|(_, r)| r.stack.iter().any(|&b| b > mcu.sram))
+        .map(|(k, r)| {
+            let [kg, en, de] = r.stack;
+            format!("{} ({}: {kg}/{en}/{de} B of stack)", k.name(), r.name)
+        })
+        .collect();
+    if beyond.is_empty() {
+        return String::new();
+    }
+    format!(
+        "No ratio column: the published references were measured on the ATmega1284p, and these need more \
+         than this part's {} B of SRAM for their stack alone, so they cannot run here: {}. The ratios are \
+         in the ATmega1284p's rows.\n\n",
+        mcu.sram,
+        beyond.join("; ")
+    )
 }
 
 pub(super) fn docs_markdown(records: &[Record]) -> String {
@@ -299,6 +328,18 @@ fn kem_summary(records: &[Record]) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// On the 6 KB part, the references that cannot run there are named
+    /// with their stacks; those that could (CTRU-Light's, under 3.1 KB) are not.
+    #[test]
+    fn references_beyond_the_sram_are_named_with_their_stack() {
+        let note = references_beyond(&target::mcu("atmega4808").unwrap());
+        assert!(
+            note.contains("ml-kem-768 (") && note.contains("10128/13176/14265 B"),
+            "{note}"
+        );
+        assert!(!note.contains("ctru-light"), "{note}");
+    }
+
     use super::*;
     use crate::report::chart;
     use crate::report::records::SCHEME;
