@@ -234,7 +234,7 @@ fn constant_over_seeds(dev: &mut Device, elf: &std::path::Path, suite: Suite, se
 
 /// The peak stack of `suite`'s sensor on the ATmega1284p, from its recorded
 /// benchmark (`benchmarks/atmega1284p/kem-mqtt.json`), if there is one.
-fn stack_need_1284p(suite: Suite) -> Option<u32> {
+pub fn stack_need_1284p(suite: Suite) -> Option<u32> {
     let path = crate::report::records::bench_dir().join("atmega1284p/kem-mqtt.json");
     let records = crate::report::records::read_records(&path).ok()?;
     records
