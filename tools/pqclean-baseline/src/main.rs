@@ -301,6 +301,23 @@ struct SetResult {
     host_ubsan: bool,
 }
 
+/// Compiles the KEM's C `sources` for the AVR with [`KEM_CFLAGS`] and
+/// `extra` flags into `dir`, one object per source.
+fn compile_kem(sources: &[PathBuf], includes: &[&Path], dir: &Path, extra: &[&str]) -> Result<Vec<PathBuf>, String> {
+    let mut objs = Vec::new();
+    for c in sources {
+        let obj = dir.join(c.file_name().unwrap()).with_extension("o");
+        let mut cmd = Command::new("avr-gcc");
+        cmd.arg(format!("-mmcu={MCU}")).args(KEM_CFLAGS).args(extra);
+        for i in includes {
+            cmd.arg("-I").arg(i);
+        }
+        run(cmd.arg("-c").arg(c).arg("-o").arg(&obj))?;
+        objs.push(obj);
+    }
+    Ok(objs)
+}
+
 fn measure_set(root: &Path, work: &Path, src: &Path, set: u16) -> Result<SetResult, String> {
     let dir = work.join(format!("ml-kem-{set}"));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -308,24 +325,9 @@ fn measure_set(root: &Path, work: &Path, src: &Path, set: u16) -> Result<SetResu
     let common = src.join("common");
 
     // AVR objects: the KEM's own (scheme + fips202), then the harness's.
-    let mut kem_objs = Vec::new();
     let mut kem_sources = c_files(&clean)?;
     kem_sources.push(common.join("fips202.c"));
-    for c in &kem_sources {
-        let obj = dir.join(c.file_name().unwrap()).with_extension("o");
-        run(Command::new("avr-gcc")
-            .arg(format!("-mmcu={MCU}"))
-            .args(KEM_CFLAGS)
-            .arg("-I")
-            .arg(&common)
-            .arg("-I")
-            .arg(&clean)
-            .arg("-c")
-            .arg(c)
-            .arg("-o")
-            .arg(&obj))?;
-        kem_objs.push(obj);
-    }
+    let kem_objs = compile_kem(&kem_sources, &[&common, &clean], &dir, &[])?;
     let mut objs = kem_objs.clone();
     for (c, o) in [("harness.c", "harness.o"), ("randombytes.c", "randombytes.o")] {
         let obj = dir.join(o);
@@ -376,23 +378,12 @@ fn measure_set(root: &Path, work: &Path, src: &Path, set: u16) -> Result<SetResu
     // with -ffunction-sections, linked with --gc-sections (not measured).
     let gc_dir = dir.join("gc");
     std::fs::create_dir_all(&gc_dir).map_err(|e| e.to_string())?;
-    let mut gc_objs = Vec::new();
-    for c in &kem_sources {
-        let obj = gc_dir.join(c.file_name().unwrap()).with_extension("o");
-        run(Command::new("avr-gcc")
-            .arg(format!("-mmcu={MCU}"))
-            .args(KEM_CFLAGS)
-            .args(["-ffunction-sections", "-fdata-sections"])
-            .arg("-I")
-            .arg(&common)
-            .arg("-I")
-            .arg(&clean)
-            .arg("-c")
-            .arg(c)
-            .arg("-o")
-            .arg(&obj))?;
-        gc_objs.push(obj);
-    }
+    let gc_objs = compile_kem(
+        &kem_sources,
+        &[&common, &clean],
+        &gc_dir,
+        &["-ffunction-sections", "-fdata-sections"],
+    )?;
     let gc_map = gc_dir.join("gc.map");
     run(Command::new("avr-gcc")
         .arg(format!("-mmcu={MCU}"))
