@@ -3,7 +3,7 @@ process's stdin and stdout (raw bytes both ways), until stdin closes.
 
     python3 firmware/avr/yasim_app.py FIRMWARE.elf [BSS_END RAMEND [WINDOWS]]
 
-The host (`tools/avr-lab/src/mqtt/app_cost.rs`) plays the bridge and the broker on
+The host (`xtask/src/lab/mqtt/app_cost.rs`) plays the bridge and the broker on
 the other end of the pipes. On exit one line goes to stderr:
 `eeprom HEX cycles N windows E,S,O window-stack S,O stack S`: the first 8
 EEPROM bytes (the handshake counter's reservation), the simulated cycles,

@@ -10,7 +10,7 @@ window's id, before `id | 0x80` closes it) is counted at its address,
 with the cycles yasimavr charged it. For each request one line is printed,
 `STATUS_HEX PAYLOAD_HEX`, and TRACE.json gets one entry, `pcs`:
 `[address, executions, cycles]` of every instruction in the window. The
-host prices the window for the AVRxt core from it (`tools/avr-lab/src/run/avrxt.rs`).
+host prices the window for the AVRxt core from it (`xtask/src/lab/run/avrxt.rs`).
 """
 import json
 import struct

@@ -1,5 +1,5 @@
 //! `cargo xtask …`: parses the command line (`flags`) and dispatches to the
-//! AVR lab (`tools/avr-lab`); the CI recipe is `ci`.
+//! AVR lab (the library `avr_lab`, `src/lab/`); the CI recipe is `ci`.
 
 use std::process::{Command, ExitCode};
 

@@ -1,25 +1,4 @@
-//! A pqm4-style test/speed/stack harness for AVR firmware, `no_std`.
-//!
-//! Every scheme's firmware links this crate and calls [`serve`] with its
-//! table of [`Op`]s. The host (the `xtask`, through `avr-sim`) then speaks a
-//! tiny framed protocol over UART0 ([`protocol`]):
-//!
-//! - request: `[op u8][len u16 le][payload]`
-//! - reply:   `[status u8][len u16 le][payload]`
-//!
-//! Measured code runs inside a marker window ([`measure`]): the firmware
-//! writes the window id to GPIOR0 before and `id | 0x80` after, so the
-//! simulator can stamp cycle counts; free SRAM is painted first and scanned
-//! afterwards, a second stack measure that also works on real hardware.
-//! Two on-chip timers are read at the same points ([`protocol::OP_CYCLES`]),
-//! the cycle count of a board, which has no simulator to stamp markers.
-//!
-//! On `target_arch = "avr"` the hardware parts are compiled for the classic
-//! megaAVR layout (ATmega1284p: UART0, GPIOR0 at I/O 0x1E) or, when built
-//! with `-C target-cpu=atmega4808` (and the other megaAVR-0 parts), for
-//! USART0, GPIOR0 at 0x1C and SLPCTRL. On the host only the pure protocol
-//! logic is compiled, so it can be unit-tested.
-
+#![doc = include_str!("../README.md")]
 #![no_std]
 #![cfg_attr(target_arch = "avr", feature(asm_experimental_arch))]
 #![cfg_attr(all(target_arch = "avr", feature = "board"), feature(abi_avr_interrupt))]

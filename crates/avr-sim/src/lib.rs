@@ -1,26 +1,4 @@
-//! Run AVR firmware in [simavr](https://github.com/buserror/simavr) from Rust.
-//!
-//! A small C shim (`csrc/shim.c`) drives libsimavr one instruction at a time
-//! and records what a benchmark needs:
-//! - UART0 output bytes, and UART0 input fed only while the firmware's
-//!   receiver asks for data (simavr's XON/XOFF signals; bytes sent while RX
-//!   is off would be dropped);
-//! - cycle-stamped writes to a marker register (GPIOR0 by default): the
-//!   firmware writes an id before a measured window and `id | 0x80` after;
-//! - the lowest stack pointer inside each window (and since reset), skipping
-//!   the transient SP value between the two halves of an `out SPH` …
-//!   `out SPL` update;
-//! - optionally, a data space larger than the part's ([`Sim::load_with_ramend`])
-//!   for images that need more RAM than the part has;
-//! - a clean stop when the firmware executes `cli; sleep`, and a cycle limit
-//!   as a safety net.
-//!
-//! ```no_run
-//! let mut sim = avr_sim::Sim::load("firmware.elf", "atmega1284p")?;
-//! sim.send(&[0x00, 0x00, 0x00]);
-//! let reply = sim.run_until_output(3, 10_000_000)?;
-//! # Ok::<(), avr_sim::Error>(())
-//! ```
+#![doc = include_str!("../README.md")]
 
 pub mod harness;
 

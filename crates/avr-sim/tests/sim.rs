@@ -5,7 +5,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use avr_sim::{windows, Sim};
+use avr_pqc_sim::{windows, Sim};
 
 /// Builds tests/fixture.c once per test run (the tests run in parallel:
 /// each building the same ELF raced with the others reading it); `None`
@@ -24,7 +24,7 @@ fn fixture_64k() -> Option<PathBuf> {
 }
 
 fn build_fixture(name: &str, extra: &[&str]) -> Option<PathBuf> {
-    if !avr_sim::AVAILABLE {
+    if !avr_pqc_sim::AVAILABLE {
         eprintln!("avr-sim built without libsimavr: skipping (run `cargo xtask setup`)");
         return None;
     }
@@ -107,7 +107,7 @@ fn cycle_limit_is_an_error() {
     let mut sim = Sim::load(&elf, "atmega1284p").unwrap();
     // No input: the firmware waits for its first byte forever.
     let err = sim.run_until_output(1, 200_000).unwrap_err();
-    assert!(matches!(err, avr_sim::Error::CycleLimit { .. }), "{err}");
+    assert!(matches!(err, avr_pqc_sim::Error::CycleLimit { .. }), "{err}");
     assert!(err.to_string().contains("cycle limit"));
 }
 
@@ -115,7 +115,7 @@ fn cycle_limit_is_an_error() {
 fn unknown_mcu_is_an_error() {
     let Some(elf) = fixture() else { return };
     let err = Sim::load(&elf, "atmega9999").unwrap_err();
-    assert!(matches!(err, avr_sim::Error::UnknownMcu(_)), "{err}");
+    assert!(matches!(err, avr_pqc_sim::Error::UnknownMcu(_)), "{err}");
 }
 
 /// Feeds the fixture its inputs and runs it to the end.
@@ -134,8 +134,8 @@ fn extended_data_space_keeps_timings() {
     let (Some(elf), Some(elf_64k)) = (fixture(), fixture_64k()) else {
         return;
     };
-    let f = avr_sim::DEFAULT_FREQUENCY;
-    let marker = avr_sim::GPIOR0_CLASSIC;
+    let f = avr_pqc_sim::DEFAULT_FREQUENCY;
+    let marker = avr_pqc_sim::GPIOR0_CLASSIC;
 
     let mut real = Sim::load(&elf, "atmega1284p").unwrap();
     assert_eq!(real.ramend(), 0x40FF);
@@ -165,5 +165,5 @@ fn extended_data_space_keeps_timings() {
 
     // An override below the part's own RAMEND is refused.
     let err = Sim::load_with_ramend(&elf, "atmega1284p", f, marker, 0x1000).unwrap_err();
-    assert!(matches!(err, avr_sim::Error::Load(_)), "{err}");
+    assert!(matches!(err, avr_pqc_sim::Error::Load(_)), "{err}");
 }

@@ -560,8 +560,8 @@ impl Kem {
     }
 
     /// The published (or independently measured) row this variant is
-    /// compared with, by its name in the avr-lab's tables
-    /// (`tools/avr-lab/src/report/published.rs`), for NTT tables in flash
+    /// compared with, by its name in the lab's tables
+    /// (`xtask/src/lab/report/published.rs`), for NTT tables in flash
     /// or (`tables_in_sram`) in SRAM: the same scheme's row of that
     /// placement (their "-stack" rows count the tables). Round-3 Kyber512
     /// and LightSaber with their best (whose stacks are those of their

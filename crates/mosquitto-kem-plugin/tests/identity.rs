@@ -194,7 +194,8 @@ fn the_plugin_refuses_a_sensors_forgeries_even_under_a_permissive_acl() {
     let s = suite("ctru-light-ascon+x25519");
     let (secrets, registry, keys) = enrol(&[("mallory", s), ("dashboard", s)]);
     let acl = format!(
-        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/b2c/%u/#\n{SHIPPED_ACL}"
+        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/b2c/%u/#\n{}",
+        shipped(Shipped::AuthAcl)
     );
     let mut broker = Broker::start(
         "permissive",
@@ -245,7 +246,8 @@ fn a_sensors_last_will_on_the_broker_side_topics_is_never_published() {
     let s = suite("ctru-light-ascon+x25519");
     let (secrets, registry, keys) = enrol(&[("mallory", s), ("dashboard", s)]);
     let acl = format!(
-        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/b2c/%u/#\n{SHIPPED_ACL}"
+        "# Misconfigured on purpose:\npattern write plain/#\npattern write kem-mqtt/data/b2c/%u/#\n{}",
+        shipped(Shipped::AuthAcl)
     );
     let mut broker = Broker::start("will", &secrets, &registry, Conf::AclInstead(&acl), &plugin_path());
     let addr = broker.addr();
@@ -452,11 +454,14 @@ fn a_connect_without_kem_mqtt_or_an_application_password_is_refused() {
 #[test]
 fn the_broker_guide_shows_the_shipped_files() {
     let guide = include_str!("../../../docs/broker.md");
-    for (name, text) in [("mosquitto.conf", SHIPPED_CONF), ("kem-mqtt.acl", SHIPPED_ACL)] {
+    for (name, file) in [
+        ("mosquitto.conf", Shipped::AuthConf),
+        ("kem-mqtt.acl", Shipped::AuthAcl),
+    ] {
         assert!(
-            guide.contains(text),
+            guide.contains(&shipped(file)),
             "docs/broker.md does not contain {name} as shipped"
         );
     }
-    assert!(SHIPPED_CONF.contains("\nallow_anonymous false\n"));
+    assert!(shipped(Shipped::AuthConf).contains("\nallow_anonymous false\n"));
 }

@@ -6,7 +6,7 @@
 //! Needs the Debian packages `mosquitto`, `mosquitto-dev` and `mosquitto-clients`.
 
 mod common;
-use common::{app_publish, plugin_path, subscriber, Broker, Conf};
+use common::{app_publish, plugin_path, site, subscriber, Broker, Conf};
 use std::time::Duration;
 
 use kem_mqtt::{Suite, SuiteSet};
@@ -119,7 +119,7 @@ fn a_reading_queued_for_an_offline_application_survives_a_broker_restart() {
     let port = broker.port.to_string();
     // The application: a persistent session (-c: it never expires) at QoS 1.
     let app = |extra: &[&str]| {
-        Command::new(mosquitto_site::MOSQUITTO_SUB)
+        Command::new(site::MOSQUITTO_SUB)
             .args([
                 "-h",
                 "127.0.0.1",

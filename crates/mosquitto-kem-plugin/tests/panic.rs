@@ -88,8 +88,8 @@ fn the_shipped_plugin_refuses_fault_options() {
     std::fs::create_dir_all(&dir).unwrap();
     secrets.save(&dir.join("broker-key.json")).unwrap();
     registry.save(&dir.join("registry.json")).unwrap();
-    std::fs::write(dir.join("kem-mqtt.acl"), SHIPPED_ACL).unwrap();
-    let conf = mosquitto_site::auth_mode_config(
+    std::fs::write(dir.join("kem-mqtt.acl"), shipped(Shipped::AuthAcl)).unwrap();
+    let conf = site::auth_mode_config(
         &Conf::DocumentedWith("plugin_opt_fault_panic_start_id alice\n"),
         &dir,
         free_port(),
@@ -98,7 +98,7 @@ fn the_shipped_plugin_refuses_fault_options() {
     .unwrap();
     std::fs::write(dir.join("mosquitto.conf"), conf).unwrap();
     let log_path = dir.join("mosquitto.log");
-    let mut child = std::process::Command::new(mosquitto_site::MOSQUITTO)
+    let mut child = std::process::Command::new(site::MOSQUITTO)
         .arg("-c")
         .arg(dir.join("mosquitto.conf"))
         .stdout(std::process::Stdio::null())

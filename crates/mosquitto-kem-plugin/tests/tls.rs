@@ -114,7 +114,7 @@ fn the_guides_show_the_shipped_tls_listener() {
         ("docs/gateway.md", include_str!("../../../docs/gateway.md")),
     ] {
         assert!(
-            guide.contains(mosquitto_site::TLS_CONF),
+            guide.contains(&shipped(Shipped::TlsConf)),
             "{name} does not contain mosquitto-tls.conf as shipped"
         );
     }

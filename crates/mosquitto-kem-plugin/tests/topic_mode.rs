@@ -170,12 +170,12 @@ fn two_gateway_instances_share_one_fleet() {
 #[test]
 fn the_gateway_guide_shows_the_shipped_files() {
     let guide = include_str!("../../../docs/gateway.md");
-    for (name, text) in [
-        ("mosquitto-gateway.conf", mosquitto_site::GATEWAY_CONF),
-        ("gateway.acl", mosquitto_site::GATEWAY_ACL),
+    for (name, file) in [
+        ("mosquitto-gateway.conf", Shipped::GatewayConf),
+        ("gateway.acl", Shipped::GatewayAcl),
     ] {
         assert!(
-            guide.contains(text),
+            guide.contains(&shipped(file)),
             "docs/gateway.md does not contain {name} as shipped"
         );
     }

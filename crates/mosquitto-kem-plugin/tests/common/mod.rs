@@ -1,8 +1,8 @@
 //! Shared by the integration tests: the plugin library (built on demand with
 //! the `plugin` profile, whose panics unwind; `cargo test` alone does not
-//! produce the cdylib), a mosquitto site ([`mosquitto_site`]: the shipped
-//! configuration, only its paths and port replaced, killed when the test
-//! ends) and the sensor-side moves of the tests.
+//! produce the cdylib), a mosquitto site (the lab's
+//! `avr_lab::mqtt::site`: the shipped configuration, only its paths and
+//! port replaced, killed when the test ends) and the sensor-side moves of the tests.
 //!
 //! `MOSQUITTO_KEM_PLUGIN=/path/to/libmosquitto_kem_plugin.so` runs the tests
 //! against that build instead (e.g. an older revision of the plugin);
@@ -15,16 +15,20 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+#[allow(unused_imports)] // each test file uses a part
+pub use avr_lab::mqtt::site::{
+    self, Conf, Shipped, Site, Subscriber, APP_PASSWORD, APP_USER, GATEWAY_PASSWORD, GATEWAY_USER, NO_RATE_LIMITS,
+};
 use kem_mqtt::{Suite, SuiteSet, AUTH_METHOD};
 use kem_mqtt_host::keys::{BrokerSecrets, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{self, Connection, Packet};
 use kem_mqtt_host::provision::{generate_broker, provision_sensor};
 use kem_mqtt_host::OsRng;
-#[allow(unused_imports)] // each test file uses a part
-pub use mosquitto_site::{
-    Conf, Site, Subscriber, APP_PASSWORD, APP_USER, GATEWAY_PASSWORD, GATEWAY_USER, NO_RATE_LIMITS, SHIPPED_ACL,
-    SHIPPED_CONF,
-};
+
+/// A shipped configuration file's text, as the site reads it.
+pub fn shipped(file: Shipped) -> String {
+    file.read().unwrap()
+}
 
 /// The workspace's target directory (tests run from `target/<profile>/deps`).
 fn target_dir() -> PathBuf {
@@ -40,7 +44,7 @@ pub fn plugin_path() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| match std::env::var_os("MOSQUITTO_KEM_PLUGIN") {
         Some(p) => PathBuf::from(p),
-        None => mosquitto_site::build_plugin(Path::new(env!("CARGO")), &target_dir()).unwrap(),
+        None => site::build_plugin(Path::new(env!("CARGO")), &target_dir()).unwrap(),
     })
     .clone()
 }
@@ -52,7 +56,7 @@ pub fn fault_plugin_path() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| match std::env::var_os("MOSQUITTO_KEM_FAULT_PLUGIN") {
         Some(p) => PathBuf::from(p),
-        None => mosquitto_site::build_fault_plugin(Path::new(env!("CARGO")), &target_dir()).unwrap(),
+        None => site::build_fault_plugin(Path::new(env!("CARGO")), &target_dir()).unwrap(),
     })
     .clone()
 }
@@ -117,14 +121,14 @@ impl Broker {
     }
 }
 
-/// The free-port counter of [`mosquitto_site`].
+/// The free-port counter of [`site`].
 pub fn free_port() -> u16 {
-    mosquitto_site::free_port().unwrap()
+    site::free_port().unwrap()
 }
 
-/// [`mosquitto_site::app_publish`] on `broker`.
+/// [`site::app_publish`] on `broker`.
 pub fn app_publish(broker: &Broker, topic: &str, payload: &str) -> bool {
-    mosquitto_site::app_publish(broker, topic, payload).unwrap()
+    site::app_publish(broker, topic, payload).unwrap()
 }
 
 /// [`Subscriber::start`] on `broker`.

@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::mqtt::site::{self, Conf, Site, APP_PASSWORD, APP_USER, GATEWAY_PASSWORD, GATEWAY_USER, NO_RATE_LIMITS};
 use kem_mqtt::Suite;
 use kem_mqtt_host::keys::{BrokerSecrets, Registry};
 use kem_mqtt_host::load::LoadResult;
-use mosquitto_site::{Conf, Site, APP_PASSWORD, APP_USER, GATEWAY_PASSWORD, GATEWAY_USER, NO_RATE_LIMITS};
 
 use crate::report::records::{self, LoadRow, LoadRun};
 use crate::util;
@@ -222,7 +222,7 @@ fn machine() -> String {
 }
 
 fn broker_version() -> String {
-    Command::new(mosquitto_site::MOSQUITTO)
+    Command::new(site::MOSQUITTO)
         .arg("-h")
         .output()
         .ok()
@@ -248,7 +248,7 @@ pub fn run(a: &MqttLoadArgs) -> Result<(), String> {
         return Err(format!("no suite matches {pick}"));
     }
     let bin = kem_mqtt_binary(&root)?;
-    let plugin = mosquitto_site::build_plugin(Path::new("cargo"), &root.join("target"))?;
+    let plugin = site::build_plugin(Path::new("cargo"), &root.join("target"))?;
 
     // The fleet: `--sensors` sensors of every suite, one key directory.
     let keys = root.join("target/mqtt-load/keys");

@@ -1,10 +1,8 @@
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
-//! Debian's mosquitto 2 with this project's shipped configurations, on
-//! 127.0.0.1: the broker the plugin's integration tests, `cargo xtask
-//! e2e` and the load benchmark (`cargo xtask mqtt-load`) run. Not a
-//! library for users: `docs/broker.md` and `docs/gateway.md` say how to run
-//! a real broker.
+//! Debian's mosquitto 2 with this project's shipped KEM-MQTT
+//! configurations, on 127.0.0.1: the broker the plugin's integration
+//! tests, `cargo xtask e2e` and the load benchmark (`cargo xtask
+//! mqtt-load`) run. Not for users: `docs/broker.md` and `docs/gateway.md`
+//! say how to run a real broker.
 //!
 //! - [`Site::auth_mode`] runs `crates/mosquitto-kem-plugin/mosquitto.conf`
 //!   and `kem-mqtt.acl` as shipped, only paths and port replaced, with the
@@ -33,19 +31,45 @@ pub const MOSQUITTO_SUB: &str = "/usr/bin/mosquitto_sub";
 /// `mosquitto_pub` (package `mosquitto-clients`).
 pub const MOSQUITTO_PUB: &str = "/usr/bin/mosquitto_pub";
 
-/// The AUTH-mode broker configuration as shipped (docs/broker.md).
-pub const SHIPPED_CONF: &str = include_str!("../../mosquitto-kem-plugin/mosquitto.conf");
-/// Its ACL file as shipped.
-pub const SHIPPED_ACL: &str = include_str!("../../mosquitto-kem-plugin/kem-mqtt.acl");
+/// A configuration file the repository ships, read from the work tree
+/// when a site is set up: the lab runs in the repository, and a copy taken
+/// at compile time would reach outside the xtask's package.
+#[derive(Clone, Copy, Debug)]
+pub enum Shipped {
+    /// The AUTH-mode broker configuration (docs/broker.md).
+    AuthConf,
+    /// Its ACL file.
+    AuthAcl,
+    /// The topic-mode broker configuration (docs/gateway.md).
+    GatewayConf,
+    /// Its ACL file.
+    GatewayAcl,
+    /// The TLS listener, appended to either configuration.
+    TlsConf,
+}
+
+impl Shipped {
+    /// Its path in the repository.
+    pub fn path(self) -> &'static str {
+        match self {
+            Shipped::AuthConf => "crates/mosquitto-kem-plugin/mosquitto.conf",
+            Shipped::AuthAcl => "crates/mosquitto-kem-plugin/kem-mqtt.acl",
+            Shipped::GatewayConf => "crates/kem-mqtt-host/mosquitto-gateway.conf",
+            Shipped::GatewayAcl => "crates/kem-mqtt-host/gateway.acl",
+            Shipped::TlsConf => "crates/kem-mqtt-host/mosquitto-tls.conf",
+        }
+    }
+
+    /// Its text, as the work tree holds it.
+    pub fn read(self) -> Result<String, String> {
+        let path = crate::util::workspace_root().join(self.path());
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    }
+}
+
 /// An ACL that grants every client every topic (a pattern without `%c` or
 /// `%u` applies to all clients; mosquitto warns and loads it).
 pub const ALLOW_ALL_ACL: &str = "pattern readwrite #\n";
-/// The topic-mode broker configuration as shipped (docs/gateway.md): no plugin.
-pub const GATEWAY_CONF: &str = include_str!("../../kem-mqtt-host/mosquitto-gateway.conf");
-/// Its ACL file as shipped.
-pub const GATEWAY_ACL: &str = include_str!("../../kem-mqtt-host/gateway.acl");
-/// The shipped TLS listener, appended to either configuration.
-pub const TLS_CONF: &str = include_str!("../../kem-mqtt-host/mosquitto-tls.conf");
 
 /// The application account of the password files (the shipped ACLs let
 /// `dashboard` read `plain/#` and write `cmd/#`).
@@ -103,7 +127,7 @@ fn substitute_all(conf: &str, pairs: &[(&str, String)]) -> Result<String, String
 /// The AUTH-mode configuration text for a site in `dir`.
 pub fn auth_mode_config(conf: &Conf, dir: &Path, port: u16, plugin: &Path) -> Result<String, String> {
     let mut text = substitute_all(
-        SHIPPED_CONF,
+        &Shipped::AuthConf.read()?,
         &[
             (
                 "password_file /etc/mosquitto/kem-mqtt.passwd\n",
@@ -436,13 +460,13 @@ impl Site {
         let reg = dir.join(kem_mqtt_host::keys::REGISTRY_FILE);
         registry.save(&reg).map_err(|e| format!("{}: {e}", reg.display()))?;
         let acl = match conf {
-            Conf::AclInstead(acl) => acl,
+            Conf::AclInstead(acl) => acl.to_owned(),
             // Not "no ACL file": with the plugin's access check registered,
             // mosquitto 2.0 denies whatever every check defers.
-            Conf::TopicModeAnonymous => ALLOW_ALL_ACL,
-            _ => SHIPPED_ACL,
+            Conf::TopicModeAnonymous => ALLOW_ALL_ACL.to_owned(),
+            _ => Shipped::AuthAcl.read()?,
         };
-        write(&dir.join("kem-mqtt.acl"), acl)?;
+        write(&dir.join("kem-mqtt.acl"), &acl)?;
         password_file(&dir.join("kem-mqtt.passwd"), &[(APP_USER, APP_PASSWORD)])?;
         Site::launch(dir, |dir, port| auth_mode_config(&conf, dir, port, plugin))
     }
@@ -453,14 +477,15 @@ impl Site {
     /// [`APP_USER`].
     pub fn topic_mode(name: &str, plugin: &Path) -> Result<Site, String> {
         let dir = fresh_dir(name)?;
-        write(&dir.join("gateway.acl"), GATEWAY_ACL)?;
+        write(&dir.join("gateway.acl"), &Shipped::GatewayAcl.read()?)?;
+        let shipped = Shipped::GatewayConf.read()?;
         password_file(
             &dir.join("gateway.passwd"),
             &[(GATEWAY_USER, GATEWAY_PASSWORD), (APP_USER, APP_PASSWORD)],
         )?;
         Site::launch(dir, |dir, port| {
             substitute_all(
-                GATEWAY_CONF,
+                &shipped,
                 &[
                     (
                         "password_file /etc/mosquitto/kem-mqtt-gateway.passwd\n",
@@ -517,14 +542,14 @@ impl Site {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// Adds the shipped TLS listener ([`TLS_CONF`], its paths and port
+    /// Adds the shipped TLS listener ([`Shipped::TlsConf`], its paths and port
     /// replaced) with a CA and a server certificate for `localhost`
     /// generated into the site's directory, and restarts mosquitto with it.
     pub fn with_tls(mut self) -> Result<Site, String> {
         let ca = tls::write_certificates(&self.dir)?;
         let port = free_port()?;
         let section = substitute_all(
-            TLS_CONF,
+            &Shipped::TlsConf.read()?,
             &[
                 ("listener 8883 127.0.0.1\n", format!("listener {port} 127.0.0.1\n")),
                 (

@@ -31,7 +31,7 @@ pub(super) fn mqtt_summary(records: &[Record]) -> String {
          client id). Published: KEM-MQTT (ePrint 2025/563), Kyber-512 sensor handshake work on an\n\
          ATmega4808, 31.8 M cycles.\n\n\
          On the ATmega4808 the cycles are classic-core counts (like the published figure); AVRxt M is the\n\
-         same handshake on the 4808's own core, priced from an instruction trace (`tools/avr-lab/src/run/avrxt.rs`).\n\n\
+         same handshake on the 4808's own core, priced from an instruction trace (`xtask/src/lab/run/avrxt.rs`).\n\n\
          | MCU | suite | start M | finish M | total M | AVRxt M | stack B start/finish | code B | flights B | published M | ours/published |\n\
          |---|---|---:|---:|---:|---:|---|---:|---|---:|---:|\n",
     );
@@ -89,7 +89,7 @@ pub(super) fn app_summary(records: &[Record]) -> String {
         "## The sensor application: what a reading costs\n\n\
          `cargo xtask bench --filter kem-mqtt-app` runs each suite's application image (`app-<kem>[-x25519]`,\n\
          provisioned keys, `crates/avr-wire/src/app.rs`) in simavr against the host playing its bridge and\n\
-         broker (`tools/avr-lab/src/mqtt/app_cost.rs`): a handshake, the first reading sealed, a command (`led on`)\n\
+         broker (`xtask/src/lab/mqtt/app_cost.rs`): a handshake, the first reading sealed, a command (`led on`)\n\
          opened and its answer sealed; the host opens every record. Cycles are the image's marker windows\n\
          (UART, ADC and sleep excluded; marker cost not subtracted: 2 cycles); stack is the deepest SP of the\n\
          step counted from the top of SRAM, so the application's own frames count. On the ATmega4808\n\
@@ -145,7 +145,7 @@ pub(super) fn app_summary(records: &[Record]) -> String {
     s.push_str(
         "\n`t_handshake = cycles/f + 4 × t_link`, `t_reading = seal cycles/f + t_link`,\n\
          `I_avg = I_sleep + (I_active − I_sleep) × (1440 t_reading + t_handshake) / 86,400 s`, `E = V × I_active × t`,\n\
-         life = capacity / I_avg (`tools/avr-lab/src/report/energy.rs`). On the ATmega4808 the handshake is the\n\
+         life = capacity / I_avg (`xtask/src/lab/report/energy.rs`). On the ATmega4808 the handshake is the\n\
          sensor handshake measured in yasimavr (its AVRxt count, § KEM-MQTT/1 sensor handshake) and the seal is\n\
          the count its application image makes on chip in yasimavr (TCB0, classic-core timings: yasimavr stamps\n\
          no marker windows); only the suites whose application image links and runs its session there\n\

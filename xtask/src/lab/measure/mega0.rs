@@ -163,7 +163,7 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
     print!("{table}");
     let legend = "(yasimavr; cycles by the on-chip timers between the markers, UART transfer excluded, \
          yasimavr's classic-core (AVRe+) instruction timings; AVRxt: the same windows on the 4808's \
-         AVRxt core, priced from an instruction trace and checked against the timers (`tools/avr-lab/src/run/avrxt.rs`; \
+         AVRxt core, priced from an instruction trace and checked against the timers (`xtask/src/lab/run/avrxt.rs`; \
          loads from the mapped flash not charged their extra cycle); painted-stack measure; \
          flash = text + data image + rodata)";
     println!("{legend}");

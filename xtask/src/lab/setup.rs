@@ -356,7 +356,7 @@ pub fn rebuild_and_rerun(args: &[String]) -> Result<(), String> {
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("xtask: rebuilding the xtask with the simulator (once)");
-    util::run(Command::new(&cargo).args(["clean", "--package", "avr-sim"]))?;
+    util::run(Command::new(&cargo).args(["clean", "--package", "avr-pqc-sim"]))?;
     // Through the alias, so the rebuild uses the same profile as the first build.
     util::run(
         Command::new(&cargo)

@@ -1,5 +1,6 @@
 //! The KEM-MQTT/1 sensor on the AVR, from its handshake in a simulator to
-//! a deployed broker: `handshake` (`cargo xtask mqtt`: every suite's
+//! a deployed broker: `site` (Debian's mosquitto with the shipped
+//! configurations, for these commands and the plugin's tests), `handshake` (`cargo xtask mqtt`: every suite's
 //! handshake measured, and what fits the ATmega4808), `app_cost` (the
 //! sensor application's steps, the host playing bridge and broker), `live`
 //! (`mqtt --broker`: against a real broker), `e2e` and `e2e_session`
@@ -13,3 +14,4 @@ pub mod e2e_session;
 pub mod handshake;
 pub mod live;
 pub mod mqtt_load;
+pub mod site;

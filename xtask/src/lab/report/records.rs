@@ -72,7 +72,7 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tables: Option<String>,
     /// ATmega4808 rows: the same window on the AVRxt core (the real chip),
-    /// priced from an instruction trace (`tools/avr-lab/src/run/avrxt.rs`); `cycles` is the
+    /// priced from an instruction trace (`xtask/src/lab/run/avrxt.rs`); `cycles` is the
     /// classic-core count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles_avrxt: Option<u64>,

@@ -33,11 +33,10 @@ pub fn run_keeping(cmd: &mut Command, keep: &[&str]) -> Result<(), String> {
     Err(format!("{cmd:?} failed with {}: {}", out.status, kept.join("; ")))
 }
 
-/// The workspace root (two folders above this crate, `tools/avr-lab`).
+/// The workspace root (the folder above this crate, `xtask`).
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the lab lives in the workspace's tools/")
+        .parent()
+        .expect("the xtask lives in the workspace's root folder")
         .to_path_buf()
 }

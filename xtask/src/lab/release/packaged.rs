@@ -158,24 +158,25 @@ fn resolved_from(dir: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(manifest))
 }
 
-/// `cargo publish --dry-run --workspace`: packs every publishable crate and
+/// `cargo package --workspace`: packs every crate of the workspace (the
+/// unpublished ones too, as their dependencies are all publishable) and
 /// builds each from its pack against the others'. Each run gets a target
 /// folder of its own (removed afterwards): cargo unpacks the packs it
 /// verifies into `$CARGO_HOME/registry/src/<hash of that folder>/` and
 /// reuses an unpacked copy of the same name and version, so a second run in
 /// the same folder would verify the first run's sources.
-pub fn publish_dry_run() -> Result<(), String> {
+pub fn package_workspace() -> Result<(), String> {
     let root = util::workspace_root();
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let dir = root.join(format!("target/publish-dry-run-{stamp}"));
+    let dir = root.join(format!("target/package-workspace-{stamp}"));
     // Without debug info: nothing runs what this builds, and the dependency
     // trees (tokio, rustls, rumqttd) link faster without it.
     let result = util::run(
         Command::new("cargo")
             .current_dir(&root)
-            .args(["publish", "--dry-run", "--workspace", "--target-dir"])
+            .args(["package", "--workspace", "--target-dir"])
             .arg(&dir)
             .env("CARGO_PROFILE_DEV_DEBUG", "false"),
     );
@@ -188,13 +189,12 @@ pub fn publish_dry_run() -> Result<(), String> {
 pub fn check() -> Result<(), String> {
     let root = util::workspace_root();
     let packages = publishable(&root)?;
-    // Packing without the build `cargo publish --dry-run` verifies with (CI
-    // runs that first); `--allow-dirty` packs the tree as it is.
+    // Packing without the build `cargo package --workspace` verifies with
+    // (CI runs that first); `--allow-dirty` packs the tree as it is.
     let work = root.join("target/packaged");
     // Its own target folder: the .crate files are where this reads them,
     // whatever CARGO_TARGET_DIR says.
     let packs = work.join("pack");
-    // (`cargo package --workspace` would pack the unpublished crates too.)
     let mut pack = Command::new("cargo");
     pack.current_dir(&root)
         .args(["package", "--no-verify", "--allow-dirty", "-q", "--target-dir"])

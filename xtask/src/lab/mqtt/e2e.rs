@@ -15,12 +15,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::mqtt::site::{self, Conf, Site, Subscriber, GATEWAY_PASSWORD, GATEWAY_USER};
 use avr_wire::mqtt as fw;
 use kem_mqtt::Suite;
 use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::gateway::{Gateway, GatewayConfig};
 use kem_mqtt_host::keys::BrokerState;
-use mosquitto_site::{Conf, Site, Subscriber, GATEWAY_PASSWORD, GATEWAY_USER};
 
 use crate::mqtt::live::{self, Mode};
 
@@ -63,7 +63,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target = crate::util::workspace_root().join("target");
     if args.session_only {
-        let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target)?;
+        let plugin = site::build_plugin(Path::new(&cargo), &target)?;
         return crate::mqtt::e2e_session::run(&plugin, &crate::mqtt::e2e_session::kem_mqtt_cli()?);
     }
     let mcu = crate::target::mcu("atmega1284p")?;
@@ -72,7 +72,7 @@ pub fn run(args: &E2eArgs) -> Result<(), String> {
     let (secrets, registry, keys) = crate::run::sensor::provision_one(suite, client_id)?;
 
     // AUTH mode.
-    let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target)?;
+    let plugin = site::build_plugin(Path::new(&cargo), &target)?;
     let site = Site::auth_mode("e2e-auth", &secrets, &registry, Conf::Documented, &plugin)?;
     let app = Subscriber::start(&site, "plain/#", 1, 60)?;
     live::run_on_image(mcu, &keys, &broker_addr(&site)?, Mode::Auth, args.no_build)?;

@@ -81,7 +81,7 @@ mod tests {
     /// A cut of a real `benchmarks/latest.json` (CTRU-Light SHA3 K-RED2X,
     /// Kyber512-r3, two Kyber NTT routines, two KEM-MQTT suites).
     fn fixture() -> Vec<Record> {
-        serde_json::from_str(include_str!("../../tests/fixtures/records.json")).unwrap()
+        serde_json::from_str(include_str!("../../../tests/fixtures/records.json")).unwrap()
     }
 
     #[test]

@@ -78,7 +78,15 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     // the KEM-MQTT sensor, up to a real broker
     (
         "mqtt",
-        &["app_cost", "live", "handshake", "e2e_session", "e2e", "mqtt_load"],
+        &[
+            "site",
+            "app_cost",
+            "live",
+            "handshake",
+            "e2e_session",
+            "e2e",
+            "mqtt_load",
+        ],
     ),
     // commands that measure and check
     ("measure", &["kat", "mega0", "simtest", "ct", "bench", "boards"]),
@@ -145,7 +153,7 @@ mod tests {
     /// Every `.rs` file of the lab but `lib.rs`, as (file, root module, submodule):
     /// a folder's `mod.rs` has no submodule.
     fn sources() -> Vec<(std::path::PathBuf, String, Option<String>)> {
-        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab");
         let stem = |p: &std::path::Path| p.file_stem().unwrap().to_string_lossy().into_owned();
         let mut files = Vec::new();
         for entry in std::fs::read_dir(&src).unwrap().flatten() {

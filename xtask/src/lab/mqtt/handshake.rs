@@ -621,7 +621,7 @@ pub fn mega0(
         "(yasimavr; cycles by the on-chip timers between the markers (UART transfer excluded) under yasimavr's \
          classic-core (AVRe+) instruction timings, the timing the published 4808 figures were measured with; \
          AVRxt: the same windows on the 4808's AVRxt core, priced from an instruction trace and checked against \
-         the timers (`tools/avr-lab/src/run/avrxt.rs`; loads from the mapped flash, which reads the provisioned keys, not \
+         the timers (`xtask/src/lab/run/avrxt.rs`; loads from the mapped flash, which reads the provisioned keys, not \
          charged their extra cycle); flash = text + data image + rodata. \
          The 4808 images keep the sensor's keys in flash (provisioned at build time: firmware feature \
          `mqtt-provisioned`), build the handshake state in place and send the ephemeral public key from the \

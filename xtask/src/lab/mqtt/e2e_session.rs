@@ -43,10 +43,10 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::mqtt::site::{self, Conf, Site, Subscriber};
 use avr_wire::app::{self as wire, Deframed, Deframer, Policy, Reading};
 use kem_mqtt::Suite;
 use kem_mqtt_host::keys::BrokerState;
-use mosquitto_site::{Conf, Site, Subscriber};
 
 use crate::run::pty::{Change, SimOnPty, Surroundings, Tap};
 use crate::target::Image;
@@ -446,7 +446,7 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target = crate::util::workspace_root().join("target");
-    let plugin = mosquitto_site::build_plugin(Path::new(&cargo), &target)?;
+    let plugin = site::build_plugin(Path::new(&cargo), &target)?;
     let bin = kem_mqtt_cli()?;
     let site = Site::auth_mode("sensor-sim", &secrets, &registry, Conf::Documented, &plugin)?;
     let (app, lines) = Subscriber::start_live(&site, "plain/#")?;
@@ -591,7 +591,7 @@ impl Script<'_> {
                 let i = if answered { next_command } else { next_command - 1 };
                 let (sub, arg, _) = COMMANDS[i];
                 let topic = format!("cmd/{id}/{sub}");
-                if !mosquitto_site::app_publish(site, &topic, arg)? {
+                if !site::app_publish(site, &topic, arg)? {
                     return Err(format!("mosquitto_pub {topic} {arg} failed"));
                 }
                 if answered {
