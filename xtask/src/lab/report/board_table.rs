@@ -51,8 +51,10 @@ pub fn load() -> Result<Vec<Fit>, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// `docs/boards.md` from the stored results.
-pub fn markdown(fits: &[Fit]) -> String {
+/// `docs/boards.md` from the stored results; `floors`, the section of
+/// least SRAM per operation (`report::floors`), goes before the
+/// revisions.
+pub fn markdown(fits: &[Fit], floors: &str) -> String {
     let parts: Vec<avr_mcu::Mcu> = avr_mcu::measured().collect();
     let mut s = String::from(
         "# Which board, which KEM\n\n\
@@ -119,6 +121,7 @@ pub fn markdown(fits: &[Fit]) -> String {
         }
         s.push('\n');
     }
+    s.push_str(floors);
     let mut revisions: Vec<&str> = fits.iter().map(|f| f.git_revision.as_str()).collect();
     revisions.sort_unstable();
     revisions.dedup();
@@ -192,7 +195,7 @@ mod tests {
                 (None, None, None),
             ),
         ];
-        let page = markdown(&fits);
+        let page = markdown(&fits, "");
         for board in [
             "Arduino Uno",
             "Arduino Mega 2560",

@@ -73,6 +73,102 @@ fn lightest(records: &[Record], crate_name: &str) -> Option<Need> {
         .min_by_key(|n| n.0)
 }
 
+/// The operations, in the order of [`Fit::op_stack_bytes`].
+const OPS: [&str; 3] = ["keygen", "encaps", "decaps"];
+
+/// `stack + buffers = need` for one operation, or "–" if not measured.
+fn sum_cell(need: Option<(u32, u32)>) -> String {
+    need.map_or("–".into(), |(stack, buf)| {
+        format!("{stack} + {buf} = **{}**", stack + buf)
+    })
+}
+
+/// `scheme`'s operation `op` on the ATmega1284p (tables in flash):
+/// (stack, buffers) of the lighter measured variant.
+fn op_need(records: &[Record], scheme: Scheme, op: &str) -> Option<(u32, u32)> {
+    let buf = buffers(scheme, op)?;
+    records
+        .iter()
+        .filter(|r| r.mcu == MCU && r.tables.as_deref() != Some("sram"))
+        .filter(|r| r.scheme == scheme.name() && r.operation == op)
+        .map(|r| (r.stack_bytes, buf))
+        .min()
+}
+
+/// The same in the small-SRAM configuration (the ATmega4808's painted run).
+fn small_op_need(fits: &[Fit], scheme: Scheme, op: usize) -> Option<(u32, u32)> {
+    let stacks = fits
+        .iter()
+        .find(|f| f.mcu == SMALL_MCU && f.kind == "kem" && f.name == scheme.name())?
+        .op_stack_bytes?;
+    Some((stacks[op], buffers(scheme, OPS[op])?))
+}
+
+/// A suite's sensor on `mcu`: `static + stack = need`, or why there is no
+/// figure.
+fn suite_cell(fits: &[Fit], mcu: &str, suite: &str) -> String {
+    let Some(f) = fits
+        .iter()
+        .find(|f| f.mcu == mcu && f.kind == "suite" && f.name == suite)
+    else {
+        return "–".into();
+    };
+    match (f.static_ram_bytes, f.stack_bytes) {
+        (Some(ram), Some(stack)) if f.verdict == "fits" => format!("{ram} + {stack} = **{}**", ram + stack),
+        (Some(ram), _) => format!("≥ {ram} (static alone; did not run)"),
+        _ => format!("– (does not link: {})", f.verdict),
+    }
+}
+
+/// The least SRAM of every KEM operation and every suite's sensor, for
+/// `docs/boards.md`: the measured peak stack plus what the operation holds
+/// outside its stack (a KEM operation's keys, ciphertext and secret; a
+/// sensor image's static RAM).
+pub fn boards_section(records: &[Record], fits: &[Fit]) -> String {
+    let small = avr_mcu::facts(SMALL_MCU);
+    let mut s = format!(
+        "## The least SRAM each operation needs\n\n\
+         Measured, in bytes: peak stack + what the operation holds outside its stack = the least SRAM \
+         it runs in. A KEM operation holds its keys, ciphertext and shared secret (keygen: the key pair; \
+         encaps: public key, ciphertext, secret; decaps: secret key, ciphertext, secret); its stack is \
+         its image's on the {MCU} (NTT tables in flash; CTRU-Light: the lighter of its two reductions), \
+         and, in the configuration the KEM crates build for the small megaAVR 0-series parts (their \
+         `*_small_sram` choices: less stack for more cycles), the painted stack on the {SMALL_MCU}. Each crate's \
+         `avr-sram-floor.txt` is the least of its operations; a part with less SRAM is refused at build \
+         time.\n\n\
+         | KEM | operation | {MCU}: stack + buffers = SRAM | {SMALL_MCU} ({} B SRAM): stack + buffers = SRAM |\n\
+         |---|---|---|---|\n",
+        small.sram
+    );
+    for scheme in Scheme::ALL {
+        for (i, op) in OPS.iter().enumerate() {
+            s.push_str(&format!(
+                "| {} | {op} | {} | {} |\n",
+                scheme.name(),
+                sum_cell(op_need(records, scheme, op)),
+                sum_cell(small_op_need(fits, scheme, i))
+            ));
+        }
+    }
+    s.push_str(&format!(
+        "\nA sensor's handshake, reading and command need its image's static RAM (the session, the \
+         handshake state, the link's buffers; on the classic parts also the provisioned keys, copied to \
+         SRAM at start-up) plus the peak stack of its run:\n\n\
+         | suite | {SMALL_MCU} (keys in flash): static + stack = SRAM | {MCU} (keys in SRAM): static + stack = SRAM |\n\
+         |---|---|---|\n"
+    ));
+    for suite in kem_mqtt::Suite::ALL {
+        s.push_str(&format!(
+            "| {} | {} | {} |\n",
+            suite.name(),
+            suite_cell(fits, SMALL_MCU, suite.name()),
+            suite_cell(fits, MCU, suite.name())
+        ));
+    }
+    s.push('\n');
+    s
+}
+
 /// The floor file of the KEM crate `crate_name`.
 pub fn path(crate_name: &str) -> PathBuf {
     util::workspace_root()
@@ -123,6 +219,36 @@ pub fn write_all(records: &[Record]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every KEM operation and every suite has a row of measured figures,
+    /// and each crate's floor (its lightest operation) is among them.
+    #[test]
+    fn the_boards_page_gives_every_operations_least_sram() {
+        let records = crate::report::records::all_records().unwrap();
+        let fits = crate::report::board_table::load().unwrap();
+        let section = boards_section(&records, &fits);
+        for scheme in Scheme::ALL {
+            for op in OPS {
+                let row = format!("| {} | {op} | ", scheme.name());
+                assert!(section.contains(&row), "{row}");
+            }
+            let (need, stack, buf, what) = lightest(&records, scheme.crate_name()).unwrap();
+            assert!(section.contains(&format!("{stack} + {buf} = **{need}**")), "{what}");
+        }
+        for suite in kem_mqtt::Suite::ALL {
+            assert!(
+                section.contains(&format!("\n| {} | ", suite.name())),
+                "{}",
+                suite.name()
+            );
+        }
+        let ran = fits
+            .iter()
+            .find(|f| f.mcu == SMALL_MCU && f.kind == "suite" && f.verdict == "fits")
+            .unwrap();
+        let (ram, stack) = (ran.static_ram_bytes.unwrap(), ran.stack_bytes.unwrap());
+        assert!(section.contains(&format!("| {} | {ram} + {stack} = **{}** |", ran.name, ram + stack)));
+    }
 
     /// The committed floor files are what the committed records give: a
     /// re-measured stack cannot leave a crate refusing (or admitting) an

@@ -39,7 +39,11 @@ pub fn regenerate() -> Result<(), String> {
     crate::report::floors::write_all(&records)?;
     let boards = crate::report::board_table::load()?;
     if !boards.is_empty() {
-        write(&docs.join("boards.md"), &crate::report::board_table::markdown(&boards))?;
+        let floors = crate::report::floors::boards_section(&records, &boards);
+        write(
+            &docs.join("boards.md"),
+            &crate::report::board_table::markdown(&boards, &floors),
+        )?;
     }
     // One chart per quantity; the README shows the KEM one.
     let kem = chart::bars_svg(
