@@ -864,6 +864,12 @@ impl GatewayCore {
         self.sessions.len()
     }
 
+    /// Handshakes awaiting their ClientFinished (expired ones included
+    /// until a hello of their id or the next sweep drops them).
+    pub fn pending_handshakes(&self) -> usize {
+        self.pending_count
+    }
+
     /// Puts a new registry in place (the broker's keys stay) and drops the
     /// sessions, pending handshakes and rate-limit standing of every id it
     /// revokes: gone, or with other keys or policy. Returns those ids.
@@ -1016,6 +1022,21 @@ impl Gateway {
     /// The counters.
     pub fn stats(&self) -> GatewayStats {
         self.core.stats()
+    }
+
+    /// Established sessions ([`GatewayCore::sessions`]).
+    pub fn sessions(&self) -> usize {
+        self.core.sessions()
+    }
+
+    /// Registered sensors ([`GatewayCore::clients`]).
+    pub fn clients(&self) -> usize {
+        self.core.clients()
+    }
+
+    /// Pending handshakes ([`GatewayCore::pending_handshakes`]).
+    pub fn pending_handshakes(&self) -> usize {
+        self.core.pending_handshakes()
     }
 
     /// Serves on a thread of its own, every packet handled as

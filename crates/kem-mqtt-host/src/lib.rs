@@ -53,6 +53,8 @@ pub mod client;
 pub mod gateway;
 pub mod keys;
 pub mod load;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod mqtt;
 pub mod provision;
 pub mod reload;

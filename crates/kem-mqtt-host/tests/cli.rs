@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use kem_mqtt_host::addr::{BrokerAddr, DEFAULT_PORT};
 use kem_mqtt_host::broker::EmbeddedBroker;
 
+mod common;
+
 const EXE: &str = env!("CARGO_BIN_EXE_kem-mqtt");
 /// Longest any one run may take (a debug build on a shared machine).
 const LIMIT: Duration = Duration::from_secs(60);
@@ -758,4 +760,49 @@ fn a_closed_output_pipe_ends_the_command_quietly() {
         status.signal() == Some(13) || status.success(),
         "ended by {status:?}, stderr: {stderr}"
     );
+}
+
+/// `kem-mqtt gateway --metrics ADDR`: the endpoint the binary serves counts
+/// what its poll loop saw.
+#[test]
+fn the_gateway_serves_its_metrics() {
+    use kem_mqtt_host::keys::SensorKeys;
+    use kem_mqtt_host::sensor::SensorClient;
+    let dir = TempDir::new("gateway-metrics");
+    let d = dir.path("keys");
+    let d = d.to_str().unwrap();
+    let out = run(&[
+        "provision",
+        "--dir",
+        d,
+        "--client",
+        "m1",
+        "--suite",
+        "ml-kem-512+x25519",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let broker = EmbeddedBroker::start().unwrap();
+    let addr = broker.addr().to_string();
+    let mut gateway = spawn(&["gateway", "--broker", &addr, "--dir", d, "--metrics", "127.0.0.1:0"]);
+    let lines = stdout_lines(&mut gateway);
+    let before = wait_for_line(&lines, &format!("gateway connected to {addr}"));
+    let url = before
+        .iter()
+        .find_map(|l| l.strip_prefix("gateway metrics on http://"))
+        .unwrap_or_else(|| panic!("no metrics address in {before:?}"));
+    let endpoint = url.strip_suffix("/metrics").unwrap();
+    let key = SensorKeys::load(&dir.path("keys").join("sensor-m1.json")).unwrap();
+    let mut sensor = SensorClient::connect_topic_mode(addr.as_str(), &key, LIMIT).unwrap();
+    sensor.send_on("t", b"19.0 C").unwrap();
+    wait_for_line(&lines, "m1: 6 bytes → plain/m1/t");
+    let (status, reply) = common::scrape(endpoint, "/metrics");
+    assert!(status.ends_with(" 200 OK"), "{status}");
+    for line in [
+        "kem_mqtt_handshakes_total{suite=\"ml-kem-512+x25519\"} 1\n",
+        "kem_mqtt_records_total{direction=\"in\"} 1\n",
+        "kem_mqtt_registry_sensors 1\n",
+    ] {
+        assert!(reply.contains(line), "no {line:?} in\n{reply}");
+    }
+    assert!(!reply.contains("m1"), "the endpoint names the sensor:\n{reply}");
 }

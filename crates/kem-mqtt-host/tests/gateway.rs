@@ -16,8 +16,9 @@ use kem_mqtt::{Session, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_
 use kem_mqtt_host::admission::Refusal;
 use kem_mqtt_host::broker::EmbeddedBroker;
 use kem_mqtt_host::gateway::{Cluster, DropReason, Gateway, GatewayConfig, GatewayCore, GatewayEvent, GatewayStats};
-use kem_mqtt_host::keys::{BrokerState, SensorKeys};
+use kem_mqtt_host::keys::{BrokerState, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{Connection, Packet};
+use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::OsRng;
 use kem_mqtt_host::{data_b2c, data_c2b, hs_b2c, hs_c2b, HostError};
@@ -757,4 +758,101 @@ fn cost_of_a_refused_hello_against_an_answered_one() {
         // Printed, not asserted (a timed assertion fails on a loaded
         // machine); that a refused hello never decapsulates is asserted above.
     }
+}
+
+// ---------------------------------------------------------------- metrics
+
+/// What an operator scrapes during a run: a refused hello, a sensor's
+/// handshake and reading, a revocation, each in its family; no client id.
+#[test]
+fn the_metrics_endpoint_counts_handshakes_refusals_records_and_revocations() {
+    use kem_mqtt_host::metrics::GatewayMetrics;
+
+    let (state, sensors) = enrol(&[suite("ml-kem-512"), suite("ctru-light-ascon+x25519")]);
+    // The registry as a watched file, as `kem-mqtt gateway` runs it.
+    let dir = std::env::temp_dir().join(format!("kem-mqtt-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let registry_file = dir.join("registry.json");
+    let _ = std::fs::remove_file(&registry_file);
+    state.registry.save(&registry_file).unwrap();
+    let mut site = Site::new(state);
+    site.gw.watch_registry(RegistryWatch::load(&registry_file).unwrap().0);
+    let metrics = GatewayMetrics::new(site.gw.clients());
+    let server = metrics.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+    let before = common::scrape(&server.addr().to_string(), "/metrics").1;
+    assert!(before.contains("kem_mqtt_registry_sensors 2\n"), "{before}");
+    assert!(before.contains("kem_mqtt_registry_loads_total 1\n"), "{before}");
+
+    // A hello one byte short: the protocol refuses it.
+    let (_, mut bad) = hello(&sensors[0]);
+    bad.pop();
+    let e = site.inject(&hs_c2b(&sensors[0].client_id), &bad);
+    assert!(matches!(e, GatewayEvent::Rejected { .. }), "{e:?}");
+    metrics.observe(&site.gw, &e);
+
+    // An honest sensor: its handshake and one reading.
+    let addr = site.addr();
+    let keys = sensors[1].clone();
+    let sensor = std::thread::spawn(move || {
+        let mut c = SensorClient::connect_topic_mode(&addr, &keys, TIMEOUT)?;
+        c.send(b"21.5 C")?;
+        Ok::<_, HostError>(c)
+    });
+    loop {
+        let e = site.event();
+        metrics.observe(&site.gw, &e);
+        if matches!(e, GatewayEvent::Message { .. }) {
+            break;
+        }
+    }
+    let _sensor = sensor.join().unwrap().unwrap();
+    let (status, text) = common::scrape(&server.addr().to_string(), "/metrics");
+    assert!(status.contains("200"), "{status}");
+    for line in [
+        "kem_mqtt_handshakes_total{suite=\"ctru-light-ascon+x25519\"} 1\n",
+        "kem_mqtt_records_total{direction=\"in\"} 1\n",
+        "kem_mqtt_records_total{direction=\"rejected\"} 0\n",
+        "kem_mqtt_sessions 1\n",
+        "kem_mqtt_revocations_total 0\n",
+        "# EOF\n",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("kem_mqtt_refusals_total{reason=") && l.ends_with(" 1")),
+        "{text}"
+    );
+    for s in &sensors {
+        assert!(
+            !text.contains(&s.client_id),
+            "the endpoint names sensor {}",
+            s.client_id
+        );
+    }
+
+    // The sensor revoked in the file: its session ends, the registry's
+    // version moves.
+    let mut registry = Registry::load_or_empty(&registry_file).unwrap();
+    registry.clients.remove(&sensors[1].client_id);
+    registry.save(&registry_file).unwrap();
+    let e = site.event();
+    assert!(
+        matches!(&e, GatewayEvent::Reloaded { revoked, .. } if *revoked == [sensors[1].client_id.clone()]),
+        "{e:?}"
+    );
+    metrics.observe(&site.gw, &e);
+    let text = common::scrape(&server.addr().to_string(), "/metrics").1;
+    for line in [
+        "kem_mqtt_revocations_total 1\n",
+        "kem_mqtt_sessions 0\n",
+        "kem_mqtt_registry_sensors 1\n",
+        "kem_mqtt_registry_loads_total 2\n",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+    assert!(common::scrape(&server.addr().to_string(), "/other").0.contains("404"));
+    drop(server);
+    site.broker.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -18,6 +18,7 @@ use kem_mqtt_host::broker::EmbeddedBroker;
 use kem_mqtt_host::client::MqttClient;
 use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, DirLock, KeyError, Registry, SensorKeys};
+use kem_mqtt_host::metrics::GatewayMetrics;
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
@@ -214,6 +215,9 @@ struct GatewayArgs {
     /// Drop a sensor's session (its keys wiped) after this long without an authentic record
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_session_idle)]
     session_idle: Duration,
+    /// Serve the gateway's metrics (OpenMetrics text) on GET /metrics at this address, e.g. 127.0.0.1:9464
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 fn parse_session_idle(v: &str) -> Result<Duration, String> {
@@ -669,7 +673,8 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     let password = args.password_file.as_deref().map(read_password).transpose()?;
     let login = args.username.as_deref().zip(password.as_deref());
     let endpoint = args.broker.endpoint()?;
-    run_gateway(&endpoint, state, config, login, watch).map_err(|e| CliError::Broker(args.broker.addr.clone(), e))
+    run_gateway(&endpoint, state, config, login, watch, args.metrics)
+        .map_err(|e| CliError::Broker(args.broker.addr.clone(), e))
 }
 
 fn run_gateway(
@@ -678,17 +683,32 @@ fn run_gateway(
     config: GatewayConfig,
     login: Option<(&str, &str)>,
     watch: RegistryWatch,
+    metrics_addr: Option<std::net::SocketAddr>,
 ) -> Result<(), HostError> {
     let plain = config.delivery.plain_prefix.clone();
     let mut gw = Gateway::connect_login(addr, state, config, login)?;
     gw.watch_registry(watch);
+    let metrics = GatewayMetrics::new(gw.clients());
+    // Kept for as long as the gateway runs: dropping it stops the endpoint.
+    let _endpoint = match metrics_addr {
+        Some(at) => {
+            let server = metrics.serve(at)?;
+            println!("gateway metrics on http://{}/metrics", server.addr());
+            Some(server)
+        }
+        None => None,
+    };
     // Wakes up when idle, to print the counters (the client keeps the
     // connection alive while it waits).
     gw.set_timeout(Some(Duration::from_secs(10)));
     println!("gateway connected to {addr}");
     let mut printed = (Instant::now(), gw.stats());
     loop {
-        match gw.poll() {
+        let polled = gw.poll();
+        if let Ok(event) = &polled {
+            metrics.observe(&gw, event);
+        }
+        match polled {
             Ok(GatewayEvent::Message {
                 client_id,
                 sub,

@@ -1,4 +1,5 @@
-//! Shared by the integration tests: enrolment of test sensors, key files.
+//! Shared by the integration tests: enrolment of test sensors, key files,
+//! a metrics scrape.
 #![allow(dead_code)] // each test file uses a part
 
 use kem_mqtt::{Suite, SuiteSet};
@@ -45,4 +46,16 @@ pub fn write_private(path: &std::path::Path, text: &str) {
         .open(path)
         .unwrap();
     f.write_all(text.as_bytes()).unwrap();
+}
+
+/// `GET path` at a metrics endpoint: the status line and the body.
+pub fn scrape(addr: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: metrics\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
 }
