@@ -1,11 +1,14 @@
-//! What an operator scrapes from a topic-mode gateway: its counters in the
+//! What an operator scrapes from a broker side: its counters in the
 //! OpenMetrics text format (`prometheus-client`), served over HTTP
-//! (`tiny_http`) on `GET /metrics` (`kem-mqtt gateway --metrics ADDR`).
+//! (`tiny_http`) on `GET /metrics` — `kem-mqtt gateway --metrics ADDR` in
+//! topic mode, `plugin_opt_metrics ADDR` of the mosquitto plugin in AUTH
+//! mode.
 //!
-//! [`GatewayMetrics::observe`] takes each [`GatewayEvent`] the gateway's
-//! poll returns, with the gateway's own counters ([`GatewayStats`]) and
-//! gauges; a scrape encodes the last snapshot, so serving never touches
-//! the gateway's state or its keys. The families:
+//! The gateway feeds [`Metrics::observe_gateway`] each [`GatewayEvent`] its
+//! poll returns, with its own counters ([`GatewayStats`]) and gauges; the
+//! plugin counts in its callbacks ([`Metrics::update`]). A scrape encodes
+//! the counters as they are, so serving never touches a handshake, a
+//! session or a key. The families:
 //!
 //! - `kem_mqtt_handshakes` (counter, label `suite`): sessions established;
 //! - `kem_mqtt_refusals` (counter, label `reason`): handshake messages and
@@ -46,30 +49,56 @@ use crate::HostError;
 /// The media type of the OpenMetrics text format.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// The counters and gauges of one gateway, as of its last event.
-#[derive(Clone, Debug, Default)]
-struct Snapshot {
-    stats: GatewayStats,
-    handshakes: BTreeMap<&'static str, u64>,
-    refusals: BTreeMap<String, u64>,
-    sessions: u64,
-    pending: u64,
-    sensors: u64,
-    registry_loads: u64,
-    registry_refused: u64,
+/// The counters and gauges of one broker side: a gateway, or the plugin
+/// in mosquitto (AUTH mode), each filling them from its own events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Sessions established, by suite name.
+    pub handshakes: BTreeMap<String, u64>,
+    /// Refusals by reason ([`error_reason`], [`admission_reason`], or the
+    /// broker side's own fixed names).
+    pub refusals: BTreeMap<String, u64>,
+    /// Records opened and delivered.
+    pub records_in: u64,
+    /// Commands sealed to a sensor.
+    pub records_out: u64,
+    /// Records that did not open (tampered, replayed, another's topic).
+    pub records_rejected: u64,
+    /// Commands for a sensor without a session.
+    pub commands_dropped: u64,
+    /// Live sessions.
+    pub sessions: u64,
+    /// Handshakes awaiting their ClientFinished.
+    pub pending: u64,
+    /// Sessions ended by a registry change.
+    pub revocations: u64,
+    /// Sensors in the registry in use.
+    pub registry_sensors: u64,
+    /// Registries put in place since the start (1: the first load).
+    pub registry_loads: u64,
+    /// Changed registries that did not load.
+    pub registry_refused: u64,
 }
 
-/// One gateway's metrics: fed by [`GatewayMetrics::observe`], read by
-/// [`GatewayMetrics::encode`] and the HTTP endpoint ([`GatewayMetrics::serve`]).
-#[derive(Clone, Debug, Default)]
-pub struct GatewayMetrics {
-    snapshot: Arc<Mutex<Snapshot>>,
+impl Counters {
+    /// One more refusal for `reason`.
+    pub fn refused(&mut self, reason: &str) {
+        *self.refusals.entry(reason.to_owned()).or_default() += 1;
+    }
 }
 
-/// The variant name of an error's `Debug` form (`Truncated { .. }` →
-/// `Truncated`): a label value from the enum's fixed set, without the
-/// lengths or ids a variant carries.
-fn variant(error: &kem_mqtt::Error) -> String {
+/// One broker side's metrics, shared between the code that counts
+/// ([`Metrics::update`], [`Metrics::observe_gateway`]) and the endpoint
+/// that encodes them on each scrape ([`Metrics::encode`], [`Metrics::serve`]).
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    counters: Arc<Mutex<Counters>>,
+}
+
+/// The label of a protocol error: the variant name of its `Debug` form
+/// (`Truncated { .. }` → `Truncated`), a value from the enum's fixed set,
+/// without the lengths or ids a variant carries.
+pub fn error_reason(error: &kem_mqtt::Error) -> String {
     let debug = format!("{error:?}");
     debug
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -78,55 +107,76 @@ fn variant(error: &kem_mqtt::Error) -> String {
         .to_owned()
 }
 
-/// The label of a dropped hello.
+/// The label of an admission refusal.
+pub fn admission_reason(refusal: Refusal) -> &'static str {
+    match refusal {
+        Refusal::ClientId => "rate_limited_client_id",
+        Refusal::Source => "rate_limited_source",
+        Refusal::Global => "rate_limited_global",
+    }
+}
+
+/// The label of a hello the gateway dropped unprocessed.
 fn drop_reason(reason: &DropReason) -> &'static str {
     match reason {
-        DropReason::RateLimited(Refusal::ClientId) => "rate_limited_client_id",
-        DropReason::RateLimited(Refusal::Source) => "rate_limited_source",
-        DropReason::RateLimited(Refusal::Global) => "rate_limited_global",
+        DropReason::RateLimited(r) => admission_reason(*r),
         DropReason::Replayed => "replayed",
         DropReason::PendingFull => "pending_full",
     }
 }
 
-impl GatewayMetrics {
-    /// Metrics of a gateway whose registry holds `sensors` (its first load).
+impl Metrics {
+    /// Metrics of a broker side whose registry holds `sensors` (its first load).
     pub fn new(sensors: usize) -> Self {
-        let metrics = GatewayMetrics::default();
-        {
-            let mut s = metrics.lock();
-            s.sensors = sensors as u64;
-            s.registry_loads = 1;
-        }
+        let metrics = Metrics::default();
+        metrics.update(|c| {
+            c.registry_sensors = sensors as u64;
+            c.registry_loads = 1;
+        });
         metrics
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Snapshot> {
+    /// Changes the counters (under their lock: keep `f` short).
+    pub fn update(&self, f: impl FnOnce(&mut Counters)) {
         // A panic elsewhere while counting leaves counts, not broken state.
-        self.snapshot.lock().unwrap_or_else(PoisonError::into_inner)
+        f(&mut self.counters.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> Counters {
+        self.counters.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Counts `event`, which `gateway`'s last poll returned, and takes the
     /// gateway's counters and gauges.
-    pub fn observe(&self, gateway: &Gateway, event: &GatewayEvent) {
-        let mut s = self.lock();
-        match event {
-            GatewayEvent::Established { suite, .. } => *s.handshakes.entry(suite.name()).or_default() += 1,
-            GatewayEvent::Rejected { error, .. } => *s.refusals.entry(variant(error)).or_default() += 1,
-            GatewayEvent::Dropped { reason, .. } => *s.refusals.entry(drop_reason(reason).into()).or_default() += 1,
-            GatewayEvent::Reloaded { clients, .. } => {
-                s.registry_loads += 1;
-                s.sensors = *clients as u64;
+    pub fn observe_gateway(&self, gateway: &Gateway, event: &GatewayEvent) {
+        let stats: GatewayStats = gateway.stats();
+        let (sessions, pending) = (gateway.sessions() as u64, gateway.pending_handshakes() as u64);
+        self.update(|c| {
+            match event {
+                GatewayEvent::Established { suite, .. } => {
+                    *c.handshakes.entry(suite.name().to_owned()).or_default() += 1
+                }
+                GatewayEvent::Rejected { error, .. } => c.refused(&error_reason(error)),
+                GatewayEvent::Dropped { reason, .. } => c.refused(drop_reason(reason)),
+                GatewayEvent::Reloaded { clients, .. } => {
+                    c.registry_loads += 1;
+                    c.registry_sensors = *clients as u64;
+                }
+                GatewayEvent::ReloadRefused { .. } => c.registry_refused += 1,
+                _ => {}
             }
-            GatewayEvent::ReloadRefused { .. } => s.registry_refused += 1,
-            _ => {}
-        }
-        s.stats = gateway.stats();
-        s.sessions = gateway.sessions() as u64;
-        s.pending = gateway.pending_handshakes() as u64;
+            c.records_in = stats.records_opened;
+            c.records_out = stats.commands_sealed;
+            c.records_rejected = stats.records_rejected;
+            c.commands_dropped = stats.commands_dropped;
+            c.revocations = stats.sessions_revoked;
+            c.sessions = sessions;
+            c.pending = pending;
+        });
     }
 
-    /// The OpenMetrics text of the last snapshot.
+    /// The OpenMetrics text of the counters now.
     pub fn encode(&self) -> String {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(self.clone()));
@@ -136,8 +186,8 @@ impl GatewayMetrics {
         text
     }
 
-    /// Serves [`GatewayMetrics::encode`] on `GET /metrics` at `addr` (on
-    /// a thread of its own, until the returned server is dropped).
+    /// Serves [`Metrics::encode`] on `GET /metrics` at `addr` (on a thread
+    /// of its own, until the returned server is dropped).
     pub fn serve(&self, addr: SocketAddr) -> Result<MetricsServer, HostError> {
         let server = tiny_http::Server::http(addr)
             .map_err(|e| HostError::Io(std::io::Error::other(format!("metrics endpoint {addr}: {e}"))))?;
@@ -202,11 +252,11 @@ fn gauge(encoder: &mut DescriptorEncoder<'_>, name: &str, help: &str, value: u64
     g.encode(encoder.encode_descriptor(name, help, None, g.metric_type())?)
 }
 
-impl Collector for GatewayMetrics {
+impl Collector for Metrics {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let s = self.lock().clone();
+        let c = self.snapshot();
         let e = &mut encoder;
-        let handshakes: Vec<(&str, u64)> = s.handshakes.iter().map(|(k, v)| (*k, *v)).collect();
+        let handshakes: Vec<(&str, u64)> = c.handshakes.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         counter_family(
             e,
             "kem_mqtt_handshakes",
@@ -214,7 +264,7 @@ impl Collector for GatewayMetrics {
             "suite",
             &handshakes,
         )?;
-        let refusals: Vec<(&str, u64)> = s.refusals.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let refusals: Vec<(&str, u64)> = c.refusals.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         counter_family(
             e,
             "kem_mqtt_refusals",
@@ -222,49 +272,48 @@ impl Collector for GatewayMetrics {
             "reason",
             &refusals,
         )?;
-        let st = s.stats;
         counter_family(
             e,
             "kem_mqtt_records",
             "Records opened (in), commands sealed (out), records refused, commands without a session",
             "direction",
             &[
-                ("in", st.records_opened),
-                ("out", st.commands_sealed),
-                ("rejected", st.records_rejected),
-                ("dropped", st.commands_dropped),
+                ("in", c.records_in),
+                ("out", c.records_out),
+                ("rejected", c.records_rejected),
+                ("dropped", c.commands_dropped),
             ],
         )?;
-        gauge(e, "kem_mqtt_sessions", "Live sessions", s.sessions)?;
+        gauge(e, "kem_mqtt_sessions", "Live sessions", c.sessions)?;
         gauge(
             e,
             "kem_mqtt_pending_handshakes",
             "Handshakes awaiting their ClientFinished",
-            s.pending,
+            c.pending,
         )?;
         counter(
             e,
             "kem_mqtt_revocations",
             "Sessions ended by a registry change",
-            st.sessions_revoked,
+            c.revocations,
         )?;
         gauge(
             e,
             "kem_mqtt_registry_sensors",
             "Sensors in the registry in use",
-            s.sensors,
+            c.registry_sensors,
         )?;
         counter(
             e,
             "kem_mqtt_registry_loads",
             "Registries put in place (1 at start, one per reload): the registry's version here",
-            s.registry_loads,
+            c.registry_loads,
         )?;
         counter(
             e,
             "kem_mqtt_registry_refused",
             "Changed registries that did not load (the one in use stayed)",
-            s.registry_refused,
+            c.registry_refused,
         )?;
         Ok(())
     }

@@ -766,7 +766,7 @@ fn cost_of_a_refused_hello_against_an_answered_one() {
 /// handshake and reading, a revocation, each in its family; no client id.
 #[test]
 fn the_metrics_endpoint_counts_handshakes_refusals_records_and_revocations() {
-    use kem_mqtt_host::metrics::GatewayMetrics;
+    use kem_mqtt_host::metrics::Metrics;
 
     let (state, sensors) = enrol(&[suite("ml-kem-512"), suite("ctru-light-ascon+x25519")]);
     // The registry as a watched file, as `kem-mqtt gateway` runs it.
@@ -777,7 +777,7 @@ fn the_metrics_endpoint_counts_handshakes_refusals_records_and_revocations() {
     state.registry.save(&registry_file).unwrap();
     let mut site = Site::new(state);
     site.gw.watch_registry(RegistryWatch::load(&registry_file).unwrap().0);
-    let metrics = GatewayMetrics::new(site.gw.clients());
+    let metrics = Metrics::new(site.gw.clients());
     let server = metrics.serve("127.0.0.1:0".parse().unwrap()).unwrap();
     let before = common::scrape(&server.addr().to_string(), "/metrics").1;
     assert!(before.contains("kem_mqtt_registry_sensors 2\n"), "{before}");
@@ -788,7 +788,7 @@ fn the_metrics_endpoint_counts_handshakes_refusals_records_and_revocations() {
     bad.pop();
     let e = site.inject(&hs_c2b(&sensors[0].client_id), &bad);
     assert!(matches!(e, GatewayEvent::Rejected { .. }), "{e:?}");
-    metrics.observe(&site.gw, &e);
+    metrics.observe_gateway(&site.gw, &e);
 
     // An honest sensor: its handshake and one reading.
     let addr = site.addr();
@@ -800,7 +800,7 @@ fn the_metrics_endpoint_counts_handshakes_refusals_records_and_revocations() {
     });
     loop {
         let e = site.event();
-        metrics.observe(&site.gw, &e);
+        metrics.observe_gateway(&site.gw, &e);
         if matches!(e, GatewayEvent::Message { .. }) {
             break;
         }
@@ -841,7 +841,7 @@ fn the_metrics_endpoint_counts_handshakes_refusals_records_and_revocations() {
         matches!(&e, GatewayEvent::Reloaded { revoked, .. } if *revoked == [sensors[1].client_id.clone()]),
         "{e:?}"
     );
-    metrics.observe(&site.gw, &e);
+    metrics.observe_gateway(&site.gw, &e);
     let text = common::scrape(&server.addr().to_string(), "/metrics").1;
     for line in [
         "kem_mqtt_revocations_total 1\n",

@@ -643,6 +643,9 @@ pub unsafe extern "C" fn mosquitto_plugin_init(
             MOSQ_LOG_INFO,
             &format!("{} registered clients from {dir}; limits {limits:?}", plugin.clients()),
         );
+        if let Some(at) = plugin.metrics_addr() {
+            log(MOSQ_LOG_INFO, &format!("metrics on http://{at}/metrics"));
+        }
         let ptr = Box::into_raw(Box::new(plugin)) as *mut c_void;
         // SAFETY: out-pointer and identifier from mosquitto; `ptr` is our Plugin.
         unsafe {

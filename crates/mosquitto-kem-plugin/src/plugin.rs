@@ -12,6 +12,7 @@ use kem_mqtt::{
 };
 use kem_mqtt_host::admission::{self, parse_duration, parse_rate, Admission, AdmissionConfig};
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
+use kem_mqtt_host::metrics::{admission_reason, error_reason, Metrics, MetricsServer};
 use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::topics::{self, Delivery};
 use kem_mqtt_host::OsRng;
@@ -57,6 +58,20 @@ pub enum Refusal {
     Handshake(kem_mqtt::Error),
     /// A ClientFinished with no handshake started on this connection.
     NoPendingHandshake,
+}
+
+impl Refusal {
+    /// Its label in the metrics (`kem_mqtt_refusals{reason=…}`): a fixed
+    /// name, never the ids a refusal names.
+    pub fn reason(&self) -> String {
+        match self {
+            Refusal::Malformed(e) | Refusal::Handshake(e) => error_reason(e),
+            Refusal::ClientIdMismatch { .. } => "client_id_mismatch".into(),
+            Refusal::UnknownClient => "UnknownClient".into(),
+            Refusal::RateLimited(r) => admission_reason(*r).into(),
+            Refusal::NoPendingHandshake => "no_pending_handshake".into(),
+        }
+    }
 }
 
 impl std::fmt::Display for Refusal {
@@ -204,6 +219,8 @@ pub struct Options {
     pub delivery: Delivery,
     /// How often the counters are logged (when they changed).
     pub stats_interval: Duration,
+    /// Where the metrics endpoint listens (`GET /metrics`), if anywhere.
+    pub metrics: Option<std::net::SocketAddr>,
     /// Test-only faults (feature `fault-injection`).
     #[cfg(feature = "fault-injection")]
     pub faults: crate::fault::Faults,
@@ -222,6 +239,7 @@ impl Options {
             topics::DEFAULT_COMMAND_PREFIX.to_string(),
         );
         let mut stats_interval = Duration::from_secs(60);
+        let mut metrics = None;
         #[cfg(feature = "fault-injection")]
         let mut faults = crate::fault::Faults::default();
         for (k, v) in opts {
@@ -251,6 +269,11 @@ impl Options {
                         format!("plugin_opt_stats_interval {v:?}: expected a duration such as 60s or 500ms")
                     })?
                 }
+                "metrics" => {
+                    metrics = Some(v.trim().parse().map_err(|_| {
+                        format!("plugin_opt_metrics {v:?}: expected an address and port such as 127.0.0.1:9465")
+                    })?)
+                }
                 #[cfg(feature = "fault-injection")]
                 k if faults.set(k, v) => {}
                 _ => return Err(format!("unknown option plugin_opt_{k}")),
@@ -271,6 +294,7 @@ impl Options {
             limits,
             delivery: Delivery::new(&plain, &command)?,
             stats_interval,
+            metrics,
             #[cfg(feature = "fault-injection")]
             faults,
         })
@@ -317,6 +341,11 @@ pub struct Plugin {
     /// tick to log and to close the revoked sensors' connections (not from
     /// inside the message callback, whose own connection may be one).
     deferred: Mutex<Vec<Result<Reload, String>>>,
+    /// What an operator scrapes (`plugin_opt_metrics`); counted whether or
+    /// not it is served.
+    metrics: Metrics,
+    /// The endpoint, stopped when the plugin is freed.
+    endpoint: Option<MetricsServer>,
     #[cfg(feature = "fault-injection")]
     faults: crate::fault::Faults,
 }
@@ -327,6 +356,11 @@ impl Plugin {
         let dir = Path::new(&options.keys_dir);
         let secrets = BrokerSecrets::load(&dir.join("broker-key.json")).map_err(|e| e.to_string())?;
         let (watch, registry) = RegistryWatch::load(&dir.join("registry.json")).map_err(|e| e.to_string())?;
+        let metrics = Metrics::new(registry.clients.len());
+        let endpoint = match options.metrics {
+            Some(addr) => Some(metrics.serve(addr).map_err(|e| e.to_string())?),
+            None => None,
+        };
         Ok(Plugin {
             state: RwLock::new(Arc::new(BrokerState { secrets, registry })),
             watch: Mutex::new(watch),
@@ -337,9 +371,37 @@ impl Plugin {
             stats: Mutex::new(DeliveryStats::default()),
             stats_log: Mutex::new((options.stats_interval, Instant::now(), DeliveryStats::default())),
             deferred: Mutex::new(Vec::new()),
+            metrics,
+            endpoint,
             #[cfg(feature = "fault-injection")]
             faults: options.faults,
         })
+    }
+
+    /// The metrics endpoint's address, if it serves one.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.endpoint.as_ref().map(MetricsServer::addr)
+    }
+
+    /// The counters the endpoint serves.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Counts an authentication event's outcome and takes the gauges.
+    fn count(&self, outcome: &Outcome, suite: Option<kem_mqtt::Suite>) {
+        let (sessions, pending) = (self.sessions() as u64, self.pending() as u64);
+        self.metrics.update(|c| {
+            match (outcome, suite) {
+                (Outcome::Refuse(why), _) => c.refused(&why.reason()),
+                (Outcome::Success { .. }, Some(suite)) => {
+                    *c.handshakes.entry(suite.name().to_owned()).or_default() += 1
+                }
+                _ => {}
+            }
+            c.sessions = sessions;
+            c.pending = pending;
+        });
     }
 
     /// Registered clients.
@@ -388,7 +450,11 @@ impl Plugin {
     /// [`Plugin::apply`] of a registry that loaded; the error of one that
     /// did not (the registry in use stays).
     fn apply_loaded(&self, loaded: Result<Registry, kem_mqtt_host::keys::KeyError>) -> Result<Reload, String> {
-        loaded.map(|r| self.apply(r)).map_err(|e| e.to_string())
+        let applied = loaded.map(|r| self.apply(r)).map_err(|e| e.to_string());
+        if applied.is_err() {
+            self.metrics.update(|c| c.registry_refused += 1);
+        }
+        applied
     }
 
     /// Puts `registry` in place in one step, then ends what it revoked:
@@ -405,8 +471,21 @@ impl Plugin {
             revoked
         };
         let is_revoked = |id: &[u8]| revoked.iter().any(|r| r.as_bytes() == id);
-        lock(&self.sessions).retain(|id, _| !is_revoked(id.as_bytes()));
+        let ended = {
+            let mut sessions = lock(&self.sessions);
+            let before = sessions.len();
+            sessions.retain(|id, _| !is_revoked(id.as_bytes()));
+            (before - sessions.len()) as u64
+        };
         lock(&self.pending).retain(|_, (_, p)| !is_revoked(p.client_id()));
+        let (clients, sessions, pending) = (self.clients() as u64, self.sessions() as u64, self.pending() as u64);
+        self.metrics.update(|c| {
+            c.revocations += ended;
+            c.registry_loads += 1;
+            c.registry_sensors = clients;
+            c.sessions = sessions;
+            c.pending = pending;
+        });
         Reload {
             clients: self.clients(),
             revoked,
@@ -419,6 +498,12 @@ impl Plugin {
     /// rate limits before the decapsulation: a refused hello costs the
     /// broker a parse and a table look-up, not a handshake.
     pub fn start(&self, conn: &Connection, method: Option<&str>, data: &[u8], now: Instant) -> Outcome {
+        let outcome = self.start_counted(conn, method, data, now);
+        self.count(&outcome, None);
+        outcome
+    }
+
+    fn start_counted(&self, conn: &Connection, method: Option<&str>, data: &[u8], now: Instant) -> Outcome {
         if method != Some(AUTH_METHOD) {
             return Outcome::NotSupported;
         }
@@ -471,28 +556,43 @@ impl Plugin {
     /// also makes the connection's (sensor id, source) a returning key of
     /// the rate limits ([`kem_mqtt_host::admission`]).
     pub fn continue_auth(&self, conn: &Connection, method: Option<&str>, data: &[u8], now: Instant) -> Outcome {
+        let (outcome, suite) = self.continue_counted(conn, method, data, now);
+        self.count(&outcome, suite);
+        outcome
+    }
+
+    /// [`Plugin::continue_auth`]'s outcome, and the suite of a session it established.
+    fn continue_counted(
+        &self,
+        conn: &Connection,
+        method: Option<&str>,
+        data: &[u8],
+        now: Instant,
+    ) -> (Outcome, Option<kem_mqtt::Suite>) {
         let pending = lock(&self.pending).remove(&conn.key);
         // mosquitto 2.0 passes no method on CONTINUE; the pending handshake identifies ours.
         if method.is_some_and(|m| m != AUTH_METHOD) {
-            return Outcome::NotSupported;
+            return (Outcome::NotSupported, None);
         }
         let Some((_, pending)) = pending else {
-            return Outcome::Refuse(Refusal::NoPendingHandshake);
+            return (Outcome::Refuse(Refusal::NoPendingHandshake), None);
         };
         let identity = String::from_utf8_lossy(pending.client_id()).into_owned();
         // Revoked while pending (a reload removes such states; this covers
         // a handshake that started on the registry before).
         if self.state().client(pending.client_id()).is_none() {
-            return Outcome::Refuse(Refusal::UnknownClient);
+            return (Outcome::Refuse(Refusal::UnknownClient), None);
         }
         // Checked at START already; the client id of a connection does not
         // change in between, but the binding is the point of this plugin.
         if conn.client_id != Some(identity.as_str()) {
-            return Outcome::Refuse(Refusal::ClientIdMismatch {
+            let refusal = Refusal::ClientIdMismatch {
                 connect: conn.client_id.unwrap_or("").to_string(),
                 hello: identity,
-            });
+            };
+            return (Outcome::Refuse(refusal), None);
         }
+        let suite = pending.suite();
         match pending.receive_client_finished(data) {
             // The session replaces any earlier one of this id (a
             // re-authentication, or a take-over whose old connection
@@ -501,9 +601,9 @@ impl Plugin {
                 let source = conn.address.map(admission::source_of);
                 lock(&self.admission).completed(identity.as_bytes(), source.as_ref(), now);
                 lock(&self.sessions).insert(identity.clone(), (conn.key, session));
-                Outcome::Success { identity }
+                (Outcome::Success { identity }, Some(suite))
             }
-            Err(e) => Outcome::Refuse(Refusal::Handshake(e)),
+            Err(e) => (Outcome::Refuse(Refusal::Handshake(e)), None),
         }
     }
 
@@ -521,6 +621,11 @@ impl Plugin {
                 sessions.remove(id);
             }
         }
+        let (sessions, pending) = (self.sessions() as u64, self.pending() as u64);
+        self.metrics.update(|c| {
+            c.sessions = sessions;
+            c.pending = pending;
+        });
     }
 
     /// Established sessions.
@@ -547,7 +652,8 @@ impl Plugin {
             self.reload_now();
         }
         let message = self.route(conn, topic, payload);
-        let mut stats = lock(&self.stats);
+        let mut stats_guard = lock(&self.stats);
+        let stats = &mut *stats_guard;
         match &message {
             Message::Pass => {}
             Message::PassAndPublish { to: None, .. } => stats.delivered += 1,
@@ -560,6 +666,14 @@ impl Plugin {
             Message::Dropped(Undelivered::CommandNoSession) => stats.commands_dropped += 1,
             Message::Refuse => stats.refused += 1,
         }
+        let stats = *stats;
+        drop(stats_guard);
+        self.metrics.update(|c| {
+            c.records_in = stats.delivered;
+            c.records_out = stats.commands;
+            c.records_rejected = stats.rejected + stats.replayed + stats.foreign;
+            c.commands_dropped = stats.commands_dropped;
+        });
         message
     }
 
@@ -734,6 +848,10 @@ mod tests {
         assert_eq!((guard.mode, guard.keys_dir.as_str()), (Mode::TopicGuard, ""));
         assert!(Options::parse([("mode", "topic"), ("keys_dir", "/a")]).is_err());
         assert!(Options::parse([("keys_dir", "/a"), ("mode", "gateway")]).is_err());
+        let metrics = Options::parse([("keys_dir", "/a"), ("metrics", "127.0.0.1:9465")]).unwrap();
+        assert_eq!(metrics.metrics, Some("127.0.0.1:9465".parse().unwrap()));
+        let bad = Options::parse([("keys_dir", "/a"), ("metrics", "localhost")]).unwrap_err();
+        assert!(bad.contains("plugin_opt_metrics"), "{bad}");
         assert_eq!(
             Options::parse([("keys_dir", "/a"), ("mode", "auth")]).unwrap().mode,
             Mode::Auth

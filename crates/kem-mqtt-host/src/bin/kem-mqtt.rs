@@ -18,7 +18,7 @@ use kem_mqtt_host::broker::EmbeddedBroker;
 use kem_mqtt_host::client::MqttClient;
 use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, DirLock, KeyError, Registry, SensorKeys};
-use kem_mqtt_host::metrics::GatewayMetrics;
+use kem_mqtt_host::metrics::Metrics;
 use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
 use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
@@ -688,7 +688,7 @@ fn run_gateway(
     let plain = config.delivery.plain_prefix.clone();
     let mut gw = Gateway::connect_login(addr, state, config, login)?;
     gw.watch_registry(watch);
-    let metrics = GatewayMetrics::new(gw.clients());
+    let metrics = Metrics::new(gw.clients());
     // Kept for as long as the gateway runs: dropping it stops the endpoint.
     let _endpoint = match metrics_addr {
         Some(at) => {
@@ -706,7 +706,7 @@ fn run_gateway(
     loop {
         let polled = gw.poll();
         if let Ok(event) = &polled {
-            metrics.observe(&gw, event);
+            metrics.observe_gateway(&gw, event);
         }
         match polled {
             Ok(GatewayEvent::Message {
