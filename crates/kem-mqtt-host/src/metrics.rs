@@ -1,6 +1,7 @@
 //! What an operator scrapes from a broker side: its counters in the
-//! OpenMetrics text format (`prometheus-client`), served over HTTP
-//! (`tiny_http`) on `GET /metrics` — `kem-mqtt gateway --metrics ADDR` in
+//! OpenMetrics text format (`prometheus-client`), served over HTTP/1.0
+//! on `GET /metrics` ([`Metrics::serve`]: one thread, one connection at a
+//! time) — `kem-mqtt gateway --metrics ADDR` in
 //! topic mode, `plugin_opt_metrics ADDR` of the mosquitto plugin in AUTH
 //! mode.
 //!
@@ -30,11 +31,12 @@
 //! kinds), never a client id: the endpoint tells no one which sensors exist.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -186,33 +188,33 @@ impl Metrics {
         text
     }
 
-    /// Serves [`Metrics::encode`] on `GET /metrics` at `addr` (on a thread
-    /// of its own, until the returned server is dropped).
+    /// Serves [`Metrics::encode`] on `GET /metrics` at `addr`, on one
+    /// thread of its own, until the returned server is dropped.
+    ///
+    /// One connection at a time, each given [`SCRAPE_TIMEOUT`] to send its
+    /// request head (at most [`MAX_REQUEST_HEAD`] bytes) and then closed:
+    /// whoever reaches the port can delay a scrape, but cannot make the
+    /// process (the gateway, or mosquitto with the plugin) hold more than
+    /// one thread and one socket for it. A server whose thread pool grows
+    /// with the open connections (`tiny_http`'s does) would let idle
+    /// connections grow the broker's threads without bound.
     pub fn serve(&self, addr: SocketAddr) -> Result<MetricsServer, HostError> {
-        let server = tiny_http::Server::http(addr)
-            .map_err(|e| HostError::Io(std::io::Error::other(format!("metrics endpoint {addr}: {e}"))))?;
-        let local = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| HostError::Io(std::io::Error::other("metrics endpoint: not an IP address")))?;
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| HostError::Io(std::io::Error::new(e.kind(), format!("metrics endpoint {addr}: {e}"))))?;
+        // Non-blocking accept: the loop sees the stop flag within ACCEPT_POLL.
+        listener.set_nonblocking(true)?;
+        let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let (metrics, flag) = (self.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("kem-mqtt-metrics".into())
             .spawn(move || {
                 while !flag.load(Ordering::SeqCst) {
-                    let Ok(Some(request)) = server.recv_timeout(Duration::from_millis(100)) else {
-                        continue;
-                    };
-                    let response = if request.url() == "/metrics" && *request.method() == tiny_http::Method::Get {
-                        let header =
-                            tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE).expect("a valid header");
-                        tiny_http::Response::from_string(metrics.encode()).with_header(header)
-                    } else {
-                        tiny_http::Response::from_string("GET /metrics\n").with_status_code(404)
-                    };
-                    // A scraper that hung up gets nothing; the next one is served.
-                    let _ = request.respond(response);
+                    match listener.accept() {
+                        // A scraper that hung up or stalled gets nothing; the next one is served.
+                        Ok((stream, _)) => drop(answer(stream, &metrics)),
+                        Err(_) => std::thread::sleep(ACCEPT_POLL),
+                    }
                 }
             })?;
         Ok(MetricsServer {
@@ -221,6 +223,55 @@ impl Metrics {
             thread: Some(thread),
         })
     }
+}
+
+/// How long a scraper has to send its request head.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_millis(500);
+/// The longest request head read (a request line and a few headers).
+pub const MAX_REQUEST_HEAD: usize = 2048;
+/// How often the endpoint looks for a connection (and for its stop flag).
+const ACCEPT_POLL: Duration = Duration::from_millis(20);
+
+/// Reads one request head from `stream` and answers it (HTTP/1.0, then
+/// the connection closes): `GET /metrics` gets the text, anything else
+/// 404, a head that is too long or too slow 400.
+fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(SCRAPE_TIMEOUT))?;
+    stream.set_write_timeout(Some(SCRAPE_TIMEOUT))?;
+    let deadline = Instant::now() + SCRAPE_TIMEOUT;
+    let mut head = Vec::with_capacity(256);
+    let mut buf = [0u8; 256];
+    let complete = loop {
+        if head.windows(4).any(|w| w == b"\r\n\r\n") {
+            break true;
+        }
+        if head.len() >= MAX_REQUEST_HEAD || Instant::now() >= deadline {
+            break false;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => break false,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Err(_) => break false,
+        }
+    };
+    let (status, content_type, body) = if !complete {
+        (
+            "400 Bad Request",
+            "text/plain",
+            "a request head within 2 KiB and 500 ms\n".to_owned(),
+        )
+    } else if head.starts_with(b"GET /metrics ") {
+        ("200 OK", CONTENT_TYPE, metrics.encode())
+    } else {
+        ("404 Not Found", "text/plain", "GET /metrics\n".to_owned())
+    };
+    write!(
+        stream,
+        "HTTP/1.0 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
 }
 
 /// Encodes one counter family: `(label value, count)` pairs under `label`,
@@ -319,7 +370,8 @@ impl Collector for Metrics {
     }
 }
 
-/// The running endpoint; dropping it stops the thread (within 100 ms).
+/// The running endpoint; dropping it stops the thread (within
+/// [`SCRAPE_TIMEOUT`] of the scrape it may be answering).
 #[derive(Debug)]
 pub struct MetricsServer {
     addr: SocketAddr,
@@ -340,5 +392,65 @@ impl Drop for MetricsServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One request at `addr`: the status line and the body.
+    fn request(addr: SocketAddr, head: &[u8]) -> (String, String) {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(head).unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let (status, body) = text.split_once("\r\n\r\n").unwrap();
+        (status.lines().next().unwrap().to_owned(), body.to_owned())
+    }
+
+    /// Connections that send nothing, or too much, are closed within
+    /// their time and the next scrape is answered: the one thread is never
+    /// held for longer than that.
+    #[test]
+    fn stalled_and_oversized_requests_do_not_keep_the_endpoint() {
+        let metrics = Metrics::new(3);
+        let server = metrics.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+        let idle: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(server.addr()).unwrap()).collect();
+        let t = Instant::now();
+        let (status, body) = request(server.addr(), b"GET /metrics HTTP/1.0\r\n\r\n");
+        assert_eq!(status, "HTTP/1.0 200 OK");
+        assert!(body.contains("kem_mqtt_registry_sensors 3\n"), "{body}");
+        // Each idle connection had its SCRAPE_TIMEOUT and no more.
+        assert!(
+            t.elapsed() < 4 * SCRAPE_TIMEOUT + Duration::from_secs(1),
+            "{:?}",
+            t.elapsed()
+        );
+        drop(idle);
+        // A head past the limit: the 400, or a reset where the kernel
+        // drops the unread rest of it; either way the connection is over.
+        let long = format!("GET /metrics HTTP/1.0\r\nX: {}\r\n\r\n", "a".repeat(MAX_REQUEST_HEAD));
+        let mut s = TcpStream::connect(server.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(long.as_bytes()).unwrap();
+        let mut reply = String::new();
+        match s.read_to_string(&mut reply) {
+            Ok(_) => assert!(reply.starts_with("HTTP/1.0 400 Bad Request\r\n"), "{reply}"),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+        }
+        assert_eq!(
+            request(server.addr(), b"GET /metrics HTTP/1.0\r\n\r\n").0,
+            "HTTP/1.0 200 OK"
+        );
+        assert_eq!(
+            request(server.addr(), b"GET / HTTP/1.0\r\n\r\n").0,
+            "HTTP/1.0 404 Not Found"
+        );
+        assert_eq!(
+            request(server.addr(), b"POST /metrics HTTP/1.0\r\n\r\n").0,
+            "HTTP/1.0 404 Not Found"
+        );
     }
 }
