@@ -669,6 +669,11 @@ impl Plugin {
         let stats = *stats;
         drop(stats_guard);
         self.metrics.update(|c| {
+            // A record that does not open is a refusal by its reason too,
+            // as the gateway counts it.
+            if let Message::Dropped(Undelivered::Record(e)) = &message {
+                c.refused(&error_reason(e));
+            }
             c.records_in = stats.delivered;
             c.records_out = stats.commands;
             c.records_rejected = stats.rejected + stats.replayed + stats.foreign;

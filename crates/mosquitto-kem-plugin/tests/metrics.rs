@@ -1,6 +1,6 @@
 //! Issue #52: what an operator scrapes from the broker in AUTH mode
 //! (`plugin_opt_metrics`), during a run: a refused CONNECT, a sensor's
-//! handshake and reading, a revocation, each in its family, and no client
+//! handshake, a tampered record and a reading, a revocation, each in its family, and no client
 //! id anywhere in the text.
 
 mod common;
@@ -83,6 +83,15 @@ fn the_plugin_serves_its_metrics_during_a_run() {
     let app = subscriber(&broker, "plain/#", 1, 30);
     let mut alice = SensorClient::connect_auth_mode(&addr, &keys[0], TIMEOUT).unwrap();
     let _bob = SensorClient::connect_auth_mode(&addr, &keys[1], TIMEOUT).unwrap();
+    // A tampered record first: refused by its reason, never delivered.
+    let topic = "kem-mqtt/data/c2b/alice/t";
+    let mut rec = vec![0u8; 64];
+    let n = alice
+        .session()
+        .seal(topic.as_bytes(), b"99.9 C forged", &mut rec)
+        .unwrap();
+    rec[n - 1] ^= 0x80;
+    alice.publish_raw(topic, &rec[..n]).unwrap();
     alice.send_on("t", b"21.5 C").unwrap();
     assert_eq!(app.lines().unwrap(), ["plain/alice/t 21.5 C"]);
     let text = scrape_until(&endpoint, |t| {
@@ -94,6 +103,8 @@ fn the_plugin_serves_its_metrics_during_a_run() {
             "kem_mqtt_handshakes_total{suite=\"ml-kem-512+x25519\"} 2\n",
             "kem_mqtt_refusals_total{reason=\"UnknownClient\"} 1\n",
             "kem_mqtt_records_total{direction=\"in\"} 1\n",
+            "kem_mqtt_records_total{direction=\"rejected\"} 1\n",
+            "kem_mqtt_refusals_total{reason=\"RecordAuthFailed\"} 1\n",
             "kem_mqtt_sessions 2\n",
             "kem_mqtt_pending_handshakes 0\n",
             "kem_mqtt_revocations_total 0\n",
