@@ -383,22 +383,21 @@ impl Plugin {
         self.endpoint.as_ref().map(MetricsServer::addr)
     }
 
-    /// The counters the endpoint serves.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+    /// Counts an authentication event's outcome (`suite`: of the session
+    /// it established) and takes the gauges.
+    fn count(&self, outcome: &Outcome, suite: Option<kem_mqtt::Suite>) {
+        self.metrics.update(|c| match (outcome, suite) {
+            (Outcome::Refuse(why), _) => c.refused(&why.reason()),
+            (Outcome::Success { .. }, Some(suite)) => *c.handshakes.entry(suite.name().to_owned()).or_default() += 1,
+            _ => {}
+        });
+        self.take_gauges();
     }
 
-    /// Counts an authentication event's outcome and takes the gauges.
-    fn count(&self, outcome: &Outcome, suite: Option<kem_mqtt::Suite>) {
+    /// Puts the live sessions and pending handshakes into the metrics.
+    fn take_gauges(&self) {
         let (sessions, pending) = (self.sessions() as u64, self.pending() as u64);
         self.metrics.update(|c| {
-            match (outcome, suite) {
-                (Outcome::Refuse(why), _) => c.refused(&why.reason()),
-                (Outcome::Success { .. }, Some(suite)) => {
-                    *c.handshakes.entry(suite.name().to_owned()).or_default() += 1
-                }
-                _ => {}
-            }
             c.sessions = sessions;
             c.pending = pending;
         });
@@ -478,14 +477,13 @@ impl Plugin {
             (before - sessions.len()) as u64
         };
         lock(&self.pending).retain(|_, (_, p)| !is_revoked(p.client_id()));
-        let (clients, sessions, pending) = (self.clients() as u64, self.sessions() as u64, self.pending() as u64);
+        let clients = self.clients() as u64;
         self.metrics.update(|c| {
             c.revocations += ended;
             c.registry_loads += 1;
             c.registry_sensors = clients;
-            c.sessions = sessions;
-            c.pending = pending;
         });
+        self.take_gauges();
         Reload {
             clients: self.clients(),
             revoked,
@@ -503,6 +501,7 @@ impl Plugin {
         outcome
     }
 
+    /// [`Plugin::start`]'s outcome.
     fn start_counted(&self, conn: &Connection, method: Option<&str>, data: &[u8], now: Instant) -> Outcome {
         if method != Some(AUTH_METHOD) {
             return Outcome::NotSupported;
@@ -621,11 +620,7 @@ impl Plugin {
                 sessions.remove(id);
             }
         }
-        let (sessions, pending) = (self.sessions() as u64, self.pending() as u64);
-        self.metrics.update(|c| {
-            c.sessions = sessions;
-            c.pending = pending;
-        });
+        self.take_gauges();
     }
 
     /// Established sessions.
@@ -652,22 +647,22 @@ impl Plugin {
             self.reload_now();
         }
         let message = self.route(conn, topic, payload);
-        let mut stats_guard = lock(&self.stats);
-        let stats = &mut *stats_guard;
-        match &message {
-            Message::Pass => {}
-            Message::PassAndPublish { to: None, .. } => stats.delivered += 1,
-            Message::PassAndPublish { to: Some(_), .. } => stats.commands += 1,
-            Message::Dropped(Undelivered::Foreign | Undelivered::NoSession) => stats.foreign += 1,
-            Message::Dropped(Undelivered::Record(kem_mqtt::Error::RecordReplayed | kem_mqtt::Error::RecordTooOld)) => {
-                stats.replayed += 1
+        let stats = {
+            let mut stats = lock(&self.stats);
+            match &message {
+                Message::Pass => {}
+                Message::PassAndPublish { to: None, .. } => stats.delivered += 1,
+                Message::PassAndPublish { to: Some(_), .. } => stats.commands += 1,
+                Message::Dropped(Undelivered::Foreign | Undelivered::NoSession) => stats.foreign += 1,
+                Message::Dropped(Undelivered::Record(
+                    kem_mqtt::Error::RecordReplayed | kem_mqtt::Error::RecordTooOld,
+                )) => stats.replayed += 1,
+                Message::Dropped(Undelivered::Record(_)) => stats.rejected += 1,
+                Message::Dropped(Undelivered::CommandNoSession) => stats.commands_dropped += 1,
+                Message::Refuse => stats.refused += 1,
             }
-            Message::Dropped(Undelivered::Record(_)) => stats.rejected += 1,
-            Message::Dropped(Undelivered::CommandNoSession) => stats.commands_dropped += 1,
-            Message::Refuse => stats.refused += 1,
-        }
-        let stats = *stats;
-        drop(stats_guard);
+            *stats
+        };
         self.metrics.update(|c| {
             // A record that does not open is a refusal by its reason too,
             // as the gateway counts it.
