@@ -262,6 +262,11 @@ impl Options {
                         format!("plugin_opt_returning_for {v:?}: expected a duration such as 24h or 30m")
                     })?
                 }
+                "max_returning" => {
+                    limits.max_returning = v.trim().parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        format!("plugin_opt_max_returning {v:?}: expected a number of sensors such as 65536")
+                    })?
+                }
                 "plain_prefix" => plain = v.trim().to_string(),
                 "command_prefix" => command = v.trim().to_string(),
                 "stats_interval" => {
@@ -848,6 +853,12 @@ mod tests {
         assert_eq!((guard.mode, guard.keys_dir.as_str()), (Mode::TopicGuard, ""));
         assert!(Options::parse([("mode", "topic"), ("keys_dir", "/a")]).is_err());
         assert!(Options::parse([("keys_dir", "/a"), ("mode", "gateway")]).is_err());
+        let o = Options::parse([("keys_dir", "/a"), ("max_returning", "333334")]).unwrap();
+        assert_eq!(o.limits.max_returning, 333_334);
+        for bad in ["0", "-1", "lots"] {
+            let e = Options::parse([("keys_dir", "/a"), ("max_returning", bad)]).unwrap_err();
+            assert!(e.contains("plugin_opt_max_returning"), "{e}");
+        }
         let metrics = Options::parse([("keys_dir", "/a"), ("metrics", "127.0.0.1:9465")]).unwrap();
         assert_eq!(metrics.metrics, Some("127.0.0.1:9465".parse().unwrap()));
         let bad = Options::parse([("keys_dir", "/a"), ("metrics", "localhost")]).unwrap_err();

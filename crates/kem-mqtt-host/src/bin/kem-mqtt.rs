@@ -212,6 +212,9 @@ struct GatewayArgs {
     /// The pool only sensors that completed a handshake within 24 h draw on: BURST/INTERVAL, or off
     #[arg(long, value_name = "RATE", default_value = "1000/40ms", value_parser = parse_rate)]
     limit_reserved: Rate,
+    /// Returning sensors remembered (those the reserved pool serves; the admission default if not given); past it the oldest is forgotten
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_returning: Option<u32>,
     /// Drop a sensor's session (its keys wiped) after this long without an authentic record
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_session_idle)]
     session_idle: Duration,
@@ -666,6 +669,9 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     config.admission.per_id = args.limit_per_id;
     config.admission.global = args.limit_global;
     config.admission.reserved = args.limit_reserved;
+    if let Some(n) = args.max_returning {
+        config.admission.max_returning = n as usize;
+    }
     config.session_idle = args.session_idle;
     if let (Some(group), Some(instance)) = (&args.share_group, &args.instance) {
         config.cluster = Some(Cluster::new(group, instance).map_err(CliError::Usage)?);
@@ -854,5 +860,28 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_gateway_takes_a_positive_max_returning() {
+        let args = |n: &str| {
+            let v = [
+                "kem-mqtt",
+                "gateway",
+                "--broker",
+                "127.0.0.1:1883",
+                "--dir",
+                "k",
+                "--max-returning",
+                n,
+            ];
+            Cli::try_parse_from(v)
+        };
+        match args("333334").unwrap().command {
+            Command::Gateway(g) => assert_eq!(g.max_returning, Some(333_334)),
+            other => panic!("{other:?}"),
+        }
+        assert!(args("0").is_err());
+        assert!(args("lots").is_err());
     }
 }
