@@ -256,11 +256,11 @@ fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
         }
     };
     let (status, content_type, body) = if !complete {
-        (
-            "400 Bad Request",
-            "text/plain",
-            "a request head within 2 KiB and 500 ms\n".to_owned(),
-        )
+        let limits = format!(
+            "a request head within {MAX_REQUEST_HEAD} bytes and {} ms\n",
+            SCRAPE_TIMEOUT.as_millis()
+        );
+        ("400 Bad Request", "text/plain", limits)
     } else if head.starts_with(b"GET /metrics ") {
         ("200 OK", CONTENT_TYPE, metrics.encode())
     } else {
@@ -274,8 +274,7 @@ fn answer(mut stream: TcpStream, metrics: &Metrics) -> std::io::Result<()> {
     stream.flush()
 }
 
-/// Encodes one counter family: `(label value, count)` pairs under `label`,
-/// or one unlabelled value.
+/// Encodes one counter family: `(label value, count)` pairs under `label`.
 fn counter_family(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
