@@ -79,6 +79,20 @@ pub enum KeyError {
     /// may write (its mode, e.g. 0o664 or 0o777): whoever can write the
     /// registry enrols a key of their own, so it is refused.
     WritableByOthers(u32),
+    /// The id is not enrolled (a revocation of an unknown id).
+    NotEnrolled(String),
+    /// The registry database failed: it cannot be opened, is not a
+    /// registry database (or is corrupt), or the connection to it is lost.
+    /// Named: the database and what failed.
+    Database(String),
+    /// A registry database whose schema is newer than this build knows
+    /// (written by a later kem-mqtt): refused, not guessed at.
+    NewerSchema {
+        /// The database's schema version.
+        found: i64,
+        /// The newest this build reads.
+        supported: i64,
+    },
     /// An error in this file.
     File {
         /// The file.
@@ -97,7 +111,7 @@ impl KeyError {
         }
     }
 
-    fn in_file(self, path: &Path) -> KeyError {
+    pub(crate) fn in_file(self, path: &Path) -> KeyError {
         match self {
             e @ KeyError::File { .. } => e,
             e => KeyError::File {
@@ -127,6 +141,13 @@ impl std::fmt::Display for KeyError {
                 f,
                 "has mode {mode:04o}: group or others may write it, and whoever writes the registry enrols keys \
                  (chmod go-w)"
+            ),
+            KeyError::NotEnrolled(id) => write!(f, "client id {id:?} is not enrolled"),
+            KeyError::Database(s) => write!(f, "registry database: {s}"),
+            KeyError::NewerSchema { found, supported } => write!(
+                f,
+                "registry database schema version {found} is newer than this kem-mqtt reads ({supported}): \
+                 upgrade kem-mqtt on this node"
             ),
             KeyError::File { path, error } => write!(f, "{}: {error}", path.display()),
         }
@@ -248,7 +269,7 @@ fn load_secret_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, KeyE
 
 /// [`KeyError::WritableByOthers`] if group or others may write the file
 /// or directory `meta` describes.
-fn refuse_writable_by_others(meta: &std::fs::Metadata) -> Result<(), KeyError> {
+pub(crate) fn refuse_writable_by_others(meta: &std::fs::Metadata) -> Result<(), KeyError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = meta.permissions().mode() & 0o7777;
     if mode & 0o022 != 0 {
@@ -294,7 +315,7 @@ impl DirLock {
 }
 
 /// The directory `path` is in (`.` for a bare file name).
-fn directory_of(path: &Path) -> &Path {
+pub(crate) fn directory_of(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -747,6 +768,59 @@ pub struct Client {
     pub allowed: SuiteSet,
 }
 
+impl Client {
+    /// Validates one registry entry's fields, as every registry store keeps
+    /// them: the id (1..=64 of `[A-Za-z0-9._-]`), the KEM's name, its
+    /// public key (length and reduced coefficients), the X25519 public key
+    /// and the names of the suites allowed, each of which must use that KEM.
+    pub fn from_parts<'a>(
+        client_id: &str,
+        kem: &str,
+        kem_pk: Vec<u8>,
+        x25519_pk: &[u8],
+        allowed_suites: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Client, KeyError> {
+        if !kem_mqtt::valid_client_id(client_id.as_bytes()) {
+            return Err(KeyError::Invalid(format!("client id {client_id:?}")));
+        }
+        let scheme = kem_by_name(kem)?;
+        if kem_pk.len() != scheme.pk_len() {
+            return Err(KeyError::Invalid(format!(
+                "{client_id}: kem_pk: {} bytes, {kem} has {}",
+                kem_pk.len(),
+                scheme.pk_len()
+            )));
+        }
+        kem_mqtt::check_public_key(scheme, &kem_pk)
+            .map_err(|err| KeyError::Invalid(format!("{client_id}: kem_pk: {err}")))?;
+        let x25519_pk: [u8; 32] = x25519_pk
+            .try_into()
+            .map_err(|_| KeyError::Invalid(format!("{client_id}: x25519_pk: {} bytes, not 32", x25519_pk.len())))?;
+        let mut allowed = SuiteSet::EMPTY;
+        for name in allowed_suites {
+            let s = suite_by_name(name)?;
+            if s.kem() != scheme {
+                return Err(KeyError::Invalid(format!(
+                    "{client_id}: suite {name} does not use {kem}"
+                )));
+            }
+            allowed = allowed.with(s);
+        }
+        Ok(Client {
+            kem: scheme,
+            kem_pk,
+            x25519_pk,
+            allowed,
+        })
+    }
+
+    /// The names of the suites allowed, comma-separated (as the databases
+    /// keep them).
+    pub fn allowed_names(&self) -> String {
+        self.allowed.iter().map(|s| s.name()).collect::<Vec<_>>().join(",")
+    }
+}
+
 /// The validated registry: client id → client.
 #[derive(Clone, Debug, Default)]
 pub struct Registry {
@@ -760,30 +834,13 @@ impl Registry {
         check_format(&f.format, f.version, REGISTRY_FORMAT)?;
         let mut clients = BTreeMap::new();
         for e in &f.clients {
-            if !kem_mqtt::valid_client_id(e.client_id.as_bytes()) {
-                return Err(KeyError::Invalid(format!("client id {:?}", e.client_id)));
-            }
-            let kem = kem_by_name(&e.kem)?;
-            let kem_pk = unhex("kem_pk", &e.kem_pk, kem.pk_len())?;
-            kem_mqtt::check_public_key(kem, &kem_pk)
-                .map_err(|err| KeyError::Invalid(format!("{}: kem_pk: {err}", e.client_id)))?;
-            let mut allowed = SuiteSet::EMPTY;
-            for name in &e.allowed_suites {
-                let s = suite_by_name(name)?;
-                if s.kem() != kem {
-                    return Err(KeyError::Invalid(format!(
-                        "{}: suite {name} does not use {}",
-                        e.client_id, e.kem
-                    )));
-                }
-                allowed = allowed.with(s);
-            }
-            let client = Client {
-                kem,
-                kem_pk,
-                x25519_pk: unhex32("x25519_pk", &e.x25519_pk)?,
-                allowed,
-            };
+            let client = Client::from_parts(
+                &e.client_id,
+                &e.kem,
+                unhex("kem_pk", &e.kem_pk, kem_by_name(&e.kem)?.pk_len())?,
+                &unhex32("x25519_pk", &e.x25519_pk)?,
+                e.allowed_suites.iter().map(String::as_str),
+            )?;
             if clients.insert(e.client_id.clone(), client).is_some() {
                 return Err(KeyError::Invalid(format!("duplicate client id {:?}", e.client_id)));
             }

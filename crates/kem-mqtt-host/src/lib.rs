@@ -59,6 +59,7 @@ pub mod mqtt;
 pub mod provision;
 pub mod reload;
 pub mod sensor;
+pub mod store;
 pub mod topics;
 pub mod transport;
 

@@ -60,6 +60,21 @@ pub fn reprovision_sensor(
     allowed: SuiteSet,
     rng: &mut impl CryptoRng,
 ) -> Result<SensorKeys, KeyError> {
+    let (client, keys) = new_sensor(broker, client_id, suite, allowed, rng)?;
+    registry.clients.insert(client_id.to_string(), client);
+    Ok(keys)
+}
+
+/// A new sensor's static keys for `suite`'s KEM under policy `allowed`: its
+/// registry entry and its key file contents, for a
+/// [`RegistryStore`](crate::store::RegistryStore) to enrol.
+pub fn new_sensor(
+    broker: &BrokerSecrets,
+    client_id: &str,
+    suite: Suite,
+    allowed: SuiteSet,
+    rng: &mut impl CryptoRng,
+) -> Result<(Client, SensorKeys), KeyError> {
     if !kem_mqtt::valid_client_id(client_id.as_bytes()) {
         return Err(KeyError::Invalid(format!(
             "client id {client_id:?}: 1..=64 of [A-Za-z0-9._-]"
@@ -77,23 +92,23 @@ pub fn reprovision_sensor(
         .ok_or_else(|| KeyError::Invalid(format!("the broker has no {} key", kem.name())))?;
     let (kem_sk, kem_pk) = keypair(kem, rng);
     let (x25519_sk, x25519_pk) = x25519_pair(rng);
-    registry.clients.insert(
-        client_id.to_string(),
-        Client {
-            kem,
-            kem_pk: kem_pk.clone(),
-            x25519_pk,
-            allowed,
-        },
-    );
-    Ok(SensorKeys {
-        client_id: client_id.to_string(),
-        suite,
-        kem_sk,
-        kem_pk,
-        x25519_sk,
+    let client = Client {
+        kem,
+        kem_pk: kem_pk.clone(),
         x25519_pk,
-        broker_kem_pk: broker_kem_pk.clone(),
-        broker_x25519_pk: broker.x25519_pk,
-    })
+        allowed,
+    };
+    Ok((
+        client,
+        SensorKeys {
+            client_id: client_id.to_string(),
+            suite,
+            kem_sk,
+            kem_pk,
+            x25519_sk,
+            x25519_pk,
+            broker_kem_pk: broker_kem_pk.clone(),
+            broker_x25519_pk: broker.x25519_pk,
+        },
+    ))
 }

@@ -1,14 +1,20 @@
-//! Revocation without a restart: the registry file, watched and reloaded
-//! whole.
+//! Revocation without a restart: the registry, watched and put in place.
 //!
-//! The broker plugin and the topic-mode gateway read `registry.json` at
-//! start and then keep a [`RegistryWatch`] on it. When the file changes (a
-//! new inode, length or modification time: `kem-mqtt provision` and
-//! `kem-mqtt revoke` write it to a temporary file and rename it over the
-//! old one, so a reader never sees half of it), the new file is loaded and
-//! validated in full; only then does it replace the registry in use, in
-//! one step. A file that does not load leaves the registry in use as it is
-//! (the error is reported once, until the file changes again).
+//! The broker plugin and the topic-mode gateway read the registry at start
+//! and then keep a [`RegistryWatch`] on it, over its [`RegistryStore`]:
+//!
+//! - `registry.json`: when the file changes (a new inode, length or
+//!   modification time: `kem-mqtt provision` and `kem-mqtt revoke` write a
+//!   temporary file and rename it over the old one, so a reader never sees
+//!   half of it), the new file is loaded and validated in full;
+//! - a database (SQLite, PostgreSQL): only the sensor rows changed since the
+//!   version last seen are read and validated, and applied to the registry
+//!   the watch holds.
+//!
+//! Only then does the new registry replace the one in use, in one step. A
+//! version that does not load leaves the registry in use as it is; the
+//! error is reported once (a file: until it changes again; a database:
+//! until the error changes or goes away — a lost connection is retried).
 //!
 //! What a reload means for the sensors: [`Registry::changed_ids`] names the
 //! ids whose entry is gone or different (new keys, another policy). Their
@@ -17,27 +23,29 @@
 //! MQTT connections). Every other sensor is untouched.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::keys::{KeyError, Registry};
+use crate::store::{self, Delta, RegistryLocation, RegistryStore};
 
-/// How often a watch looks at the file at most.
+/// How often a watch on a registry file looks at it at most (a database:
+/// [`RegistryStore::check_every`]).
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// What identifies one version of the file: a rename over it changes the
+/// What identifies one version of a file: a rename over it changes the
 /// inode, an edit in place its length or modification time, a chmod its
 /// mode (a registry others may write is refused, one made private again
 /// loads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
+pub(crate) struct Stamp {
     inode: u64,
     len: u64,
     modified: Option<SystemTime>,
     mode: u32,
 }
 
-fn stamp(path: &Path) -> Option<Stamp> {
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
     let m = std::fs::metadata(path).ok()?;
     Some(Stamp {
         inode: m.ino(),
@@ -47,64 +55,114 @@ fn stamp(path: &Path) -> Option<Stamp> {
     })
 }
 
-/// A registry file being watched for changes.
-#[derive(Debug)]
+/// A registry being watched for changes.
 pub struct RegistryWatch {
-    path: PathBuf,
-    seen: Option<Stamp>,
+    store: Box<dyn RegistryStore>,
+    /// The registry as last put in place by this watch, which a database's
+    /// changes are applied to (a file is read whole: none kept).
+    current: Option<Registry>,
     next_check: Option<Instant>,
+    /// The last error reported, so that a lasting one is reported once.
+    reported: Option<String>,
+}
+
+impl std::fmt::Debug for RegistryWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RegistryWatch({})", self.store.location())
+    }
 }
 
 impl RegistryWatch {
-    /// Loads the registry at `path` (a missing file is an empty registry)
-    /// and starts watching it. The file's version is noted before it is
-    /// read, so a change that lands during the load is seen at the next
-    /// check, not missed.
+    /// Loads the registry file at `path` (a missing file is an empty
+    /// registry) and starts watching it. The file's version is noted before
+    /// it is read, so a change that lands during the load is seen at the
+    /// next check, not missed.
     pub fn load(path: &Path) -> Result<(RegistryWatch, Registry), KeyError> {
-        let seen = stamp(path);
-        let registry = Registry::load_or_empty(path)?;
+        RegistryWatch::open(&RegistryLocation::File(path.to_path_buf()))
+    }
+
+    /// Opens the registry at `location`, loads it and starts watching it.
+    pub fn open(location: &RegistryLocation) -> Result<(RegistryWatch, Registry), KeyError> {
+        RegistryWatch::over(store::open(location)?)
+    }
+
+    /// Loads the registry of `store` and starts watching it.
+    pub fn over(mut store: Box<dyn RegistryStore>) -> Result<(RegistryWatch, Registry), KeyError> {
+        let registry = store.load()?;
+        let keep = !matches!(store.location(), RegistryLocation::File(_));
         let watch = RegistryWatch {
-            path: path.to_path_buf(),
-            seen,
+            store,
+            current: keep.then(|| registry.clone()),
             next_check: None,
+            reported: None,
         };
         Ok((watch, registry))
     }
 
-    /// The file watched.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the registry watched is.
+    pub fn location(&self) -> &RegistryLocation {
+        self.store.location()
     }
 
-    /// At most once per [`CHECK_EVERY`]: if the file changed since the
-    /// last version seen, loads it — `Some(Ok(registry))` to put in place,
-    /// or `Some(Err(e))` if that version does not load (not retried until
-    /// the file changes again). `None`: nothing new.
+    /// At most once per check interval ([`CHECK_EVERY`] for a file): if the
+    /// registry changed since the last version seen, its new version —
+    /// `Some(Ok(registry))` to put in place, or `Some(Err(e))` if it does
+    /// not load (reported once). `None`: nothing new.
     pub fn poll(&mut self, now: Instant) -> Option<Result<Registry, KeyError>> {
         if self.next_check.is_some_and(|t| now < t) {
             return None;
         }
-        self.next_check = Some(now + CHECK_EVERY);
+        self.next_check = Some(now + self.store.check_every());
         self.poll_now()
     }
 
-    /// [`RegistryWatch::poll`] without the rate limit: looks at the file
-    /// now (one `stat`). Called before a record is opened or a command
+    /// [`RegistryWatch::poll`] without the rate limit: looks now (a file:
+    /// one `stat`; SQLite: one small query; PostgreSQL: the notifications
+    /// that arrived). Called before a record is opened or a command
     /// sealed, so that a revocation written before a message is handled
     /// applies to that message, however long the caller waited for it.
     pub fn poll_now(&mut self) -> Option<Result<Registry, KeyError>> {
-        let current = stamp(&self.path);
-        if current == self.seen {
-            return None;
+        match self.store.changes() {
+            Ok(None) => {
+                self.reported = None;
+                None
+            }
+            Ok(Some(delta)) => {
+                self.reported = None;
+                Some(Ok(self.put(delta)))
+            }
+            Err(e) => self.report(e),
         }
-        self.seen = current;
-        Some(Registry::load_or_empty(&self.path))
     }
 
-    /// Loads the file now, changed or not (a reload signal).
+    /// Loads the whole registry now, changed or not (a reload signal).
     pub fn reload(&mut self) -> Result<Registry, KeyError> {
-        self.seen = stamp(&self.path);
-        Registry::load_or_empty(&self.path)
+        let registry = self.store.load()?;
+        if self.current.is_some() {
+            self.current = Some(registry.clone());
+        }
+        Ok(registry)
+    }
+
+    fn put(&mut self, delta: Delta) -> Registry {
+        match (delta, &mut self.current) {
+            (Delta::Whole(registry), _) => registry,
+            (rows, Some(current)) => {
+                *current = rows.apply(current);
+                current.clone()
+            }
+            (rows, None) => rows.apply(&Registry::default()),
+        }
+    }
+
+    /// `Some(Err(e))` unless `e` is the error reported last.
+    fn report(&mut self, e: KeyError) -> Option<Result<Registry, KeyError>> {
+        let text = e.to_string();
+        if self.reported.as_deref() == Some(text.as_str()) {
+            return None;
+        }
+        self.reported = Some(text);
+        Some(Err(e))
     }
 }
 

@@ -509,6 +509,95 @@ fn revoke_removes_sensors_from_the_registry() {
     assert!(text(&out.stderr).contains("\"b\" is not in"), "{}", text(&out.stderr));
 }
 
+/// Issue #52: the same commands against an SQLite registry, and a
+/// registry.json imported into one. A refused enrolment writes nothing: no
+/// key file, no registry row.
+#[test]
+fn provision_revoke_and_import_work_on_a_database_registry() {
+    let dir = TempDir::new("database");
+    let d = dir.path("keys");
+    let d = d.to_str().unwrap();
+    let db = format!("sqlite:{}", dir.path("keys/registry.sqlite").display());
+    let ok = |args: &[&str]| {
+        let out = run(args);
+        assert!(out.status.success(), "kem-mqtt {args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    ok(&[
+        "provision",
+        "--dir",
+        d,
+        "--registry",
+        &db,
+        "--client",
+        "a",
+        "--suite",
+        "ctru-light-ascon",
+    ]);
+    ok(&[
+        "provision",
+        "--dir",
+        d,
+        "--registry",
+        &db,
+        "--client",
+        "f",
+        "--count",
+        "3",
+        "--suite",
+        "ctru-light-ascon",
+    ]);
+    // `a` again, under the name of a key file that is gone: refused by the
+    // registry, and no key file is left behind.
+    std::fs::remove_file(dir.path("keys/sensor-a.json")).unwrap();
+    let out = run(&[
+        "provision",
+        "--dir",
+        d,
+        "--registry",
+        &db,
+        "--client",
+        "a",
+        "--suite",
+        "ctru-light-ascon",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("already enrolled"), "{}", text(&out.stderr));
+    let left: Vec<String> = std::fs::read_dir(dir.path("keys"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.contains("sensor-a"))
+        .collect();
+    assert!(left.is_empty(), "a refused enrolment left {left:?}");
+    let out = ok(&["revoke", "--dir", d, "--registry", &db, "--client", "f-0002"]);
+    assert!(out.contains("revoked f-0002; 3 sensors remain in sqlite:"), "{out}");
+    let out = run(&["revoke", "--dir", d, "--registry", &db, "--client", "f-0002"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // A registry.json imported, then refused a second time (every id is there).
+    ok(&["provision", "--dir", d, "--client", "j1", "--suite", "ml-kem-512"]);
+    ok(&[
+        "provision",
+        "--dir",
+        d,
+        "--client",
+        "j2",
+        "--suite",
+        "ml-kem-512+x25519",
+    ]);
+    let json = dir.path("keys/registry.json");
+    let out = ok(&["import", "--from", json.to_str().unwrap(), "--to", &db]);
+    assert!(
+        out.contains("imported 2 sensors") && out.contains("it has 5 now"),
+        "{out}"
+    );
+    let out = run(&["import", "--from", json.to_str().unwrap(), "--to", &db]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--replace"), "{}", text(&out.stderr));
+    let mut store = kem_mqtt_host::store::open(&kem_mqtt_host::store::RegistryLocation::parse(&db).unwrap()).unwrap();
+    let ids: Vec<String> = store.load().unwrap().clients.into_keys().collect();
+    assert_eq!(ids, ["a", "f-0001", "f-0003", "j1", "j2"]);
+}
+
 /// Issue #47: `kem-mqtt gateway` as shipped waits up to 10 s for a
 /// message; a sensor revoked while it waited has no record opened and no
 /// command sealed to it, while the other sensor carries on.

@@ -55,6 +55,7 @@
 //! ```text
 //! plugin /path/to/libmosquitto_kem_plugin.so
 //! plugin_opt_keys_dir /path/with/broker-key.json/and/registry.json
+//! plugin_opt_registry sqlite:/var/lib/kem-mqtt/registry.sqlite # optional: or postgres://…; default: the keys dir's registry.json
 //! plugin_opt_limit_per_id 4/5s         # optional: BURST/INTERVAL, or off
 //! plugin_opt_limit_per_source 16/500ms # optional
 //! plugin_opt_limit_global 200/20ms     # optional: the shared pool

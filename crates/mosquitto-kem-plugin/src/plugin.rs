@@ -14,6 +14,7 @@ use kem_mqtt_host::admission::{self, parse_duration, parse_rate, Admission, Admi
 use kem_mqtt_host::keys::{BrokerSecrets, BrokerState, Registry};
 use kem_mqtt_host::metrics::{admission_reason, error_reason, Metrics, MetricsServer};
 use kem_mqtt_host::reload::RegistryWatch;
+use kem_mqtt_host::store::RegistryLocation;
 use kem_mqtt_host::topics::{self, Delivery};
 use kem_mqtt_host::OsRng;
 
@@ -213,6 +214,9 @@ pub struct Options {
     /// Directory with `broker-key.json` and `registry.json` (AUTH mode;
     /// empty in topic mode).
     pub keys_dir: String,
+    /// Where the registry is, if not the key directory's `registry.json`
+    /// (`plugin_opt_registry`: `sqlite:PATH` or `postgres://…`).
+    pub registry: Option<RegistryLocation>,
     /// ClientHello rate limits.
     pub limits: AdmissionConfig,
     /// Where readings and commands travel for applications.
@@ -240,6 +244,7 @@ impl Options {
         );
         let mut stats_interval = Duration::from_secs(60);
         let mut metrics = None;
+        let mut registry = None;
         #[cfg(feature = "fault-injection")]
         let mut faults = crate::fault::Faults::default();
         for (k, v) in opts {
@@ -252,6 +257,9 @@ impl Options {
                     }
                 }
                 "keys_dir" => keys_dir = Some(v.to_string()),
+                "registry" => {
+                    registry = Some(RegistryLocation::parse(v).map_err(|e| format!("plugin_opt_registry {v:?}: {e}"))?)
+                }
                 "limit_per_id" => limits.per_id = parse_rate(v)?,
                 "limit_per_source" => limits.per_source = parse_rate(v)?,
                 "limit_global" => limits.global = parse_rate(v)?,
@@ -293,9 +301,13 @@ impl Options {
                 return Err("plugin_opt_keys_dir: in topic mode the gateway holds the keys, not the plugin".into())
             }
         };
+        if mode == Mode::TopicGuard && registry.is_some() {
+            return Err("plugin_opt_registry: in topic mode the gateway holds the registry, not the plugin".into());
+        }
         Ok(Options {
             mode,
             keys_dir,
+            registry,
             limits,
             delivery: Delivery::new(&plain, &command)?,
             stats_interval,
@@ -360,7 +372,11 @@ impl Plugin {
     pub fn load(options: Options) -> Result<Plugin, String> {
         let dir = Path::new(&options.keys_dir);
         let secrets = BrokerSecrets::load(&dir.join("broker-key.json")).map_err(|e| e.to_string())?;
-        let (watch, registry) = RegistryWatch::load(&dir.join("registry.json")).map_err(|e| e.to_string())?;
+        let location = options
+            .registry
+            .clone()
+            .unwrap_or_else(|| RegistryLocation::in_dir(dir));
+        let (watch, registry) = RegistryWatch::open(&location).map_err(|e| e.to_string())?;
         let metrics = Metrics::new(registry.clients.len());
         let endpoint = match options.metrics {
             Some(addr) => Some(metrics.serve(addr).map_err(|e| e.to_string())?),

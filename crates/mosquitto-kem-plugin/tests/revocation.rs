@@ -68,6 +68,46 @@ fn auth_mode_revocation_ends_the_session_and_refuses_the_next_handshake() {
     broker.assert_alive();
 }
 
+/// Issue #52: the registry on a PostgreSQL server (`plugin_opt_registry`),
+/// revoked there by another process's transaction: the plugin ends the
+/// sensor's connection and refuses its next handshake, as with the file.
+#[test]
+fn auth_mode_revocation_in_a_postgresql_registry_reaches_the_plugin() {
+    use kem_mqtt_host::store::{self, RegistryLocation};
+    let pg = avr_lab::mqtt::registry_db::Postgres::start("plugin-revocation");
+    let location = RegistryLocation::parse(&pg.url()).unwrap();
+    let s = suite("ctru-light-ascon+x25519");
+    let (secrets, registry, keys) = enrol(&[("alice", s), ("bob", s)]);
+    let mut db = store::open(&location).unwrap();
+    let sensors: Vec<_> = registry.clients.clone().into_iter().collect();
+    db.enrol(&sensors, false).unwrap();
+    // The key directory's registry.json is empty: the plugin must read the database.
+    let option = format!("plugin_opt_registry {}\n", pg.url());
+    let mut broker = Broker::start(
+        "revoke-pg",
+        &secrets,
+        &Registry::default(),
+        Conf::DocumentedWith(&option),
+        &plugin_path(),
+    );
+    let addr = broker.addr();
+    let mut alice = SensorClient::connect_auth_mode(&addr, &keys[0], TIMEOUT).unwrap();
+    let (mut bob, outcome) = auth_attempt(&addr, &keys[1], "bob", None);
+    assert_eq!(outcome, Attempt::ConnAck(mqtt::SUCCESS), "{}", broker.log());
+    db.revoke(&["bob".to_string()]).unwrap();
+    assert!(
+        closed_by_peer(&mut bob, Duration::from_secs(5)),
+        "bob's connection outlived his revocation: {}",
+        broker.log()
+    );
+    let (_, outcome) = auth_attempt(&addr, &keys[1], "bob", None);
+    assert_eq!(outcome, Attempt::ConnAck(mqtt::NOT_AUTHORIZED));
+    alice.send_on("t", b"alice").unwrap();
+    let log = broker.log();
+    assert!(log.contains("registry reloaded: 1 sensors, revoked [\"bob\"]"), "{log}");
+    broker.assert_alive();
+}
+
 #[test]
 fn topic_mode_revocation_ends_the_session_and_refuses_the_next_handshake() {
     let s = suite("ctru-light-ascon+x25519");

@@ -79,6 +79,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     (
         "mqtt",
         &[
+            "registry_db",
             "site",
             "app_cost",
             "live",

@@ -43,6 +43,11 @@ const MOSQUITTO: &[&str] = &[
     "/usr/bin/openssl",
 ];
 
+/// PostgreSQL's server and `pg_isready`, which hold the registry for
+/// kem-mqtt-host's database tests and `cargo xtask registry`
+/// (`avr_lab::mqtt::registry_db`, under Debian's versioned directory).
+const POSTGRESQL: &str = "/usr/lib/postgresql";
+
 /// avrdude, which `cargo xtask flash` runs (its test flashes a simulated bootloader).
 const AVRDUDE: &str = "/usr/bin/avrdude";
 
@@ -68,6 +73,8 @@ pub struct Capabilities {
     /// Debian's mosquitto broker, its plugin headers and its command-line clients
     /// (the end-to-end tests' applications).
     pub mosquitto: bool,
+    /// Debian's PostgreSQL server (the registry database's tests).
+    pub postgresql: bool,
     /// avrdude (flashing boards).
     pub avrdude: bool,
     /// This xtask binary was compiled with the simulator (`avr_sim::AVAILABLE`).
@@ -144,6 +151,11 @@ pub fn plan(c: &Capabilities) -> Plan {
             MOSQUITTO.join(", ")
         ),
     );
+    need(
+        c.postgresql,
+        &["postgresql"],
+        format!("the PostgreSQL server ({POSTGRESQL}/*/bin/postgres) is missing"),
+    );
     need(c.avrdude, &["avrdude"], format!("{AVRDUDE} is missing"));
     // The binding is compiled when the xtask is: once the headers are there
     // (now or after the install) a binary built without them must be rebuilt.
@@ -199,6 +211,11 @@ pub fn probe() -> Capabilities {
         simavr_headers: exist(SIMAVR_HEADERS),
         pkg_config: runs("pkg-config"),
         mosquitto: exist(MOSQUITTO),
+        postgresql: std::fs::read_dir(POSTGRESQL).is_ok_and(|versions| {
+            versions
+                .filter_map(|v| v.ok())
+                .any(|v| v.path().join("bin/postgres").exists() && v.path().join("bin/pg_isready").exists())
+        }),
         avrdude: exist(&[AVRDUDE]),
         binding_built: avr_sim::AVAILABLE,
     }
@@ -380,6 +397,7 @@ mod tests {
             simavr_headers: true,
             pkg_config: true,
             mosquitto: true,
+            postgresql: true,
             avrdude: true,
             binding_built: true,
         }
@@ -395,6 +413,7 @@ mod tests {
             simavr_headers: false,
             pkg_config: false,
             mosquitto: false,
+            postgresql: false,
             avrdude: false,
             binding_built: false,
         };
@@ -416,6 +435,7 @@ mod tests {
             "mosquitto-dev",
             "mosquitto-clients",
             "openssl",
+            "postgresql",
             "avrdude",
         ] {
             assert!(p.packages.contains(&pkg), "{pkg} missing from {:?}", p.packages);

@@ -19,9 +19,10 @@ use kem_mqtt_host::client::MqttClient;
 use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, DirLock, KeyError, Registry, SensorKeys};
 use kem_mqtt_host::metrics::Metrics;
-use kem_mqtt_host::provision::{generate_broker, provision_sensor, reprovision_sensor};
+use kem_mqtt_host::provision::{generate_broker, new_sensor, provision_sensor};
 use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
+use kem_mqtt_host::store::{self, RegistryLocation};
 use kem_mqtt_host::topics::Delivery;
 use kem_mqtt_host::transport::{Endpoint, Tls};
 use kem_mqtt_host::OsRng;
@@ -59,19 +60,28 @@ enum Command {
     ///
     /// Creates DIR (mode 0700) and DIR/broker-key.json (keys for every KEM) if
     /// missing. With --client, enrols a sensor: DIR/sensor-ID.json and an entry
-    /// in DIR/registry.json (policy: a hybrid suite only; its KEM pure and
-    /// hybrid with --allow-pure or a pure suite). An enrolled ID is refused
-    /// unless --force. Key files are written with mode 0600.
+    /// in the registry (DIR/registry.json, or --registry; policy: a hybrid
+    /// suite only; its KEM pure and hybrid with --allow-pure or a pure suite).
+    /// An enrolled ID is refused unless --force. The registry takes all the
+    /// sensors of one run in one step, or none; key files (mode 0600) appear
+    /// only for sensors it took.
     #[command(after_help = suites_help())]
     Provision(ProvisionArgs),
     /// Remove sensors from the registry: their next handshake is refused
     ///
-    /// Rewrites DIR/registry.json without the given ids (the key directory
-    /// is locked while it does, as for provision). A running broker plugin
-    /// and `kem-mqtt gateway` see the change within a second: they refuse
-    /// the ids' next handshakes and end their live sessions (the plugin
-    /// also closes their connections). The sensors' key files are left.
+    /// Takes the given ids out of the registry, all or none (DIR/registry.json
+    /// is rewritten under the key directory's lock; a database marks their
+    /// rows revoked in one transaction). A running broker plugin and
+    /// `kem-mqtt gateway` see the change within a second: they refuse the
+    /// ids' next handshakes and end their live sessions (the plugin also
+    /// closes their connections). The sensors' key files are left.
     Revoke(RevokeArgs),
+    /// Copy every sensor of one registry into another (e.g. registry.json into a database)
+    ///
+    /// Reads and validates the whole source, then enrols its sensors into
+    /// the target in one step: all of them, or none if one is already
+    /// enrolled there (unless --replace). The source is left as it is.
+    Import(ImportArgs),
     /// Topic-mode gateway: opens sensors' records for applications, seals commands
     ///
     /// Connects to the broker as an ordinary MQTT client and runs the broker
@@ -82,7 +92,7 @@ enum Command {
     /// refused or dropped, and its counters at most every 10 s. Runs until
     /// interrupted. With --share-group, several instances share one fleet
     /// (docs/gateway.md).
-    Gateway(GatewayArgs),
+    Gateway(Box<GatewayArgs>),
     /// Sensor: handshake with the broker or gateway, send readings, print commands
     ///
     /// Sends --count readings on kem-mqtt/data/c2b/ID/SUB (applications
@@ -134,6 +144,9 @@ struct ProvisionArgs {
     /// Replace the keys and policy of an enrolled id (the deployed sensor is locked out)
     #[arg(long, requires = "client")]
     force: bool,
+    /// The registry: a JSON file, sqlite:PATH (or PATH.sqlite/.db), or postgres://… [default: DIR/registry.json]
+    #[arg(long, value_name = "LOCATION", value_parser = parse_registry)]
+    registry: Option<RegistryLocation>,
     /// Enrol a fleet: N sensors ID-0001 … ID-N (load tests), one registry write
     #[arg(long, value_name = "N", requires = "client", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -173,9 +186,29 @@ struct RevokeArgs {
     /// Key directory with registry.json
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// The registry: a JSON file, sqlite:PATH (or PATH.sqlite/.db), or postgres://… [default: DIR/registry.json]
+    #[arg(long, value_name = "LOCATION", value_parser = parse_registry)]
+    registry: Option<RegistryLocation>,
     /// A sensor id to revoke (repeat for several)
     #[arg(long, value_name = "ID", required = true, value_parser = parse_client_id)]
     client: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+struct ImportArgs {
+    /// The registry to copy: a JSON file, sqlite:PATH (or PATH.sqlite/.db), or postgres://…
+    #[arg(long, value_name = "LOCATION", value_parser = parse_registry)]
+    from: RegistryLocation,
+    /// The registry to enrol them into (created if it is a database that does not exist)
+    #[arg(long, value_name = "LOCATION", value_parser = parse_registry)]
+    to: RegistryLocation,
+    /// Ids already enrolled in the target take the source's keys and policy
+    #[arg(long)]
+    replace: bool,
+}
+
+fn parse_registry(s: &str) -> Result<RegistryLocation, String> {
+    RegistryLocation::parse(s).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Debug)]
@@ -185,6 +218,9 @@ struct GatewayArgs {
     /// Key directory: broker-key.json and registry.json
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
+    /// The registry: a JSON file, sqlite:PATH (or PATH.sqlite/.db), or postgres://… [default: DIR/registry.json]
+    #[arg(long, value_name = "LOCATION", value_parser = parse_registry)]
+    registry: Option<RegistryLocation>,
     /// Where opened readings are published: PREFIX/ID/SUB
     #[arg(long, value_name = "PREFIX", default_value = "plain")]
     plain_prefix: String,
@@ -398,6 +434,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Provision(a) => provision(&a),
         Command::Revoke(a) => revoke(&a),
+        Command::Import(a) => import(&a),
         Command::Gateway(a) => gateway(&a),
         Command::Sensor(a) => sensor(&a),
         Command::SerialBridge(a) => serial_bridge(&a),
@@ -481,18 +518,19 @@ fn session_bridge(args: &SerialBridgeArgs, wait: Duration) -> Result<(), CliErro
 fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     let dir = &args.dir;
     private_dir(dir)?;
-    // Held until the registry is written back: a second run in this
-    // directory waits here, then reads a registry with this run's sensors.
-    let _lock = DirLock::acquire(dir)?;
-    let broker_path = dir.join(kem_mqtt_host::keys::BROKER_KEY_FILE);
-    let broker = if broker_path.exists() {
-        BrokerSecrets::load(&broker_path)?
-    } else {
-        let b = generate_broker(&kem_mqtt::KEMS, &mut OsRng);
-        // save_new: two provisioning runs racing must not end with two broker keys.
-        b.save_new(&broker_path)?;
-        println!("wrote {}", broker_path.display());
-        b
+    let broker = {
+        // Held while the broker's keys are looked for and written: two runs
+        // in one directory must not make two broker keys.
+        let _lock = DirLock::acquire(dir)?;
+        let broker_path = dir.join(kem_mqtt_host::keys::BROKER_KEY_FILE);
+        if broker_path.exists() {
+            BrokerSecrets::load(&broker_path)?
+        } else {
+            let b = generate_broker(&kem_mqtt::KEMS, &mut OsRng);
+            b.save_new(&broker_path)?;
+            println!("wrote {}", broker_path.display());
+            b
+        }
     };
     let (Some(client), Some(suite)) = (&args.client, args.suite) else {
         return Ok(());
@@ -504,52 +542,64 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     } else {
         SuiteSet::EMPTY.with(suite)
     };
-    let reg_path = dir.join(kem_mqtt_host::keys::REGISTRY_FILE);
-    let mut registry = Registry::load_or_empty(&reg_path)?;
-    // A second enrolment would lock the deployed sensor out: only on request.
-    let enrol = |registry: &mut Registry, id: &str| -> Result<SensorKeys, CliError> {
-        if args.force {
-            Ok(reprovision_sensor(&broker, registry, id, suite, allowed, &mut OsRng)?)
-        } else {
-            provision_sensor(&broker, registry, id, suite, allowed, &mut OsRng).map_err(|e| match e {
-                KeyError::AlreadyEnrolled(_) => CliError::Enrolled(e),
-                e => e.into(),
-            })
+    let location = args.registry.clone().unwrap_or_else(|| RegistryLocation::in_dir(dir));
+    let ids: Vec<String> = if args.count > 1 {
+        (1..=args.count).map(|i| format!("{client}-{i:04}")).collect()
+    } else {
+        vec![client.clone()]
+    };
+    if let Some(bad) = ids.iter().find(|id| !kem_mqtt::valid_client_id(id.as_bytes())) {
+        return Err(CliError::Usage(format!(
+            "client id {bad:?}: 1 to 64 of A-Z a-z 0-9 . _ -"
+        )));
+    }
+    let key_path = |id: &str| dir.join(format!("sensor-{id}.json"));
+    if !args.force {
+        if let Some(id) = ids.iter().find(|id| key_path(id).exists()) {
+            return Err(CliError::Enrolled(KeyError::Exists(key_path(id))));
+        }
+    }
+    let mut store = store::open(&location)?;
+    // The key files wait beside their final names until the registry has
+    // taken every sensor: a refused enrolment leaves no key file behind,
+    // and one that succeeds leaves no sensor without its file.
+    let mut sensors = Vec::with_capacity(ids.len());
+    let mut staged = Vec::with_capacity(ids.len());
+    let unstage = |staged: &[(PathBuf, PathBuf)]| {
+        for (tmp, _) in staged {
+            let _ = std::fs::remove_file(tmp);
         }
     };
+    for id in &ids {
+        let (entry, keys) = new_sensor(&broker, id, suite, allowed, &mut OsRng)?;
+        let tmp = dir.join(format!(".sensor-{id}.json.new"));
+        if let Err(e) = keys.save(&tmp) {
+            unstage(&staged);
+            return Err(e.into());
+        }
+        staged.push((tmp, key_path(id)));
+        sensors.push((id.clone(), entry));
+    }
+    if let Err(e) = store.enrol(&sensors, args.force) {
+        unstage(&staged);
+        return Err(match e {
+            KeyError::AlreadyEnrolled(_) => CliError::Enrolled(e),
+            e => e.into(),
+        });
+    }
+    for (tmp, path) in &staged {
+        std::fs::rename(tmp, path).map_err(|e| io_error(path, e))?;
+    }
     if args.count > 1 {
-        let ids: Vec<String> = (1..=args.count).map(|i| format!("{client}-{i:04}")).collect();
-        if let Some(bad) = ids.iter().find(|id| !kem_mqtt::valid_client_id(id.as_bytes())) {
-            return Err(CliError::Usage(format!(
-                "client id {bad:?}: 1 to 64 of A-Z a-z 0-9 . _ -"
-            )));
-        }
-        for id in &ids {
-            let keys = enrol(&mut registry, id)?;
-            keys.save(&dir.join(format!("sensor-{id}.json")))?;
-        }
-        registry.save(&reg_path)?;
         println!(
-            "wrote {} sensor key files ({}-0001 … {}) and {}",
+            "wrote {} sensor key files ({}-0001 … {}) and {location}",
             args.count,
             client,
             ids.last().map_or("", String::as_str),
-            reg_path.display()
         );
-        return Ok(());
-    }
-    let key_path = dir.join(format!("sensor-{client}.json"));
-    let keys = enrol(&mut registry, client)?;
-    if args.force {
-        keys.save(&key_path)?;
     } else {
-        keys.save_new(&key_path).map_err(|e| match e.inner() {
-            KeyError::Exists(_) => CliError::Enrolled(e),
-            _ => e.into(),
-        })?;
+        println!("wrote {} and {location}", key_path(client).display());
     }
-    registry.save(&reg_path)?;
-    println!("wrote {} and {}", key_path.display(), reg_path.display());
     Ok(())
 }
 
@@ -638,20 +688,40 @@ fn load(args: &LoadArgs) -> Result<(), CliError> {
 }
 
 fn revoke(args: &RevokeArgs) -> Result<(), CliError> {
-    let _lock = DirLock::acquire(&args.dir)?;
-    let path = args.dir.join(kem_mqtt_host::keys::REGISTRY_FILE);
-    let mut registry = Registry::load_or_empty(&path)?;
-    for id in &args.client {
-        if registry.clients.remove(id).is_none() {
-            return Err(CliError::Refused(format!("{id:?} is not in {}", path.display())));
-        }
-    }
-    registry.save(&path)?;
+    let location = args
+        .registry
+        .clone()
+        .unwrap_or_else(|| RegistryLocation::in_dir(&args.dir));
+    let mut store = store::open(&location)?;
+    store.revoke(&args.client).map_err(|e| match e {
+        KeyError::NotEnrolled(id) => CliError::Refused(format!("{id:?} is not in {location}")),
+        e => e.into(),
+    })?;
     println!(
-        "revoked {}; {} sensors remain in {}",
+        "revoked {}; {} sensors remain in {location}",
         args.client.join(", "),
-        registry.clients.len(),
-        path.display()
+        store.enrolled()?
+    );
+    Ok(())
+}
+
+fn import(args: &ImportArgs) -> Result<(), CliError> {
+    if args.from == args.to {
+        return Err(CliError::Usage("--from and --to name the same registry".into()));
+    }
+    let mut from = store::open(&args.from)?;
+    let mut to = store::open(&args.to)?;
+    let n = store::import(from.as_mut(), to.as_mut(), args.replace).map_err(|e| match e {
+        KeyError::AlreadyEnrolled(_) => {
+            CliError::Refused(format!("{e} in {}; --replace takes the source's keys", args.to))
+        }
+        e => e.into(),
+    })?;
+    println!(
+        "imported {n} sensors from {} into {}; it has {} now",
+        args.from,
+        args.to,
+        to.enrolled()?
     );
     Ok(())
 }
@@ -660,7 +730,11 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     let secrets = BrokerSecrets::load(&args.dir.join(kem_mqtt_host::keys::BROKER_KEY_FILE))?;
     // Watched from here on: a changed registry is put in place while the
     // gateway runs (revocation without a restart).
-    let (watch, registry) = RegistryWatch::load(&args.dir.join(kem_mqtt_host::keys::REGISTRY_FILE))?;
+    let location = args
+        .registry
+        .clone()
+        .unwrap_or_else(|| RegistryLocation::in_dir(&args.dir));
+    let (watch, registry) = RegistryWatch::open(&location)?;
     let state = Arc::new(BrokerState { secrets, registry });
     let mut config = GatewayConfig {
         delivery: Delivery::new(&args.plain_prefix, &args.command_prefix).map_err(CliError::Usage)?,

@@ -1,6 +1,8 @@
 //! The KEM-MQTT/1 sensor on the AVR, from its handshake in a simulator to
 //! a deployed broker: `site` (Debian's mosquitto with the shipped
-//! configurations, for these commands and the plugin's tests), `handshake` (`cargo xtask mqtt`: every suite's
+//! configurations, for these commands and the plugin's tests),
+//! `registry_db` (Debian's PostgreSQL holding the registry, also for
+//! kem-mqtt-host's tests), `handshake` (`cargo xtask mqtt`: every suite's
 //! handshake measured, and what fits the ATmega4808), `app_cost` (the
 //! sensor application's steps, the host playing bridge and broker), `live`
 //! (`mqtt --broker`: against a real broker), `e2e` and `e2e_session`
@@ -14,4 +16,5 @@ pub mod e2e_session;
 pub mod handshake;
 pub mod live;
 pub mod mqtt_load;
+pub mod registry_db;
 pub mod site;
