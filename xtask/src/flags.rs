@@ -57,6 +57,10 @@ pub enum Cmd {
     /// A fleet of host sensors against mosquitto (plugin, and gateway) on loopback:
     /// handshakes/s, latency, records/s, broker CPU and RSS → docs/benchmarks.md
     MqttLoad(avr_lab::mqtt::mqtt_load::MqttLoadArgs),
+    /// Enrolment and revocation against a 100,000-sensor registry in each store
+    /// (registry.json, SQLite, PostgreSQL): `kem-mqtt provision`/`revoke` and the
+    /// time until every node has the revocation → docs/benchmarks.md
+    Registry(avr_lab::mqtt::registry_bench::RegistryArgs),
     /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
     Kat(avr_lab::measure::kat::KatArgs),
     /// CTRU-Light decryption-failure rate (revision 1): the exact noise law, the decoder's

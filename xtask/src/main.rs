@@ -55,6 +55,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::E2e(a) => avr_lab::mqtt::e2e::run(&a),
         Cmd::SensorSim(a) => avr_lab::mqtt::e2e_session::sensor_sim(&a),
         Cmd::MqttLoad(a) => avr_lab::mqtt::mqtt_load::run(&a),
+        Cmd::Registry(a) => avr_lab::mqtt::registry_bench::run(&a),
         Cmd::Examples => avr_lab::release::examples::check_all(),
         Cmd::MlKemSets => avr_lab::release::ml_kem_sets::run(),
         Cmd::Packaged => avr_lab::release::packaged::check(),

@@ -87,6 +87,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "e2e_session",
             "e2e",
             "mqtt_load",
+            "registry_bench",
         ],
     ),
     // commands that measure and check

@@ -40,3 +40,15 @@ pub fn workspace_root() -> PathBuf {
         .expect("the xtask lives in the workspace's root folder")
         .to_path_buf()
 }
+
+/// The host's CPU model and core count: part of every wall-clock result.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{model}, {cores} cores")
+}

@@ -2,7 +2,8 @@
 //! a deployed broker: `site` (Debian's mosquitto with the shipped
 //! configurations, for these commands and the plugin's tests),
 //! `registry_db` (Debian's PostgreSQL holding the registry, also for
-//! kem-mqtt-host's tests), `handshake` (`cargo xtask mqtt`: every suite's
+//! kem-mqtt-host's tests), `registry_bench` (`cargo xtask registry`:
+//! enrolment and revocation against a large registry in each store), `handshake` (`cargo xtask mqtt`: every suite's
 //! handshake measured, and what fits the ATmega4808), `app_cost` (the
 //! sensor application's steps, the host playing bridge and broker), `live`
 //! (`mqtt --broker`: against a real broker), `e2e` and `e2e_session`
@@ -16,5 +17,6 @@ pub mod e2e_session;
 pub mod handshake;
 pub mod live;
 pub mod mqtt_load;
+pub mod registry_bench;
 pub mod registry_db;
 pub mod site;

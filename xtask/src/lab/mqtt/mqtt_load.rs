@@ -52,7 +52,7 @@ pub struct MqttLoadArgs {
 }
 
 /// The release `kem-mqtt` binary, built if needed.
-fn kem_mqtt_binary(root: &Path) -> Result<PathBuf, String> {
+pub(crate) fn kem_mqtt_binary(root: &Path) -> Result<PathBuf, String> {
     util::run(Command::new("cargo").args(["build", "--release", "-q", "-p", "kem-mqtt-host", "--bin", "kem-mqtt"]))?;
     Ok(root.join("target/release/kem-mqtt"))
 }
@@ -210,17 +210,6 @@ fn row(result: LoadResult, gateways: usize, site: &Site, broker_cpu: Duration, g
     }
 }
 
-fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{model}, {cores} cores")
-}
-
 fn broker_version() -> String {
     Command::new(site::MOSQUITTO)
         .arg("-h")
@@ -304,7 +293,7 @@ pub fn run(a: &MqttLoadArgs) -> Result<(), String> {
         return Ok(());
     }
     let run = LoadRun {
-        machine: machine(),
+        machine: util::machine(),
         broker: broker_version(),
         git_revision: crate::opts::git_revision(),
         sensors: a.sensors as usize,

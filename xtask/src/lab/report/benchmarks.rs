@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::report::benchmarks_mqtt::{app_summary, load_before_after, load_summary, mqtt_summary};
+use crate::report::benchmarks_mqtt::{app_summary, load_before_after, load_summary, mqtt_summary, registry_summary};
 use crate::report::records::{self, bench_dir, hashing_share, Record};
 use crate::report::table::{grouped, kcycles, kem_groups, kem_row_of, ratio};
 use crate::report::{published, targets};
@@ -145,6 +145,9 @@ pub(super) fn docs_markdown(records: &[Record]) -> String {
         if let Some(before) = records::load_run_at(&records::load_before_rumqttc_path()) {
             s.push_str(&load_before_after(&before, &run));
         }
+    }
+    if let Some(run) = records::registry_run() {
+        s.push_str(&registry_summary(&run));
     }
     s.push_str(&fit_sections());
     s.push_str(&targets::section(records));

@@ -266,6 +266,41 @@ pub(super) fn load_summary(run: &records::LoadRun) -> String {
     s
 }
 
+/// The "sensor registry" section, from `benchmarks/registry.json`.
+pub(super) fn registry_summary(run: &records::RegistryRun) -> String {
+    let mut s = format!(
+        "## The sensor registry at {} sensors
+
+         `cargo xtask registry`: a registry of {} `{}` sensors in each store, then {} enrolments and {}          revocations, each the release `kem-mqtt provision` or `kem-mqtt revoke` an operator runs          (whole command: its start, the broker's keys loaded and checked, a key pair made, the key file          and the registry written); medians. The registry's step alone is `RegistryStore::enrol` timed in          the xtask (kem-mqtt-host built at opt-level 1, as the xtask is). Revocation: from the start of          `kem-mqtt revoke` until each of {} nodes (a `RegistryWatch` on its own connection, polled and          applied as the plugin and the gateway do) holds a registry without the sensor. A node's load:          the whole registry read and every key validated, as at a broker's start. Targets (issue #52):          enrol ≤ 10 ms, revocation on every node ≤ 1 s. Machine: {}; revision `{}`.\n\n         | store | on disk | enrol (command) ms | enrol (registry step) ms | revoke (command) ms | revocation on every node ms | node load ms |\n         |---|---:|---:|---:|---:|---:|---:|\n",
+        crate::report::table::grouped(run.sensors as u64),
+        crate::report::table::grouped(run.sensors as u64),
+        run.suite,
+        run.runs,
+        run.runs,
+        run.nodes,
+        run.machine,
+        run.git_revision
+    );
+    for r in &run.rows {
+        let size = r
+            .bytes
+            .map_or("server".to_string(), |b| format!("{:.1} MB", b as f64 / 1e6));
+        let _ = writeln!(
+            s,
+            "| {} | {size} | {:.1} | {:.2} | {:.1} | {:.0} | {:.0} |",
+            r.store, r.enrol_command_ms, r.enrol_step_ms, r.revoke_command_ms, r.revocation_bite_ms, r.node_load_ms
+        );
+    }
+    s.push_str(
+        "\nA database node asks for the registry's version every 100 ms (one small query), and after a change \
+         reads only the rows newer than the version it last saw; a `registry.json` node looks at the file every \
+         second and then reads it whole. Every node also looks before each record it opens and each command it \
+         seals (PostgreSQL: at most every 100 ms), so a revoked sensor's next message is refused however long \
+         the node has been idle ([`registry.md`](registry.md)).\n\n",
+    );
+    s
+}
+
 /// The load figures of the last hand-written-client revision beside the
 /// current run's, row for row (issue #37).
 pub(super) fn load_before_after(before: &records::LoadRun, after: &records::LoadRun) -> String {

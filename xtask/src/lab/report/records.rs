@@ -255,6 +255,59 @@ pub fn load_run_at(path: &Path) -> Option<LoadRun> {
     serde_json::from_str(&text).ok()
 }
 
+/// Where `cargo xtask registry` stores its run.
+pub fn registry_path() -> PathBuf {
+    bench_dir().join("registry.json")
+}
+
+/// One `cargo xtask registry` run: enrolment and revocation against a
+/// registry of `sensors` sensors, in each store.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RegistryRun {
+    /// CPU model and core count.
+    pub machine: String,
+    /// The git revision measured.
+    pub git_revision: String,
+    /// Sensors in the registry before the measured steps.
+    pub sensors: usize,
+    /// The suite of every sensor.
+    pub suite: String,
+    /// Nodes watching the registry for the revocation.
+    pub nodes: usize,
+    /// Runs of each measured command (the median is kept).
+    pub runs: usize,
+    /// The rows, one per store.
+    pub rows: Vec<RegistryRow>,
+}
+
+/// One store of a [`RegistryRun`]; times in milliseconds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RegistryRow {
+    /// `registry.json`, `sqlite` or `postgresql`.
+    pub store: String,
+    /// The registry's size on disk, bytes (`None`: a server's).
+    pub bytes: Option<u64>,
+    /// `kem-mqtt provision` of one more sensor (the whole command: its
+    /// start, the broker's keys loaded and checked, the key pair made, the
+    /// key file and the registry written), median.
+    pub enrol_command_ms: f64,
+    /// The registry's part of it alone (`RegistryStore::enrol`), median.
+    pub enrol_step_ms: f64,
+    /// `kem-mqtt revoke` of one sensor (the whole command), median.
+    pub revoke_command_ms: f64,
+    /// From the start of `kem-mqtt revoke` until every node's watch has put
+    /// a registry without the sensor in place, median.
+    pub revocation_bite_ms: f64,
+    /// A node's start: the whole registry read and validated.
+    pub node_load_ms: f64,
+}
+
+/// The stored registry run, if any.
+pub fn registry_run() -> Option<RegistryRun> {
+    let text = std::fs::read_to_string(registry_path()).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 /// The compiler and release profile the AVR images are built with.
 pub fn toolchain() -> String {
     let rustc = crate::opts::output(std::process::Command::new("/usr/bin/rustc").arg("--version"))
