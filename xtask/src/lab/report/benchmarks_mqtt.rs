@@ -269,9 +269,18 @@ pub(super) fn load_summary(run: &records::LoadRun) -> String {
 /// The "sensor registry" section, from `benchmarks/registry.json`.
 pub(super) fn registry_summary(run: &records::RegistryRun) -> String {
     let mut s = format!(
-        "## The sensor registry at {} sensors
-
-         `cargo xtask registry`: a registry of {} `{}` sensors in each store, then {} enrolments and {}          revocations, each the release `kem-mqtt provision` or `kem-mqtt revoke` an operator runs          (whole command: its start, the broker's keys loaded and checked, a key pair made, the key file          and the registry written); medians. The registry's step alone is `RegistryStore::enrol` timed in          the xtask (kem-mqtt-host built at opt-level 1, as the xtask is). Revocation: from the start of          `kem-mqtt revoke` until each of {} nodes (a `RegistryWatch` on its own connection, polled and          applied as the plugin and the gateway do) holds a registry without the sensor. A node's load:          the whole registry read and every key validated, as at a broker's start. Targets (issue #52):          enrol ≤ 10 ms, revocation on every node ≤ 1 s. Machine: {}; revision `{}`.\n\n         | store | on disk | enrol (command) ms | enrol (registry step) ms | revoke (command) ms | revocation on every node ms | node load ms |\n         |---|---:|---:|---:|---:|---:|---:|\n",
+        "## The sensor registry at {} sensors\n\n\
+         `cargo xtask registry`: a registry of {} `{}` sensors in each store, then {} enrolments and {} \
+         revocations, each the release `kem-mqtt provision` or `kem-mqtt revoke` an operator runs \
+         (whole command: its start, the broker's keys loaded and checked, a key pair made, the key file \
+         and the registry written); medians. The registry's step alone is `RegistryStore::enrol` timed in \
+         the xtask (kem-mqtt-host built at opt-level 1, as the xtask is). Revocation: from the start of \
+         `kem-mqtt revoke` until each of {} nodes (a `RegistryWatch` on its own connection, polled and \
+         applied as the plugin and the gateway do) holds a registry without the sensor. A node's load: \
+         the whole registry read and every key validated, as at a broker's start. Targets (issue #52): \
+         enrol ≤ 10 ms, revocation on every node ≤ 1 s. Machine: {}; revision `{}`.\n\n\
+         | store | on disk | enrol (command) ms | enrol (registry step) ms | revoke (command) ms | revocation on every node ms | node load ms |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
         crate::report::table::grouped(run.sensors as u64),
         crate::report::table::grouped(run.sensors as u64),
         run.suite,
@@ -421,6 +430,36 @@ mod tests {
             md.contains("| topic | ml-kem-512+x25519 | 123 → 200 | 9.5 → 9.5 | 999 → 999 | 150 → 150 | 300 → 280 |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn the_registry_table_has_a_row_per_store_and_reads_back() {
+        let row = |store: &str, bytes| records::RegistryRow {
+            store: store.into(),
+            bytes,
+            enrol_command_ms: 3.6,
+            enrol_step_ms: 0.28,
+            revoke_command_ms: 3.3,
+            revocation_bite_ms: 304.0,
+            node_load_ms: 459.0,
+        };
+        let run = records::RegistryRun {
+            machine: "test machine".into(),
+            git_revision: "abc".into(),
+            sensors: 100_000,
+            suite: "ml-kem-512+x25519".into(),
+            nodes: 3,
+            runs: 5,
+            rows: vec![row("sqlite", Some(106_258_432)), row("postgresql", None)],
+        };
+        let md = registry_summary(&run);
+        assert!(md.starts_with("## The sensor registry at 100,000 sensors\n\n`cargo xtask registry`"), "{md}");
+        assert!(md.contains("| sqlite | 106.3 MB | 3.6 | 0.28 | 3.3 | 304 | 459 |"), "{md}");
+        assert!(md.contains("| postgresql | server |"), "{md}");
+        // Markdown: no line of the text is indented (that would make it code).
+        assert!(md.lines().all(|l| !l.starts_with(' ')), "{md}");
+        let json = serde_json::to_string(&run).unwrap();
+        assert_eq!(serde_json::from_str::<records::RegistryRun>(&json).unwrap(), run);
     }
 
     #[test]
