@@ -361,8 +361,8 @@ impl Scheme {
     /// The official NIST-DRBG KAT file (`.rsp`), from the workspace root
     /// (provenance: `kat-vectors/README.md`; the `# ` header line is the
     /// file's own). The scheme's crate reproduces it in its `tests/kat.rs`.
-    /// ML-KEM-768 and -1024 have none here: their official vectors are
-    /// NIST's ACVP files ([`Scheme::acvp_parameter_set`]).
+    /// The FIPS 203 sets also have NIST's ACVP vectors
+    /// ([`Scheme::acvp_parameter_set`]).
     pub const fn kat_file(self) -> Option<&'static str> {
         match self {
             Scheme::MlKem512 => Some("kat-vectors/ml-kem-512/ML-KEM-512_nistdrbg_kat.rsp"),
@@ -370,7 +370,8 @@ impl Scheme {
             Scheme::LightSaber => Some("kat-vectors/lightsaber/LightSaber_PQCkemKAT_1568.rsp"),
             Scheme::CtruLightSha3 => Some("kat-vectors/ctru-light/ctru-light-sha3_PQCkemKAT_864.rsp"),
             Scheme::CtruLightAscon => Some("kat-vectors/ctru-light/ctru-light-ascon_PQCkemKAT_864.rsp"),
-            Scheme::MlKem768 | Scheme::MlKem1024 => None,
+            Scheme::MlKem768 => Some("kat-vectors/ml-kem-768/ML-KEM-768_nistdrbg_kat.rsp"),
+            Scheme::MlKem1024 => Some("kat-vectors/ml-kem-1024/ML-KEM-1024_nistdrbg_kat.rsp"),
         }
     }
 

@@ -35,6 +35,21 @@ fn ml_kem_512_reproduces_its_nist_kat_file() {
 }
 
 #[test]
+fn ml_kem_768_reproduces_its_nist_kat_file() {
+    let text = official("ml-kem-768/ML-KEM-768_nistdrbg_kat.rsp");
+    assert_eq!(nist_kat::reproduce(&text, &mut run!(kyber512_avr::ml_kem_768)), Ok(100));
+}
+
+#[test]
+fn ml_kem_1024_reproduces_its_nist_kat_file() {
+    let text = official("ml-kem-1024/ML-KEM-1024_nistdrbg_kat.rsp");
+    assert_eq!(
+        nist_kat::reproduce(&text, &mut run!(kyber512_avr::ml_kem_1024)),
+        Ok(100)
+    );
+}
+
+#[test]
 fn kyber512_r3_reproduces_its_nist_kat_file() {
     let text = official("kyber512-r3/Kyber512_r3_PQCkemKAT_1632.rsp");
     assert_eq!(

@@ -10,7 +10,7 @@ use crate::util::workspace_root;
 /// Options of `cargo xtask kat`.
 #[derive(clap::Parser, Debug)]
 pub struct KatArgs {
-    /// The scheme: ml-kem-512, kyber512-r3, lightsaber, ctru-light-sha3, ctru-light-ascon
+    /// The scheme: ml-kem-512, ml-kem-768, ml-kem-1024, kyber512-r3, lightsaber, ctru-light-sha3, ctru-light-ascon
     #[arg(long, value_parser = scheme_name)]
     pub scheme: String,
     /// The NIST DRBG master seed, 48 bytes in hex (default: 00 01 … 2F)

@@ -453,8 +453,14 @@ mod tests {
             rows: vec![row("sqlite", Some(106_258_432)), row("postgresql", None)],
         };
         let md = registry_summary(&run);
-        assert!(md.starts_with("## The sensor registry at 100,000 sensors\n\n`cargo xtask registry`"), "{md}");
-        assert!(md.contains("| sqlite | 106.3 MB | 3.6 | 0.28 | 3.3 | 304 | 459 |"), "{md}");
+        assert!(
+            md.starts_with("## The sensor registry at 100,000 sensors\n\n`cargo xtask registry`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| sqlite | 106.3 MB | 3.6 | 0.28 | 3.3 | 304 | 459 |"),
+            "{md}"
+        );
         assert!(md.contains("| postgresql | server |"), "{md}");
         // Markdown: no line of the text is indented (that would make it code).
         assert!(md.lines().all(|l| !l.starts_with(' ')), "{md}");

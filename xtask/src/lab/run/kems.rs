@@ -226,8 +226,7 @@ pub struct KatCase {
 
 /// The first `count` records of `kem`'s official KAT file, with the tapes
 /// recorded from the host run of each record's DRBG (which must reproduce the record).
-/// For a scheme whose official vectors are NIST's ACVP files (ML-KEM-768
-/// and -1024), [`acvp_cases`].
+/// For a scheme without a KAT file, its NIST ACVP cases ([`acvp_cases`]).
 pub fn kat_cases(kem: Kem, count: usize) -> Result<Vec<KatCase>, String> {
     let Some(file) = kem.scheme().kat_file() else {
         return acvp_cases(kem, count);
