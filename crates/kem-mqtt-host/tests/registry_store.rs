@@ -258,6 +258,18 @@ fn a_lost_database_connection_is_an_error_and_the_node_resumes_when_it_is_back()
     pg.kill();
     let e = next_change(&mut watch).unwrap_err().to_string();
     assert!(e.contains("registry database") && e.contains("postgres://"), "{e}");
+    // A lasting outage is reported once per kind of failure (the lost
+    // connection, then each failed reconnection's), not at every look.
+    let t = Instant::now();
+    let mut reports = 0;
+    while t.elapsed() < Duration::from_millis(1500) {
+        if let Some(r) = watch.poll_now() {
+            assert!(r.is_err(), "a registry without its database");
+            reports += 1;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(reports <= 4, "{reports} reports of one outage in 1.5 s");
     let e = writer.enrol(&sensors(&b, &["b"]), false).unwrap_err().to_string();
     assert!(e.contains("registry database"), "enrolling without the database: {e}");
     // Back: both open a new connection at their next use (at most once a

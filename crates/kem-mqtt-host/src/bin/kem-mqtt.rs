@@ -572,7 +572,9 @@ fn provision(args: &ProvisionArgs) -> Result<(), CliError> {
     };
     for id in &ids {
         let (entry, keys) = new_sensor(&broker, id, suite, allowed, &mut OsRng)?;
-        let tmp = dir.join(format!(".sensor-{id}.json.new"));
+        // This run's own name: a concurrent run staging the same id must
+        // not overwrite (or remove) this one's file.
+        let tmp = dir.join(format!(".sensor-{id}.json.{}.new", std::process::id()));
         if let Err(e) = keys.save(&tmp) {
             unstage(&staged);
             return Err(e.into());

@@ -53,6 +53,10 @@ pub struct PostgresStore {
     /// When the version was last asked for (`None`: ask at the next look).
     last_check: Option<Instant>,
     last_connect: Instant,
+    /// What the last look failed with, until a look succeeds: given again
+    /// between looks, so that a lasting failure reads as one (the watch
+    /// reports an error once until it changes or goes away).
+    failed: Option<String>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -73,6 +77,7 @@ impl PostgresStore {
             seen: 0,
             last_check: None,
             last_connect: Instant::now(),
+            failed: None,
         };
         store.client = Some(store.open_connection()?);
         Ok(store)
@@ -196,6 +201,23 @@ impl PostgresStore {
         Ok(version != seen)
     }
 
+    /// [`RegistryStore::changes`] without the memory of the last failure.
+    fn look(&mut self) -> Result<Option<Delta>, KeyError> {
+        let changed = self.maybe_changed();
+        self.note_failure();
+        if !changed? {
+            return Ok(None);
+        }
+        let read = self.rows_since(self.seen);
+        self.note_failure();
+        let rows = read?;
+        if rows.version == self.seen {
+            return Ok(None);
+        }
+        self.seen = rows.version;
+        Ok(Some(rows.into_delta()))
+    }
+
     /// One write transaction: the version advanced, `body` on the rows.
     fn write(
         &mut self,
@@ -235,19 +257,17 @@ impl RegistryStore for PostgresStore {
         Ok(rows.into_registry())
     }
     fn changes(&mut self) -> Result<Option<Delta>, KeyError> {
-        let changed = self.maybe_changed();
-        self.note_failure();
-        if !changed? {
-            return Ok(None);
+        if let (Some(failed), Some(t)) = (&self.failed, self.last_check) {
+            if t.elapsed() < CHECK_EVERY {
+                return Err(KeyError::Database(failed.clone()));
+            }
         }
-        let read = self.rows_since(self.seen);
-        self.note_failure();
-        let rows = read?;
-        if rows.version == self.seen {
-            return Ok(None);
-        }
-        self.seen = rows.version;
-        Ok(Some(rows.into_delta()))
+        let looked = self.look();
+        self.failed = match &looked {
+            Err(KeyError::Database(e)) => Some(e.clone()),
+            _ => None,
+        };
+        looked
     }
     fn enrol(&mut self, sensors: &[(String, Client)], replace: bool) -> Result<(), KeyError> {
         let location = self.location.clone();
