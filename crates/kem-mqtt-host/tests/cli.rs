@@ -523,44 +523,26 @@ fn provision_revoke_and_import_work_on_a_database_registry() {
         assert!(out.status.success(), "kem-mqtt {args:?}: {}", text(&out.stderr));
         text(&out.stdout)
     };
-    ok(&[
-        "provision",
-        "--dir",
-        d,
-        "--registry",
-        &db,
-        "--client",
-        "a",
-        "--suite",
-        "ctru-light-ascon",
-    ]);
-    ok(&[
-        "provision",
-        "--dir",
-        d,
-        "--registry",
-        &db,
-        "--client",
-        "f",
-        "--count",
-        "3",
-        "--suite",
-        "ctru-light-ascon",
-    ]);
+    // `kem-mqtt provision` into the database with `more` options.
+    let provision = |more: &[&'static str]| -> Vec<&str> {
+        let mut v = vec![
+            "provision",
+            "--dir",
+            d,
+            "--registry",
+            db.as_str(),
+            "--suite",
+            "ctru-light-ascon",
+        ];
+        v.extend_from_slice(more);
+        v
+    };
+    ok(&provision(&["--client", "a"]));
+    ok(&provision(&["--client", "f", "--count", "3"]));
     // `a` again, under the name of a key file that is gone: refused by the
     // registry, and no key file is left behind.
     std::fs::remove_file(dir.path("keys/sensor-a.json")).unwrap();
-    let out = run(&[
-        "provision",
-        "--dir",
-        d,
-        "--registry",
-        &db,
-        "--client",
-        "a",
-        "--suite",
-        "ctru-light-ascon",
-    ]);
+    let out = run(&provision(&["--client", "a"]));
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("already enrolled"), "{}", text(&out.stderr));
     let left: Vec<String> = std::fs::read_dir(dir.path("keys"))

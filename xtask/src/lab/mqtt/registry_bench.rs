@@ -158,9 +158,11 @@ fn measure(
     }
 
     let loc = location.to_string();
+    // Ids of this store's own sensors (key files share one directory).
+    let tag = name.replace('.', "-");
     let (mut enrol_cmd, mut enrol_step, mut revoke_cmd, mut bite) = (vec![], vec![], vec![], vec![]);
     for run in 0..a.runs {
-        let id = format!("{}-new-{run}", name.replace('.', "-"));
+        let id = format!("{tag}-new-{run}");
         enrol_cmd.push(ms(timed(
             Command::new(bin).args(["provision", "--dir"]).arg(keys).args([
                 "--registry",
@@ -171,7 +173,7 @@ fn measure(
                 SUITE,
             ]),
         )?));
-        let step_id = format!("{}-step-{run}", name.replace('.', "-"));
+        let step_id = format!("{tag}-step-{run}");
         let (client, _) =
             new_sensor(broker, &step_id, suite, allowed, &mut kem_mqtt_host::OsRng).map_err(|e| e.to_string())?;
         let t = Instant::now();
@@ -181,7 +183,7 @@ fn measure(
     // Every node has seen the enrolments before a revocation is timed.
     std::thread::sleep(Duration::from_millis(1500));
     for run in 0..a.runs {
-        let id = format!("{}-new-{run}", name.replace('.', "-"));
+        let id = format!("{tag}-new-{run}");
         for tx in &senders {
             tx.send(id.clone()).map_err(|e| e.to_string())?;
         }
