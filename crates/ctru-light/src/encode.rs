@@ -1,6 +1,6 @@
 //! Sampling and encodings (`SPEC.md` §2), all constant time.
 
-use kem_common::{pack_bits, unpack_bits};
+use kem_common::{pack_bits, unpack_bits, unpack_bits_in, KeySource};
 
 use crate::params::{N, PK_BYTES, Q, SK_PKE_BYTES};
 
@@ -19,9 +19,11 @@ pub fn pack10(h: &[i16; N], out: &mut [u8; PK_BYTES]) {
     pack_bits(10, N, out, |i| h[i] as u16);
 }
 
-/// Unpack10 (§2): the raw 10-bit values (possibly ≥ q).
-pub fn unpack10(pk: &[u8], out: &mut [i16; N]) {
-    unpack_bits(10, N, pk, |i, v| out[i] = v as i16);
+/// Unpack10 (§2) of the public key at `at` in `key`: the raw 10-bit values
+/// (possibly ≥ q), in one pass from a slice, 32 values at a time from a
+/// key in program memory.
+pub fn unpack10_in<S: KeySource + ?Sized>(key: &S, at: usize, out: &mut [i16; N]) {
+    unpack_bits_in(10, N, key, at, |i, v| out[i] = v as i16);
 }
 
 /// Whether every 10-bit value of an encoded public key is below q, checked
@@ -31,8 +33,14 @@ pub fn unpack10(pk: &[u8], out: &mut [i16; N]) {
 /// every value below q ([`Error::EncapsulationKeyNotReduced`]), and not all zero
 /// ([`Error::EncapsulationKeyZero`]: h = g/f is never 0, g being invertible).
 pub fn pk_check(pk: &[u8]) -> Result<(), crate::Error> {
+    pk_check_in(pk, 0)
+}
+
+/// [`pk_check`] of the public key at `at` in `key` (a slice, or a key in
+/// program memory read half a key at a time).
+pub fn pk_check_in<S: KeySource + ?Sized>(key: &S, at: usize) -> Result<(), crate::Error> {
     let (mut bad, mut any) = (0i16, 0u16);
-    unpack_bits(10, N, pk, |_, v| {
+    unpack_bits_in(10, N, key, at, |_, v| {
         bad |= (Q as i16 - 1 - v as i16) >> 15;
         any |= v;
     });
@@ -45,10 +53,10 @@ pub fn pk_check(pk: &[u8]) -> Result<(), crate::Error> {
     }
 }
 
-/// Whether the unpacked f (bytes 3 − v_i, see [`unpack_sk`]) lies in the
+/// Whether the unpacked f (bytes 3 − v_i, see [`unpack_sk_in`]) lies in the
 /// set key generation draws from: f = 2f' + 1 with f' ∈ {−1, 0, 1}^n, so f_0
 /// is odd (−1, 1 or 3) and every other f_i even (−2, 0 or 2); with the
-/// range check of [`unpack_sk`] (v_i ≤ 5) that is exactly the set. Without
+/// range check of [`unpack_sk_in`] (v_i ≤ 5) that is exactly the set. Without
 /// an early exit (f is secret).
 pub fn f_in_keygen_set(f: &[u8; N]) -> bool {
     let mut odd_where_even = 0u8;
@@ -70,7 +78,21 @@ pub fn pack_sk(f: &[i16; N], out: &mut [u8; SK_PKE_BYTES]) {
 /// Eight values from three bytes a turn, in 8-bit arithmetic (the generic
 /// unpacking works on 32-bit windows); a short input takes the generic
 /// path, whose missing bytes read as zero.
-pub fn unpack_sk(sk: &[u8], f: &mut [u8; N]) -> bool {
+///
+/// The first [`SK_PKE_BYTES`] of `key`: a slice, or a key in program
+/// memory, read 32 values at a time.
+pub fn unpack_sk_in<S: KeySource + ?Sized>(key: &S, f: &mut [u8; N]) -> bool {
+    let sk = match key.as_slice() {
+        Some(sk) => sk,
+        None => {
+            let mut bad = 0i16;
+            unpack_bits_in(3, N, key, 0, |i, v| {
+                bad |= (5 - v as i16) >> 15;
+                f[i] = 3u8.wrapping_sub(v as u8);
+            });
+            return bad == 0;
+        }
+    };
     let mut bad = 0i16;
     let mut put = |slot: &mut u8, v: u8| {
         bad |= (5 - v as i16) >> 15;
@@ -295,17 +317,17 @@ mod tests {
         let mut pk = [0u8; PK_BYTES];
         pack10(&h, &mut pk);
         let mut back = [0i16; N];
-        unpack10(&pk, &mut back);
+        unpack10_in(&pk[..], 0, &mut back);
         assert_eq!(back, h);
         assert!(pk_check(&pk).is_ok());
         let f: [i16; N] = core::array::from_fn(|i| [-2, 0, 2, -1, 1, 3][i % 6]);
         let mut sk = [0u8; SK_PKE_BYTES];
         pack_sk(&f, &mut sk);
         let mut fb = [0u8; N];
-        assert!(unpack_sk(&sk, &mut fb));
+        assert!(unpack_sk_in(&sk[..], &mut fb));
         assert_eq!(fb.map(|x| x as i8 as i16), f);
         sk[0] |= 7; // v_0 = 7 > 5
-        assert!(!unpack_sk(&sk, &mut fb));
+        assert!(!unpack_sk_in(&sk[..], &mut fb));
     }
 
     /// The byte-wise UnpackSK equals the generic bit unpacking on random
@@ -332,11 +354,11 @@ mod tests {
                 generic[i] = 3u8.wrapping_sub(v as u8);
                 want_ok &= v <= 5;
             });
-            assert_eq!(unpack_sk(&sk, &mut fast), want_ok, "round {round}");
+            assert_eq!(unpack_sk_in(&sk[..], &mut fast), want_ok, "round {round}");
             assert_eq!(fast, generic, "round {round}");
         }
         let mut short = [7u8; N];
-        assert!(unpack_sk(&[0x05], &mut short)); // v_0 = 5, then zeros (v = 0)
+        assert!(unpack_sk_in(&[0x05u8][..], &mut short)); // v_0 = 5, then zeros (v = 0)
         assert_eq!(short[..3], [0xFE, 3, 3]);
     }
 }

@@ -3,11 +3,11 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use kem_common::{CiphertextSink, Wipe};
+use kem_common::{bytes_at, CiphertextSink, KeyBytes, KeySource, Wipe};
 use rand_core::TryCryptoRng;
 
 use crate::arith::{Arithmetic, Kred2x};
-use crate::encode::{f_in_keygen_set, pk_check};
+use crate::encode::{f_in_keygen_set, pk_check, pk_check_in};
 use crate::params::{CT_BYTES, ID_BYTES, KEYGEN_ATTEMPTS, PK_BYTES, SK_BYTES, SK_PKE_BYTES};
 use crate::pke;
 use crate::symmetric::Backend;
@@ -119,14 +119,19 @@ impl<B: Backend> EncapsulationKey<B> {
 /// key, named so in `ct-check/ct.supp`.
 #[inline(never)]
 pub(crate) fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
-    let bytes = exact_ref::<SK_BYTES>(bytes)?;
+    check_secret_key_in(&exact_ref::<SK_BYTES>(bytes)?[..])
+}
+
+/// The checks of [`check_secret_key`] on a key of the right length (a
+/// slice, or a key in program memory).
+fn check_secret_key_in<S: KeySource + ?Sized>(key: &S) -> Result<(), Error> {
     let mut f = [0u8; crate::params::N];
-    let f_ok = crate::encode::unpack_sk(&bytes[..SK_PKE_BYTES], &mut f) & f_in_keygen_set(&f);
+    let f_ok = crate::encode::unpack_sk_in(key, &mut f) & f_in_keygen_set(&f);
     f.wipe();
     if !f_ok {
         return Err(Error::DecapsulationKeyMalformed);
     }
-    pk_check(&bytes[SK_PKE_BYTES..SK_PKE_BYTES + PK_BYTES])
+    pk_check_in(key, SK_PKE_BYTES)
 }
 
 impl<B: Backend> DecapsulationKey<B> {
@@ -282,7 +287,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
             bytes: [0u8; CT_BYTES],
             _b: PhantomData,
         };
-        let ss = Self::encapsulate_unchecked(&pk.bytes, rng, &mut ct.bytes)?;
+        let ss = Self::encapsulate_unchecked(&pk.bytes[..], rng, &mut ct.bytes)?;
         Ok((ct, ss))
     }
 
@@ -376,18 +381,36 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
         pk_check(pk)?;
-        Self::encapsulate_unchecked(pk, rng, ct)
+        Self::encapsulate_unchecked(&pk[..], rng, ct)
     }
 
-    fn encapsulate_unchecked(
-        pk: &[u8; PK_BYTES],
+    /// [`Self::encapsulate_into`] to a key that may be in program memory
+    /// (a classic AVR's flash, read half a key at a time): the same checks,
+    /// draws and output.
+    pub fn encapsulate_from(
+        pk: KeyBytes<'_>,
+        rng: &mut impl TryCryptoRng,
+        ct: &mut [u8; CT_BYTES],
+    ) -> Result<SharedSecret, Error> {
+        if pk.len() != PK_BYTES {
+            return Err(Error::InvalidLength {
+                expected: PK_BYTES,
+                got: pk.len(),
+            });
+        }
+        pk_check_in(&pk, 0)?;
+        Self::encapsulate_unchecked(&pk, rng, ct)
+    }
+
+    fn encapsulate_unchecked<S: KeySource + ?Sized>(
+        pk: &S,
         rng: &mut impl TryCryptoRng,
         ct: &mut [u8; CT_BYTES],
     ) -> Result<SharedSecret, Error> {
         // m: 32 bytes straight from the RNG (§4), no hash of them; wiped
         // whether or not the RNG failed part-way.
         let mut m = [0u8; 32];
-        let ss = fill(rng, &mut m).map(|()| Self::encrypt_derive(pk, &m, &mut CiphertextSink::Write(ct)));
+        let ss = fill(rng, &mut m).map(|()| Self::encrypt_derive(pk, 0, &m, &mut CiphertextSink::Write(ct)));
         m.wipe();
         ss
     }
@@ -403,25 +426,49 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// Decryption and the re-encryption run in frames of their own, so only
     /// m is held here while the (larger) decryption product runs.
     pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-        let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
+        Self::decapsulate_in(&sk[..], ct)
+    }
+
+    /// [`Self::check_secret_key`] of a key that may be in program memory.
+    pub fn check_secret_key_from(sk: KeyBytes<'_>) -> Result<(), Error> {
+        if sk.len() != SK_BYTES {
+            return Err(Error::InvalidLength {
+                expected: SK_BYTES,
+                got: sk.len(),
+            });
+        }
+        check_secret_key_in(&sk)
+    }
+
+    /// [`Self::decapsulate_into`] with a key that may be in program memory
+    /// (a classic AVR's flash, read a piece at a time); it must come from
+    /// [`Self::keygen_into`] or have passed [`Self::check_secret_key_from`].
+    pub fn decapsulate_from(sk: KeyBytes<'_>, ct: &[u8; CT_BYTES]) -> SharedSecret {
+        Self::decapsulate_in(&sk, ct)
+    }
+
+    fn decapsulate_in<S: KeySource + ?Sized>(sk: &S, ct: &[u8; CT_BYTES]) -> SharedSecret {
         let mut m = [0u8; 32];
-        let _ = pke::decrypt(sk_pke, ct, &mut m);
-        let ss = Self::reencrypt_select(rest, ct, &m);
+        let _ = pke::decrypt(sk, ct, &mut m);
+        let ss = Self::reencrypt_select(sk, ct, &m);
         m.wipe();
         ss
     }
 
-    /// Re-encrypts m under pk (the first [`PK_BYTES`] of `pk_z`), compares
-    /// as the bytes come (no second ciphertext buffer; the OR of all
-    /// differences is zero iff equal), and selects K or Hrej(ct ‖ z)
-    /// (z: the rest of `pk_z`) in constant time.
+    /// Re-encrypts m under pk (in `sk` after sk_pke), compares as the
+    /// bytes come (no second ciphertext buffer; the OR of all differences
+    /// is zero iff equal), and selects K or Hrej(ct ‖ z) (z: the key's
+    /// last 32 bytes) in constant time.
     #[inline(never)]
-    fn reencrypt_select(pk_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
-        let (pk, z) = pk_z.split_at(PK_BYTES);
+    fn reencrypt_select<S: KeySource + ?Sized>(sk: &S, ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
         let mut sink = CiphertextSink::compare(ct);
-        let good = Self::encrypt_derive(pk, m, &mut sink);
+        let good = Self::encrypt_derive(sk, SK_PKE_BYTES, m, &mut sink);
         let same = sink.equal();
-        let mut bad = B::hrej(&[ct, z]);
+        let mut z_copy = [0u8; 32];
+        let mut bad = B::hrej(&[ct, bytes_at(sk, SK_PKE_BYTES + PK_BYTES, &mut z_copy)]);
+        if sk.as_slice().is_none() {
+            z_copy.wipe(); // z read out of program memory
+        }
         let ss = SharedSecret::new(kem_common::select_bytes(&bad, good.as_bytes(), same));
         bad.wipe();
         ss
@@ -430,10 +477,15 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// G = Hg(ID(pk) ‖ m); ct = Enc(pk, m, XOF(G[32..64], 128)); K = G[0..32].
     /// Not inlined: the callers' frames stay small under the encryption.
     #[inline(never)]
-    fn encrypt_derive(pk: &[u8], m: &[u8; 32], sink: &mut CiphertextSink<CT_BYTES>) -> SharedSecret {
+    fn encrypt_derive<S: KeySource + ?Sized>(
+        key: &S,
+        pk_at: usize,
+        m: &[u8; 32],
+        sink: &mut CiphertextSink<CT_BYTES>,
+    ) -> SharedSecret {
         let mut r = [0i16; crate::params::N];
-        let k = Self::key_and_r(pk, m, &mut r);
-        pke::encrypt_with_r::<A>(pk, m, &mut r, sink);
+        let k = Self::key_and_r(key, pk_at, m, &mut r);
+        pke::encrypt_with_r::<A, S>(key, pk_at, m, &mut r, sink);
         SharedSecret::new(k)
     }
 
@@ -441,8 +493,14 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     /// G = Hg(ID(pk) ‖ m). Not inlined: G and the coins are gone before the
     /// encryption's polynomials are on the stack.
     #[inline(never)]
-    fn key_and_r(pk: &[u8], m: &[u8; 32], r: &mut [i16; crate::params::N]) -> [u8; 32] {
-        let mut g = B::hg(&[&pk[..ID_BYTES], m]);
+    fn key_and_r<S: KeySource + ?Sized>(
+        key: &S,
+        pk_at: usize,
+        m: &[u8; 32],
+        r: &mut [i16; crate::params::N],
+    ) -> [u8; 32] {
+        let mut id = [0u8; ID_BYTES];
+        let mut g = B::hg(&[bytes_at(key, pk_at, &mut id), m]);
         let mut coins = [0u8; 128];
         B::xof(&[&g[32..]], &mut coins);
         pke::sample_r(&coins, r);

@@ -1,13 +1,13 @@
 //! The CTRU-Light PKE (`SPEC.md` §3).
 
-use kem_common::{CiphertextSink, Wipe};
+use kem_common::{CiphertextSink, KeySource, Wipe};
 use modarith::{Modulus, Q769};
 use subtle::Choice;
 
 use crate::arith::{Arithmetic, Ring769};
 use crate::mul256;
 
-use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10, unpack_sk};
+use crate::encode::{cbd1, e8_codeword, e8_decode_block, pack10, pack_sk, unpack10_in, unpack_sk_in};
 use crate::params::{CT_BYTES, N, PK_BYTES, Q, SK_PKE_BYTES};
 
 /// PKE.KeyGen (§3) from 256 coin bytes, which wait in `pk[..256]`: they
@@ -74,7 +74,7 @@ pub fn compress(sigma: u16, bit: u8) -> u8 {
 pub fn encrypt<A: Arithmetic>(pk: &[u8], m: &[u8; 32], coins: &[u8; 128], sink: &mut CiphertextSink<CT_BYTES>) {
     let mut r = [0i16; N];
     sample_r(coins, &mut r);
-    encrypt_with_r::<A>(pk, m, &mut r, sink);
+    encrypt_with_r::<A, _>(pk, 0, m, &mut r, sink);
 }
 
 /// r = CBD1(coins), the encryption's only use of its coins: callers can
@@ -98,12 +98,19 @@ pub fn compress_block_portable(sigma: &[i16; 8], codeword: u8) -> [u8; 8] {
     core::array::from_fn(|j| compress(Q769::to_unsigned_small(sigma[j]), (codeword >> j) & 1))
 }
 
-/// [`encrypt`] from r = [`sample_r`] (r is consumed and cleared). Not
-/// inlined, so its buffers never share a frame with decryption's.
+/// [`encrypt`] from r = [`sample_r`] (r is consumed and cleared), to the
+/// public key at `pk_at` in `key` (a slice, or a key in program memory).
+/// Not inlined, so its buffers never share a frame with decryption's.
 #[inline(never)]
-pub fn encrypt_with_r<A: Arithmetic>(pk: &[u8], m: &[u8; 32], r: &mut [i16; N], sink: &mut CiphertextSink<CT_BYTES>) {
+pub fn encrypt_with_r<A: Arithmetic, S: KeySource + ?Sized>(
+    key: &S,
+    pk_at: usize,
+    m: &[u8; 32],
+    r: &mut [i16; N],
+    sink: &mut CiphertextSink<CT_BYTES>,
+) {
     let mut sigma = [0i16; N];
-    unpack10(pk, &mut sigma);
+    unpack10_in(key, pk_at, &mut sigma);
     for x in sigma.iter_mut() {
         // A raw 10-bit value (< 1024 < 2q) may be ≥ q: one masked
         // subtraction puts it in [0, q), the forward NTT's input range.
@@ -140,7 +147,11 @@ fn emit_ciphertext(sigma: &[i16; N], m: &[u8; 32], sink: &mut CiphertextSink<CT_
 /// `sink(b, block)` receives each 8-coefficient block. Returns false if
 /// sk_pke holds a 3-bit value above 5.
 #[inline(never)]
-pub fn product_blocks(sk_pke: &[u8], ct: &[u8; CT_BYTES], mut sink: impl FnMut(usize, &[u8; 8])) -> bool {
+pub fn product_blocks<S: KeySource + ?Sized>(
+    sk_pke: &S,
+    ct: &[u8; CT_BYTES],
+    mut sink: impl FnMut(usize, &[u8; 8]),
+) -> bool {
     let mut w = [0u8; N];
     let valid = product(sk_pke, ct, &mut w);
     for (b, block) in w.chunks_exact(8).enumerate() {
@@ -155,9 +166,9 @@ pub fn product_blocks(sk_pke: &[u8], ct: &[u8; CT_BYTES], mut sink: impl FnMut(u
 /// w = c·f mod 256. Not inlined, so f and the product's scratch are off
 /// the stack before the E8 decoding runs.
 #[inline(never)]
-fn product(sk_pke: &[u8], ct: &[u8; CT_BYTES], w: &mut [u8; N]) -> bool {
+fn product<S: KeySource + ?Sized>(sk_pke: &S, ct: &[u8; CT_BYTES], w: &mut [u8; N]) -> bool {
     let mut f = [0u8; N];
-    let valid = unpack_sk(sk_pke, &mut f);
+    let valid = unpack_sk_in(sk_pke, &mut f);
     mul256::mul_negacyclic(ct, &mut f, w);
     f.wipe();
     valid
@@ -165,7 +176,7 @@ fn product(sk_pke: &[u8], ct: &[u8; CT_BYTES], w: &mut [u8; N]) -> bool {
 
 /// PKE.Dec (§3): E8-decode each block of w = c·f. Returns false (with m
 /// still computed) if sk_pke holds a 3-bit value above 5.
-pub fn decrypt(sk_pke: &[u8], ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
+pub fn decrypt<S: KeySource + ?Sized>(sk_pke: &S, ct: &[u8; CT_BYTES], m: &mut [u8; 32]) -> bool {
     m.fill(0);
     product_blocks(sk_pke, ct, |b, block| {
         m[b >> 1] |= e8_decode_block(block) << (4 * (b & 1))

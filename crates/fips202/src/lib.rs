@@ -186,6 +186,28 @@ pub fn sha3_256(parts: &[&[u8]]) -> [u8; 32] {
     oneshot(SHA3_256_RATE, SHA3_PAD, parts)
 }
 
+/// SHA3-256 of `len` bytes that `read(at, out)` copies out from `at` on:
+/// for a key in memory that is not in the data space (a classic AVR's
+/// program memory), read 32 bytes at a time.
+#[inline(never)]
+pub fn sha3_256_read(read: &dyn Fn(usize, &mut [u8]), len: usize) -> [u8; 32] {
+    let mut sponge = Sponge::sha3_256();
+    let mut piece = [0u8; 32];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(piece.len());
+        let (bytes, _) = piece.split_at_mut(n);
+        read(at, bytes);
+        sponge.absorb(bytes);
+        at += n;
+    }
+    piece.zeroize();
+    sponge.finalize();
+    let mut out = [0u8; 32];
+    sponge.squeeze(&mut out);
+    out
+}
+
 /// SHA3-512 of the concatenation of `parts`.
 pub fn sha3_512(parts: &[&[u8]]) -> [u8; 64] {
     oneshot(SHA3_512_RATE, SHA3_PAD, parts)
@@ -231,6 +253,17 @@ mod tests {
                 got.extend_from_slice(b.squeeze_block());
             }
             assert_eq!(got[..expected.len()], expected[..], "after {skip} bytes");
+        }
+    }
+
+    /// Read in pieces, the hash is the one-shot hash (lengths around the
+    /// piece and the rate).
+    #[test]
+    fn sha3_256_read_is_sha3_256() {
+        for len in [0usize, 1, 31, 32, 33, 135, 136, 137, 800, 1184] {
+            let data = input(len);
+            let read = |at: usize, out: &mut [u8]| out.copy_from_slice(&data[at..at + out.len()]);
+            assert_eq!(sha3_256_read(&read, len), sha3_256(&[&data]), "{len} bytes");
         }
     }
 

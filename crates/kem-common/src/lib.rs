@@ -9,17 +9,21 @@ mod buffer_kem;
 mod byte_types;
 #[cfg(feature = "serde")]
 pub mod hex_serde;
+mod key_bytes;
 mod pack;
 mod rng;
 mod secret;
 mod sink;
 mod tape;
+#[cfg(feature = "test-rng")]
+pub mod test_memory;
 mod wipe;
 
 pub use kem;
 pub use rand_core;
 
 pub use buffer_kem::BufferKem;
+pub use key_bytes::{bytes_at, for_each_piece, unpack_bits_in, with_piece, KeyBytes, KeySource, MAX_PIECE};
 pub use pack::{nibble, pack_bits, pack_bits_with, set_nibble, unpack_bits, unpack_nibbles};
 #[cfg(feature = "test-rng")]
 pub use rng::test_rng;

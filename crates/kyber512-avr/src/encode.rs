@@ -4,6 +4,7 @@
 //! variable-time instruction (KyberSlash), so it is a multiplication by a
 //! precomputed reciprocal and a shift, proven exact for every input by a test.
 
+use kem_common::KeySource;
 use modarith::{Modulus, Q3329};
 
 use crate::params::{N, POLY_BYTES, Q};
@@ -84,6 +85,21 @@ pub fn decode12(input: &[u8], p: &mut Poly) -> bool {
         pair[0] = Q3329::center_fixup(a as i16); // < 2^12 ≤ q + (q−1)/2
         pair[1] = Q3329::center_fixup(b as i16);
     }
+    reduced
+}
+
+/// [`decode12`] of the 384 bytes at `at` in `key`: from a slice as
+/// [`decode12`] does, from a key in program memory 32 values at a time
+/// ([`kem_common::unpack_bits_in`]).
+pub fn decode12_in<S: KeySource + ?Sized>(key: &S, at: usize, p: &mut Poly) -> bool {
+    if let Some(bytes) = key.as_slice() {
+        return decode12(bytes.get(at..at + POLY_BYTES).unwrap_or(&[]), p);
+    }
+    let mut reduced = true;
+    kem_common::unpack_bits_in(12, N, key, at, |i, v| {
+        reduced &= v < Q;
+        p.0[i] = Q3329::center_fixup(v as i16);
+    });
     reduced
 }
 

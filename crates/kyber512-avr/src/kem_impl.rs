@@ -5,7 +5,7 @@
 use core::fmt;
 use core::marker::PhantomData;
 
-use kem_common::{SharedSecret, Wipe};
+use kem_common::{bytes_at, KeySource, SharedSecret, Wipe};
 use rand_core::TryCryptoRng;
 use subtle::{Choice, ConstantTimeEq};
 
@@ -150,13 +150,28 @@ pub struct Ciphertext<V> {
 }
 
 /// FIPS 203 §7.2 modulus check: every 12-bit value of the encoded t̂ is
-/// below q, checked as the values stream by (no polynomial buffer).
-pub(crate) fn modulus_check(ek: &[u8; EK_BYTES]) -> bool {
-    let mut reduced = true;
+/// below q, checked as the values stream by (no polynomial buffer). A key
+/// of another length fails it.
+pub(crate) fn modulus_check<S: KeySource + ?Sized>(ek: &S) -> bool {
+    let mut reduced = ek.len() == EK_BYTES;
     for i in 0..K {
-        crate::encode::byte_decode(12, &ek[i * POLY_BYTES..(i + 1) * POLY_BYTES], |_, v| reduced &= v < Q);
+        match ek.as_slice() {
+            Some(ek) => {
+                let t_i = ek.get(i * POLY_BYTES..(i + 1) * POLY_BYTES).unwrap_or(&[]);
+                crate::encode::byte_decode(12, t_i, |_, v| reduced &= v < Q);
+            }
+            None => kem_common::unpack_bits_in(12, crate::params::N, ek, i * POLY_BYTES, |_, v| reduced &= v < Q),
+        }
     }
     reduced
+}
+
+/// H(ek) = SHA3-256 of the `EK_BYTES` at `at` in `key`.
+fn hash_ek<S: KeySource + ?Sized>(key: &S, at: usize) -> [u8; 32] {
+    match key.as_slice() {
+        Some(bytes) => fips202::sha3_256(&[bytes.get(at..at + EK_BYTES).unwrap_or(&[])]),
+        None => fips202::sha3_256_read(&|i, out| key.read(at + i, out), EK_BYTES),
+    }
 }
 
 impl<V: Variant> EncapsulationKey<V> {
@@ -168,7 +183,7 @@ impl<V: Variant> EncapsulationKey<V> {
         check_len(bytes.len(), EK_BYTES)?;
         let mut ek = [0u8; EK_BYTES];
         ek.copy_from_slice(bytes);
-        if V::CHECK_KEYS && !modulus_check(&ek) {
+        if V::CHECK_KEYS && !modulus_check(&ek[..]) {
             return Err(Error::EncapsulationKeyNotReduced);
         }
         Ok(EncapsulationKey {
@@ -192,17 +207,20 @@ impl<V> fmt::Debug for EncapsulationKey<V> {
 /// The checks of [`DecapsulationKey::from_bytes`] on the encoded key in
 /// place (no copy: a typed key is 1.6 KB of stack): its length and, for
 /// ML-KEM-512, the §7.3 hash check.
-pub(crate) fn check_decapsulation_key<V: Variant>(bytes: &[u8]) -> Result<(), Error> {
+pub(crate) fn check_decapsulation_key<V: Variant, S: KeySource + ?Sized>(bytes: &S) -> Result<(), Error> {
     check_len(bytes.len(), DK_BYTES)?;
     if V::CHECK_KEYS {
-        let ek = &bytes[DK_PKE_BYTES..DK_PKE_BYTES + EK_BYTES];
-        let h = fips202::sha3_256(&[ek]);
-        if !bool::from(h.ct_eq(&bytes[DK_PKE_BYTES + EK_BYTES..DK_BYTES - 32])) {
+        let h = hash_ek(bytes, DK_PKE_BYTES);
+        let mut stored = [0u8; 32];
+        if !bool::from(h.ct_eq(bytes_at(bytes, H_AT, &mut stored))) {
             return Err(Error::DecapsulationKeyHashMismatch);
         }
     }
     Ok(())
 }
+
+/// Where H(ek) is in an encoded decapsulation key (dk_PKE ‖ ek ‖ H(ek) ‖ z).
+const H_AT: usize = DK_PKE_BYTES + EK_BYTES;
 
 impl<V: Variant> DecapsulationKey<V> {
     /// Encoded length.
@@ -211,7 +229,7 @@ impl<V: Variant> DecapsulationKey<V> {
     /// Imports a key: its length and, for ML-KEM-512, the §7.3 hash check
     /// (`raw::check_decapsulation_key` of the parameter set on the bytes, then one copy).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        check_decapsulation_key::<V>(bytes)?;
+        check_decapsulation_key::<V, [u8]>(bytes)?;
         let mut key = DecapsulationKey {
             bytes: [0u8; DK_BYTES],
             ek: EncapsulationKey {
@@ -354,8 +372,8 @@ fn key_and_coins(m: &[u8; 32], h: &[u8]) -> ([u8; 32], [u8; 32]) {
 
 /// (K̄, r) = G(m ‖ H(ek)).
 #[inline(never)]
-fn key_and_coins_for(m: &[u8; 32], ek: &[u8; EK_BYTES]) -> ([u8; 32], [u8; 32]) {
-    key_and_coins(m, &fips202::sha3_256(&[ek]))
+fn key_and_coins_for<S: KeySource + ?Sized>(m: &[u8; 32], ek: &S) -> ([u8; 32], [u8; 32]) {
+    key_and_coins(m, &hash_ek(ek, 0))
 }
 
 /// Whether decapsulation's re-encryption keeps each r_j packed (K·128 B of
@@ -387,10 +405,15 @@ fn with_noise<R>(keep: bool, f: impl FnOnce(&mut kpke::Noise) -> R) -> R {
 }
 
 /// Encaps_internal (Algorithm 17) with message m (after the variant's hashing).
-pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &mut [u8; CT_BYTES]) -> SharedSecret {
+/// `ek` is `EK_BYTES` long (checked by the callers).
+pub(crate) fn encaps_bytes<V: Variant, S: KeySource + ?Sized>(
+    ek: &S,
+    m: &[u8; 32],
+    ct: &mut [u8; CT_BYTES],
+) -> SharedSecret {
     let (mut kbar, mut r) = key_and_coins_for(m, ek);
     with_noise(ENCAPS_KEEPS_NOISE, |noise| {
-        kpke::encrypt(ek, m, &r, noise, &mut kem_common::CiphertextSink::Write(ct));
+        kpke::encrypt(ek, 0, m, &r, noise, &mut kem_common::CiphertextSink::Write(ct));
     });
     let ss = V::derive_key(&kbar, ct);
     kbar.wipe();
@@ -402,40 +425,47 @@ pub(crate) fn encaps_bytes<V: Variant>(ek: &[u8; EK_BYTES], m: &[u8; 32], ct: &m
 /// between the derived key and the implicit-rejection key. `dk` must be
 /// well-formed (from key generation or a checked import). Decryption and
 /// the re-encryption run in frames of their own: only m is held here.
-pub(crate) fn decaps_bytes<V: Variant>(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-    let (dk_pke, rest) = dk.split_at(DK_PKE_BYTES);
-    let mut m = kpke::decrypt(dk_pke, ct);
-    let ss = reencrypt_select::<V>(rest, ct, &m);
+/// `dk` is the encoded key (in the data space or in program memory).
+pub(crate) fn decaps_bytes<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; CT_BYTES]) -> SharedSecret {
+    let mut m = kpke::decrypt(dk, ct);
+    let ss = reencrypt_select::<V, S>(dk, ct, &m);
     m.wipe();
     ss
 }
 
-/// The rest of Decaps_internal after decryption; `ek_h_z` = ek ‖ H(ek) ‖ z.
+/// The rest of Decaps_internal after decryption, from ek ‖ H(ek) ‖ z in `dk`.
 #[inline(never)]
-fn reencrypt_select<V: Variant>(ek_h_z: &[u8], ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
-    let (ek, rest) = ek_h_z.split_at(EK_BYTES);
-    let (h, z) = rest.split_at(32);
-    let (mut kbar, mut r) = key_and_coins(m, h);
+fn reencrypt_select<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
+    let mut h = [0u8; 32];
+    let (mut kbar, mut r) = key_and_coins(m, bytes_at(dk, H_AT, &mut h));
     // Re-encrypt and compare byte by byte as the bytes come (no second
     // ciphertext buffer); the OR of all differences is zero iff equal.
     let mut sink = kem_common::CiphertextSink::compare(ct);
     // A key of the wrong length (impossible for a checked key) is a difference.
     let mut same = Choice::from(0);
-    if let Ok(ek) = <&[u8; EK_BYTES]>::try_from(ek) {
-        with_noise(DECAPS_KEEPS_NOISE, |noise| kpke::encrypt(ek, m, &r, noise, &mut sink));
+    if dk.len() == DK_BYTES {
+        with_noise(DECAPS_KEEPS_NOISE, |noise| {
+            kpke::encrypt(dk, DK_PKE_BYTES, m, &r, noise, &mut sink)
+        });
         same = sink.equal();
     }
     r.wipe();
-    let ss = select_key::<V>(&kbar, z, ct, same);
+    let ss = select_key::<V, S>(&kbar, dk, ct, same);
     kbar.wipe();
     ss
 }
 
-/// K̄'s key if `same`, else the implicit-rejection key from z, in constant time.
+/// K̄'s key if `same`, else the implicit-rejection key from z (the last 32
+/// bytes of `dk`), in constant time.
 #[inline(never)]
-fn select_key<V: Variant>(kbar: &[u8; 32], z: &[u8], ct: &[u8; CT_BYTES], same: Choice) -> SharedSecret {
+fn select_key<V: Variant, S: KeySource + ?Sized>(
+    kbar: &[u8; 32],
+    dk: &S,
+    ct: &[u8; CT_BYTES],
+    same: Choice,
+) -> SharedSecret {
     let mut z_arr = [0u8; 32];
-    z_arr.copy_from_slice(z);
+    dk.read(DK_BYTES - 32, &mut z_arr);
     let ss = V::select_key(kbar, &z_arr, ct, same);
     z_arr.wipe();
     SharedSecret::new(ss)
@@ -471,13 +501,13 @@ pub(crate) fn encaps_internal<V: Variant>(ek: &EncapsulationKey<V>, m: &[u8; 32]
         bytes: [0u8; CT_BYTES],
         _v: PhantomData,
     };
-    let ss = encaps_bytes::<V>(&ek.bytes, m, &mut ct.bytes);
+    let ss = encaps_bytes::<V, [u8]>(&ek.bytes, m, &mut ct.bytes);
     (ct, ss)
 }
 
 /// Decaps_internal on typed keys.
 pub(crate) fn decaps_internal<V: Variant>(dk: &DecapsulationKey<V>, ct: &Ciphertext<V>) -> SharedSecret {
-    decaps_bytes::<V>(&dk.bytes, &ct.bytes)
+    decaps_bytes::<V, [u8]>(&dk.bytes, &ct.bytes)
 }
 
 /// The two 32-byte halves of a 64-byte hash output.
@@ -547,7 +577,7 @@ macro_rules! kem_api {
             keygen: |rng: &mut _| keygen(rng),
             encapsulate: |ek: &EncapsulationKey, rng: &mut _| encapsulate(ek, rng),
             decapsulate: |dk: &DecapsulationKey, ct: &[u8; params::CT_BYTES]| {
-                kem_impl::decaps_bytes::<$variant>(dk.as_bytes(), ct)
+                kem_impl::decaps_bytes::<$variant, [u8]>(dk.as_bytes(), ct)
             },
         );
 
@@ -679,11 +709,11 @@ macro_rules! kem_api {
                 ct: &mut [u8; CT_BYTES],
             ) -> Result<SharedSecret, $crate::Error> {
                 use kem_impl::Variant;
-                if <$variant>::CHECK_KEYS && !kem_impl::modulus_check(ek) {
+                if <$variant>::CHECK_KEYS && !kem_impl::modulus_check(&ek[..]) {
                     return Err($crate::Error::EncapsulationKeyNotReduced);
                 }
                 let mut m = <$variant>::draw_message(rng)?;
-                let ss = kem_impl::encaps_bytes::<$variant>(ek, &m, ct);
+                let ss = kem_impl::encaps_bytes::<$variant, [u8]>(ek, &m, ct);
                 kem_common::Wipe::wipe(&mut m);
                 Ok(ss)
             }
@@ -691,13 +721,47 @@ macro_rules! kem_api {
             /// The checks `DecapsulationKey::from_bytes` makes, on the
             /// encoded key in place.
             pub fn check_decapsulation_key(dk: &[u8]) -> Result<(), $crate::Error> {
-                kem_impl::check_decapsulation_key::<$variant>(dk)
+                kem_impl::check_decapsulation_key::<$variant, [u8]>(dk)
             }
 
             /// Decapsulation with the encoded key `dk`, which must come from
             /// [`keygen_into`] or have passed [`check_decapsulation_key`].
             pub fn decapsulate_into(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-                kem_impl::decaps_bytes::<$variant>(dk, ct)
+                kem_impl::decaps_bytes::<$variant, [u8]>(dk, ct)
+            }
+
+            /// [`encapsulate_into`] to a key that may be in program memory
+            /// (a classic AVR's flash, read a polynomial at a time): the
+            /// same checks, draws and output.
+            pub fn encapsulate_from(
+                ek: kem_common::KeyBytes<'_>,
+                rng: &mut impl rand_core::TryCryptoRng,
+                ct: &mut [u8; CT_BYTES],
+            ) -> Result<SharedSecret, $crate::Error> {
+                use kem_common::KeySource;
+                use kem_impl::Variant;
+                if ek.len() != EK_BYTES {
+                    return Err($crate::Error::InvalidLength { expected: EK_BYTES, got: ek.len() });
+                }
+                if <$variant>::CHECK_KEYS && !kem_impl::modulus_check(&ek) {
+                    return Err($crate::Error::EncapsulationKeyNotReduced);
+                }
+                let mut m = <$variant>::draw_message(rng)?;
+                let ss = kem_impl::encaps_bytes::<$variant, _>(&ek, &m, ct);
+                kem_common::Wipe::wipe(&mut m);
+                Ok(ss)
+            }
+
+            /// [`check_decapsulation_key`] of a key that may be in program memory.
+            pub fn check_decapsulation_key_from(dk: kem_common::KeyBytes<'_>) -> Result<(), $crate::Error> {
+                kem_impl::check_decapsulation_key::<$variant, _>(&dk)
+            }
+
+            /// [`decapsulate_into`] with a key that may be in program
+            /// memory; it must come from [`keygen_into`] or have passed
+            /// [`check_decapsulation_key_from`].
+            pub fn decapsulate_from(dk: kem_common::KeyBytes<'_>, ct: &[u8; CT_BYTES]) -> SharedSecret {
+                kem_impl::decaps_bytes::<$variant, _>(&dk, ct)
             }
         }
     };

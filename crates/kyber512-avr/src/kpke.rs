@@ -3,10 +3,10 @@
 //! fly, ŝ stays in its encoded form, t̂ is decoded row by row, r̂_j is
 //! transformed again where it is needed (r_j sampled again, or unpacked).
 
-use kem_common::{CiphertextSink, Wipe};
+use kem_common::{CiphertextSink, KeySource, Wipe};
 
 use super::params::{C1_BYTES, CT_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
-use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode_decompress, encode12};
+use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode12_in, decode_decompress, encode12};
 use crate::poly::Poly;
 use crate::sampling::{add_cbd, sample_cbd, sample_cbd_packed, sample_ntt, unpack_small, PACKED_SMALL_BYTES};
 
@@ -107,7 +107,9 @@ impl Noise<'_> {
 }
 
 /// K-PKE.Encrypt (Algorithm 14) of message `m` with randomness `r`; the
-/// ciphertext bytes go to `sink`. `ek` must already have passed the
+/// ciphertext bytes go to `sink`. The encapsulation key is bytes
+/// `ek_at..ek_at + EK_BYTES` of `key` (a slice, or a key in program
+/// memory read a polynomial at a time); it must already have passed the
 /// modulus check where the caller requires it.
 ///
 /// Three polynomials live at once (r̂_j, the Â entry, the accumulator):
@@ -117,14 +119,19 @@ impl Noise<'_> {
 /// j in alternating order so consecutive products share r̂_j: K² loads for
 /// the K² + K products, K² − K of them again (2, 6, 12 for k = 2, 3, 4).
 #[inline(never)]
-pub fn encrypt(
-    ek: &[u8; EK_BYTES],
+pub fn encrypt<S: KeySource + ?Sized>(
+    key: &S,
+    ek_at: usize,
     m: &[u8; 32],
     r: &[u8; 32],
     noise: &mut Noise,
     sink: &mut CiphertextSink<CT_BYTES>,
 ) {
-    let rho: &[u8; 32] = ek[K * POLY_BYTES..].try_into().unwrap_or(&[0; 32]);
+    // ρ is public: a reader's copy needs no wiping.
+    let mut rho_copy = [0u8; 32];
+    let rho: &[u8; 32] = kem_common::bytes_at(key, ek_at + K * POLY_BYTES, &mut rho_copy)
+        .try_into()
+        .unwrap_or(&[0; 32]);
     let mut r_hat = Poly::zero();
     let mut loaded = K; // none yet
     let mut load = |j: usize, r_hat: &mut Poly| {
@@ -157,7 +164,7 @@ pub fn encrypt(
     for step in 0..K {
         let j = order(K, step);
         load(j, &mut r_hat);
-        decode12(&ek[j * POLY_BYTES..(j + 1) * POLY_BYTES], &mut a);
+        decode12_in(key, ek_at + j * POLY_BYTES, &mut a);
         acc.base_mul_acc(&a, &r_hat);
     }
     acc.inv_ntt();
@@ -171,7 +178,7 @@ pub fn encrypt(
 /// K-PKE.Decrypt (Algorithm 15): m = Compress_1(v − NTT^{-1}(ŝ ∘ NTT(u))).
 /// Not inlined, so its buffers and the re-encryption's never share a frame.
 #[inline(never)]
-pub fn decrypt(dk_pke: &[u8], ct: &[u8]) -> [u8; 32] {
+pub fn decrypt<S: KeySource + ?Sized>(dk_pke: &S, ct: &[u8]) -> [u8; 32] {
     let mut acc = Poly::zero();
     let mut u = Poly::zero();
     let mut s = Poly::zero();
@@ -179,7 +186,7 @@ pub fn decrypt(dk_pke: &[u8], ct: &[u8]) -> [u8; 32] {
         let width = 32 * DU as usize;
         decode_decompress::<DU>(&ct[i * width..(i + 1) * width], &mut u);
         u.ntt();
-        decode12(&dk_pke[i * POLY_BYTES..(i + 1) * POLY_BYTES], &mut s);
+        decode12_in(dk_pke, i * POLY_BYTES, &mut s);
         acc.base_mul_acc(&u, &s);
     }
     acc.inv_ntt();

@@ -3,13 +3,13 @@
 
 use core::fmt;
 
-use kem_common::{fill, select_bytes, CiphertextSink, SharedSecret, Wipe};
+use kem_common::{bytes_at, fill, select_bytes, CiphertextSink, KeyBytes, KeySource, SharedSecret, Wipe};
 use rand_core::TryCryptoRng;
 use subtle::ConstantTimeEq;
 
 use crate::params::{COMPACT_SK_BYTES, SK_NIBBLE_BYTES};
 use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
-use crate::pke::{self, SecretIn, SecretOut};
+use crate::pke::{self, PkIn, SecretIn, SecretOut};
 use crate::Error;
 
 /// `bytes` as an array of exactly `LEN` bytes (in place).
@@ -106,15 +106,41 @@ impl EncapsulationKey {
 /// `ct-check/ct.supp`.
 #[inline(never)]
 pub fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
-    let bytes = exact_ref::<SK_BYTES>(bytes)?;
-    if !pke::secret_in_range(&bytes[..SK_PKE_BYTES]) {
+    check_secret_key_in(&exact_ref::<SK_BYTES>(bytes)?[..])
+}
+
+/// [`check_secret_key`] of a key that may be in program memory (a classic
+/// AVR's flash, read a polynomial at a time).
+#[inline(never)]
+pub fn check_secret_key_from(key: KeyBytes<'_>) -> Result<(), Error> {
+    if key.len() != SK_BYTES {
+        return Err(Error::InvalidLength {
+            expected: SK_BYTES,
+            got: key.len(),
+        });
+    }
+    check_secret_key_in(&key)
+}
+
+/// The checks of [`check_secret_key`] on a key of the right length.
+fn check_secret_key_in<S: KeySource + ?Sized>(key: &S) -> Result<(), Error> {
+    if !pke::secret_in_range(key) {
         return Err(Error::DecapsulationKeyMalformed);
     }
-    let (pk, hpk) = bytes[SK_PKE_BYTES..].split_at(PK_BYTES);
-    if !bool::from(fips202::sha3_256(&[pk]).ct_eq(&hpk[..32])) {
+    let h = hash_pk(key, SK_PKE_BYTES);
+    let mut hpk = [0u8; 32];
+    if !bool::from(h.ct_eq(bytes_at(key, SK_PKE_BYTES + PK_BYTES, &mut hpk))) {
         return Err(Error::DecapsulationKeyHashMismatch);
     }
     Ok(())
+}
+
+/// H(pk) = SHA3-256 of the `PK_BYTES` at `at` in `key`.
+fn hash_pk<S: KeySource + ?Sized>(key: &S, at: usize) -> [u8; 32] {
+    match key.as_slice() {
+        Some(bytes) => fips202::sha3_256(&[bytes.get(at..at + PK_BYTES).unwrap_or(&[])]),
+        None => fips202::sha3_256_read(&|i, out| key.read(at + i, out), PK_BYTES),
+    }
 }
 
 impl DecapsulationKey {
@@ -302,17 +328,6 @@ fn keygen_draws(rng: &mut impl TryCryptoRng, s_out: SecretOut<'_>, (pk, hpk, z):
     Ok(fill(rng, z)?)
 }
 
-/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `sink`.
-/// Returns K̄ (the caller hashes it with H of the ciphertext it received or
-/// sent). Inlined: only K̄ and r are held while the encryption runs.
-#[inline(always)]
-fn encrypt_derive(m: &[u8; 32], hpk: &[u8], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) -> [u8; 32] {
-    let (kbar, mut r) = key_and_r(m, hpk);
-    pke::encrypt(m, &r, pk, sink);
-    r.wipe();
-    kbar
-}
-
 /// (K̄, r) = G(m ‖ H(pk)), the 64-byte hash in a frame of its own (gone
 /// before the encryption runs).
 #[inline(never)]
@@ -331,11 +346,40 @@ pub fn encapsulate_into(
     rng: &mut impl TryCryptoRng,
     ct: &mut [u8; CT_BYTES],
 ) -> Result<SharedSecret, Error> {
+    encapsulate_in(&pk[..], rng, ct)
+}
+
+/// [`encapsulate_into`] to a key that may be in program memory (a classic
+/// AVR's flash, read a polynomial at a time): the same draws and output.
+pub fn encapsulate_from(
+    pk: KeyBytes<'_>,
+    rng: &mut impl TryCryptoRng,
+    ct: &mut [u8; CT_BYTES],
+) -> Result<SharedSecret, Error> {
+    if pk.len() != PK_BYTES {
+        return Err(Error::InvalidLength {
+            expected: PK_BYTES,
+            got: pk.len(),
+        });
+    }
+    encapsulate_in(&pk, rng, ct)
+}
+
+/// Encapsulation to the `PK_BYTES` of `pk`: (K̄, r) = G(m ‖ H(pk)), then
+/// ct = Enc(m, r) byte by byte into `ct`; only K̄ and r are held while the
+/// encryption runs.
+fn encapsulate_in<S: KeySource + ?Sized>(
+    pk: &S,
+    rng: &mut impl TryCryptoRng,
+    ct: &mut [u8; CT_BYTES],
+) -> Result<SharedSecret, Error> {
     let mut raw = [0u8; 32];
     fill(rng, &mut raw)?;
     let mut m = fips202::sha3_256(&[&raw]);
-    let hpk = fips202::sha3_256(&[pk]);
-    let mut kbar = encrypt_derive(&m, &hpk, pk, &mut CiphertextSink::Write(ct));
+    let hpk = hash_pk(pk, 0);
+    let (mut kbar, mut r) = key_and_r(&m, &hpk);
+    pke::encrypt(&m, &r, PkIn { key: pk, at: 0 }, &mut CiphertextSink::Write(ct));
+    r.wipe();
     let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[ct])]));
     raw.wipe();
     m.wipe();
@@ -346,29 +390,46 @@ pub fn encapsulate_into(
 /// [`decapsulate`] with an encoded secret key, which must come from
 /// [`keygen_into`] or have passed [`check_secret_key`].
 pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-    let (sk_pke, rest) = sk.split_at(SK_PKE_BYTES);
-    let sk_pke = sk_pke.try_into().unwrap_or(&[0; SK_PKE_BYTES]); // the layout's length
-    decapsulate_with(SecretIn::Packed(sk_pke), rest, ct)
+    decapsulate_with(SecretIn::Packed(&sk[..]), &sk[..], SK_PKE_BYTES, ct)
 }
 
-/// Decapsulation with the secret `s` and `rest` = pk ‖ H(pk) ‖ z (one body
-/// for both key formats: flash is scarce where the compact one is used).
+/// [`decapsulate_into`] with a key that may be in program memory (a
+/// classic AVR's flash, read a polynomial at a time); it must come from
+/// [`keygen_into`] or have passed [`check_secret_key_from`].
+pub fn decapsulate_from(sk: KeyBytes<'_>, ct: &[u8; CT_BYTES]) -> SharedSecret {
+    decapsulate_with(SecretIn::Packed(&sk), &sk, SK_PKE_BYTES, ct)
+}
+
+/// Decapsulation with the secret `s` and pk ‖ H(pk) ‖ z at `rest_at` in
+/// `key` (one body for both key formats: flash is scarce where the compact
+/// one is used).
 #[inline(never)]
-fn decapsulate_with(s: SecretIn<'_>, rest: &[u8], ct: &[u8; CT_BYTES]) -> SharedSecret {
-    let (pk, rest) = rest.split_at(PK_BYTES);
-    let (hpk, z) = rest.split_at(32);
+fn decapsulate_with<S: KeySource + ?Sized>(
+    s: SecretIn<'_, S>,
+    key: &S,
+    rest_at: usize,
+    ct: &[u8; CT_BYTES],
+) -> SharedSecret {
+    let (hpk_at, z_at) = (rest_at + PK_BYTES, rest_at + PK_BYTES + 32);
     let mut m = [0u8; 32];
     pke::decrypt(s, ct, &mut m);
     // Re-encrypt and compare as the bytes come (no second ciphertext buffer):
     // the OR of all byte differences is zero iff equal. (subtle's slice
     // ct_eq compiled to a branch per byte on AVR: `cargo xtask ct` saw it.)
     let mut sink = CiphertextSink::compare(ct);
-    let mut kbar = encrypt_derive(&m, hpk, pk, &mut sink);
+    let mut hpk = [0u8; 32];
+    let (mut kbar, mut r) = key_and_r(&m, bytes_at(key, hpk_at, &mut hpk));
+    pke::encrypt(&m, &r, PkIn { key, at: rest_at }, &mut sink);
+    r.wipe();
     // K̄, or z (read in place) if the ciphertexts differ. The reference
     // hashes the received ciphertext, valid or not.
     let fail = !sink.equal();
-    let z: &[u8; 32] = z.try_into().unwrap_or(&[0; 32]); // 32 bytes by the key's layout
+    let mut z_copy = [0u8; 32];
+    let z: &[u8; 32] = bytes_at(key, z_at, &mut z_copy).try_into().unwrap_or(&[0; 32]); // the key's layout
     let mut chosen = select_bytes(&kbar, z, fail);
+    if key.as_slice().is_none() {
+        z_copy.wipe(); // z read out of program memory
+    }
     let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[ct])]));
     for secret in [&mut m, &mut chosen, &mut kbar] {
         secret.wipe();
@@ -425,9 +486,8 @@ pub fn check_compact_secret_key(bytes: &[u8]) -> Result<(), Error> {
 /// [`decapsulate_into`] with a compact secret key from
 /// [`keygen_compact_into`] (or one that passed [`check_compact_secret_key`]).
 pub fn decapsulate_compact_into(sk: &[u8; COMPACT_SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-    let (s, rest) = sk.split_at(SK_NIBBLE_BYTES);
-    let s = s.try_into().unwrap_or(&[0; SK_NIBBLE_BYTES]); // the layout's length
-    decapsulate_with(SecretIn::Nibbles(s), rest, ct)
+    let s = sk[..SK_NIBBLE_BYTES].try_into().unwrap_or(&[0; SK_NIBBLE_BYTES]); // the layout's length
+    decapsulate_with(SecretIn::Nibbles(s), &sk[..], SK_NIBBLE_BYTES, ct)
 }
 
 kem_common::impl_bytes!([] EncapsulationKey, PK_BYTES, Error);

@@ -109,9 +109,10 @@ pub type SecretKey = DecapsulationKey;
 /// `kem` (0.3) traits it implements: depend on these to name one version.
 pub use kem_common::{kem, rand_core};
 pub use kem_impl::{
-    check_compact_secret_key, check_secret_key, decapsulate, decapsulate_compact_into, decapsulate_into, encapsulate,
-    encapsulate_into, keygen, keygen_compact_into, keygen_into, keygen_secret_into, public_key_in,
-    public_key_in_compact, Ciphertext, DecapsulationKey, EncapsulationKey, LightSaber,
+    check_compact_secret_key, check_secret_key, check_secret_key_from, decapsulate, decapsulate_compact_into,
+    decapsulate_from, decapsulate_into, encapsulate, encapsulate_from, encapsulate_into, keygen, keygen_compact_into,
+    keygen_into, keygen_secret_into, public_key_in, public_key_in_compact, Ciphertext, DecapsulationKey,
+    EncapsulationKey, LightSaber,
 };
 
 /// Errors of the public API. Malformed input is always an error, never a panic.

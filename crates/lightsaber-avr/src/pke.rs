@@ -1,7 +1,7 @@
 //! Saber.PKE (round-3 specification Algorithms 17–19 / reference `indcpa.c`).
 
 use kem_common::{pack_bits, pack_bits_with, unpack_bits};
-use kem_common::{CiphertextSink, Wipe};
+use kem_common::{unpack_bits_in, CiphertextSink, KeySource, Wipe};
 
 use crate::params::{
     CT_BYTES, EP, EQ, ET, H1, H2, L, N, PK_BYTES, POLYVEC_P_BYTES, POLY_P_BYTES, POLY_Q_BYTES, SEED_BYTES,
@@ -196,21 +196,48 @@ fn emit_key_column(c: usize, b: &[i16; N], pk: &mut [u8; PK_BYTES]) {
 ///
 /// Both give the same bytes (tested).
 #[inline(never)]
-pub fn encrypt(m: &[u8; 32], seed_sp: &[u8; SEED_BYTES], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
+pub fn encrypt<S: KeySource + ?Sized>(
+    m: &[u8; 32],
+    seed_sp: &[u8; SEED_BYTES],
+    pk: PkIn<'_, S>,
+    sink: &mut CiphertextSink<CT_BYTES>,
+) {
     let mut sp = [[0u8; N >> 1]; L];
     gen_secret(seed_sp, &mut sp);
     #[cfg(not(saber_small_sram))]
     encrypt_once(m, &sp, pk, sink);
     #[cfg(saber_small_sram)]
-    encrypt_with::<MatrixEntries>(m, &sp, pk, sink);
+    encrypt_with::<MatrixEntries, S>(m, &sp, pk, sink);
     sp.wipe();
+}
+
+/// The public key an encryption reads: bytes `at..at + PK_BYTES` of `key`
+/// (a slice, or a key in program memory read a polynomial at a time).
+pub struct PkIn<'a, S: ?Sized> {
+    /// The bytes holding the key.
+    pub key: &'a S,
+    /// Where the key starts in them.
+    pub at: usize,
+}
+
+impl<S: KeySource + ?Sized> PkIn<'_, S> {
+    /// Starts `entries` on seed_A, the key's last 32 bytes.
+    fn start(&self, entries: &mut impl Entries) {
+        let mut seed_a = [0u8; SEED_BYTES];
+        entries.start(kem_common::bytes_at(self.key, self.at + POLYVEC_P_BYTES, &mut seed_a));
+    }
 }
 
 /// [`encrypt`] after GenSecret with s' transformed once (not inlined, like
 /// [`encrypt_with`]); the entries buffered ([`Buffered`]).
 #[cfg_attr(saber_small_sram, allow(dead_code))]
 #[inline(never)]
-fn encrypt_once(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
+fn encrypt_once<S: KeySource + ?Sized>(
+    m: &[u8; 32],
+    sp: &[Secret; L],
+    pk: PkIn<'_, S>,
+    sink: &mut CiphertextSink<CT_BYTES>,
+) {
     let mut hats = [const { SecretHat::new() }; L];
     for (hat, sp_j) in hats.iter_mut().zip(sp) {
         hat.transform(|t| load_secret(sp_j, t));
@@ -218,7 +245,7 @@ fn encrypt_once(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mut Ciphertext
     let mut acc = Accumulator::new();
     let mut a = [0i16; N];
     let mut entries = Buffered::NEW;
-    entries.start(&pk[POLYVEC_P_BYTES..PK_BYTES]);
+    pk.start(&mut entries);
     // b' = round(A s'), one row at a time.
     for i in 0..L {
         for hat in hats.iter() {
@@ -235,8 +262,15 @@ fn encrypt_once(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mut Ciphertext
     }
     // v' = bᵀ s' mod p.
     for (j, hat) in hats.iter().enumerate() {
-        let b_j = &pk[j * POLY_P_BYTES..(j + 1) * POLY_P_BYTES];
-        acc.mul_acc_hat(&mut a, |t| unpack_bits(EP, N, b_j, |i, v| t[i] = centre(v, EP)), hat);
+        // Each product unpacks with a closure of its own (as before keys
+        // could be readers): one shared unpacking was a frame more on the
+        // stack at the products' deepest point.
+        let b_at = pk.at + j * POLY_P_BYTES;
+        acc.mul_acc_hat(
+            &mut a,
+            |t| unpack_bits_in(EP, N, pk.key, b_at, |i, v| t[i] = centre(v, EP)),
+            hat,
+        );
     }
     acc.finish(&mut a);
     emit_message(m, &a, sink);
@@ -262,11 +296,16 @@ fn emit_message(m: &[u8; 32], v: &[i16; N], sink: &mut CiphertextSink<CT_BYTES>)
 /// inlined, like [`keygen_one_pass`]).
 #[cfg_attr(not(saber_small_sram), allow(dead_code))]
 #[inline(never)]
-fn encrypt_with<E: Entries>(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mut CiphertextSink<CT_BYTES>) {
+fn encrypt_with<E: Entries, S: KeySource + ?Sized>(
+    m: &[u8; 32],
+    sp: &[Secret; L],
+    pk: PkIn<'_, S>,
+    sink: &mut CiphertextSink<CT_BYTES>,
+) {
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
     let mut entries = E::NEW;
-    entries.start(&pk[POLYVEC_P_BYTES..PK_BYTES]);
+    pk.start(&mut entries);
     // b' = round(A s'), one row at a time.
     for i in 0..L {
         for sp_j in sp.iter() {
@@ -282,9 +321,7 @@ fn encrypt_with<E: Entries>(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mu
         );
     }
     // v' = bᵀ s' mod p; c_m = (v' − 2^(ε_p−1)·m + h1) ≫ (ε_p − ε_T).
-    inner_product(&pk[..POLYVEC_P_BYTES], &mut acc, &mut scratch, |j, t| {
-        load_secret(&sp[j], t)
-    });
+    inner_product(pk.key, pk.at, &mut acc, &mut scratch, |j, t| load_secret(&sp[j], t));
     // As emit_message, written out here so that the small-SRAM build (the
     // ATmega4808's measured images) stays the code it was.
     let out = &scratch.a;
@@ -300,14 +337,20 @@ fn encrypt_with<E: Entries>(m: &[u8; 32], sp: &[Secret; L], pk: &[u8], sink: &mu
     scratch.wipe();
 }
 
-/// Σ_j b_j·s_j for the packed mod-p vector `b`, into `scratch.a`
-/// (values mod 2^13); `load_s(j, t)` writes secret j.
-fn inner_product(b: &[u8], acc: &mut Accumulator, scratch: &mut Scratch, load_s: impl Fn(usize, &mut [i16; N])) {
+/// Σ_j b_j·s_j for the packed mod-p vector `b` (bytes `at..` of `b`),
+/// into `scratch.a` (values mod 2^13); `load_s(j, t)` writes secret j.
+fn inner_product<S: KeySource + ?Sized>(
+    b: &S,
+    at: usize,
+    acc: &mut Accumulator,
+    scratch: &mut Scratch,
+    load_s: impl Fn(usize, &mut [i16; N]),
+) {
     for j in 0..L {
-        let b_j = &b[j * POLY_P_BYTES..(j + 1) * POLY_P_BYTES];
+        let b_at = at + j * POLY_P_BYTES;
         acc.mul_acc(
             scratch,
-            |t| unpack_bits(EP, N, b_j, |i, v| t[i] = centre(v, EP)),
+            |t| unpack_bits_in(EP, N, b, b_at, |i, v| t[i] = centre(v, EP)),
             |t| load_s(j, t),
         );
     }
@@ -315,21 +358,27 @@ fn inner_product(b: &[u8], acc: &mut Accumulator, scratch: &mut Scratch, load_s:
 }
 
 /// The secret s as a key holds it.
-#[derive(Clone, Copy)]
-pub enum SecretIn<'a> {
-    /// The specification's sk_PKE (13 bits a coefficient).
-    Packed(&'a [u8; SK_PKE_BYTES]),
+pub enum SecretIn<'a, S: ?Sized> {
+    /// The specification's sk_PKE (13 bits a coefficient), the first
+    /// bytes of a key in the data space or in program memory.
+    Packed(&'a S),
     /// [`Secret`]s (a compact secret key).
     Nibbles(&'a [u8; SK_NIBBLE_BYTES]),
 }
 
-impl SecretIn<'_> {
+impl<S: ?Sized> Clone for SecretIn<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: ?Sized> Copy for SecretIn<'_, S> {}
+
+impl<S: KeySource + ?Sized> SecretIn<'_, S> {
     /// Secret `j`'s coefficients into `t`.
     fn load(self, j: usize, t: &mut [i16; N]) {
         match self {
-            SecretIn::Packed(sk) => unpack_bits(EQ, N, &sk[j * POLY_Q_BYTES..(j + 1) * POLY_Q_BYTES], |i, v| {
-                t[i] = centre(v, EQ)
-            }),
+            SecretIn::Packed(sk) => unpack_bits_in(EQ, N, sk, j * POLY_Q_BYTES, |i, v| t[i] = centre(v, EQ)),
             SecretIn::Nibbles(s) => kem_common::unpack_nibbles(&s[j * (N >> 1)..(j + 1) * (N >> 1)], t),
         }
     }
@@ -339,10 +388,10 @@ impl SecretIn<'_> {
 /// `sk` must hold secrets in [−5, 5] (checked on import); they are read
 /// straight from it for each product, never copied.
 #[inline(never)]
-pub fn decrypt(sk: SecretIn<'_>, ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
+pub fn decrypt<S: KeySource + ?Sized>(sk: SecretIn<'_, S>, ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
-    inner_product(&ct[..POLYVEC_P_BYTES], &mut acc, &mut scratch, |j, t| sk.load(j, t));
+    inner_product(&ct[..POLYVEC_P_BYTES], 0, &mut acc, &mut scratch, |j, t| sk.load(j, t));
     let v = &scratch.a;
     m.fill(0);
     unpack_bits(ET, N, &ct[POLYVEC_P_BYTES..], |k, cm| {
@@ -353,10 +402,10 @@ pub fn decrypt(sk: SecretIn<'_>, ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
 }
 
 /// Whether every 13-bit secret coefficient lies in [−5, 5] (no early exit).
-pub fn secret_in_range(sk: &[u8]) -> bool {
+pub fn secret_in_range<S: KeySource + ?Sized>(sk: &S) -> bool {
     let mut bad = 0u16;
     for j in 0..L {
-        unpack_bits(EQ, N, &sk[j * POLY_Q_BYTES..(j + 1) * POLY_Q_BYTES], |_, v| {
+        unpack_bits_in(EQ, N, sk, j * POLY_Q_BYTES, |_, v| {
             let x = centre(v, EQ);
             bad |= ((5 - x) | (x + 5)) as u16 & 0x8000;
         });
@@ -413,11 +462,26 @@ mod tests {
             gen_secret(&[seed.wrapping_add(77); SEED_BYTES], &mut sp);
             let m = [seed.wrapping_mul(29); 32];
             let (mut ct1, mut ct2) = ([0u8; CT_BYTES], [1u8; CT_BYTES]);
-            encrypt_with::<Buffered>(&m, &sp, &pk, &mut CiphertextSink::Write(&mut ct1));
-            encrypt_with::<Recovered>(&m, &sp, &pk, &mut CiphertextSink::Write(&mut ct2));
+            encrypt_with::<Buffered, [u8]>(
+                &m,
+                &sp,
+                PkIn { key: &pk[..], at: 0 },
+                &mut CiphertextSink::Write(&mut ct1),
+            );
+            encrypt_with::<Recovered, [u8]>(
+                &m,
+                &sp,
+                PkIn { key: &pk[..], at: 0 },
+                &mut CiphertextSink::Write(&mut ct2),
+            );
             assert_eq!(ct1, ct2, "seed {seed}");
             let mut ct3 = [2u8; CT_BYTES];
-            encrypt_once(&m, &sp, &pk, &mut CiphertextSink::Write(&mut ct3));
+            encrypt_once(
+                &m,
+                &sp,
+                PkIn { key: &pk[..], at: 0 },
+                &mut CiphertextSink::Write(&mut ct3),
+            );
             assert_eq!(ct1, ct3, "seed {seed}, secret transformed once");
         }
     }
