@@ -52,18 +52,20 @@ pub struct Floor<'a> {
     pub measured_on: &'static str,
 }
 
-/// The prefix of a floor file's line for small parts ([`Mcu::is_small`]), whose builds take
-/// their crates' compact configurations (measured on the ATmega4808).
+/// The prefix of a floor file's line for parts with 8 KB of SRAM or less
+/// ([`Mcu::is_small_sram`]), whose builds take their crates' stack-saving
+/// configurations (measured on the ATmega4808).
 pub const SMALL_FLOOR_PREFIX: &str = "small ";
 
 /// Reads a floor file for `mcu`: lines that are not comments, `BYTES WHAT…`
 /// for the default configuration (stack measured on the ATmega1284p) and,
-/// optionally, `small BYTES WHAT…` for the configuration small parts ([`Mcu::is_small`])
-/// build (measured on the ATmega4808; it may need more or less). A small
+/// optionally, `small BYTES WHAT…` for the configuration parts with 8 KB of
+/// SRAM or less ([`Mcu::is_small_sram`]) build (measured on the ATmega4808;
+/// it may need more or less). Such an
 /// MCU is held to the small line when there is one, every other MCU to
 /// the default line.
 pub fn sram_floor(text: &str, mcu: Mcu) -> Option<Floor<'_>> {
-    let small = mcu.is_small();
+    let small = mcu.is_small_sram();
     let lines = || {
         text.lines()
             .map(str::trim)
@@ -130,6 +132,14 @@ pub fn small_mcu() -> bool {
     target_cpu().and_then(|cpu| mcu(&cpu)).is_some_and(|m| m.is_small())
 }
 
+/// Whether this build targets a part with 8 KB of SRAM or less
+/// ([`Mcu::is_small_sram`]), for which crates pick their stack-saving variants.
+pub fn small_sram_mcu() -> bool {
+    target_cpu()
+        .and_then(|cpu| mcu(&cpu))
+        .is_some_and(|m| m.is_small_sram())
+}
+
 /// avr-gcc's `-mmcu` for an LLVM CPU name ([`Mcu::assembler_mcu`]: avr-gcc
 /// 5.4 has no megaAVR 0-series device, so their core family, avrxmega3, is
 /// used for assembling); a part without a record keeps its name.
@@ -180,7 +190,9 @@ mod tests {
     #[test]
     fn small_mcus_read_their_own_floor_line_when_there_is_one() {
         let text = "# c\n6378 lightsaber encaps: a\nsmall 4473 lightsaber encaps: b\n";
-        let (mega, small_mcu) = (mcu("atmega2560").unwrap(), mcu("atmega4809").unwrap());
+        let (mega, small_mcu) = (mcu("atmega1284p").unwrap(), mcu("atmega4809").unwrap());
+        let mega2560 = sram_floor(text, mcu("atmega2560").unwrap()).unwrap();
+        assert_eq!(mega2560.bytes, 4473, "8 KB of SRAM: the stack-saving configuration");
         let default = sram_floor(text, mega).unwrap();
         assert_eq!((default.bytes, default.measured_on), (6378, "ATmega1284p"));
         let small = sram_floor(text, small_mcu).unwrap();

@@ -207,6 +207,14 @@ impl Mcu {
         matches!(self.family, Family::Mega0) && self.flash <= 48 * KB
     }
 
+    /// A part with 8 KB of SRAM or less (the megaAVR 0-series, the
+    /// ATmega2560, the ATmega328p): crates pick their stack-saving
+    /// variants for it, which the KEM-MQTT sensor needs beside its static
+    /// buffers.
+    pub const fn is_small_sram(&self) -> bool {
+        self.sram <= 8 * KB
+    }
+
     /// avr-gcc 5.4's `-mmcu` for assembling: the part itself, or for a
     /// megaAVR 0-series part (which it does not know) its core family.
     pub const fn assembler_mcu(&self) -> &'static str {
@@ -289,7 +297,8 @@ mod tests {
         for (m, s) in ALL.iter().zip(small) {
             assert_eq!(s, m.family == Family::Mega0, "{}", m.name);
         }
-        assert!(by_name("atmega2560").is_some_and(|m| !m.is_small()));
+        assert!(by_name("atmega2560").is_some_and(|m| !m.is_small() && m.is_small_sram()));
+        assert!(by_name("atmega1284p").is_some_and(|m| !m.is_small_sram()));
         assert!(by_name("attiny85").is_none());
     }
 }
