@@ -70,14 +70,27 @@ pub(crate) struct Niels(pub(crate) [[u8; 32]; 3]);
 
 impl Niels {
     /// The neutral element (0, 1).
+    #[cfg(test)]
     const IDENTITY: Niels = Niels([Fe::ONE.0, Fe::ONE.0, Fe::ZERO.0]);
+
+    /// [`Self::IDENTITY`]'s bytes into `out`, written in place: a constant
+    /// would be copied from a template, which a classic AVR keeps in SRAM.
+    fn set_identity(out: &mut [[u8; 32]; 3]) {
+        for (i, f) in out.iter_mut().enumerate() {
+            f.fill(0);
+            f[0] = (i < 2) as u8;
+        }
+    }
 
     /// −P = (−x, y) if `negate` is 1 (0 or 1 only), without a branch: y ± x
     /// trade places, 2dxy changes sign (`minus` is scratch).
     fn conditional_negate(&mut self, negate: u8, minus: &mut Fe) {
         let [y_plus_x, y_minus_x, xy2d] = &mut self.0;
         crate::field::cswap_bytes(y_plus_x, y_minus_x, negate);
-        crate::backend::sub(&mut minus.0, &Fe::ZERO.0, xy2d);
+        // A local, not `&Fe::ZERO.0`: a borrowed constant is a static,
+        // which a classic AVR keeps in SRAM.
+        let zero = [0u8; 32];
+        crate::backend::sub(&mut minus.0, &zero, xy2d);
         crate::field::cswap_bytes(xy2d, &mut minus.0, negate);
     }
 }
@@ -89,13 +102,20 @@ impl Zeroize for Niels {
 }
 
 impl Extended {
-    /// The neutral element (0 : 1 : 1 : 0).
-    const IDENTITY: Extended = Extended {
-        x: Fe::ZERO,
-        y: Fe::ONE,
-        z: Fe::ONE,
-        t: Fe::ZERO,
-    };
+    /// The neutral element (0 : 1 : 1 : 0), built in place (a constant
+    /// would be copied from a 128-byte template, which a classic AVR keeps
+    /// in SRAM).
+    fn identity() -> Extended {
+        let mut p = Extended {
+            x: Fe::ZERO,
+            y: Fe::ZERO,
+            z: Fe::ZERO,
+            t: Fe::ZERO,
+        };
+        p.y.0[0] = 1;
+        p.z.0[0] = 1;
+        p
+    }
 
     /// self + q for an affine q (ref10 `ge_madd`; a = −1): 3
     /// multiplications. `s` is scratch.
@@ -201,14 +221,15 @@ fn lookup(row: usize, e: i8, out: &mut Niels, minus: &mut Fe) {
 /// u(k·B) for the clamped scalar k (k < 2^255).
 pub(crate) fn base_u(k: &[u8; 32]) -> [u8; 32] {
     let mut digits = signed_radix16(k);
-    let mut h = Extended::IDENTITY;
+    let mut h = Extended::identity();
     let mut c = Completed {
         x: Fe::ZERO,
         y: Fe::ZERO,
         z: Fe::ZERO,
         t: Fe::ZERO,
     };
-    let mut q = Niels::IDENTITY;
+    // Every lookup writes all of it.
+    let mut q = Niels([[0; 32]; 3]);
     let mut scratch = [Fe::ZERO; 2];
     // Odd digits first: h = Σ e_{2j+1}·16·256^j·B after the 4 doublings…
     for j in 0..ROWS {
@@ -242,7 +263,7 @@ pub fn select_niels_portable(out: &mut [[u8; 32]; 3], row: &[u8; ROW_LEN], digit
     // |digit| = (digit ^ s) − s, s = 0 or −1 by the sign bit.
     let sign = (digit >> 7) as u8;
     let magnitude = ((digit as u8) ^ sign).wrapping_sub(sign);
-    *out = Niels::IDENTITY.0;
+    Niels::set_identity(out);
     for (k, entry) in row.chunks_exact(NIELS_LEN).enumerate() {
         // 0xFF if magnitude == k + 1: (magnitude ^ (k + 1)) − 1 borrows only for 0.
         let diff = magnitude ^ (k as u8 + 1);
@@ -309,7 +330,7 @@ mod tests {
         };
         let q = Niels(core::array::from_fn(|i| core::array::from_fn(|k| q[32 * i + k])));
         p.add_niels(&q, &mut c, &mut [Fe::ZERO; 2]);
-        let mut r = Extended::IDENTITY;
+        let mut r = Extended::identity();
         r.set_completed(&c);
         r
     }

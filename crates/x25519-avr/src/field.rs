@@ -15,17 +15,40 @@ use zeroize::Zeroize;
 pub struct Fe(pub [u8; 32]);
 
 /// p = 2^255 − 19, little-endian.
+#[cfg(test)]
 const P: [u8; 32] = {
-    let mut p = [0xFF; 32];
-    p[0] = 0xED;
-    p[31] = 0x7F;
+    let mut p = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        p[i] = p_byte(i);
+        i += 1;
+    }
     p
 };
+
+/// Byte `i` of p = 2^255 − 19, little-endian: computed where it is used,
+/// not read from a 32-byte constant (which a classic AVR keeps in SRAM).
+const fn p_byte(i: usize) -> u8 {
+    match i {
+        0 => 0xED,
+        31 => 0x7F,
+        _ => 0xFF,
+    }
+}
 
 impl Fe {
     /// 0.
     pub const ZERO: Fe = Fe([0; 32]);
+    /// 1, built in place (a constant would be copied from a template,
+    /// which a classic AVR keeps in SRAM).
+    pub fn one() -> Fe {
+        let mut b = [0u8; 32];
+        b[0] = 1;
+        Fe(b)
+    }
+
     /// 1.
+    #[cfg(test)]
     pub const ONE: Fe = {
         let mut b = [0; 32];
         b[0] = 1;
@@ -154,8 +177,8 @@ impl Fe {
         for _ in 0..2 {
             let mut d = [0u8; 32];
             let mut borrow = 0u16;
-            for ((d, &a), &p) in d.iter_mut().zip(r.iter()).zip(P.iter()) {
-                let t = (a as u16).wrapping_sub(p as u16).wrapping_sub(borrow);
+            for (i, (d, &a)) in d.iter_mut().zip(r.iter()).enumerate() {
+                let t = (a as u16).wrapping_sub(p_byte(i) as u16).wrapping_sub(borrow);
                 *d = t as u8;
                 borrow = (t >> 8) & 1;
             }

@@ -122,7 +122,7 @@ impl Workspace {
     /// The ladder's start for the point u = x1: (x1 : 1) twice.
     pub fn new(x1: &Fe) -> Workspace {
         Workspace {
-            state: [*x1, Fe::ONE, *x1, Fe::ONE],
+            state: [*x1, Fe::one(), *x1, Fe::one()],
             temps: [Fe::ZERO; 4],
             x1: *x1,
             scratch: [0; 128],
