@@ -129,9 +129,9 @@ pub fn encrypt<S: KeySource + ?Sized>(
 ) {
     // ρ is public: a reader's copy needs no wiping.
     let mut rho_copy = [0u8; 32];
-    let rho: &[u8; 32] = kem_common::bytes_at(key, ek_at + K * POLY_BYTES, &mut rho_copy)
-        .try_into()
-        .unwrap_or(&[0; 32]);
+    // A slice, not an array: a fallback for a short key would be a
+    // 32-byte static, which a classic AVR keeps in SRAM.
+    let rho: &[u8] = kem_common::bytes_at(key, ek_at + K * POLY_BYTES, &mut rho_copy);
     let mut r_hat = Poly::zero();
     let mut loaded = K; // none yet
     let mut load = |j: usize, r_hat: &mut Poly| {

@@ -28,7 +28,7 @@ const BLOCKS_BEFORE_FULL: usize = (N - 1).div_euclid(2 * CANDIDATE_TRIPLES_PER_B
 /// is written at the fill position, which advances only if it is below q
 /// (a rejected one is overwritten by the next). After that, writes go
 /// through masks (or rewrite the last slot with itself once full).
-pub fn sample_ntt(rho: &[u8; 32], j: u8, i: u8, out: &mut Poly) {
+pub fn sample_ntt(rho: &[u8], j: u8, i: u8, out: &mut Poly) {
     let mut xof = Sponge::shake128();
     xof.absorb(rho);
     xof.absorb(&[j, i]);

@@ -328,6 +328,22 @@ fn keygen_draws(rng: &mut impl TryCryptoRng, s_out: SecretOut<'_>, (pk, hpk, z):
     Ok(fill(rng, z)?)
 }
 
+/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `sink`.
+/// Returns K̄ (the caller hashes it with H of the ciphertext it received or
+/// sent). Inlined: only K̄ and r are held while the encryption runs.
+#[inline(always)]
+fn encrypt_derive<S: KeySource + ?Sized>(
+    m: &[u8; 32],
+    hpk: &[u8],
+    pk: PkIn<'_, S>,
+    sink: &mut CiphertextSink<CT_BYTES>,
+) -> [u8; 32] {
+    let (kbar, mut r) = key_and_r(m, hpk);
+    pke::encrypt(m, &r, pk, sink);
+    r.wipe();
+    kbar
+}
+
 /// (K̄, r) = G(m ‖ H(pk)), the 64-byte hash in a frame of its own (gone
 /// before the encryption runs).
 #[inline(never)]
@@ -377,9 +393,7 @@ fn encapsulate_in<S: KeySource + ?Sized>(
     fill(rng, &mut raw)?;
     let mut m = fips202::sha3_256(&[&raw]);
     let hpk = hash_pk(pk, 0);
-    let (mut kbar, mut r) = key_and_r(&m, &hpk);
-    pke::encrypt(&m, &r, PkIn { key: pk, at: 0 }, &mut CiphertextSink::Write(ct));
-    r.wipe();
+    let mut kbar = encrypt_derive(&m, &hpk, PkIn { key: pk, at: 0 }, &mut CiphertextSink::Write(ct));
     let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[ct])]));
     raw.wipe();
     m.wipe();
@@ -418,9 +432,8 @@ fn decapsulate_with<S: KeySource + ?Sized>(
     // ct_eq compiled to a branch per byte on AVR: `cargo xtask ct` saw it.)
     let mut sink = CiphertextSink::compare(ct);
     let mut hpk = [0u8; 32];
-    let (mut kbar, mut r) = key_and_r(&m, bytes_at(key, hpk_at, &mut hpk));
-    pke::encrypt(&m, &r, PkIn { key, at: rest_at }, &mut sink);
-    r.wipe();
+    let hpk = bytes_at(key, hpk_at, &mut hpk);
+    let mut kbar = encrypt_derive(&m, hpk, PkIn { key, at: rest_at }, &mut sink);
     // K̄, or z (read in place) if the ciphertexts differ. The reference
     // hashes the received ciphertext, valid or not.
     let fail = !sink.equal();
