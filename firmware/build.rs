@@ -45,13 +45,13 @@ fn main() {
         }
     }
     println!("cargo::rustc-check-cfg=cfg(mqtt)");
-    // The `mqtt-<kem>` features (every `mqtt-` feature but the X25519 and
-    // provisioned-keys ones): `mqtt-` and the registry's name of the KEM,
+    // The `mqtt-<kem>` features (every `mqtt-` feature but the X25519,
+    // provisioned-keys and keys-in-flash ones): `mqtt-` and the registry's name of the KEM,
     // handed to the code as `MQTT_KEM` (`kem_registry::Scheme::from_name`).
     let mqtt_kems: Vec<String> = std::env::vars()
         .filter_map(|(k, _)| {
             k.strip_prefix("CARGO_FEATURE_MQTT_")
-                .filter(|rest| *rest != "X25519" && *rest != "PROVISIONED")
+                .filter(|rest| !["X25519", "PROVISIONED", "KEYS_IN_FLASH"].contains(rest))
                 .map(|rest| rest.to_lowercase().replace('_', "-"))
         })
         .collect();

@@ -1,5 +1,6 @@
 //! Picks the peripheral layout from `-C target-cpu=…` (classic megaAVR by
-//! default; `avr_mega0` for the megaAVR-0 series such as the ATmega4808).
+//! default; `avr_mega0` for the megaAVR-0 series such as the ATmega4808),
+//! and `avr_elpm` for parts with more than 64 KB of flash.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(avr_mega0)");
@@ -16,5 +17,10 @@ fn main() {
         .unwrap_or("");
     if avr_mcu::by_name(cpu).is_some_and(|m| m.family == avr_mcu::Family::Mega0) {
         println!("cargo:rustc-cfg=avr_mega0");
+    }
+    // More than 64 KB of flash: program memory is read with `elpm` and RAMPZ.
+    println!("cargo::rustc-check-cfg=cfg(avr_elpm)");
+    if avr_mcu::by_name(cpu).is_some_and(|m| m.flash > 0x10000) {
+        println!("cargo:rustc-cfg=avr_elpm");
     }
 }

@@ -17,6 +17,11 @@
 //! this binary only explains that.
 
 #![cfg_attr(target_arch = "avr", no_std, no_main)]
+// `asm!` for the flash address of the provisioned keys (`device::sensor`).
+#![cfg_attr(
+    all(target_arch = "avr", feature = "mqtt-keys-in-flash", feature = "mqtt-provisioned"),
+    feature(asm_experimental_arch)
+)]
 
 #[cfg(not(target_arch = "avr"))]
 fn main() {

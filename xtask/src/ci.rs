@@ -61,7 +61,18 @@ pub fn run() -> Result<(), String> {
                     // Built first, so the simulator's build does not compete with it.
                     util::run(Command::new("cargo").args(["test", "--workspace", "--no-run"]))?;
                     yasimavr.start();
-                    util::run(Command::new("cargo").args(["test", "--workspace"]))
+                    util::run(Command::new("cargo").args(["test", "--workspace"]))?;
+                    // The sensor handshake with its keys behind readers (a
+                    // classic AVR's flash): a feature no host build enables.
+                    util::run(Command::new("cargo").args([
+                        "test",
+                        "-p",
+                        "kem-mqtt",
+                        "--features",
+                        "program-memory-keys",
+                        "--test",
+                        "handshake",
+                    ]))
                 }
             }),
         ),
@@ -116,6 +127,22 @@ pub fn run() -> Result<(), String> {
         (
             "KEM-MQTT sensor of every suite, 3 seeds",
             Box::new(|| handshake::cmd(&args(&["mqtt", "--seeds", "3"])?)),
+        ),
+        // The same with the KEMs reading the keys through readers, as the
+        // ATmega2560 sensor reads them from flash (one suite here; `cargo
+        // xtask mqtt --key-readers --seeds 3` runs all twelve).
+        (
+            "KEM-MQTT sensor with its keys behind readers (ml-kem-512+x25519), 3 seeds",
+            Box::new(|| {
+                handshake::cmd(&args(&[
+                    "mqtt",
+                    "--key-readers",
+                    "--seeds",
+                    "3",
+                    "--suite",
+                    "ml-kem-512+x25519",
+                ])?)
+            }),
         ),
         // The AVR sensor through real mosquitto, plugin and gateway: the
         // application must see the reading sealed on the AVR.

@@ -270,6 +270,40 @@ pub fn timed_end(id: u8) -> [u8; 5] {
     [f0, f1, c0, c1, ov & 1]
 }
 
+/// Copies program memory (flash) from the byte address `addr` on into
+/// `out`: `elpm` with RAMPZ on the parts with more than 64 KB of flash
+/// (RAMPZ is 0 again afterwards), `lpm` on the others. For constants a
+/// classic AVR keeps out of SRAM (`.progmem.data`); the megaAVR 0-series
+/// maps its flash into the data space and needs none of this.
+pub fn read_program_memory(addr: u32, out: &mut [u8]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        let at = addr + i as u32;
+        let byte: u8;
+        // SAFETY: reads flash only; RAMPZ is restored to 0.
+        unsafe {
+            #[cfg(avr_elpm)]
+            asm!(
+                "out 0x3B, {hh}", // RAMPZ
+                "elpm {byte}, Z",
+                "out 0x3B, {zero}",
+                hh = in(reg) (at >> 16) as u8,
+                zero = in(reg) 0u8,
+                byte = out(reg) byte,
+                in("Z") at as u16,
+                options(nostack, readonly, preserves_flags)
+            );
+            #[cfg(not(avr_elpm))]
+            asm!(
+                "lpm {byte}, Z",
+                byte = out(reg) byte,
+                in("Z") at as u16,
+                options(nostack, readonly, preserves_flags)
+            );
+        }
+        *o = byte;
+    }
+}
+
 /// Reads byte `addr` of the EEPROM.
 pub fn eeprom_read(addr: u16) -> u8 {
     // SAFETY: EEPROM registers (classic) or the mapped EEPROM and NVMCTRL

@@ -13,7 +13,10 @@ pub mod board;
 #[cfg(target_arch = "avr")]
 mod hw;
 #[cfg(target_arch = "avr")]
-pub use hw::{eeprom_read, eeprom_write, exit, marker_begin, marker_end, paint_stack, read_sp, stack_used_since, Uart};
+pub use hw::{
+    eeprom_read, eeprom_write, exit, marker_begin, marker_end, paint_stack, read_program_memory, read_sp,
+    stack_used_since, Uart,
+};
 
 pub use protocol::{ops_count, ops_table, Io, Op, Status};
 

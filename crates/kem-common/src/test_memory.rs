@@ -25,11 +25,7 @@ pub fn modify(f: impl FnOnce(&mut [u8])) {
 
 /// A reader of `len` bytes from `offset` in this thread's memory.
 pub fn reader(offset: usize, len: usize) -> KeyBytes<'static> {
-    KeyBytes::Reader {
-        offset,
-        len,
-        read,
-    }
+    KeyBytes::Reader { offset, len, read }
 }
 
 fn read(at: usize, out: &mut [u8]) {

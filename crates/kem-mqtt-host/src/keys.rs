@@ -576,9 +576,9 @@ impl SensorKeys {
     pub fn credentials(&self) -> kem_mqtt::SensorCredentials<'_> {
         kem_mqtt::SensorCredentials {
             client_id: self.client_id.as_bytes(),
-            kem_sk: &self.kem_sk,
+            kem_sk: self.kem_sk[..].into(),
             x25519_sk: Some(&self.x25519_sk),
-            broker_kem_pk: &self.broker_kem_pk,
+            broker_kem_pk: self.broker_kem_pk[..].into(),
             broker_x25519_pk: Some(&self.broker_x25519_pk),
             x25519_static_secret: None,
         }

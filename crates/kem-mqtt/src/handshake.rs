@@ -2,6 +2,7 @@
 
 use core::borrow::BorrowMut;
 
+use kem_common::{KeyBytes, KeySource};
 use rand_core::TryCryptoRng;
 #[cfg(feature = "x25519")]
 use x25519_backend::{x25519, x25519_base};
@@ -59,12 +60,14 @@ pub fn valid_client_id(id: &[u8]) -> bool {
 pub struct SensorCredentials<'a> {
     /// The MQTT client id, registered with the broker.
     pub client_id: &'a [u8],
-    /// The sensor's static KEM secret key (the suite's KEM).
-    pub kem_sk: &'a [u8],
+    /// The sensor's static KEM secret key (the suite's KEM): a slice
+    /// (`slice.into()`), or with the feature `program-memory-keys` a key
+    /// in a classic AVR's flash ([`KeyBytes::Reader`]).
+    pub kem_sk: KeyBytes<'a>,
     /// The sensor's static X25519 secret key (hybrid suites).
     pub x25519_sk: Option<&'a [u8; 32]>,
-    /// The broker's static KEM public key.
-    pub broker_kem_pk: &'a [u8],
+    /// The broker's static KEM public key (a slice or, as `kem_sk`, a reader).
+    pub broker_kem_pk: KeyBytes<'a>,
     /// The broker's static X25519 public key (hybrid suites).
     pub broker_x25519_pk: Option<&'a [u8; 32]>,
     /// The static-static X25519 secret, if cached: it depends only on the
@@ -845,7 +848,7 @@ impl BrokerHandshake {
         let mut transcript = Xof::transcript(f);
         transcript.absorb(msg);
         let th1 = transcript.snapshot();
-        let ss_s = kem::decapsulate(kem, sk_b, ct_s).map_err(|_| Error::InvalidKey)?;
+        let ss_s = kem::decapsulate(kem, sk_b.into(), ct_s).map_err(|_| Error::InvalidKey)?;
         let dh_ss = match statics {
             Some((sk, pk)) => Some(x25519_shared(sk, &pk)?),
             None => None,
@@ -858,12 +861,12 @@ impl BrokerHandshake {
         let (nonce_b, rest) = rest.split_at_mut(NONCE_LEN);
         fill(rng, nonce_b)?;
         let (ct_e, rest) = rest.split_at_mut(kem.ct_len());
-        let ss_e = kem::encapsulate(kem, pk_e, rng, ct_e).map_err(|e| match e {
+        let ss_e = kem::encapsulate(kem, pk_e.into(), rng, ct_e).map_err(|e| match e {
             KemFail::Rng => Error::Rng,
             _ => Error::InvalidEphemeralKey,
         })?;
         let (ct_c, rest) = rest.split_at_mut(kem.ct_len());
-        let ss_c = kem::encapsulate(kem, entry.kem_pk, rng, ct_c).map_err(|e| match e {
+        let ss_c = kem::encapsulate(kem, entry.kem_pk.into(), rng, ct_c).map_err(|e| match e {
             KemFail::Rng => Error::Rng,
             _ => Error::InvalidKey,
         })?;

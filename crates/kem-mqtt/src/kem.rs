@@ -1,6 +1,8 @@
 //! Byte-level dispatch over the workspace's KEM crates.
 
-use kem_common::SharedSecret;
+#[cfg(not(feature = "program-memory-keys"))]
+use kem_common::KeySource;
+use kem_common::{KeyBytes, SharedSecret};
 use rand_core::TryCryptoRng;
 
 use crate::Error;
@@ -82,8 +84,14 @@ macro_rules! ctru_module {
                 sk.public_key()
             }
             pub type Raw = ctru_light::CtruLight<$backend>;
+            pub use ctru_light::Error;
+            #[cfg(not(feature = "program-memory-keys"))]
             pub fn secret_key_ok(sk: &[u8]) -> bool {
                 Raw::check_secret_key(sk).is_ok()
+            }
+            #[cfg(feature = "program-memory-keys")]
+            pub fn secret_key_from_ok(sk: kem_common::KeyBytes<'_>) -> bool {
+                Raw::check_secret_key_from(sk).is_ok()
             }
         }
     };
@@ -99,12 +107,18 @@ macro_rules! kyber_module {
         mod $name {
             pub use k::raw as Raw;
             pub use k::{DecapsulationKey as SecretKey, EncapsulationKey as PublicKey};
+            pub use kyber512_avr::Error;
             use $path as k;
             pub fn public_of(sk: &SecretKey) -> PublicKey {
                 sk.encapsulation_key().clone()
             }
+            #[cfg(not(feature = "program-memory-keys"))]
             pub fn secret_key_ok(sk: &[u8]) -> bool {
                 k::raw::check_decapsulation_key(sk).is_ok()
+            }
+            #[cfg(feature = "program-memory-keys")]
+            pub fn secret_key_from_ok(sk: kem_common::KeyBytes<'_>) -> bool {
+                k::raw::check_decapsulation_key_from(sk).is_ok()
             }
         }
     };
@@ -118,17 +132,26 @@ kyber_module!(ml_kem_768, kyber512_avr::ml_kem_768);
 
 #[cfg(feature = "lightsaber")]
 mod lightsaber {
-    pub use lightsaber_avr::{PublicKey, SecretKey};
+    pub use lightsaber_avr::{Error, PublicKey, SecretKey};
     /// The byte-array API.
     #[allow(non_snake_case)]
     pub mod Raw {
-        pub use lightsaber_avr::{decapsulate_into, encapsulate_into, keygen_into, keygen_secret_into};
+        #[cfg(feature = "program-memory-keys")]
+        pub use lightsaber_avr::{decapsulate_from, encapsulate_from};
+        #[cfg(not(feature = "program-memory-keys"))]
+        pub use lightsaber_avr::{decapsulate_into, encapsulate_into};
+        pub use lightsaber_avr::{keygen_into, keygen_secret_into};
     }
     pub fn public_of(sk: &SecretKey) -> PublicKey {
         sk.public_key()
     }
+    #[cfg(not(feature = "program-memory-keys"))]
     pub fn secret_key_ok(sk: &[u8]) -> bool {
         lightsaber_avr::check_secret_key(sk).is_ok()
+    }
+    #[cfg(feature = "program-memory-keys")]
+    pub fn secret_key_from_ok(sk: kem_common::KeyBytes<'_>) -> bool {
+        lightsaber_avr::check_secret_key_from(sk).is_ok()
     }
 }
 
@@ -174,7 +197,7 @@ pub(crate) fn decapsulate_ephemeral(kem: Scheme, sk: &[u8], ct: &[u8]) -> Result
     if kem == Scheme::LightSaber {
         return decapsulate_compact_lightsaber(sk, ct);
     }
-    decapsulate(kem, sk, ct)
+    decapsulate(kem, KeyBytes::Slice(sk), ct)
 }
 
 /// LightSaber's compact secret key: checked in a frame of its own (gone
@@ -194,38 +217,63 @@ fn decapsulate_compact_lightsaber(sk: &[u8], ct: &[u8]) -> Result<SharedSecret, 
 }
 
 /// Encapsulates to `pk`, writing the ciphertext to `ct_out` (exactly `ct_len`).
+///
+/// With the feature `program-memory-keys` the key may be a
+/// [`KeyBytes::Reader`] (a classic AVR's flash): the KEM crates' `*_from`
+/// functions read it a piece at a time, with the same checks. Without it,
+/// only keys in the data space compile in, and a reader is refused.
 pub(crate) fn encapsulate(
     kem: Scheme,
-    pk: &[u8],
+    pk: KeyBytes<'_>,
     rng: &mut impl TryCryptoRng,
     ct_out: &mut [u8],
 ) -> Result<SharedSecret, KemFail> {
-    if check_public_key(kem, pk).is_err() {
-        return Err(KemFail::PublicKey);
-    }
+    #[cfg(not(feature = "program-memory-keys"))]
+    let pk = match pk.as_slice() {
+        Some(pk) if check_public_key(kem, pk).is_ok() => pk,
+        _ => return Err(KemFail::PublicKey),
+    };
     dispatch!(kem, m => {
-        let pk = pk.try_into().map_err(|_| KemFail::PublicKey)?;
         let ct = ct_out.try_into().map_err(|_| KemFail::Rng)?;
-        m::Raw::encapsulate_into(pk, rng, ct).map_err(|_| KemFail::Rng)
+        #[cfg(feature = "program-memory-keys")]
+        let encapsulated = m::Raw::encapsulate_from(pk, rng, ct);
+        #[cfg(not(feature = "program-memory-keys"))]
+        let encapsulated = m::Raw::encapsulate_into(pk.try_into().map_err(|_| KemFail::PublicKey)?, rng, ct);
+        encapsulated.map_err(|e| match e {
+            m::Error::Rng => KemFail::Rng,
+            _ => KemFail::PublicKey,
+        })
     }, else Err(KemFail::Unsupported))
 }
 
 /// Whether `sk` is a well-formed secret key of `kem` (checked in place, in a
 /// frame of its own that is gone before the KEM runs).
 #[inline(never)]
-fn secret_key_ok(kem: Scheme, sk: &[u8]) -> bool {
-    dispatch!(kem, m => m::secret_key_ok(sk), else false)
+fn secret_key_ok(kem: Scheme, sk: KeyBytes<'_>) -> bool {
+    #[cfg(feature = "program-memory-keys")]
+    return dispatch!(kem, m => m::secret_key_from_ok(sk), else false);
+    #[cfg(not(feature = "program-memory-keys"))]
+    match sk.as_slice() {
+        Some(sk) => dispatch!(kem, m => m::secret_key_ok(sk), else false),
+        None => false,
+    }
 }
 
-/// Decapsulates `ct` with `sk`.
-pub(crate) fn decapsulate(kem: Scheme, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
+/// Decapsulates `ct` with `sk` (a reader too with `program-memory-keys`,
+/// as [`encapsulate`]).
+pub(crate) fn decapsulate(kem: Scheme, sk: KeyBytes<'_>, ct: &[u8]) -> Result<SharedSecret, KemFail> {
     if !secret_key_ok(kem, sk) {
         return Err(KemFail::SecretKey);
     }
     dispatch!(kem, m => {
-        let sk = sk.try_into().map_err(|_| KemFail::SecretKey)?;
         let ct = ct.try_into().map_err(|_| KemFail::PublicKey)?;
-        Ok(m::Raw::decapsulate_into(sk, ct))
+        #[cfg(feature = "program-memory-keys")]
+        return Ok(m::Raw::decapsulate_from(sk, ct));
+        #[cfg(not(feature = "program-memory-keys"))]
+        match sk.as_slice().and_then(|sk| sk.try_into().ok()) {
+            Some(sk) => Ok(m::Raw::decapsulate_into(sk, ct)),
+            None => Err(KemFail::SecretKey),
+        }
     }, else Err(KemFail::Unsupported))
 }
 
@@ -280,11 +328,11 @@ pub fn check_key_pair(kem: Scheme, sk: &[u8], pk: &[u8], rng: &mut impl TryCrypt
     }
     let mut ct = [0u8; kem_registry::MAX_CT_LEN];
     let ct = ct.get_mut(..kem.ct_len()).ok_or(Error::InvalidKey)?;
-    let sent = encapsulate(kem, pk, rng, ct).map_err(|e| match e {
+    let sent = encapsulate(kem, pk.into(), rng, ct).map_err(|e| match e {
         KemFail::Rng => Error::Rng,
         _ => Error::InvalidKey,
     })?;
-    let received = decapsulate(kem, sk, ct).map_err(|_| Error::InvalidKey)?;
+    let received = decapsulate(kem, sk.into(), ct).map_err(|_| Error::InvalidKey)?;
     if !bool::from(kem_common::bytes_equal(sent.as_bytes(), received.as_bytes())) {
         return Err(Error::InvalidKey);
     }

@@ -147,6 +147,8 @@ pub use handshake::{
     SensorCredentials, SensorHandshake, NONCE_LEN, X25519_LEN,
 };
 pub use kem::{check_key_pair, check_public_key, generate_keypair, public_key_of};
+/// A key in the data space or behind a reader ([`SensorCredentials`]'s keys).
+pub use kem_common::KeyBytes;
 pub use record::{Role, Session, MAX_TOPIC_LEN, RECORD_LABEL, RECORD_OVERHEAD, REPLAY_WINDOW, SEQ_LEN, TAG_LEN};
 pub use suite::{kem_enabled, Family, Scheme, Suite, SuiteSet, KEMS};
 

@@ -101,6 +101,43 @@ pub fn kdf(family: Family, label: &[u8], parts: &[&[u8]], out: &mut [u8]) {
     x.finish(out);
 }
 
+/// One part of [`kdf_with`]'s input.
+pub enum Part<'a> {
+    /// Bytes in the data space.
+    Bytes(&'a [u8]),
+    /// `len` bytes that `read(at, out)` copies out (a classic AVR's
+    /// program memory), absorbed 32 bytes at a time.
+    Read(usize, &'a dyn Fn(usize, &mut [u8])),
+}
+
+/// [`kdf`] of parts that may be in program memory: the same output as
+/// [`kdf`] of the same bytes.
+pub fn kdf_with(family: Family, label: &[u8], parts: &[Part<'_>], out: &mut [u8]) {
+    let mut x = Xof::kdf(family, label);
+    for p in parts {
+        match p {
+            Part::Bytes(bytes) => {
+                x.absorb(&(bytes.len() as u16).to_be_bytes());
+                x.absorb(bytes);
+            }
+            Part::Read(len, read) => {
+                x.absorb(&(*len as u16).to_be_bytes());
+                let mut piece = [0u8; 32];
+                let mut at = 0;
+                while at < *len {
+                    let n = (len - at).min(piece.len());
+                    let (bytes, _) = piece.split_at_mut(n);
+                    read(at, bytes);
+                    x.absorb(bytes);
+                    at += n;
+                }
+                piece.zeroize();
+            }
+        }
+    }
+    x.finish(out);
+}
+
 /// [`kdf`] with a 32-byte output.
 pub fn kdf32(family: Family, label: &[u8], parts: &[&[u8]]) -> Secret32 {
     let mut out = Secret32([0; 32]);
@@ -121,6 +158,24 @@ impl Drop for Secret32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Parts read in pieces give the KDF of the same bytes, in both families.
+    #[test]
+    fn kdf_with_readers_is_kdf() {
+        let key: [u8; 100] = core::array::from_fn(|i| (i as u8).wrapping_mul(37));
+        let read = |at: usize, out: &mut [u8]| out.copy_from_slice(&key[at..at + out.len()]);
+        for family in [Family::Sha3, Family::Ascon] {
+            let (mut a, mut b) = ([0u8; 48], [0u8; 48]);
+            kdf(family, b"label", &[&key, b"counter"], &mut a);
+            kdf_with(
+                family,
+                b"label",
+                &[Part::Read(key.len(), &read), Part::Bytes(b"counter")],
+                &mut b,
+            );
+            assert_eq!(a, b);
+        }
+    }
 
     #[test]
     fn framing_separates_parts() {

@@ -112,9 +112,9 @@ impl SensorFixture {
     pub fn credentials<'a>(&'a self, broker: &'a BrokerFixture) -> SensorCredentials<'a> {
         SensorCredentials {
             client_id: self.client_id(),
-            kem_sk: &self.sk[..self.kem.sk_len()],
+            kem_sk: self.sk[..self.kem.sk_len()].into(),
             x25519_sk: Some(&self.x_sk),
-            broker_kem_pk: broker.kem_pk(),
+            broker_kem_pk: broker.kem_pk().into(),
             broker_x25519_pk: Some(&broker.x_pk),
             x25519_static_secret: None,
         }

@@ -444,7 +444,7 @@ fn wrong_static_keys_fail_at_broker_finished() {
         let mut other = broker_fixture(suite, &mut r);
         other.x_pk = broker.x_pk;
         let creds = SensorCredentials {
-            broker_kem_pk: other.kem_pk(),
+            broker_kem_pk: other.kem_pk().into(),
             ..sensor.credentials(&broker)
         };
         assert_eq!(
@@ -619,7 +619,7 @@ fn policy_registry_and_key_errors() {
         Some(Error::InvalidKey)
     );
     let bad = SensorCredentials {
-        broker_kem_pk: &[0xFF; 800],
+        broker_kem_pk: (&[0xFFu8; 800]).into(),
         ..creds
     };
     assert_eq!(
@@ -851,4 +851,55 @@ fn peek_agrees_with_accept_without_keys() {
             );
         }
     }
+}
+
+/// The sensor's credentials with its KEM secret key and the broker's KEM
+/// public key behind readers, as a classic AVR keeps them in flash.
+fn reader_credentials<'a>(sensor: &'a SensorFixture, broker: &'a BrokerFixture) -> SensorCredentials<'a> {
+    let creds = sensor.credentials(broker);
+    let sk = &sensor.sk[..sensor.kem.sk_len()];
+    kem_common::test_memory::set(&[sk, broker.kem_pk()].concat());
+    let reader = kem_common::test_memory::reader;
+    SensorCredentials {
+        kem_sk: reader(0, sk.len()),
+        broker_kem_pk: reader(sk.len(), broker.kem_pk().len()),
+        ..creds
+    }
+}
+
+/// With `program-memory-keys`, keys behind readers give every suite the
+/// handshake that slices give: the same flights and the same session keys.
+#[cfg(feature = "program-memory-keys")]
+#[test]
+fn keys_in_program_memory_are_the_same_handshake() {
+    for (i, suite) in Suite::ALL.into_iter().filter(|s| s.enabled()).enumerate() {
+        let (broker, sensor, _) = setup(suite, 900 + i as u64);
+        let mut flights = Vec::new();
+        for creds in [sensor.credentials(&broker), reader_credentials(&sensor, &broker)] {
+            let mut r = rng(901);
+            let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
+            let (s, n) = SensorHandshake::start(suite, creds, &mut r, &mut buf).unwrap();
+            let ch = buf[..n].to_vec();
+            let (b, n) = BrokerHandshake::accept(&broker, &ch, &mut r, &mut buf).unwrap();
+            let bh = buf[..n].to_vec();
+            let (mut ss, n) = s.receive_broker_hello(&bh, &mut buf).unwrap();
+            let cf = buf[..n].to_vec();
+            let mut bs = b.receive_client_finished(&cf).unwrap();
+            let record = exchange(&mut ss, &mut bs, b"t", b"reading");
+            flights.push((ch, bh, cf, record));
+        }
+        assert!(flights[0] == flights[1], "{}", suite.name());
+    }
+}
+
+/// Without `program-memory-keys` a key behind a reader is refused with
+/// a typed error, not read.
+#[cfg(not(feature = "program-memory-keys"))]
+#[test]
+fn keys_behind_readers_need_the_feature() {
+    let suite = Suite::ALL[0];
+    let (broker, sensor, mut r) = setup(suite, 950);
+    let mut buf = [0u8; MAX_CLIENT_HELLO_LEN];
+    let refused = SensorHandshake::start(suite, reader_credentials(&sensor, &broker), &mut r, &mut buf);
+    assert_eq!(refused.err(), Some(Error::InvalidKey));
 }

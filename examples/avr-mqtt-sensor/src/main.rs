@@ -38,7 +38,10 @@ const _: () = assert!(
     SUITE.enabled(),
     "the key file's suite is not compiled in: turn on its KEM's kem-mqtt feature in Cargo.toml, and `x25519` for a hybrid suite"
 );
-const _: () = assert!(SUITE.is_hybrid() == cfg!(hybrid), "build.rs and kem-mqtt disagree on the suite's kind");
+const _: () = assert!(
+    SUITE.is_hybrid() == cfg!(hybrid),
+    "build.rs and kem-mqtt disagree on the suite's kind"
+);
 const _: () = assert!(KEM_SK.len() == SUITE.kem().sk_len() && BROKER_KEM_PK.len() == SUITE.kem().pk_len());
 
 /// The suite called `name` (`Suite::from_name`, at compile time).
@@ -122,9 +125,9 @@ fn main() -> ! {
     let x25519 = (None, None, None);
     let creds = SensorCredentials {
         client_id: CLIENT_ID,
-        kem_sk: &KEM_SK,
+        kem_sk: (&KEM_SK).into(),
         x25519_sk: x25519.0,
-        broker_kem_pk: &BROKER_KEM_PK,
+        broker_kem_pk: (&BROKER_KEM_PK).into(),
         broker_x25519_pk: x25519.1,
         x25519_static_secret: x25519.2,
     };

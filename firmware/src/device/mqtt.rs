@@ -9,6 +9,8 @@ use avr_wire::mqtt::{CF_LEN, OP_FINISH, OP_FINISH_REST, OP_START, PAYLOAD, RECOR
 #[cfg(not(feature = "mqtt-provisioned"))]
 use avr_wire::mqtt::{MAX_ID_LEN, X25519_LEN};
 use kem_common::Tape;
+#[cfg(not(feature = "mqtt-provisioned"))]
+use kem_mqtt::KeyBytes;
 use kem_mqtt::{Error, Session, Suite};
 
 use super::sensor::*;
@@ -68,11 +70,51 @@ fn read_keys(io: &mut Uart) -> Option<Keys> {
     let id: &'static [u8; MAX_ID_LEN] = id;
     Some(Keys {
         id: &id[..id_len],
-        sk,
+        sk: key_bytes(sk, read_kem_sk),
         x_sk,
-        pk,
+        pk: key_bytes(pk, read_broker_pk),
         x_pk,
     })
+}
+
+/// A received key as the KEM reads it: a slice, or with
+/// `mqtt-keys-in-flash` behind `read`, so that the harness measures and
+/// checks (`cargo xtask mqtt --seeds`) the KEMs' reader path with keys
+/// that change per request, where the sensor application reads flash.
+#[cfg(not(feature = "mqtt-provisioned"))]
+fn key_bytes(key: &'static [u8], read: fn(usize, &mut [u8])) -> KeyBytes<'static> {
+    #[cfg(feature = "mqtt-keys-in-flash")]
+    return KeyBytes::Reader {
+        offset: 0,
+        len: key.len(),
+        read,
+    };
+    #[cfg(not(feature = "mqtt-keys-in-flash"))]
+    {
+        let _ = read;
+        KeyBytes::Slice(key)
+    }
+}
+
+/// Copies `KEM_SK` from `at` on (the harness's reader of the received key).
+#[cfg(not(feature = "mqtt-provisioned"))]
+fn read_kem_sk(at: usize, out: &mut [u8]) {
+    // SAFETY: single-threaded; read while no `read_keys` writes it.
+    copy_from(unsafe { &*core::ptr::addr_of!(KEM_SK) }, at, out);
+}
+
+/// Copies `BROKER_PK` from `at` on.
+#[cfg(not(feature = "mqtt-provisioned"))]
+fn read_broker_pk(at: usize, out: &mut [u8]) {
+    // SAFETY: as in read_kem_sk.
+    copy_from(unsafe { &*core::ptr::addr_of!(BROKER_PK) }, at, out);
+}
+
+#[cfg(not(feature = "mqtt-provisioned"))]
+fn copy_from(key: &[u8], at: usize, out: &mut [u8]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = key.get(at + i).copied().unwrap_or(0);
+    }
 }
 
 /// Reads the key fields of the request and checks them against the
@@ -81,8 +123,10 @@ fn read_keys(io: &mut Uart) -> Option<Keys> {
 #[cfg(feature = "mqtt-provisioned")]
 fn read_keys(io: &mut Uart) -> Option<Keys> {
     let mut differ = 0u8;
-    for &b in PROVISIONED.iter() {
-        differ |= io.read_byte() ^ b;
+    let mut b = [0u8; 1];
+    for at in 0..L.keys_len() {
+        read_provisioned(at, &mut b);
+        differ |= io.read_byte() ^ b[0];
     }
     if differ != 0 {
         return None;

@@ -9,7 +9,9 @@ use core::ptr::addr_of_mut;
 
 use avr_wire::mqtt::{Layout, CF_LEN, MAX_ID_LEN, TAPE_LEN, X25519_LEN};
 use kem_common::Tape;
-use kem_mqtt::{AwaitBrokerHello, EphemeralKey, Error, Scheme, SensorCredentials, SensorHandshake, Session, Suite};
+use kem_mqtt::{
+    AwaitBrokerHello, EphemeralKey, Error, KeyBytes, Scheme, SensorCredentials, SensorHandshake, Session, Suite,
+};
 
 /// The image's KEM: its `mqtt-<kem>` feature (`build.rs`).
 pub(super) const KEM: Scheme = match Scheme::from_name(env!("MQTT_KEM")) {
@@ -31,10 +33,14 @@ pub(super) const ID_LEN: usize = {
 #[cfg(not(feature = "mqtt-provisioned"))]
 pub(super) const ID_LEN: usize = MAX_ID_LEN;
 pub(super) const FLIGHT: usize = L.flight_len(ID_LEN);
-/// The same fields, provisioned into the image (in flash on the
-/// ATmega4808: no SRAM); the start request must carry equal bytes.
+/// The same fields, provisioned into the image; the start request must
+/// carry equal bytes. They take no SRAM: the megaAVR 0-series maps its
+/// flash into the data space, and on the classic parts
+/// (`mqtt-keys-in-flash`) they are in program memory, which only
+/// [`read_provisioned`] reads (a data-space read there would see SRAM).
 #[cfg(feature = "mqtt-provisioned")]
-pub(super) static PROVISIONED: [u8; L.keys_len()] = PROVISIONED_KEYS;
+#[cfg_attr(feature = "mqtt-keys-in-flash", link_section = ".progmem.data")]
+static PROVISIONED: [u8; L.keys_len()] = PROVISIONED_KEYS;
 #[cfg(feature = "mqtt-provisioned")]
 const PROVISIONED_KEYS: [u8; L.keys_len()] = *include_bytes!(concat!(env!("OUT_DIR"), "/provisioned-keys.bin"));
 /// The static-static X25519 secret, computed when the keys arrive
@@ -123,13 +129,49 @@ fn cache_static_secret(
     None
 }
 
-/// The key fields of a start request.
+/// The key fields of a start request (the KEM keys perhaps in program memory).
 pub(super) struct Keys {
     pub(super) id: &'static [u8],
-    pub(super) sk: &'static [u8; L.sk],
+    pub(super) sk: KeyBytes<'static>,
     pub(super) x_sk: &'static [u8; X25519_LEN],
-    pub(super) pk: &'static [u8; L.pk],
+    pub(super) pk: KeyBytes<'static>,
     pub(super) x_pk: &'static [u8; X25519_LEN],
+}
+
+/// Copies the provisioned bytes from `at` on into `out` (past the end: zeros).
+#[cfg(feature = "mqtt-provisioned")]
+// Where the flash is mapped, only the start op's key check reads through
+// it; the sensor application has no such op.
+#[cfg_attr(not(feature = "mqtt-keys-in-flash"), allow(dead_code))]
+pub(super) fn read_provisioned(at: usize, out: &mut [u8]) {
+    #[cfg(feature = "mqtt-keys-in-flash")]
+    {
+        // The keys' full flash address (a data-space pointer to them would
+        // have 16 bits: the ATmega2560's flash has 18).
+        let (lo, hi, hh): (u8, u8, u8);
+        // SAFETY: loads three immediates, the bytes of a link-time address.
+        unsafe {
+            core::arch::asm!(
+                "ldi {lo}, lo8({keys})",
+                "ldi {hi}, hi8({keys})",
+                "ldi {hh}, hh8({keys})",
+                keys = sym PROVISIONED,
+                lo = out(reg_upper) lo,
+                hi = out(reg_upper) hi,
+                hh = out(reg_upper) hh,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        let base = u32::from_le_bytes([lo, hi, hh, 0]);
+        let n = out.len().min(L.keys_len().saturating_sub(at));
+        let (inside, past) = out.split_at_mut(n);
+        avr_harness::read_program_memory(base + at as u32, inside);
+        past.fill(0);
+    }
+    #[cfg(not(feature = "mqtt-keys-in-flash"))]
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = PROVISIONED.get(at + i).copied().unwrap_or(0);
+    }
 }
 
 /// The sensor's randomness for one handshake, into [`TAPE`]: the
@@ -141,6 +183,18 @@ pub(super) fn derive_tape(suite: Suite, counter: u32, nonce: &[u8; avr_wire::mqt
     // SAFETY: single-threaded; the handshake state that reads the tape is
     // built after this returns.
     let tape = unsafe { &mut *addr_of_mut!(TAPE) };
+    #[cfg(feature = "mqtt-keys-in-flash")]
+    kem_mqtt::sym::kdf_with(
+        suite.family(),
+        avr_wire::mqtt::TAPE_LABEL,
+        &[
+            kem_mqtt::sym::Part::Read(L.keys_len(), &read_provisioned),
+            kem_mqtt::sym::Part::Bytes(&counter.to_le_bytes()),
+            kem_mqtt::sym::Part::Bytes(nonce),
+        ],
+        tape,
+    );
+    #[cfg(not(feature = "mqtt-keys-in-flash"))]
     kem_mqtt::sym::kdf(
         suite.family(),
         avr_wire::mqtt::TAPE_LABEL,
@@ -191,8 +245,8 @@ pub(super) fn next_counter() -> Option<u32> {
     Some(next)
 }
 
-/// The provisioned key fields.
-#[cfg(feature = "mqtt-provisioned")]
+/// The provisioned key fields, in the mapped flash (the megaAVR 0-series).
+#[cfg(all(feature = "mqtt-provisioned", not(feature = "mqtt-keys-in-flash")))]
 pub(super) fn provisioned_keys() -> Option<Keys> {
     let (&id_len, rest) = PROVISIONED.split_first()?;
     let (id, rest) = rest.split_first_chunk::<MAX_ID_LEN>()?;
@@ -202,9 +256,47 @@ pub(super) fn provisioned_keys() -> Option<Keys> {
     let (x_pk, _) = rest.split_first_chunk::<X25519_LEN>()?;
     Some(Keys {
         id: &id[..(id_len as usize).min(MAX_ID_LEN)],
-        sk,
+        sk: KeyBytes::Slice(sk),
         x_sk,
-        pk,
+        pk: KeyBytes::Slice(pk),
+        x_pk,
+    })
+}
+
+/// The provisioned key fields on a classic part: the KEM keys stay in
+/// program memory behind readers; the client id and the X25519 keys
+/// (`ID_LEN` + 64 bytes) are copied into SRAM.
+#[cfg(all(feature = "mqtt-provisioned", feature = "mqtt-keys-in-flash"))]
+pub(super) fn provisioned_keys() -> Option<Keys> {
+    const SK_AT: usize = 1 + MAX_ID_LEN;
+    const X_SK_AT: usize = SK_AT + L.sk;
+    const PK_AT: usize = X_SK_AT + X25519_LEN;
+    const X_PK_AT: usize = PK_AT + L.pk;
+    const _: () = assert!(X_PK_AT + X25519_LEN == L.keys_len());
+    /// id ‖ X25519 secret ‖ broker's X25519 public key.
+    static mut SMALL: [u8; ID_LEN + 2 * X25519_LEN] = [0; ID_LEN + 2 * X25519_LEN];
+    // SAFETY: single-threaded; the previous handshake's credentials, which
+    // borrowed it, are gone (their state was dropped first).
+    let small = unsafe { &mut *addr_of_mut!(SMALL) };
+    let (id, x) = small.split_at_mut(ID_LEN);
+    read_provisioned(1, id);
+    let (x_sk, x_pk) = x.split_at_mut(X25519_LEN);
+    read_provisioned(X_SK_AT, x_sk);
+    read_provisioned(X_PK_AT, x_pk);
+    let small = &*small;
+    let (id, rest) = small.split_at(ID_LEN);
+    let (x_sk, rest) = rest.split_first_chunk::<X25519_LEN>()?;
+    let (x_pk, _) = rest.split_first_chunk::<X25519_LEN>()?;
+    let reader = |offset, len| KeyBytes::Reader {
+        offset,
+        len,
+        read: read_provisioned,
+    };
+    Some(Keys {
+        id,
+        sk: reader(SK_AT, L.sk),
+        x_sk,
+        pk: reader(PK_AT, L.pk),
         x_pk,
     })
 }

@@ -73,6 +73,10 @@ pub fn target_dir(mcu: Mcu) -> PathBuf {
     util::workspace_root().join("target").join(format!("avr-{}", mcu.name))
 }
 
+/// The firmware feature that keeps a classic part's provisioned keys in
+/// program memory (read with `lpm`/`elpm`), not copied to SRAM.
+pub const KEYS_IN_FLASH: &str = "mqtt-keys-in-flash";
+
 /// The firmware feature that keeps the NTT twiddle tables in SRAM.
 pub const SRAM_TABLES: &str = "ntt-tables-in-sram";
 
@@ -99,7 +103,12 @@ impl Image {
     /// The cargo features of this image on `mcu`: on the ATmega4808 the 25
     /// ring operations fit its 48 KB of flash only with the portable NTT,
     /// and a sensor keeps its keys in flash (6 KB of SRAM hold no spare
-    /// 1.5 KB of key copies), provisioned into the image at build time.
+    /// 1.5 KB of key copies), provisioned into the image at build time. A
+    /// KEM-MQTT image of a classic part with 8 KB of SRAM or less (the
+    /// ATmega2560) reads its keys through readers, provisioned ones from
+    /// program memory ([`KEYS_IN_FLASH`]);
+    /// the ATmega1284p's 16 KB hold the copy, and its 128 KB of flash do
+    /// not hold the LightSaber hybrid sensor with the KEMs' key readers.
     pub fn features_on(&self, mcu: Mcu) -> Vec<&'static str> {
         let mut f = self.features.clone();
         if mcu.is_mega0() && self.name == "rings" {
@@ -107,6 +116,13 @@ impl Image {
         }
         if mcu.is_mega0() && self.name.starts_with("mqtt-") && !f.contains(&"mqtt-provisioned") {
             f.push("mqtt-provisioned");
+        }
+        if !mcu.is_mega0()
+            && mcu.facts().is_small_sram()
+            && f.iter().any(|f| f.starts_with("mqtt-"))
+            && !f.contains(&KEYS_IN_FLASH)
+        {
+            f.push(KEYS_IN_FLASH);
         }
         f
     }
@@ -242,6 +258,19 @@ impl Image {
             self.features.push("mqtt-provisioned");
         }
         self.keys = Some(keys);
+        self
+    }
+
+    /// This KEM-MQTT image with its KEMs reading the sensor's keys through
+    /// readers ([`KEYS_IN_FLASH`]), as the ATmega2560's do, on any part:
+    /// the harness then feeds the keys a request carries through them, so
+    /// `cargo xtask mqtt --key-readers` measures and checks that path on
+    /// the ATmega1284p. Built in a directory of its own.
+    pub fn key_readers(mut self) -> Image {
+        if !self.features.contains(&KEYS_IN_FLASH) {
+            self.name.push_str("-key-readers");
+            self.features.push(KEYS_IN_FLASH);
+        }
         self
     }
 

@@ -52,6 +52,11 @@ pub struct MqttArgs {
     /// Run each suite with N keys and randomness; the cycles must not change
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: u64,
+    /// The KEMs read the sensor's keys through readers, as from a classic
+    /// AVR's flash (`kem_common::KeyBytes::Reader`; the ATmega2560 sensor's
+    /// path), here from the harness's copy of the keys a request carries
+    #[arg(long)]
+    pub key_readers: bool,
     /// Run the sensor (simulated atmega1284p) against this real MQTT broker
     /// instead of the benchmark table; needs --key
     #[arg(long, value_name = "HOST:PORT", requires = "key", value_parser = broker_addr,
@@ -103,7 +108,7 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
         "| suite | start cycles | finish cycles | total | stack B start/finish (sim) | painted | CH/BH/CF/record B |"
     );
     println!("|---|---:|---:|---:|---|---|---|");
-    for image in sensor::images(mcu, &suites)?
+    for image in sensor::images_with(mcu, &suites, o.key_readers)?
         .into_iter()
         .filter(|i| crate::target::runnable(mcu, i, no_build))
     {

@@ -108,9 +108,13 @@ pub fn markdown(fits: &[Fit], floors: &str) -> String {
          one of its operations needs, measured). **no (flash)**: the linker refuses the image.\n\n\
          Peak stack: simavr's stack-pointer tracking on the classic parts; on the megaAVR 0-series, the \
          painted peak (free SRAM filled with a pattern before the run). A KEM takes a few bytes more stack \
-         on the ATmega2560 than on the ATmega1284p: its return addresses take 3 bytes. On the classic \
-         parts the sensor's provisioned keys are copied to SRAM at start-up (`.data`, up to 3.8 KB); on \
-         the megaAVR 0-series they stay in flash, which the data space maps.\n\n",
+         on the ATmega2560 than on the ATmega1284p: its return addresses take 3 bytes. Where a \
+         sensor's provisioned keys are: on the megaAVR 0-series in flash, which the data space maps; on \
+         the ATmega2560 (8 KB of SRAM) in program memory (firmware feature `mqtt-keys-in-flash`), which \
+         the KEMs read a piece at a time with `elpm` (`kem_common::KeyBytes`), only the client id and \
+         the X25519 keys (the id's length + 64 B) copied to SRAM; on the ATmega1284p copied to SRAM at start-up (`.data`, \
+         up to 3.3 KB), which its 16 KB hold. Parts with 8 KB of SRAM or less build the KEMs' \
+         stack-saving configurations (`*_small_sram`).\n\n",
     );
     let mut notes: Vec<&Fit> = fits.iter().filter(|f| f.verdict != "fits").collect();
     notes.sort_by(|a, b| (&a.mcu, &a.kind, &a.name).cmp(&(&b.mcu, &b.kind, &b.name)));

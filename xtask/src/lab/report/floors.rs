@@ -111,7 +111,7 @@ pub fn boards_section(records: &[Record], fits: &[Fit]) -> String {
          it runs in. A KEM operation holds its keys, ciphertext and shared secret (keygen: the key pair; \
          encaps: public key, ciphertext, secret; decaps: secret key, ciphertext, secret); its stack is \
          its image's on the {MCU} (NTT tables in flash; CTRU-Light: the lighter of its two reductions), \
-         and, in the configuration the KEM crates build for the small megaAVR 0-series parts (their \
+         and, in the configuration the KEM crates build for parts with 8 KB of SRAM or less (their \
          `*_small_sram` choices: less stack for more cycles), the painted stack on the {SMALL_MCU}. Each crate's \
          `avr-sram-floor.txt` is the least of its operations; a part with less SRAM is refused at build \
          time.\n\n\
@@ -131,7 +131,7 @@ pub fn boards_section(records: &[Record], fits: &[Fit]) -> String {
     }
     s.push_str(&format!(
         "\nA sensor's handshake, reading and command need its image's static RAM (the session, the \
-         handshake state, the link's buffers; on the classic parts also the provisioned keys, copied to \
+         handshake state, the link's buffers; on the ATmega1284p also the provisioned keys, copied to \
          SRAM at start-up) plus the peak stack of its run:\n\n\
          | suite | {SMALL_MCU} (keys in flash): static + stack = SRAM | {MCU} (keys in SRAM): static + stack = SRAM |\n\
          |---|---|---|\n"
@@ -172,7 +172,7 @@ pub fn files(records: &[Record], fits: &[Fit]) -> Result<Vec<(PathBuf, String)>,
                  # The least SRAM any one operation of this crate needs (bytes, then what):\n\
                  # its peak stack measured on the ATmega1284p plus the keys, ciphertext and\n\
                  # shared secret it reads and writes; the `small` line, the same for the\n\
-                 # configuration the crate builds for the small megaAVR 0-series parts,\n\
+                 # configuration the crate builds for parts with 8 KB of SRAM or less,\n\
                  # measured (painted) on the ATmega4808. build.rs refuses an MCU with less.\n\
                  {need} {what}: {stack} B of stack + {buf} B of keys, ciphertext and secret\n"
             );

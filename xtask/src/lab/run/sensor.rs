@@ -98,9 +98,15 @@ pub fn prepare_with(suite: Suite, key_seed: u64, run_seed: u64) -> Result<Case, 
     let mut id = sensor.client_id().to_vec();
     id.resize(fw::MAX_ID_LEN, 0);
     start.extend_from_slice(&id);
-    start.extend_from_slice(creds.kem_sk);
+    let bytes = |key: kem_mqtt::KeyBytes| {
+        use kem_common::KeySource;
+        let mut out = vec![0u8; key.len()];
+        key.read(0, &mut out);
+        out
+    };
+    start.extend_from_slice(&bytes(creds.kem_sk));
     start.extend_from_slice(&sensor.x_sk);
-    start.extend_from_slice(creds.broker_kem_pk);
+    start.extend_from_slice(&bytes(creds.broker_kem_pk));
     start.extend_from_slice(&broker.x_pk);
     let mut t = tape.clone();
     t.resize(fw::TAPE_LEN, 0);
@@ -272,6 +278,16 @@ pub fn suites_of(image: &crate::target::Image) -> Vec<Suite> {
 /// KEM's pure suite too); on the ATmega4808 (48 KB) also the pure ones,
 /// whose flash is the pure suite's own.
 pub fn images(mcu: crate::target::Mcu, suites: &crate::target::Suites) -> Result<Vec<crate::target::Image>, String> {
+    images_with(mcu, suites, false)
+}
+
+/// [`images`], with `key_readers` each one's KEMs reading the keys through
+/// readers ([`crate::target::Image::key_readers`]).
+pub fn images_with(
+    mcu: crate::target::Mcu,
+    suites: &crate::target::Suites,
+    key_readers: bool,
+) -> Result<Vec<crate::target::Image>, String> {
     crate::target::Image::all_mqtt()
         .into_iter()
         .filter(|i| !mcu.simulated || i.features.contains(&"mqtt-x25519"))
@@ -280,6 +296,7 @@ pub fn images(mcu: crate::target::Mcu, suites: &crate::target::Suites) -> Result
                 .iter()
                 .any(|&s| suites.admits(crate::report::records::MQTT_SCHEME, s))
         })
+        .map(|i| if key_readers { i.key_readers() } else { i })
         .map(|i| with_keys(mcu, i))
         .collect()
 }
