@@ -7,11 +7,11 @@
 //! (2.4–3.3 KB for a KEM-MQTT sensor's keys). [`KeyBytes::Reader`] lets a
 //! KEM read such a key a piece at a time instead.
 //!
-//! The KEM code takes any [`KeySource`]: a `[u8]` (the slice API, whose
-//! code is what it was: [`KeySource::as_slice`] is always `Some` there),
-//! or a [`KeyBytes`]. Which variant a `KeyBytes` is depends on where the
-//! key is stored, never on its value, so the branches below are on public
-//! data.
+//! The KEM code takes any [`KeySource`]: a `[u8]` (the slice API, for
+//! which [`KeySource::as_slice`] is always `Some`, so the reader paths
+//! compile away), or a [`KeyBytes`]. Which variant a `KeyBytes` is depends
+//! on where the key is stored, never on its value, so the branches below
+//! are on public data.
 
 use core::ops::Range;
 
@@ -93,24 +93,6 @@ impl<'a, const N: usize> From<&'a [u8; N]> for KeyBytes<'a> {
     }
 }
 
-impl KeyBytes<'_> {
-    /// Bytes `range` of this key as a key of their own (an empty key if
-    /// `range` is not inside it).
-    pub fn sub(&self, range: Range<usize>) -> Self {
-        if range.start > range.end || range.end > KeySource::len(self) {
-            return KeyBytes::Slice(&[]);
-        }
-        match *self {
-            KeyBytes::Slice(s) => KeyBytes::Slice(s.get(range).unwrap_or(&[])),
-            KeyBytes::Reader { offset, read, .. } => KeyBytes::Reader {
-                offset: offset + range.start,
-                len: range.end - range.start,
-                read,
-            },
-        }
-    }
-}
-
 impl KeySource for KeyBytes<'_> {
     fn len(&self) -> usize {
         match self {
@@ -139,25 +121,10 @@ impl KeySource for KeyBytes<'_> {
     }
 }
 
-/// The longest piece [`with_piece`] and [`for_each_piece`] copy out of a
-/// reader: a hash or seed field (32–33 bytes), or a run of packed
-/// coefficients ([`unpack_bits_in`]). Small, because the copy is on the
-/// stack while the KEM works on it.
-pub const MAX_PIECE: usize = 64;
-
-/// Calls `f` with bytes `range` of `key`: the slice itself when the key is
-/// in the data space, else a copy on the stack of a frame of its own (so
-/// the copy's [`MAX_PIECE`] bytes are on the stack only when a reader is
-/// read), wiped after `f`. A range outside the key gives `f` an empty
-/// slice (in the data space) or zeros; a reader's range is cut to
-/// [`MAX_PIECE`] bytes.
-#[inline(always)]
-pub fn with_piece<S: KeySource + ?Sized>(key: &S, range: Range<usize>, mut f: impl FnMut(&[u8])) {
-    match key.as_slice() {
-        Some(bytes) => f(bytes.get(range).unwrap_or(&[])),
-        None => read_piece(&|at, out| key.read(at, out), range, &mut f),
-    }
-}
+/// The longest piece [`for_each_piece`] copies out of a reader: a run of
+/// packed coefficients ([`unpack_bits_in`]). Small, because the copy is on
+/// the stack while the KEM works on it.
+const MAX_PIECE: usize = 64;
 
 #[inline(never)]
 fn read_piece(read: &dyn Fn(usize, &mut [u8]), range: Range<usize>, f: &mut dyn FnMut(&[u8])) {
@@ -186,16 +153,18 @@ pub fn bytes_at<'a, S: KeySource + ?Sized>(key: &'a S, at: usize, copy: &'a mut 
 
 /// Calls `f` on `range` of `key` in consecutive pieces of at most `piece`
 /// bytes (at most [`MAX_PIECE`]; one piece when the key is in the data
-/// space): for hashing or decoding a key that may be in program memory.
-pub fn for_each_piece<S: KeySource + ?Sized>(key: &S, range: Range<usize>, piece: usize, mut f: impl FnMut(&[u8])) {
+/// space): for decoding a key that may be in program memory. A reader's
+/// piece is copied to the stack of a frame of its own and wiped after `f`.
+fn for_each_piece<S: KeySource + ?Sized>(key: &S, range: Range<usize>, piece: usize, mut f: impl FnMut(&[u8])) {
     if let Some(bytes) = key.as_slice() {
         return f(bytes.get(range).unwrap_or(&[]));
     }
     let piece = piece.clamp(1, MAX_PIECE);
+    let read = |at, out: &mut [u8]| key.read(at, out);
     let mut at = range.start;
     while at < range.end {
         let end = (at + piece).min(range.end);
-        with_piece(key, at..end, &mut f);
+        read_piece(&read, at..end, &mut f);
         at = end;
     }
 }
@@ -206,7 +175,10 @@ pub fn for_each_piece<S: KeySource + ?Sized>(key: &S, range: Range<usize>, piece
 #[inline(always)]
 pub fn unpack_bits_in<S: KeySource + ?Sized>(d: u32, count: usize, key: &S, at: usize, sink: impl FnMut(usize, u16)) {
     match key.as_slice() {
-        Some(bytes) => crate::unpack_bits(d, count, bytes.get(at..).unwrap_or(&[]), sink),
+        Some(bytes) => {
+            let end = at + (count * d as usize).div_ceil(8);
+            crate::unpack_bits(d, count, bytes.get(at..end).unwrap_or(&[]), sink)
+        }
         None => unpack_pieces(d, count, key, at, sink),
     }
 }
@@ -244,31 +216,24 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_gives_the_bytes_a_slice_gives() {
+    fn a_reader_reads_its_range_and_zeros_past_it() {
         let reader = KeyBytes::Reader {
             offset: 100,
             len: 800,
             read: read_key,
         };
-        let slice = KeyBytes::Slice(&KEY[100..900]);
-        for range in [0..32, 5..69, 700..800, 384..448] {
-            let (mut a, mut b) = ([0u8; 128], [0u8; 128]);
-            let mut n = 0;
-            with_piece(&reader, range.clone(), |p| {
-                n = p.len();
-                a[..n].copy_from_slice(p);
-            });
-            with_piece(&slice, range.clone(), |p| b[..p.len()].copy_from_slice(p));
-            assert_eq!(n, (range.end - range.start).min(MAX_PIECE));
-            assert_eq!(a[..n], b[..n], "{range:?}");
-        }
-        let sub = reader.sub(32..64);
-        assert_eq!(KeySource::len(&sub), 32);
+        assert_eq!((reader.len(), reader.as_slice()), (800, None));
         let mut out = [0u8; 40];
-        sub.read(0, &mut out);
-        assert_eq!(out[..32], KEY[132..164]);
+        reader.read(768, &mut out);
+        assert_eq!(out[..32], KEY[868..900]);
         assert_eq!(out[32..], [0; 8], "past the end reads as zeros");
-        assert!(reader.sub(700..900).is_empty(), "a range outside is empty");
+        let mut copy = [0u8; 33];
+        assert_eq!(bytes_at(&reader, 5, &mut copy), &KEY[105..138]);
+        assert_eq!(
+            bytes_at(&KEY[..], 5, &mut [0u8; 33]),
+            &KEY[5..38],
+            "a slice is borrowed"
+        );
     }
 
     #[test]

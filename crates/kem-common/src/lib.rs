@@ -23,7 +23,7 @@ pub use kem;
 pub use rand_core;
 
 pub use buffer_kem::BufferKem;
-pub use key_bytes::{bytes_at, for_each_piece, unpack_bits_in, with_piece, KeyBytes, KeySource, MAX_PIECE};
+pub use key_bytes::{bytes_at, unpack_bits_in, KeyBytes, KeySource};
 pub use pack::{nibble, pack_bits, pack_bits_with, set_nibble, unpack_bits, unpack_nibbles};
 #[cfg(feature = "test-rng")]
 pub use rng::test_rng;

@@ -135,7 +135,9 @@ fn check_secret_key_in<S: KeySource + ?Sized>(key: &S) -> Result<(), Error> {
     Ok(())
 }
 
-/// H(pk) = SHA3-256 of the `PK_BYTES` at `at` in `key`.
+/// H(pk) = SHA3-256 of the `PK_BYTES` at `at` in `key`. Inlined: for a
+/// slice it is the one hash call the slice API made.
+#[inline(always)]
 fn hash_pk<S: KeySource + ?Sized>(key: &S, at: usize) -> [u8; 32] {
     match key.as_slice() {
         Some(bytes) => fips202::sha3_256(&[bytes.get(at..at + PK_BYTES).unwrap_or(&[])]),
@@ -404,7 +406,9 @@ fn encapsulate_in<S: KeySource + ?Sized>(
 /// [`decapsulate`] with an encoded secret key, which must come from
 /// [`keygen_into`] or have passed [`check_secret_key`].
 pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-    decapsulate_with(SecretIn::Packed(&sk[..]), &sk[..], SK_PKE_BYTES, ct)
+    // Slices start at the fields (offset 0): every slice caller then passes
+    // the same constant, which the compiler folds into the body.
+    decapsulate_with(SecretIn::Packed(&sk[..SK_PKE_BYTES]), &sk[SK_PKE_BYTES..], 0, ct)
 }
 
 /// [`decapsulate_into`] with a key that may be in program memory (a
@@ -500,7 +504,7 @@ pub fn check_compact_secret_key(bytes: &[u8]) -> Result<(), Error> {
 /// [`keygen_compact_into`] (or one that passed [`check_compact_secret_key`]).
 pub fn decapsulate_compact_into(sk: &[u8; COMPACT_SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
     let s = sk[..SK_NIBBLE_BYTES].try_into().unwrap_or(&[0; SK_NIBBLE_BYTES]); // the layout's length
-    decapsulate_with(SecretIn::Nibbles(s), &sk[..], SK_NIBBLE_BYTES, ct)
+    decapsulate_with(SecretIn::Nibbles(s), &sk[SK_NIBBLE_BYTES..], 0, ct)
 }
 
 kem_common::impl_bytes!([] EncapsulationKey, PK_BYTES, Error);
