@@ -37,7 +37,7 @@ pub fn pk_check(pk: &[u8]) -> Result<(), crate::Error> {
 }
 
 /// [`pk_check`] of the public key at `at` in `key` (a slice, or a key in
-/// program memory read half a key at a time).
+/// program memory read 32 values at a time).
 pub fn pk_check_in<S: KeySource + ?Sized>(key: &S, at: usize) -> Result<(), crate::Error> {
     let (mut bad, mut any) = (0i16, 0u16);
     unpack_bits_in(10, N, key, at, |_, v| {

@@ -385,7 +385,7 @@ impl<B: Backend, A: Arithmetic> CtruLight<B, A> {
     }
 
     /// [`Self::encapsulate_into`] to a key that may be in program memory
-    /// (a classic AVR's flash, read half a key at a time): the same checks,
+    /// (a classic AVR's flash, read 32 values at a time): the same checks,
     /// draws and output.
     pub fn encapsulate_from(
         pk: KeyBytes<'_>,

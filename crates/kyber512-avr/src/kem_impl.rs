@@ -731,7 +731,7 @@ macro_rules! kem_api {
             }
 
             /// [`encapsulate_into`] to a key that may be in program memory
-            /// (a classic AVR's flash, read a polynomial at a time): the
+            /// (a classic AVR's flash, read 32 values at a time): the
             /// same checks, draws and output.
             pub fn encapsulate_from(
                 ek: kem_common::KeyBytes<'_>,

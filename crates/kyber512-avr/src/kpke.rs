@@ -109,7 +109,7 @@ impl Noise<'_> {
 /// K-PKE.Encrypt (Algorithm 14) of message `m` with randomness `r`; the
 /// ciphertext bytes go to `sink`. The encapsulation key is bytes
 /// `ek_at..ek_at + EK_BYTES` of `key` (a slice, or a key in program
-/// memory read a polynomial at a time); it must already have passed the
+/// memory read 32 values at a time); it must already have passed the
 /// modulus check where the caller requires it.
 ///
 /// Three polynomials live at once (r̂_j, the Â entry, the accumulator):

@@ -110,7 +110,7 @@ pub fn check_secret_key(bytes: &[u8]) -> Result<(), Error> {
 }
 
 /// [`check_secret_key`] of a key that may be in program memory (a classic
-/// AVR's flash, read a polynomial at a time).
+/// AVR's flash, read 32 values at a time).
 #[inline(never)]
 pub fn check_secret_key_from(key: KeyBytes<'_>) -> Result<(), Error> {
     if key.len() != SK_BYTES {
@@ -368,7 +368,7 @@ pub fn encapsulate_into(
 }
 
 /// [`encapsulate_into`] to a key that may be in program memory (a classic
-/// AVR's flash, read a polynomial at a time): the same draws and output.
+/// AVR's flash, read 32 values at a time): the same draws and output.
 pub fn encapsulate_from(
     pk: KeyBytes<'_>,
     rng: &mut impl TryCryptoRng,
@@ -412,7 +412,7 @@ pub fn decapsulate_into(sk: &[u8; SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecre
 }
 
 /// [`decapsulate_into`] with a key that may be in program memory (a
-/// classic AVR's flash, read a polynomial at a time); it must come from
+/// classic AVR's flash, read 32 values at a time); it must come from
 /// [`keygen_into`] or have passed [`check_secret_key_from`].
 pub fn decapsulate_from(sk: KeyBytes<'_>, ct: &[u8; CT_BYTES]) -> SharedSecret {
     decapsulate_with(SecretIn::Packed(&sk), &sk, SK_PKE_BYTES, ct)

@@ -212,7 +212,7 @@ pub fn encrypt<S: KeySource + ?Sized>(
 }
 
 /// The public key an encryption reads: bytes `at..at + PK_BYTES` of `key`
-/// (a slice, or a key in program memory read a polynomial at a time).
+/// (a slice, or a key in program memory read 32 values at a time).
 pub struct PkIn<'a, S: ?Sized> {
     /// The bytes holding the key.
     pub key: &'a S,
