@@ -53,11 +53,35 @@ static uint8_t ss_enc[SS_BYTES];
 static uint8_t ss_dec[SS_BYTES];
 static uint8_t ss_rej[SS_BYTES];
 
-#ifdef __AVR__
+#if defined(__AVR__) && defined(PQCB_MEGA0)
+/* megaAVR-0 (ATmega4808 family), linked for the generic avrxmega3 core:
+ * avr-libc 2.0 has no header for these parts, so the few registers used
+ * are named here (datasheet DS40002018 addresses). */
+#define REG8(a) (*(volatile uint8_t *)(a))
+/* Markers go to a RAM byte: yasimavr watches data writes, not I/O. */
+volatile uint8_t pqcb_marker;
+#define GPIOR0 pqcb_marker
+#define SP (*(volatile uint16_t *)0x003D)
+#define USART0_TXDATAL REG8(0x0802)
+#define USART0_STATUS REG8(0x0804)
+#define USART0_CTRLB REG8(0x0806)
+#define USART0_CTRLC REG8(0x0807)
+#define USART0_BAUDL REG8(0x0808)
+#define USART0_BAUDH REG8(0x0809)
+#define PORTA_DIRSET REG8(0x0401)
+#define SLPCTRL_CTRLA REG8(0x0050)
+#define USART_DREIF 0x20
+#define USART_TXCIF 0x40
+#define cli() __asm__ volatile("cli" ::: "memory")
+#define sleep_enable() (SLPCTRL_CTRLA = 0x05) /* power-down, enabled */
+#define sleep_cpu() __asm__ volatile("sleep" ::: "memory")
+#elif defined(__AVR__)
 #include <avr/interrupt.h>
 #include <avr/io.h>
 #include <avr/sleep.h>
+#endif
 
+#ifdef __AVR__
 #define MARK(v) (GPIOR0 = (uint8_t)(v))
 
 #define PAINT 0xA5
@@ -66,6 +90,28 @@ extern uint8_t __heap_start;
 static uint8_t *paint_top;
 static uint16_t stats[3][3];
 
+#ifdef PQCB_MEGA0
+/* USART0 at F_CPU/16, 8N1, TX on PA0 (as the project's avr-harness). */
+static void uart_init(void) {
+    PORTA_DIRSET = 0x01;
+    USART0_BAUDL = 64;
+    USART0_BAUDH = 0;
+    USART0_CTRLC = 0x03;
+    USART0_CTRLB = 0x40;
+}
+
+static void out_byte(uint8_t b) {
+    while (!(USART0_STATUS & USART_DREIF)) {
+    }
+    USART0_STATUS = USART_TXCIF;
+    USART0_TXDATAL = b;
+}
+
+static void out_flush(void) {
+    while (!(USART0_STATUS & USART_TXCIF)) {
+    }
+}
+#else
 static void uart_init(void) {
     UBRR0H = 0;
     UBRR0L = 0;
@@ -84,6 +130,7 @@ static void out_flush(void) {
     while (!(UCSR0A & _BV(UDRE0))) {
     }
 }
+#endif
 
 /* Fills free memory, from the heap start to a little below this
  * function's own frame, with PAINT. */
