@@ -89,6 +89,11 @@ pub struct Image {
     pub features: Vec<&'static str>,
     /// Overrides the release profile's opt-level, unless the MCU has its own.
     pub opt_level: Option<&'static str>,
+    /// Keeps its own opt-level (the release profile's 3 if `None`) on an
+    /// MCU built for size: a single KEM's image (at most 28 KB of flash at
+    /// opt-level 3 on the ATmega4808), so that its rows measure the code
+    /// generation of the ATmega1284p's and of PQClean's `-O3`.
+    pub keeps_speed: bool,
     /// A sensor image's provisioned keys (`avr_wire::mqtt::Layout::keys_len`
     /// bytes), compiled in with the `mqtt-provisioned` feature; an image
     /// that needs them ([`Image::needs_keys`]) gets them before it is built
@@ -127,6 +132,17 @@ impl Image {
         f
     }
 
+    /// The opt-level it is built at on `mcu` (`None`: the release
+    /// profile's): the MCU's own first (the 48 KB parts' "s"), then the
+    /// image's, unless the image [keeps its speed](Image::keeps_speed).
+    pub fn opt_level_on(&self, mcu: Mcu) -> Option<&'static str> {
+        if self.keeps_speed {
+            self.opt_level
+        } else {
+            mcu.opt_level.or(self.opt_level)
+        }
+    }
+
     /// Whether this image compiles its sensor keys in on `mcu` (so they
     /// must be provisioned before it is built).
     pub fn needs_keys(&self, mcu: Mcu) -> bool {
@@ -139,6 +155,7 @@ impl Image {
             name: "rings".into(),
             features: vec!["rings"],
             opt_level: None,
+            keeps_speed: false,
             keys: None,
             policy: None,
         }
@@ -150,6 +167,7 @@ impl Image {
             name: "primitives".into(),
             features: vec!["primitives"],
             opt_level: None,
+            keeps_speed: false,
             keys: None,
             policy: None,
         }
@@ -161,6 +179,7 @@ impl Image {
             name: g.feature().into(),
             features: vec![g.feature()],
             opt_level: None,
+            keeps_speed: false,
             keys: None,
             policy: None,
         }
@@ -181,6 +200,7 @@ impl Image {
             name: k.module().replace('_', "-"),
             features,
             opt_level: None,
+            keeps_speed: true,
             keys: None,
             policy: None,
         }
@@ -204,6 +224,7 @@ impl Image {
             // 1284p's 128 KB; 2 fits every image (at most ~117 KB with the
             // 24 KB X25519 table) and is within 0.5 % of 3 on the handshake.
             opt_level: Some("2"),
+            keeps_speed: false,
             keys: None,
             policy: None,
         }
@@ -518,12 +539,24 @@ mod tests {
     }
 
     #[test]
+    fn a_kems_image_keeps_opt_level_3_where_the_sensor_is_built_for_size() {
+        let m = mcu("atmega4808").unwrap();
+        assert_eq!(m.opt_level, Some("s"));
+        assert_eq!(Image::kem(Kem::MlKem768).opt_level_on(m), None, "the release profile's 3");
+        assert_eq!(Image::mqtt(kem_mqtt::Scheme::MlKem512, true).opt_level_on(m), Some("s"));
+        assert_eq!(Image::primitives().opt_level_on(m), Some("s"));
+        let classic = mcu("atmega1284p").unwrap();
+        assert_eq!(Image::mqtt(kem_mqtt::Scheme::MlKem512, true).opt_level_on(classic), Some("2"));
+    }
+
+    #[test]
     fn no_build_selects_only_built_images() {
         let m = mcu("atmega1284p").unwrap();
         let never = Image {
             name: "test-image-that-is-never-built".into(),
             features: vec![],
             opt_level: None,
+            keeps_speed: false,
             keys: None,
             policy: None,
         };

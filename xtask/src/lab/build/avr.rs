@@ -139,7 +139,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
         .arg("--target-dir")
         .arg(&target);
     // The MCU's flash limit first (the 4808's "s"), then the image's choice.
-    if let Some(level) = mcu.opt_level.or(image.opt_level) {
+    if let Some(level) = image.opt_level_on(mcu) {
         cmd.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", level);
     }
     // A link that overflows, and a KEM crate refusing an MCU with too little

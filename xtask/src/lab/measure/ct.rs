@@ -15,8 +15,8 @@
 //! its fastest and slowest inputs run again with the instruction profile on,
 //! and the functions whose instruction counts differ are named.
 //!
-//! `--mcu atmega4808` checks the 4808's own builds (opt-level "s", the
-//! compact X25519 field) in yasimavr, by instruction traces of two inputs
+//! `--mcu atmega4808` checks the 4808's own builds (the sensor images at
+//! opt-level "s", each KEM's own image at 3; the compact X25519 field) in yasimavr, by instruction traces of two inputs
 //! per operation (the private `mega0` below).
 
 use std::fmt::Write as _;

@@ -9,6 +9,7 @@ use avr_wire::kem::{kem_op_id, KemOp};
 use kem_registry::Kem;
 
 use crate::build::avr;
+use crate::report::published;
 use crate::run::kems;
 use crate::run::yasim::{run_requests, yasim_record, Measured, SPARE_SRAM};
 use crate::target;
@@ -59,7 +60,7 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
 pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, record: bool) -> Result<(), String> {
     let (mut passed, mut failed, mut no_fit) = (0u32, 0u32, 0u32);
     let mut table = String::from(
-        "| KEM | flash B | static RAM B | KAT record 0 | cycles K/E/D | AVRxt cycles K/E/D | painted stack K/E/D B | fits |\n|---|---:|---:|---|---|---|---|---|\n",
+        "| KEM | flash B | static RAM B | KAT record 0 | cycles K/E/D | AVRxt cycles K/E/D | painted stack K/E/D B | ours/PQClean on this core K/E/D | fits |\n|---|---:|---:|---|---|---|---|---|---|\n",
     );
     for kem in Kem::ALL.into_iter().filter(|k| k.name().contains(filter)) {
         let image = target::Image::kem(kem);
@@ -72,7 +73,7 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
             no_fit += 1;
             let (_, note) = fit_note(&b, None);
             table.push_str(&format!(
-                "| {} | {} | {} | not run | – | – | – | no: {note} |\n",
+                "| {} | {} | {} | not run | – | – | – | – | no: {note} |\n",
                 kem.name(),
                 b.flash(),
                 b.ram()
@@ -137,8 +138,20 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
                 replies.len()
             );
         }
+        let against_pqclean = match (published::kem_reference_on_core(kem, mcu.name), ok) {
+            (Some(r), true) => {
+                let ratios: Vec<String> = (0..3)
+                    .map(|i| match replies[i].cycles {
+                        Some(c) => format!("{:.2}", c as f64 / (r.kcycles[i] * 1000.0)),
+                        None => "–".into(),
+                    })
+                    .collect();
+                ratios.join("/")
+            }
+            _ => "–".into(),
+        };
         table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {}: {note} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {against_pqclean} | {}: {note} |\n",
             kem.name(),
             b.flash(),
             b.ram(),
@@ -161,11 +174,14 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
         ));
     }
     print!("{table}");
-    let legend = "(yasimavr; cycles by the on-chip timers between the markers, UART transfer excluded, \
+    let opt_level = target::Image::kem(Kem::MlKem512).opt_level_on(mcu).unwrap_or("3");
+    let legend = format!("(each image built at opt-level {opt_level}; yasimavr; cycles by the on-chip timers between the markers, UART transfer excluded, \
          yasimavr's classic-core (AVRe+) instruction timings; AVRxt: the same windows on the 4808's \
          AVRxt core, priced from an instruction trace and checked against the timers (`xtask/src/lab/run/avrxt.rs`; \
          loads from the mapped flash not charged their extra cycle); painted-stack measure; \
-         flash = text + data image + rodata)";
+         flash = text + data image + rodata; ours/PQClean: cycles against PQClean's clean ML-KEM \
+         of the same set, measured on this core in yasimavr with the memory it needs, which the part \
+         does not have (`tools/pqclean-baseline`))");
     println!("{legend}");
     if record {
         crate::report::records::record_fit_table(mcu.name, "kem-fit", &format!("{table}\n{legend}\n"))?;

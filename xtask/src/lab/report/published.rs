@@ -361,6 +361,58 @@ pub const ML_KEM_1024_BASELINE: KemRow = kem_row(
     48892,
 );
 
+/// PQClean's `clean` ML-KEM-512/768/1024 on the ATmega4808's core (AVRxt),
+/// measured by this project with the same sources, patches and flags as the
+/// rows above (`tools/pqclean-baseline`, its "ATmega4808 core" table):
+/// avr-gcc 5.4 `-mmcu=avrxmega3 -O3`, in yasimavr's atmega4808 model with
+/// its flash raised to 128 KB and its data space above the EEPROM given to
+/// SRAM (same core, same instruction timings as the repository's ATmega4808
+/// rows), because it fits neither the part's 48 KB of flash (60.7–62.5 KB
+/// with .data) nor its 6 KB of SRAM (13.4–27.5 KB). Cycles: yasimavr's
+/// (classic-core timings, RCALL 4); stack: painted. Code: not measured on
+/// this core (0; its whole images are 60.2–62.0 KB of .text).
+pub const ML_KEM_BASELINES_ATMEGA4808: [(Kem, KemRow); 3] = [
+    (
+        Kem::MlKem512,
+        kem_row(
+            "ML-KEM-512 PQClean clean -O3 (measured here, ATmega4808 core, 128 KB flash, 59 KB SRAM)",
+            [8754.1, 10025.3, 11592.6],
+            [6027, 8627, 9396],
+            0,
+        ),
+    ),
+    (
+        Kem::MlKem768,
+        kem_row(
+            "ML-KEM-768 PQClean clean -O3 (measured here, ATmega4808 core, 128 KB flash, 59 KB SRAM)",
+            [14423.0, 16565.0, 18581.9],
+            [10127, 13175, 14264],
+            0,
+        ),
+    ),
+    (
+        Kem::MlKem1024,
+        kem_row(
+            "ML-KEM-1024 PQClean clean -O3 (measured here, ATmega4808 core, 128 KB flash, 59 KB SRAM)",
+            [22313.3, 24924.1, 27480.3],
+            [15247, 18807, 20376],
+            0,
+        ),
+    ),
+];
+
+/// The reference measured on `mcu`'s own core for `kem`, where there is
+/// one beside the ATmega1284p's: PQClean's ML-KEM on the ATmega4808.
+pub fn kem_reference_on_core(kem: Kem, mcu: &str) -> Option<&'static KemRow> {
+    match mcu {
+        "atmega4808" => ML_KEM_BASELINES_ATMEGA4808
+            .iter()
+            .find(|(k, _)| *k == kem)
+            .map(|(_, r)| r),
+        _ => None,
+    }
+}
+
 /// The published row each KEM variant is compared with, for the table
 /// placement of the measured image: the registry names it
 /// (`Kem::published_row`, which says why each), this file holds its figures.
