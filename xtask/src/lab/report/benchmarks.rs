@@ -59,9 +59,9 @@ fn references_beyond(mcu: &target::Mcu) -> String {
         return String::new();
     }
     format!(
-        "No ratio for the others: their published references were measured on the ATmega1284p, and these \
-         need more than this part's {} B of SRAM for their stack alone, so they cannot run here: {}. Their \
-         ratios are in the ATmega1284p's rows.\n\n",
+        "The other KEMs have no ratio here: their published references were measured on the ATmega1284p \
+         (the ratios are in its rows), and some of them need more than this part's {} B of SRAM for their \
+         stack alone, so they could not run here either: {}.\n\n",
         mcu.sram,
         beyond.join("; ")
     )

@@ -96,7 +96,8 @@ pub(super) fn readme_glance(records: &[Record]) -> String {
              `docs/benchmarks.md`. The ML-KEM rows are beside PQClean's `clean` code of the same set, measured\n\
              here (`tools/pqclean-baseline`; ML-KEM-768 and -1024 need more SRAM than the part's 16 KB and ran\n\
              on its core with a 64 KB data space); it keeps its tables in `.data`, outside its stack figure,\n\
-             so its RAM is understated there.\n"
+             so its RAM is understated there. The ATmega4808's ML-KEM rows are beside the same PQClean code\n\
+             run on the 4808's core with the memory it needs (`docs/benchmarks.md`).\n"
         );
         if !on_4808.is_empty() {
             let _ = writeln!(
