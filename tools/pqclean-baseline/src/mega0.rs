@@ -92,7 +92,11 @@ pub fn measure(
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut objs = super::compile_avr(CORE, kem_sources, includes, &dir, KEM_CFLAGS)?;
     let defines = ["-DPQCB_MEGA0".to_string(), format!("-DMLKEM_SET={set}")];
-    let harness_flags: Vec<&str> = HARNESS_CFLAGS.iter().copied().chain(defines.iter().map(String::as_str)).collect();
+    let harness_flags: Vec<&str> = HARNESS_CFLAGS
+        .iter()
+        .copied()
+        .chain(defines.iter().map(String::as_str))
+        .collect();
     objs.extend(super::compile_avr(
         CORE,
         &[tool.join("harness.c"), tool.join("randombytes.c")],

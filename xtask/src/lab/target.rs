@@ -542,11 +542,18 @@ mod tests {
     fn a_kems_image_keeps_opt_level_3_where_the_sensor_is_built_for_size() {
         let m = mcu("atmega4808").unwrap();
         assert_eq!(m.opt_level, Some("s"));
-        assert_eq!(Image::kem(Kem::MlKem768).opt_level_on(m), None, "the release profile's 3");
+        assert_eq!(
+            Image::kem(Kem::MlKem768).opt_level_on(m),
+            None,
+            "the release profile's 3"
+        );
         assert_eq!(Image::mqtt(kem_mqtt::Scheme::MlKem512, true).opt_level_on(m), Some("s"));
         assert_eq!(Image::primitives().opt_level_on(m), Some("s"));
         let classic = mcu("atmega1284p").unwrap();
-        assert_eq!(Image::mqtt(kem_mqtt::Scheme::MlKem512, true).opt_level_on(classic), Some("2"));
+        assert_eq!(
+            Image::mqtt(kem_mqtt::Scheme::MlKem512, true).opt_level_on(classic),
+            Some("2")
+        );
     }
 
     #[test]
