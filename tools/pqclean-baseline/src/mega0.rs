@@ -24,9 +24,8 @@ const CORE: &str = "avrxmega3";
 /// The extended model's SRAM: from the end of the EEPROM to the top of the data space.
 const SRAM_START: u32 = 0x1500;
 const RAMEND: u32 = 0xFFFF;
-/// The real ATmega4808.
-pub const FLASH_4808: u64 = 48 * 1024;
-pub const SRAM_4808: u32 = 6 * 1024;
+/// The real part.
+const PART: avr_mcu::Mcu = avr_mcu::facts("atmega4808");
 
 /// One set on the 4808's core.
 pub struct Mega0Result {
@@ -50,15 +49,15 @@ impl Mega0Result {
     pub fn real_part(&self) -> String {
         let flash = self.image_text + self.image_data;
         let sram = self.sram_need.iter().copied().max().unwrap_or(0);
-        if flash <= FLASH_4808 && sram <= SRAM_4808 {
+        if flash <= u64::from(PART.flash) && sram <= PART.sram {
             return "fits".into();
         }
         format!(
             "does not fit: flash {} B of {}, SRAM {} B of {} (its largest op)",
             thousands(flash),
-            thousands(FLASH_4808),
+            thousands(PART.flash.into()),
             thousands(sram.into()),
-            thousands(SRAM_4808.into())
+            thousands(PART.sram.into())
         )
     }
 }
