@@ -334,15 +334,18 @@ fn kem_summary(records: &[Record]) -> String {
 #[cfg(test)]
 mod tests {
     /// On the 6 KB part, the references that cannot run there are named
-    /// with their stacks; those that could (CTRU-Light's, under 3.1 KB) are not.
+    /// with their stacks; those that could (CTRU-Light's, under 3.1 KB) are
+    /// not, nor the ML-KEM sets, whose PQClean reference was measured on the
+    /// part's own core (their ratio is in the table).
     #[test]
     fn references_beyond_the_sram_are_named_with_their_stack() {
         let note = references_beyond(&target::mcu("atmega4808").unwrap());
         assert!(
-            note.contains("ml-kem-768 (") && note.contains("10128/13176/14265 B"),
+            note.contains("lightsaber (") && note.contains("10614/11266/11265 B"),
             "{note}"
         );
         assert!(!note.contains("ctru-light"), "{note}");
+        assert!(!note.contains("ml-kem"), "{note}");
     }
 
     use super::*;
