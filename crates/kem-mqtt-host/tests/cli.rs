@@ -688,12 +688,25 @@ fn files_root_writes_into_a_key_directory_belong_to_its_owner() {
     // The directory's owner revokes (the binary copied where it may run it).
     let exe = dir.path("kem-mqtt");
     std::fs::copy(EXE, &exe).unwrap();
-    let out = Command::new(&exe)
-        .args(["revoke", "--dir", d, "--client", "b"])
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .output()
-        .unwrap();
+    // A child another test thread forks while the copy's file is still open
+    // for writing holds that descriptor until it execs: until then running
+    // the copy fails with ETXTBSY ("Text file busy"). That race is the test
+    // harness's, not the tool's: try again for up to a second.
+    let mut tries = 0;
+    let out = loop {
+        match Command::new(&exe)
+            .args(["revoke", "--dir", d, "--client", "b"])
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => break r.unwrap(),
+        }
+    };
     assert!(
         out.status.success(),
         "the directory's owner cannot revoke: {}",
