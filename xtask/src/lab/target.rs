@@ -90,7 +90,7 @@ pub struct Image {
     /// Overrides the release profile's opt-level, unless the MCU has its own.
     pub opt_level: Option<&'static str>,
     /// Keeps its own opt-level (the release profile's 3 if `None`) on an
-    /// MCU built for size: a single KEM's image (at most 28 KB of flash at
+    /// MCU built for size: a single KEM's image (at most 34 KB of flash at
     /// opt-level 3 on the ATmega4808), so that its rows measure the code
     /// generation of the ATmega1284p's and of PQClean's `-O3`.
     pub keeps_speed: bool,
