@@ -708,6 +708,11 @@ fn thousands(n: u64) -> String {
     out
 }
 
+/// Keygen, encaps and decaps figures with thousands separators, joined by `sep`.
+fn per_op<T: Copy + Into<u64>>(v: [T; 3], sep: &str) -> String {
+    v.map(|x| thousands(x.into())).join(sep)
+}
+
 fn real_main() -> Result<(), String> {
     if !avr_sim::AVAILABLE {
         return Err("avr-sim was built without libsimavr (install libsimavr-dev libelf-dev)".into());
@@ -746,14 +751,10 @@ fn real_main() -> Result<(), String> {
     for r in &results {
         writeln!(
             s,
-            "| ML-KEM-{} | {} | {} | {} | {}/{}/{} | {} ({}) | {} ({}) | {} / {} |",
+            "| ML-KEM-{} | {} | {} | {} ({}) | {} ({}) | {} / {} |",
             r.set,
-            thousands(r.cycles[0]),
-            thousands(r.cycles[1]),
-            thousands(r.cycles[2]),
-            thousands(r.stack_sp[0].into()),
-            thousands(r.stack_sp[1].into()),
-            thousands(r.stack_sp[2].into()),
+            per_op(r.cycles, " | "),
+            per_op(r.stack_sp, "/"),
             thousands(r.kem_text),
             thousands(r.fips_text),
             thousands(r.kem_text_linked),
@@ -774,14 +775,10 @@ fn real_main() -> Result<(), String> {
             .collect();
         writeln!(
             s,
-            "| ML-KEM-{} | {}/{}/{} | {}/{}/{} | {} | {} | {} | {} | {} | {} | {} |",
+            "| ML-KEM-{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.set,
-            r.heap[0],
-            r.heap[1],
-            r.heap[2],
-            thousands(r.stack_painted[0].into()),
-            thousands(r.stack_painted[1].into()),
-            thousands(r.stack_painted[2].into()),
+            per_op(r.heap, "/"),
+            per_op(r.stack_painted, "/"),
             r.kem_rodata,
             thousands(r.image_text),
             thousands(r.stack_depth.into()),
@@ -815,23 +812,15 @@ fn real_main() -> Result<(), String> {
         let m = &r.mega0;
         writeln!(
             s,
-            "| ML-KEM-{} | {} | {} | {} | {}/{}/{} | {}/{}/{} | {} | {} / {} | {}/{}/{} | {} | {} |",
+            "| ML-KEM-{} | {} | {} | {} | {} | {} / {} | {} | {} | {} |",
             r.set,
-            thousands(m.cycles[0]),
-            thousands(m.cycles[1]),
-            thousands(m.cycles[2]),
-            thousands(m.stack_painted[0].into()),
-            thousands(m.stack_painted[1].into()),
-            thousands(m.stack_painted[2].into()),
-            m.heap[0],
-            m.heap[1],
-            m.heap[2],
+            per_op(m.cycles, " | "),
+            per_op(m.stack_painted, "/"),
+            per_op(m.heap, "/"),
             thousands(m.image_text),
             thousands(m.image_data),
             thousands(m.image_bss),
-            thousands(m.sram_need[0].into()),
-            thousands(m.sram_need[1].into()),
-            thousands(m.sram_need[2].into()),
+            per_op(m.sram_need, "/"),
             m.real_part(),
             m.empty_window,
         )
