@@ -19,6 +19,10 @@ pub fn run() -> Result<(), String> {
     // run, which leave a core idle much of the time; the 4808 steps wait
     // for it.
     let yasimavr = Background::new(setup::setup_yasimavr);
+    // The fuzz targets' build (nightly, AddressSanitizer: ≈ 2 min on 2
+    // cores) runs, at low priority, beside the simulator steps, which keep
+    // one core busy; the fuzz step then only runs them.
+    let fuzz_build = Background::new(build_fuzz_targets);
     let cargo = |args: &'static [&'static str]| move || util::run(Command::new("cargo").args(args));
     let root = util::workspace_root();
     type Step = Box<dyn Fn() -> Result<(), String>>;
@@ -119,7 +123,13 @@ pub fn run() -> Result<(), String> {
         ),
         (
             "sim-test (rings, KATs, CTRU-Light product) in simavr",
-            Box::new(|| simtest::run(&args(&["sim-test", "--no-build"])?)),
+            Box::new({
+                let fuzz_build = fuzz_build.clone();
+                move || {
+                    fuzz_build.start();
+                    simtest::run(&args(&["sim-test", "--no-build"])?)
+                }
+            }),
         ),
         // The KEM-MQTT/1 sensor of every suite against the host broker, three
         // keys and randomness each: the cycles must not change (X25519 both
@@ -181,7 +191,11 @@ pub fn run() -> Result<(), String> {
             "fuzz smoke (5 s per target)",
             Box::new({
                 let script = root.join("ci/fuzz-smoke.sh");
-                move || util::run(Command::new("bash").arg(&script).env("FUZZ_SECONDS", "5"))
+                let fuzz_build = fuzz_build.clone();
+                move || {
+                    fuzz_build.wait()?;
+                    util::run(Command::new("bash").arg(&script).env("FUZZ_SECONDS", "5"))
+                }
             }),
         ),
         (
@@ -242,6 +256,23 @@ pub fn run() -> Result<(), String> {
     }
     progress.finish();
     Ok(())
+}
+
+/// Builds the fuzz targets (`ci/fuzz-smoke.sh` with `FUZZ_BUILD_ONLY=1`)
+/// at low priority; its output is shown only if it fails, so that it does
+/// not interleave with the step running meanwhile.
+fn build_fuzz_targets() -> Result<(), String> {
+    let script = util::workspace_root().join("ci/fuzz-smoke.sh");
+    let mut cmd = Command::new("nice");
+    cmd.args(["-n", "10", "bash"]).arg(&script).env("FUZZ_BUILD_ONLY", "1");
+    eprintln!("xtask: building the fuzz targets in the background: {cmd:?}");
+    let out = cmd.output().map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    std::io::Write::write_all(&mut std::io::stderr(), &out.stdout).ok();
+    std::io::Write::write_all(&mut std::io::stderr(), &out.stderr).ok();
+    Err(format!("{cmd:?} failed with {}", out.status))
 }
 
 /// A set-up task run on a thread of its own while the steps go on; the
