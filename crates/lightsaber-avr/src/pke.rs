@@ -101,6 +101,10 @@ pub enum SecretOut<'a> {
 ///   0.8 M cycles), which is what lets key generation fit there.
 ///
 /// Both give the same bytes (tested).
+// Not inlined: its secret vector (256 B) would join the caller's frame,
+// which on a sensor stays live under the whole handshake start (a build
+// that inlined it put 228 B more on the ATmega4808's stack).
+#[inline(never)]
 pub fn keygen(seed_a: &[u8; SEED_BYTES], seed_s: &[u8; SEED_BYTES], pk: &mut [u8; PK_BYTES], mut sk: SecretOut<'_>) {
     let mut s = [[0u8; N >> 1]; L];
     gen_secret(seed_s, &mut s);
