@@ -1,8 +1,7 @@
 //! The firmware on the AVR: the op server (the op table of the groups its
-//! cargo features select), or the sensor application (`sensor-app`).
+//! cargo features select), or the sensor application (`sensor-app`:
+//! `kem_mqtt_sensor::run`, the library a user's sensor is built on).
 
-#[cfg(feature = "sensor-app")]
-mod app;
 #[cfg(kem)]
 mod kems;
 #[cfg(all(mqtt, not(feature = "sensor-app")))]
@@ -11,8 +10,6 @@ mod mqtt;
 mod primitives;
 #[cfg(feature = "rings")]
 mod rings;
-#[cfg(mqtt)]
-mod sensor;
 
 /// The op server: every image but the sensor application's.
 #[cfg(not(feature = "sensor-app"))]
@@ -62,7 +59,7 @@ mod server {
 #[no_mangle]
 extern "C" fn main() -> ! {
     #[cfg(feature = "sensor-app")]
-    app::run();
+    kem_mqtt_sensor::run();
     #[cfg(not(feature = "sensor-app"))]
     server::run()
 }

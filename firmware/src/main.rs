@@ -11,17 +11,12 @@
 //!
 //! - `sensor-app` (with one `mqtt-<kem>`, `mqtt-provisioned`, optionally
 //!   `mqtt-x25519`): no ops at all, but the sensor application: handshakes,
-//!   readings on a schedule, commands, re-keying, sleep (`device/app.rs`).
+//!   readings on a schedule, commands, re-keying, sleep (`kem_mqtt_sensor::run`).
 //!
 //! Build it with `cargo xtask build-avr [--mcu M] [--group G]`; on the host
 //! this binary only explains that.
 
 #![cfg_attr(target_arch = "avr", no_std, no_main)]
-// `asm!` for the flash address of the provisioned keys (`device::sensor`).
-#![cfg_attr(
-    all(target_arch = "avr", feature = "mqtt-keys-in-flash", feature = "mqtt-provisioned"),
-    feature(asm_experimental_arch)
-)]
 
 #[cfg(not(target_arch = "avr"))]
 fn main() {

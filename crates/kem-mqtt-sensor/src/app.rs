@@ -142,7 +142,7 @@ impl App {
         board::kick();
         if session().is_none() && self.handshake().is_err() {
             // SAFETY: single-threaded; a failed handshake's state goes.
-            unsafe { *addr_of_mut!(STATE) = None };
+            unsafe { mqtt::clear_state() };
             self.back_off();
             return;
         }
@@ -288,7 +288,7 @@ impl App {
             // SAFETY: single-threaded; the previous state, which borrowed
             // the ephemeral key, goes first.
             let (slot, ephemeral, tape, flight) = unsafe {
-                *addr_of_mut!(STATE) = None;
+                mqtt::clear_state();
                 mqtt::start_buffers()
             };
             let mut rng = Tape::new(tape.as_slice());

@@ -80,6 +80,26 @@ pub static mut STATE: Option<Sensor> = None;
 
 pub type Sensor = AwaitBrokerHello<'static, &'static mut EphemeralKey>;
 
+/// Drops the handshake state in `slot` (its secrets are wiped on drop),
+/// ending its borrow of the ephemeral key and of the keys.
+///
+/// One out-of-line drop that every caller shares: a caller in another
+/// crate dropping the state itself compiles a copy of the drop of its own
+/// (about 90 B, which the 48 KB parts' fullest image cannot spare).
+#[inline(never)]
+pub fn clear(slot: &mut Option<Sensor>) {
+    *slot = None;
+}
+
+/// [`clear`] on [`STATE`].
+///
+/// # Safety
+/// Single-threaded, and no borrow of the state is live.
+pub unsafe fn clear_state() {
+    // SAFETY: as the caller promises.
+    clear(unsafe { &mut *addr_of_mut!(STATE) });
+}
+
 /// The start's statics, each borrowed once: the state's slot, the
 /// ephemeral key, the tape and the flight buffer.
 ///

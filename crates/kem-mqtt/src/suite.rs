@@ -232,8 +232,15 @@ impl Suite {
     }
 
     /// The suite named `name` (see [`Suite::name`]).
-    pub fn from_name(name: &str) -> Option<Suite> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
+    pub const fn from_name(name: &str) -> Option<Suite> {
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if kem_registry::names_equal(name, Self::ALL[i].name()) {
+                return Some(Self::ALL[i]);
+            }
+            i += 1;
+        }
+        None
     }
 
     /// Length of the ClientHello with a client id of `id_len` bytes.

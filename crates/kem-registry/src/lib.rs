@@ -52,8 +52,10 @@ const fn not_compiled_in() -> usize {
     panic!("this scheme's crate is not compiled in (kem-registry feature off)")
 }
 
-/// `a == b`, in a `const fn` (names are public: no constant time needed).
-const fn bytes_equal(a: &[u8], b: &[u8]) -> bool {
+/// `a == b`, in a `const fn`, for names (public: no constant time; never
+/// use it on secrets). Other crates' `const` lookups by name use it too.
+pub const fn names_equal(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
     }
@@ -240,7 +242,7 @@ impl Scheme {
     pub const fn from_name(name: &str) -> Option<Scheme> {
         let mut i = 0;
         while i < Self::ALL.len() {
-            if bytes_equal(name.as_bytes(), Self::ALL[i].name().as_bytes()) {
+            if names_equal(name, Self::ALL[i].name()) {
                 return Some(Self::ALL[i]);
             }
             i += 1;

@@ -13,7 +13,7 @@ use kem_common::Tape;
 use kem_mqtt::KeyBytes;
 use kem_mqtt::{Error, Session, Suite};
 
-use super::sensor::*;
+use kem_mqtt_sensor::steps::*;
 
 // The sensor's long-term keys and the broker's public keys: the
 // handshake state borrows them from `start` until `finish`.
@@ -137,7 +137,7 @@ fn read_keys(io: &mut Uart) -> Option<Keys> {
 fn start(io: &mut Uart) {
     // SAFETY: single-threaded; the previous handshake state, which
     // borrows the key statics, is dropped before they are rewritten.
-    unsafe { *addr_of_mut!(STATE) = None };
+    unsafe { clear_state() };
     // SAFETY: nothing else borrows it now.
     let tape = unsafe { &mut *addr_of_mut!(TAPE) };
     let suite_id = io.read_byte();
@@ -165,7 +165,7 @@ fn refuse_start(io: &mut Uart, code: u8) {
 fn hello(io: &mut Uart) {
     use avr_wire::mqtt::HOST_NONCE_LEN;
     // SAFETY: single-threaded; the previous handshake state is dropped first.
-    unsafe { *addr_of_mut!(STATE) = None };
+    unsafe { clear_state() };
     let suite_id = io.read_byte();
     let mut nonce = [0u8; HOST_NONCE_LEN];
     io.read_bytes(&mut nonce);
@@ -292,7 +292,7 @@ fn finish_rest(io: &mut Uart) {
         return;
     };
     let status = if kept == 0 {
-        *slot = None;
+        clear(slot);
         7
     } else {
         match measure(OP_FINISH_REST, || {

@@ -97,7 +97,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
                 image.name, mcu.name
             )
         })?;
-        cmd.env("KEM_MQTT_PROVISIONED_KEYS", keys);
+        cmd.env("KEM_MQTT_SENSOR_KEY", keys);
     }
     if let Some(p) = image.policy {
         cmd.env(
@@ -252,7 +252,8 @@ impl CallGraph {
         }
         spans.sort();
         // Static RAM of the scheme: demangled data symbols of every crate but
-        // the harness's own buffers (requests, replies, RNG tape).
+        // the harness's own buffers (requests, replies, RNG tape) and the
+        // sensor's (`kem_mqtt_sensor`: its flights and handshake state).
         let nm_c = crate::opts::output(Command::new("avr-nm").args(["-S", "-C"]).arg(elf))?;
         let scheme_statics = nm_c
             .lines()
@@ -262,7 +263,7 @@ impl CallGraph {
                 let data = matches!(kind, "d" | "D" | "b" | "B");
                 // Rust v0 symbols (binutils 2.26 does not demangle them) name
                 // their crate as `_<len><name>` after the crate hash.
-                let harness = ["firmware", "avr_harness"]
+                let harness = ["firmware", "avr_harness", "kem_mqtt_sensor"]
                     .iter()
                     .any(|c| name.starts_with(&format!("{c}::")) || name.contains(&format!("_{}{c}", c.len())))
                     || name.starts_with("__");

@@ -311,7 +311,7 @@ pub fn with_keys(mcu: crate::target::Mcu, mut image: crate::target::Image) -> Re
     Ok(image)
 }
 
-/// Writes the key fields of `image`'s measured handshake (its last suite,
+/// Writes the key file of `image`'s measured handshake (its last suite,
 /// [`SEED`]) where an image with provisioned keys is built from, and
 /// returns that path.
 pub fn provision(mcu: crate::target::Mcu, image: &crate::target::Image) -> Result<std::path::PathBuf, String> {
@@ -323,18 +323,55 @@ pub fn provision(mcu: crate::target::Mcu, image: &crate::target::Image) -> Resul
         .ok_or("start request shorter than its keys")?;
     let dir = image.target_dir(mcu);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let path = dir.join("provisioned-keys.bin");
-    // Rewritten only when it changes, so cargo does not rebuild for nothing.
-    if std::fs::read(&path).ok().as_deref() != Some(keys) {
-        std::fs::write(&path, keys).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
+    let path = dir.join("sensor-key.json");
+    write_key_file(&path, suite, keys)?;
     Ok(path)
+}
+
+/// Writes `keys` (the key fields, as [`provisioned_keys`] lays them out)
+/// as the key file `kem-mqtt-sensor`'s build reads (`KEM_MQTT_SENSOR_KEY`):
+/// the fields of a `kem-mqtt provision` sensor key file that the firmware
+/// compiles in. Rewritten only when it changes, so cargo does not rebuild
+/// for nothing.
+fn write_key_file(path: &std::path::Path, suite: Suite, keys: &[u8]) -> Result<(), String> {
+    let l = layout(suite.kem());
+    if keys.len() != l.keys_len() {
+        return Err(format!(
+            "{}: key fields of {} bytes, not {}",
+            suite.name(),
+            keys.len(),
+            l.keys_len()
+        ));
+    }
+    let (id_len, rest) = keys.split_first().ok_or("no key fields")?;
+    let (id, rest) = rest.split_at(fw::MAX_ID_LEN);
+    let id = std::str::from_utf8(&id[..usize::from(*id_len).min(fw::MAX_ID_LEN)])
+        .map_err(|_| "client id is not UTF-8".to_string())?;
+    let (kem_sk, rest) = rest.split_at(l.sk);
+    let (x25519_sk, rest) = rest.split_at(fw::X25519_LEN);
+    let (broker_kem_pk, broker_x25519_pk) = rest.split_at(l.pk);
+    let hex = |b: &[u8]| base16ct::lower::encode_string(b);
+    let file = serde_json::json!({
+        "format": "kem-mqtt/sensor-key",
+        "client_id": id,
+        "suite": suite.name(),
+        "kem_sk": hex(kem_sk),
+        "x25519_sk": hex(x25519_sk),
+        "broker_kem_pk": hex(broker_kem_pk),
+        "broker_x25519_pk": hex(broker_x25519_pk),
+    });
+    let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The key fields of a sensor image (`avr_wire::mqtt::Layout::keys_len`
 /// bytes: `id_len ‖ id[MAX_ID_LEN] ‖ kem_sk ‖ x25519_sk ‖ broker_kem_pk ‖
 /// broker_x25519_pk`) from a `kem-mqtt provision` key file: what a start
-/// request carries, and what a provisioned image compiles in.
+/// request carries, and what a provisioned image compiles in
+/// (`kem-mqtt-sensor` lays them out alike from the key file).
 pub fn provisioned_keys(keys: &kem_mqtt_host::keys::SensorKeys) -> Result<Vec<u8>, String> {
     let l = layout(keys.suite.kem());
     let id = keys.client_id.as_bytes();
@@ -380,11 +417,8 @@ pub fn provisioned_image(
         .join("target")
         .join(format!("provisioned-{}", mcu.name));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let path = dir.join(format!("{}-{}.bin", image.name, keys.client_id));
-    // Rewritten only when it changes, so cargo does not rebuild for nothing.
-    if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
-        std::fs::write(&path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
+    let path = dir.join(format!("{}-{}.json", image.name, keys.client_id));
+    write_key_file(&path, keys.suite, &bytes)?;
     Ok(image.provisioned(path))
 }
 
