@@ -37,7 +37,7 @@ pub struct SimOnPty {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<(), String>>>,
     changes: Arc<Mutex<Vec<Change>>>,
-    /// [`Sim::stack_depth`] after the last slice.
+    /// [`Sim::stack_depth_since_reset`] after the last slice.
     stack_depth: Arc<AtomicU16>,
     /// The pace in force ([`Surroundings::pace`]; 0: none).
     pace: Arc<AtomicU32>,
@@ -142,9 +142,9 @@ impl SimOnPty {
         self.pace.store(pace.unwrap_or(0), Ordering::SeqCst);
     }
 
-    /// The deepest the board's stack has gone so far, in bytes
-    /// ([`Sim::stack_depth`]; for a firmware that writes no markers, since
-    /// reset).
+    /// The deepest the board's stack has gone since reset, in bytes
+    /// ([`Sim::stack_depth_since_reset`]: the marker windows a firmware
+    /// writes, such as the sensor application's, do not restart it).
     pub fn stack_depth(&self) -> u16 {
         self.stack_depth.load(Ordering::SeqCst)
     }
@@ -294,7 +294,7 @@ fn serve(mut sim: Sim, pty: &mut TTYPort, mut around: Surroundings, shared: &Sha
         // Markers pile up otherwise; a board has none.
         sim.take_markers();
         let ran = sim.run_slice(SLICE);
-        stack_depth.store(sim.stack_depth(), Ordering::SeqCst);
+        stack_depth.store(sim.stack_depth_since_reset(), Ordering::SeqCst);
         for (i, &addr) in around.watch.iter().enumerate() {
             let now = sim.read_data(u32::from(addr), 1).map(|b| b[0]);
             if now != last[i] {
