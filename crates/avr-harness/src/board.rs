@@ -365,7 +365,7 @@ mod hw {
     pub fn sleep_s(s: u32) {
         while rd(RTC_PITSTATUS) & 1 != 0 {}
         wr(RTC_PITINTCTRL, 1);
-        wr(RTC_PITCTRLA, (0xA << 3) | 1); // CYC1024: 1 s, enabled
+        wr(RTC_PITCTRLA, (0x9 << 3) | 1); // PERIOD = CYC1024 (0x9; 0xA is CYC2048): 1 s of INT1K, enabled
         for _ in 0..s {
             wr(SLPCTRL_CTRLA, (0x2 << 1) | 1); // power-down, sleep enabled
                                                // SAFETY: the RTC's periodic interrupt wakes the core.
