@@ -8,15 +8,27 @@
 #define SREG 0x3F
 #define SPL 0x3D
 #define SPH 0x3E
-/* ATmega4808: 36 vectors, 2 words each (jmp). */
-#define VECTORS 36
+/* ATmega4808: 36 vectors (reset and 1–35), 2 words each (jmp). */
+
+/*
+ * Vector n jumps to __vector_n, the firmware's handler (an
+ * `extern "avr-interrupt"` function exported under that name), or, where
+ * the firmware has none, to __bad_interrupt: weak aliases, as avr-libc's
+ * crt does on the classic parts. (Every vector went to __bad_interrupt
+ * before: the sensor's first RTC wake-up restarted it.)
+ */
+	.macro	vector n
+	.weak	__vector_\n
+	.set	__vector_\n, __bad_interrupt
+	jmp	__vector_\n
+	.endm
 
 	.section .vectors,"ax",@progbits
 	.global __vectors
 __vectors:
 	jmp	__init
-	.rept	VECTORS - 1
-	jmp	__bad_interrupt
+	.irp	n, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35
+	vector	\n
 	.endr
 
 	.text
