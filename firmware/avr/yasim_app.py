@@ -32,6 +32,18 @@ application's own frames included). S is `overflow` when not even the byte
 at BSS_END kept its paint: the stack ran into static data. Without the two
 addresses no stack is measured (S is `-`).
 
+yasimavr 0.1 does not clock the RTC while the core sleeps, so the periodic
+interrupt that ends each second of the application's power-down never comes
+(the part's PIT runs in every sleep mode): while the core sleeps with the
+PIT and its interrupt enabled, the script raises RTC_PIT itself once the
+PIT's period (RTC.PITCTRLA's PERIOD, of RTC.CLKSEL's clock) has passed in
+simulated cycles, counted from the first step it finds the core asleep.
+
+With YASIM_APP_PACE=N the simulated clock runs no faster than N times the
+wall clock (as `xtask sensor-sim` runs a board against a real bridge and
+broker, whose answers take wall-clock time while the board's reply timeouts
+count simulated time); without it, as fast as yasimavr goes.
+
 yasimavr 0.1 has no model of the watchdog's registers (WDT.CTRLA, WDT.STATUS
 at 0x100-0x101): reading one crashes the model. The run sets
 IgnoreBadCpuIO, so those reads give 0 and the writes are dropped: the
@@ -41,6 +53,7 @@ of bytes in and out on stderr, with its cycle.
 import os
 import select
 import sys
+import time
 
 from yasimavr.device_library import load_device
 from yasimavr.lib import core as _corelib
@@ -63,6 +76,12 @@ ESTABLISHED = 0x84
 ACK = 0x86
 # 1 ms of a 20 MHz MCU between two looks at the pipes.
 STEP = 20_000
+F_CPU = 20_000_000
+# RTC.CLKSEL, RTC.PITCTRLA, RTC.PITINTCTRL; the RTC_PIT vector's index.
+RTC_CLKSEL = 0x0147
+RTC_PITCTRLA = 0x0150
+RTC_PITINTCTRL = 0x0152
+RTC_PIT_VECTOR = 4
 # Simulated cycles without a byte from the board after which it counts as
 # hung (50 s: the board asks again after 10 s without an answer).
 IDLE_LIMIT = 1_000_000_000
@@ -98,6 +117,36 @@ class Paint:
         if self.low == self.start:
             return 'overflow'
         return str(self.ramend + 1 - self.low)
+
+
+class PitWake:
+    """Raises RTC_PIT when a sleeping core's PIT period has passed (see the
+    module's docs: yasimavr does not clock the RTC in sleep)."""
+
+    def __init__(self, dev, probe):
+        self.dev, self.probe = dev, probe
+        self.since = None
+
+    def step(self, cycle):
+        if self.dev.state() != _corelib.Device.State.Sleeping:
+            self.since = None
+            return
+        ctrla = self.probe.read_data(RTC_PITCTRLA, 1)[0]
+        period = (ctrla >> 3) & 0xF
+        if not (ctrla & 1 and period and self.probe.read_data(RTC_PITINTCTRL, 1)[0] & 1):
+            return
+        if self.since is None:
+            self.since = cycle
+            return
+        # CLKSEL 1: the 1.024 kHz oscillator (INT1K); else 32.768 kHz.
+        hz = 1024 if self.probe.read_data(RTC_CLKSEL, 1)[0] & 3 == 1 else 32768
+        # PERIOD p: 2^(p+1) RTC clock cycles (CYC4 … CYC32768).
+        if cycle - self.since >= (2 ** (period + 1)) * F_CPU // hz:
+            req = _corelib.ctlreq_data_t()
+            req.index = RTC_PIT_VECTOR
+            req.data = _corelib.vardata_t(1)
+            self.dev.ctlreq(_corelib.IOCTL_INTR, _corelib.CTLREQ_INTR_RAISE, req)
+            self.since = None
 
 
 def stack_peak(paint):
@@ -177,7 +226,7 @@ def main(elf, paint, windows):
     fw = _corelib.Firmware.read_elf(elf)
     if not fw:
         sys.exit('cannot read ' + elf)
-    fw.frequency = 20_000_000
+    fw.frequency = F_CPU
     # A 5 V supply: the ADC's references need one.
     fw.vcc = 5.0
     loop = _corelib.SimLoop(dev)
@@ -193,6 +242,9 @@ def main(elf, paint, windows):
     if paint is not None:
         paint = Paint(probe, *paint)
     watch = WindowStack(probe, paint) if paint is not None and windows is not None else None
+    pit = PitWake(dev, probe)
+    pace = float(os.environ.get('YASIM_APP_PACE', '0'))
+    started = time.monotonic()
     stdin = sys.stdin.buffer.fileno()
     os.set_blocking(stdin, False)
     out = data
@@ -219,6 +271,11 @@ def main(elf, paint, windows):
             loop.run(STEP)
             if windows is not None and probe.read_data(GPIOR0, 1)[0] in TIMED:
                 split += 1
+        pit.step(loop.cycle())
+        if pace:
+            ahead = loop.cycle() / F_CPU / pace - (time.monotonic() - started)
+            if ahead > 0.002:
+                time.sleep(min(ahead, 0.05))
         n = uart.available()
         if n:
             got = bytes(uart.read(n))

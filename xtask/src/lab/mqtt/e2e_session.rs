@@ -450,13 +450,19 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
     let bin = kem_mqtt_cli()?;
     let site = Site::auth_mode("sensor-sim", &secrets, &registry, Conf::Documented, &plugin)?;
     let (app, lines) = Subscriber::start_live(&site, "plain/#")?;
-    let around = Surroundings {
-        adc0_mv: Some(|_| ADC0_MV),
-        // As a board would: its intervals and back-off in real time.
-        pace: Some(1),
-        ..Surroundings::default()
+    let board = if mcu.is_mega0() {
+        // yasimavr, as fast as it runs; the ADC reads the internal
+        // temperature sensor (25 °C).
+        SimBoard::Yasim(crate::run::yasim::YasimOnPty::start(mcu, &elf)?)
+    } else {
+        let around = Surroundings {
+            adc0_mv: Some(|_| ADC0_MV),
+            // As a board would: its intervals and back-off in real time.
+            pace: Some(1),
+            ..Surroundings::default()
+        };
+        SimBoard::Simavr(SimOnPty::start_with(&elf, mcu.name, around)?)
     };
-    let board = SimOnPty::start_with(&elf, mcu.name, around)?;
     let logs = target.join("sensor-sim");
     std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
     let bridge = Bridge::start(&bin, board.path(), &site.addr(), logs.join("bridge.log"))?;
@@ -483,8 +489,7 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
         }
     };
     let stats = bridge.stop();
-    let stack = board.stack_depth();
-    board.finish()?;
+    let stack = board.finish()?;
     drop(app);
     received.map_err(|e| {
         let log = std::fs::read_to_string(logs.join("bridge.log")).unwrap_or_default();
@@ -493,15 +498,56 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
     eprintln!("sensor-sim: {}", stats?.trim_start_matches("serial-bridge: "));
     let sizes = crate::build::avr::sizes(mcu, &elf)?;
     eprintln!(
-        "sensor-sim: flash {} B of {} B; SRAM: static {} B + stack {stack} B at its deepest (SP \
-         tracked every instruction) = {} B of {} B",
+        "sensor-sim: flash {} B of {} B; SRAM: static {} B + stack {} B at its deepest ({}) = {} B of {} B",
         sizes.flash(),
         mcu.flash,
         sizes.ram(),
-        sizes.ram() + u32::from(stack),
+        stack.bytes,
+        stack.how,
+        sizes.ram() + stack.bytes,
         mcu.sram
     );
     Ok(())
+}
+
+/// The simulated board behind a pty: simavr for a classic part, yasimavr
+/// for a megaAVR-0 part.
+enum SimBoard {
+    Simavr(SimOnPty),
+    Yasim(crate::run::yasim::YasimOnPty),
+}
+
+/// The stack's peak and how it was measured.
+struct StackPeak {
+    bytes: u32,
+    how: &'static str,
+}
+
+impl SimBoard {
+    fn path(&self) -> &str {
+        match self {
+            SimBoard::Simavr(b) => b.path(),
+            SimBoard::Yasim(b) => b.path(),
+        }
+    }
+
+    /// Stops the simulation: the stack's peak since reset.
+    fn finish(self) -> Result<StackPeak, String> {
+        match self {
+            SimBoard::Simavr(b) => {
+                let bytes = u32::from(b.stack_depth());
+                b.finish()?;
+                Ok(StackPeak {
+                    bytes,
+                    how: "SP tracked every instruction",
+                })
+            }
+            SimBoard::Yasim(b) => Ok(StackPeak {
+                bytes: b.finish()?,
+                how: "SRAM painted at reset, the lowest byte that lost its paint",
+            }),
+        }
+    }
 }
 
 /// `e` with the last lines of the bridge's log and of the broker's.

@@ -219,3 +219,108 @@ pub fn yasim_record(
 fn hex(b: &[u8]) -> String {
     base16ct::lower::encode_string(b)
 }
+
+/// The sensor application on a megaAVR-0 part in yasimavr behind a pty, as
+/// [`crate::run::pty::SimOnPty`] puts a classic part's: `firmware/avr/yasim_app.py`
+/// runs it with its USART0 on pipes, which two threads relay to and from
+/// the pty's master, so `kem-mqtt serial-bridge` talks to it as to a
+/// board. The simulated clock runs no faster than the wall clock
+/// (`YASIM_APP_PACE=1`): the board's reply timeouts count simulated time,
+/// the bridge's and the broker's answers take wall-clock time. Its SRAM
+/// above static data is painted, so [`YasimOnPty::finish`] gives the
+/// stack's peak.
+pub struct YasimOnPty {
+    path: String,
+    child: std::process::Child,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    relays: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl YasimOnPty {
+    /// Starts `elf` (built for `mcu`) in yasimavr behind a new pty.
+    pub fn start(mcu: target::Mcu, elf: &Path) -> Result<YasimOnPty, String> {
+        use std::io::{Read, Write};
+        use std::process::Stdio;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        use std::time::Duration;
+
+        let [bss_end, data_start] = crate::run::symbols::addresses_of(elf, ["__bss_end", "__data_start"])?;
+        let ramend = data_start + mcu.sram - 1;
+        let script = util::workspace_root().join("firmware/avr/yasim_app.py");
+        let mut child = crate::setup::yasim(mcu.name)?
+            .arg(script)
+            .arg(elf)
+            .args([bss_end, ramend].map(|a| a.to_string()))
+            .env("YASIM_APP_PACE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run yasimavr: {e}"))?;
+        let (mut to_board, mut from_board) = (
+            child.stdin.take().ok_or("no stdin")?,
+            child.stdout.take().ok_or("no stdout")?,
+        );
+        let (mut host_side, path) = crate::run::pty::open_pty(Duration::from_millis(5))?;
+        let mut board_side = avr_serial::serialport::SerialPort::try_clone(&host_side)
+            .map_err(|e| format!("cannot clone the pty: {e}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let to = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while !stopping.load(Ordering::SeqCst) {
+                match host_side.read(&mut buf) {
+                    Ok(0) => std::thread::sleep(Duration::from_millis(5)),
+                    Ok(n) => {
+                        if to_board.write_all(&buf[..n]).and_then(|()| to_board.flush()).is_err() {
+                            break;
+                        }
+                    }
+                    // Nobody on the other end yet (or any more), or nothing to read.
+                    Err(e) if crate::run::pty::hung_up(&e) => std::thread::sleep(Duration::from_millis(5)),
+                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                    Err(_) => break,
+                }
+            }
+            // Dropping `to_board` closes the script's stdin: it reports and ends.
+        });
+        let from = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = from_board.read(&mut buf) {
+                if board_side.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(YasimOnPty {
+            path,
+            child,
+            stop,
+            relays: vec![to, from],
+        })
+    }
+
+    /// The pty's path (`/dev/pts/N`): what a host opens as the board's port.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Stops the simulation: the stack's painted peak in bytes from the top
+    /// of SRAM, or an error if the board crashed, hung or its stack ran
+    /// into static data.
+    pub fn finish(mut self) -> Result<u32, String> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for relay in self.relays.drain(..) {
+            let _ = relay.join();
+        }
+        let out = self.child.wait_with_output().map_err(|e| e.to_string())?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        let last = said.lines().last().unwrap_or_default();
+        let stack = last.rsplit_once("stack ").map(|(_, s)| s.trim());
+        match (out.status.success(), stack.and_then(|s| s.parse().ok())) {
+            (true, Some(peak)) => Ok(peak),
+            _ => Err(format!("yasimavr: {last}")),
+        }
+    }
+}
