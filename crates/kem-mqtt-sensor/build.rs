@@ -29,7 +29,8 @@ fn main() {
             let code = key_code()?;
             write(&out.join("sensor_key.rs"), &code)?;
         }
-        write(&out.join("sensor_policy.rs"), &policy_code()?)
+        write(&out.join("sensor_policy.rs"), &policy_code()?)?;
+        write(&out.join("sensor_mcu.rs"), &mcu_code())
     })();
     if let Err(e) = result {
         // Cargo prints this as the build's error, without a backtrace.
@@ -105,6 +106,18 @@ fn key_code() -> Result<String, String> {
         writeln!(out, "pub(crate) const {name}: &[u8] = &{bytes:?};").unwrap();
     }
     Ok(out)
+}
+
+/// `sensor_mcu.rs`: the part this build is for, as an absolute symbol
+/// (`__kem_mqtt_sensor_mcu_<part>`, no byte of flash or SRAM) that a runner
+/// reads from the ELF (`avr-nm`), so the part is one setting: `target-cpu`.
+fn mcu_code() -> String {
+    let part = avr_asm_build::target_cpu().unwrap_or_default();
+    if part.is_empty() || !part.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return String::new();
+    }
+    let symbol = format!("__kem_mqtt_sensor_mcu_{part}");
+    format!("core::arch::global_asm!(\".global {symbol}\", \".set {symbol}, 0\");\n")
 }
 
 /// `sensor_policy.rs`: the application's `avr_wire::app::Policy`.

@@ -41,11 +41,9 @@
 //! ## Features
 #![cfg_attr(feature = "document-features", doc = document_features::document_features!())]
 #![no_std]
-// `asm!` for the flash address of the provisioned keys (`steps`).
-#![cfg_attr(
-    all(target_arch = "avr", feature = "keys-in-flash", feature = "provisioned"),
-    feature(asm_experimental_arch)
-)]
+// `asm!` for the flash address of the provisioned keys (`steps`) and the
+// part's symbol (`build.rs`); AVR builds need a nightly compiler anyway.
+#![cfg_attr(target_arch = "avr", feature(asm_experimental_arch))]
 
 #[cfg(all(target_arch = "avr", feature = "app"))]
 mod app;
@@ -56,6 +54,10 @@ pub mod steps;
 
 #[cfg(all(target_arch = "avr", feature = "app"))]
 pub use app::run;
+
+// The part this image is for, as an absolute symbol a runner reads.
+#[cfg(target_arch = "avr")]
+include!(concat!(env!("OUT_DIR"), "/sensor_mcu.rs"));
 
 /// Stops the board for good, telling a simulator through the marker
 /// register (window 0x7F): what a panic handler of the application calls.

@@ -36,6 +36,7 @@ pub const KEM: Scheme = {
 /// The build's suite: the KEM's hybrid with the feature `x25519`, else its pure one.
 pub const SUITE: Suite = Suite::new(KEM, cfg!(feature = "x25519"));
 
+/// The build's byte lengths (keys, ciphertexts, flights).
 pub const L: Layout = Layout::of(KEM);
 /// The client id's length: provisioned, or the longest a request may carry.
 #[cfg(feature = "provisioned")]
@@ -47,6 +48,7 @@ pub const ID_LEN: usize = {
         MAX_ID_LEN
     }
 };
+/// The client id's length: the longest a request may carry.
 #[cfg(not(feature = "provisioned"))]
 pub const ID_LEN: usize = MAX_ID_LEN;
 /// The flight buffer's bytes ([`FLIGHT_BUF`]).
@@ -78,6 +80,7 @@ pub static mut EPHEMERAL: EphemeralKey = EphemeralKey::new();
 /// The sensor between its two steps.
 pub static mut STATE: Option<Sensor> = None;
 
+/// The handshake state between the start and the BrokerHello.
 pub type Sensor = AwaitBrokerHello<'static, &'static mut EphemeralKey>;
 
 /// Drops the handshake state in `slot` (its secrets are wiped on drop),
