@@ -25,14 +25,11 @@ pub fn run() -> Result<(), String> {
     let fuzz_build = Background::new(build_fuzz_targets);
     let cargo = |args: &'static [&'static str]| move || util::run(Command::new("cargo").args(args));
     let root = util::workspace_root();
+    // The ATmega4808 part (yasimavr, one core) runs as a process of its own
+    // (`cargo xtask ci4808`) beside the simavr steps, which use one core
+    // too; it starts once the images those steps need are built.
+    let part_4808 = Background::new(run_4808_beside);
     type Step = Box<dyn Fn() -> Result<(), String>>;
-    let for_4808 = |step: Step| -> Step {
-        let yasimavr = yasimavr.clone();
-        Box::new(move || {
-            yasimavr.wait()?;
-            step()
-        })
-    };
     let steps: Vec<(&str, Step)> = vec![
         ("cargo fmt --check", Box::new(cargo(&["fmt", "--all", "--check"]))),
         (
@@ -96,7 +93,7 @@ pub fn run() -> Result<(), String> {
         // builds it for the ATmega1284p and runs it in simavr (issue #35).
         (
             "examples: cargo run in simavr prints each one's expected output",
-            Box::new(examples::check_all),
+            Box::new(examples::check_on_own_mcu),
         ),
         // The crates as they leave the repository: every crate packed and
         // built from its pack against the others' (issues #34, #51), then a
@@ -124,8 +121,10 @@ pub fn run() -> Result<(), String> {
         (
             "sim-test (rings, KATs, CTRU-Light product) in simavr",
             Box::new({
-                let fuzz_build = fuzz_build.clone();
+                let (fuzz_build, yasimavr, part_4808) = (fuzz_build.clone(), yasimavr.clone(), part_4808.clone());
                 move || {
+                    yasimavr.wait()?;
+                    part_4808.start();
                     fuzz_build.start();
                     simtest::run(&args(&["sim-test", "--no-build"])?)
                 }
@@ -199,54 +198,11 @@ pub fn run() -> Result<(), String> {
             }),
         ),
         (
-            "ATmega4808 smoke test in yasimavr",
-            for_4808(Box::new(|| {
-                simtest::run(&args(&["sim-test", "--mcu", "atmega4808", "--no-build"])?)
-            })),
-        ),
-        // Every KEM variant in its own 4808 image: KAT record 0 in 6 KB of SRAM.
-        (
-            "ATmega4808 KAT record 0 of every KEM",
-            for_4808(Box::new(|| {
-                simtest::run(&args(&[
-                    "sim-test",
-                    "--mcu",
-                    "atmega4808",
-                    "--kat",
-                    "1",
-                    "--require-fit",
-                ])?)
-            })),
-        ),
-        // The primitives on the 4808's own build take one instruction path
-        // for every input (the trace found a branch on the X25519 swap bit).
-        (
-            "ATmega4808 constant time (instruction paths): the primitives",
-            for_4808(Box::new(|| {
-                ct::run(&args(&["ct", "--mcu", "atmega4808", "--filter", "primitives"])?)
-            })),
-        ),
-        // Every sensor suite (pure and hybrid) completes the handshake on the
-        // 4808 with 512 B of SRAM to spare (static RAM + painted stack).
-        (
-            "ATmega4808 sensor fit: every suite within the SRAM by the numbers, 512 B to spare",
-            for_4808(Box::new(|| {
-                handshake::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)
-            })),
-        ),
-        // The sensor application on the 4808: a handshake, a temperature
-        // reading, a command, the EEPROM counter (yasimavr; the whole e2e
-        // session runs on the simulated 1284p above).
-        (
-            "ATmega4808 sensor application in yasimavr (ctru-light-ascon+x25519)",
-            for_4808(Box::new(|| {
-                handshake::app_fit(
-                    target::mcu("atmega4808")?,
-                    &target::Suites::One(target::suite("ctru-light-ascon+x25519")?),
-                    false,
-                    true,
-                )
-            })),
+            "ATmega4808 (beside the steps above): the sensor example, smoke test, KATs, constant time, sensor fit, application",
+            Box::new({
+                let part = part_4808.clone();
+                move || part.wait()
+            }),
         ),
     ];
     let mut progress = progress::Progress::new("ci", steps.len() as u64);
@@ -256,6 +212,103 @@ pub fn run() -> Result<(), String> {
     }
     progress.finish();
     Ok(())
+}
+
+/// The ATmega4808 part of CI (`cargo xtask ci4808`), in yasimavr: the
+/// sensor example's both suites, then the part's own checks.
+pub fn run_4808() -> Result<(), String> {
+    setup::setup_yasimavr()?;
+    type Step = Box<dyn Fn() -> Result<(), String>>;
+    let steps: Vec<(&str, Step)> = vec![
+        (
+            "examples: the sensor's hybrid and pure suites on the ATmega4808",
+            Box::new(|| examples::check_on("atmega4808")),
+        ),
+        (
+            "ATmega4808 smoke test in yasimavr",
+            // Built here (a no-op after `ci`'s AVR builds), so that
+            // `cargo xtask ci4808` runs on its own too.
+            Box::new(|| simtest::run(&args(&["sim-test", "--mcu", "atmega4808"])?)),
+        ),
+        // Every KEM variant in its own 4808 image: KAT record 0 in 6 KB of SRAM.
+        (
+            "ATmega4808 KAT record 0 of every KEM",
+            Box::new(|| {
+                simtest::run(&args(&[
+                    "sim-test",
+                    "--mcu",
+                    "atmega4808",
+                    "--kat",
+                    "1",
+                    "--require-fit",
+                ])?)
+            }),
+        ),
+        // The primitives on the 4808's own build take one instruction path
+        // for every input (the trace found a branch on the X25519 swap bit).
+        (
+            "ATmega4808 constant time (instruction paths): the primitives",
+            Box::new(|| ct::run(&args(&["ct", "--mcu", "atmega4808", "--filter", "primitives"])?)),
+        ),
+        // Every sensor suite (pure and hybrid) completes the handshake on the
+        // 4808 with 512 B of SRAM to spare (static RAM + painted stack).
+        (
+            "ATmega4808 sensor fit: every suite within the SRAM by the numbers, 512 B to spare",
+            Box::new(|| handshake::cmd(&args(&["mqtt", "--mcu", "atmega4808", "--require-fit"])?)),
+        ),
+        // The sensor application on the 4808: a handshake, a temperature
+        // reading, a command, the EEPROM counter (yasimavr; the whole e2e
+        // session runs on the simulated 1284p above).
+        (
+            "ATmega4808 sensor application in yasimavr (ctru-light-ascon+x25519)",
+            Box::new(|| {
+                handshake::app_fit(
+                    target::mcu("atmega4808")?,
+                    &target::Suites::One(target::suite("ctru-light-ascon+x25519")?),
+                    false,
+                    true,
+                )
+            }),
+        ),
+    ];
+    let mut progress = progress::Progress::new("ci4808", steps.len() as u64);
+    for (name, step) in &steps {
+        progress.step(name);
+        step().map_err(|e| format!("ci4808 step `{name}`: {e}"))?;
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// Runs [`run_4808`] as a child process, its output in
+/// `target/ci4808.log`, which is printed when it ends (so that it does not
+/// interleave with the steps running meanwhile).
+fn run_4808_beside() -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let log_path = util::workspace_root().join("target/ci4808.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    eprintln!(
+        "xtask: the ATmega4808 part runs beside the other steps: {} ci4808 > {}",
+        exe.display(),
+        log_path.display()
+    );
+    // At a lower priority than the steps it runs beside, which have
+    // wall-clock timeouts (the end-to-end run's bridge and broker).
+    let status = Command::new("nice")
+        .args(["-n", "5"])
+        .arg(&exe)
+        .arg("ci4808")
+        .stdout(log)
+        .stderr(err)
+        .status();
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    eprintln!("xtask: the ATmega4808 part's output ({}):\n{text}", log_path.display());
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("the ATmega4808 part failed ({s}); its output is above")),
+        Err(e) => Err(format!("cannot run {} ci4808: {e}", exe.display())),
+    }
 }
 
 /// Builds the fuzz targets (`ci/fuzz-smoke.sh` with `FUZZ_BUILD_ONLY=1`)

@@ -23,6 +23,10 @@ pub enum Cmd {
     /// builds, the simulated differential and KAT tests, the AVR constant-time
     /// check, the valgrind secret-independence check and a short fuzzing run
     Ci,
+    /// The ATmega4808 part of CI (yasimavr), which `ci` runs as a process of
+    /// its own beside its simavr steps
+    #[command(hide = true)]
+    Ci4808,
     /// Check what this machine can do (Debian rustc-web with avr-none, avr-gcc, the
     /// simulator headers, mosquitto) and, as root, apt-get update + install what is
     /// missing or too old; otherwise print the commands
@@ -96,6 +100,7 @@ impl Cmd {
         matches!(
             self,
             Cmd::Ci
+                | Cmd::Ci4808
                 | Cmd::Bench(_)
                 | Cmd::Flash(_)
                 | Cmd::SimPty(_)

@@ -37,6 +37,7 @@ fn main() -> ExitCode {
 fn run(command: Cmd) -> Result<(), String> {
     match command {
         Cmd::Ci => ci::run(),
+        Cmd::Ci4808 => ci::run_4808(),
         Cmd::Setup(a) => avr_lab::setup::setup(&a),
         Cmd::BuildAvr(a) => avr_lab::build::build_avr::run(&a),
         Cmd::SimTest(a) => avr_lab::measure::simtest::run(&a),
