@@ -29,7 +29,6 @@ pub fn run() -> Result<(), String> {
     // (`cargo xtask ci4808`) beside the simavr steps, which use one core
     // too; it starts once the images those steps need are built.
     let part_4808 = Background::new(run_4808_beside);
-    type Step = Box<dyn Fn() -> Result<(), String>>;
     let steps: Vec<(&str, Step)> = vec![
         ("cargo fmt --check", Box::new(cargo(&["fmt", "--all", "--check"]))),
         (
@@ -205,10 +204,19 @@ pub fn run() -> Result<(), String> {
             }),
         ),
     ];
-    let mut progress = progress::Progress::new("ci", steps.len() as u64);
-    for (name, step) in &steps {
+    run_steps("ci", &steps)
+}
+
+/// A step: its name and what it runs.
+type Step = Box<dyn Fn() -> Result<(), String>>;
+
+/// Runs `steps` in order, each timed under `label`; the first failure
+/// ends the run, naming its step.
+fn run_steps(label: &'static str, steps: &[(&str, Step)]) -> Result<(), String> {
+    let mut progress = progress::Progress::new(label, steps.len() as u64);
+    for (name, step) in steps {
         progress.step(name);
-        step().map_err(|e| format!("ci step `{name}`: {e}"))?;
+        step().map_err(|e| format!("{label} step `{name}`: {e}"))?;
     }
     progress.finish();
     Ok(())
@@ -218,7 +226,6 @@ pub fn run() -> Result<(), String> {
 /// sensor example's both suites, then the part's own checks.
 pub fn run_4808() -> Result<(), String> {
     setup::setup_yasimavr()?;
-    type Step = Box<dyn Fn() -> Result<(), String>>;
     let steps: Vec<(&str, Step)> = vec![
         (
             "examples: the sensor's hybrid and pure suites on the ATmega4808",
@@ -271,13 +278,7 @@ pub fn run_4808() -> Result<(), String> {
             }),
         ),
     ];
-    let mut progress = progress::Progress::new("ci4808", steps.len() as u64);
-    for (name, step) in &steps {
-        progress.step(name);
-        step().map_err(|e| format!("ci4808 step `{name}`: {e}"))?;
-    }
-    progress.finish();
-    Ok(())
+    run_steps("ci4808", &steps)
 }
 
 /// Runs [`run_4808`] as a child process, its output in
