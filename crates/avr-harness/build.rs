@@ -5,19 +5,8 @@
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(avr_mega0)");
     println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
-    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    // The last `target-cpu` counts, as in rustc (a `--config
-    // build.rustflags=…` comes after the config file's).
-    let cpu = flags
-        .split('\x1f')
-        .zip(flags.split('\x1f').skip(1).chain(std::iter::once("")))
-        .filter_map(|(a, b)| {
-            a.strip_prefix("-Ctarget-cpu=")
-                .or_else(|| a.strip_prefix("target-cpu="))
-                .or_else(|| if a == "-C" { b.strip_prefix("target-cpu=") } else { None })
-        })
-        .last()
-        .unwrap_or("");
+    let cpu = avr_asm_build::target_cpu().unwrap_or_default();
+    let cpu = cpu.as_str();
     if avr_mcu::by_name(cpu).is_some_and(|m| m.family == avr_mcu::Family::Mega0) {
         println!("cargo:rustc-cfg=avr_mega0");
     }

@@ -19,6 +19,8 @@ const POLICY_VAR: &str = "SENSOR_APP_POLICY";
 fn main() {
     println!("cargo::rerun-if-env-changed={KEY_VAR}");
     println!("cargo::rerun-if-env-changed={POLICY_VAR}");
+    // The part (`target-cpu`): the keys-in-flash check and the part's symbol.
+    println!("cargo::rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
     let on = |f: &str| std::env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"))).is_some();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // Only the AVR build has code (elsewhere the crate is empty).

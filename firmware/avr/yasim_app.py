@@ -82,8 +82,9 @@ RTC_CLKSEL = 0x0147
 RTC_PITCTRLA = 0x0150
 RTC_PITINTCTRL = 0x0152
 RTC_PIT_VECTOR = 4
-# Simulated cycles without a byte from the board after which it counts as
-# hung (50 s: the board asks again after 10 s without an answer).
+# Simulated cycles awake without a byte from the board after which it counts
+# as hung (50 s: the board asks again after 10 s without an answer; asleep,
+# it may wait minutes).
 IDLE_LIMIT = 1_000_000_000
 
 
@@ -285,6 +286,10 @@ def main(elf, paint, windows):
             last_output = loop.cycle()
             if os.environ.get('YASIM_APP_TRACE'):
                 print(f'out {loop.cycle()} {got[:8].hex()} ({len(got)} B)', file=sys.stderr, flush=True)
+        elif dev.state() == _corelib.Device.State.Sleeping:
+            # Asleep until its next wake-up (a reading interval, a back-off
+            # of up to minutes): not hung.
+            last_output = loop.cycle()
         elif loop.cycle() - last_output > IDLE_LIMIT:
             print(f'hung: no byte for {IDLE_LIMIT} cycles (the last at cycle {last_output}), pc {probe.read_pc():#x}, cycles {loop.cycle()}, stack {stack_peak(paint)}',
                   file=sys.stderr, flush=True)

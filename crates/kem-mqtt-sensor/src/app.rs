@@ -92,12 +92,14 @@ struct App {
 pub fn run() -> ! {
     board::init();
     let uart = Uart::init();
-    let Some(keys) = mqtt::provisioned_keys() else {
+    // SAFETY: single-threaded, the first and only keys and credentials.
+    let Some(keys) = (unsafe { mqtt::provisioned_keys() }) else {
         // The build provisions well-formed keys; nothing to run without them.
         avr_harness::exit()
     };
     // The static-static X25519 secret, once for the board's life.
-    let creds = mqtt::credentials(SUITE.id(), keys);
+    // SAFETY: as above.
+    let creds = unsafe { mqtt::credentials(SUITE.id(), keys) };
     let mut app = App {
         uart,
         tag: 0,
@@ -284,7 +286,9 @@ impl App {
     fn start(&mut self, nonce: &[u8; NONCE_LEN]) -> Result<(usize, usize), ()> {
         for _ in 0..START_ATTEMPTS {
             let counter = mqtt::next_counter().ok_or(())?;
-            mqtt::derive_tape(SUITE, counter, nonce);
+            // SAFETY: single-threaded; the start's buffers, which borrow the
+            // tape, are taken below, after the previous state is gone.
+            unsafe { mqtt::derive_tape(SUITE, counter, nonce) };
             // SAFETY: single-threaded; the previous state, which borrowed
             // the ephemeral key, goes first.
             let (slot, ephemeral, tape, flight) = unsafe {

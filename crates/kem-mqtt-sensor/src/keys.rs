@@ -6,15 +6,18 @@
 
 use avr_wire::mqtt::{MAX_ID_LEN, X25519_LEN};
 
-use crate::steps::{L, SUITE};
+use crate::steps::{KEM, L, SUITE};
 
 include!(concat!(env!("OUT_DIR"), "/sensor_key.rs"));
 
 /// The key fields; a key file of another suite, or with fields of the
 /// wrong lengths, stops the build here.
 pub(crate) const fn provisioned() -> [u8; L.keys_len()] {
+    // The application runs its one suite; the measuring firmware (without
+    // `app`) takes the suite per request, either of its KEM's.
+    let key_suite = kem_mqtt::Suite::from_name(KEY_SUITE);
     assert!(
-        matches!(kem_mqtt::Suite::from_name(KEY_SUITE), Some(s) if s.id() == SUITE.id()),
+        matches!(key_suite, Some(s) if s.id() == SUITE.id() || (!cfg!(feature = "app") && s.kem() as u8 == KEM as u8)),
         "the key file (KEM_MQTT_SENSOR_KEY) is for another suite than this build: the KEM is kem-mqtt's one \
          KEM feature, the hybrid suite kem-mqtt-sensor's feature `x25519`"
     );

@@ -56,7 +56,7 @@ pub const FLIGHT: usize = L.flight_len(ID_LEN);
 /// The same fields, provisioned into the image; the start request must
 /// carry equal bytes. They take no SRAM: the megaAVR 0-series maps its
 /// flash into the data space, and on the classic parts
-/// (`mqtt-keys-in-flash`) they are in program memory, which only
+/// (`keys-in-flash`) they are in program memory, which only
 /// [`read_provisioned`] reads (a data-space read there would see SRAM).
 #[cfg(feature = "provisioned")]
 #[cfg_attr(feature = "keys-in-flash", link_section = ".progmem.data")]
@@ -190,9 +190,6 @@ pub struct Keys {
 
 /// Copies the provisioned bytes from `at` on into `out` (past the end: zeros).
 #[cfg(feature = "provisioned")]
-// Where the flash is mapped, only the start op's key check reads through
-// it; the sensor application has no such op.
-#[cfg_attr(not(feature = "keys-in-flash"), allow(dead_code))]
 pub fn read_provisioned(at: usize, out: &mut [u8]) {
     #[cfg(feature = "keys-in-flash")]
     {
@@ -228,10 +225,13 @@ pub fn read_provisioned(at: usize, out: &mut [u8]) {
 /// [`avr_wire::mqtt::TAPE_LABEL`]-KDF of its provisioned keys, its counter
 /// value `counter` (never used twice: [`next_counter`]) and the host's
 /// `nonce`.
+///
+/// # Safety
+/// Single-threaded, and no borrow of [`TAPE`] is live (a handshake start's
+/// buffers, [`start_buffers`], are taken after this returns).
 #[cfg(feature = "provisioned")]
-pub fn derive_tape(suite: Suite, counter: u32, nonce: &[u8; avr_wire::mqtt::HOST_NONCE_LEN]) {
-    // SAFETY: single-threaded; the handshake state that reads the tape is
-    // built after this returns.
+pub unsafe fn derive_tape(suite: Suite, counter: u32, nonce: &[u8; avr_wire::mqtt::HOST_NONCE_LEN]) {
+    // SAFETY: as the caller promises.
     let tape = unsafe { &mut *addr_of_mut!(TAPE) };
     #[cfg(feature = "keys-in-flash")]
     kem_mqtt::sym::kdf_with(
@@ -296,8 +296,12 @@ pub fn next_counter() -> Option<u32> {
 }
 
 /// The provisioned key fields, in the mapped flash (the megaAVR 0-series).
+///
+/// # Safety
+/// As the classic parts' variant's (which reuses a static for them): no
+/// earlier [`Keys`], nor credentials made from them, is still in use.
 #[cfg(all(feature = "provisioned", not(feature = "keys-in-flash")))]
-pub fn provisioned_keys() -> Option<Keys> {
+pub unsafe fn provisioned_keys() -> Option<Keys> {
     let (&id_len, rest) = PROVISIONED.split_first()?;
     let (id, rest) = rest.split_first_chunk::<MAX_ID_LEN>()?;
     let (sk, rest) = rest.split_first_chunk::<{ L.sk }>()?;
@@ -316,8 +320,12 @@ pub fn provisioned_keys() -> Option<Keys> {
 /// The provisioned key fields on a classic part: the KEM keys stay in
 /// program memory behind readers; the client id and the X25519 keys
 /// (`ID_LEN` + 64 bytes) are copied into SRAM.
+///
+/// # Safety
+/// Single-threaded, and no earlier [`Keys`], nor credentials made from
+/// them, is still in use: their copy is rewritten.
 #[cfg(all(feature = "provisioned", feature = "keys-in-flash"))]
-pub fn provisioned_keys() -> Option<Keys> {
+pub unsafe fn provisioned_keys() -> Option<Keys> {
     const SK_AT: usize = 1 + MAX_ID_LEN;
     const X_SK_AT: usize = SK_AT + L.sk;
     const PK_AT: usize = X_SK_AT + X25519_LEN;
@@ -325,8 +333,7 @@ pub fn provisioned_keys() -> Option<Keys> {
     const _: () = assert!(X_PK_AT + X25519_LEN == L.keys_len());
     /// id ‖ X25519 secret ‖ broker's X25519 public key.
     static mut SMALL: [u8; ID_LEN + 2 * X25519_LEN] = [0; ID_LEN + 2 * X25519_LEN];
-    // SAFETY: single-threaded; the previous handshake's credentials, which
-    // borrowed it, are gone (their state was dropped first).
+    // SAFETY: as the caller promises.
     let small = unsafe { &mut *addr_of_mut!(SMALL) };
     let (id, x) = small.split_at_mut(ID_LEN);
     read_provisioned(1, id);
@@ -355,9 +362,12 @@ pub fn provisioned_keys() -> Option<Keys> {
 /// secret of a hybrid `suite_id` computed into [`X_STATIC`] (a sensor
 /// computes it once; the harness, whose keys arrive with each request, in
 /// every start, outside the measured window).
-pub fn credentials(suite_id: u8, Keys { id, sk, x_sk, pk, x_pk }: Keys) -> SensorCredentials<'static> {
-    // SAFETY: single-threaded; the one borrow of the static, which the
-    // previous handshake's credentials no longer use (their state is gone).
+///
+/// # Safety
+/// Single-threaded, and no earlier credentials are still in use (their
+/// cached secret is rewritten): the handshake state that held them is gone.
+pub unsafe fn credentials(suite_id: u8, Keys { id, sk, x_sk, pk, x_pk }: Keys) -> SensorCredentials<'static> {
+    // SAFETY: as the caller promises.
     let x_static = unsafe { &mut *addr_of_mut!(X_STATIC) };
     let cached = cache_static_secret(suite_id, x_sk, x_pk, x_static);
     SensorCredentials {

@@ -131,7 +131,9 @@ fn read_keys(io: &mut Uart) -> Option<Keys> {
     if differ != 0 {
         return None;
     }
-    provisioned_keys()
+    // SAFETY: single-threaded; `start` dropped the previous state, which
+    // held the previous keys' credentials.
+    unsafe { provisioned_keys() }
 }
 
 fn start(io: &mut Uart) {
@@ -169,20 +171,25 @@ fn hello(io: &mut Uart) {
     let suite_id = io.read_byte();
     let mut nonce = [0u8; HOST_NONCE_LEN];
     io.read_bytes(&mut nonce);
-    let (Ok(suite), Some(keys)) = (Suite::from_id(suite_id), provisioned_keys()) else {
+    // SAFETY: single-threaded; the previous state, which held the previous
+    // keys' credentials, was dropped above.
+    let (Ok(suite), Some(keys)) = (Suite::from_id(suite_id), unsafe { provisioned_keys() }) else {
         return refuse_start(io, 4);
     };
     let Some(counter) = next_counter() else {
         return refuse_start(io, 9);
     };
-    derive_tape(suite, counter, &nonce);
+    // SAFETY: single-threaded; no borrow of the tape is live (the state is gone).
+    unsafe { derive_tape(suite, counter, &nonce) };
     begin(io, avr_wire::mqtt::OP_HELLO, suite_id, keys);
 }
 
 /// Runs the measured start (window `window`) of suite `suite_id` with
 /// `keys` and the randomness in [`TAPE`], and replies.
 fn begin(io: &mut Uart, window: u8, suite_id: u8, keys: Keys) {
-    let creds = credentials(suite_id, keys);
+    // SAFETY: single-threaded; the handshake state that held the previous
+    // credentials was dropped by the caller.
+    let creds = unsafe { credentials(suite_id, keys) };
     // SAFETY: single-threaded; the handshake state that borrowed these was
     // dropped by the caller, and each is borrowed once here.
     let (slot, ephemeral, tape, flight) = unsafe { start_buffers() };

@@ -418,12 +418,13 @@ pub struct SensorSimArgs {
 pub const ADC0_MV: u32 = 1650;
 
 /// `cargo xtask sensor-sim`: a sensor firmware of one's own (the runner of
-/// examples/avr-mqtt-sensor) in simavr on a pty, `kem-mqtt serial-bridge`
-/// on that pty, mosquitto with the KEM-MQTT plugin holding the key
-/// folder's broker keys and registry, and `mosquitto_sub` on `plain/#`,
-/// whose lines are printed as it prints them (on stdout; the rest goes to
-/// stderr) until the sensor's `readings`-th reading. ADC0 reads
-/// [`ADC0_MV`].
+/// examples/avr-mqtt-sensor) on a pty, in simavr (a classic part: ADC0
+/// reads [`ADC0_MV`]) or yasimavr (a megaAVR-0 part: its temperature
+/// sensor reads 25 °C), `kem-mqtt serial-bridge` on that pty, mosquitto
+/// with the KEM-MQTT plugin holding the key folder's broker keys and
+/// registry, and `mosquitto_sub` on `plain/#`, whose lines are printed as
+/// it prints them (on stdout; the rest goes to stderr) until the sensor's
+/// `readings`-th reading.
 pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
     use kem_mqtt_host::keys::{BrokerSecrets, Registry, SensorKeys, BROKER_KEY_FILE, REGISTRY_FILE};
     let mcu = o.mcu;
@@ -451,7 +452,7 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
     let site = Site::auth_mode("sensor-sim", &secrets, &registry, Conf::Documented, &plugin)?;
     let (app, lines) = Subscriber::start_live(&site, "plain/#")?;
     let board = if mcu.is_mega0() {
-        // yasimavr, as fast as it runs; the ADC reads the internal
+        // yasimavr, at the wall clock's pace; the ADC reads the internal
         // temperature sensor (25 °C).
         SimBoard::Yasim(crate::run::yasim::YasimOnPty::start(mcu, &elf)?)
     } else {
@@ -489,12 +490,19 @@ pub fn sensor_sim(o: &SensorSimArgs) -> Result<(), String> {
         }
     };
     let stats = bridge.stop();
-    let stack = board.finish()?;
+    let stack = board.finish();
     drop(app);
+    // A session that failed is the error to see, with the logs (and how the
+    // board ended, which may say why).
     received.map_err(|e| {
         let log = std::fs::read_to_string(logs.join("bridge.log")).unwrap_or_default();
+        let e = match &stack {
+            Err(board) => format!("{e}; the board: {board}"),
+            Ok(_) => e,
+        };
         with_logs(&e, &log, &site)
     })?;
+    let stack = stack?;
     eprintln!("sensor-sim: {}", stats?.trim_start_matches("serial-bridge: "));
     let sizes = crate::build::avr::sizes(mcu, &elf)?;
     eprintln!(

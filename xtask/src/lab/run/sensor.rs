@@ -361,10 +361,22 @@ fn write_key_file(path: &std::path::Path, suite: Suite, keys: &[u8]) -> Result<(
         "broker_x25519_pk": hex(broker_x25519_pk),
     });
     let text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
-    if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if std::fs::read_to_string(path).ok().as_deref() == Some(text.as_str()) {
+        return Ok(());
     }
-    Ok(())
+    // Secret keys: readable by the owner only (as `kem-mqtt provision`
+    // writes them), through a new file renamed into place.
+    let tmp = path.with_extension("json.tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The key fields of a sensor image (`avr_wire::mqtt::Layout::keys_len`

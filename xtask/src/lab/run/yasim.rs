@@ -228,10 +228,12 @@ fn hex(b: &[u8]) -> String {
 /// (`YASIM_APP_PACE=1`): the board's reply timeouts count simulated time,
 /// the bridge's and the broker's answers take wall-clock time. Its SRAM
 /// above static data is painted, so [`YasimOnPty::finish`] gives the
-/// stack's peak.
+/// stack's peak; the script's log goes to `target/sensor-sim/yasim.log`.
+/// Dropped, it stops the simulation.
 pub struct YasimOnPty {
     path: String,
     child: std::process::Child,
+    log: std::path::PathBuf,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     relays: Vec<std::thread::JoinHandle<()>>,
 }
@@ -248,6 +250,11 @@ impl YasimOnPty {
         let [bss_end, data_start] = crate::run::symbols::addresses_of(elf, ["__bss_end", "__data_start"])?;
         let ramend = data_start + mcu.sram - 1;
         let script = util::workspace_root().join("firmware/avr/yasim_app.py");
+        let log = util::workspace_root().join("target/sensor-sim/yasim.log");
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let log_file = std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
         let mut child = crate::setup::yasim(mcu.name)?
             .arg(script)
             .arg(elf)
@@ -255,7 +262,7 @@ impl YasimOnPty {
             .env("YASIM_APP_PACE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(log_file)
             .spawn()
             .map_err(|e| format!("cannot run yasimavr: {e}"))?;
         let (mut to_board, mut from_board) = (
@@ -288,14 +295,19 @@ impl YasimOnPty {
         let from = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n @ 1..) = from_board.read(&mut buf) {
-                if board_side.write_all(&buf[..n]).is_err() {
-                    break;
+                // With nobody on the other end the bytes are lost, as on a
+                // board's line; anything else ends the relay.
+                match board_side.write_all(&buf[..n]) {
+                    Ok(()) => {}
+                    Err(e) if crate::run::pty::hung_up(&e) || e.kind() == std::io::ErrorKind::TimedOut => {}
+                    Err(_) => break,
                 }
             }
         });
         Ok(YasimOnPty {
             path,
             child,
+            log,
             stop,
             relays: vec![to, from],
         })
@@ -310,17 +322,32 @@ impl YasimOnPty {
     /// of SRAM, or an error if the board crashed, hung or its stack ran
     /// into static data.
     pub fn finish(mut self) -> Result<u32, String> {
+        let status = self.stop_child();
+        let said = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let last = said.lines().last().unwrap_or_default().to_string();
+        let stack = last.rsplit_once("stack ").map(|(_, s)| s.trim());
+        match (status.is_some_and(|s| s.success()), stack.and_then(|s| s.parse().ok())) {
+            (true, Some(peak)) => Ok(peak),
+            _ => Err(format!("yasimavr: {last} (log: {})", self.log.display())),
+        }
+    }
+
+    /// Closes the script's stdin (it reports and ends), joins the relays
+    /// and reaps the child; its exit status, if it ended.
+    fn stop_child(&mut self) -> Option<std::process::ExitStatus> {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         for relay in self.relays.drain(..) {
             let _ = relay.join();
         }
-        let out = self.child.wait_with_output().map_err(|e| e.to_string())?;
-        let said = String::from_utf8_lossy(&out.stderr);
-        let last = said.lines().last().unwrap_or_default();
-        let stack = last.rsplit_once("stack ").map(|(_, s)| s.trim());
-        match (out.status.success(), stack.and_then(|s| s.parse().ok())) {
-            (true, Some(peak)) => Ok(peak),
-            _ => Err(format!("yasimavr: {last}")),
+        self.child.wait().ok()
+    }
+}
+
+impl Drop for YasimOnPty {
+    fn drop(&mut self) {
+        if !self.relays.is_empty() {
+            let _ = self.child.kill();
+            self.stop_child();
         }
     }
 }
