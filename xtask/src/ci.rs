@@ -285,7 +285,11 @@ pub fn run_4808() -> Result<(), String> {
 /// `target/ci4808.log`, which is printed when it ends (so that it does not
 /// interleave with the steps running meanwhile).
 fn run_4808_beside() -> Result<(), String> {
+    // A later build of the xtask (the tests build it too) may have replaced
+    // this binary while it ran; Linux then names it "<path> (deleted)", and
+    // the new build of the same sources is at the path.
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let exe = std::path::PathBuf::from(exe.to_string_lossy().trim_end_matches(" (deleted)"));
     let log_path = util::workspace_root().join("target/ci4808.log");
     let log = std::fs::File::create(&log_path).map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
