@@ -95,7 +95,7 @@ use kem_mqtt::{
 };
 
 use crate::admission::{Admission, AdmissionConfig, Refusal};
-use crate::client::MqttClient;
+use crate::client::{MqttClient, Reliability};
 use crate::keys::{BrokerState, Registry};
 use crate::reload::RegistryWatch;
 use crate::topics::{self, Delivery, CLUSTER, HS};
@@ -229,7 +229,9 @@ pub struct GatewayStats {
     pub commands_dropped: u64,
     /// ClientFinished messages forwarded to the other instances.
     pub finished_forwarded: u64,
-    /// Records and commands of sensors another instance owns (skipped).
+    /// Records and commands of sensors another instance owns, and (with a
+    /// [`Shard`]) every message of a sensor outside this instance's shard:
+    /// skipped.
     pub not_owned: u64,
     /// Sessions dropped because another instance established a newer one.
     pub superseded: u64,
@@ -356,6 +358,49 @@ impl Cluster {
     }
 }
 
+/// One instance of several that split a fleet by sensor id, for brokers
+/// without shared subscriptions (RabbitMQ's MQTT plugin): every instance
+/// receives every message and handles only those of its shard's sensors,
+/// so a sensor's handshake and session always live on one instance, the
+/// same one every time. Ids are public, so the split needs no secret; it
+/// is fixed, so an instance that is down leaves its shard unserved until
+/// it is back (run it under a supervisor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// This instance's shard, `0..count`.
+    pub index: u32,
+    /// How many shards (instances) there are.
+    pub count: u32,
+}
+
+impl Shard {
+    /// `K/N`, with `K < N`.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("shard {s:?}: K/N with 0 <= K < N, e.g. 0/3");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+        if index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether `client_id` is in this shard: FNV-1a of the id, modulo the
+    /// shard count (a split every instance computes alike).
+    pub fn contains(&self, client_id: &str) -> bool {
+        let hash = client_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        hash % u64::from(self.count) == u64::from(self.index)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
 /// Limits of the gateway's state, and where it delivers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GatewayConfig {
@@ -382,6 +427,14 @@ pub struct GatewayConfig {
     pub delivery: Delivery,
     /// `Some`: one instance of several ([`Cluster`]).
     pub cluster: Option<Cluster>,
+    /// `Some`: one instance of several that split the fleet by id ([`Shard`]).
+    pub shard: Option<Shard>,
+    /// The MQTT session: [`Reliability::persistent_session`] and
+    /// [`Reliability::acknowledged_publish`] on a clustered broker, so
+    /// that a reading survives the loss of the node the gateway is on (a
+    /// record redelivered after it was opened is refused by its session's
+    /// replay window).
+    pub reliability: Reliability,
 }
 
 impl Default for GatewayConfig {
@@ -399,6 +452,8 @@ impl Default for GatewayConfig {
             session_idle: Duration::from_secs(24 * 3600),
             delivery: Delivery::default(),
             cluster: None,
+            shard: None,
+            reliability: Reliability::default(),
         }
     }
 }
@@ -501,16 +556,24 @@ impl GatewayCore {
                 };
             }
         }
+        if let Some(shard) = self.config.shard {
+            let id = topics::parse_sealed_c2b(topic)
+                .map(|(id, _)| id)
+                .or_else(|| self.config.delivery.parse_command(topic).map(|(id, _)| id))
+                .or_else(|| topics::parse_hs_c2b(topic));
+            if id.is_some_and(|id| !shard.contains(id)) {
+                self.stats.not_owned += 1;
+                return (GatewayEvent::Other, vec![]);
+            }
+        }
         if let Some((id, sub)) = topics::parse_sealed_c2b(topic) {
             return self.record(id.to_string(), sub.to_string(), topic, payload, now);
         }
         if let Some((id, sub)) = self.config.delivery.parse_command(topic) {
             return self.command(id.to_string(), sub, payload);
         }
-        let parts: Vec<&str> = topic.split('/').collect();
-        let client_id = match parts.as_slice() {
-            ["kem-mqtt", "hs", id, "c2b"] => id.to_string(),
-            _ => return (GatewayEvent::Other, vec![]),
+        let Some(client_id) = topics::parse_hs_c2b(topic).map(str::to_string) else {
+            return (GatewayEvent::Other, vec![]);
         };
         match payload.get(1).copied() {
             Some(MSG_CLIENT_HELLO) => self.client_hello(client_id, payload, now),
@@ -943,6 +1006,10 @@ pub struct Gateway {
     /// A message received just as the registry changed: handled at the
     /// next poll, under the new registry, after the reload is reported.
     held: Option<(String, Vec<u8>)>,
+    /// The poll timeout, kept for a new connection ([`Gateway::reconnect`]).
+    conn_timeout: Option<Duration>,
+    /// Messages to publish that a lost connection left unpublished.
+    unsent: VecDeque<Outgoing>,
 }
 
 impl Gateway {
@@ -984,38 +1051,70 @@ impl Gateway {
         core: GatewayCore,
         login: Option<(&str, &str)>,
     ) -> Result<Self, HostError> {
-        let config = &core.config;
-        let commands = config.delivery.command_filter();
-        let records = topics::sealed_c2b("+", "#");
-        let (client_id, filters) = match &config.cluster {
-            None => (
-                "kem-mqtt-gateway".to_string(),
-                vec![format!("{HS}+/c2b"), records, commands],
-            ),
-            Some(c) => (
-                format!("kem-mqtt-gateway-{}", c.instance),
-                vec![
-                    format!("$share/{}/{HS}+/c2b", c.group),
-                    format!("{CLUSTER}{}/+/+", c.group),
-                    records,
-                    commands,
-                ],
-            ),
-        };
-        let mut conn = MqttClient::connect(&addr.into(), &client_id, login, Duration::from_secs(10))?;
-        let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
-        conn.subscribe(&filters)?;
+        let conn = Self::subscribed(&addr.into(), &core.config, login)?;
         Ok(Gateway {
             conn,
             core,
             watch: None,
             held: None,
+            conn_timeout: Some(Duration::from_secs(10)),
+            unsent: VecDeque::new(),
         })
+    }
+
+    /// The client id of an instance with `config`: stable, so that a
+    /// persistent session is found again after a reconnection.
+    fn client_id(config: &GatewayConfig) -> String {
+        match (&config.cluster, config.shard) {
+            (Some(c), _) => format!("kem-mqtt-gateway-{}", c.instance),
+            (None, Some(s)) => format!("kem-mqtt-gateway-shard-{}-of-{}", s.index, s.count),
+            (None, None) => "kem-mqtt-gateway".to_string(),
+        }
+    }
+
+    /// A connection to `endpoint` subscribed to what `config` serves.
+    fn subscribed(
+        endpoint: &Endpoint,
+        config: &GatewayConfig,
+        login: Option<(&str, &str)>,
+    ) -> Result<MqttClient, HostError> {
+        let commands = config.delivery.command_filter();
+        let records = topics::sealed_c2b("+", "#");
+        let filters = match &config.cluster {
+            None => vec![format!("{HS}+/c2b"), records, commands],
+            Some(c) => vec![
+                format!("$share/{}/{HS}+/c2b", c.group),
+                format!("{CLUSTER}{}/+/+", c.group),
+                records,
+                commands,
+            ],
+        };
+        let client_id = Self::client_id(config);
+        let mut conn =
+            MqttClient::connect_with(endpoint, &client_id, login, Duration::from_secs(10), config.reliability)?;
+        let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
+        conn.subscribe(&filters)?;
+        Ok(conn)
+    }
+
+    /// A new connection to `addr` (another node of a clustered broker,
+    /// after the one in use failed), keeping the gateway's handshakes and
+    /// sessions. With a persistent session
+    /// ([`GatewayConfig::reliability`]) the broker delivers what arrived
+    /// meanwhile, and again what was delivered but not acknowledged.
+    pub fn reconnect(&mut self, addr: impl Into<Endpoint>, login: Option<(&str, &str)>) -> Result<(), HostError> {
+        let timeout = self.conn_timeout;
+        let _ = self.conn.close();
+        let mut conn = Self::subscribed(&addr.into(), &self.core.config, login)?;
+        conn.set_timeout(timeout);
+        self.conn = conn;
+        Ok(())
     }
 
     /// Sets how long [`Gateway::poll`] waits (`None`: forever). The client
     /// keeps the connection alive (PINGREQ) while it waits.
     pub fn set_timeout(&mut self, t: Option<Duration>) {
+        self.conn_timeout = t;
         self.conn.set_timeout(t);
     }
 
@@ -1092,6 +1191,7 @@ impl Gateway {
     /// file changes is kept and handled at the next poll, under the new
     /// registry, after this one reports the reload.
     pub fn poll(&mut self) -> Result<GatewayEvent, HostError> {
+        self.flush()?;
         if let Some(event) = self.reload_if_changed() {
             return Ok(event);
         }
@@ -1104,14 +1204,26 @@ impl Gateway {
             return Ok(event);
         }
         let (event, out) = self.core.handle(&topic, &payload, Instant::now());
-        for (topic, payload) in out {
-            if self.core.retained(&topic) {
-                self.conn.publish_retained(&topic, &payload)?;
-            } else {
-                self.conn.publish(&topic, &payload)?;
-            }
-        }
+        self.unsent.extend(out);
+        self.flush()?;
         Ok(event)
+    }
+
+    /// Publishes what handling a message produced. What a lost connection
+    /// left unpublished stays, and goes first on the next poll, before the
+    /// message is acknowledged (persistent sessions): the record it came
+    /// from was opened, so a redelivered copy is refused as a replay and
+    /// would not produce it again.
+    fn flush(&mut self) -> Result<(), HostError> {
+        while let Some((topic, payload)) = self.unsent.front() {
+            if self.core.retained(topic) {
+                self.conn.publish_retained(topic, payload)?;
+            } else {
+                self.conn.publish(topic, payload)?;
+            }
+            self.unsent.pop_front();
+        }
+        Ok(())
     }
 
     /// Seals `payload` for `client_id` and publishes it on `kem-mqtt/data/b2c/<id>`

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use crate::OsRng;
 use kem_mqtt::{SensorHandshake, Session, Suite, AUTH_METHOD, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD};
 
-use crate::client::MqttClient;
+use crate::client::{MqttClient, Reliability};
 use crate::keys::SensorKeys;
 use crate::mqtt::{self, Connection, Packet};
 use crate::topics::{sealed_b2c, sealed_c2b};
@@ -121,12 +121,19 @@ impl SensorClient {
         keys: &SensorKeys,
         timeout: Duration,
     ) -> Result<Self, HostError> {
-        let mut conn = MqttClient::connect(&addr.into(), &keys.client_id, None, timeout)?;
-        // `…/b2c/<id>/#` also matches `…/b2c/<id>` itself (the
-        // confirmation): one filter, or overlapping ones would deliver each
-        // record twice.
-        let sealed = sealed_b2c(&keys.client_id, "#");
-        conn.subscribe(&[&hs_b2c(&keys.client_id), &sealed])?;
+        Self::connect_topic_mode_with(addr, keys, timeout, Reliability::default())
+    }
+
+    /// [`SensorClient::connect_topic_mode`] on a client with `reliability`
+    /// (with [`Reliability::acknowledged_publish`], every record waits for
+    /// the broker's PUBACK: see [`SensorClient::reconnect`]).
+    pub fn connect_topic_mode_with(
+        addr: impl Into<Endpoint>,
+        keys: &SensorKeys,
+        timeout: Duration,
+        reliability: Reliability,
+    ) -> Result<Self, HostError> {
+        let mut conn = Self::topic_link(&addr.into(), &keys.client_id, timeout, reliability)?;
         let start = Instant::now();
         let mut buf = vec![0u8; MAX_CLIENT_HELLO_LEN];
         let t = Instant::now();
@@ -186,6 +193,43 @@ impl SensorClient {
                 total: start.elapsed(),
             },
         })
+    }
+
+    /// A topic-mode connection subscribed to the sensor's handshake and
+    /// broker → sensor topics.
+    fn topic_link(
+        endpoint: &Endpoint,
+        client_id: &str,
+        timeout: Duration,
+        reliability: Reliability,
+    ) -> Result<MqttClient, HostError> {
+        let mut conn = MqttClient::connect_with(endpoint, client_id, None, timeout, reliability)?;
+        // `…/b2c/<id>/#` also matches `…/b2c/<id>` itself (the
+        // confirmation): one filter, or overlapping ones would deliver each
+        // record twice.
+        let sealed = sealed_b2c(client_id, "#");
+        conn.subscribe(&[&hs_b2c(client_id), &sealed])?;
+        Ok(conn)
+    }
+
+    /// Topic mode: a new MQTT connection to `addr` (another node of a
+    /// clustered broker, after the one in use failed), keeping the
+    /// session: the gateway's session does not depend on which broker
+    /// node carries the records. A record whose publish failed may be
+    /// published again as it was sealed ([`SensorClient::seal_on`],
+    /// [`SensorClient::publish_raw`]): if the broker had it after all, the
+    /// gateway's replay window refuses the copy.
+    pub fn reconnect(&mut self, addr: impl Into<Endpoint>, timeout: Duration) -> Result<(), HostError> {
+        let Link::Topic(old) = &mut self.conn else {
+            return Err(HostError::Unexpected("reconnect is for topic mode".into()));
+        };
+        let reliability = old.reliability();
+        // A dead connection fails at once; a live one ends before the new
+        // one starts under the same client id.
+        let _ = old.close();
+        let conn = Self::topic_link(&addr.into(), &self.client_id, timeout, reliability)?;
+        self.conn = Link::Topic(Box::new(conn));
+        Ok(())
     }
 
     /// [`SensorClient::connect_topic_mode`], up to `attempts` times while it
@@ -296,6 +340,17 @@ impl SensorClient {
         Ok(n)
     }
 
+    /// Seals `payload` for `kem-mqtt/data/c2b/<id>/<sub>` without sending
+    /// it: (topic, record), for [`SensorClient::publish_raw`], which may
+    /// send it more than once.
+    pub fn seal_on(&mut self, sub: &str, payload: &[u8]) -> Result<(String, Vec<u8>), HostError> {
+        let topic = sealed_c2b(&self.client_id, sub);
+        let mut rec = vec![0u8; payload.len() + RECORD_OVERHEAD];
+        let n = self.session.seal(topic.as_bytes(), payload, &mut rec)?;
+        rec.truncate(n);
+        Ok((topic, rec))
+    }
+
     /// Sends `payload` on `kem-mqtt/data/c2b/<id>`; returns the record size.
     pub fn send(&mut self, payload: &[u8]) -> Result<usize, HostError> {
         let topic = data_c2b(&self.client_id);
@@ -309,7 +364,8 @@ impl SensorClient {
         self.publish_record(&topic, payload)
     }
 
-    /// Publishes `payload` unsealed on `topic` (negative tests).
+    /// Publishes `payload` as it is on `topic` (a record from
+    /// [`SensorClient::seal_on`]; unsealed bytes in negative tests).
     pub fn publish_raw(&mut self, topic: &str, payload: &[u8]) -> Result<(), HostError> {
         self.conn.publish(topic, payload)
     }

@@ -61,6 +61,13 @@ fn parse_sealed<'a>(topic: &'a str, direction: &str) -> Option<(&'a str, &'a str
     kem_mqtt::valid_client_id(id.as_bytes()).then_some((id, sub))
 }
 
+/// The id of a handshake topic, sensor → broker (`kem-mqtt/hs/<id>/c2b`;
+/// the id is checked by the handshake, not here).
+pub fn parse_hs_c2b(topic: &str) -> Option<&str> {
+    let id = topic.strip_prefix(HS)?.strip_suffix("/c2b")?;
+    (!id.is_empty() && !id.contains('/')).then_some(id)
+}
+
 /// `(id, sub)` of a sealed sensor → broker topic.
 pub fn parse_sealed_c2b(topic: &str) -> Option<(&str, &str)> {
     parse_sealed(topic, "c2b")

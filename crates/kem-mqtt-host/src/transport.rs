@@ -57,13 +57,38 @@ impl Tls {
     }
 }
 
-/// Where a client connects: `host:port`, over TLS or plain TCP.
+/// The MQTT version a broker speaks to topic-mode clients
+/// ([`crate::client::MqttClient`]). AUTH mode is MQTT v5 only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MqttVersion {
+    /// MQTT v5 (mosquitto, rumqttd).
+    #[default]
+    V5,
+    /// MQTT 3.1.1, for brokers without v5 (RabbitMQ 3.10's MQTT plugin).
+    V311,
+}
+
+impl std::str::FromStr for MqttVersion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "5" | "v5" => Ok(MqttVersion::V5),
+            "3.1.1" | "311" | "v3.1.1" => Ok(MqttVersion::V311),
+            _ => Err(format!("MQTT version {s:?}: 5 or 3.1.1")),
+        }
+    }
+}
+
+/// Where a client connects: `host:port`, over TLS or plain TCP, and the
+/// MQTT version the broker there speaks.
 #[derive(Clone, Debug)]
 pub struct Endpoint {
     /// `host:port`.
     pub addr: String,
     /// `Some`: TLS, the broker's certificate checked.
     pub tls: Option<Tls>,
+    /// The MQTT version of topic mode's client (v5 by default).
+    pub version: MqttVersion,
 }
 
 impl Endpoint {
@@ -72,6 +97,7 @@ impl Endpoint {
         Endpoint {
             addr: addr.into(),
             tls: None,
+            version: MqttVersion::V5,
         }
     }
 
@@ -80,7 +106,14 @@ impl Endpoint {
         Endpoint {
             addr: addr.into(),
             tls: Some(tls),
+            version: MqttVersion::V5,
         }
+    }
+
+    /// The same endpoint, spoken to in MQTT `version`.
+    pub fn with_version(mut self, version: MqttVersion) -> Endpoint {
+        self.version = version;
+        self
     }
 
     /// The host and port, for clients that take them apart.
@@ -95,8 +128,12 @@ impl Endpoint {
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.tls {
-            Some(_) => write!(f, "{} (TLS)", self.addr),
-            None => f.write_str(&self.addr),
+            Some(_) => write!(f, "{} (TLS)", self.addr)?,
+            None => f.write_str(&self.addr)?,
+        }
+        match self.version {
+            MqttVersion::V5 => Ok(()),
+            MqttVersion::V311 => f.write_str(" (MQTT 3.1.1)"),
         }
     }
 }

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use kem_mqtt::{Session, Suite, SuiteSet, MAX_BROKER_HELLO_LEN, MAX_CLIENT_HELLO_LEN, RECORD_OVERHEAD};
 use kem_mqtt_host::admission::Refusal;
 use kem_mqtt_host::broker::EmbeddedBroker;
-use kem_mqtt_host::gateway::{Cluster, DropReason, Gateway, GatewayConfig, GatewayCore, GatewayEvent, GatewayStats};
+use kem_mqtt_host::gateway::{
+    Cluster, DropReason, Gateway, GatewayConfig, GatewayCore, GatewayEvent, GatewayStats, Shard,
+};
 use kem_mqtt_host::keys::{BrokerState, Registry, SensorKeys};
 use kem_mqtt_host::mqtt::{Connection, Packet};
 use kem_mqtt_host::reload::RegistryWatch;
@@ -855,4 +857,71 @@ fn the_metrics_endpoint_counts_handshakes_refusals_records_and_revocations() {
     drop(server);
     site.broker.stop();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sharded instances (a broker without shared subscriptions): every
+/// instance receives every message; exactly one answers a sensor's hello
+/// and opens its records, and the others skip them without a refusal.
+#[test]
+fn exactly_one_shard_serves_each_sensor() {
+    let names = ["ml-kem-512", "ctru-light-sha3", "ml-kem-512+x25519", "lightsaber"];
+    let (state, sensors) = enrol(&names.map(suite));
+    let state = Arc::new(state);
+    let mut shards: Vec<GatewayCore> = (0..3)
+        .map(|index| {
+            let config = GatewayConfig {
+                shard: Some(Shard { index, count: 3 }),
+                ..GatewayConfig::default()
+            };
+            GatewayCore::new(state.clone(), config)
+        })
+        .collect();
+    let t0 = Instant::now();
+    for keys in &sensors {
+        let s = Offline::new(keys);
+        let (st, ch) = s.hello();
+        let mut answers = vec![];
+        for (k, gw) in shards.iter_mut().enumerate() {
+            let (e, out) = gw.handle(&s.topic, &ch, t0);
+            if is_answered(&e) {
+                answers.push((k, out));
+            } else {
+                assert!(matches!(e, GatewayEvent::Other) && out.is_empty(), "{e:?}");
+            }
+        }
+        assert_eq!(
+            answers.len(),
+            1,
+            "{}: answered by {} shards",
+            keys.client_id,
+            answers.len()
+        );
+        let (owner, out) = answers.pop().unwrap();
+        let (mut session, cf) = Manual::finish(st, &broker_hello_of(&out));
+        for (k, gw) in shards.iter_mut().enumerate() {
+            let (e, _) = gw.handle(&s.topic, &cf, t0);
+            assert_eq!(matches!(e, GatewayEvent::Established { .. }), k == owner, "{e:?}");
+        }
+        let topic = data_c2b(&keys.client_id);
+        let mut rec = vec![0u8; 5 + kem_mqtt::RECORD_OVERHEAD];
+        let n = session.seal(topic.as_bytes(), b"21.5C", &mut rec).unwrap();
+        for (k, gw) in shards.iter_mut().enumerate() {
+            let (e, _) = gw.handle(&topic, &rec[..n], t0);
+            assert_eq!(matches!(e, GatewayEvent::Message { .. }), k == owner, "{e:?}");
+        }
+    }
+    for gw in &shards {
+        let stats = gw.stats();
+        assert_eq!(
+            stats.hellos_rejected + stats.records_rejected + stats.finished_unexpected,
+            0,
+            "{stats}"
+        );
+    }
+    let served: u64 = shards.iter().map(|g| g.stats().records_opened).sum();
+    assert_eq!(served, sensors.len() as u64);
+    assert_eq!(Shard::parse("2/3"), Ok(Shard { index: 2, count: 3 }));
+    for bad in ["3/3", "1", "a/3", "1/0", "-1/3"] {
+        assert!(Shard::parse(bad).is_err(), "{bad}");
+    }
 }

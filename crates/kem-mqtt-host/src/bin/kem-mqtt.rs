@@ -16,7 +16,8 @@ use kem_mqtt_host::addr::BrokerAddr;
 use kem_mqtt_host::admission::{parse_rate, Rate};
 use kem_mqtt_host::broker::EmbeddedBroker;
 use kem_mqtt_host::client::MqttClient;
-use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent};
+use kem_mqtt_host::client::Reliability;
+use kem_mqtt_host::gateway::{Cluster, Gateway, GatewayConfig, GatewayEvent, Shard};
 use kem_mqtt_host::keys::{private_dir, BrokerSecrets, BrokerState, DirLock, KeyError, Registry, SensorKeys};
 use kem_mqtt_host::metrics::Metrics;
 use kem_mqtt_host::provision::{generate_broker, new_sensor, provision_sensor};
@@ -24,7 +25,7 @@ use kem_mqtt_host::reload::RegistryWatch;
 use kem_mqtt_host::sensor::SensorClient;
 use kem_mqtt_host::store::{self, RegistryLocation};
 use kem_mqtt_host::topics::Delivery;
-use kem_mqtt_host::transport::{Endpoint, Tls};
+use kem_mqtt_host::transport::{Endpoint, MqttVersion, Tls};
 use kem_mqtt_host::OsRng;
 use kem_mqtt_host::{HostError, Mode};
 
@@ -162,6 +163,9 @@ struct BrokerArgs {
     /// broker's certificate must be valid for HOST)
     #[arg(long, value_name = "FILE")]
     tls_ca: Option<PathBuf>,
+    /// The MQTT version of topic mode: 5, or 3.1.1 for a broker without v5 (RabbitMQ's MQTT plugin)
+    #[arg(long, value_name = "VERSION", default_value = "5")]
+    mqtt_version: MqttVersion,
 }
 
 impl BrokerArgs {
@@ -177,6 +181,7 @@ impl BrokerArgs {
         Ok(Endpoint {
             addr: self.addr.to_string(),
             tls: self.tls()?,
+            version: self.mqtt_version,
         })
     }
 }
@@ -257,6 +262,15 @@ struct GatewayArgs {
     /// Serve the gateway's metrics (OpenMetrics text) on GET /metrics at this address, e.g. 127.0.0.1:9464
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// Run as instance K of N that split the fleet by sensor id, for a broker without shared subscriptions (RabbitMQ)
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse, conflicts_with = "share_group")]
+    shard: Option<Shard>,
+    /// A session the broker keeps, QoS 1 both ways: no reading lost when the broker node fails (a clustered broker)
+    #[arg(long)]
+    persistent: bool,
+    /// Another node of the same (clustered) broker, tried in turn when the connection is lost (repeat for several)
+    #[arg(long, value_name = "HOST[:PORT]")]
+    failover: Vec<BrokerAddr>,
 }
 
 fn parse_session_idle(v: &str) -> Result<Duration, String> {
@@ -426,11 +440,20 @@ impl From<KeyError> for CliError {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
     // `kem-mqtt … | head`: when the reader goes, end quietly as other Unix
     // tools do (SIGPIPE's default action), not with Rust's panic on a
-    // failed print (which ignores SIGPIPE and so sees EPIPE).
-    sigpipe::reset();
-    let cli = Cli::parse();
+    // failed print (which ignores SIGPIPE and so sees EPIPE). Not for the
+    // commands that stay connected to a broker: there SIGPIPE also comes
+    // from a socket whose broker node died, and would kill the process
+    // instead of letting it fail over (`cargo xtask fleet` lost its
+    // gateways that way).
+    if !matches!(
+        cli.command,
+        Command::Gateway(_) | Command::Sensor(_) | Command::SerialBridge(_) | Command::Load(_)
+    ) {
+        sigpipe::reset();
+    }
     let result = match cli.command {
         Command::Provision(a) => provision(&a),
         Command::Revoke(a) => revoke(&a),
@@ -752,15 +775,61 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
     if let (Some(group), Some(instance)) = (&args.share_group, &args.instance) {
         config.cluster = Some(Cluster::new(group, instance).map_err(CliError::Usage)?);
     }
+    config.shard = args.shard;
+    if args.persistent {
+        config.reliability = Reliability {
+            acknowledged_publish: true,
+            persistent_session: true,
+        };
+    }
     let password = args.password_file.as_deref().map(read_password).transpose()?;
     let login = args.username.as_deref().zip(password.as_deref());
     let endpoint = args.broker.endpoint()?;
-    run_gateway(&endpoint, state, config, login, watch, args.metrics)
+    let mut endpoints = vec![endpoint.clone()];
+    for addr in &args.failover {
+        endpoints.push(Endpoint {
+            addr: addr.to_string(),
+            ..endpoint.clone()
+        });
+    }
+    run_gateway(&endpoints, state, config, login, watch, args.metrics)
         .map_err(|e| CliError::Broker(args.broker.addr.clone(), e))
 }
 
+/// How long a gateway with failover nodes keeps trying them, in turn,
+/// before it gives up.
+const FAILOVER_FOR: Duration = Duration::from_secs(60);
+
+/// The next of `endpoints` that takes `gw`'s connection, starting after
+/// `current`; each is tried in turn, 250 ms apart, for [`FAILOVER_FOR`].
+fn fail_over(
+    gw: &mut Gateway,
+    endpoints: &[Endpoint],
+    current: usize,
+    login: Option<(&str, &str)>,
+    lost: HostError,
+) -> Result<usize, HostError> {
+    let deadline = Instant::now() + FAILOVER_FOR;
+    let mut last = lost;
+    for attempt in 1.. {
+        let next = (current + attempt) % endpoints.len();
+        match gw.reconnect(&endpoints[next], login) {
+            Ok(()) => {
+                println!("gateway connected to {} (failover: {last})", endpoints[next]);
+                return Ok(next);
+            }
+            Err(e) if Instant::now() < deadline => {
+                last = e;
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("the loop ends at its deadline")
+}
+
 fn run_gateway(
-    addr: &Endpoint,
+    endpoints: &[Endpoint],
     state: Arc<BrokerState>,
     config: GatewayConfig,
     login: Option<(&str, &str)>,
@@ -768,6 +837,8 @@ fn run_gateway(
     metrics_addr: Option<std::net::SocketAddr>,
 ) -> Result<(), HostError> {
     let plain = config.delivery.plain_prefix.clone();
+    let mut current = 0;
+    let addr = &endpoints[current];
     let mut gw = Gateway::connect_login(addr, state, config, login)?;
     gw.watch_registry(watch);
     let metrics = Metrics::new(gw.clients());
@@ -780,9 +851,11 @@ fn run_gateway(
         }
         None => None,
     };
-    // Wakes up when idle, to print the counters (the client keeps the
-    // connection alive while it waits).
-    gw.set_timeout(Some(Duration::from_secs(10)));
+    // Wakes up when idle, to look at the registry (a poll looks before it
+    // waits, so a revocation reached an idle gateway only after the whole
+    // wait: `cargo xtask fleet` measured 10 s with a 10 s wait) and to print
+    // the counters. The client keeps the connection alive while it waits.
+    gw.set_timeout(Some(Duration::from_millis(100)));
     println!("gateway connected to {addr}");
     let mut printed = (Instant::now(), gw.stats());
     loop {
@@ -807,6 +880,9 @@ fn run_gateway(
             Ok(GatewayEvent::Other) => {}
             Ok(e) => println!("{e:?}"),
             Err(HostError::Timeout) => {}
+            Err(e @ HostError::Io(_)) if endpoints.len() > 1 => {
+                current = fail_over(&mut gw, endpoints, current, login, e)?;
+            }
             Err(e) => return Err(e),
         }
         let stats = gw.stats();
