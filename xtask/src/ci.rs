@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use avr_lab::build::{avr, flash};
 use avr_lab::measure::{bench, ct, simtest};
-use avr_lab::mqtt::{e2e, handshake};
+use avr_lab::mqtt::{e2e, fleet, handshake};
 use avr_lab::release::{examples, packaged};
 use avr_lab::{args, progress, setup, target, util};
 
@@ -170,6 +170,13 @@ pub fn run() -> Result<(), String> {
         (
             "KEM-MQTT end to end: AVR sensor → mosquitto (plugin, gateway) → mosquitto_sub",
             Box::new(|| e2e::run(&args(&["e2e", "--no-build"])?)),
+        ),
+        // The broker side on a cluster: three RabbitMQ nodes, one killed
+        // under load, a revocation through PostgreSQL (issue #52; `cargo
+        // xtask fleet` runs 3,000 sensors).
+        (
+            "KEM-MQTT fleet: 3 RabbitMQ nodes, 60 sensors, a node killed, a sensor revoked",
+            Box::new(|| fleet::run(&args(&["fleet", "--sensors", "60"])?)),
         ),
         // Every KEM operation must take the same cycles for every input.
         (

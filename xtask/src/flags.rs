@@ -65,6 +65,10 @@ pub enum Cmd {
     /// (registry.json, SQLite, PostgreSQL): `kem-mqtt provision`/`revoke` and the
     /// time until every node has the revocation → docs/benchmarks.md
     Registry(avr_lab::mqtt::registry_bench::RegistryArgs),
+    /// A fleet on a clustered broker: PostgreSQL, three RabbitMQ nodes, three
+    /// gateways, N host sensors sending QoS 1 readings; one node killed in the
+    /// middle, one sensor revoked; ends with lost/duplicated counts
+    Fleet(avr_lab::mqtt::fleet::FleetArgs),
     /// NIST-format KAT file from the NIST DRBG; --check compares with kat-vectors/
     Kat(avr_lab::measure::kat::KatArgs),
     /// CTRU-Light decryption-failure rate (revision 1): the exact noise law, the decoder's
@@ -114,6 +118,7 @@ impl Cmd {
                 | Cmd::MlKemSets
                 | Cmd::Packaged
                 | Cmd::Boards(_)
+                | Cmd::Fleet(_)
         )
     }
 }

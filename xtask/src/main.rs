@@ -13,12 +13,16 @@ mod tidy;
 use flags::{Cli, Cmd};
 
 fn main() -> ExitCode {
-    // When the reader of the output goes away (`cargo xtask … | head`), end
-    // quietly as other Unix tools do, not with a panic on a failed print.
-    sigpipe::reset();
     let raw: Vec<String> = std::env::args().skip(1).collect();
     // clap prints --help and usage errors itself (exit 0 for help, 2 for errors).
     let cli = Cli::parse();
+    // When the reader of the output goes away (`cargo xtask … | head`), end
+    // quietly as other Unix tools do, not with a panic on a failed print.
+    // Not in the fleet, whose sensors write to sockets of the broker node
+    // it kills: SIGPIPE would end the run instead of moving them.
+    if !matches!(cli.command, Cmd::Fleet(_)) {
+        sigpipe::reset();
+    }
     // Commands that build or simulate need the Debian packages; on a new
     // machine this binary was compiled before they existed, without the
     // simulator, so after installing them it is rebuilt and run again, once.
@@ -57,6 +61,7 @@ fn run(command: Cmd) -> Result<(), String> {
         Cmd::SensorSim(a) => avr_lab::mqtt::e2e_session::sensor_sim(&a),
         Cmd::MqttLoad(a) => avr_lab::mqtt::mqtt_load::run(&a),
         Cmd::Registry(a) => avr_lab::mqtt::registry_bench::run(&a),
+        Cmd::Fleet(a) => avr_lab::mqtt::fleet::run(&a),
         Cmd::Examples => avr_lab::release::examples::check_all(),
         Cmd::MlKemSets => avr_lab::release::ml_kem_sets::run(),
         Cmd::Packaged => avr_lab::release::packaged::check(),

@@ -88,6 +88,8 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "e2e",
             "mqtt_load",
             "registry_bench",
+            "rabbitmq",
+            "fleet",
         ],
     ),
     // commands that measure and check

@@ -48,6 +48,10 @@ const MOSQUITTO: &[&str] = &[
 /// (`avr_lab::mqtt::registry_db`, under Debian's versioned directory).
 const POSTGRESQL: &str = "/usr/lib/postgresql";
 
+/// RabbitMQ, the clustered MQTT broker of `cargo xtask fleet`
+/// (`avr_lab::mqtt::rabbitmq`).
+const RABBITMQ: &str = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+
 /// avrdude, which `cargo xtask flash` runs (its test flashes a simulated bootloader).
 const AVRDUDE: &str = "/usr/bin/avrdude";
 
@@ -75,6 +79,8 @@ pub struct Capabilities {
     pub mosquitto: bool,
     /// Debian's PostgreSQL server (the registry database's tests).
     pub postgresql: bool,
+    /// Debian's RabbitMQ server (the fleet's clustered broker).
+    pub rabbitmq: bool,
     /// avrdude (flashing boards).
     pub avrdude: bool,
     /// This xtask binary was compiled with the simulator (`avr_sim::AVAILABLE`).
@@ -156,6 +162,11 @@ pub fn plan(c: &Capabilities) -> Plan {
         &["postgresql"],
         format!("the PostgreSQL server ({POSTGRESQL}/*/bin/postgres) is missing"),
     );
+    need(
+        c.rabbitmq,
+        &["rabbitmq-server"],
+        format!("the RabbitMQ server ({RABBITMQ}) is missing"),
+    );
     need(c.avrdude, &["avrdude"], format!("{AVRDUDE} is missing"));
     // The binding is compiled when the xtask is: once the headers are there
     // (now or after the install) a binary built without them must be rebuilt.
@@ -216,6 +227,7 @@ pub fn probe() -> Capabilities {
                 .filter_map(|v| v.ok())
                 .any(|v| v.path().join("bin/postgres").exists() && v.path().join("bin/pg_isready").exists())
         }),
+        rabbitmq: exist(&[RABBITMQ]),
         avrdude: exist(&[AVRDUDE]),
         binding_built: avr_sim::AVAILABLE,
     }
@@ -398,6 +410,7 @@ mod tests {
             pkg_config: true,
             mosquitto: true,
             postgresql: true,
+            rabbitmq: true,
             avrdude: true,
             binding_built: true,
         }
@@ -414,6 +427,7 @@ mod tests {
             pkg_config: false,
             mosquitto: false,
             postgresql: false,
+            rabbitmq: false,
             avrdude: false,
             binding_built: false,
         };
@@ -436,6 +450,7 @@ mod tests {
             "mosquitto-clients",
             "openssl",
             "postgresql",
+            "rabbitmq-server",
             "avrdude",
         ] {
             assert!(p.packages.contains(&pkg), "{pkg} missing from {:?}", p.packages);

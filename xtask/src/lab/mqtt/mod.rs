@@ -8,15 +8,19 @@
 //! sensor application's steps, the host playing bridge and broker), `live`
 //! (`mqtt --broker`: against a real broker), `e2e` and `e2e_session`
 //! (`cargo xtask e2e`, `sensor-sim`: through mosquitto as deployed) and
-//! `mqtt_load` (`cargo xtask mqtt-load`: a fleet of host sensors). The
+//! `mqtt_load` (`cargo xtask mqtt-load`: a fleet of host sensors),
+//! `rabbitmq` (a RabbitMQ cluster on loopback) and `fleet` (`cargo xtask
+//! fleet`: a fleet on that cluster, a node killed, a sensor revoked). The
 //! host's half of the handshake itself is `crate::run::sensor`.
 
 pub mod app_cost;
 pub mod e2e;
 pub mod e2e_session;
+pub mod fleet;
 pub mod handshake;
 pub mod live;
 pub mod mqtt_load;
+pub mod rabbitmq;
 pub mod registry_bench;
 pub mod registry_db;
 pub mod site;
