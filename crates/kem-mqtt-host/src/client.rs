@@ -15,8 +15,9 @@
 //! reading, not a protocol failure. Where a reading must not be lost
 //! ([`Reliability`]), publishes go at QoS 1 and wait for their PUBACK, and
 //! a persistent session's messages are acknowledged only once the caller
-//! has handled them; a copy the broker delivers twice is then a replayed
-//! record, which the receiving session refuses.
+//! has handled them: at least once. A record that arrives twice is refused
+//! by the receiving session's replay window; any other message may arrive
+//! twice.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -82,6 +83,11 @@ pub struct MqttClient {
     inbox: VecDeque<(String, Vec<u8>, Option<Ack>)>,
     /// The message [`MqttClient::recv`] returned last, acknowledged at the next call.
     unacked: Option<Ack>,
+    /// The connection failed. rumqttc's event loop, polled again, would
+    /// connect once more to the same node and resume there (sending its
+    /// unacknowledged publishes again, and acknowledgements with packet
+    /// ids of the old connection): a failed client is never polled again.
+    dead: bool,
 }
 
 impl std::fmt::Debug for MqttClient {
@@ -370,6 +376,7 @@ impl MqttClient {
             ack_timeout: timeout,
             inbox: VecDeque::new(),
             unacked: None,
+            dead: false,
         };
         c.run_until(|s| matches!(s, Step::ConnAck))?;
         Ok(c)
@@ -380,11 +387,25 @@ impl MqttClient {
         self.reliability
     }
 
+    /// One turn of the event loop; any error but a timeout ends the client
+    /// ([`MqttClient::dead`]).
+    fn step(&mut self, deadline: Option<Instant>) -> Result<Step, HostError> {
+        if self.dead {
+            return Err(io_error("the MQTT connection failed earlier"));
+        }
+        let step = self.link.step(deadline, &mut self.inbox);
+        if matches!(&step, Ok(Step::Disconnected)) || matches!(&step, Err(e) if !matches!(e, HostError::Timeout)) {
+            self.dead = true;
+            self.unacked = None;
+        }
+        step
+    }
+
     /// Runs the event loop until a step satisfies `done`, within the timeout.
     fn run_until(&mut self, done: impl Fn(&Step) -> bool) -> Result<Step, HostError> {
         let deadline = self.timeout.map(|t| Instant::now() + t);
         loop {
-            let step = self.link.step(deadline, &mut self.inbox)?;
+            let step = self.step(deadline)?;
             if done(&step) {
                 return Ok(step);
             }
@@ -425,6 +446,9 @@ impl MqttClient {
 
     fn send(&mut self, topic: &str, payload: &[u8], retain: bool) -> Result<(), HostError> {
         let qos1 = self.reliability.acknowledged_publish;
+        if self.dead {
+            return Err(io_error("the MQTT connection failed earlier"));
+        }
         self.link.publish(topic, payload, retain, qos1)?;
         // Both waits last the connection's timeout, whatever the receive
         // timeout: a publish that timed out here would be queued in the
@@ -435,7 +459,7 @@ impl MqttClient {
         let deadline = Instant::now() + self.ack_timeout;
         let mut sent = None;
         loop {
-            match self.link.step(Some(deadline), &mut self.inbox) {
+            match self.step(Some(deadline)) {
                 Ok(Step::Sent(id)) if sent.is_none() => {
                     sent = Some(id);
                     if !qos1 {
@@ -446,6 +470,8 @@ impl MqttClient {
                 Ok(Step::Disconnected) => return Err(io_error("the broker ended the connection")),
                 Ok(_) => {}
                 Err(HostError::Timeout) => {
+                    // Not polled again: what it queued must not go out later.
+                    self.dead = true;
                     return Err(io_error(format!(
                         "publish not {} within {:?}",
                         if sent.is_some() { "acknowledged" } else { "sent" },
@@ -462,7 +488,9 @@ impl MqttClient {
     /// message returned by the previous call is acknowledged first.
     pub fn recv(&mut self) -> Result<(String, Vec<u8>), HostError> {
         if let Some(ack) = self.unacked.take() {
-            self.link.ack(&ack)?;
+            if !self.dead {
+                self.link.ack(&ack)?;
+            }
         }
         let deadline = self.timeout.map(|t| Instant::now() + t);
         loop {
@@ -470,7 +498,7 @@ impl MqttClient {
                 self.unacked = ack;
                 return Ok((topic, payload));
             }
-            if let Step::Disconnected = self.link.step(deadline, &mut self.inbox)? {
+            if let Step::Disconnected = self.step(deadline)? {
                 return Err(io_error("the broker ended the connection"));
             }
         }
@@ -490,17 +518,27 @@ impl MqttClient {
     /// SUBSCRIBE, about one run in six of the loopback tests). When the
     /// broker closes first, the link ends without reporting anything.
     pub fn disconnect(mut self) -> Result<(), HostError> {
+        if let Some(ack) = self.unacked.take() {
+            if !self.dead {
+                self.link.ack(&ack)?;
+            }
+        }
         self.close()
     }
 
     /// [`MqttClient::disconnect`] without giving the client up (it is
-    /// useless afterwards): a connection about to be replaced under the
-    /// same client id ends first, so the broker does not see two at once
-    /// (RabbitMQ then closed the new one).
+    /// useless afterwards) and without acknowledging the last message,
+    /// which the caller may not have finished with (the broker delivers it
+    /// again on the next connection): a connection about to be replaced
+    /// under the same client id ends first, so the broker does not see two
+    /// at once (RabbitMQ then closed the new one). A failed connection is
+    /// left alone.
     pub fn close(&mut self) -> Result<(), HostError> {
-        if let Some(ack) = self.unacked.take() {
-            self.link.ack(&ack)?;
+        self.unacked = None;
+        if self.dead {
+            return Ok(());
         }
+        self.dead = true;
         self.link.disconnect()?;
         let deadline = Some(Instant::now() + Duration::from_secs(2));
         // The first error is the broker's close (or the deadline); the

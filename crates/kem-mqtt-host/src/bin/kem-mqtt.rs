@@ -796,12 +796,13 @@ fn gateway(args: &GatewayArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Broker(args.broker.addr.clone(), e))
 }
 
-/// How long a gateway with failover nodes keeps trying them, in turn,
-/// before it gives up.
-const FAILOVER_FOR: Duration = Duration::from_secs(60);
+/// How often a gateway that lost its broker says it is still trying.
+const FAILOVER_REPORT: Duration = Duration::from_secs(10);
 
 /// The next of `endpoints` that takes `gw`'s connection, starting after
-/// `current`; each is tried in turn, 250 ms apart, for [`FAILOVER_FOR`].
+/// `current`; each is tried in turn, 250 ms apart, for as long as it takes
+/// (a refused login aside): a gateway that gave up would lose its shard's
+/// sessions and the plaintexts it has not yet published.
 fn fail_over(
     gw: &mut Gateway,
     endpoints: &[Endpoint],
@@ -809,8 +810,8 @@ fn fail_over(
     login: Option<(&str, &str)>,
     lost: HostError,
 ) -> Result<usize, HostError> {
-    let deadline = Instant::now() + FAILOVER_FOR;
     let mut last = lost;
+    let mut report = Instant::now() + FAILOVER_REPORT;
     for attempt in 1.. {
         let next = (current + attempt) % endpoints.len();
         match gw.reconnect(&endpoints[next], login) {
@@ -818,14 +819,18 @@ fn fail_over(
                 println!("gateway connected to {} (failover: {last})", endpoints[next]);
                 return Ok(next);
             }
-            Err(e) if Instant::now() < deadline => {
+            Err(e @ HostError::Refused(_)) => return Err(e),
+            Err(e) => {
+                if Instant::now() > report {
+                    println!("gateway: no broker node takes the connection yet ({e}); trying on");
+                    report = Instant::now() + FAILOVER_REPORT;
+                }
                 last = e;
                 std::thread::sleep(Duration::from_millis(250));
             }
-            Err(e) => return Err(e),
         }
     }
-    unreachable!("the loop ends at its deadline")
+    unreachable!("the loop returns")
 }
 
 fn run_gateway(
