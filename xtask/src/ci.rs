@@ -20,14 +20,18 @@ pub fn run() -> Result<(), String> {
     // for it.
     let yasimavr = Background::new(setup::setup_yasimavr);
     // The fuzz targets' build (nightly, AddressSanitizer: ≈ 2 min on 2
-    // cores) runs, at low priority, beside the simulator steps, which keep
-    // one core busy; the fuzz step then only runs them.
+    // cores) runs, at low priority, beside the tests, whose run leaves the
+    // cores idle much of the time (brokers, simulators, timeouts); the fuzz
+    // step then only runs them. (Started beside the simulator steps, it
+    // was the last thing CI waited for.)
     let fuzz_build = Background::new(build_fuzz_targets);
     let cargo = |args: &'static [&'static str]| move || util::run(Command::new("cargo").args(args));
     let root = util::workspace_root();
     // The ATmega4808 part (yasimavr, one core) runs as a process of its own
-    // (`cargo xtask ci4808`) beside the simavr steps, which use one core
-    // too; it starts once the images those steps need are built.
+    // (`cargo xtask ci4808`) beside the steps after the tests, once
+    // yasimavr is built: the examples and the simulator steps keep one core
+    // busy most of the time. (Started after the AVR builds, it was the
+    // longest of CI's last steps.)
     let part_4808 = Background::new(run_4808_beside);
     let steps: Vec<(&str, Step)> = vec![
         ("cargo fmt --check", Box::new(cargo(&["fmt", "--all", "--check"]))),
@@ -56,11 +60,12 @@ pub fn run() -> Result<(), String> {
         (
             "cargo test --workspace",
             Box::new({
-                let yasimavr = yasimavr.clone();
+                let (yasimavr, fuzz_build) = (yasimavr.clone(), fuzz_build.clone());
                 move || {
                     // Built first, so the simulator's build does not compete with it.
                     util::run(Command::new("cargo").args(["test", "--workspace", "--no-run"]))?;
                     yasimavr.start();
+                    fuzz_build.start();
                     util::run(Command::new("cargo").args(["test", "--workspace"]))?;
                     // The sensor handshake with its keys behind readers (a
                     // classic AVR's flash): a feature no host build enables.
@@ -92,7 +97,14 @@ pub fn run() -> Result<(), String> {
         // builds it for the ATmega1284p and runs it in simavr (issue #35).
         (
             "examples: cargo run in simavr prints each one's expected output",
-            Box::new(examples::check_on_own_mcu),
+            Box::new({
+                let (yasimavr, part_4808) = (yasimavr.clone(), part_4808.clone());
+                move || {
+                    yasimavr.wait()?;
+                    part_4808.start();
+                    examples::check_on_own_mcu()
+                }
+            }),
         ),
         // The crates as they leave the repository: every crate packed and
         // built from its pack against the others' (issues #34, #51), then a
@@ -119,15 +131,7 @@ pub fn run() -> Result<(), String> {
         ),
         (
             "sim-test (rings, KATs, CTRU-Light product) in simavr",
-            Box::new({
-                let (fuzz_build, yasimavr, part_4808) = (fuzz_build.clone(), yasimavr.clone(), part_4808.clone());
-                move || {
-                    yasimavr.wait()?;
-                    part_4808.start();
-                    fuzz_build.start();
-                    simtest::run(&args(&["sim-test", "--no-build"])?)
-                }
-            }),
+            Box::new(|| simtest::run(&args(&["sim-test", "--no-build"])?)),
         ),
         // The KEM-MQTT/1 sensor of every suite against the host broker, three
         // keys and randomness each: the cycles must not change (X25519 both
@@ -175,8 +179,13 @@ pub fn run() -> Result<(), String> {
         // under load, a revocation through PostgreSQL (issue #52; `cargo
         // xtask fleet` runs 3,000 sensors).
         (
-            "KEM-MQTT fleet: 3 RabbitMQ nodes, 60 sensors, a node killed, a sensor revoked",
-            Box::new(|| fleet::run(&args(&["fleet", "--sensors", "60"])?)),
+            "KEM-MQTT fleet: 3 RabbitMQ nodes, 60 sensors, a node killed (with and without a gateway on it), a sensor revoked",
+            Box::new(|| {
+                // The gateways on the nodes that survive: nothing lost, nothing twice.
+                fleet::run(&args(&["fleet", "--sensors", "60"])?)?;
+                // A gateway on the node killed too: its failover loses nothing.
+                fleet::run(&args(&["fleet", "--sensors", "60", "--gateways-everywhere"])?)
+            }),
         ),
         // Every KEM operation must take the same cycles for every input.
         (
