@@ -25,6 +25,7 @@ pub fn run() -> Result<(), String> {
     // step then only runs them. (Started beside the simulator steps, it
     // was the last thing CI waited for.)
     let fuzz_build = Background::new(build_fuzz_targets);
+    let fuzz_smoke = Background::new(run_fuzz_smoke);
     let cargo = |args: &'static [&'static str]| move || util::run(Command::new("cargo").args(args));
     let root = util::workspace_root();
     // The ATmega4808 part (yasimavr, one core) runs as a process of its own
@@ -131,7 +132,15 @@ pub fn run() -> Result<(), String> {
         ),
         (
             "sim-test (rings, KATs, CTRU-Light product) in simavr",
-            Box::new(|| simtest::run(&args(&["sim-test", "--no-build"])?)),
+            Box::new({
+                let fuzz_smoke = fuzz_smoke.clone();
+                move || {
+                    // The fuzzers, one at a time, on the core the
+                    // simulator steps leave (the 4808 part is done by now).
+                    fuzz_smoke.start();
+                    simtest::run(&args(&["sim-test", "--no-build"])?)
+                }
+            }),
         ),
         // The KEM-MQTT/1 sensor of every suite against the host broker, three
         // keys and randomness each: the cycles must not change (X25519 both
@@ -202,14 +211,11 @@ pub fn run() -> Result<(), String> {
             }),
         ),
         (
-            "fuzz smoke (5 s per target)",
+            "fuzz smoke (5 s per target, beside the simulator steps)",
             Box::new({
-                let script = root.join("ci/fuzz-smoke.sh");
-                let fuzz_build = fuzz_build.clone();
-                move || {
-                    fuzz_build.wait()?;
-                    util::run(Command::new("bash").arg(&script).env("FUZZ_SECONDS", "5"))
-                }
+                let (fuzz_build, fuzz_smoke) = (fuzz_build.clone(), fuzz_smoke.clone());
+                // (The smoke's own build waits for the background one.)
+                move || fuzz_build.wait().and_then(|()| fuzz_smoke.wait())
             }),
         ),
         (
@@ -347,6 +353,27 @@ fn build_fuzz_targets() -> Result<(), String> {
     std::io::Write::write_all(&mut std::io::stderr(), &out.stdout).ok();
     std::io::Write::write_all(&mut std::io::stderr(), &out.stderr).ok();
     Err(format!("{cmd:?} failed with {}", out.status))
+}
+
+/// Runs every fuzz target for 5 s, one at a time, at low priority (the
+/// simulator steps beside it have wall-clock timeouts), once the
+/// background build is done; its output is shown when it ends.
+fn run_fuzz_smoke() -> Result<(), String> {
+    let script = util::workspace_root().join("ci/fuzz-smoke.sh");
+    let mut cmd = Command::new("nice");
+    cmd.args(["-n", "5", "bash"])
+        .arg(&script)
+        .env("FUZZ_SECONDS", "5")
+        .env("FUZZ_JOBS", "1");
+    let out = cmd.output().map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    eprintln!("xtask: the fuzz smoke's output:");
+    std::io::Write::write_all(&mut std::io::stderr(), &out.stdout).ok();
+    std::io::Write::write_all(&mut std::io::stderr(), &out.stderr).ok();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed with {}", out.status))
+    }
 }
 
 /// A set-up task run on a thread of its own while the steps go on; the
