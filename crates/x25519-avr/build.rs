@@ -3,7 +3,7 @@
 //! Two generated assemblies export the same routines: `fe25519_mul.S` (unrolled, fastest,
 //! ~19 KB) and, for an MCU with 48 KB of flash or less (the ATmega4808) or
 //! with the `compact` feature, `fe25519_compact.S` (the multiplication looped
-//! over its rows, squaring through it, the inversion looped: ~5 KB). `cfg(fe25519_compact)` says
+//! over its rows, squaring through it, the inversion looped: ~3.5 KB). `cfg(fe25519_compact)` says
 //! which one an image has; without it, `ed25519_select.S` is assembled too
 //! (the fixed-base table read from flash).
 

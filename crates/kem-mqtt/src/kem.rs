@@ -93,6 +93,21 @@ macro_rules! ctru_module {
             pub fn secret_key_from_ok(sk: kem_common::KeyBytes<'_>) -> bool {
                 Raw::check_secret_key_from(sk).is_ok()
             }
+            /// The ephemeral key is the secret key.
+            pub fn keygen_ephemeral(
+                rng: &mut impl rand_core::TryCryptoRng,
+                sk: &mut [u8],
+            ) -> Result<(), super::KemFail> {
+                let sk = sk.try_into().map_err(|_| super::KemFail::SecretKey)?;
+                Raw::keygen_secret_into(rng, sk).map_err(|_| super::KemFail::Rng)
+            }
+            pub fn decapsulate_ephemeral(
+                kem: super::Scheme,
+                sk: &[u8],
+                ct: &[u8],
+            ) -> Result<kem_common::SharedSecret, super::KemFail> {
+                super::decapsulate(kem, kem_common::KeyBytes::Slice(sk), ct)
+            }
         }
     };
 }
@@ -105,20 +120,63 @@ ctru_module!(ctru_light_sha3, ctru_light::Sha3);
 macro_rules! kyber_module {
     ($name:ident, $path:path) => {
         mod $name {
-            pub use k::raw as Raw;
             pub use k::{DecapsulationKey as SecretKey, EncapsulationKey as PublicKey};
             pub use kyber512_avr::Error;
             use $path as k;
+            /// The byte-array API, decapsulation taking a key of either
+            /// form (the static key, the compact ephemeral key): one copy
+            /// of the code serves both.
+            #[allow(non_snake_case)]
+            pub mod Raw {
+                pub use super::k::raw::*;
+                #[cfg(not(feature = "program-memory-keys"))]
+                pub fn decapsulate_into(dk: &[u8], ct: &[u8; super::k::params::CT_BYTES]) -> kem_common::SharedSecret {
+                    super::k::raw::decapsulate_either_into(dk, ct)
+                }
+            }
             pub fn public_of(sk: &SecretKey) -> PublicKey {
                 sk.encapsulation_key().clone()
             }
+            /// A secret key of either form, told by its length.
             #[cfg(not(feature = "program-memory-keys"))]
             pub fn secret_key_ok(sk: &[u8]) -> bool {
-                k::raw::check_decapsulation_key(sk).is_ok()
+                k::raw::check_decapsulation_key_either(sk).is_ok()
             }
             #[cfg(feature = "program-memory-keys")]
             pub fn secret_key_from_ok(sk: kem_common::KeyBytes<'_>) -> bool {
                 k::raw::check_decapsulation_key_from(sk).is_ok()
+            }
+            /// The ephemeral key is the compact key (σ for ŝ: 384·k − 32 B less).
+            pub fn keygen_ephemeral(
+                rng: &mut impl rand_core::TryCryptoRng,
+                sk: &mut [u8],
+            ) -> Result<(), super::KemFail> {
+                let sk = sk.try_into().map_err(|_| super::KemFail::SecretKey)?;
+                k::raw::keygen_compact_into(rng, sk).map_err(|_| super::KemFail::Rng)
+            }
+            /// Through [`super::decapsulate`] where the static key is in
+            /// the data space (one copy of the code for both keys).
+            #[cfg(not(feature = "program-memory-keys"))]
+            pub fn decapsulate_ephemeral(
+                kem: super::Scheme,
+                sk: &[u8],
+                ct: &[u8],
+            ) -> Result<kem_common::SharedSecret, super::KemFail> {
+                super::decapsulate(kem, kem_common::KeyBytes::Slice(sk), ct)
+            }
+            #[cfg(feature = "program-memory-keys")]
+            pub fn decapsulate_ephemeral(
+                _: super::Scheme,
+                sk: &[u8],
+                ct: &[u8],
+            ) -> Result<kem_common::SharedSecret, super::KemFail> {
+                if k::raw::check_compact_decapsulation_key(sk).is_err() {
+                    return Err(super::KemFail::SecretKey);
+                }
+                let (Ok(sk), Ok(ct)) = (sk.try_into(), ct.try_into()) else {
+                    return Err(super::KemFail::SecretKey);
+                };
+                Ok(k::raw::decapsulate_compact_into(sk, ct))
             }
         }
     };
@@ -136,11 +194,11 @@ mod lightsaber {
     /// The byte-array API.
     #[allow(non_snake_case)]
     pub mod Raw {
+        pub use lightsaber_avr::keygen_into;
         #[cfg(feature = "program-memory-keys")]
         pub use lightsaber_avr::{decapsulate_from, encapsulate_from};
         #[cfg(not(feature = "program-memory-keys"))]
         pub use lightsaber_avr::{decapsulate_into, encapsulate_into};
-        pub use lightsaber_avr::{keygen_into, keygen_secret_into};
     }
     pub fn public_of(sk: &SecretKey) -> PublicKey {
         sk.public_key()
@@ -152,6 +210,28 @@ mod lightsaber {
     #[cfg(feature = "program-memory-keys")]
     pub fn secret_key_from_ok(sk: kem_common::KeyBytes<'_>) -> bool {
         lightsaber_avr::check_secret_key_from(sk).is_ok()
+    }
+    /// The ephemeral key is the compact key (s at 4 bits a coefficient).
+    pub fn keygen_ephemeral(rng: &mut impl rand_core::TryCryptoRng, sk: &mut [u8]) -> Result<(), super::KemFail> {
+        let sk = sk.try_into().map_err(|_| super::KemFail::SecretKey)?;
+        lightsaber_avr::keygen_compact_into(rng, sk).map_err(|_| super::KemFail::Rng)
+    }
+    /// Checked in a frame of its own (gone before the KEM runs), then decapsulated.
+    pub fn decapsulate_ephemeral(
+        _: super::Scheme,
+        sk: &[u8],
+        ct: &[u8],
+    ) -> Result<kem_common::SharedSecret, super::KemFail> {
+        #[inline(never)]
+        fn well_formed(sk: &[u8]) -> bool {
+            lightsaber_avr::check_compact_secret_key(sk).is_ok()
+        }
+        if !well_formed(sk) {
+            return Err(super::KemFail::SecretKey);
+        }
+        let sk = sk.try_into().map_err(|_| super::KemFail::SecretKey)?;
+        let ct = ct.try_into().map_err(|_| super::KemFail::PublicKey)?;
+        Ok(lightsaber_avr::decapsulate_compact_into(sk, ct))
     }
 }
 
@@ -175,45 +255,16 @@ pub(crate) fn keygen(
 }
 
 /// Generates an ephemeral key pair into `sk_out` alone (exactly
-/// [`Scheme::compact_sk_len`]): the public key is the field at
-/// [`Scheme::compact_sk_pk_offset`]. LightSaber's is its compact secret key;
-/// every other KEM's is its secret key.
+/// [`Scheme::compact_sk_len`]), in the KEM's compact form: the public key
+/// is the field at [`Scheme::compact_sk_pk_offset`].
 pub(crate) fn keygen_ephemeral(kem: Scheme, rng: &mut impl TryCryptoRng, sk_out: &mut [u8]) -> Result<(), KemFail> {
-    #[cfg(feature = "lightsaber")]
-    if kem == Scheme::LightSaber {
-        let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
-        return lightsaber_avr::keygen_compact_into(rng, sk).map_err(|_| KemFail::Rng);
-    }
-    dispatch!(kem, m => {
-        let sk = sk_out.try_into().map_err(|_| KemFail::SecretKey)?;
-        m::Raw::keygen_secret_into(rng, sk).map_err(|_| KemFail::Rng)
-    }, else Err(KemFail::Unsupported))
+    dispatch!(kem, m => m::keygen_ephemeral(rng, sk_out), else Err(KemFail::Unsupported))
 }
 
-/// [`decapsulate`] with an ephemeral secret key of [`keygen_ephemeral`]
+/// Decapsulates `ct` with an ephemeral secret key of [`keygen_ephemeral`]
 /// (checked in place first, as every secret key here).
 pub(crate) fn decapsulate_ephemeral(kem: Scheme, sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
-    #[cfg(feature = "lightsaber")]
-    if kem == Scheme::LightSaber {
-        return decapsulate_compact_lightsaber(sk, ct);
-    }
-    decapsulate(kem, KeyBytes::Slice(sk), ct)
-}
-
-/// LightSaber's compact secret key: checked in a frame of its own (gone
-/// before the KEM runs), then decapsulated.
-#[cfg(feature = "lightsaber")]
-fn decapsulate_compact_lightsaber(sk: &[u8], ct: &[u8]) -> Result<SharedSecret, KemFail> {
-    #[inline(never)]
-    fn well_formed(sk: &[u8]) -> bool {
-        lightsaber_avr::check_compact_secret_key(sk).is_ok()
-    }
-    if !well_formed(sk) {
-        return Err(KemFail::SecretKey);
-    }
-    let sk = sk.try_into().map_err(|_| KemFail::SecretKey)?;
-    let ct = ct.try_into().map_err(|_| KemFail::PublicKey)?;
-    Ok(lightsaber_avr::decapsulate_compact_into(sk, ct))
+    dispatch!(kem, m => m::decapsulate_ephemeral(kem, sk, ct), else Err(KemFail::Unsupported))
 }
 
 /// Encapsulates to `pk`, writing the ciphertext to `ct_out` (exactly `ct_len`).
@@ -269,7 +320,10 @@ pub(crate) fn decapsulate(kem: Scheme, sk: KeyBytes<'_>, ct: &[u8]) -> Result<Sh
         let ct = ct.try_into().map_err(|_| KemFail::PublicKey)?;
         #[cfg(feature = "program-memory-keys")]
         return Ok(m::Raw::decapsulate_from(sk, ct));
+        // An array for most KEMs; for ML-KEM the slice itself (a key of
+        // either form, `kyber_module!`).
         #[cfg(not(feature = "program-memory-keys"))]
+        #[allow(clippy::useless_conversion)]
         match sk.as_slice().and_then(|sk| sk.try_into().ok()) {
             Some(sk) => Ok(m::Raw::decapsulate_into(sk, ct)),
             None => Err(KemFail::SecretKey),

@@ -304,12 +304,19 @@ impl Scheme {
         }
     }
 
-    /// The smallest secret-key form the crate computes with: LightSaber's
-    /// compact key (s at 4 bits a coefficient), every other scheme's secret
-    /// key. A key that never leaves its device (a sensor's ephemeral key)
-    /// can take it.
+    /// The smallest secret-key form the crate computes with: the ML-KEM
+    /// and Kyber compact key (σ in place of ŝ's encoding, ŝ sampled again
+    /// at decapsulation), LightSaber's compact key (s at 4 bits a
+    /// coefficient), CTRU-Light's secret key. A key that never leaves its
+    /// device (a sensor's ephemeral key) can take it.
     pub const fn compact_sk_len(self) -> usize {
         match self {
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::COMPACT_DK_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem768 => kyber768::COMPACT_DK_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem1024 => kyber1024::COMPACT_DK_BYTES,
             #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::COMPACT_SK_BYTES,
             _ => self.sk_len(),
@@ -321,6 +328,12 @@ impl Scheme {
     /// z, the implicit-rejection secret z in the last 32 bytes.
     pub const fn sk_pk_offset(self) -> usize {
         match self {
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_PKE_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem768 => kyber768::DK_PKE_BYTES,
+            #[cfg(feature = "kyber512-avr")]
+            Scheme::MlKem1024 => kyber1024::DK_PKE_BYTES,
             #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::SK_PKE_BYTES,
             _ => self.compact_sk_pk_offset(),
@@ -346,11 +359,11 @@ impl Scheme {
     pub const fn compact_sk_pk_offset(self) -> usize {
         match self {
             #[cfg(feature = "kyber512-avr")]
-            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::DK_PKE_BYTES,
+            Scheme::MlKem512 | Scheme::Kyber512R3 => kyber::SIGMA_BYTES,
             #[cfg(feature = "kyber512-avr")]
-            Scheme::MlKem768 => kyber768::DK_PKE_BYTES,
+            Scheme::MlKem768 => kyber768::SIGMA_BYTES,
             #[cfg(feature = "kyber512-avr")]
-            Scheme::MlKem1024 => kyber1024::DK_PKE_BYTES,
+            Scheme::MlKem1024 => kyber1024::SIGMA_BYTES,
             #[cfg(feature = "lightsaber-avr")]
             Scheme::LightSaber => saber::SK_NIBBLE_BYTES,
             #[cfg(feature = "ctru-light")]

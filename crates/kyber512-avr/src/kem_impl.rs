@@ -10,7 +10,7 @@ use rand_core::TryCryptoRng;
 use subtle::{Choice, ConstantTimeEq};
 
 use super::kpke;
-use super::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, Q};
+use super::params::{CT_BYTES, DK_BYTES, DK_PKE_BYTES, EK_BYTES, K, POLY_BYTES, Q, SIGMA_BYTES};
 use crate::Error;
 
 mod sealed {
@@ -207,20 +207,28 @@ impl<V> fmt::Debug for EncapsulationKey<V> {
 /// The checks of [`DecapsulationKey::from_bytes`] on the encoded key in
 /// place (no copy: a typed key is 1.6 KB of stack): its length and, for
 /// ML-KEM-512, the §7.3 hash check.
-pub(crate) fn check_decapsulation_key<V: Variant, S: KeySource + ?Sized>(bytes: &S) -> Result<(), Error> {
-    check_len(bytes.len(), DK_BYTES)?;
+///
+/// `len` is the form's length: `DK_BYTES`, or `COMPACT_DK_BYTES` for a
+/// compact key (σ ‖ ek ‖ H(ek) ‖ z), whose hash check is the same.
+pub(crate) fn check_decapsulation_key<V: Variant, S: KeySource + ?Sized>(bytes: &S, len: usize) -> Result<(), Error> {
+    check_len(bytes.len(), len)?;
     if V::CHECK_KEYS {
-        let h = hash_ek(bytes, DK_PKE_BYTES);
+        let pke = pke_len(len);
+        let h = hash_ek(bytes, pke);
         let mut stored = [0u8; 32];
-        if !bool::from(h.ct_eq(bytes_at(bytes, H_AT, &mut stored))) {
+        if !bool::from(h.ct_eq(bytes_at(bytes, pke + EK_BYTES, &mut stored))) {
             return Err(Error::DecapsulationKeyHashMismatch);
         }
     }
     Ok(())
 }
 
-/// Where H(ek) is in an encoded decapsulation key (dk_PKE ‖ ek ‖ H(ek) ‖ z).
-const H_AT: usize = DK_PKE_BYTES + EK_BYTES;
+/// The PKE secret's length in a decapsulation key of `len` bytes (PKE
+/// secret ‖ ek ‖ H(ek) ‖ z): `DK_PKE_BYTES` for FIPS 203's form,
+/// `SIGMA_BYTES` for a compact key.
+const fn pke_len(len: usize) -> usize {
+    len.saturating_sub(EK_BYTES + 64)
+}
 
 impl<V: Variant> DecapsulationKey<V> {
     /// Encoded length.
@@ -229,7 +237,7 @@ impl<V: Variant> DecapsulationKey<V> {
     /// Imports a key: its length and, for ML-KEM-512, the §7.3 hash check
     /// (`raw::check_decapsulation_key` of the parameter set on the bytes, then one copy).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
-        check_decapsulation_key::<V, [u8]>(bytes)?;
+        check_decapsulation_key::<V, [u8]>(bytes, DK_BYTES)?;
         let mut key = DecapsulationKey {
             bytes: [0u8; DK_BYTES],
             ek: EncapsulationKey {
@@ -319,10 +327,10 @@ pub(crate) fn encapsulation_key_of(dk: &[u8; DK_BYTES]) -> &[u8; EK_BYTES] {
 }
 
 /// Where key generation keeps its seeds until it needs them, inside the
-/// decapsulation key it is writing: d in the H(ek) field (overwritten by
-/// H(ek) once ρ and σ are derived), z in its own field. Neither is copied
-/// onto the stack under K-PKE.KeyGen.
-pub(crate) fn seed_slots(dk: &mut [u8; DK_BYTES]) -> Option<(&mut [u8; 32], &mut [u8; 32])> {
+/// decapsulation key it is writing (either form): d in the H(ek) field
+/// (overwritten by H(ek) once ρ and σ are derived), z in its own field.
+/// Neither is copied onto the stack under K-PKE.KeyGen.
+pub(crate) fn seed_slots(dk: &mut [u8]) -> Option<(&mut [u8; 32], &mut [u8; 32])> {
     let (_, tail) = dk.split_last_chunk_mut::<64>()?;
     let (d, z) = tail.split_at_mut(32);
     Some((d.try_into().ok()?, z.try_into().ok()?))
@@ -330,25 +338,50 @@ pub(crate) fn seed_slots(dk: &mut [u8; DK_BYTES]) -> Option<(&mut [u8; 32], &mut
 
 /// KeyGen_internal (Algorithm 16) with d and z in their [`seed_slots`]:
 /// the encapsulation key is written into its field of `dk` only (see
-/// [`encapsulation_key_of`]).
+/// [`encapsulation_key_of`]). `dk` is `DK_BYTES` long (FIPS 203's form)
+/// or `COMPACT_DK_BYTES` (σ where ŝ's encoding would be); another
+/// length is left as it is.
 #[inline(never)]
-pub(crate) fn keygen_in_place<V: Variant>(dk: &mut [u8; DK_BYTES]) {
-    let (dk_pke, rest) = dk.split_at_mut(DK_PKE_BYTES);
+pub(crate) fn keygen_in_place<V: Variant>(dk: &mut [u8]) {
+    let pke = pke_len(dk.len());
+    if pke != DK_PKE_BYTES && pke != SIGMA_BYTES {
+        return;
+    }
+    let (secret, rest) = dk.split_at_mut(pke);
     let (ek, rest) = rest.split_at_mut(EK_BYTES);
     let h = &mut rest[..32];
     let mut d = [0u8; 32];
     d.copy_from_slice(h);
     let (mut rho, mut sigma) = expand_split::<V>(&d);
     d.wipe();
-    if let (Ok(dk_pke), Ok(ek)) = (
-        <&mut [u8; DK_PKE_BYTES]>::try_from(dk_pke),
-        <&mut [u8; EK_BYTES]>::try_from(&mut *ek),
-    ) {
+    // A compact key keeps σ, and K-PKE gets no dk_pke to write.
+    let dk_pke = match pke == SIGMA_BYTES {
+        true => {
+            secret.copy_from_slice(&sigma);
+            &mut []
+        }
+        false => secret,
+    };
+    if let Ok(ek) = <&mut [u8; EK_BYTES]>::try_from(&mut *ek) {
         kpke::keygen(&rho, &sigma, ek, dk_pke);
     }
     h.copy_from_slice(&fips202::sha3_256(&[ek]));
     rho.wipe();
     sigma.wipe();
+}
+
+/// Draws d ‖ z into `dk`'s [`seed_slots`] and generates the key in place
+/// (either form); on a failing draw `dk` is wiped.
+pub(crate) fn keygen_seeded<V: Variant>(rng: &mut impl TryCryptoRng, dk: &mut [u8]) -> Result<(), Error> {
+    let Some((d, z)) = seed_slots(dk) else {
+        return Err(Error::Rng);
+    };
+    if let Err(e) = V::draw_keygen_seeds(rng, d, z) {
+        dk.wipe();
+        return Err(e);
+    }
+    keygen_in_place::<V>(dk);
+    Ok(())
 }
 
 /// (ρ, σ) from d. Not inlined (nor the two below): the 64-byte hash and
@@ -425,9 +458,10 @@ pub(crate) fn encaps_bytes<V: Variant, S: KeySource + ?Sized>(
 /// between the derived key and the implicit-rejection key. `dk` must be
 /// well-formed (from key generation or a checked import). Decryption and
 /// the re-encryption run in frames of their own: only m is held here.
-/// `dk` is the encoded key (in the data space or in program memory).
+/// `dk` is the encoded key (in the data space or in program memory), in
+/// FIPS 203's form or compact (its length says which).
 pub(crate) fn decaps_bytes<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; CT_BYTES]) -> SharedSecret {
-    let mut m = kpke::decrypt(dk, ct);
+    let mut m = kpke::decrypt(dk, pke_len(dk.len()), ct);
     let ss = reencrypt_select::<V, S>(dk, ct, &m);
     m.wipe();
     ss
@@ -436,16 +470,17 @@ pub(crate) fn decaps_bytes<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; 
 /// The rest of Decaps_internal after decryption, from ek ‖ H(ek) ‖ z in `dk`.
 #[inline(never)]
 fn reencrypt_select<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
+    let pke = pke_len(dk.len());
     let mut h = [0u8; 32];
-    let (mut kbar, mut r) = key_and_coins(m, bytes_at(dk, H_AT, &mut h));
+    let (mut kbar, mut r) = key_and_coins(m, bytes_at(dk, pke + EK_BYTES, &mut h));
     // Re-encrypt and compare byte by byte as the bytes come (no second
     // ciphertext buffer); the OR of all differences is zero iff equal.
     let mut sink = kem_common::CiphertextSink::compare(ct);
     // A key of the wrong length (impossible for a checked key) is a difference.
     let mut same = Choice::from(0);
-    if dk.len() == DK_BYTES {
+    if pke == DK_PKE_BYTES || pke == SIGMA_BYTES {
         with_noise(DECAPS_KEEPS_NOISE, |noise| {
-            kpke::encrypt(dk, DK_PKE_BYTES, m, &r, noise, &mut sink)
+            kpke::encrypt(dk, pke, m, &r, noise, &mut sink)
         });
         same = sink.equal();
     }
@@ -456,7 +491,7 @@ fn reencrypt_select<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; CT_BYTE
 }
 
 /// K̄'s key if `same`, else the implicit-rejection key from z (the last 32
-/// bytes of `dk`), in constant time.
+/// bytes of `dk`, in either form), in constant time.
 #[inline(never)]
 fn select_key<V: Variant, S: KeySource + ?Sized>(
     kbar: &[u8; 32],
@@ -465,7 +500,7 @@ fn select_key<V: Variant, S: KeySource + ?Sized>(
     same: Choice,
 ) -> SharedSecret {
     let mut z_arr = [0u8; 32];
-    dk.read(DK_BYTES - 32, &mut z_arr);
+    dk.read(dk.len().saturating_sub(32), &mut z_arr);
     let ss = V::select_key(kbar, &z_arr, ct, same);
     z_arr.wipe();
     SharedSecret::new(ss)
@@ -684,16 +719,39 @@ macro_rules! kem_api {
                 rng: &mut impl rand_core::TryCryptoRng,
                 dk: &mut [u8; DK_BYTES],
             ) -> Result<(), $crate::Error> {
-                use kem_impl::Variant;
-                let Some((d, z)) = kem_impl::seed_slots(dk) else {
-                    return Err($crate::Error::Rng);
-                };
-                if let Err(e) = <$variant>::draw_keygen_seeds(rng, d, z) {
-                    kem_common::Wipe::wipe(dk);
-                    return Err(e);
-                }
-                kem_impl::keygen_in_place::<$variant>(dk);
-                Ok(())
+                kem_impl::keygen_seeded::<$variant>(rng, dk)
+            }
+
+            /// Key generation into a compact decapsulation key, σ ‖ ek ‖
+            /// H(ek) ‖ z (`COMPACT_DK_BYTES`: 384·k − 32 bytes less than
+            /// FIPS 203's form, for a key that never leaves its device,
+            /// such as a sensor's ephemeral key): the same draws, the same
+            /// encapsulation key (at byte `SIGMA_BYTES`) and the same
+            /// shared secrets as [`keygen_secret_into`]; decapsulation
+            /// samples ŝ again from σ ([`decapsulate_compact_into`]).
+            pub fn keygen_compact_into(
+                rng: &mut impl rand_core::TryCryptoRng,
+                dk: &mut [u8; params::COMPACT_DK_BYTES],
+            ) -> Result<(), $crate::Error> {
+                kem_impl::keygen_seeded::<$variant>(rng, dk)
+            }
+
+            /// [`check_decapsulation_key`] of a compact key: its length and
+            /// the same hash check.
+            pub fn check_compact_decapsulation_key(dk: &[u8]) -> Result<(), $crate::Error> {
+                kem_impl::check_decapsulation_key::<$variant, [u8]>(dk, params::COMPACT_DK_BYTES)
+            }
+
+            /// Decapsulation with a compact key, which must come from
+            /// [`keygen_compact_into`] or have passed
+            /// [`check_compact_decapsulation_key`]: the shared secret
+            /// [`decapsulate_into`] gives with the FIPS 203 key of the same
+            /// draws.
+            pub fn decapsulate_compact_into(
+                dk: &[u8; params::COMPACT_DK_BYTES],
+                ct: &[u8; CT_BYTES],
+            ) -> SharedSecret {
+                kem_impl::decaps_bytes::<$variant, [u8]>(dk, ct)
             }
 
             /// The encapsulation key inside the encoded decapsulation key
@@ -721,12 +779,34 @@ macro_rules! kem_api {
             /// The checks `DecapsulationKey::from_bytes` makes, on the
             /// encoded key in place.
             pub fn check_decapsulation_key(dk: &[u8]) -> Result<(), $crate::Error> {
-                kem_impl::check_decapsulation_key::<$variant, [u8]>(dk)
+                kem_impl::check_decapsulation_key::<$variant, [u8]>(dk, DK_BYTES)
             }
 
             /// Decapsulation with the encoded key `dk`, which must come from
             /// [`keygen_into`] or have passed [`check_decapsulation_key`].
             pub fn decapsulate_into(dk: &[u8; DK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
+                kem_impl::decaps_bytes::<$variant, [u8]>(dk, ct)
+            }
+
+            /// [`check_decapsulation_key`] or [`check_compact_decapsulation_key`]
+            /// by the key's length (another length: the first's error).
+            pub fn check_decapsulation_key_either(dk: &[u8]) -> Result<(), $crate::Error> {
+                let len = match dk.len() == params::COMPACT_DK_BYTES {
+                    true => params::COMPACT_DK_BYTES,
+                    false => DK_BYTES,
+                };
+                kem_impl::check_decapsulation_key::<$variant, [u8]>(dk, len)
+            }
+
+            /// Decapsulation with an encoded key of either form, its length
+            /// saying which: FIPS 203's (`DK_BYTES`, as [`decapsulate_into`])
+            /// or compact (`COMPACT_DK_BYTES`, as
+            /// [`decapsulate_compact_into`]); it must come from key
+            /// generation or have passed its check. For a caller holding
+            /// keys of both forms, whose two decapsulations then share one
+            /// copy of the code. A key of another length yields the
+            /// implicit-rejection key of its last 32 bytes.
+            pub fn decapsulate_either_into(dk: &[u8], ct: &[u8; CT_BYTES]) -> SharedSecret {
                 kem_impl::decaps_bytes::<$variant, [u8]>(dk, ct)
             }
 
@@ -754,7 +834,7 @@ macro_rules! kem_api {
 
             /// [`check_decapsulation_key`] of a key that may be in program memory.
             pub fn check_decapsulation_key_from(dk: kem_common::KeyBytes<'_>) -> Result<(), $crate::Error> {
-                kem_impl::check_decapsulation_key::<$variant, _>(&dk)
+                kem_impl::check_decapsulation_key::<$variant, _>(&dk, DK_BYTES)
             }
 
             /// [`decapsulate_into`] with a key that may be in program

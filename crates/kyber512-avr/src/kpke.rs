@@ -2,35 +2,48 @@
 //! written to keep few polynomials alive: matrix entries are sampled on the
 //! fly, ŝ stays in its encoded form, t̂ is decoded row by row, r̂_j is
 //! transformed again where it is needed (r_j sampled again, or unpacked).
+//!
+//! The PKE secret comes in two forms, told apart by its length (public):
+//! ByteEncode12(ŝ) (`DK_PKE_BYTES`, FIPS 203's dk_PKE), or σ alone
+//! (`SIGMA_BYTES`, a compact key), from which ŝ_j = NTT(CBD_η1(PRF(σ, j)))
+//! is sampled again each time it is needed.
 
 use kem_common::{CiphertextSink, KeySource, Wipe};
 
-use super::params::{C1_BYTES, CT_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES};
+use super::params::{C1_BYTES, CT_BYTES, DK_PKE_BYTES, DU, DV, EK_BYTES, ETA1, ETA2, K, POLY_BYTES, SIGMA_BYTES};
 use crate::encode::{add_message, compress_emit, compress_encode, decode12, decode12_in, decode_decompress, encode12};
 use crate::poly::Poly;
 use crate::sampling::{add_cbd, sample_cbd, sample_cbd_packed, sample_ntt, unpack_small, PACKED_SMALL_BYTES};
 
 /// K-PKE.KeyGen (Algorithm 13) from the 64 bytes (ρ, σ) = G(…), writing
-/// ek = ByteEncode12(t̂) ‖ ρ and dk_pke = ByteEncode12(ŝ).
+/// ek = ByteEncode12(t̂) ‖ ρ and the PKE secret: dk_pke = ByteEncode12(ŝ)
+/// when `dk_pke` is `DK_PKE_BYTES` long, else (compact) nothing: ŝ_j is
+/// sampled again from σ for each product (K² samplings instead of K).
 ///
 /// Two polynomials, not three: t̂_i's partial sums wait encoded in ek (the
 /// encoding of a canonical residue is lossless), and each later product
 /// is added to a decoded copy: 512 B less stack for one more encoding and
 /// decoding per product after a row's first.
-pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke: &mut [u8; DK_PKE_BYTES]) {
+pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke: &mut [u8]) {
     let mut s = Poly::zero();
-    for j in 0..K {
-        sample_cbd::<ETA1>(sigma, j as u8, &mut s);
-        s.ntt();
-        encode12(&s, &mut dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES]);
+    if dk_pke.len() == DK_PKE_BYTES {
+        for j in 0..K {
+            sample_cbd::<ETA1>(sigma, j as u8, &mut s);
+            s.ntt();
+            encode12(&s, &mut dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES]);
+        }
     }
+    let secret = match dk_pke.len() == DK_PKE_BYTES {
+        true => Secret::Encoded(&*dk_pke),
+        false => Secret::Seed(sigma),
+    };
     let mut a = Poly::zero();
     for i in 0..K {
         let t_i = &mut ek[i * POLY_BYTES..(i + 1) * POLY_BYTES];
         // t̂_i = Σ_j Â[i][j] ∘ ŝ_j + NTT(e_i)
         for j in 0..K {
             sample_ntt(rho, j as u8, i as u8, &mut a);
-            decode12(&dk_pke[j * POLY_BYTES..(j + 1) * POLY_BYTES], &mut s);
+            secret.load(j, &mut s);
             a.base_mul_assign(&s);
             if j > 0 {
                 decode12(t_i, &mut s);
@@ -47,6 +60,30 @@ pub fn keygen(rho: &[u8; 32], sigma: &[u8; 32], ek: &mut [u8; EK_BYTES], dk_pke:
     }
     ek[K * POLY_BYTES..].copy_from_slice(rho);
     s.wipe();
+}
+
+/// Where ŝ comes from: its encoding (FIPS 203's dk_PKE) at the start of
+/// a key, or σ (a compact key), from which each ŝ_j is sampled again.
+enum Secret<'a, S: KeySource + ?Sized> {
+    Encoded(&'a S),
+    Seed(&'a [u8; SIGMA_BYTES]),
+}
+
+impl<S: KeySource + ?Sized> Secret<'_, S> {
+    /// ŝ_j into `out`. The branch depends on the key's form only. Not
+    /// inlined: key generation and decryption share one copy.
+    #[inline(never)]
+    fn load(&self, j: usize, out: &mut Poly) {
+        match self {
+            Secret::Encoded(key) => {
+                decode12_in(*key, j * POLY_BYTES, out);
+            }
+            Secret::Seed(sigma) => {
+                sample_cbd::<ETA1>(sigma, j as u8, out);
+                out.ntt();
+            }
+        }
+    }
 }
 
 /// Where encryption gets r_j (before its NTT) each time a row needs it.
@@ -175,18 +212,28 @@ pub fn encrypt<S: KeySource + ?Sized>(
     acc.wipe();
 }
 
-/// K-PKE.Decrypt (Algorithm 15): m = Compress_1(v − NTT^{-1}(ŝ ∘ NTT(u))).
+/// K-PKE.Decrypt (Algorithm 15): m = Compress_1(v − NTT^{-1}(ŝ ∘ NTT(u))),
+/// with the PKE secret the first `pke` bytes of `dk` (`DK_PKE_BYTES`:
+/// ByteEncode12(ŝ); `SIGMA_BYTES`: σ, ŝ sampled again).
 /// Not inlined, so its buffers and the re-encryption's never share a frame.
 #[inline(never)]
-pub fn decrypt<S: KeySource + ?Sized>(dk_pke: &S, ct: &[u8]) -> [u8; 32] {
+pub fn decrypt<S: KeySource + ?Sized>(dk: &S, pke: usize, ct: &[u8]) -> [u8; 32] {
     let mut acc = Poly::zero();
     let mut u = Poly::zero();
     let mut s = Poly::zero();
+    let mut sigma = [0u8; SIGMA_BYTES];
+    let secret = match pke == SIGMA_BYTES {
+        true => {
+            dk.read(0, &mut sigma);
+            Secret::Seed(&sigma)
+        }
+        false => Secret::Encoded(dk),
+    };
     for i in 0..K {
         let width = 32 * DU as usize;
         decode_decompress::<DU>(&ct[i * width..(i + 1) * width], &mut u);
         u.ntt();
-        decode12_in(dk_pke, i * POLY_BYTES, &mut s);
+        secret.load(i, &mut s);
         acc.base_mul_acc(&u, &s);
     }
     acc.inv_ntt();
@@ -197,5 +244,6 @@ pub fn decrypt<S: KeySource + ?Sized>(dk_pke: &S, ct: &[u8]) -> [u8; 32] {
     acc.wipe();
     u.wipe();
     s.wipe();
+    sigma.wipe();
     m
 }

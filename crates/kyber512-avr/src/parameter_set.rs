@@ -29,6 +29,12 @@ macro_rules! parameter_set {
         pub const DK_PKE_BYTES: usize = POLY_BYTES * K;
         /// Decapsulation (secret) key bytes: dk_pke ‖ ek ‖ H(ek) ‖ z.
         pub const DK_BYTES: usize = DK_PKE_BYTES + EK_BYTES + 64;
+        /// σ bytes: the PKE secret of a compact decapsulation key, from
+        /// which ŝ is sampled again where it is needed.
+        pub const SIGMA_BYTES: usize = 32;
+        /// Compact decapsulation key bytes: σ ‖ ek ‖ H(ek) ‖ z (ŝ
+        /// sampled again from σ instead of stored: 384·k − 32 bytes less).
+        pub const COMPACT_DK_BYTES: usize = SIGMA_BYTES + EK_BYTES + 64;
         /// Bytes of the compressed u part of a ciphertext.
         pub const C1_BYTES: usize = 32 * DU as usize * K;
         /// Ciphertext bytes.
