@@ -3,7 +3,8 @@
 
 The Keccak constants (rotation offsets, the pi permutation, round constants)
 come from FIPS 202 §3.2; this script turns them into straight-line AVR code
-so no table is typed by hand. Run it after editing; `cargo xtask ci` checks
+so no table is typed by hand. With `--compact` it prints
+keccak_f1600_compact.S instead, the looped sibling (`keccak_compact_gen.py`). Run it after editing; `cargo xtask ci` checks
 that the committed .S is what this script prints.
 """
 
@@ -140,6 +141,13 @@ for _y in range(5):  # the shared forms compute the same outputs
                 _regs[_lane] ^= 0xFF
             _want = chi_model(chi_form(_x, _y, _INVERTED), _vals[_x], _vals[(_x + 1) % 5], _vals[(_x + 2) % 5])
             assert chi_model(_forms[_x], _regs[_x], _regs[(_x + 1) % 5], _regs[(_x + 2) % 5]) == _want
+
+if __import__("sys").argv[1:] == ["--compact"]:
+    # keccak_f1600_compact.S, the looped sibling (keccak_compact_gen.py).
+    import keccak_compact_gen
+
+    print(keccak_compact_gen.emit(ROT, rc_constants(), pi))
+    raise SystemExit(0)
 
 SET = [[f"r{2 + j}" for j in range(8)], [f"r{10 + j}" for j in range(8)]]
 out = []

@@ -44,7 +44,7 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "Keccak-f[1600]",
         used_by: "fips202",
-        sources: &["keccak_f1600.S"],
+        sources: &["keccak_f1600.S", "keccak_f1600_compact.S"],
         generator: "gen_keccak.py",
     },
     Family {

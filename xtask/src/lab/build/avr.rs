@@ -26,7 +26,13 @@ pub struct Build {
     pub bss: u32,
     /// .rodata bytes kept in flash (megaAVR-0 only).
     pub rodata: u32,
+    /// Whether the fit chose the compact Keccak-f[1600] ([`COMPACT_KECCAK`]).
+    pub compact_keccak: bool,
 }
+
+/// The firmware feature of a sensor image's compact Keccak-f[1600], which
+/// [`compile`] turns on where the image does not fit its flash without it.
+pub const COMPACT_KECCAK: &str = "mqtt-compact-keccak";
 
 impl Build {
     /// Flash bytes: code plus the .data image (plus flash-mapped .rodata).
@@ -69,8 +75,36 @@ pub fn build_image(mcu: Mcu, image: &Image) -> Result<Build, String> {
     Ok(b)
 }
 
-/// Cross-builds `image` for `mcu` and reads its sizes, without the fit check.
+/// Cross-builds `image` for `mcu` and reads its sizes, without the fit
+/// check. A sensor image that overflows the flash of a small part (48 KB)
+/// is built again with the compact Keccak-f[1600] ([`COMPACT_KECCAK`]);
+/// the build says so ([`Build::compact_keccak`]).
 pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
+    let features = image.features_on(mcu);
+    match compile_with(mcu, image, &features) {
+        Err(e)
+            if mcu.facts().is_small() && is_flash_overflow(&e) && features.iter().any(|f| f.starts_with("mqtt-")) =>
+        {
+            eprintln!(
+                "xtask: {} does not fit the {}'s flash with the unrolled Keccak-f[1600]: built again with the compact one ({COMPACT_KECCAK})",
+                image.name, mcu.name
+            );
+            let mut compact = features.clone();
+            compact.push(COMPACT_KECCAK);
+            let mut b = compile_with(mcu, image, &compact)?;
+            b.compact_keccak = true;
+            Ok(b)
+        }
+        built => built,
+    }
+}
+
+/// Whether a failed build's output says the linker ran out of flash.
+fn is_flash_overflow(err: &str) -> bool {
+    err.contains("region `text' overflowed by")
+}
+
+fn compile_with(mcu: Mcu, image: &Image, features: &[&str]) -> Result<Build, String> {
     require_tools()?;
     let root = util::workspace_root();
     // One cargo target directory per MCU, shared by its images: `core`,
@@ -135,7 +169,7 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
             "--no-default-features",
             "--features",
         ])
-        .arg(image.features_on(mcu).join(","))
+        .arg(features.join(","))
         .arg("--target-dir")
         .arg(&target);
     // The MCU's flash limit first (the 4808's "s"), then the image's choice.
@@ -167,6 +201,7 @@ pub fn sizes(mcu: Mcu, elf: &Path) -> Result<Build, String> {
         data: 0,
         bss: 0,
         rodata: 0,
+        compact_keccak: false,
     };
     for line in out.lines() {
         let mut it = line.split_whitespace();
@@ -386,6 +421,17 @@ pub fn image_elf(mcu: Mcu, image: &Image, no_build: bool) -> Result<std::path::P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_text_overflow_is_a_flash_overflow() {
+        assert!(is_flash_overflow(
+            "ld: firmware.elf section `.text' will not fit in region `text'\nld: region `text' overflowed by 122 bytes"
+        ));
+        assert!(!is_flash_overflow(
+            "ld: address 0x8023fc of firmware.elf section `.bss' is not within region `data'"
+        ));
+        assert!(!is_flash_overflow("lightsaber-avr cannot run on the atmega328p"));
+    }
 
     #[test]
     fn executed_code_counts_functions_reached_through_pointers() {

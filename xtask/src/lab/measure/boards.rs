@@ -133,6 +133,7 @@ fn unbuilt(mcu: Mcu, kind: &str, name: &str, err: &str, revision: &str) -> Fit {
         verdict: verdict.into(),
         note,
         git_revision: revision.into(),
+        compact_keccak: false,
     }
 }
 
@@ -198,6 +199,7 @@ fn measured(
         verdict: verdict.into(),
         note,
         git_revision: revision.into(),
+        compact_keccak: b.compact_keccak,
     }
 }
 
@@ -309,6 +311,7 @@ mod tests {
             data: 3_816,
             bss: 2_674,
             rodata: 0,
+            compact_keccak: false,
         };
         let died = || Err::<u32, String>("firmware crashed".into());
         let f = measured(m2560, ("suite", "ml-kem-512"), &b, died(), Some(2_971), "r");

@@ -32,6 +32,10 @@ pub struct Fit {
     pub verdict: String,
     /// The numbers behind the verdict, in words.
     pub note: String,
+    /// Whether the image was built with the compact Keccak-f[1600], which
+    /// the fit chose (it did not fit the part's flash otherwise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compact_keccak: bool,
     /// `git describe` of the measured tree.
     pub git_revision: String,
 }
@@ -105,7 +109,10 @@ pub fn markdown(fits: &[Fit], floors: &str) -> String {
          on its own images where it can: `docs/benchmarks.md`). **no (SRAM)**: they exceed it, or the \
          run died with too little left for the stack. **no (refused)**: the KEM crate's build script \
          refuses the MCU before anything links (`avr-sram-floor.txt` in the crate: the least SRAM any \
-         one of its operations needs, measured). **no (flash)**: the linker refuses the image.\n\n\
+         one of its operations needs, measured). **no (flash)**: the linker refuses the image \
+         (a sensor on a 48 KB part: also with the compact Keccak-f[1600]). **(compact Keccak)**: the image does not fit the part's flash with \
+         the unrolled Keccak-f[1600] (4 KB), so the build took the compact one (0.7 KB, about twice the cycles a \
+         permutation: `kem-mqtt-sensor`'s feature `compact-keccak`).\n\n\
          Peak stack: simavr's stack-pointer tracking on the classic parts; on the megaAVR 0-series, the \
          painted peak (free SRAM filled with a pattern before the run). A KEM takes a few bytes more stack \
          on the ATmega2560 than on the ATmega1284p: its return addresses take 3 bytes. Where a \
@@ -136,7 +143,11 @@ pub fn markdown(fits: &[Fit], floors: &str) -> String {
 /// One cell of the table.
 fn cell(f: &Fit) -> String {
     let sizes = match (f.static_ram_bytes, f.stack_bytes, f.flash_bytes) {
-        (Some(r), Some(st), Some(fl)) => format!("{r} + {st} B RAM, {:.1} KB flash", f64::from(fl) / 1024.0),
+        (Some(r), Some(st), Some(fl)) => format!(
+            "{r} + {st} B RAM, {:.1} KB flash{}",
+            f64::from(fl) / 1024.0,
+            if f.compact_keccak { " (compact Keccak)" } else { "" }
+        ),
         (Some(r), None, Some(fl)) => format!("{r} B static, {:.1} KB flash", f64::from(fl) / 1024.0),
         _ => String::new(),
     };
@@ -180,6 +191,7 @@ mod tests {
             verdict: verdict.into(),
             note: note.into(),
             git_revision: "abc".into(),
+            compact_keccak: false,
         }
     }
 
