@@ -28,7 +28,7 @@ use avr_wire::mqtt::CF_LEN;
 use kem_common::Tape;
 use kem_mqtt::{Error, SensorCredentials, Session, RECORD_OVERHEAD};
 
-use crate::steps::{self as mqtt, FLIGHT_BUF, L, STATE, SUITE};
+use crate::steps::{self as mqtt, FLIGHT_BUF, L, STATE, SUITE, TAPE};
 use avr_harness::board::{self, Deadline};
 
 /// The image's policy: [`Policy::DEFAULT`], or what the build was given
@@ -251,9 +251,10 @@ impl App {
     }
 
     /// The handshake after the BrokerHello's head: its rest, the
-    /// ClientFinished, the session. A function of its own so that its
-    /// buffers (the ClientFinished, the session) are not on the stack
-    /// while [`mqtt::k_finish`] decapsulates.
+    /// ClientFinished, the session. The ClientFinished goes into the tape
+    /// (dead once the start is done) and the session straight into
+    /// [`SESSION`] (no session is in force: [`Self::handshake`] ended it),
+    /// so neither takes stack beneath the second decapsulation.
     #[inline(never)]
     fn finish_handshake(&mut self, slot: &mut Option<mqtt::Sensor>) -> Result<(), ()> {
         let tag = self.send(link::REST_REQ, &[]);
@@ -262,18 +263,22 @@ impl App {
             Some((link::BROKER_HELLO_REST, n)) => n,
             _ => return Err(()),
         };
-        let mut cf = [0u8; CF_LEN];
+        // SAFETY: single-threaded; the tape's only borrow was the start's
+        // (over), and no borrow of the session is live.
+        let (tape, session) = unsafe { (&mut *addr_of_mut!(TAPE), &mut *addr_of_mut!(SESSION)) };
+        let cf = tape.first_chunk_mut::<CF_LEN>().ok_or(())?;
         marker_begin(link::WINDOW_FINISH_REST);
-        let r = mqtt::k_finish_rest(slot, n, &mut cf);
+        let r = mqtt::k_finish_rest(slot, n, cf, session);
         marker_end(link::WINDOW_FINISH_REST);
-        let session = r.map_err(drop)?;
-        let tag = self.send(link::CLIENT_FINISHED, &[&cf]);
+        r.map_err(drop)?;
+        let tag = self.send(link::CLIENT_FINISHED, &[&cf[..]]);
         match receive(&mut self.rejected, tag, &mut [0u8; 1]) {
             Some((link::ESTABLISHED, _)) => {}
-            _ => return Err(()),
+            _ => {
+                end_session();
+                return Err(());
+            }
         }
-        // SAFETY: single-threaded; no borrow of the session is live.
-        unsafe { *addr_of_mut!(SESSION) = Some(session) };
         self.handshakes = self.handshakes.wrapping_add(1);
         self.records = 0;
         self.age_s = 0;

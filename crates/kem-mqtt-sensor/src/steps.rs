@@ -149,14 +149,22 @@ pub fn k_finish(slot: &mut Option<Sensor>, head: &[u8]) -> Result<(), Error> {
 }
 
 /// The BrokerHello's rest (`len` bytes in the state's rest buffer): the
-/// ClientFinished into `cf` and the session.
+/// ClientFinished into `cf` and the session into `session` (a static: a
+/// returned session would take its bytes beneath the decapsulation).
 #[inline(never)]
-pub fn k_finish_rest(slot: &mut Option<Sensor>, len: usize, cf: &mut [u8; CF_LEN]) -> Result<Session, Error> {
-    AwaitBrokerHello::receive_broker_hello_rest(slot, len, cf).map(|(s, _)| s)
+pub fn k_finish_rest(
+    slot: &mut Option<Sensor>,
+    len: usize,
+    cf: &mut [u8; CF_LEN],
+    session: &mut Option<Session>,
+) -> Result<(), Error> {
+    AwaitBrokerHello::receive_broker_hello_rest_into(slot, len, cf, session).map(drop)
 }
 
 /// The cached static-static secret for a hybrid suite (`None`: the
-/// handshake computes it, or reports the bad key itself).
+/// handshake computes it, or reports the bad key itself). Not inlined: the
+/// X25519's buffers stay out of the application's outermost frame.
+#[inline(never)]
 fn cache_static_secret(
     suite_id: u8,
     x_sk: &[u8; X25519_LEN],

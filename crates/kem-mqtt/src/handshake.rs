@@ -333,6 +333,30 @@ impl SensorHandshake {
         Self::start_into(slot, suite, creds, rng, out, ephemeral, true)
     }
 
+    /// A fresh state in `slot`. Not inlined: the state is put together on
+    /// the stack before it moves into the slot (LLVM does not build it in
+    /// place), and that copy, the state's size (358 B for the sensor), must
+    /// be gone before the KEM runs under the start.
+    #[inline(never)]
+    fn new_state_in<'s, 'a, K: BorrowMut<EphemeralKey>>(
+        slot: &'s mut Option<AwaitBrokerHello<'a, K>>,
+        suite: Suite,
+        creds: SensorCredentials<'a>,
+        sk_e: K,
+    ) -> &'s mut AwaitBrokerHello<'a, K> {
+        slot.insert(AwaitBrokerHello {
+            suite,
+            creds,
+            sk_e,
+            x_e: [0; 32],
+            es: Secret32([0; 32]),
+            transcript: Xof::transcript(suite.family()),
+            ss_e: Secret32([0; 32]),
+            th1: [0; 32],
+            head_done: false,
+        })
+    }
+
     /// The work of the starts: the state in `slot`; the ClientHello in
     /// `out` whole, or (`split`) without the ephemeral public key.
     fn start_into<'a, K: BorrowMut<EphemeralKey>>(
@@ -365,17 +389,7 @@ impl SensorHandshake {
         let total = suite.client_hello_len(creds.client_id.len());
         let len = if split { total - kem.pk_len() } else { total };
         let out = out.get_mut(..len).ok_or(Error::BufferTooSmall { needed: len })?;
-        let state = slot.insert(AwaitBrokerHello {
-            suite,
-            creds,
-            sk_e,
-            x_e: [0; 32],
-            es: Secret32([0; 32]),
-            transcript: Xof::transcript(suite.family()),
-            ss_e: Secret32([0; 32]),
-            th1: [0; 32],
-            head_done: false,
-        });
+        let state = Self::new_state_in(slot, suite, creds, sk_e);
         let result = state.start(rng, statics, out, head, split);
         if result.is_err() {
             *slot = None; // wipes what was made
@@ -440,7 +454,6 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         split: bool,
     ) -> Result<(), Error> {
         let (suite, kem, id) = (self.suite(), self.suite().kem(), self.creds.client_id);
-        let f = suite.family();
         let (header, rest) = out.split_at_mut(4);
         header.copy_from_slice(&[VERSION, MSG_CLIENT_HELLO, suite.id(), id.len() as u8]);
         let (id_out, rest) = rest.split_at_mut(id.len());
@@ -469,20 +482,29 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
             _ => Error::InvalidKey,
         })?;
         let dh_ss = match statics {
-            Some((sk, pk)) => {
-                fill(rng, &mut self.x_e)?;
-                share.copy_from_slice(&x25519_public(&self.x_e));
-                Some(match self.creds.x25519_static_secret {
-                    // A cached secret gets the check a computed one gets: an
-                    // all-zero value would leave ES to the KEM alone.
-                    Some(cached) => contributory(Secret32(*cached))?,
-                    None => x25519_shared(sk, pk)?,
-                })
-            }
+            Some(statics) => Some(self.x25519_share(rng, statics, share)?),
             None => None,
         };
-        self.es = early_secret(f, ss_s.as_bytes(), dh_ss.as_ref());
-        // The ClientHello in wire order: split, the public key between the pieces.
+        self.early_secret_and_transcript(&ss_s, dh_ss.as_ref(), out, head, split);
+        Ok(())
+    }
+
+    /// ES from the KEM's (and X25519's) secret, and the ClientHello into
+    /// the transcript, in wire order: split, the public key between the
+    /// pieces. Not inlined: its buffers stay out of the start's frame,
+    /// which is on the stack beneath the KEM.
+    #[inline(never)]
+    fn early_secret_and_transcript(
+        &mut self,
+        ss_s: &kem_common::SharedSecret,
+        dh_ss: Option<&Secret32>,
+        out: &[u8],
+        head: usize,
+        split: bool,
+    ) {
+        let kem = self.suite().kem();
+        self.es = early_secret(self.suite().family(), ss_s.as_bytes(), dh_ss);
+        let pk_at = kem.compact_sk_pk_offset();
         let Self { sk_e, transcript, .. } = self;
         if split {
             transcript.absorb(&out[..head]);
@@ -491,7 +513,27 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         } else {
             transcript.absorb(out);
         }
-        Ok(())
+    }
+
+    /// The hybrid ClientHello's X25519 part: the ephemeral key into
+    /// `share`, and the static-static secret (cached or computed). Not
+    /// inlined: its buffers are not in the start's frame, which is on the
+    /// stack beneath the KEM.
+    #[inline(never)]
+    fn x25519_share(
+        &mut self,
+        rng: &mut impl TryCryptoRng,
+        (sk, pk): (&[u8; 32], &[u8; 32]),
+        share: &mut [u8],
+    ) -> Result<Secret32, Error> {
+        fill(rng, &mut self.x_e)?;
+        share.copy_from_slice(&x25519_public(&self.x_e));
+        match self.creds.x25519_static_secret {
+            // A cached secret gets the check a computed one gets: an
+            // all-zero value would leave ES to the KEM alone.
+            Some(cached) => contributory(Secret32(*cached)),
+            None => x25519_shared(sk, pk),
+        }
     }
 
     /// Processes the BrokerHello: checks BrokerFinished in constant time,
@@ -556,8 +598,25 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         len: usize,
         out: &mut [u8],
     ) -> Result<(Session, usize), Error> {
+        let mut session = None;
+        let n = Self::receive_broker_hello_rest_into(slot, len, out, &mut session)?;
+        session.map(|s| (s, n)).ok_or(Error::InvalidKey)
+    }
+
+    /// [`Self::receive_broker_hello_rest`] with the session written into
+    /// `session` (a static on a microcontroller: a returned session would
+    /// take its bytes in the caller's frame, beneath the decapsulation);
+    /// returns the ClientFinished's length. `session` is left `None` on an
+    /// error.
+    pub fn receive_broker_hello_rest_into(
+        slot: &mut Option<Self>,
+        len: usize,
+        out: &mut [u8],
+        session: &mut Option<Session>,
+    ) -> Result<usize, Error> {
+        *session = None;
         let result = match slot.as_mut() {
-            Some(state) if state.head_done => state.rest(None, len, out),
+            Some(state) if state.head_done => state.rest(None, len, out, session),
             _ => Err(Error::UnexpectedMessage {
                 expected: 0,
                 got: MSG_BROKER_HELLO,
@@ -576,7 +635,9 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
         check_len(msg, expected)?;
         let (head, rest) = msg.split_at(self.suite().broker_hello_head_len());
         self.head(head)?;
-        self.rest(Some(rest), rest.len(), out)
+        let mut session = None;
+        let n = self.rest(Some(rest), rest.len(), out, &mut session)?;
+        session.map(|s| (s, n)).ok_or(Error::InvalidKey)
     }
 
     /// The first part: header checks, the transcript before it (th1) and
@@ -601,8 +662,15 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     }
 
     /// The rest: `rest`, or (`None`) the first `len` bytes of the rest
-    /// buffer; the second decapsulation and the key schedule.
-    fn rest(&mut self, rest: Option<&[u8]>, len: usize, out: &mut [u8]) -> Result<(Session, usize), Error> {
+    /// buffer; the second decapsulation and the key schedule, the session
+    /// into `session`. Returns the ClientFinished's length.
+    fn rest(
+        &mut self,
+        rest: Option<&[u8]>,
+        len: usize,
+        out: &mut [u8],
+        session: &mut Option<Session>,
+    ) -> Result<usize, Error> {
         let suite = self.suite();
         let kem = suite.kem();
         let cf_len = suite.client_finished_len();
@@ -654,8 +722,8 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
             ss_e,
             th1,
         };
-        let session = keys.run(transcript, ss_c.as_bytes(), body, bf, share, out)?;
-        Ok((session, cf_len))
+        keys.run(transcript, ss_c.as_bytes(), body, bf, share, out, session)?;
+        Ok(cf_len)
     }
 }
 
@@ -707,8 +775,10 @@ impl Schedule<'_> {
     /// The key schedule from the two KEM secrets (and, hybrid, the
     /// ephemeral X25519 one): absorbs the rest of the BrokerHello (`body`,
     /// then `bf`) into `transcript`, checks BrokerFinished, writes the
-    /// ClientFinished into `out` (exactly its length) and returns the session.
+    /// ClientFinished into `out` (exactly its length) and the session into
+    /// `session`.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn run(
         self,
         transcript: &mut Xof,
@@ -717,7 +787,8 @@ impl Schedule<'_> {
         bf: &[u8],
         share: &[u8],
         out: &mut [u8],
-    ) -> Result<Session, Error> {
+        session: &mut Option<Session>,
+    ) -> Result<(), Error> {
         let f = self.suite.family();
         let dh_ee = if self.suite.is_hybrid() {
             Some(x25519_shared(self.x_e, &array32(share))?)
@@ -738,7 +809,8 @@ impl Schedule<'_> {
         header.copy_from_slice(&[VERSION, MSG_CLIENT_FINISHED]);
         mac.copy_from_slice(&cf.0);
         let (c2b, b2c) = traffic_keys(f, &ms, &th3);
-        Ok(Session::new(Role::Sensor, c2b, b2c))
+        *session = Some(Session::new(Role::Sensor, c2b, b2c));
+        Ok(())
     }
 }
 

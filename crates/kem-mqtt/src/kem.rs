@@ -257,6 +257,7 @@ pub(crate) fn keygen(
 /// Generates an ephemeral key pair into `sk_out` alone (exactly
 /// [`Scheme::compact_sk_len`]), in the KEM's compact form: the public key
 /// is the field at [`Scheme::compact_sk_pk_offset`].
+#[inline(never)] // its locals off the caller's frame under the KEM
 pub(crate) fn keygen_ephemeral(kem: Scheme, rng: &mut impl TryCryptoRng, sk_out: &mut [u8]) -> Result<(), KemFail> {
     dispatch!(kem, m => m::keygen_ephemeral(rng, sk_out), else Err(KemFail::Unsupported))
 }
@@ -273,6 +274,7 @@ pub(crate) fn decapsulate_ephemeral(kem: Scheme, sk: &[u8], ct: &[u8]) -> Result
 /// [`KeyBytes::Reader`] (a classic AVR's flash): the KEM crates' `*_from`
 /// functions read it a piece at a time, with the same checks. Without it,
 /// only keys in the data space compile in, and a reader is refused.
+#[inline(never)] // its locals off the caller's frame under the KEM
 pub(crate) fn encapsulate(
     kem: Scheme,
     pk: KeyBytes<'_>,

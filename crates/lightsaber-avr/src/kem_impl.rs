@@ -5,7 +5,7 @@ use core::fmt;
 
 use kem_common::{bytes_at, fill, select_bytes, CiphertextSink, KeyBytes, KeySource, SharedSecret, Wipe};
 use rand_core::TryCryptoRng;
-use subtle::ConstantTimeEq;
+use subtle::{Choice, ConstantTimeEq};
 
 use crate::params::{COMPACT_SK_BYTES, SK_NIBBLE_BYTES};
 use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
@@ -330,32 +330,43 @@ fn keygen_draws(rng: &mut impl TryCryptoRng, s_out: SecretOut<'_>, (pk, hpk, z):
     Ok(fill(rng, z)?)
 }
 
-/// (K̄, r) = G(m ‖ H(pk)); ct = Enc(m, r), byte by byte into `sink`.
-/// Returns K̄ (the caller hashes it with H of the ciphertext it received or
-/// sent). Inlined: only K̄ and r are held while the encryption runs.
-#[inline(always)]
-fn encrypt_derive<S: KeySource + ?Sized>(
-    m: &[u8; 32],
-    hpk: &[u8],
-    pk: PkIn<'_, S>,
-    sink: &mut CiphertextSink<CT_BYTES>,
-) -> [u8; 32] {
-    let (kbar, mut r) = key_and_r(m, hpk);
-    pke::encrypt(m, &r, pk, sink);
-    r.wipe();
-    kbar
-}
-
-/// (K̄, r) = G(m ‖ H(pk)), the 64-byte hash in a frame of its own (gone
-/// before the encryption runs).
+/// (K̄, r) = G(m ‖ H(pk)), H(pk) the 32 bytes at `hpk_at` in `key`: the
+/// 64-byte hash and H(pk) in a frame of their own (gone before the
+/// encryption runs).
 #[inline(never)]
-fn key_and_r(m: &[u8; 32], hpk: &[u8]) -> ([u8; 32], [u8; 32]) {
-    let mut kr = fips202::sha3_512(&[m, hpk]);
+fn key_and_r<S: KeySource + ?Sized>(m: &[u8; 32], key: &S, hpk_at: usize) -> ([u8; 32], [u8; 32]) {
+    let mut hpk = [0u8; 32];
+    let mut kr = fips202::sha3_512(&[m, bytes_at(key, hpk_at, &mut hpk)]);
     let (mut kbar, mut r) = ([0u8; 32], [0u8; 32]);
     kbar.copy_from_slice(&kr[..32]);
     r.copy_from_slice(&kr[32..]);
     kr.wipe();
     (kbar, r)
+}
+
+/// Encapsulation's m = H(raw) from 32 drawn bytes, and (K̄, r) =
+/// G(m ‖ H(pk)), into `seeds` as [m, K̄, r]; the draw and the hashes'
+/// buffers in a frame of their own.
+#[inline(never)]
+fn encapsulation_seeds<S: KeySource + ?Sized>(
+    pk: &S,
+    rng: &mut impl TryCryptoRng,
+    seeds: &mut [[u8; 32]; 3],
+) -> Result<(), Error> {
+    let mut raw = [0u8; 32];
+    fill(rng, &mut raw)?;
+    seeds[0] = fips202::sha3_256(&[&raw]);
+    raw.wipe();
+    let mut hpk = hash_pk(pk, 0);
+    (seeds[1], seeds[2]) = key_and_r(&seeds[0], &hpk[..], 0);
+    hpk.wipe();
+    Ok(())
+}
+
+/// The shared secret H(K̄ ‖ H(ct)), in a frame of its own.
+#[inline(never)]
+fn shared_secret(kbar: &[u8; 32], ct: &[u8; CT_BYTES]) -> SharedSecret {
+    SharedSecret::new(fips202::sha3_256(&[kbar, &fips202::sha3_256(&[ct])]))
 }
 
 /// [`encapsulate`] to an encoded public key, into `ct`.
@@ -384,22 +395,19 @@ pub fn encapsulate_from(
 }
 
 /// Encapsulation to the `PK_BYTES` of `pk`: (K̄, r) = G(m ‖ H(pk)), then
-/// ct = Enc(m, r) byte by byte into `ct`; only K̄ and r are held while the
-/// encryption runs.
+/// ct = Enc(m, r) byte by byte into `ct`; only m, K̄ and r are held while
+/// the encryption runs (the hashes work in frames of their own).
 fn encapsulate_in<S: KeySource + ?Sized>(
     pk: &S,
     rng: &mut impl TryCryptoRng,
     ct: &mut [u8; CT_BYTES],
 ) -> Result<SharedSecret, Error> {
-    let mut raw = [0u8; 32];
-    fill(rng, &mut raw)?;
-    let mut m = fips202::sha3_256(&[&raw]);
-    let hpk = hash_pk(pk, 0);
-    let mut kbar = encrypt_derive(&m, &hpk, PkIn { key: pk, at: 0 }, &mut CiphertextSink::Write(ct));
-    let ss = SharedSecret::new(fips202::sha3_256(&[&kbar, &fips202::sha3_256(&[ct])]));
-    raw.wipe();
-    m.wipe();
-    kbar.wipe();
+    let mut seeds = [[0u8; 32]; 3]; // m, K̄, r
+    encapsulation_seeds(pk, rng, &mut seeds)?;
+    let [m, kbar, r] = &seeds;
+    pke::encrypt(m, r, PkIn { key: pk, at: 0 }, &mut CiphertextSink::Write(ct));
+    let ss = shared_secret(kbar, ct);
+    seeds.wipe();
     Ok(ss)
 }
 
@@ -428,29 +436,41 @@ fn decapsulate_with<S: KeySource + ?Sized>(
     rest_at: usize,
     ct: &[u8; CT_BYTES],
 ) -> SharedSecret {
-    let (hpk_at, z_at) = (rest_at + PK_BYTES, rest_at + PK_BYTES + 32);
     let mut m = [0u8; 32];
     pke::decrypt(s, ct, &mut m);
+    let (mut kbar, mut r) = key_and_r(&m, key, rest_at + PK_BYTES);
     // Re-encrypt and compare as the bytes come (no second ciphertext buffer):
     // the OR of all byte differences is zero iff equal. (subtle's slice
     // ct_eq compiled to a branch per byte on AVR: `cargo xtask ct` saw it.)
     let mut sink = CiphertextSink::compare(ct);
-    let mut hpk = [0u8; 32];
-    let hpk = bytes_at(key, hpk_at, &mut hpk);
-    let mut kbar = encrypt_derive(&m, hpk, PkIn { key, at: rest_at }, &mut sink);
-    // K̄, or z (read in place) if the ciphertexts differ. The reference
-    // hashes the received ciphertext, valid or not.
-    let fail = !sink.equal();
+    pke::encrypt(&m, &r, PkIn { key, at: rest_at }, &mut sink);
+    r.wipe();
+    m.wipe();
+    let ss = decapsulation_result(&kbar, key, rest_at + PK_BYTES + 32, ct, !sink.equal());
+    kbar.wipe();
+    ss
+}
+
+/// H(K̄ ‖ H(ct)), or H(z ‖ H(ct)) (z the 32 bytes at `z_at` in `key`,
+/// read in place) if the ciphertexts differed, selected in constant time;
+/// in a frame of its own. The reference hashes the received ciphertext,
+/// valid or not.
+#[inline(never)]
+fn decapsulation_result<S: KeySource + ?Sized>(
+    kbar: &[u8; 32],
+    key: &S,
+    z_at: usize,
+    ct: &[u8; CT_BYTES],
+    fail: Choice,
+) -> SharedSecret {
     let mut z_copy = [0u8; 32];
     let z: &[u8; 32] = bytes_at(key, z_at, &mut z_copy).try_into().unwrap_or(&[0; 32]); // the key's layout
-    let mut chosen = select_bytes(&kbar, z, fail);
+    let mut chosen = select_bytes(kbar, z, fail);
     if key.as_slice().is_none() {
         z_copy.wipe(); // z read out of program memory
     }
-    let ss = SharedSecret::new(fips202::sha3_256(&[&chosen, &fips202::sha3_256(&[ct])]));
-    for secret in [&mut m, &mut chosen, &mut kbar] {
-        secret.wipe();
-    }
+    let ss = shared_secret(&chosen, ct);
+    chosen.wipe();
     ss
 }
 

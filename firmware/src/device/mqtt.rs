@@ -27,6 +27,9 @@ static mut X_SK: [u8; X25519_LEN] = [0; X25519_LEN];
 static mut BROKER_PK: [u8; L.pk] = [0; L.pk];
 #[cfg(not(feature = "mqtt-provisioned"))]
 static mut BROKER_X_PK: [u8; X25519_LEN] = [0; X25519_LEN];
+/// The session the finish writes (as the application's: a static, not
+/// beneath the decapsulation), sealing the reply's record.
+static mut SESSION: Option<Session> = None;
 // `finish_rest` puts the ClientFinished and the record into the dead tape.
 const _: () = assert!(CF_LEN + RECORD_LEN <= TAPE_LEN);
 
@@ -302,10 +305,15 @@ fn finish_rest(io: &mut Uart) {
         clear(slot);
         7
     } else {
+        // SAFETY: single-threaded; the only borrow of the session.
+        let session = unsafe { &mut *addr_of_mut!(SESSION) };
         match measure(OP_FINISH_REST, || {
-            k_finish_rest(black_box(&mut *slot), black_box(len), black_box(&mut *cf))
+            k_finish_rest(black_box(&mut *slot), black_box(len), black_box(&mut *cf), session)
         }) {
-            Ok(mut session) => seal_record(&mut session, record),
+            Ok(()) => match session.as_mut() {
+                Some(s) => seal_record(s, record),
+                None => code(Error::InvalidKey),
+            },
             Err(e) => code(e),
         }
     };
