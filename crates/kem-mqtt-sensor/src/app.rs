@@ -286,8 +286,10 @@ impl App {
     }
 
     /// The handshake's first step with randomness from the next counter
-    /// value and `nonce`: the ClientHello's pieces `(head, len)`.
-    #[inline(never)]
+    /// value and `nonce`: the ClientHello's pieces `(head, len)`. Inlined
+    /// into [`Self::handshake`]: one frame and one set of saved registers
+    /// fewer beneath the KEM.
+    #[inline(always)]
     fn start(&mut self, nonce: &[u8; NONCE_LEN]) -> Result<(usize, usize), ()> {
         for _ in 0..START_ATTEMPTS {
             let counter = mqtt::next_counter().ok_or(())?;

@@ -255,8 +255,9 @@ pub struct SensorHandshake;
 
 /// Storage for the sensor's ephemeral KEM secret key from
 /// [`SensorHandshake::start`] to [`AwaitBrokerHello::receive_broker_hello`]
-/// (sized for the largest enabled KEM's [`Scheme::compact_sk_len`]),
-/// zeroized on drop.
+/// (sized for the largest enabled KEM's [`Scheme::compact_sk_len`], or
+/// the rest of its BrokerHello, which the sensor receives there
+/// afterwards), zeroized on drop.
 ///
 /// [`SensorHandshake::start`] keeps one inside the state it returns;
 /// [`SensorHandshake::start_in`] borrows the caller's, so the state that
@@ -481,29 +482,33 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
             KemFail::Rng => Error::Rng,
             _ => Error::InvalidKey,
         })?;
-        let dh_ss = match statics {
-            Some(statics) => Some(self.x25519_share(rng, statics, share)?),
-            None => None,
+        let hybrid = match statics {
+            Some(statics) => {
+                self.x25519_share(rng, statics, share)?;
+                true
+            }
+            None => false,
         };
-        self.early_secret_and_transcript(&ss_s, dh_ss.as_ref(), out, head, split);
+        self.early_secret_and_transcript(&ss_s, hybrid, out, head, split);
         Ok(())
     }
 
-    /// ES from the KEM's (and X25519's) secret, and the ClientHello into
-    /// the transcript, in wire order: split, the public key between the
-    /// pieces. Not inlined: its buffers stay out of the start's frame,
-    /// which is on the stack beneath the KEM.
+    /// ES from the KEM's secret and, `hybrid`, the static-static X25519
+    /// secret (which [`Self::x25519_share`] left in `self.es`); then the
+    /// ClientHello into the transcript, in wire order: split, the public
+    /// key between the pieces. Not inlined: its buffers stay out of the
+    /// start's frame, which is on the stack beneath the KEM.
     #[inline(never)]
     fn early_secret_and_transcript(
         &mut self,
         ss_s: &kem_common::SharedSecret,
-        dh_ss: Option<&Secret32>,
+        hybrid: bool,
         out: &[u8],
         head: usize,
         split: bool,
     ) {
         let kem = self.suite().kem();
-        self.es = early_secret(self.suite().family(), ss_s.as_bytes(), dh_ss);
+        self.es = early_secret(self.suite().family(), ss_s.as_bytes(), hybrid.then_some(&self.es));
         let pk_at = kem.compact_sk_pk_offset();
         let Self { sk_e, transcript, .. } = self;
         if split {
@@ -516,24 +521,26 @@ impl<K: BorrowMut<EphemeralKey>> AwaitBrokerHello<'_, K> {
     }
 
     /// The hybrid ClientHello's X25519 part: the ephemeral key into
-    /// `share`, and the static-static secret (cached or computed). Not
-    /// inlined: its buffers are not in the start's frame, which is on the
-    /// stack beneath the KEM.
+    /// `share`, and the static-static secret (cached or computed) into
+    /// `self.es` until ES replaces it. Not inlined, and nothing returned
+    /// but the outcome: its buffers are not in the start's frame, which is
+    /// on the stack beneath the KEM.
     #[inline(never)]
     fn x25519_share(
         &mut self,
         rng: &mut impl TryCryptoRng,
         (sk, pk): (&[u8; 32], &[u8; 32]),
         share: &mut [u8],
-    ) -> Result<Secret32, Error> {
+    ) -> Result<(), Error> {
         fill(rng, &mut self.x_e)?;
         share.copy_from_slice(&x25519_public(&self.x_e));
-        match self.creds.x25519_static_secret {
+        self.es = match self.creds.x25519_static_secret {
             // A cached secret gets the check a computed one gets: an
             // all-zero value would leave ES to the KEM alone.
-            Some(cached) => contributory(Secret32(*cached)),
-            None => x25519_shared(sk, pk),
-        }
+            Some(cached) => contributory(Secret32(*cached))?,
+            None => x25519_shared(sk, pk)?,
+        };
+        Ok(())
     }
 
     /// Processes the BrokerHello: checks BrokerFinished in constant time,

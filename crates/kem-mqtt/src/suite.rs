@@ -57,32 +57,35 @@ pub const MAX_SK_LEN: usize = max_over_kems!(sk_len);
 /// Largest ciphertext of any KEM with suites.
 pub const MAX_CT_LEN: usize = max_over_kems!(ct_len);
 
-// For every KEM: its public key lies inside its ephemeral secret key, and
-// the rest of a (hybrid) BrokerHello fits that key's storage (the sensor
-// receives it there once the ephemeral key is used up).
+// For every KEM: its public key lies inside its ephemeral secret key.
 const _: () = {
     let mut i = 0;
     while i < KEMS.len() {
         let k = KEMS[i];
         assert!(k.compact_sk_pk_offset() + k.pk_len() <= k.compact_sk_len());
-        assert!(Suite::new(k, true).broker_hello_rest_len() <= k.compact_sk_len());
         i += 1;
     }
 };
 
-/// Largest ephemeral secret key of the KEMs compiled in (sizes the sensor's
-/// ephemeral-key state). The sensor's ephemeral key is the scheme's compact
-/// secret key (LightSaber's holds s at 4 bits a coefficient; every other
-/// scheme's is its secret key), since it never leaves the sensor; the
-/// public key sits inside it ([`Scheme::compact_sk_pk_offset`]), so the
-/// sensor keeps it only once.
+/// The bytes of the sensor's ephemeral-key storage ([`EphemeralKey`](crate::EphemeralKey)),
+/// over the KEMs compiled in: the ephemeral secret key, and then the rest
+/// of the BrokerHello (the sensor receives it there once the key is used
+/// up; a hybrid's with `x25519`). The ephemeral key is the scheme's compact
+/// secret key ([`Scheme::compact_sk_len`]: seeds in place of ML-KEM's and
+/// LightSaber's secrets), since it never leaves the sensor; the public key
+/// sits inside it ([`Scheme::compact_sk_pk_offset`]), so the sensor keeps
+/// it only once.
 pub(crate) const ENABLED_MAX_EPHEMERAL_SK_LEN: usize = {
     let mut m = 0;
     let mut i = 0;
     while i < KEMS.len() {
         let k = KEMS[i];
+        let rest = Suite::new(k, cfg!(feature = "x25519")).broker_hello_rest_len();
         if kem_enabled(k) && k.compact_sk_len() > m {
             m = k.compact_sk_len();
+        }
+        if kem_enabled(k) && rest > m {
+            m = rest;
         }
         i += 1;
     }

@@ -306,8 +306,8 @@ impl Scheme {
 
     /// The smallest secret-key form the crate computes with: the ML-KEM
     /// and Kyber compact key (σ in place of ŝ's encoding, ŝ sampled again
-    /// at decapsulation), LightSaber's compact key (s at 4 bits a
-    /// coefficient), CTRU-Light's secret key. A key that never leaves its
+    /// at decapsulation), LightSaber's compact key (seed_s in place of s,
+    /// s generated again), CTRU-Light's secret key. A key that never leaves its
     /// device (a sensor's ephemeral key) can take it.
     pub const fn compact_sk_len(self) -> usize {
         match self {
@@ -365,7 +365,7 @@ impl Scheme {
             #[cfg(feature = "kyber512-avr")]
             Scheme::MlKem1024 => kyber1024::SIGMA_BYTES,
             #[cfg(feature = "lightsaber-avr")]
-            Scheme::LightSaber => saber::SK_NIBBLE_BYTES,
+            Scheme::LightSaber => saber::SEED_BYTES,
             #[cfg(feature = "ctru-light")]
             Scheme::CtruLightSha3 | Scheme::CtruLightAscon => ctru::SK_PKE_BYTES,
             #[allow(unreachable_patterns)]

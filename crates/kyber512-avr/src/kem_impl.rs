@@ -28,8 +28,9 @@ pub trait Variant: sealed::Sealed + 'static {
     fn draw_keygen_seeds(rng: &mut impl TryCryptoRng, d: &mut [u8; 32], z: &mut [u8; 32]) -> Result<(), Error>;
     /// (ρ, σ) from d.
     fn expand_seed(d: &[u8; 32]) -> [u8; 64];
-    /// The message m from the encapsulation draw.
-    fn draw_message(rng: &mut impl TryCryptoRng) -> Result<[u8; 32], Error>;
+    /// The message m from the encapsulation draw, into `m` (no returned
+    /// copy on the stack beneath the encryption).
+    fn draw_message(rng: &mut impl TryCryptoRng, m: &mut [u8; 32]) -> Result<(), Error>;
     /// The shared secret from K̄ (or z on rejection) and the ciphertext.
     fn derive_key(kbar: &[u8; 32], ct: &[u8; CT_BYTES]) -> [u8; 32];
     /// The shared secret of a rejected ciphertext: from z and the ciphertext.
@@ -394,19 +395,26 @@ fn expand_split<V: Variant>(d: &[u8; 32]) -> ([u8; 32], [u8; 32]) {
     halves
 }
 
-/// (K̄, r) = G(m ‖ h).
-#[inline(never)]
-fn key_and_coins(m: &[u8; 32], h: &[u8]) -> ([u8; 32], [u8; 32]) {
+/// [K̄, r] = G(m ‖ h) into `out` (no returned copy on the stack beneath
+/// the encryption).
+fn key_and_coins(m: &[u8; 32], h: &[u8], out: &mut [[u8; 32]; 2]) {
     let mut kr = fips202::sha3_512(&[m, h]);
-    let halves = split(&kr);
+    out.as_flattened_mut().copy_from_slice(&kr);
     kr.wipe();
-    halves
 }
 
-/// (K̄, r) = G(m ‖ H(ek)).
+/// [K̄, r] = G(m ‖ H(ek)) into `out`, H(ek) in this frame.
 #[inline(never)]
-fn key_and_coins_for<S: KeySource + ?Sized>(m: &[u8; 32], ek: &S) -> ([u8; 32], [u8; 32]) {
-    key_and_coins(m, &hash_ek(ek, 0))
+fn key_and_coins_for<S: KeySource + ?Sized>(m: &[u8; 32], ek: &S, out: &mut [[u8; 32]; 2]) {
+    key_and_coins(m, &hash_ek(ek, 0), out)
+}
+
+/// [K̄, r] = G(m ‖ h) into `out`, h the 32 bytes at `h_at` in `dk` (read
+/// into this frame).
+#[inline(never)]
+fn key_and_coins_at<S: KeySource + ?Sized>(m: &[u8; 32], dk: &S, h_at: usize, out: &mut [[u8; 32]; 2]) {
+    let mut h = [0u8; 32];
+    key_and_coins(m, bytes_at(dk, h_at, &mut h), out)
 }
 
 /// Whether decapsulation's re-encryption keeps each r_j packed (K·128 B of
@@ -444,14 +452,14 @@ pub(crate) fn encaps_bytes<V: Variant, S: KeySource + ?Sized>(
     m: &[u8; 32],
     ct: &mut [u8; CT_BYTES],
 ) -> SharedSecret {
-    let (mut kbar, mut r) = key_and_coins_for(m, ek);
+    let mut coins = [[0u8; 32]; 2]; // K̄, r
+    key_and_coins_for(m, ek, &mut coins);
     with_noise(ENCAPS_KEEPS_NOISE, |noise| {
-        kpke::encrypt(ek, 0, m, &r, noise, &mut kem_common::CiphertextSink::Write(ct));
+        kpke::encrypt(ek, 0, m, &coins[1], noise, &mut kem_common::CiphertextSink::Write(ct));
     });
-    let ss = V::derive_key(&kbar, ct);
-    kbar.wipe();
-    r.wipe();
-    SharedSecret::new(ss)
+    let ss = SharedSecret::new(V::derive_key(&coins[0], ct));
+    coins.wipe();
+    ss
 }
 
 /// Decaps_internal (Algorithm 18): re-encrypts and selects, in constant time,
@@ -471,8 +479,8 @@ pub(crate) fn decaps_bytes<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; 
 #[inline(never)]
 fn reencrypt_select<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; CT_BYTES], m: &[u8; 32]) -> SharedSecret {
     let pke = pke_len(dk.len());
-    let mut h = [0u8; 32];
-    let (mut kbar, mut r) = key_and_coins(m, bytes_at(dk, pke + EK_BYTES, &mut h));
+    let mut coins = [[0u8; 32]; 2]; // K̄, r
+    key_and_coins_at(m, dk, pke + EK_BYTES, &mut coins);
     // Re-encrypt and compare byte by byte as the bytes come (no second
     // ciphertext buffer); the OR of all differences is zero iff equal.
     let mut sink = kem_common::CiphertextSink::compare(ct);
@@ -480,13 +488,12 @@ fn reencrypt_select<V: Variant, S: KeySource + ?Sized>(dk: &S, ct: &[u8; CT_BYTE
     let mut same = Choice::from(0);
     if pke == DK_PKE_BYTES || pke == SIGMA_BYTES {
         with_noise(DECAPS_KEEPS_NOISE, |noise| {
-            kpke::encrypt(dk, pke, m, &r, noise, &mut sink)
+            kpke::encrypt(dk, pke, m, &coins[1], noise, &mut sink)
         });
         same = sink.equal();
     }
-    r.wipe();
-    let ss = select_key::<V, S>(&kbar, dk, ct, same);
-    kbar.wipe();
+    let ss = select_key::<V, S>(&coins[0], dk, ct, same);
+    coins.wipe();
     ss
 }
 
@@ -661,7 +668,8 @@ macro_rules! kem_api {
             rng: &mut impl rand_core::TryCryptoRng,
         ) -> Result<(Ciphertext, SharedSecret), $crate::Error> {
             use kem_impl::Variant;
-            let mut m = <$variant>::draw_message(rng)?;
+            let mut m = [0u8; 32];
+                <$variant>::draw_message(rng, &mut m)?;
             let out = kem_impl::encaps_internal(ek, &m);
             kem_common::Wipe::wipe(&mut m);
             Ok(out)
@@ -770,7 +778,8 @@ macro_rules! kem_api {
                 if <$variant>::CHECK_KEYS && !kem_impl::modulus_check(&ek[..]) {
                     return Err($crate::Error::EncapsulationKeyNotReduced);
                 }
-                let mut m = <$variant>::draw_message(rng)?;
+                let mut m = [0u8; 32];
+                <$variant>::draw_message(rng, &mut m)?;
                 let ss = kem_impl::encaps_bytes::<$variant, [u8]>(ek, &m, ct);
                 kem_common::Wipe::wipe(&mut m);
                 Ok(ss)
@@ -826,7 +835,8 @@ macro_rules! kem_api {
                 if <$variant>::CHECK_KEYS && !kem_impl::modulus_check(&ek) {
                     return Err($crate::Error::EncapsulationKeyNotReduced);
                 }
-                let mut m = <$variant>::draw_message(rng)?;
+                let mut m = [0u8; 32];
+                <$variant>::draw_message(rng, &mut m)?;
                 let ss = kem_impl::encaps_bytes::<$variant, _>(&ek, &m, ct);
                 kem_common::Wipe::wipe(&mut m);
                 Ok(ss)

@@ -124,12 +124,12 @@ impl Variant for Kyber512R3 {
     /// m = H(randombytes(32)): the round-3 "don't release system RNG output".
     /// Not inlined: the raw bytes take no slot in the encapsulation's frame.
     #[inline(never)]
-    fn draw_message(rng: &mut impl TryCryptoRng) -> Result<[u8; 32], Error> {
+    fn draw_message(rng: &mut impl TryCryptoRng, m: &mut [u8; 32]) -> Result<(), Error> {
         let mut raw = [0u8; 32];
         fill(rng, &mut raw)?;
-        let m = fips202::sha3_256(&[&raw]);
+        *m = fips202::sha3_256(&[&raw]);
         raw.wipe();
-        Ok(m)
+        Ok(())
     }
 
     #[inline(never)]

@@ -44,10 +44,8 @@ macro_rules! ml_kem_set {
                 fips202::sha3_512(&[d, &[params::K as u8]])
             }
 
-            fn draw_message(rng: &mut impl rand_core::TryCryptoRng) -> Result<[u8; 32], $crate::Error> {
-                let mut m = [0u8; 32];
-                kem_impl::fill(rng, &mut m)?;
-                Ok(m)
+            fn draw_message(rng: &mut impl rand_core::TryCryptoRng, m: &mut [u8; 32]) -> Result<(), $crate::Error> {
+                kem_impl::fill(rng, m)
             }
 
             fn derive_key(kbar: &[u8; 32], _ct: &[u8; params::CT_BYTES]) -> [u8; 32] {

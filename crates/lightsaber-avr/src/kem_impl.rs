@@ -7,7 +7,7 @@ use kem_common::{bytes_at, fill, select_bytes, CiphertextSink, KeyBytes, KeySour
 use rand_core::TryCryptoRng;
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::params::{COMPACT_SK_BYTES, SK_NIBBLE_BYTES};
+use crate::params::COMPACT_SK_BYTES;
 use crate::params::{CT_BYTES, PK_BYTES, SEED_BYTES, SK_BYTES, SK_PKE_BYTES};
 use crate::pke::{self, PkIn, SecretIn, SecretOut};
 use crate::Error;
@@ -476,21 +476,22 @@ fn decapsulation_result<S: KeySource + ?Sized>(
 
 // ------------------------------------------------ compact secret keys
 
-/// Key generation into a **compact secret key** (992 bytes instead of
-/// 1,568): s at 4 bits a coefficient ‖ pk ‖ H(pk) ‖ z. The same draws and
-/// the same public key as [`keygen_into`]; decapsulation with
-/// [`decapsulate_compact_into`] gives the same shared secrets.
+/// Key generation into a **compact secret key** (768 bytes instead of
+/// 1,568): seed_s ‖ pk ‖ H(pk) ‖ z, s generated again from seed_s where it
+/// is needed. The same draws and the same public key as [`keygen_into`];
+/// decapsulation with [`decapsulate_compact_into`] gives the same shared
+/// secrets.
 ///
 /// A format of this crate, not of the specification: for a key that never
 /// leaves the device, such as a sensor's ephemeral key between the two
-/// flights of a handshake (576 bytes of SRAM less). A key to store or
+/// flights of a handshake (800 bytes of SRAM less). A key to store or
 /// exchange is the specification's ([`keygen_into`]). `sk` is wiped if
 /// the RNG fails.
 pub fn keygen_compact_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; COMPACT_SK_BYTES]) -> Result<(), Error> {
     kem_common::secret_keygen_or_wipe(sk, |sk| {
-        let (s, rest) = sk.split_at_mut(SK_NIBBLE_BYTES);
-        match (<&mut [u8; SK_NIBBLE_BYTES]>::try_from(s), key_tail(rest)) {
-            (Ok(s), Some(tail)) => keygen_draws(rng, SecretOut::Nibbles(s), tail),
+        let (seed_s, rest) = sk.split_at_mut(SEED_BYTES);
+        match (<&mut [u8; SEED_BYTES]>::try_from(seed_s), key_tail(rest)) {
+            (Ok(seed_s), Some(tail)) => keygen_draws(rng, SecretOut::Seed(seed_s), tail),
             _ => Ok(()), // unreachable: the lengths are the layout's
         }
     })
@@ -498,22 +499,18 @@ pub fn keygen_compact_into(rng: &mut impl TryCryptoRng, sk: &mut [u8; COMPACT_SK
 
 /// The public key inside a compact secret key.
 pub fn public_key_in_compact(sk: &[u8; COMPACT_SK_BYTES]) -> &[u8; PK_BYTES] {
-    sk[SK_NIBBLE_BYTES..SK_NIBBLE_BYTES + PK_BYTES]
+    sk[SEED_BYTES..SEED_BYTES + PK_BYTES]
         .try_into()
         .unwrap_or(&[0; PK_BYTES])
 }
 
 /// The checks of [`check_secret_key`] on a compact secret key, in place:
-/// its length, every secret coefficient in [−5, 5], H(pk) matching the
-/// embedded pk.
+/// its length and H(pk) matching the embedded pk (any seed_s gives
+/// secrets in range).
 #[inline(never)]
 pub fn check_compact_secret_key(bytes: &[u8]) -> Result<(), Error> {
     let bytes = exact_ref::<COMPACT_SK_BYTES>(bytes)?;
-    let (s, rest) = bytes.split_at(SK_NIBBLE_BYTES);
-    if !s.try_into().is_ok_and(pke::nibbles_in_range) {
-        return Err(Error::DecapsulationKeyMalformed);
-    }
-    let (pk, hpk) = rest.split_at(PK_BYTES);
+    let (pk, hpk) = bytes[SEED_BYTES..].split_at(PK_BYTES);
     if !bool::from(fips202::sha3_256(&[pk]).ct_eq(&hpk[..32])) {
         return Err(Error::DecapsulationKeyHashMismatch);
     }
@@ -521,10 +518,12 @@ pub fn check_compact_secret_key(bytes: &[u8]) -> Result<(), Error> {
 }
 
 /// [`decapsulate_into`] with a compact secret key from
-/// [`keygen_compact_into`] (or one that passed [`check_compact_secret_key`]).
+/// [`keygen_compact_into`] (or one that passed [`check_compact_secret_key`]):
+/// s is generated again from seed_s (one GenSecret more than with the
+/// specification's key).
 pub fn decapsulate_compact_into(sk: &[u8; COMPACT_SK_BYTES], ct: &[u8; CT_BYTES]) -> SharedSecret {
-    let s = sk[..SK_NIBBLE_BYTES].try_into().unwrap_or(&[0; SK_NIBBLE_BYTES]); // the layout's length
-    decapsulate_with(SecretIn::Nibbles(s), &sk[SK_NIBBLE_BYTES..], 0, ct)
+    let seed_s = sk[..SEED_BYTES].try_into().unwrap_or(&[0; SEED_BYTES]); // the layout's length
+    decapsulate_with(SecretIn::Seed(seed_s), &sk[SEED_BYTES..], 0, ct)
 }
 
 kem_common::impl_bytes!([] EncapsulationKey, PK_BYTES, Error);

@@ -33,15 +33,15 @@ pub const PK_BYTES: usize = POLYVEC_P_BYTES + SEED_BYTES;
 pub const SK_PKE_BYTES: usize = L * POLY_Q_BYTES;
 /// KEM secret key bytes: s ‖ pk ‖ H(pk) ‖ z.
 pub const SK_BYTES: usize = SK_PKE_BYTES + PK_BYTES + 64;
-/// The secret s at 4 bits a coefficient (|s_i| ≤ μ/2 = 5): not a
-/// specification format, the compact secret key's first field.
+/// The secret s at 4 bits a coefficient (|s_i| ≤ μ/2 = 5), as the
+/// computations hold it: not a specification format.
 pub const SK_NIBBLE_BYTES: usize = L * (N >> 1);
 /// Compact secret key bytes (this crate's device-local format, never
-/// exchanged): s at 4 bits ‖ pk ‖ H(pk) ‖ z.
-pub const COMPACT_SK_BYTES: usize = SK_NIBBLE_BYTES + PK_BYTES + 64;
+/// exchanged): seed_s ‖ pk ‖ H(pk) ‖ z, s generated again from seed_s.
+pub const COMPACT_SK_BYTES: usize = SEED_BYTES + PK_BYTES + 64;
 /// Ciphertext bytes: b' ‖ c_m.
 pub const CT_BYTES: usize = POLYVEC_P_BYTES + POLY_T_BYTES;
 /// Shared secret bytes.
 pub const SS_BYTES: usize = 32;
 
-const _: () = assert!(PK_BYTES == 672 && SK_BYTES == 1568 && CT_BYTES == 736 && COMPACT_SK_BYTES == 992);
+const _: () = assert!(PK_BYTES == 672 && SK_BYTES == 1568 && CT_BYTES == 736 && COMPACT_SK_BYTES == 768);

@@ -84,9 +84,9 @@ pub type MatrixEntries = Recovered;
 pub enum SecretOut<'a> {
     /// The specification's sk_PKE: 13 bits a coefficient (832 bytes).
     Packed(&'a mut [u8; SK_PKE_BYTES]),
-    /// [`Secret`]s as they are: 4 bits a coefficient (256 bytes), for a
+    /// seed_s alone (32 bytes), from which s is generated again: a
     /// compact secret key that never leaves the device.
-    Nibbles(&'a mut [u8; SK_NIBBLE_BYTES]),
+    Seed(&'a mut [u8; SEED_BYTES]),
 }
 
 /// Saber.PKE.KeyGen from seed_A (already hashed) and seed_s.
@@ -120,11 +120,7 @@ pub fn keygen(seed_a: &[u8; SEED_BYTES], seed_s: &[u8; SEED_BYTES], pk: &mut [u8
                 });
             }
         }
-        SecretOut::Nibbles(sk) => {
-            for (c, s_c) in s.iter().enumerate() {
-                sk[c * (N >> 1)..(c + 1) * (N >> 1)].copy_from_slice(s_c);
-            }
-        }
+        SecretOut::Seed(sk) => sk.copy_from_slice(seed_s),
     }
     s.wipe();
 }
@@ -366,8 +362,10 @@ pub enum SecretIn<'a, S: ?Sized> {
     /// The specification's sk_PKE (13 bits a coefficient), the first
     /// bytes of a key in the data space or in program memory.
     Packed(&'a S),
-    /// [`Secret`]s (a compact secret key).
+    /// [`Secret`]s, 4 bits a coefficient.
     Nibbles(&'a [u8; SK_NIBBLE_BYTES]),
+    /// seed_s (a compact secret key): s is generated again.
+    Seed(&'a [u8; SEED_BYTES]),
 }
 
 impl<S: ?Sized> Clone for SecretIn<'_, S> {
@@ -384,15 +382,30 @@ impl<S: KeySource + ?Sized> SecretIn<'_, S> {
         match self {
             SecretIn::Packed(sk) => unpack_bits_in(EQ, N, sk, j * POLY_Q_BYTES, |i, v| t[i] = centre(v, EQ)),
             SecretIn::Nibbles(s) => kem_common::unpack_nibbles(&s[j * (N >> 1)..(j + 1) * (N >> 1)], t),
+            // `decrypt` turns a seed into nibbles first.
+            SecretIn::Seed(_) => t.fill(0),
         }
     }
 }
 
 /// Saber.PKE.Dec: m = (v − 2^(ε_p−ε_T)·c_m + h2) ≫ (ε_p − 1), bit by bit.
 /// `sk` must hold secrets in [−5, 5] (checked on import); they are read
-/// straight from it for each product, never copied.
+/// straight from it for each product, never copied. A seed is expanded
+/// into s (256 bytes, in this frame, which is below the re-encryption's
+/// peak) first.
 #[inline(never)]
 pub fn decrypt<S: KeySource + ?Sized>(sk: SecretIn<'_, S>, ct: &[u8; CT_BYTES], m: &mut [u8; 32]) {
+    let mut expanded = [[0u8; N >> 1]; L];
+    let sk = match sk {
+        SecretIn::Seed(seed_s) => {
+            gen_secret(seed_s, &mut expanded);
+            match expanded.as_flattened().try_into() {
+                Ok(nibbles) => SecretIn::Nibbles(nibbles),
+                Err(_) => sk, // unreachable: L · N/2 bytes
+            }
+        }
+        _ => sk,
+    };
     let mut acc = Accumulator::new();
     let mut scratch = Scratch::new();
     inner_product(&ct[..POLYVEC_P_BYTES], 0, &mut acc, &mut scratch, |j, t| sk.load(j, t));
@@ -403,6 +416,7 @@ pub fn decrypt<S: KeySource + ?Sized>(sk: SecretIn<'_, S>, ct: &[u8; CT_BYTES], 
         m[k >> 3] |= (bit as u8) << (k & 7);
     });
     scratch.wipe();
+    expanded.wipe();
 }
 
 /// Whether every 13-bit secret coefficient lies in [−5, 5] (no early exit).
@@ -413,16 +427,6 @@ pub fn secret_in_range<S: KeySource + ?Sized>(sk: &S) -> bool {
             let x = centre(v, EQ);
             bad |= ((5 - x) | (x + 5)) as u16 & 0x8000;
         });
-    }
-    bad == 0
-}
-
-/// Whether every 4-bit secret coefficient lies in [−5, 5] (no early exit).
-pub fn nibbles_in_range(s: &[u8; SK_NIBBLE_BYTES]) -> bool {
-    let mut bad = 0u16;
-    for i in 0..L * N {
-        let x = kem_common::nibble(s, i);
-        bad |= ((5 - x) | (x + 5)) as u16 & 0x8000;
     }
     bad == 0
 }

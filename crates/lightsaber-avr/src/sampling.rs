@@ -63,12 +63,20 @@ pub fn gen_secret(seed: &[u8; SEED_BYTES], s: &mut [Secret; L]) {
         poly.fill(0);
         for four in poly.chunks_exact_mut(2) {
             xof.squeeze(&mut five);
-            let t = five.iter().rev().fold(0u64, |acc, &b| (acc << 8) | b as u64);
-            // Count the ones of each 5-bit group at once.
-            let d = (0..5).fold(0u64, |acc, j| acc + ((t >> j) & 0x08_4210_8421));
+            // The ones of each 5-bit group of the 40 bits (little-endian),
+            // a bit at a time: on the AVR a 64-bit word's shifts and masks
+            // took 0.9 KB of flash. Indices and shifts follow the loop
+            // counter only.
+            let mut ones = [0i16; 8];
+            let mut bit = 0;
+            for group in ones.iter_mut() {
+                for _ in 0..MU >> 1 {
+                    *group += ((five[bit >> 3] >> (bit & 7)) & 1) as i16;
+                    bit += 1;
+                }
+            }
             for k in 0..4 {
-                let c = ((d >> (10 * k)) & 0x1F) as i16 - ((d >> (10 * k + 5)) & 0x1F) as i16;
-                kem_common::set_nibble(four, k, c);
+                kem_common::set_nibble(four, k, ones[2 * k] - ones[2 * k + 1]);
             }
         }
     }
