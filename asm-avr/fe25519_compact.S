@@ -84,7 +84,7 @@ fe25519_sqr_avr:
 	push r29
 	in r28, 0x3d
 	in r29, 0x3e
-	subi r28, 128
+	subi r28, 98
 	sbci r29, 0
 	in r0, 0x3f
 	cli
@@ -94,8 +94,7 @@ fe25519_sqr_avr:
 	adiw r28, 1		; Y = the frame
 	rcall fe25519_sqr_int
 	adiw r28, 63
-	adiw r28, 63
-	adiw r28, 1
+	adiw r28, 34
 	in r0, 0x3f
 	cli
 	out 0x3e, r29
@@ -159,8 +158,40 @@ fe25519_mul_int:
 	.size fe25519_mul_int, . - fe25519_mul_int
 	.type fe25519_sqr_int, @function
 fe25519_sqr_int:
-	movw r20, r22	; b = a
-	rjmp fe25519_mul_int	; (its ret returns)
+	push r24
+	push r25	; r
+	movw r30, r22	; Z = a
+	movw r26, r28	; X = the frame
+	rcall fe25519_sqr128	; L = aL^2 -> Y+0
+	rcall fe25519_sqr128	; H = aH^2 -> Y+32
+	sbiw r30, 32
+	push r26
+	push r27
+	rcall fe25519_absdiff
+	pop r27
+	pop r26
+	movw r30, r26
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+	rcall fe25519_sqr128_regs	; M = (aL - aH)^2 -> Y+64
+	pop r25
+	pop r24
+	ldi r23, 0xFF	; M is subtracted
+	rjmp fe25519_combine	; (its ret returns)
 	.size fe25519_sqr_int, . - fe25519_sqr_int
 	.type fe25519_combine, @function
 fe25519_combine:
@@ -1051,6 +1082,770 @@ fe25519_absdiff:
 	brne 2b
 	ret
 	.size fe25519_absdiff, . - fe25519_absdiff
+	.type fe25519_sqr128, @function
+fe25519_sqr128:
+	ld r3, Z+
+	ld r4, Z+
+	ld r5, Z+
+	ld r6, Z+
+	ld r7, Z+
+	ld r8, Z+
+	ld r9, Z+
+	ld r10, Z+
+	ld r11, Z+
+	ld r12, Z+
+	ld r13, Z+
+	ld r14, Z+
+	ld r15, Z+
+	ld r16, Z+
+	ld r17, Z+
+	ld r18, Z+
+fe25519_sqr128_regs:
+	clr r2
+	mul r3, r3
+	movw r24, r0
+	clr r19
+	st X+, r24
+	clr r24
+	mul r3, r4	; column 1: its lone product, twice
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r5	; column 2: its lone product, twice
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	mul r4, r4
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r6
+	movw r20, r0
+	clr r22
+	mul r4, r5
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r7
+	movw r20, r0
+	clr r22
+	mul r4, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r5, r5
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r8
+	movw r20, r0
+	clr r22
+	mul r4, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r6
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r3, r9
+	movw r20, r0
+	clr r22
+	mul r4, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r6, r6
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r3, r10
+	movw r20, r0
+	clr r22
+	mul r4, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r7
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r11
+	movw r20, r0
+	clr r22
+	mul r4, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r7, r7
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r12
+	movw r20, r0
+	clr r22
+	mul r4, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r8
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r3, r13
+	movw r20, r0
+	clr r22
+	mul r4, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r8, r8
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r3, r14
+	movw r20, r0
+	clr r22
+	mul r4, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r9
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r3, r15
+	movw r20, r0
+	clr r22
+	mul r4, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r9, r9
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r3, r16
+	movw r20, r0
+	clr r22
+	mul r4, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r10
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r3, r17
+	movw r20, r0
+	clr r22
+	mul r4, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r10, r10
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r3, r18
+	movw r20, r0
+	clr r22
+	mul r4, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r5, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r11
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r4, r18
+	movw r20, r0
+	clr r22
+	mul r5, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r6, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r11, r11
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r5, r18
+	movw r20, r0
+	clr r22
+	mul r6, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r7, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r12
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r6, r18
+	movw r20, r0
+	clr r22
+	mul r7, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r8, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r12, r12
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r7, r18
+	movw r20, r0
+	clr r22
+	mul r8, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r9, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r13
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r8, r18
+	movw r20, r0
+	clr r22
+	mul r9, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r10, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r13, r13
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r9, r18
+	movw r20, r0
+	clr r22
+	mul r10, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r11, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r14
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r10, r18
+	movw r20, r0
+	clr r22
+	mul r11, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r12, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	mul r14, r14
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r11, r18
+	movw r20, r0
+	clr r22
+	mul r12, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r13, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r15
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	st X+, r19
+	clr r19
+	mul r12, r18
+	movw r20, r0
+	clr r22
+	mul r13, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r14, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	mul r15, r15
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	clr r24
+	mul r13, r18
+	movw r20, r0
+	clr r22
+	mul r14, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	mul r15, r16
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r25, r20
+	adc r19, r21
+	adc r24, r22
+	st X+, r25
+	clr r25
+	mul r14, r18
+	movw r20, r0
+	clr r22
+	mul r15, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r19, r20
+	adc r24, r21
+	adc r25, r22
+	mul r16, r16
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r15, r18
+	movw r20, r0
+	clr r22
+	mul r16, r17
+	add r20, r0
+	adc r21, r1
+	adc r22, r2
+	lsl r20
+	rol r21
+	rol r22
+	add r24, r20
+	adc r25, r21
+	adc r19, r22
+	st X+, r24
+	clr r24
+	mul r16, r18	; column 28: its lone product, twice
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	mul r17, r17
+	add r25, r0
+	adc r19, r1
+	adc r24, r2
+	st X+, r25
+	clr r25
+	mul r17, r18	; column 29: its lone product, twice
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	add r19, r0
+	adc r24, r1
+	adc r25, r2
+	st X+, r19
+	clr r19
+	mul r18, r18
+	add r24, r0
+	adc r25, r1
+	adc r19, r2
+	st X+, r24
+	st X+, r25
+	ret
+	.size fe25519_sqr128, . - fe25519_sqr128
 	.global fe25519_add_avr
 	.type fe25519_add_avr, @function
 fe25519_add_avr:

@@ -46,12 +46,21 @@ fn main() {
     }
     println!("cargo::rustc-check-cfg=cfg(mqtt)");
     // The `mqtt-<kem>` features (every `mqtt-` feature but the X25519,
-    // provisioned-keys, keys-in-flash and compact-Keccak ones): `mqtt-` and the registry's
+    // provisioned-keys, keys-in-flash and compact-assembly ones): `mqtt-` and the registry's
     // name of the KEM, which `kem-mqtt-sensor` serves (its `steps::KEM`).
     let mqtt_kems: Vec<String> = std::env::vars()
         .filter_map(|(k, _)| {
             k.strip_prefix("CARGO_FEATURE_MQTT_")
-                .filter(|rest| !["X25519", "PROVISIONED", "KEYS_IN_FLASH", "COMPACT_KECCAK"].contains(rest))
+                .filter(|rest| {
+                    ![
+                        "X25519",
+                        "PROVISIONED",
+                        "KEYS_IN_FLASH",
+                        "COMPACT_KECCAK",
+                        "COMPACT_X25519",
+                    ]
+                    .contains(rest)
+                })
                 .map(str::to_owned)
         })
         .collect();

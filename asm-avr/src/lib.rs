@@ -78,9 +78,9 @@ pub const FAMILIES: &[Family] = &[
         generator: "gen_ctru_mul.py",
     },
     Family {
-        name: "GF(2^255-19) (unrolled, or compact)",
+        name: "GF(2^255-19) (unrolled, compact or tiny)",
         used_by: "x25519-avr",
-        sources: &["fe25519_mul.S", "fe25519_compact.S"],
+        sources: &["fe25519_mul.S", "fe25519_compact.S", "fe25519_tiny.S"],
         generator: "gen_fe25519.py",
     },
     Family {

@@ -52,6 +52,11 @@ fn compact_assembly_matches_portable_and_is_constant_time() {
     check_assembly("fe25519_compact.S");
 }
 
+#[test]
+fn tiny_assembly_matches_portable_and_is_constant_time() {
+    check_assembly("fe25519_tiny.S");
+}
+
 fn check_assembly(assembly: &str) {
     let elf = build_harness(assembly);
     let mut sim = Sim::load(&elf, "atmega1284p").expect("simavr loads the harness");
@@ -280,4 +285,7 @@ fn assembly_is_generated() {
         &["--compact"],
     );
     assert_eq!(fresh, Ok(true), "run asm-avr/gen_fe25519.py --compact");
+    let fresh =
+        avr_sim::harness::is_generated_by_with(&root.join("fe25519_tiny.S"), &root.join("gen_fe25519.py"), &["--tiny"]);
+    assert_eq!(fresh, Ok(true), "run asm-avr/gen_fe25519.py --tiny");
 }

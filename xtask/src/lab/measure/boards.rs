@@ -134,6 +134,7 @@ fn unbuilt(mcu: Mcu, kind: &str, name: &str, err: &str, revision: &str) -> Fit {
         note,
         git_revision: revision.into(),
         compact_keccak: false,
+        compact_x25519: false,
     }
 }
 
@@ -200,6 +201,7 @@ fn measured(
         note,
         git_revision: revision.into(),
         compact_keccak: b.compact_keccak,
+        compact_x25519: b.compact_x25519,
     }
 }
 
@@ -312,6 +314,7 @@ mod tests {
             bss: 2_674,
             rodata: 0,
             compact_keccak: false,
+            compact_x25519: false,
         };
         let died = || Err::<u32, String>("firmware crashed".into());
         let f = measured(m2560, ("suite", "ml-kem-512"), &b, died(), Some(2_971), "r");
