@@ -20,6 +20,7 @@ fn main() {
         "PORTABLE_NTT",
         "NTT_TABLES_IN_SRAM",
         "PRIMITIVES",
+        "COMPACT_PRIMITIVES",
         "SENSOR_APP",
         "KYBER",
         "ML_KEM_LARGE",

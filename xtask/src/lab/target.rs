@@ -173,6 +173,16 @@ impl Image {
         }
     }
 
+    /// The primitives with the compact assemblies a 48 KB part's sensor
+    /// may take (`compact-primitives`): their cost beside the defaults.
+    pub fn primitives_compact() -> Image {
+        Image {
+            name: "primitives-compact".into(),
+            features: vec!["compact-primitives"],
+            ..Image::primitives()
+        }
+    }
+
     /// Every KEM of a group (one image on the ATmega1284p).
     pub fn group(g: Group) -> Image {
         Image {

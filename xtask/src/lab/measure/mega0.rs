@@ -253,23 +253,56 @@ pub fn kat0(
 }
 
 /// Keccak-f\[1600\], Ascon-p\[12\] and X25519 on `mcu` in yasimavr (the
-/// `primitives` image): two random inputs each, output checked against the
-/// host's reference, I/O-free cycles by the on-chip timers. With `record`,
-/// the rows go to `benchmarks/<mcu>/primitives.json`.
+/// `primitives` image, variant `avr-asm`), and Keccak-f\[1600\] and
+/// X25519 again with the compact assemblies a sensor may take there (the
+/// `primitives-compact` image, variant [`COMPACT_VARIANT`]): two random
+/// inputs each, output checked against the host's reference, I/O-free
+/// cycles by the on-chip timers. With `record`, the rows go to
+/// `benchmarks/<mcu>/primitives.json`.
 pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) -> Result<(), String> {
+    let mut records = primitives_of(mcu, &target::Image::primitives(), "avr-asm", filter, no_build, record)?;
+    records.extend(primitives_of(
+        mcu,
+        &target::Image::primitives_compact(),
+        COMPACT_VARIANT,
+        filter,
+        no_build,
+        record,
+    )?);
+    if record && !records.is_empty() {
+        crate::report::records::save(mcu.name, kems::PRIMITIVES_SCHEME, &records, false)?;
+    }
+    Ok(())
+}
+
+/// The variant of the primitives' rows measured with the compact
+/// assemblies (the looped Keccak-f\[1600\], the tiny X25519 field).
+pub const COMPACT_VARIANT: &str = "avr-asm-compact";
+
+/// [`primitives`] of one image: its rows, `variant` (the compact image
+/// has no Ascon row: nothing of Ascon's changes); `avrxt`: the AVRxt
+/// core's cycles too.
+fn primitives_of(
+    mcu: target::Mcu,
+    image: &target::Image,
+    variant: &str,
+    filter: &str,
+    no_build: bool,
+    avrxt: bool,
+) -> Result<Vec<crate::report::records::Record>, String> {
     use avr_wire::primitives::PRIMITIVES;
     let selected: Vec<_> = PRIMITIVES
         .iter()
         .filter(|p| p.name.contains(filter) || kems::PRIMITIVES_SCHEME.contains(filter))
+        .filter(|p| variant != COMPACT_VARIANT || p.name != "ascon-p12")
         .collect();
     if selected.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let image = target::Image::primitives();
     let b = if no_build {
         avr::sizes(mcu, &image.elf(mcu))?
     } else {
-        avr::compile(mcu, &image)?
+        avr::compile(mcu, image)?
     };
     let mut rng = crate::opts::Rng::new(0x5052_494D);
     let requests: Vec<(u8, Vec<u8>)> = selected
@@ -281,8 +314,8 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
         mcu,
         &b.elf,
         &requests,
-        &image.target_dir(mcu).join("primitives-requests.txt"),
-        record,
+        &image.target_dir(mcu).join(format!("{}-requests.txt", image.name)),
+        avrxt,
     )?;
     let graph = avr::CallGraph::load(&b.elf)?;
     let mut records = Vec::new();
@@ -313,7 +346,7 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
                 .map_or(String::new(), |x| format!(", {x} on the AVRxt core"))
         );
         let (published, reference) = crate::report::published::primitive(p.name).unzip();
-        let mut r = yasim_record(mcu, kems::PRIMITIVES_SCHEME, "avr-asm", p.name, Some(stack));
+        let mut r = yasim_record(mcu, kems::PRIMITIVES_SCHEME, variant, p.name, Some(stack));
         r.cycles = cycles.iter().copied().max().unwrap_or(0);
         r.cycles_avrxt = avrxt.iter().copied().max();
         // What the handler reaches (no profile in yasimavr): the primitive and the I/O around it.
@@ -325,8 +358,5 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
         r.published_reference = reference.map(Into::into);
         records.push(r);
     }
-    if record {
-        crate::report::records::save(mcu.name, kems::PRIMITIVES_SCHEME, &records, false)?;
-    }
-    Ok(())
+    Ok(records)
 }

@@ -39,6 +39,104 @@ fn fit_sections() -> String {
     s
 }
 
+/// Where the sensor handshake's cycles on the ATmega4808 before issue #50's
+/// levers are kept (the measuring firmware's `kem-mqtt` records of an
+/// earlier unfiltered `cargo xtask bench --mcu atmega4808`).
+fn before_levers_path() -> std::path::PathBuf {
+    bench_dir().join("kem-mqtt-4808-before-issue50.json")
+}
+
+/// What the levers that fit every sensor suite into the ATmega4808 (issue
+/// #50) cost in cycles: the compact assemblies beside the defaults they
+/// replace (the same MCU, the same harness), and the sensor handshake's
+/// steps before and after, suite by suite.
+fn levers_section(records: &[Record]) -> String {
+    const MCU: &str = "atmega4808";
+    let find = |variant: &str, op: &str| {
+        records
+            .iter()
+            .find(|r| r.mcu == MCU && r.scheme == "primitives" && r.variant == variant && r.operation == op)
+    };
+    let mut s = String::from(
+        "## Levers on the 48 KB parts (issue #50)\n\n\
+         What fits every sensor suite into the ATmega4808 (6 KB of SRAM, 48 KB of flash), and what each \
+         costs in cycles there (yasimavr, classic-core timings).\n\n\
+         The compact assemblies, which a sensor image takes only where it does not fit the part's flash \
+         otherwise (the board table says which took them), beside the defaults they replace, each in the \
+         `primitives` image of its kind (`primitives`, `primitives-compact`):\n\n\
+         | routine | default: cycles, code B | compact: cycles, code B | cycles compact / default |\n\
+         |---|---|---|---:|\n",
+    );
+    for (name, op) in [
+        ("Keccak-f[1600] (`keccak_f1600_compact.S`, `compact-keccak`)", "keccak-f1600"),
+        ("X25519 (the tiny field `fe25519_tiny.S`, `compact-x25519`)", "x25519"),
+    ] {
+        match (find("avr-asm", op), find(crate::measure::mega0::COMPACT_VARIANT, op)) {
+            (Some(d), Some(c)) => {
+                let _ = writeln!(
+                    s,
+                    "| {name} | {}, {} | {}, {} | {} |",
+                    d.cycles,
+                    d.code_bytes,
+                    c.cycles,
+                    c.code_bytes,
+                    ratio(c.cycles, Some(d.cycles))
+                );
+            }
+            _ => {
+                let _ = writeln!(s, "| {name} | not measured yet | | |");
+            }
+        }
+    }
+    s.push_str(
+        "\nThe key forms, by construction (no image choice): the sensor's ephemeral ML-KEM key keeps σ instead \
+         of ŝ's encoding (736 B less for k = 2, 1,120 B for k = 3; k² − k more samplings of ŝ_j in key \
+         generation, k in decapsulation), its LightSaber key seed_s instead of s (224 B less; one GenSecret more \
+         in decapsulation). Their cycles are inside the handshake's steps, below, with the frames taken off the \
+         stack beneath the KEM (which cost no cycles by themselves) and, on the hybrid suites the board table \
+         marks, the compact assemblies.\n\n",
+    );
+    let Ok(before) = records::read_records(&before_levers_path()) else {
+        return s;
+    };
+    let revision = before.first().map_or("?", |r| r.git_revision.as_str());
+    let _ = write!(
+        s,
+        "The sensor handshake's steps on the {MCU} (the measuring firmware, `cargo xtask bench --mcu {MCU}`), \
+         before (revision `{revision}`, `benchmarks/kem-mqtt-4808-before-issue50.json`) and after:\n\n\
+         | suite | start before → after | finish before → after | start + finish after / before |\n\
+         |---|---:|---:|---:|\n"
+    );
+    let step = |rs: &[Record], suite: &str, op: &str| {
+        rs.iter()
+            .find(|r| r.mcu == MCU && r.scheme == "kem-mqtt" && r.variant == suite && r.operation == op)
+            .map(|r| r.cycles)
+    };
+    for suite in kem_mqtt::Suite::ALL {
+        let name = suite.name();
+        let after = (step(records, name, "start"), step(records, name, "finish"));
+        let was = (step(&before, name, "start"), step(&before, name, "finish"));
+        let cell = |b: Option<u64>, a: Option<u64>| match (b, a) {
+            (Some(b), Some(a)) => format!("{b} → {a}"),
+            (None, Some(a)) => format!("– → {a}"),
+            (Some(b), None) => format!("{b} → –"),
+            (None, None) => "–".into(),
+        };
+        let total = match (was, after) {
+            ((Some(bs), Some(bf)), (Some(a_s), Some(af))) => ratio(a_s + af, Some(bs + bf)),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} | {total} |",
+            cell(was.0, after.0),
+            cell(was.1, after.1)
+        );
+    }
+    s.push('\n');
+    s
+}
+
 /// Why a fit table's ratio column is empty for most KEMs: their published
 /// references were measured on the ATmega1284p, and those whose stack alone
 /// exceeds `mcu`'s SRAM cannot run on it at all, so there is nothing like
@@ -152,6 +250,7 @@ pub(super) fn docs_markdown(records: &[Record]) -> String {
         s.push_str(&registry_summary(&run));
     }
     s.push_str(&fit_sections());
+    s.push_str(&levers_section(records));
     s.push_str(&targets::section(records));
     s.push_str(&related_summary(records));
     s.push_str("![KEM cycles, ours beside published](bench-kem.svg)\n\n![NTT routines](bench-ntt.svg)\n\n![RAM: stack + static tables](bench-ram.svg)\n\n## Published NTT table (embedded in the xtask)\n\n");
