@@ -10,6 +10,7 @@ use kem_registry::Kem;
 
 use crate::build::avr;
 use crate::report::published;
+use crate::report::records::COMPACT_VARIANT;
 use crate::run::kems;
 use crate::run::yasim::{run_requests, yasim_record, Measured, SPARE_SRAM};
 use crate::target;
@@ -274,10 +275,6 @@ pub fn primitives(mcu: target::Mcu, filter: &str, no_build: bool, record: bool) 
     }
     Ok(())
 }
-
-/// The variant of the primitives' rows measured with the compact
-/// assemblies (the looped Keccak-f\[1600\], the tiny X25519 field).
-pub const COMPACT_VARIANT: &str = "avr-asm-compact";
 
 /// [`primitives`] of one image: its rows, `variant` (the compact image
 /// has no Ascon row: nothing of Ascon's changes); `avrxt`: the AVRxt

@@ -68,10 +68,13 @@ fn levers_section(records: &[Record]) -> String {
          |---|---|---|---:|\n",
     );
     for (name, op) in [
-        ("Keccak-f[1600] (`keccak_f1600_compact.S`, `compact-keccak`)", "keccak-f1600"),
+        (
+            "Keccak-f[1600] (`keccak_f1600_compact.S`, `compact-keccak`)",
+            "keccak-f1600",
+        ),
         ("X25519 (the tiny field `fe25519_tiny.S`, `compact-x25519`)", "x25519"),
     ] {
-        match (find("avr-asm", op), find(crate::measure::mega0::COMPACT_VARIANT, op)) {
+        match (find("avr-asm", op), find(records::COMPACT_VARIANT, op)) {
             (Some(d), Some(c)) => {
                 let _ = writeln!(
                     s,
