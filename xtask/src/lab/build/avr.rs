@@ -26,13 +26,13 @@ pub struct Build {
     pub bss: u32,
     /// .rodata bytes kept in flash (megaAVR-0 only).
     pub rodata: u32,
-    /// Whether the fit chose the compact Keccak-f[1600] ([`COMPACT_KECCAK`]).
+    /// Whether the fit chose the compact Keccak-f\[1600\] ([`COMPACT_KECCAK`]).
     pub compact_keccak: bool,
     /// Whether the fit chose the tiny X25519 field ([`COMPACT_X25519`]).
     pub compact_x25519: bool,
 }
 
-/// The firmware feature of a sensor image's compact Keccak-f[1600], which
+/// The firmware feature of a sensor image's compact Keccak-f\[1600\], which
 /// [`compile`] turns on where the image does not fit its flash without it.
 pub const COMPACT_KECCAK: &str = "mqtt-compact-keccak";
 /// The firmware feature of a hybrid sensor image's tiny X25519 field
@@ -89,7 +89,7 @@ pub fn build_image(mcu: Mcu, image: &Image) -> Result<Build, String> {
 
 /// Cross-builds `image` for `mcu` and reads its sizes, without the fit
 /// check. A sensor image that overflows the flash of a small part (48 KB)
-/// is built again with the compact Keccak-f[1600] ([`COMPACT_KECCAK`]);
+/// is built again with the compact Keccak-f\[1600\] ([`COMPACT_KECCAK`]);
 /// the build says so ([`Build::compact_keccak`]).
 pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     let features = image.features_on(mcu);

@@ -32,7 +32,7 @@ pub struct Fit {
     pub verdict: String,
     /// The numbers behind the verdict, in words.
     pub note: String,
-    /// Whether the image was built with the compact Keccak-f[1600], which
+    /// Whether the image was built with the compact Keccak-f\[1600\], which
     /// the fit chose (it did not fit the part's flash otherwise).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub compact_keccak: bool,
