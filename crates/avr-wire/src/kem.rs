@@ -13,6 +13,15 @@
 //! exhausted, malformed key); `used` is the number of tape bytes consumed.
 //! Which KEMs a firmware image serves depends on its cargo features (see
 //! `Kem::group`); the catalog itself always lists all of them.
+//!
+//! A KEM with a compact secret key (`Scheme::compact_sk_len`: ML-KEM,
+//! Kyber, LightSaber; the form a sensor's ephemeral key takes) has two
+//! more operations, [`CompactKeyOp`], so that the key form's cost is
+//! measured apart from the handshake around it:
+//!
+//! - compact keygen: request `tape[TAPE_LEN]` → reply `status ‖ used u16 ‖ sk`,
+//!   the public key inside `sk` at `Scheme::compact_sk_pk_offset`;
+//! - compact decaps: request `sk ‖ ct` → reply `ss`.
 
 /// Bytes of randomness a request carries (the rest of the tape is padding).
 /// 128 B covers CTRU-Light key generation with up to three attempts.
@@ -61,6 +70,65 @@ impl KemOp {
             KemOp::Decaps => "decaps",
         }
     }
+}
+
+/// The operations of a compact secret key (the module docs give their layouts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompactKeyOp {
+    /// Key generation into the compact key.
+    Keygen = 0,
+    /// Decapsulation with the compact key.
+    Decaps = 1,
+}
+
+impl CompactKeyOp {
+    /// Both operations, in id order.
+    pub const ALL: [CompactKeyOp; 2] = [CompactKeyOp::Keygen, CompactKeyOp::Decaps];
+
+    /// Short name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CompactKeyOp::Keygen => "keygen-compact",
+            CompactKeyOp::Decaps => "decaps-compact",
+        }
+    }
+}
+
+/// First compact-key op id.
+pub const FIRST_COMPACT_KEY_OP: u8 = 0x73;
+
+/// Request id of a compact-key operation of `kem`; `None` where `kem`
+/// has no compact key.
+pub const fn compact_key_op_id(kem: Kem, op: CompactKeyOp) -> Option<u8> {
+    if !kem.scheme().has_compact_key() {
+        return None;
+    }
+    // Dense over the KEMs that have one, in `Kem::ALL`'s order.
+    let mut before = 0u8;
+    let mut i = 0;
+    while i < Kem::ALL.len() && Kem::ALL[i] as u8 != kem as u8 {
+        if Kem::ALL[i].scheme().has_compact_key() {
+            before += 1;
+        }
+        i += 1;
+    }
+    Some(FIRST_COMPACT_KEY_OP + 2 * before + op as u8)
+}
+
+/// Request payload bytes of a compact-key operation of `kem`.
+pub const fn compact_key_request_len(kem: Kem, op: CompactKeyOp) -> u16 {
+    (match op {
+        CompactKeyOp::Keygen => TAPE_LEN,
+        CompactKeyOp::Decaps => kem.scheme().compact_sk_len() + kem.ct_len(),
+    }) as u16
+}
+
+/// Reply payload bytes of a compact-key operation of `kem`.
+pub const fn compact_key_reply_len(kem: Kem, op: CompactKeyOp) -> u16 {
+    (match op {
+        CompactKeyOp::Keygen => PREFIX_LEN + kem.scheme().compact_sk_len(),
+        CompactKeyOp::Decaps => SS_LEN,
+    }) as u16
 }
 
 /// Static buffer bytes the firmware needs for `kem`: the largest pair of
@@ -130,6 +198,31 @@ mod tests {
             seen[id as usize] = true;
             assert_eq!(decode_kem_op(id), Some((k, o)));
         }
+        let mut compact = 0;
+        for k in Kem::ALL {
+            for o in CompactKeyOp::ALL {
+                let Some(id) = compact_key_op_id(k, o) else {
+                    assert!(!k.scheme().has_compact_key(), "{k:?}");
+                    continue;
+                };
+                compact += 1;
+                let taken = [
+                    crate::mqtt::OP_START,
+                    crate::mqtt::OP_FINISH,
+                    crate::mqtt::OP_FINISH_REST,
+                    crate::mqtt::OP_HELLO,
+                    OP_CTRU_DECRYPT_PRODUCT,
+                ];
+                assert!(
+                    id < crate::frame::OP_EXIT && !seen[id as usize] && !taken.contains(&id),
+                    "{k:?} {o:?}"
+                );
+                assert!(crate::primitives::PRIMITIVES.iter().all(|p| p.id != id), "{k:?} {o:?}");
+                seen[id as usize] = true;
+            }
+        }
+        // ML-KEM-512/768/1024, Kyber512 and LightSaber: two each.
+        assert_eq!(compact, 10);
     }
 
     #[test]

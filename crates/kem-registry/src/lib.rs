@@ -304,6 +304,14 @@ impl Scheme {
         }
     }
 
+    /// Whether the scheme has a secret-key form smaller than its standard
+    /// one ([`Scheme::compact_sk_len`]): ML-KEM, Kyber and LightSaber do;
+    /// CTRU-Light's key is its smallest form already. Known whichever KEM
+    /// crates are compiled in (the firmware's op ids follow from it).
+    pub const fn has_compact_key(self) -> bool {
+        !matches!(self, Scheme::CtruLightSha3 | Scheme::CtruLightAscon)
+    }
+
     /// The smallest secret-key form the crate computes with: the ML-KEM
     /// and Kyber compact key (σ in place of ŝ's encoding, ŝ sampled again
     /// at decapsulation), LightSaber's compact key (seed_s in place of s,
@@ -623,6 +631,61 @@ impl Kem {
     }
 }
 
+/// Why [`keygen_compact_into`] made no key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactKeygenError {
+    /// The KEM has no compact key ([`Scheme::has_compact_key`]), or its
+    /// crate is not compiled in.
+    NoCompactKey,
+    /// The output is not [`Scheme::compact_sk_len`] bytes.
+    Length,
+    /// The KEM's key generation failed (the randomness ran out).
+    Keygen,
+}
+
+impl core::fmt::Display for CompactKeygenError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            CompactKeygenError::NoCompactKey => "the KEM has no compact key here",
+            CompactKeygenError::Length => "the output is not the compact key's length",
+            CompactKeygenError::Keygen => "key generation failed (randomness)",
+        })
+    }
+}
+
+/// Key generation into `kem`'s compact secret key (`sk`: exactly
+/// [`Scheme::compact_sk_len`] bytes; the public key inside it at
+/// [`Scheme::compact_sk_pk_offset`]), the form a sensor's ephemeral key
+/// takes: the KEM crate's `keygen_compact_into`.
+pub fn keygen_compact_into(
+    kem: Kem,
+    rng: &mut impl kem_common::rand_core::TryCryptoRng,
+    sk: &mut [u8],
+) -> Result<(), CompactKeygenError> {
+    #[allow(unused_macros)]
+    macro_rules! into {
+        ($f:path) => {
+            $f(rng, sk.try_into().map_err(|_| CompactKeygenError::Length)?).map_err(|_| CompactKeygenError::Keygen)
+        };
+    }
+    match kem {
+        #[cfg(feature = "kyber512-avr")]
+        Kem::MlKem512 => into!(kyber512_avr::ml_kem_512::raw::keygen_compact_into),
+        #[cfg(feature = "kyber512-avr")]
+        Kem::Kyber512R3 => into!(kyber512_avr::kyber512_r3::raw::keygen_compact_into),
+        #[cfg(feature = "kyber512-avr")]
+        Kem::MlKem768 => into!(kyber512_avr::ml_kem_768::raw::keygen_compact_into),
+        #[cfg(feature = "kyber512-avr")]
+        Kem::MlKem1024 => into!(kyber512_avr::ml_kem_1024::raw::keygen_compact_into),
+        #[cfg(feature = "lightsaber-avr")]
+        Kem::LightSaber => into!(lightsaber_avr::keygen_compact_into),
+        _ => {
+            let _ = (rng, sk); // used by the arms a build without the KEM crates leaves out
+            Err(CompactKeygenError::NoCompactKey)
+        }
+    }
+}
+
 /// Runs `$body` with `$k` the `kem_common::BufferKem` marker type of
 /// `$kem` (a [`Kem`]), for code generic over every KEM: key generation,
 /// encapsulation and decapsulation into caller buffers (`K::EK_ZERO`,
@@ -696,6 +759,13 @@ macro_rules! with_kem {
 mod tests {
     use super::*;
     use kem_common::BufferKem;
+
+    #[test]
+    fn compact_keys_are_smaller_exactly_where_the_scheme_says_so() {
+        for s in Scheme::ALL {
+            assert_eq!(s.has_compact_key(), s.compact_sk_len() < s.sk_len(), "{s:?}");
+        }
+    }
 
     #[test]
     fn every_kem_has_its_schemes_lengths_and_name() {

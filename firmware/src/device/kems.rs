@@ -1,4 +1,5 @@
-//! Keygen, encaps and decaps of every KEM the image serves: keys and
+//! Keygen, encaps and decaps of every KEM the image serves, and keygen and
+//! decaps in the compact key form of those that have one: keys and
 //! ciphertexts in one shared static arena, randomness from a host-sent tape.
 
 use core::hint::black_box;
@@ -166,21 +167,94 @@ macro_rules! kem {
     };
 }
 
+/// The two compact-key operations of a KEM that has the form
+/// (`avr_wire::kem::CompactKeyOp`), in the same arena and tape as its three.
+#[allow(unused_macros)] // an image of CTRU-Light KEMs alone has none
+macro_rules! compact_key {
+    ($m:ident, $kem:expr, $keygen:path, $decaps:path) => {
+        pub mod $m {
+            use super::*;
+            use avr_wire::kem::{compact_key_op_id, compact_key_reply_len, compact_key_request_len, CompactKeyOp};
+            const KEM: Kem = $kem;
+            const SK: usize = KEM.scheme().compact_sk_len();
+            const CT: usize = KEM.ct_len();
+
+            #[inline(never)]
+            fn k_keygen(rng: &mut Tape<'_>, sk: &mut [u8; SK]) -> bool {
+                $keygen(rng, sk).is_ok()
+            }
+            #[inline(never)]
+            fn k_decaps(sk: &[u8; SK], ct: &[u8; CT], ss: &mut [u8; SS_LEN]) {
+                *ss = *$decaps(sk, ct).as_bytes();
+            }
+
+            const fn id(o: CompactKeyOp) -> u8 {
+                match compact_key_op_id(KEM, o) {
+                    Some(id) => id,
+                    None => panic!("the KEM has no compact key"),
+                }
+            }
+
+            fn keygen(io: &mut Uart) {
+                // SAFETY: disjoint regions, single-threaded.
+                let (sk, (tape, _)) = unsafe { (region::<0, SK>(), tape_and_ss()) };
+                io.read_bytes(tape);
+                let mut rng = Tape::new(tape.as_slice());
+                let ok = measure(id(CompactKeyOp::Keygen), || {
+                    k_keygen(black_box(&mut rng), black_box(sk))
+                });
+                io.reply(Status::Ok, compact_key_reply_len(KEM, CompactKeyOp::Keygen));
+                write_prefix(io, ok, rng.used());
+                finish_reply(io, sk);
+            }
+            fn decaps(io: &mut Uart) {
+                // SAFETY: as above.
+                let (sk, ct, (_, ss)) = unsafe { (region::<0, SK>(), region::<SK, CT>(), tape_and_ss()) };
+                io.read_bytes(sk);
+                io.read_bytes(ct);
+                measure(id(CompactKeyOp::Decaps), || {
+                    k_decaps(black_box(sk), black_box(ct), black_box(ss))
+                });
+                io.reply(Status::Ok, compact_key_reply_len(KEM, CompactKeyOp::Decaps));
+                finish_reply(io, ss);
+            }
+
+            const fn op(o: CompactKeyOp, run: fn(&mut Uart)) -> Op<Uart> {
+                Op {
+                    id: id(o),
+                    request_len: compact_key_request_len(KEM, o),
+                    reply_len: compact_key_reply_len(KEM, o),
+                    run,
+                }
+            }
+
+            /// The compact key's operations.
+            pub const OPS: [Op<Uart>; 2] = [op(CompactKeyOp::Keygen, keygen), op(CompactKeyOp::Decaps, decaps)];
+        }
+    };
+}
+
 /// Every served KEM's module (`kem!`), `KEMS` and the op groups, from one list.
 macro_rules! serve {
-    ($( #[$cfg:meta] $m:ident: $kem:expr => ($keygen:path, $encaps:path, $decaps:path); )*) => {
+    ($( #[$cfg:meta] $m:ident: $kem:expr => ($keygen:path, $encaps:path, $decaps:path)
+        $(, $compact:ident: ($ckeygen:path, $cdecaps:path))?; )*) => {
         $(
             #[$cfg]
             kem!($m, $kem, $keygen, $encaps, $decaps);
+            $(
+                #[$cfg]
+                compact_key!($compact, $kem, $ckeygen, $cdecaps);
+            )?
         )*
 
         /// The KEMs this image serves.
         const KEMS: &[Kem] = &[$( #[$cfg] $kem, )*];
 
-        /// The op groups of the KEMs this image serves, in the list's order,
+        /// The op groups of the KEMs this image serves, in the list's order
+        /// (each KEM's three, then its compact key's two where it has one),
         /// then CTRU-Light's decryption product where a CTRU-Light KEM is served.
         const GROUPS: &[&[Op<Uart>]] = &[
-            $( #[$cfg] &$m::OPS, )*
+            $( #[$cfg] &$m::OPS, $( #[$cfg] &$compact::OPS, )? )*
             #[cfg(any(feature = "ctru-light-sha3", feature = "ctru-light-ascon"))]
             &ctru_product::OPS,
         ];
@@ -191,15 +265,20 @@ macro_rules! serve {
 // order) and the arena's size follow from this list.
 serve! {
     #[cfg(feature = "ml-kem-512")]
-    ml_kem_512: Kem::MlKem512 => (kyber512_avr::ml_kem_512::raw::keygen_into, kyber512_avr::ml_kem_512::raw::encapsulate_into, kyber512_avr::ml_kem_512::raw::decapsulate_into);
+    ml_kem_512: Kem::MlKem512 => (kyber512_avr::ml_kem_512::raw::keygen_into, kyber512_avr::ml_kem_512::raw::encapsulate_into, kyber512_avr::ml_kem_512::raw::decapsulate_into),
+        ml_kem_512_compact: (kyber512_avr::ml_kem_512::raw::keygen_compact_into, kyber512_avr::ml_kem_512::raw::decapsulate_compact_into);
     #[cfg(feature = "kyber512-r3")]
-    kyber512_r3: Kem::Kyber512R3 => (kyber512_avr::kyber512_r3::raw::keygen_into, kyber512_avr::kyber512_r3::raw::encapsulate_into, kyber512_avr::kyber512_r3::raw::decapsulate_into);
+    kyber512_r3: Kem::Kyber512R3 => (kyber512_avr::kyber512_r3::raw::keygen_into, kyber512_avr::kyber512_r3::raw::encapsulate_into, kyber512_avr::kyber512_r3::raw::decapsulate_into),
+        kyber512_r3_compact: (kyber512_avr::kyber512_r3::raw::keygen_compact_into, kyber512_avr::kyber512_r3::raw::decapsulate_compact_into);
     #[cfg(feature = "lightsaber")]
-    lightsaber: Kem::LightSaber => (lightsaber_avr::keygen_into, lightsaber_avr::encapsulate_into, lightsaber_avr::decapsulate_into);
+    lightsaber: Kem::LightSaber => (lightsaber_avr::keygen_into, lightsaber_avr::encapsulate_into, lightsaber_avr::decapsulate_into),
+        lightsaber_compact: (lightsaber_avr::keygen_compact_into, lightsaber_avr::decapsulate_compact_into);
     #[cfg(feature = "ml-kem-768")]
-    ml_kem_768: Kem::MlKem768 => (kyber512_avr::ml_kem_768::raw::keygen_into, kyber512_avr::ml_kem_768::raw::encapsulate_into, kyber512_avr::ml_kem_768::raw::decapsulate_into);
+    ml_kem_768: Kem::MlKem768 => (kyber512_avr::ml_kem_768::raw::keygen_into, kyber512_avr::ml_kem_768::raw::encapsulate_into, kyber512_avr::ml_kem_768::raw::decapsulate_into),
+        ml_kem_768_compact: (kyber512_avr::ml_kem_768::raw::keygen_compact_into, kyber512_avr::ml_kem_768::raw::decapsulate_compact_into);
     #[cfg(feature = "ml-kem-1024")]
-    ml_kem_1024: Kem::MlKem1024 => (kyber512_avr::ml_kem_1024::raw::keygen_into, kyber512_avr::ml_kem_1024::raw::encapsulate_into, kyber512_avr::ml_kem_1024::raw::decapsulate_into);
+    ml_kem_1024: Kem::MlKem1024 => (kyber512_avr::ml_kem_1024::raw::keygen_into, kyber512_avr::ml_kem_1024::raw::encapsulate_into, kyber512_avr::ml_kem_1024::raw::decapsulate_into),
+        ml_kem_1024_compact: (kyber512_avr::ml_kem_1024::raw::keygen_compact_into, kyber512_avr::ml_kem_1024::raw::decapsulate_compact_into);
     #[cfg(ctru_sha3_kred)]
     ctru_sha3_kred: Kem::CtruSha3Kred => (ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::Kred2x>::keygen_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::Kred2x>::encapsulate_into, ctru_light::CtruLight::<ctru_light::Sha3, ctru_light::Kred2x>::decapsulate_into);
     #[cfg(ctru_sha3_montopt)]

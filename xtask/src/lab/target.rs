@@ -216,6 +216,18 @@ impl Image {
         }
     }
 
+    /// A single KEM variant built as `mcu`'s sensor images are (the 48 KB
+    /// parts' opt-level "s"), in a directory of its own: what building for
+    /// size costs the KEM's operations there.
+    pub fn kem_for_size(k: Kem) -> Image {
+        let fast = Image::kem(k);
+        Image {
+            name: format!("{}-for-size", fast.name),
+            keeps_speed: false,
+            ..fast
+        }
+    }
+
     /// The KEM-MQTT/1 sensor image of `kem` (`firmware::mqtt`): its pure suite,
     /// and with `x25519` its hybrid suite too. Built at opt-level 2 on the
     /// 1284p ("s" on the 4808).

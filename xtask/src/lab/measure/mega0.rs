@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use avr_wire::frame::STACK_OVERFLOW;
-use avr_wire::kem::{kem_op_id, KemOp};
+use avr_wire::kem::{compact_key_op_id, kem_op_id, CompactKeyOp, KemOp};
 use kem_registry::Kem;
 
 use crate::build::avr;
@@ -60,6 +60,7 @@ fn fit_note(b: &avr::Build, stack: Option<u32>) -> (bool, String) {
 /// `docs/benchmarks.md` includes (`cargo xtask bench --mcu atmega4808`).
 pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, record: bool) -> Result<(), String> {
     let (mut passed, mut failed, mut no_fit) = (0u32, 0u32, 0u32);
+    let (mut opt_rows, mut form_rows) = (Vec::new(), Vec::new());
     let mut table = String::from(
         "| KEM | flash B | static RAM B | KAT record 0 | cycles K/E/D | AVRxt cycles K/E/D | painted stack K/E/D B | ours/PQClean on this core K/E/D | fits |\n|---|---:|---:|---|---|---|---|---|---|\n",
     );
@@ -128,6 +129,11 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
                 _ => no_fit += 1,
             }
         }
+        if ok && record && mcu.opt_level.is_some() && sensor_kems().contains(&kem) {
+            let (opt_row, form_row) = size_levers(mcu, kem, no_build, (&b, &replies))?;
+            opt_rows.push(opt_row);
+            form_rows.extend(form_row);
+        }
         if ok {
             passed += 1;
         } else if !sram_limit {
@@ -186,6 +192,11 @@ pub fn kat(mcu: target::Mcu, filter: &str, no_build: bool, require_fit: bool, re
     println!("{legend}");
     if record {
         crate::report::records::record_fit_table(mcu.name, "kem-fit", &format!("{table}\n{legend}\n"))?;
+        if !opt_rows.is_empty() {
+            let levers = levers_table(mcu, &opt_rows, &form_rows);
+            print!("{levers}");
+            crate::report::records::record_fit_table(mcu.name, "kem-levers", &levers)?;
+        }
     }
     println!("{no_fit} KEM(s) do not fit {} (SRAM)", mcu.name);
     println!("{passed} passed, {failed} failed");
@@ -220,20 +231,58 @@ pub fn kat0(
     elf: &Path,
     avrxt: bool,
 ) -> Result<(Vec<Measured>, Vec<bool>), String> {
+    kat0_with(mcu, kem, image, elf, avrxt, false)
+}
+
+/// [`kat0`], and with `compact_key` (where `kem` has one) the compact
+/// key's keygen from the record's draws and its decapsulation of the
+/// record's ciphertext after them: the key the host makes from the same
+/// draws, and the record's shared secret.
+fn kat0_with(
+    mcu: target::Mcu,
+    kem: Kem,
+    image: &target::Image,
+    elf: &Path,
+    avrxt: bool,
+    compact_key: bool,
+) -> Result<(Vec<Measured>, Vec<bool>), String> {
     let case = kems::kat_cases(kem, 1)?.remove(0);
     let r = &case.record;
-    let requests = [
+    let used = [0u8, case.keygen_tape.len() as u8, 0];
+    let mut requests = vec![
         (
-            KemOp::Keygen,
+            kem_op_id(kem, KemOp::Keygen),
             kems::request(kem, KemOp::Keygen, &[], &case.keygen_tape)?,
         ),
         (
-            KemOp::Encaps,
+            kem_op_id(kem, KemOp::Encaps),
             kems::request(kem, KemOp::Encaps, &r.pk, &case.encaps_tape)?,
         ),
-        (KemOp::Decaps, kems::request(kem, KemOp::Decaps, &r.sk, &r.ct)?),
-    ]
-    .map(|(op, payload)| (kem_op_id(kem, op), payload));
+        (
+            kem_op_id(kem, KemOp::Decaps),
+            kems::request(kem, KemOp::Decaps, &r.sk, &r.ct)?,
+        ),
+    ];
+    let mut want = vec![
+        [&used[..], &r.pk, &r.sk].concat(),
+        [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
+        r.ss.clone(),
+    ];
+    let compact = match compact_key {
+        true => kems::compact_keygen(kem, &case.keygen_tape)?,
+        false => None,
+    };
+    if let Some(sk) = compact {
+        for op in CompactKeyOp::ALL {
+            let id = compact_key_op_id(kem, op).ok_or_else(|| format!("{}: no compact key op", kem.name()))?;
+            let (payload, reply) = match op {
+                CompactKeyOp::Keygen => (&case.keygen_tape, [&used[..], &sk].concat()),
+                CompactKeyOp::Decaps => (&r.ct, r.ss.clone()),
+            };
+            requests.push((id, kems::compact_key_request(kem, op, &sk, payload)?));
+            want.push(reply);
+        }
+    }
     eprintln!("xtask: {} in yasimavr …", kem.name());
     let replies = run_requests(
         mcu,
@@ -242,15 +291,105 @@ pub fn kat0(
         &image.target_dir(mcu).join("kat0-requests.txt"),
         avrxt,
     )?;
-    let want = [
-        [&[0u8, case.keygen_tape.len() as u8, 0][..], &r.pk, &r.sk].concat(),
-        [&[0u8, case.encaps_tape.len() as u8, 0][..], &r.ct, &r.ss].concat(),
-        r.ss.clone(),
-    ];
-    let per_op: Vec<bool> = (0..3)
+    let per_op: Vec<bool> = (0..want.len())
         .map(|i| replies.get(i).map(|m| &m.body) == Some(&want[i]))
         .collect();
     Ok((replies, per_op))
+}
+
+/// The KEMs a sensor suite takes (each scheme's default variant).
+fn sensor_kems() -> Vec<Kem> {
+    Kem::ALL
+        .into_iter()
+        .filter(|&k| kem_mqtt::Suite::ALL.iter().any(|s| s.kem().default_kem() == k))
+        .collect()
+}
+
+/// `kem` built as the sensor images are on `mcu` (opt-level "s"; its
+/// [`target::Image::kem_for_size`] image): KAT record 0 and, where `kem`
+/// has one, the compact key's two operations. Returns the row of the
+/// opt-level table (beside `fast`, the opt-level 3 image's flash and
+/// replies) and the row of the key-form table.
+fn size_levers(
+    mcu: target::Mcu,
+    kem: Kem,
+    no_build: bool,
+    fast: (&avr::Build, &[Measured]),
+) -> Result<(String, Option<String>), String> {
+    let image = target::Image::kem_for_size(kem);
+    let b = if no_build {
+        avr::sizes(mcu, &image.elf(mcu))?
+    } else {
+        avr::compile(mcu, &image)?
+    };
+    let (replies, per_op) = kat0_with(mcu, kem, &image, &b.elf, false, true)?;
+    if per_op.len() < 3 || !per_op.iter().all(|&x| x) || replies.len() != per_op.len() {
+        return Err(format!(
+            "{} at opt-level {}: the KAT record or the compact key did not reproduce ({per_op:?})",
+            kem.name(),
+            image.opt_level_on(mcu).unwrap_or("3")
+        ));
+    }
+    let cycles = |m: &Measured| m.cycles.ok_or_else(|| format!("{}: no timer reading", kem.name()));
+    let small: Vec<u64> = replies.iter().map(cycles).collect::<Result<_, _>>()?;
+    let (fast_build, fast_replies) = fast;
+    let quick: Vec<u64> = fast_replies.iter().map(cycles).collect::<Result<_, _>>()?;
+    let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ");
+    let change: Vec<String> = (0..3)
+        .map(|i| format!("{:+.1} %", (quick[i] as f64 / small[i] as f64 - 1.0) * 100.0))
+        .collect();
+    let opt_row = format!(
+        "| {} | {} | {} | {} | {} / {} |",
+        kem.name(),
+        join(&small[..3]),
+        join(&quick[..3]),
+        change.join(" / "),
+        b.flash(),
+        fast_build.flash()
+    );
+    let stack = |m: &Measured| m.stack.map_or("–".into(), |s| s.to_string());
+    let form_row = (small.len() == 5).then(|| {
+        let s = kem.scheme();
+        format!(
+            "| {} | {} → {} | {} → {} ({}) | {} → {} ({}) | {} → {} / {} → {} |",
+            kem.name(),
+            kem.sk_len(),
+            s.compact_sk_len(),
+            small[0],
+            small[3],
+            crate::report::table::ratio(small[3], Some(small[0])),
+            small[2],
+            small[4],
+            crate::report::table::ratio(small[4], Some(small[2])),
+            stack(&replies[0]),
+            stack(&replies[3]),
+            stack(&replies[2]),
+            stack(&replies[4]),
+        )
+    });
+    Ok((opt_row, form_row))
+}
+
+/// The opt-level and key-form tables of [`size_levers`]' rows, for
+/// `docs/benchmarks.md` § Levers.
+fn levers_table(mcu: target::Mcu, opt_rows: &[String], form_rows: &[String]) -> String {
+    let level = mcu.opt_level.unwrap_or("3");
+    format!(
+        "Opt-level \"{level}\", at which every sensor image is built here, against 3, at which the KEM rows above \
+         are (each KEM its own image both ways; KAT record 0; cycles keygen / encaps / decaps, classic-core \
+         timings; flash = text + data image + rodata):\n\n\
+         | KEM | opt-level {level}: cycles | opt-level 3: cycles | 3 against {level} | flash B {level} / 3 |\n\
+         |---|---|---|---|---|\n{}\n\n\
+         The key forms, in the opt-level \"{level}\" images: key generation into the compact secret key (the \
+         sensor's ephemeral key) from KAT record 0's draws, and decapsulation of the record's ciphertext with \
+         it, against the standard key's in the same image (checked: the key the host makes from the same \
+         draws, the record's shared secret):\n\n\
+         | KEM | secret key B: standard → compact | keygen cycles: standard → compact (ratio) | decaps cycles: \
+         standard → compact (ratio) | painted stack B: keygen / decaps |\n\
+         |---|---|---|---|---|\n{}\n",
+        opt_rows.join("\n"),
+        form_rows.join("\n"),
+    )
 }
 
 /// Keccak-f\[1600\], Ascon-p\[12\] and X25519 on `mcu` in yasimavr (the
@@ -356,4 +495,24 @@ fn primitives_of(
         records.push(r);
     }
     Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each table of the levers page ends before the next paragraph
+    /// starts (markdown would run them together).
+    #[test]
+    fn the_levers_tables_are_apart_from_their_text() {
+        let mcu = target::mcu("atmega4808").unwrap();
+        let t = levers_table(
+            mcu,
+            &["| a | 1 | 2 | 3 | 4 |".into()],
+            &["| b | 1 | 2 | 3 | 4 |".into()],
+        );
+        assert!(t.contains("| a | 1 | 2 | 3 | 4 |\n\nThe key forms"), "{t}");
+        assert!(t.ends_with("| b | 1 | 2 | 3 | 4 |\n"), "{t}");
+        assert!(t.contains("opt-level s: cycles"));
+    }
 }

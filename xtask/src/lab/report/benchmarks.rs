@@ -91,14 +91,24 @@ fn levers_section(records: &[Record]) -> String {
             }
         }
     }
-    s.push_str(
-        "\nThe key forms, by construction (no image choice): the sensor's ephemeral ML-KEM key keeps σ instead \
-         of ŝ's encoding (736 B less for k = 2, 1,120 B for k = 3; k² − k more samplings of ŝ_j in key \
-         generation, k in decapsulation), its LightSaber key seed_s instead of s (224 B less; one GenSecret more \
-         in decapsulation). Their cycles are inside the handshake's steps, below, with the frames taken off the \
-         stack beneath the KEM (which cost no cycles by themselves) and, on the hybrid suites the board table \
-         marks, the compact assemblies.\n\n",
-    );
+    s.push('\n');
+    // The opt-level and the key forms, KEM by KEM (`measure::mega0`'s run).
+    match std::fs::read_to_string(bench_dir().join(MCU).join("kem-levers.md")) {
+        Ok(table) => {
+            let _ = writeln!(
+                s,
+                "{table}\nThe compact keys: ML-KEM's and Kyber's keep σ instead of ŝ's encoding (ŝ sampled \
+                 again: k² − k more samplings of ŝ_j in key generation, k in decapsulation), LightSaber's \
+                 seed_s instead of s (one GenSecret more in decapsulation). The frames taken off the stack \
+                 beneath the KEM in the sensor cost no cycles by themselves; the handshake's steps below \
+                 carry every lever together."
+            );
+        }
+        Err(_) => s.push_str(
+            "The opt-level and key-form levers are not measured yet (`cargo xtask bench --mcu atmega4808`).\n",
+        ),
+    }
+    s.push('\n');
     let Ok(before) = records::read_records(&before_levers_path()) else {
         return s;
     };

@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use crate::report::published;
 use crate::report::records::{Record, SCHEME};
 
-pub(super) fn ratio(ours: u64, theirs: Option<u64>) -> String {
+/// `ours / theirs` to two places (empty without `theirs`).
+pub fn ratio(ours: u64, theirs: Option<u64>) -> String {
     theirs
         .map(|t| format!("{:.2}", ours as f64 / t as f64))
         .unwrap_or_default()

@@ -1,7 +1,9 @@
 //! The KEMs on the host (reference results, tapes) and on the device (the
 //! firmware's KEM ops through the harness protocol).
 
-use avr_wire::kem::{kem_op_id, request_len, KemOp, PREFIX_LEN, SS_LEN, TAPE_LEN};
+use avr_wire::kem::{
+    compact_key_request_len, kem_op_id, request_len, CompactKeyOp, KemOp, PREFIX_LEN, SS_LEN, TAPE_LEN,
+};
 use kem_common::{BufferKem, Tape};
 use kem_registry::with_kem;
 use kem_registry::Kem;
@@ -152,6 +154,31 @@ pub fn request(kem: Kem, op: KemOp, key: &[u8], data: &[u8]) -> Result<Vec<u8>, 
     };
     if p.len() != request_len(kem, op) as usize {
         p.clear();
+        return Err(format!("{} {}: bad request length", kem.name(), op.name()));
+    }
+    Ok(p)
+}
+
+/// Host key generation into `kem`'s compact secret key (the public key
+/// inside it), from `tape` as the firmware's compact keygen draws it;
+/// `None` where `kem` has no compact key.
+pub fn compact_keygen(kem: Kem, tape: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    if !kem.scheme().has_compact_key() {
+        return Ok(None);
+    }
+    let mut sk = vec![0u8; kem.scheme().compact_sk_len()];
+    kem_registry::keygen_compact_into(kem, &mut Tape::new(tape), &mut sk)
+        .map_err(|e| format!("{}: compact keygen: {e}", kem.name()))?;
+    Ok(Some(sk))
+}
+
+/// The request payload of a compact-key operation (keygen: tape; decaps: sk, ct).
+pub fn compact_key_request(kem: Kem, op: CompactKeyOp, key: &[u8], data: &[u8]) -> Result<Vec<u8>, String> {
+    let p = match op {
+        CompactKeyOp::Keygen => padded_tape(data)?,
+        CompactKeyOp::Decaps => [key, data].concat(),
+    };
+    if p.len() != compact_key_request_len(kem, op) as usize {
         return Err(format!("{} {}: bad request length", kem.name(), op.name()));
     }
     Ok(p)
@@ -462,6 +489,18 @@ mod tests {
             let mut replay = Recorder::new(Tape::new(&c.keygen_tape));
             assert_eq!(keygen(kem, &mut replay).unwrap().0, c.record.pk);
         }
+    }
+
+    #[test]
+    fn compact_keys_carry_the_records_public_key() {
+        for kem in [Kem::MlKem512, Kem::LightSaber] {
+            let c = &kat_cases(kem, 1).unwrap()[0];
+            let sk = compact_keygen(kem, &c.keygen_tape).unwrap().unwrap();
+            let at = kem.scheme().compact_sk_pk_offset();
+            assert_eq!(&sk[at..at + kem.pk_len()], &c.record.pk[..], "{kem:?}");
+            assert!(compact_key_request(kem, CompactKeyOp::Decaps, &sk, &c.record.ct).is_ok());
+        }
+        assert_eq!(compact_keygen(Kem::CtruSha3Kred, &[0; 64]).unwrap(), None);
     }
 
     #[test]
