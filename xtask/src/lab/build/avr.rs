@@ -125,9 +125,52 @@ pub fn compile(mcu: Mcu, image: &Image) -> Result<Build, String> {
     Err(last)
 }
 
+/// What the linker says, before the number of bytes, when an image
+/// does not fit the flash.
+const FLASH_OVERFLOW: &str = "region `text' overflowed by ";
+
 /// Whether a failed build's output says the linker ran out of flash.
 fn is_flash_overflow(err: &str) -> bool {
-    err.contains("region `text' overflowed by")
+    err.contains(FLASH_OVERFLOW)
+}
+
+/// What the linker's refusal says, in numbers: flash (`region `text'
+/// overflowed by N bytes`) and static RAM (`address A of … section `.bss'
+/// is not within region `data'`).
+pub fn link_overflow(err: &str, mcu: Mcu) -> String {
+    let mut why = Vec::new();
+    if let Some(n) = err
+        .split(FLASH_OVERFLOW)
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        why.push(format!(
+            "flash {} B needed, {} B over {} B",
+            mcu.flash + n,
+            n,
+            mcu.flash
+        ));
+    }
+    if let Some(end) = err
+        .split("address 0x")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|a| u32::from_str_radix(a, 16).ok())
+    {
+        // The linker's data addresses are 0x800000 + the data-space address.
+        let used = end.saturating_sub(0x80_0000 + mcu.facts().sram_start);
+        why.push(format!(
+            "static RAM alone {used} B, {} B over {} B",
+            used.saturating_sub(mcu.sram),
+            mcu.sram
+        ));
+    }
+    if why.is_empty() {
+        "the linker refuses the image".into()
+    } else {
+        format!("the linker: {}", why.join("; "))
+    }
 }
 
 fn compile_with(mcu: Mcu, image: &Image, features: &[&str]) -> Result<Build, String> {
@@ -448,6 +491,24 @@ pub fn image_elf(mcu: Mcu, image: &Image, no_build: bool) -> Result<std::path::P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The linker's complaint read with each part's own SRAM start: the
+    /// 2560's (0x200) was read as the 4808's (0x2800), giving 0 B.
+    #[test]
+    fn link_overflow_reads_static_ram_from_each_parts_sram_start() {
+        let bss =
+            |addr: &str| format!("ld: address 0x{addr} of firmware.elf section `.bss' is not within region `data'");
+        let mega = crate::target::mcu("atmega2560").unwrap();
+        assert_eq!(
+            link_overflow(&bss("8023fc"), mega),
+            "the linker: static RAM alone 8700 B, 508 B over 8192 B"
+        );
+        let small = crate::target::mcu("atmega4808").unwrap();
+        assert_eq!(
+            link_overflow(&bss("804100"), small),
+            "the linker: static RAM alone 6400 B, 256 B over 6144 B"
+        );
+    }
 
     #[test]
     fn only_a_text_overflow_is_a_flash_overflow() {

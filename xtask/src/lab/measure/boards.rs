@@ -16,7 +16,7 @@ use kem_registry::Scheme;
 
 use crate::build::avr;
 use crate::measure::{bench, mega0};
-use crate::mqtt::{app_cost, handshake};
+use crate::mqtt::app_cost;
 use crate::report::board_table::{json_path, load, Fit};
 use crate::report::records::write;
 use crate::run::sensor;
@@ -113,7 +113,7 @@ fn unbuilt(mcu: Mcu, kind: &str, name: &str, err: &str, revision: &str) -> Fit {
         let why = without_pointer(&err[start..]);
         ("refused", format!("the build refuses it: {why}"))
     } else if err.contains("overflowed by") || err.contains("is not within region") {
-        let why = handshake::link_overflow(err, mcu);
+        let why = avr::link_overflow(err, mcu);
         let verdict = if why.contains("flash") { "flash" } else { "sram" };
         (verdict, why)
     } else {

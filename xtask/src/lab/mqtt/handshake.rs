@@ -10,6 +10,7 @@
 //! so the BrokerHello can be prepared in advance (which the batch-mode
 //! yasimavr run of the ATmega4808 needs).
 
+use crate::build::avr;
 use avr_wire::mqtt as fw;
 use kem_mqtt::Suite;
 
@@ -112,7 +113,7 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
         .into_iter()
         .filter(|i| crate::target::runnable(mcu, i, no_build))
     {
-        let elf = crate::build::avr::image_elf(mcu, &image, no_build)?;
+        let elf = avr::image_elf(mcu, &image, no_build)?;
         let mut dev = Device::open(&elf, mcu.name)?;
         for suite in sensor::suites_of(&image) {
             if !suites.admits(crate::report::records::MQTT_SCHEME, suite) {
@@ -278,8 +279,7 @@ pub fn app_fit(
         let state = kem_mqtt_host::keys::BrokerState { secrets, registry };
         let provisioned = crate::run::sensor::provisioned_image(mcu, image.clone(), &keys)?;
         // Built even under --no-build: the keys are this run's.
-        let built =
-            crate::build::avr::image_elf(mcu, &provisioned, false).and_then(|elf| crate::build::avr::sizes(mcu, &elf));
+        let built = avr::image_elf(mcu, &provisioned, false).and_then(|elf| avr::sizes(mcu, &elf));
         let row = match built {
             Ok(b) => {
                 let ran = crate::mqtt::app_cost::run_on_mega0(mcu, suite, &b.elf, &state);
@@ -340,7 +340,7 @@ pub fn app_fit(
                 "| {} | {} | – | – | – | – | no: {} | – |",
                 suite.name(),
                 image.name,
-                link_overflow(&e, mcu)
+                avr::link_overflow(&e, mcu)
             ),
         };
         println!("{row}");
@@ -378,45 +378,6 @@ pub fn app_fit(
     Ok(())
 }
 
-/// What the linker's refusal says, in numbers: flash (`region `text'
-/// overflowed by N bytes`) and static RAM (`address A of … section `.bss'
-/// is not within region `data'`).
-pub fn link_overflow(err: &str, mcu: crate::target::Mcu) -> String {
-    let mut why = Vec::new();
-    if let Some(n) = err
-        .split("region `text' overflowed by ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse::<u32>().ok())
-    {
-        why.push(format!(
-            "flash {} B needed, {} B over {} B",
-            mcu.flash + n,
-            n,
-            mcu.flash
-        ));
-    }
-    if let Some(end) = err
-        .split("address 0x")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|a| u32::from_str_radix(a, 16).ok())
-    {
-        // The linker's data addresses are 0x800000 + the data-space address.
-        let used = end.saturating_sub(0x80_0000 + mcu.facts().sram_start);
-        why.push(format!(
-            "static RAM alone {used} B, {} B over {} B",
-            used.saturating_sub(mcu.sram),
-            mcu.sram
-        ));
-    }
-    if why.is_empty() {
-        "the linker refuses the image".into()
-    } else {
-        format!("the linker: {}", why.join("; "))
-    }
-}
-
 /// The ATmega4808: every selected image (pure and hybrid) built; each whose
 /// flash fits runs its suite (the hybrid image: the hybrid suite) in
 /// yasimavr, handshake checked, painted stack read. Prints what fits with
@@ -450,9 +411,9 @@ pub fn mega0(
         }
         selected += 1;
         let built = if no_build {
-            crate::build::avr::sizes(mcu, &image.elf(mcu))
+            avr::sizes(mcu, &image.elf(mcu))
         } else {
-            crate::build::avr::compile(mcu, &image)
+            avr::compile(mcu, &image)
         };
         let b = match built {
             Ok(b) => b,
@@ -463,7 +424,7 @@ pub fn mega0(
                     "| {} | {} | – | – | not run | – | – | – | no: {} |\n",
                     suite.name(),
                     image.name,
-                    link_overflow(&e, mcu)
+                    avr::link_overflow(&e, mcu)
                 ));
                 continue;
             }
@@ -657,24 +618,6 @@ pub fn mega0(
 mod tests {
     use super::*;
     use clap::Parser;
-
-    /// The linker's complaint read with each part's own SRAM start: the
-    /// 2560's (0x200) was read as the 4808's (0x2800), giving 0 B.
-    #[test]
-    fn link_overflow_reads_static_ram_from_each_parts_sram_start() {
-        let bss =
-            |addr: &str| format!("ld: address 0x{addr} of firmware.elf section `.bss' is not within region `data'");
-        let mega = crate::target::mcu("atmega2560").unwrap();
-        assert_eq!(
-            link_overflow(&bss("8023fc"), mega),
-            "the linker: static RAM alone 8700 B, 508 B over 8192 B"
-        );
-        let small = crate::target::mcu("atmega4808").unwrap();
-        assert_eq!(
-            link_overflow(&bss("804100"), small),
-            "the linker: static RAM alone 6400 B, 256 B over 6144 B"
-        );
-    }
 
     #[test]
     fn broker_options_parse_and_depend_on_each_other() {
