@@ -226,7 +226,51 @@ pub fn run() -> Result<(), String> {
             }),
         ),
     ];
-    run_steps("ci", &steps)
+    let result = run_steps("ci", &steps);
+    if result.is_err() {
+        // The jobs beside the failed step (the 4808 part, the fuzzers and
+        // what they started) would go on after this process ends.
+        stop_descendants();
+    }
+    result
+}
+
+/// Ends (SIGTERM) every process this one started, directly or not.
+fn stop_descendants() {
+    let mut parents = vec![std::process::id()];
+    let mut descendants = Vec::new();
+    // Each process's parent, from /proc/<pid>/stat ("pid (comm) state ppid …",
+    // comm may hold spaces and parentheses: read after the last ')').
+    let table: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    while let Some(parent) = parents.pop() {
+        for &(pid, ppid) in &table {
+            if ppid == parent && !descendants.contains(&pid) {
+                descendants.push(pid);
+                parents.push(pid);
+            }
+        }
+    }
+    if descendants.is_empty() {
+        return;
+    }
+    eprintln!(
+        "xtask: stopping {} process(es) CI started beside the failed step",
+        descendants.len()
+    );
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .args(descendants.iter().map(u32::to_string))
+        .status();
 }
 
 /// A step: its name and what it runs.
