@@ -112,14 +112,21 @@ fn key_code() -> Result<String, String> {
 
 /// `sensor_mcu.rs`: the part this build is for, as an absolute symbol
 /// (`__kem_mqtt_sensor_mcu_<part>`, no byte of flash or SRAM) that a runner
-/// reads from the ELF (`avr-nm`), so the part is one setting: `target-cpu`.
+/// reads from the ELF (`avr-nm`), so the part is one setting: `target-cpu`;
+/// and, for a part `avr-mcu` knows, avrdude's usual programmer for its
+/// boards (`__kem_mqtt_sensor_programmer_<id>`: an Arduino bootloader or
+/// UPDI), which the runner flashes a board with unless told otherwise.
 fn mcu_code() -> String {
     let part = avr_asm_build::target_cpu().unwrap_or_default();
     if part.is_empty() || !part.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return String::new();
     }
-    let symbol = format!("__kem_mqtt_sensor_mcu_{part}");
-    format!("core::arch::global_asm!(\".global {symbol}\", \".set {symbol}, 0\");\n")
+    let symbol = |name: String| format!("core::arch::global_asm!(\".global {name}\", \".set {name}, 0\");\n");
+    let mut code = symbol(format!("__kem_mqtt_sensor_mcu_{part}"));
+    if let Some(facts) = avr_asm_build::mcu(&part) {
+        code.push_str(&symbol(format!("__kem_mqtt_sensor_programmer_{}", facts.programmer)));
+    }
+    code
 }
 
 /// `sensor_policy.rs`: the application's `avr_wire::app::Policy`.

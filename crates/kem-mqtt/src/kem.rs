@@ -211,7 +211,7 @@ mod lightsaber {
     pub fn secret_key_from_ok(sk: kem_common::KeyBytes<'_>) -> bool {
         lightsaber_avr::check_secret_key_from(sk).is_ok()
     }
-    /// The ephemeral key is the compact key (s at 4 bits a coefficient).
+    /// The ephemeral key is the compact key (seed_s in place of s).
     pub fn keygen_ephemeral(rng: &mut impl rand_core::TryCryptoRng, sk: &mut [u8]) -> Result<(), super::KemFail> {
         let sk = sk.try_into().map_err(|_| super::KemFail::SecretKey)?;
         lightsaber_avr::keygen_compact_into(rng, sk).map_err(|_| super::KemFail::Rng)
