@@ -104,12 +104,35 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
     if !mcu.simulated {
         return mega0(mcu, &suites, no_build, false, o.require_fit);
     }
-    let mut n = 0;
+    let totals = handshakes(mcu, &suites, o.key_readers, no_build, seeds, o.profile)?;
+    // Every suite through readers: what they cost, against the same
+    // suites with their keys in slices (`docs/benchmarks.md`).
+    if o.key_readers && o.suite.is_none() && o.filter.is_empty() {
+        let slices = handshakes(mcu, &suites, false, no_build, 1, false)?;
+        let table = key_readers_table(&slices, &totals);
+        print!("{table}");
+        crate::report::records::record_fit_table(mcu.name, crate::report::records::KEY_READERS_TABLE, &table)?;
+    }
+    Ok(())
+}
+
+/// The handshake of every suite of `suites` on the simulated `mcu` (its
+/// keys through readers with `key_readers`), a row printed for each:
+/// each suite's start + finish cycles.
+fn handshakes(
+    mcu: crate::target::Mcu,
+    suites: &crate::target::Suites,
+    key_readers: bool,
+    no_build: bool,
+    seeds: u64,
+    with_profile: bool,
+) -> Result<Vec<(Suite, u64)>, String> {
+    let mut totals = Vec::new();
     println!(
         "| suite | start cycles | finish cycles | total | stack B start/finish (sim) | painted | CH/BH/CF/record B |"
     );
     println!("|---|---:|---:|---:|---|---|---|");
-    for image in sensor::images_with(mcu, &suites, o.key_readers)?
+    for image in sensor::images_with(mcu, suites, key_readers)?
         .into_iter()
         .filter(|i| crate::target::runnable(mcu, i, no_build))
     {
@@ -120,7 +143,7 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
                 continue;
             }
             let r = sensor::run(&mut dev, suite, sensor::SEED)?;
-            if o.profile {
+            if with_profile {
                 // With --seeds, every seed's profile (to find what varies).
                 for i in 0..seeds {
                     let seed = seed_number(i);
@@ -150,15 +173,34 @@ pub fn cmd(o: &MqttArgs) -> Result<(), String> {
                 f.client_finished,
                 f.record
             );
-            n += 1;
+            totals.push((suite, r.start.cycles + r.finish.cycles));
         }
         dev.close()?;
     }
-    if n == 0 {
+    if totals.is_empty() {
         return Err(format!("no KEM-MQTT suite matches {suites}"));
     }
-    println!("{n} passed, 0 failed");
-    Ok(())
+    println!("{} passed, 0 failed", totals.len());
+    Ok(totals)
+}
+
+/// The readers' cost, suite by suite: start + finish with the keys in
+/// slices and through readers.
+fn key_readers_table(slices: &[(Suite, u64)], readers: &[(Suite, u64)]) -> String {
+    let mut t = String::from(
+        "| suite | keys in slices: start + finish cycles | through readers | readers / slices |\n|---|---:|---:|---:|\n",
+    );
+    for (suite, with_readers) in readers {
+        let Some((_, plain)) = slices.iter().find(|(s, _)| s == suite) else {
+            continue;
+        };
+        t.push_str(&format!(
+            "| {} | {plain} | {with_readers} | {:.3} |\n",
+            suite.name(),
+            *with_readers as f64 / *plain as f64
+        ));
+    }
+    t
 }
 
 /// The `i`-th seed of `--seeds` (0: [`sensor::SEED`], the benchmarked one).

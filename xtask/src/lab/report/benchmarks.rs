@@ -48,8 +48,9 @@ fn before_levers_path() -> std::path::PathBuf {
 
 /// What the levers that fit every sensor suite into the ATmega4808 (issue
 /// #50) cost in cycles: the compact assemblies beside the defaults they
-/// replace (the same MCU, the same harness), and the sensor handshake's
-/// steps before and after, suite by suite.
+/// replace (the same MCU, the same harness), the opt-level and the key
+/// forms KEM by KEM, the classic parts' key readers, and the sensor
+/// handshake's steps before and after, suite by suite.
 fn levers_section(records: &[Record]) -> String {
     const MCU: &str = "atmega4808";
     let find = |variant: &str, op: &str| {
@@ -58,9 +59,10 @@ fn levers_section(records: &[Record]) -> String {
             .find(|r| r.mcu == MCU && r.scheme == "primitives" && r.variant == variant && r.operation == op)
     };
     let mut s = String::from(
-        "## Levers on the 48 KB parts (issue #50)\n\n\
+        "## Levers that fit the boards (issue #50)\n\n\
          What fits every sensor suite into the ATmega4808 (6 KB of SRAM, 48 KB of flash), and what each \
-         costs in cycles there (yasimavr, classic-core timings).\n\n\
+         costs in cycles there (yasimavr, classic-core timings); then what fits it into the ATmega2560 \
+         (keys read from program memory), costed on the ATmega1284p.\n\n\
          The compact assemblies, which a sensor image takes only where it does not fit the part's flash \
          otherwise (the board table says which took them), beside the defaults they replace, each in the \
          `primitives` image of its kind (`primitives`, `primitives-compact`):\n\n\
@@ -109,6 +111,7 @@ fn levers_section(records: &[Record]) -> String {
         ),
     }
     s.push('\n');
+    s.push_str(&key_readers_section());
     let Ok(before) = records::read_records(&before_levers_path()) else {
         return s;
     };
@@ -148,6 +151,24 @@ fn levers_section(records: &[Record]) -> String {
     }
     s.push('\n');
     s
+}
+
+/// The classic parts' lever: the sensor's keys read from program memory
+/// (`cargo xtask mqtt --key-readers`, every suite, on the ATmega1284p).
+fn key_readers_section() -> String {
+    const MCU: &str = "atmega1284p";
+    let path = bench_dir().join(MCU).join(format!("{}.md", records::KEY_READERS_TABLE));
+    match std::fs::read_to_string(path) {
+        Ok(table) => format!(
+            "The classic parts' lever: on the ATmega2560 (8 KB of SRAM) the sensor's keys stay in program \
+             memory and the KEMs read them a piece at a time (`kem_common::KeyBytes::Reader`, `elpm`). \
+             What the readers cost, like for like on the simulated {MCU} (the measuring firmware's handshake, \
+             start + finish, its keys through readers against the same keys in slices; \
+             `cargo xtask mqtt --key-readers`, from `benchmarks/{MCU}/{}.md`):\n\n{table}\n",
+            records::KEY_READERS_TABLE
+        ),
+        Err(_) => "The key readers' cost is not measured yet (`cargo xtask mqtt --key-readers`).\n\n".into(),
+    }
 }
 
 /// Why a fit table's ratio column is empty for most KEMs: their published

@@ -159,6 +159,10 @@ pub fn save(mcu: &str, scheme: &str, records: &[Record], merge: bool) -> Result<
 /// assemblies (the looped Keccak-f\[1600\], the tiny X25519 field).
 pub const COMPACT_VARIANT: &str = "avr-asm-compact";
 
+/// The recorded table of `cargo xtask mqtt --key-readers` (every suite):
+/// `benchmarks/<mcu>/<this>.md`.
+pub const KEY_READERS_TABLE: &str = "kem-mqtt-key-readers";
+
 /// The records of one `benchmarks/**.json` file.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
