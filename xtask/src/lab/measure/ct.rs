@@ -22,7 +22,7 @@
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
-use avr_wire::kem::{kem_op_id, KemOp, TAPE_LEN};
+use avr_wire::kem::{compact_key_op_id, kem_op_id, CompactKeyOp, KemOp, TAPE_LEN};
 use kem_registry::Kem;
 use rand_core::Rng as _;
 
@@ -570,6 +570,23 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
                 requests.push((kem_op_id(kem, op), payload));
             }
         }
+        // The compact key's two operations (the sensor's ephemeral key):
+        // keygen from each record's draws, decaps of its ciphertext.
+        let mut compact_ops = Vec::new();
+        for op in CompactKeyOp::ALL {
+            let Some(id) = compact_key_op_id(kem, op) else {
+                break;
+            };
+            for c in &cases {
+                let key = kems::compact_keygen(kem, &c.keygen_tape)?.unwrap_or_default();
+                let data = match op {
+                    CompactKeyOp::Keygen => &c.keygen_tape,
+                    CompactKeyOp::Decaps => &c.record.ct,
+                };
+                requests.push((id, kems::compact_key_request(kem, op, &key, data)?));
+            }
+            compact_ops.push(op);
+        }
         eprintln!("xtask: {} traced in yasimavr …", kem.name());
         let r = match trace_mega0(mcu, &b, &image, &requests) {
             Ok(r) => r,
@@ -586,6 +603,15 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
                 r.get(2 * i),
                 r.get(2 * i + 1),
                 public,
+            ));
+        }
+        for (j, op) in compact_ops.into_iter().enumerate() {
+            let i = KemOp::ALL.len() + j;
+            record(compare_runs(
+                format!("{}/{}", kem.name(), op.name()),
+                r.get(2 * i),
+                r.get(2 * i + 1),
+                false,
             ));
         }
     }
@@ -619,8 +645,13 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
         // The image's provisioned keys, two runs of randomness.
         let seed = crate::run::sensor::SEED;
         let cases = [seed, seed + 1].map(|run| crate::run::sensor::prepare_with(suite, seed, run));
+        // The second run's finish finds the first run's session in its
+        // static and wipes it (a public fact: whether a session came
+        // before); a first handshake before the two compared puts both in
+        // that state.
+        const WARM_UP: usize = 3;
         let mut requests = Vec::new();
-        for c in &cases {
+        for c in std::iter::once(&cases[0]).chain(&cases) {
             let c = c.as_ref().map_err(Clone::clone)?;
             requests.push((avr_wire::mqtt::OP_START, c.start_request.clone()));
             for (op, r) in avr_wire::mqtt::FINISH_OPS.into_iter().zip(&c.finish_requests) {
@@ -635,7 +666,7 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
                 continue;
             }
         };
-        if r.len() < 6 {
+        if r.len() < WARM_UP + 6 {
             record(Ok(format!(
                 "kem-mqtt/{}: stopped early (does not fit the SRAM), not compared",
                 suite.name()
@@ -649,7 +680,8 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
         // Both handshakes must have completed (the broker accepts them).
         let mut completed = true;
         for (k, case) in cases.into_iter().enumerate() {
-            let checked = case.and_then(|c| c.check(&r[3 * k].body, &r[3 * k + 1].body, &r[3 * k + 2].body));
+            let at = WARM_UP + 3 * k;
+            let checked = case.and_then(|c| c.check(&r[at].body, &r[at + 1].body, &r[at + 2].body));
             if let Err(e) = checked {
                 record(Err(format!("kem-mqtt/{}, run {k}: {e}", suite.name())));
                 completed = false;
@@ -664,8 +696,8 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
         {
             record(compare_runs(
                 format!("kem-mqtt/{}/{step}", suite.name()),
-                r.get(i),
-                r.get(3 + i),
+                r.get(WARM_UP + i),
+                r.get(WARM_UP + 3 + i),
                 i == 0 && retry,
             ));
         }
