@@ -55,7 +55,10 @@ pub struct MqttArgs {
     pub seeds: u64,
     /// The KEMs read the sensor's keys through readers, as from a classic
     /// AVR's flash (`kem_common::KeyBytes::Reader`; the ATmega2560 sensor's
-    /// path), here from the harness's copy of the keys a request carries
+    /// path), here from the harness's copy of the keys a request carries.
+    /// With every suite (no --filter, no --suite), each one runs again with
+    /// its keys in slices, and the comparison is recorded for
+    /// docs/benchmarks.md
     #[arg(long)]
     pub key_readers: bool,
     /// Run the sensor (simulated atmega1284p) against this real MQTT broker
