@@ -573,17 +573,23 @@ fn mega0(o: &CtArgs) -> Result<(), String> {
         // The compact key's two operations (the sensor's ephemeral key):
         // keygen from each record's draws, decaps of its ciphertext.
         let mut compact_ops = Vec::new();
+        let compact_keys = match kem.scheme().has_compact_key() {
+            true => cases
+                .iter()
+                .map(|c| Ok(kems::compact_keygen(kem, &c.keygen_tape)?.unwrap_or_default()))
+                .collect::<Result<Vec<_>, String>>()?,
+            false => Vec::new(),
+        };
         for op in CompactKeyOp::ALL {
             let Some(id) = compact_key_op_id(kem, op) else {
                 break;
             };
-            for c in &cases {
-                let key = kems::compact_keygen(kem, &c.keygen_tape)?.unwrap_or_default();
+            for (c, key) in cases.iter().zip(&compact_keys) {
                 let data = match op {
                     CompactKeyOp::Keygen => &c.keygen_tape,
                     CompactKeyOp::Decaps => &c.record.ct,
                 };
-                requests.push((id, kems::compact_key_request(kem, op, &key, data)?));
+                requests.push((id, kems::compact_key_request(kem, op, key, data)?));
             }
             compact_ops.push(op);
         }
